@@ -1,0 +1,47 @@
+"""Adapters: where cases come from. `get_adapter(name)`; `default_adapter_name()` picks
+FlagGems when it can be imported here, else the builtin kernels."""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+from .base import (Adapter, Case, CaseInputs, MissingShapes, UnknownOp, UnsupportedDtype,
+                   suggest)
+
+ADAPTERS = {
+    "builtin": "adapters.builtin:BuiltinAdapter",
+    "flaggems": "adapters.flaggems:FlagGemsAdapter",
+}
+
+
+class UnknownAdapter(ValueError):
+    pass
+
+
+def adapter_names() -> list[str]:
+    return list(ADAPTERS)
+
+
+def get_adapter(name: str) -> Adapter:
+    if name not in ADAPTERS:
+        raise UnknownAdapter(f"unknown adapter {name!r}; known: {', '.join(ADAPTERS)}")
+    module_name, _, cls_name = ADAPTERS[name].partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name == module_name:
+            raise UnknownAdapter(f"adapter {name!r} is not part of this installation") from exc
+        raise
+    return getattr(module, cls_name)()
+
+
+def default_adapter_name() -> str:
+    """flaggems when `flag_gems` is importable and its adapter is installed, else builtin."""
+    if importlib.util.find_spec("flag_gems") is not None and \
+            importlib.util.find_spec("adapters.flaggems") is not None:
+        return "flaggems"
+    return "builtin"
+
+
+__all__ = ["Adapter", "Case", "CaseInputs", "UnknownOp", "UnsupportedDtype", "MissingShapes",
+           "UnknownAdapter", "adapter_names", "get_adapter", "default_adapter_name", "suggest"]

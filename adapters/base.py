@@ -1,0 +1,102 @@
+"""Where cases come from. An adapter resolves op names and yields cases; it never times."""
+from __future__ import annotations
+
+import difflib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+
+
+@dataclass
+class CaseInputs:
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+
+
+@dataclass
+class Case:
+    """One measurement point: (op, dtype, shape) with a baseline and a function under test.
+
+    `build()` makes the inputs; it is called after the runner has seeded every generator, so
+    the same case gets the same inputs in every run. `baseline` and `under_test` take the
+    inputs' args/kwargs. `check(out_test, out_ref)` raises AssertionError on a wrong result.
+    """
+
+    op: str
+    dtype: str
+    shape: Any                     # what the shape set says, as YAML can hold it
+    shape_detail: str              # human string, also the pairing key in comparisons
+    build: Callable[[], CaseInputs]
+    baseline: Callable[..., Any]
+    under_test: Callable[..., Any]
+    check: Callable[[Any, Any], None] | None = None
+    bytes_moved: Callable[[CaseInputs], float] | None = None  # for GB/s
+    flops: Callable[[CaseInputs], float] | None = None        # for TFLOP/s
+    skip_reason: str | None = None
+    unsupported_reason: str | None = None
+    info: dict = field(default_factory=dict)                  # adapter-specific identity
+
+
+class UnknownOp(ValueError):
+    pass
+
+
+class UnsupportedDtype(ValueError):
+    pass
+
+
+class MissingShapes(ValueError):
+    pass
+
+
+def suggest(name: str, candidates: Sequence[str], n: int = 3) -> str:
+    close = difflib.get_close_matches(name, list(candidates), n=n, cutoff=0.5)
+    return f"; did you mean {', '.join(close)}?" if close else ""
+
+
+class Adapter(ABC):
+    name = ""
+
+    @abstractmethod
+    def available(self) -> tuple[bool, str]:
+        """(usable here, why not)."""
+
+    @abstractmethod
+    def ops(self) -> list[str]:
+        ...
+
+    def resolve(self, op: str) -> str:
+        known = self.ops()
+        if op in known:
+            return op
+        raise UnknownOp(f"unknown op {op!r} for adapter {self.name}{suggest(op, known)}"
+                        f" (known: {', '.join(known)})" if len(known) <= 12 else
+                        f"unknown op {op!r} for adapter {self.name}{suggest(op, known)}")
+
+    @abstractmethod
+    def dtypes(self, op: str, backend) -> list[str]:
+        """dtypes this op supports on this backend; the first ones are the defaults."""
+
+    def default_dtypes(self, op: str, backend) -> list[str]:
+        return self.dtypes(op, backend)
+
+    def check_dtypes(self, op: str, backend, wanted: Sequence[str]) -> list[str]:
+        supported = self.dtypes(op, backend)
+        bad = [d for d in wanted if d not in supported]
+        if bad:
+            raise UnsupportedDtype(
+                f"dtype {', '.join(bad)} not supported by op {op!r} on backend {backend.name}; "
+                f"supported: {', '.join(supported)}")
+        return list(wanted)
+
+    @abstractmethod
+    def cases(self, op: str, dtypes: Sequence[str], shapes: dict | None, level: str,
+              backend, device: str) -> Iterator[Case]:
+        """Yield the cases to time. `shapes` is a loaded shape file (None: adapter defaults)."""
+
+    @abstractmethod
+    def shapes_used(self, op: str) -> dict:
+        """The shapes the last `cases` call used, as a shape-file document."""
+
+    def identity(self) -> dict:
+        return {"adapter": self.name}

@@ -1,0 +1,244 @@
+"""What every device runtime must tell the harness.
+
+A backend is a small declarative object: which environment keys make devices visible,
+what it can do (graph capture, events), how to name and enumerate its devices, how to read
+its telemetry, and how to sort a device error into fatal / poisoned / recoverable.
+The harness talks only to this interface; vendor names stay inside `backends/`.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from typing import Iterator, Mapping, Sequence
+
+# Error classes, in order of severity.
+FATAL = "fatal"          # the kernel is broken: fail the case, never report a latency
+POISONED = "poisoned"    # the process can no longer be trusted: stop the run
+RECOVERABLE = "recoverable"  # capture is not possible for this case: fall back to events
+
+TELEMETRY_FIELDS = ("index", "sm_clock_mhz", "mem_clock_mhz", "temp_c", "power_w", "util_pct")
+
+# Newer torch appends this footer to *every* device error; it says nothing about the cause
+# and must never drive classification.
+_GENERIC_FOOTERS = (
+    re.compile(r"compile with [`']?TORCH_USE_\w+_DSA[`']? to enable device-side assertions\.?", re.I),
+    re.compile(r"for debugging consider passing \w+_LAUNCH_BLOCKING=1\.?", re.I),
+    re.compile(r"device-side assertions? (?:are|is) (?:not )?enabled[^\n]*", re.I),
+    re.compile(r"[^\n]*might be asynchronously reported at some other API call[^\n]*", re.I),
+)
+
+
+def error_text(error: BaseException | str) -> str:
+    """`ExcName: message` for an exception, the text itself for a string."""
+    if isinstance(error, BaseException):
+        return f"{type(error).__name__}: {error}"
+    return str(error)
+
+
+def strip_generic_footers(text: str) -> str:
+    for pattern in _GENERIC_FOOTERS:
+        text = pattern.sub("", text)
+    return text
+
+
+@dataclass(frozen=True)
+class DeviceIdentity:
+    index: int
+    name: str
+    arch: str
+    physical_id: str = ""
+
+    def to_dict(self) -> dict:
+        return {"index": self.index, "name": self.name, "arch": self.arch,
+                "physical_id": self.physical_id}
+
+
+@dataclass(frozen=True)
+class TelemetrySample:
+    index: int
+    sm_clock_mhz: float | None
+    mem_clock_mhz: float | None
+    temp_c: float | None
+    power_w: float | None
+    util_pct: float | None
+
+    def to_dict(self) -> dict:
+        return {name: getattr(self, name) for name in TELEMETRY_FIELDS}
+
+
+def parse_number(text) -> float | None:
+    """'1980 MHz' -> 1980.0, '65C' -> 65.0, '[N/A]' -> None."""
+    if text is None:
+        return None
+    if isinstance(text, (int, float)):
+        return float(text)
+    match = re.search(r"-?\d+(?:\.\d+)?", str(text))
+    return float(match.group()) if match else None
+
+
+@dataclass
+class Backend:
+    """Base class; concrete backends set the class attributes and override what differs."""
+
+    name: str = ""
+    aliases: tuple[str, ...] = ()
+    torch_device_type: str = ""           # "cuda", "musa", "npu", "cpu"
+    visibility_keys: tuple[str, ...] = ()  # first key is the one the harness sets
+    supports_graph: bool = False
+    supports_events: bool = False
+    flaggems_vendor: str | None = None
+    telemetry_command: tuple[str, ...] = ()
+    capture_deny: frozenset[str] = frozenset()
+    # Substrings (lower case) matched against the error text with generic footers removed.
+    fatal_patterns: tuple[str, ...] = ()
+    poisoned_patterns: tuple[str, ...] = ()
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+
+    # ---- identity and enumeration -------------------------------------------------------
+    def torch_module(self):
+        import torch
+        return getattr(torch, self.torch_device_type)
+
+    def is_available(self) -> bool:
+        try:
+            return bool(self.torch_module().is_available())
+        except Exception:  # noqa: BLE001 - a missing vendor extension just means "no"
+            return False
+
+    def visible_from_env(self, env: Mapping[str, str] | None = None) -> list[str] | None:
+        env = os.environ if env is None else env
+        for key in self.visibility_keys:
+            value = env.get(key)
+            if value is not None and value.strip() != "":
+                return [v.strip() for v in value.split(",") if v.strip()]
+        return None
+
+    def enumerate_devices(self, explicit: Sequence[int] | None = None,
+                          env: Mapping[str, str] | None = None) -> list[int]:
+        """Logical device indices: explicit list > visibility env > torch's count."""
+        if explicit:
+            return [int(i) for i in explicit]
+        visible = self.visible_from_env(env)
+        if visible is not None:
+            return list(range(len(visible)))
+        try:
+            return list(range(int(self.torch_module().device_count())))
+        except Exception:  # noqa: BLE001
+            return []
+
+    def identity(self, index: int) -> DeviceIdentity:
+        mod = self.torch_module()
+        props = mod.get_device_properties(index)
+        major = getattr(props, "major", None)
+        minor = getattr(props, "minor", None)
+        arch = getattr(props, "gcnArchName", None) or (
+            f"sm_{major}{minor}" if major is not None else "unknown")
+        visible = self.visible_from_env()
+        physical = visible[index] if visible and index < len(visible) else str(index)
+        return DeviceIdentity(index, props.name, arch, physical)
+
+    def child_env(self, base: Mapping[str, str], devices: Sequence[str] | None = None,
+                  all_backends: Sequence["Backend"] = ()) -> dict[str, str]:
+        """Environment for a child process: this backend's keys only, every other vendor's cleared."""
+        env = dict(base)
+        for other in all_backends:
+            if other.name != self.name:
+                for key in other.visibility_keys:
+                    if key not in self.visibility_keys:
+                        env.pop(key, None)
+        if devices is not None and self.visibility_keys:
+            value = ",".join(str(d) for d in devices)
+            for key in self.visibility_keys:
+                env.pop(key, None)
+            env[self.visibility_keys[0]] = value
+        env.update(self.extra_env)
+        if self.flaggems_vendor:
+            env["GEMS_VENDOR"] = self.flaggems_vendor
+        return env
+
+    def activate(self, device_index: int) -> None:
+        """Make this backend current in this process (device selection, env the stack reads)."""
+        for key, value in self.extra_env.items():
+            os.environ.setdefault(key, value)
+        if self.flaggems_vendor:
+            os.environ.setdefault("GEMS_VENDOR", self.flaggems_vendor)
+        self.torch_module().set_device(device_index)
+
+    def torch_device(self, index: int) -> str:
+        return f"{self.torch_device_type}:{index}"
+
+    # ---- runtime primitives used by the timing core ------------------------------------
+    def synchronize(self) -> None:
+        self.torch_module().synchronize()
+
+    def event(self):
+        return self.torch_module().Event(enable_timing=True)
+
+    def new_graph(self):
+        raise NotImplementedError(f"backend {self.name} declares no graph support")
+
+    def graph_capture(self, graph) -> contextlib.AbstractContextManager:
+        raise NotImplementedError(f"backend {self.name} declares no graph support")
+
+    def l2_cache_bytes(self, index: int) -> int | None:
+        props = self.torch_module().get_device_properties(index)
+        size = getattr(props, "L2_cache_size", None)
+        return int(size) if size else None
+
+    @contextlib.contextmanager
+    def scratch_rng(self, index: int, seed: int = 0x5EED) -> Iterator[None]:
+        """Run a block under a throw-away RNG state; the process generator is restored after."""
+        import torch
+        with torch.random.fork_rng(devices=[index], device_type=self.torch_device_type):
+            torch.manual_seed(seed)
+            yield
+
+    def rng_usable(self, index: int) -> str | None:
+        """None when the device generator works outside capture, else the error text."""
+        import torch
+        try:
+            torch.rand(1, device=self.torch_device(index))
+            self.synchronize()
+            return None
+        except Exception as exc:  # noqa: BLE001
+            return str(exc)
+
+    # ---- errors ---------------------------------------------------------------------------
+    def classify_error(self, error: BaseException | str) -> str:
+        cleaned = strip_generic_footers(error_text(error)).lower()
+        if any(p in cleaned for p in self.poisoned_patterns):
+            return POISONED
+        if any(p in cleaned for p in self.fatal_patterns):
+            return FATAL
+        return RECOVERABLE
+
+    # ---- telemetry ------------------------------------------------------------------------
+    def parse_telemetry(self, text: str) -> list[TelemetrySample]:
+        raise NotImplementedError
+
+    def read_telemetry(self, timeout_s: float = 10.0) -> list[TelemetrySample] | None:
+        if not self.telemetry_command or shutil.which(self.telemetry_command[0]) is None:
+            return None
+        try:
+            out = subprocess.run(list(self.telemetry_command), capture_output=True, text=True,
+                                 timeout=timeout_s, check=True).stdout
+            return self.parse_telemetry(out)
+        except (subprocess.SubprocessError, OSError, ValueError):
+            return None
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "aliases": ",".join(self.aliases),
+            "device_type": self.torch_device_type,
+            "visibility": ",".join(self.visibility_keys) or "-",
+            "graph": self.supports_graph,
+            "events": self.supports_events,
+            "flaggems_vendor": self.flaggems_vendor or "-",
+            "telemetry": " ".join(self.telemetry_command[:1]) or "-",
+            "available": self.is_available(),
+        }

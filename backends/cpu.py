@@ -1,0 +1,59 @@
+"""The host CPU: Triton kernels run through Triton's interpreter, timed with the host clock."""
+from __future__ import annotations
+
+import os
+import platform
+
+from .base import Backend, DeviceIdentity
+
+
+class CpuBackend(Backend):
+    def __init__(self):
+        super().__init__(
+            name="cpu",
+            aliases=("host",),
+            torch_device_type="cpu",
+            visibility_keys=(),
+            supports_graph=False,
+            supports_events=False,
+            flaggems_vendor=None,
+            extra_env={"TRITON_INTERPRET": "1"},
+        )
+
+    def is_available(self) -> bool:
+        return True
+
+    def enumerate_devices(self, explicit=None, env=None) -> list[int]:
+        return [int(i) for i in explicit] if explicit else [0]
+
+    def identity(self, index: int) -> DeviceIdentity:
+        return DeviceIdentity(index, _cpu_model(), platform.machine() or "unknown", str(index))
+
+    def activate(self, device_index: int) -> None:
+        # Triton reads TRITON_INTERPRET when a kernel is decorated, so this must run before
+        # any adapter imports its kernels.
+        os.environ["TRITON_INTERPRET"] = "1"
+
+    def synchronize(self) -> None:
+        return None
+
+    def l2_cache_bytes(self, index: int) -> int | None:
+        return None
+
+    def scratch_rng(self, index: int, seed: int = 0x5EED):
+        import torch
+        return torch.random.fork_rng(devices=[])
+
+    def rng_usable(self, index: int):
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "cpu"

@@ -1,0 +1,70 @@
+"""Errors the user can act on, each with its exit code.
+
+Every error here is printed as one line, without a traceback, by the CLI.
+"""
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED_CASES = 1
+EXIT_USAGE = 2
+EXIT_PREFLIGHT = 3
+EXIT_CALIBER = 4
+EXIT_POISONED = 5
+
+
+class ZlhError(Exception):
+    """Base class: a message for the user and the exit code that goes with it."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class UsageError(ZlhError):
+    """Bad input: unknown op, backend or dtype, unreadable shape file, bad option value."""
+
+    exit_code = EXIT_USAGE
+
+
+class PreflightError(ZlhError):
+    """The environment cannot run what was asked (missing package, directory, device)."""
+
+    exit_code = EXIT_PREFLIGHT
+
+    def __init__(self, check: str, message: str):
+        super().__init__(f"PREFLIGHT_FAILED check={check} {message}")
+        self.check = check
+
+
+class CaliberError(ZlhError):
+    exit_code = EXIT_CALIBER
+
+
+class DevicePoisonedError(ZlhError):
+    """The device or process state can no longer be trusted; the run must end now."""
+
+    exit_code = EXIT_POISONED
+
+
+class CaseFailure(Exception):
+    """One case cannot produce a number (broken kernel, wrong result). Other cases go on."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+class CaseSkipped(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def one_line(text: object, limit: int = 240) -> str:
+    """First meaningful line of an error text, whitespace folded, length bounded."""
+    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
+    line = " ".join(lines[0].split()) if lines else type(text).__name__
+    return line if len(line) <= limit else line[: limit - 3] + "..."

@@ -1,0 +1,103 @@
+"""Raw timing samples and the statistics computed from them.
+
+A `Measurement` is a value: the per-call times a timer observed, and how it observed them.
+Everything reported (median, spread, sample count) is derived here, so a row can always be
+recomputed from the raw samples it carries.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Standard error of the median of n normal samples ~= 1.2533 * sigma / sqrt(n);
+# sigma estimated robustly as 1.4826 * MAD.
+_MEDIAN_SE_FACTOR = 1.2533 * 1.4826
+
+
+@dataclass(frozen=True)
+class Measurement:
+    samples_ms: tuple[float, ...]
+    timer: str                       # "graph", "event" or "host"
+    calls_per_sample: int = 1        # calls averaged into each sample (graph unroll, batches)
+    warmup_calls: int = 0
+    repeats: tuple[float, ...] = ()  # medians of independent repeats, when --repeat > 1
+    markers: tuple[str, ...] = field(default=())
+
+    def __post_init__(self):
+        if not self.samples_ms:
+            raise ValueError("a measurement needs at least one sample")
+
+    @property
+    def n(self) -> int:
+        return len(self.samples_ms)
+
+    @property
+    def median(self) -> float:
+        if self.repeats:
+            return float(np.median(self.repeats))
+        return float(np.median(self.samples_ms))
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.samples_ms))
+
+    @property
+    def iqr(self) -> float:
+        q1, q3 = np.percentile(self.samples_ms, [25, 75])
+        return float(q3 - q1)
+
+    @property
+    def min(self) -> float:
+        return float(np.min(self.samples_ms))
+
+    @property
+    def rel_iqr(self) -> float:
+        """Interquartile range over the median: the spread of single samples."""
+        med = self.median
+        return self.iqr / med if med > 0 else math.inf
+
+    @property
+    def rel_error(self) -> float:
+        """Estimated relative standard error of the median."""
+        return relative_median_error(self.samples_ms)
+
+    def to_dict(self, keep_samples: bool = True) -> dict:
+        out = {
+            "timer": self.timer,
+            "median_ms": self.median,
+            "n": self.n,
+            "calls_per_sample": self.calls_per_sample,
+            "warmup_calls": self.warmup_calls,
+            "rel_iqr": round(self.rel_iqr, 6),
+            "rel_err": round(self.rel_error, 6),
+        }
+        if self.repeats:
+            out["repeat_medians_ms"] = [_compact(v) for v in self.repeats]
+        if keep_samples:
+            out["samples_ms"] = [_compact(v) for v in self.samples_ms]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Measurement":
+        return cls(samples_ms=tuple(data["samples_ms"]), timer=data["timer"],
+                   calls_per_sample=data.get("calls_per_sample", 1),
+                   warmup_calls=data.get("warmup_calls", 0),
+                   repeats=tuple(data.get("repeat_medians_ms", ())))
+
+
+def relative_median_error(samples) -> float:
+    arr = np.asarray(samples, dtype=float)
+    if arr.size < 2:
+        return math.inf
+    med = float(np.median(arr))
+    if med <= 0:
+        return math.inf
+    mad = float(np.median(np.abs(arr - med)))
+    return _MEDIAN_SE_FACTOR * mad / math.sqrt(arr.size) / med
+
+
+def _compact(value: float) -> float:
+    """Six significant digits: enough to recompute statistics, half the bytes."""
+    return float(f"{value:.6g}")

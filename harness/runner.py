@@ -1,0 +1,330 @@
+"""`zlh bench`: plan (validate everything), then run each op into its own run directory.
+
+`run_op` is the whole of what one benchmark run does, top to bottom.
+"""
+from __future__ import annotations
+
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+import adapters
+import backends
+
+from . import identity, markers
+from .case_timer import CaseTimer
+from .errors import (EXIT_FAILED_CASES, EXIT_OK, CaseFailure, CaseSkipped, DevicePoisonedError,
+                     PreflightError, UsageError, one_line)
+from .results import FAILED, SKIPPED, SUCCESS, Row
+from .rundir import RunDir
+from .shapes import ShapeFile, ShapeFileError, load_shape_file
+from .stopping import StoppingRule
+from .table import render_rows
+from .timers import Budget, resolve_timer_name
+
+LEVELS = ("core", "comprehensive")
+L2_POLICIES = ("warm", "flush")
+DEFAULT_SEED = 0
+
+
+@dataclass
+class BenchOptions:
+    adapter: str | None = None          # None: flaggems when importable, else builtin
+    backend: str | None = None          # None: detected
+    device: int | None = None           # logical index; None: first visible device
+    dtypes: Sequence[str] | None = None  # None: the op's defaults
+    shapes: str | None = None           # shape file; None: the adapter's defaults
+    level: str = "core"
+    timer: str = "auto"
+    repeat: int = 1
+    l2: str = "warm"
+    out: str = "runs"
+    seed: int = DEFAULT_SEED
+    check: bool = True                  # compare the function under test with the baseline
+    rule: StoppingRule = field(default_factory=StoppingRule)
+    budget: Budget = field(default_factory=Budget)
+    argv: Sequence[str] | None = None
+
+
+@dataclass
+class RunResult:
+    op: str
+    run_dir: Path
+    rows: list[Row]
+    caliber: dict
+    status: str
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FAILED_CASES if any(r.status == FAILED for r in self.rows) else EXIT_OK
+
+    def ok(self) -> list[Row]:
+        return [r for r in self.rows if r.status == SUCCESS]
+
+
+@dataclass
+class BenchPlan:
+    ops: list[str]
+    options: BenchOptions
+    backend: object
+    device_index: int
+    adapter: adapters.Adapter
+    timer: str
+    dtypes: dict                        # op -> list of dtype names
+    shape_file: ShapeFile | None
+
+
+def seed_everything(seed: int) -> None:
+    import torch
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)   # seeds every device generator too
+
+
+def plan_bench(ops: Sequence[str], options: BenchOptions) -> BenchPlan:
+    """Check every input before any device work; raise UsageError / PreflightError."""
+    if not ops:
+        raise UsageError("no op given; name at least one op (see `zlh ops` or the README)")
+    if options.level not in LEVELS:
+        raise UsageError(f"unknown level {options.level!r}; known: {', '.join(LEVELS)}")
+    if options.l2 not in L2_POLICIES:
+        raise UsageError(f"unknown L2 policy {options.l2!r}; known: {', '.join(L2_POLICIES)}")
+    if options.repeat < 1:
+        raise UsageError("--repeat must be at least 1")
+    try:
+        backend = (backends.get_backend(options.backend) if options.backend
+                   else backends.detect_backend())
+    except backends.UnknownBackend as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        adapter = adapters.get_adapter(options.adapter or adapters.default_adapter_name())
+    except adapters.UnknownAdapter as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        resolved = [adapter.resolve(op) for op in ops]
+    except adapters.UnknownOp as exc:
+        raise UsageError(str(exc)) from None
+    shape_file = None
+    if options.shapes:
+        try:
+            shape_file = load_shape_file(options.shapes)
+        except ShapeFileError as exc:
+            raise UsageError(str(exc)) from None
+    try:
+        timer = resolve_timer_name(options.timer, backend)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if options.l2 == "flush" and timer != "event":
+        raise UsageError("--l2 flush needs --timer event (a graph replays with a warm L2)")
+
+    if not backend.is_available():
+        raise PreflightError("backend", f"backend {backend.name} has no usable device here "
+                                        f"(python: {sys.executable})")
+    usable, why = adapter.available()
+    if not usable:
+        raise PreflightError("adapter", why)
+    devices = backend.enumerate_devices([options.device] if options.device is not None else None)
+    if not devices:
+        raise PreflightError("device", f"backend {backend.name} sees no device")
+    device_index = devices[0]
+    # Activate before asking the adapter for dtypes: on the cpu backend this switches Triton
+    # to its interpreter, which narrows what the kernels support.
+    backend.activate(device_index)
+    dtypes = {}
+    for op in resolved:
+        try:
+            dtypes[op] = (adapter.check_dtypes(op, backend, options.dtypes) if options.dtypes
+                          else adapter.default_dtypes(op, backend))
+        except adapters.UnsupportedDtype as exc:
+            raise UsageError(str(exc)) from None
+    return BenchPlan(resolved, options, backend, device_index, adapter, timer, dtypes, shape_file)
+
+
+def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> RunResult:
+    """One op, top to bottom: run dir, identity, cases (seed, build, check, time), files."""
+    options, backend, index = plan.options, plan.backend, plan.device_index
+    started = time.time()
+    run_dir = RunDir.create(options.out, op, started)
+    device = backend.identity(index)
+    adapter_id = plan.adapter.identity()
+    shape_mode = (f"file:{plan.shape_file.sha256[:16]}" if plan.shape_file else "default")
+    run_info = {
+        "run_id": run_dir.path.name,
+        "op": op,
+        "status": "running",
+        "command": list(options.argv) if options.argv is not None else list(sys.argv),
+        "cwd": str(Path.cwd()),
+        "adapter": adapter_id,
+        "caliber": identity.caliber(
+            backend=backend.name, device=device.name, timer=plan.timer,
+            bench_level=options.level, shape_mode=shape_mode,
+            tuner_cache=adapter_id.get("tuner_cache", "none"), repeat=options.repeat,
+            l2_policy=options.l2, warmup_ms=options.budget.warmup_ms,
+            stopping=options.rule.to_dict(), autotune_mode="uncontrolled"),
+        "dtypes": plan.dtypes[op],
+        "shape_file": plan.shape_file.path if plan.shape_file else None,
+        "seed": options.seed,
+        "budget": options.budget.to_dict(),
+        "device": {**device.to_dict(), "backend": backend.name,
+                   "l2_bytes": backend.l2_cache_bytes(index)},
+        "versions": identity.versions(),
+        "host": identity.host(),
+        "env": identity.recorded_env(),
+        "started_at": _iso(started),
+        "telemetry": {"before": _telemetry(backend)},
+    }
+    run_dir.write_run_json(run_info)
+    header = (f"zlh bench {op} · adapter={plan.adapter.name} · {backend.name}:{index} "
+              f"{device.name} · timer={plan.timer} · {run_dir.path}")
+    echo(header)
+    run_dir.log(header)
+
+    case_timer = CaseTimer(backend, index, plan.timer, options.rule, options.budget,
+                           options.repeat, flush_l2=options.l2 == "flush")
+    shapes_doc = plan.shape_file.doc if plan.shape_file else None
+    rows: list[Row] = []
+    seen: dict[tuple, int] = {}
+    status = "complete"
+    try:
+        for case in plan.adapter.cases(op, plan.dtypes[op], shapes_doc, options.level, backend,
+                                       backend.torch_device(index)):
+            key = (case.op, case.dtype, case.shape_detail)
+            row = measure_case(case, case_timer, backend, options.seed, options.check,
+                               occurrence=seen.get(key, 0))
+            seen[key] = seen.get(key, 0) + 1
+            rows.append(row)
+            run_dir.write_results(rows)
+            for line in row.markers:
+                echo(line)
+                run_dir.log(line)
+            progress = (f"[{len(rows)}] {row.dtype} {row.shape_detail} {row.status}"
+                        f"{' ' + row.reason if row.reason else ''}")
+            print(progress, file=sys.stderr, flush=True)
+    except DevicePoisonedError as exc:
+        status = "poisoned"
+        echo(exc.message)
+        run_dir.log(exc.message)
+        raise
+    except (adapters.MissingShapes, adapters.UnsupportedDtype) as exc:
+        status = "usage_error"
+        raise UsageError(str(exc)) from None
+    except BaseException:
+        status = "crashed"
+        raise
+    finally:
+        run_dir.write_results(rows)
+        run_dir.write_shapes(plan.adapter.shapes_used(op))
+        fallbacks = sum(1 for r in rows for m in r.markers
+                        if markers.marker_name(m) == markers.NO_GRAPH)
+        effective = _effective_timer(plan.timer, rows)
+        if effective != plan.timer:
+            line = markers.marker(markers.ALL_EVENT_TIMED, op=op, requested=plan.timer,
+                                  detail="every measured case fell back: this is an "
+                                         "event-timed run")
+            echo(line)
+            run_dir.log(line)
+        run_info["caliber"]["timer"] = effective
+        finished = time.time()
+        run_info.update({
+            "status": status,
+            "timer_requested": plan.timer,
+            "graph_fallbacks": fallbacks,
+            "counts": {s: sum(1 for r in rows if r.status == s) for s in (SUCCESS, FAILED,
+                                                                          SKIPPED)},
+            "finished_at": _iso(finished),
+            "wall_s": round(finished - started, 3),
+        })
+        run_info["telemetry"]["after"] = _telemetry(backend)
+        run_dir.write_run_json(run_info)
+
+    legend, table = render_rows(rows, colour=sys.stdout.isatty())
+    summary = (f"{run_info['counts'][SUCCESS]} ok, {run_info['counts'][FAILED]} failed, "
+               f"{run_info['counts'][SKIPPED]} skipped; {fallbacks} graph fallbacks; "
+               f"wall {run_info['wall_s']:.1f} s")
+    plain_legend, plain_table = render_rows(rows, colour=False)
+    for text in (legend, table, summary):
+        if text:
+            echo(text)
+    for text in (plain_legend, plain_table, summary):
+        if text:
+            run_dir.log(text)
+    return RunResult(op, run_dir.path, rows, run_info["caliber"], status)
+
+
+def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
+                 occurrence: int = 0) -> Row:
+    """Seed, build inputs, check the result against the baseline, time both with one timer."""
+    row = Row(op=case.op, dtype=case.dtype, shape=case.shape, shape_detail=case.shape_detail,
+              status=SUCCESS, occurrence=occurrence, extra=dict(case.info))
+    if case.skip_reason or case.unsupported_reason:
+        row.status, row.reason = SKIPPED, case.skip_reason or f"unsupported: {case.unsupported_reason}"
+        return row
+    try:
+        seed_everything(seed)
+        inputs = case.build()
+        args, kwargs = inputs.args, inputs.kwargs
+        baseline = lambda: case.baseline(*args, **kwargs)      # noqa: E731
+        under_test = lambda: case.under_test(*args, **kwargs)  # noqa: E731
+        if check and case.check is not None:
+            try:
+                case.check(under_test(), baseline())
+            except AssertionError as exc:
+                raise CaseFailure("mismatch", one_line(exc)) from None
+        where = {"dtype": case.dtype, "shape": case.shape_detail}
+        timed_torch = case_timer.measure(baseline, case.op, **where)
+        timed_gems = case_timer.measure(under_test, case.op, **where)
+        row.torch, row.gems = timed_torch.measurement, timed_gems.measurement
+        row.markers = timed_torch.markers + timed_gems.markers
+        row.bytes_moved = case.bytes_moved(inputs) if case.bytes_moved else None
+        row.flops = case.flops(inputs) if case.flops else None
+    except CaseSkipped as exc:
+        row.status, row.reason = SKIPPED, exc.reason
+    except CaseFailure as exc:
+        row.status, row.reason = FAILED, exc.reason
+        row.markers.append(markers.marker(markers.CASE_FAILED, op=case.op, dtype=case.dtype,
+                                          shape=case.shape_detail, reason=exc.reason,
+                                          detail=exc.detail))
+    except DevicePoisonedError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one broken case must not end the run
+        verdict = backend.classify_error(exc)
+        if verdict == backends.POISONED:
+            raise DevicePoisonedError(markers.marker(
+                markers.DEVICE_POISONED, op=case.op, dtype=case.dtype, shape=case.shape_detail,
+                reason=type(exc).__name__, detail=one_line(exc))) from exc
+        reason = "fatal_device_error" if verdict == backends.FATAL else type(exc).__name__
+        row.status, row.reason = FAILED, reason
+        row.markers.append(markers.marker(markers.CASE_FAILED, op=case.op, dtype=case.dtype,
+                                          shape=case.shape_detail, reason=reason,
+                                          detail=one_line(exc)))
+    return row
+
+
+def run_bench(ops: Sequence[str], options: BenchOptions,
+              echo: Callable[[str], None] = print) -> list[RunResult]:
+    plan = plan_bench(ops, options)
+    return [run_op(plan, op, echo) for op in plan.ops]
+
+
+def _effective_timer(requested: str, rows: Sequence[Row]) -> str:
+    """A graph run whose every measured case fell back is an event-timed run."""
+    measured = [r for r in rows if r.gems is not None]
+    if requested == "graph" and measured and all(
+            r.gems.timer != "graph" and (r.torch is None or r.torch.timer != "graph")
+            for r in measured):
+        return "event"
+    return requested
+
+
+def _telemetry(backend):
+    samples = backend.read_telemetry()
+    return [s.to_dict() for s in samples] if samples else None
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(ts))

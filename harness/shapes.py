@@ -1,0 +1,71 @@
+"""Shape files: YAML whose top-level keys are op names (or benchmark class names).
+
+    softmax:
+      shape_desc: "M, N"        # optional
+      shapes:
+        - [1024, 256]
+        - [4096, 4096]
+    add: [[4096], [1048576]]    # a bare list is accepted too
+
+Loaded documents are normalised to {key: {"shapes": [[int, ...], ...], "shape_desc": str}}.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+
+class ShapeFileError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ShapeFile:
+    path: str
+    sha256: str
+    doc: dict
+
+
+def load_shape_file(path: str) -> ShapeFile:
+    file = Path(path)
+    if not file.is_file():
+        raise ShapeFileError(f"shape file not found: {path}")
+    try:
+        raw = file.read_bytes()
+        data = yaml.safe_load(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ShapeFileError(f"shape file {path} cannot be read: {exc}") from exc
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}" if where is not None else ""
+        raise ShapeFileError(f"shape file {path} is not valid YAML{at}: "
+                             f"{getattr(exc, 'problem', exc)}") from exc
+    return ShapeFile(str(file), hashlib.sha256(raw).hexdigest(), normalise(data, path))
+
+
+def normalise(data, origin: str = "shape file") -> dict:
+    if not isinstance(data, dict) or not data:
+        raise ShapeFileError(f"{origin}: top level must be a mapping of op or class names "
+                             f"to shape lists")
+    out = {}
+    for key, entry in data.items():
+        if isinstance(entry, dict):
+            shapes, desc = entry.get("shapes"), str(entry.get("shape_desc", ""))
+        else:
+            shapes, desc = entry, ""
+        if not isinstance(shapes, list) or not shapes:
+            raise ShapeFileError(f"{origin}: {key!r} needs a non-empty list of shapes")
+        out[str(key)] = {"shapes": [_shape(s, key, origin) for s in shapes], "shape_desc": desc}
+    return out
+
+
+def _shape(value, key, origin) -> list:
+    dims = [value] if isinstance(value, int) else value
+    if not isinstance(dims, (list, tuple)) or not dims or \
+            not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims):
+        raise ShapeFileError(f"{origin}: {key!r} has an invalid shape {value!r} "
+                             f"(expected a list of non-negative integers)")
+    return list(dims)

@@ -1,0 +1,46 @@
+"""When to stop taking samples.
+
+Stop once both minimums are met and the median is known well enough, or when a cap is hit.
+Every budget is named in milliseconds or counts; the rule holds no state.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .measurement import relative_median_error
+
+
+@dataclass(frozen=True)
+class StoppingRule:
+    min_samples: int = 20
+    min_time_ms: float = 50.0
+    max_time_ms: float = 1000.0
+    max_samples: int = 5000
+    target_rel_err: float = 0.001    # relative standard error of the median
+
+    def __post_init__(self):
+        if self.min_samples < 1 or self.max_samples < self.min_samples:
+            raise ValueError("need 1 <= min_samples <= max_samples")
+        if self.min_time_ms < 0 or self.max_time_ms < self.min_time_ms:
+            raise ValueError("need 0 <= min_time_ms <= max_time_ms")
+        if self.target_rel_err < 0:
+            raise ValueError("target_rel_err must be >= 0")
+
+    def should_stop(self, samples, elapsed_ms: float) -> bool:
+        n = len(samples)
+        if n >= self.max_samples or elapsed_ms >= self.max_time_ms:
+            return n > 0
+        if n < self.min_samples or elapsed_ms < self.min_time_ms:
+            return False
+        return relative_median_error(samples) <= self.target_rel_err
+
+    def reason(self, samples, elapsed_ms: float) -> str:
+        """Why sampling stopped (for the row): converged, max_samples or max_time."""
+        if len(samples) >= self.max_samples:
+            return "max_samples"
+        if elapsed_ms >= self.max_time_ms and relative_median_error(samples) > self.target_rel_err:
+            return "max_time"
+        return "converged"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
