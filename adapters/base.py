@@ -89,6 +89,9 @@ class Adapter(ABC):
                 f"supported: {', '.join(supported)}")
         return list(wanted)
 
+    def check_shapes(self, op: str, shapes: dict | None, level: str) -> None:
+        """Raise MissingShapes when a shape file cannot serve this op (before any run)."""
+
     @abstractmethod
     def cases(self, op: str, dtypes: Sequence[str], shapes: dict | None, level: str,
               backend, device: str) -> Iterator[Case]:

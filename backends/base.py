@@ -191,11 +191,27 @@ class Backend:
 
     @contextlib.contextmanager
     def scratch_rng(self, index: int, seed: int = 0x5EED) -> Iterator[None]:
-        """Run a block under a throw-away RNG state; the process generator is restored after."""
-        import torch
-        with torch.random.fork_rng(devices=[index], device_type=self.torch_device_type):
-            torch.manual_seed(seed)
+        """Run a block (a graph capture) with the device generator pointing at a scratch state.
+
+        Capture registers the default generator's *state* with the graph; an aborted capture
+        leaves that state stuck in capture mode ("Offset increment outside graph capture" on
+        every later random op). Swapping in a clone first means the process's own state never
+        takes part: it is put back untouched whether capture succeeds or not. Replays of a
+        captured graph then advance only the scratch state.
+        """
+        generators = getattr(self.torch_module(), "default_generators", ())
+        gen = generators[index] if index < len(generators) else None
+        if gen is None or not hasattr(gen, "graphsafe_set_state"):
+            yield   # no swappable generator state: capture as is
+            return
+        original = gen.graphsafe_get_state()
+        scratch = gen.clone_state()
+        scratch.manual_seed(seed)
+        gen.graphsafe_set_state(scratch)
+        try:
             yield
+        finally:
+            gen.graphsafe_set_state(original)
 
     def rng_usable(self, index: int) -> str | None:
         """None when the device generator works outside capture, else the error text."""

@@ -40,10 +40,6 @@ class CpuBackend(Backend):
     def l2_cache_bytes(self, index: int) -> int | None:
         return None
 
-    def scratch_rng(self, index: int, seed: int = 0x5EED):
-        import torch
-        return torch.random.fork_rng(devices=[])
-
     def rng_usable(self, index: int):
         return None
 

@@ -142,6 +142,10 @@ def plan_bench(ops: Sequence[str], options: BenchOptions) -> BenchPlan:
                           else adapter.default_dtypes(op, backend))
         except adapters.UnsupportedDtype as exc:
             raise UsageError(str(exc)) from None
+        try:
+            adapter.check_shapes(op, shape_file.doc if shape_file else None, options.level)
+        except adapters.MissingShapes as exc:
+            raise UsageError(str(exc)) from None
     return BenchPlan(resolved, options, backend, device_index, adapter, timer, dtypes, shape_file)
 
 

@@ -30,11 +30,11 @@ TIMER_NAMES = (GRAPH, EVENT, HOST)
 
 @dataclass(frozen=True)
 class Budget:
-    warmup_ms: float = 25.0          # eager warm-up after the discarded call
+    warmup_ms: float = 100.0         # warm-up (eager calls; graph replays too) per measurement
     max_warmup_calls: int = 2000
     estimate_calls: int = 5          # calls timed to estimate the per-call time
     graph_replay_ms: float = 1.0     # target duration of one captured replay
-    max_unroll: int = 500            # calls captured in one graph, at most
+    max_unroll: int = 2000           # calls captured in one graph, at most
     batch_ms: float = 0.05           # event/host: below this per call, batch calls per sample
     samples_per_sync: int = 10       # samples collected between host syncs
 
@@ -188,17 +188,24 @@ class GraphTimer(EventTimer):
         super().__init__(*args, flush_l2=False, **kwargs)
 
     def _sample(self, fn, per_call_ms, warmup_calls) -> Measurement:
-        unroll = clamp(self.budget.graph_replay_ms / max(per_call_ms, 1e-6), 1,
-                       self.budget.max_unroll)
+        target_ms, max_unroll = self.budget.graph_replay_ms, self.budget.max_unroll
+        unroll = clamp(target_ms / max(per_call_ms, 1e-6), 1, max_unroll)
         graph = self._capture(fn, unroll)
-        try:
+        replay_ms = self._replay_ms(graph)
+        # The eager estimate includes host launch cost, so tiny kernels get too few calls per
+        # replay; size the graph again from the device's own time per call, once.
+        better = clamp(target_ms * unroll / max(replay_ms, 1e-6), 1, max_unroll)
+        if replay_ms < target_ms / 2 and better > unroll:
+            del graph
+            unroll = better
+            graph = self._capture(fn, unroll)
+            replay_ms = self._replay_ms(graph)
+        # Warm the device up on the graph itself (clocks ramp under sustained load).
+        replays = clamp(self.budget.warmup_ms / max(replay_ms, 1e-6), 1,
+                        self.budget.max_warmup_calls)
+        for _ in range(replays):
             graph.replay()
-        except Exception as exc:  # noqa: BLE001 - classified by the caller
-            raise GraphPhaseError("warmup", exc) from exc
-        try:
-            self.backend.synchronize()
-        except Exception as exc:  # noqa: BLE001
-            raise GraphPhaseError("sync", exc) from exc
+        self._sync("sync")
         per_sync = self.budget.samples_per_sync
 
         def take_batch():
@@ -209,15 +216,30 @@ class GraphTimer(EventTimer):
                 graph.replay()
                 end.record()
                 pairs.append((start, end))
-            try:
-                self.backend.synchronize()
-            except Exception as exc:  # noqa: BLE001
-                raise GraphPhaseError("sync", exc) from exc
+            self._sync("sync")
             return [s.elapsed_time(e) / unroll for s, e in pairs]
 
         samples = self._collect(take_batch)
         del graph
-        return Measurement(tuple(samples), self.name, unroll, warmup_calls)
+        return Measurement(tuple(samples), self.name, unroll, warmup_calls + replays * unroll)
+
+    def _sync(self, phase: str) -> None:
+        try:
+            self.backend.synchronize()
+        except Exception as exc:  # noqa: BLE001 - classified by the caller
+            raise GraphPhaseError(phase, exc) from exc
+
+    def _replay_ms(self, graph) -> float:
+        """Device time of one replay; the first replay's errors are phase `warmup`."""
+        start, end = self.backend.event(), self.backend.event()
+        try:
+            start.record()
+            graph.replay()
+            end.record()
+        except Exception as exc:  # noqa: BLE001
+            raise GraphPhaseError("warmup", exc) from exc
+        self._sync("warmup")
+        return start.elapsed_time(end)
 
     def _capture(self, fn, unroll: int):
         graph = self.backend.new_graph()

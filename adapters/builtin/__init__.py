@@ -145,6 +145,9 @@ class BuiltinAdapter(Adapter):
                     info={"slow": slow},
                 )
 
+    def check_shapes(self, op: str, shapes: dict | None, level: str) -> None:
+        self._shapes_for(OPS[op], shapes, level)
+
     def _shapes_for(self, spec: OpSpec, shapes: dict | None, level: str) -> list:
         if shapes is not None:
             entry = shapes.get(spec.name)

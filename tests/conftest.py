@@ -1,0 +1,109 @@
+"""Shared test fixtures: a scriptable fake device backend and small timing budgets."""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# Everything on the CPU runs Triton through its interpreter.
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from backends.cuda import CUDA_FATAL, CUDA_POISONED  # noqa: E402
+from backends.base import Backend, DeviceIdentity  # noqa: E402
+from harness.stopping import StoppingRule  # noqa: E402
+from harness.timers import Budget  # noqa: E402
+
+
+class FakeEvent:
+    def __init__(self):
+        self.t = None
+
+    def record(self):
+        self.t = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, other) -> float:
+        return (other.t - self.t) * 1e3
+
+
+class FakeGraph:
+    """Replays cost a little host time, so samples are positive."""
+
+    replays = 0
+
+    def replay(self):
+        FakeGraph.replays += 1
+        sum(range(300))
+
+
+class FakeBackend(Backend):
+    """A device backend whose capture behaviour a test scripts.
+
+    capture_error: exception raised inside graph capture (None: capture records calls).
+    rng_error: text returned by rng_usable (None: generator fine).
+    """
+
+    def __init__(self, capture_error=None, rng_error=None, deny=()):
+        super().__init__(name="fake", torch_device_type="cpu", supports_graph=True,
+                         supports_events=True, capture_deny=frozenset(deny),
+                         fatal_patterns=CUDA_FATAL, poisoned_patterns=CUDA_POISONED)
+        self.capture_error = capture_error
+        self.rng_error = rng_error
+        self.captures = 0
+        self.syncs = 0
+
+    def synchronize(self):
+        self.syncs += 1
+
+    def event(self):
+        return FakeEvent()
+
+    def new_graph(self):
+        return FakeGraph()
+
+    @contextlib.contextmanager
+    def graph_capture(self, graph):
+        self.captures += 1
+        yield graph
+        if self.capture_error is not None:
+            raise self.capture_error
+
+    def rng_usable(self, index):
+        return self.rng_error
+
+    def identity(self, index):
+        return DeviceIdentity(index, "Fake Device", "fake_arch", str(index))
+
+    def l2_cache_bytes(self, index):
+        return 1 << 20
+
+    def read_telemetry(self, timeout_s=10.0):
+        return None
+
+
+@pytest.fixture
+def fast_rule():
+    return StoppingRule(min_samples=5, min_time_ms=1.0, max_time_ms=50.0, max_samples=200,
+                        target_rel_err=0.01)
+
+
+@pytest.fixture
+def fast_budget():
+    return Budget(warmup_ms=1.0, max_warmup_calls=5, estimate_calls=2, graph_replay_ms=0.5,
+                  max_unroll=8, batch_ms=0.0, samples_per_sync=5)
+
+
+@pytest.fixture
+def fixture_text():
+    return lambda name: (FIXTURES / name).read_text()

@@ -1,0 +1,130 @@
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from harness.cli import main
+
+FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
+
+
+def zlh(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def assert_one_line_error(result, code, *fragments):
+    assert result.exit_code == code, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith("zlh: ")
+    assert "Traceback" not in result.output
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_unknown_op_suggests_close_names(tmp_path):
+    result = zlh("bench", "softmx", "--adapter", "builtin", "--backend", "cpu", "--out",
+                 str(tmp_path))
+    assert_one_line_error(result, 2, "unknown op 'softmx'", "did you mean softmax")
+    assert not list(tmp_path.iterdir())          # nothing started
+
+
+def test_unknown_backend(tmp_path):
+    result = zlh("bench", "add", "--adapter", "builtin", "--backend", "tpu", "--out", str(tmp_path))
+    assert_one_line_error(result, 2, "unknown backend 'tpu'", "cuda", "musa")
+
+
+def test_unsupported_dtype(tmp_path):
+    result = zlh("bench", "add", "--adapter", "builtin", "--backend", "cpu", "--dtypes", "int7",
+                 "--out", str(tmp_path))
+    assert_one_line_error(result, 2, "dtype int7 not supported by op 'add'", "float32")
+
+
+def test_bfloat16_refused_under_the_interpreter(tmp_path):
+    result = zlh("bench", "add", "--adapter", "builtin", "--backend", "cpu", "--dtypes",
+                 "bfloat16", "--out", str(tmp_path))
+    assert_one_line_error(result, 2, "bfloat16 not supported")
+
+
+def test_missing_shape_file(tmp_path):
+    result = zlh("bench", "add", "--adapter", "builtin", "--backend", "cpu", "--shapes",
+                 str(tmp_path / "nope.yaml"), "--out", str(tmp_path))
+    assert_one_line_error(result, 2, "shape file not found")
+
+
+def test_invalid_shape_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("add: [[1, 2]\n  softmax: :\n")
+    result = zlh("bench", "add", "--adapter", "builtin", "--backend", "cpu", "--shapes", str(bad),
+                 "--out", str(tmp_path))
+    assert_one_line_error(result, 2, "not valid YAML", "line")
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text("add: [[1, -2]]\n")
+    result = zlh("bench", "add", "--adapter", "builtin", "--backend", "cpu", "--shapes",
+                 str(wrong), "--out", str(tmp_path))
+    assert_one_line_error(result, 2, "invalid shape")
+
+
+def test_shape_file_without_the_op(tmp_path):
+    other = tmp_path / "other.yaml"
+    other.write_text("softmax: [[4, 8]]\n")
+    result = zlh("bench", "add", "--adapter", "builtin", "--backend", "cpu", "--shapes",
+                 str(other), "--out", str(tmp_path / "runs"), *FAST)
+    assert_one_line_error(result, 2, "no entry for op 'add'")
+
+
+def test_graph_timer_refused_on_cpu(tmp_path):
+    result = zlh("bench", "add", "--adapter", "builtin", "--backend", "cpu", "--timer", "graph",
+                 "--out", str(tmp_path))
+    assert_one_line_error(result, 2, "does not support graph capture")
+
+
+def test_unavailable_backend_is_a_preflight_failure(tmp_path):
+    result = zlh("bench", "add", "--adapter", "builtin", "--backend", "musa", "--out", str(tmp_path))
+    assert_one_line_error(result, 3, "PREFLIGHT_FAILED check=backend")
+
+
+def test_bench_softmax_on_cpu_leaves_the_run_directory(tmp_path):
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text(yaml.safe_dump({"softmax": {"shapes": [[4, 64], [3, 100]],
+                                                  "shape_desc": "M, N"}}))
+    result = zlh("bench", "softmax", "--adapter", "builtin", "--backend", "cpu", "--shapes",
+                 str(shapes), "--out", str(tmp_path / "runs"), *FAST)
+    assert result.exit_code == 0, result.output
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert run_dir.name.startswith("softmax_")
+    assert {p.name for p in run_dir.iterdir()} == {"run.json", "results.jsonl", "results.csv",
+                                                   "run.log", "shapes.yaml"}
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["status"] == "complete"
+    assert info["caliber"]["backend"] == "cpu" and info["caliber"]["timer"] == "host"
+    assert info["caliber"]["shape_mode"].startswith("file:")
+    assert info["versions"]["torch"] and info["versions"]["triton"]
+    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert [r["shape_detail"] for r in rows] == ["4x64", "3x100"]
+    assert all(r["status"] == "SUCCESS" and r["gems_ms"] > 0 and r["torch_ms"] > 0 for r in rows)
+    assert yaml.safe_load((run_dir / "shapes.yaml").read_text())["softmax"]["shapes"] == \
+        [[4, 64], [3, 100]]
+    assert "dtype=float32" in result.output        # folded legend
+    assert "4x64" in (run_dir / "run.log").read_text()
+
+
+def test_cli_error_has_no_traceback_in_a_real_process(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "bench", "mx", "--adapter",
+                           "builtin", "--backend", "cpu", "--out", str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "zlh: unknown op 'mx' for adapter builtin; did you mean mm? (known: add, mm, softmax)"]
+
+
+def test_backends_command_lists_every_backend():
+    result = zlh("backends")
+    assert result.exit_code == 0
+    for name in ("cuda", "musa", "rocm", "ascend", "cpu", "mthreads"):
+        assert name in result.output

@@ -1,0 +1,120 @@
+import json
+
+import pytest
+import torch
+
+import backends
+from conftest import FakeBackend
+from adapters.base import Adapter, Case, CaseInputs
+from harness import markers
+from harness.errors import DevicePoisonedError
+from harness.results import FAILED, SKIPPED, SUCCESS, read_rows
+from harness.runner import BenchOptions, BenchPlan, run_op
+
+
+class ScriptedAdapter(Adapter):
+    """Cases whose functions a test scripts: ok, raise, wrong result, skip, poisoned."""
+
+    name = "scripted"
+
+    def __init__(self, kinds):
+        self.kinds = kinds
+
+    def available(self):
+        return True, ""
+
+    def ops(self):
+        return ["op"]
+
+    def dtypes(self, op, backend):
+        return ["float32"]
+
+    def cases(self, op, dtypes, shapes, level, backend, device):
+        for i, kind in enumerate(self.kinds):
+            def build():
+                return CaseInputs((torch.randn(8),))
+
+            def good(x):
+                return x * 2
+
+            def under_test(x, kind=kind):
+                if kind == "raise":
+                    raise ValueError("kernel launch failed: bad grid")
+                if kind == "poison":
+                    raise RuntimeError("Offset increment outside graph capture")
+                if kind == "wrong":
+                    return x * 3
+                return x * 2
+
+            def check(out, ref):
+                assert torch.equal(out, ref), "outputs differ"
+
+            yield Case(op=op, dtype="float32", shape=[8, i], shape_detail=f"8x{i}", build=build,
+                       baseline=good, under_test=under_test, check=check,
+                       skip_reason="not on this device" if kind == "skip" else None)
+
+    def shapes_used(self, op):
+        return {"op": {"shapes": [[8, i] for i in range(len(self.kinds))]}}
+
+
+def plan_for(kinds, tmp_path, fast_rule, fast_budget, backend=None):
+    options = BenchOptions(out=str(tmp_path / "runs"), rule=fast_rule, budget=fast_budget,
+                           argv=["test"])
+    backend = backend or backends.get_backend("cpu")
+    return BenchPlan(["op"], options, backend, 0, ScriptedAdapter(kinds), "host",
+                     {"op": ["float32"]}, None)
+
+
+def test_failed_case_does_not_lose_the_others(tmp_path, fast_rule, fast_budget):
+    plan = plan_for(["ok", "raise", "wrong", "skip", "ok"], tmp_path, fast_rule, fast_budget)
+    result = run_op(plan, "op", echo=lambda _: None)
+    statuses = [r.status for r in result.rows]
+    assert statuses == [SUCCESS, FAILED, FAILED, SKIPPED, SUCCESS]
+    assert result.rows[1].reason == "ValueError"
+    assert result.rows[2].reason == "mismatch"
+    assert result.exit_code == 1
+    on_disk = read_rows(result.run_dir / "results.jsonl")
+    assert [r.status for r in on_disk] == statuses
+    assert on_disk[0].gems.n >= fast_rule.min_samples     # raw samples kept
+    info = json.loads((result.run_dir / "run.json").read_text())
+    assert info["status"] == "complete"
+    assert info["counts"] == {"SUCCESS": 2, "FAILED": 2, "SKIPPED": 1}
+    log = (result.run_dir / "run.log").read_text()
+    assert "BENCHMARK_CASE_FAILED op=op dtype=float32 shape=8x1 reason=ValueError" in log
+    assert "\x1b[" not in log
+    csv_lines = (result.run_dir / "results.csv").read_text().splitlines()
+    assert len(csv_lines) == 6 and csv_lines[0].startswith("op,dtype,shape_detail")
+
+
+def test_poisoned_device_ends_run_but_keeps_rows(tmp_path, fast_rule, fast_budget):
+    plan = plan_for(["ok", "poison", "ok"], tmp_path, fast_rule, fast_budget, FakeBackend())
+    with pytest.raises(DevicePoisonedError) as info:
+        run_op(plan, "op", echo=lambda _: None)
+    assert info.value.message.startswith(markers.DEVICE_POISONED)
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    rows = read_rows(run_dir / "results.jsonl")
+    assert [r.status for r in rows] == [SUCCESS]
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "poisoned"
+    assert markers.DEVICE_POISONED in (run_dir / "run.log").read_text()
+
+
+def test_inputs_are_identical_across_runs(tmp_path, fast_rule, fast_budget):
+    seen = []
+
+    class Recording(ScriptedAdapter):
+        def cases(self, *a, **k):
+            for case in super().cases(*a, **k):
+                build = case.build
+
+                def recorded(build=build):
+                    inputs = build()
+                    seen.append(inputs.args[0].clone())
+                    return inputs
+                case.build = recorded
+                yield case
+
+    for _ in range(2):
+        plan = plan_for(["ok"], tmp_path, fast_rule, fast_budget)
+        plan.adapter = Recording(["ok"])
+        run_op(plan, "op", echo=lambda _: None)
+    assert torch.equal(seen[0], seen[1])
