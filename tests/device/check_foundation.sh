@@ -29,7 +29,7 @@ for t in graph event; do
   done
 done
 python3 tests/device/compare_do_bench.py "$WORK"/graphA/* > "$WORK/vs_do_bench_cudagraph.txt" 2>&1
-tail -1 "$WORK/vs_do_bench_cudagraph.txt"
+tail -2 "$WORK/vs_do_bench_cudagraph.txt"
 python3 tests/device/capture_fallback.py 2>&1
 } 2>&1 | tee "$WORK/summary.txt"
 cp "$WORK/summary.txt" "$OUT/summary.txt"
