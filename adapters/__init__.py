@@ -22,7 +22,7 @@ def adapter_names() -> list[str]:
     return list(ADAPTERS)
 
 
-def get_adapter(name: str) -> Adapter:
+def get_adapter(name: str, **config) -> Adapter:
     if name not in ADAPTERS:
         raise UnknownAdapter(f"unknown adapter {name!r}; known: {', '.join(ADAPTERS)}")
     module_name, _, cls_name = ADAPTERS[name].partition(":")
@@ -32,15 +32,16 @@ def get_adapter(name: str) -> Adapter:
         if exc.name == module_name:
             raise UnknownAdapter(f"adapter {name!r} is not part of this installation") from exc
         raise
-    return getattr(module, cls_name)()
+    return getattr(module, cls_name)(**config)
 
 
 def default_adapter_name() -> str:
-    """flaggems when `flag_gems` is importable and its adapter is installed, else builtin."""
-    if importlib.util.find_spec("flag_gems") is not None and \
-            importlib.util.find_spec("adapters.flaggems") is not None:
-        return "flaggems"
-    return "builtin"
+    """flaggems when `flag_gems` is importable, else builtin."""
+    try:
+        found = importlib.util.find_spec("flag_gems") is not None
+    except (ImportError, ValueError):
+        found = False
+    return "flaggems" if found else "builtin"
 
 
 __all__ = ["Adapter", "Case", "CaseInputs", "UnknownOp", "UnsupportedDtype", "MissingShapes",

@@ -18,8 +18,12 @@ class Case:
     """One measurement point: (op, dtype, shape) with a baseline and a function under test.
 
     `build()` makes the inputs; it is called after the runner has seeded every generator, so
-    the same case gets the same inputs in every run. `baseline` and `under_test` take the
-    inputs' args/kwargs. `check(out_test, out_ref)` raises AssertionError on a wrong result.
+    the same case gets the same inputs in every run (adapters whose inputs come from a
+    generator build them when the case is yielded: the runner seeds before asking for the
+    next case too). `baseline` and `under_test` take the inputs' args/kwargs;
+    `under_test_context()`, when given, is entered around every use of `under_test`.
+    `check(out_test, out_ref)` raises AssertionError on a wrong result. `metrics(inputs,
+    torch_ms, gems_ms)` returns extra numbers (torch_gbps, gems_gbps, tflops).
     """
 
     op: str
@@ -30,8 +34,8 @@ class Case:
     baseline: Callable[..., Any]
     under_test: Callable[..., Any]
     check: Callable[[Any, Any], None] | None = None
-    bytes_moved: Callable[[CaseInputs], float] | None = None  # for GB/s
-    flops: Callable[[CaseInputs], float] | None = None        # for TFLOP/s
+    under_test_context: Callable[[], Any] | None = None
+    metrics: Callable[[CaseInputs, float, float], dict] | None = None
     skip_reason: str | None = None
     unsupported_reason: str | None = None
     info: dict = field(default_factory=dict)                  # adapter-specific identity
@@ -89,17 +93,29 @@ class Adapter(ABC):
                 f"supported: {', '.join(supported)}")
         return list(wanted)
 
-    def check_shapes(self, op: str, shapes: dict | None, level: str) -> None:
+    def check_shapes(self, op: str, shapes, level: str) -> None:
         """Raise MissingShapes when a shape file cannot serve this op (before any run)."""
 
+    def prepare(self, ops: Sequence[str], backend, level: str, shapes) -> None:
+        """Import and configure what the cases need, before any run directory exists;
+        raise harness.errors.PreflightError when that cannot work here."""
+
+    def default_shape_mode(self) -> str:
+        return "default"
+
     @abstractmethod
-    def cases(self, op: str, dtypes: Sequence[str], shapes: dict | None, level: str,
+    def cases(self, op: str, dtypes: Sequence[str] | None, shapes, level: str,
               backend, device: str) -> Iterator[Case]:
-        """Yield the cases to time. `shapes` is a loaded shape file (None: adapter defaults)."""
+        """Yield the cases to time. `shapes` is a `harness.shapes.ShapeFile` or None (the
+        adapter's own shapes); `dtypes` None means the op's own defaults."""
 
     @abstractmethod
     def shapes_used(self, op: str) -> dict:
         """The shapes the last `cases` call used, as a shape-file document."""
 
-    def identity(self) -> dict:
+    def run_markers(self, op: str) -> list[str]:
+        """Marker lines the adapter has to report after an op ran."""
+        return []
+
+    def identity(self, op: str | None = None) -> dict:
         return {"adapter": self.name}

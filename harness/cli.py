@@ -84,10 +84,16 @@ def main():
 @click.option("--no-check", is_flag=True, help="Skip the comparison with the baseline's output.")
 @click.option("--out", default="runs", show_default=True, metavar="DIR",
               help="Root under which each op gets runs/<op>_<timestamp>/.")
+@click.option("--flaggems-dir", default=None, metavar="DIR", envvar="FLAGGEMS_DIR",
+              help="FlagGems checkout (holds benchmark/ and src/). Env: FLAGGEMS_DIR.")
 @handles_errors
 def bench(ops, adapter, backend, device, dtypes, shapes, level, timer, repeat, l2, warmup_ms,
-          min_samples, min_time_ms, max_time_ms, target_rel_err, seed, no_check, out):
+          min_samples, min_time_ms, max_time_ms, target_rel_err, seed, no_check, out,
+          flaggems_dir):
     """Time OPS (function under test vs torch baseline), one run directory per op.
+
+    FlagGems op names: `softmax` (test_softmax), `perf_sort:sort` (function:file),
+    `name@file`, a node `benchmark/test_x.py::test_y`, or `vllm:NAME` for FlagGems-vllm.
 
     Exit status: 0 all cases ok, 1 some case failed, 2 bad input, 3 preflight failed,
     5 the device became unusable (the run stopped; what was measured is kept).
@@ -101,11 +107,40 @@ def bench(ops, adapter, backend, device, dtypes, shapes, level, timer, repeat, l
                           max_time_ms=max_time_ms, max_samples=max(StoppingRule.max_samples,
                                                                    min_samples),
                           target_rel_err=target_rel_err),
-        budget=Budget(warmup_ms=warmup_ms),
+        budget=Budget(warmup_ms=warmup_ms), flaggems_dir=flaggems_dir,
         argv=["zlh"] + sys.argv[1:],
     )
     results = run_bench(list(ops), options, echo=click.echo)
     sys.exit(max((r.exit_code for r in results), default=0))
+
+
+@main.command("ops")
+@click.option("--adapter", type=click.Choice(["builtin", "flaggems"]), default=None,
+              help="Default: flaggems when a checkout is given, else builtin.")
+@click.option("--flaggems-dir", default=None, metavar="DIR", envvar="FLAGGEMS_DIR",
+              help="FlagGems checkout. Env: FLAGGEMS_DIR.")
+@click.option("--vllm", "vllm_dir", default=None, metavar="DIR", envvar="FLAGGEMS_VLLM_DIR",
+              help="Also list a FlagGems-vllm checkout. Env: FLAGGEMS_VLLM_DIR.")
+@handles_errors
+def ops_cmd(adapter, flaggems_dir, vllm_dir):
+    """List the benchmark functions an adapter can run (FlagGems: static scan, no import)."""
+    import adapters as registry
+    name = adapter or ("flaggems" if flaggems_dir else "builtin")
+    if name == "builtin":
+        for op in registry.get_adapter("builtin").ops():
+            click.echo(op)
+        return
+    from adapters.flaggems import FlagGemsAdapter
+    source = FlagGemsAdapter(flaggems_dir=flaggems_dir, vllm_dir=vllm_dir)
+    repos = ["flaggems"] + (["vllm"] if vllm_dir else [])
+    rows = []
+    for repo in repos:
+        for node in source.corpus(repo).nodes:
+            rows.append([node.qualified, node.file, node.function, ",".join(node.marks) or "-",
+                         " | ".join(node.skip_marks) or "-"])
+    click.echo(tabulate(rows, headers=["op", "file", "function", "marks", "skip marks"],
+                        tablefmt="plain"))
+    click.echo(f"{len(rows)} benchmark functions", err=True)
 
 
 @main.command("backends")

@@ -26,8 +26,7 @@ class Row:
     occurrence: int = 0                # n-th case with the same (op, dtype, shape_detail)
     torch: Measurement | None = None
     gems: Measurement | None = None
-    bytes_moved: float | None = None
-    flops: float | None = None
+    metrics: dict = field(default_factory=dict)   # torch_gbps, gems_gbps, tflops (adapter's)
     markers: list[str] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
 
@@ -51,16 +50,11 @@ class Row:
         return "+".join(sorted(timers)) if timers else "-"
 
     def gbps(self, which: str) -> float | None:
-        ms = self.torch_ms if which == "torch" else self.gems_ms
-        if self.bytes_moved and ms:
-            return self.bytes_moved / (ms * 1e-3) / 1e9
-        return None
+        return self.metrics.get(f"{which}_gbps")
 
     @property
     def tflops(self) -> float | None:
-        if self.flops and self.gems_ms:
-            return self.flops / (self.gems_ms * 1e-3) / 1e12
-        return None
+        return self.metrics.get("tflops")
 
     def to_dict(self) -> dict:
         return {
@@ -70,7 +64,6 @@ class Row:
             "torch_ms": self.torch_ms, "gems_ms": self.gems_ms, "speedup": self.speedup,
             "torch_gbps": self.gbps("torch"), "gems_gbps": self.gbps("gems"),
             "tflops": self.tflops, "timer": self.timer,
-            "bytes_moved": self.bytes_moved, "flops": self.flops,
             "markers": list(self.markers),
             "torch": self.torch.to_dict() if self.torch else None,
             "gems": self.gems.to_dict() if self.gems else None,
@@ -85,7 +78,8 @@ class Row:
             reason=data.get("reason", ""), occurrence=data.get("occurrence", 0),
             torch=Measurement.from_dict(data["torch"]) if data.get("torch") else None,
             gems=Measurement.from_dict(data["gems"]) if data.get("gems") else None,
-            bytes_moved=data.get("bytes_moved"), flops=data.get("flops"),
+            metrics={k: data[k] for k in ("torch_gbps", "gems_gbps", "tflops")
+                     if data.get(k) is not None},
             markers=list(data.get("markers", [])), extra=data.get("extra", {}),
         )
 

@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import random
 import sys
 import time
@@ -48,6 +49,7 @@ class BenchOptions:
     check: bool = True                  # compare the function under test with the baseline
     rule: StoppingRule = field(default_factory=StoppingRule)
     budget: Budget = field(default_factory=Budget)
+    flaggems_dir: str | None = None     # FlagGems checkout (else $FLAGGEMS_DIR)
     argv: Sequence[str] | None = None
 
 
@@ -102,11 +104,12 @@ def plan_bench(ops: Sequence[str], options: BenchOptions) -> BenchPlan:
     except backends.UnknownBackend as exc:
         raise UsageError(str(exc)) from None
     try:
-        adapter = adapters.get_adapter(options.adapter or adapters.default_adapter_name())
+        adapter = adapters.get_adapter(options.adapter or adapters.default_adapter_name(),
+                                       flaggems_dir=options.flaggems_dir)
     except adapters.UnknownAdapter as exc:
         raise UsageError(str(exc)) from None
     try:
-        resolved = [adapter.resolve(op) for op in ops]
+        resolved = list(dict.fromkeys(adapter.resolve(op) for op in ops))
     except adapters.UnknownOp as exc:
         raise UsageError(str(exc)) from None
     shape_file = None
@@ -143,9 +146,10 @@ def plan_bench(ops: Sequence[str], options: BenchOptions) -> BenchPlan:
         except adapters.UnsupportedDtype as exc:
             raise UsageError(str(exc)) from None
         try:
-            adapter.check_shapes(op, shape_file.doc if shape_file else None, options.level)
+            adapter.check_shapes(op, shape_file, options.level)
         except adapters.MissingShapes as exc:
             raise UsageError(str(exc)) from None
+    adapter.prepare(resolved, backend, options.level, shape_file)
     return BenchPlan(resolved, options, backend, device_index, adapter, timer, dtypes, shape_file)
 
 
@@ -155,8 +159,9 @@ def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> Run
     started = time.time()
     run_dir = RunDir.create(options.out, op, started)
     device = backend.identity(index)
-    adapter_id = plan.adapter.identity()
-    shape_mode = (f"file:{plan.shape_file.sha256[:16]}" if plan.shape_file else "default")
+    adapter_id = plan.adapter.identity(op)
+    shape_mode = (f"file:{plan.shape_file.sha256[:16]}" if plan.shape_file
+                  else plan.adapter.default_shape_mode())
     run_info = {
         "run_id": run_dir.path.name,
         "op": op,
@@ -190,13 +195,17 @@ def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> Run
 
     case_timer = CaseTimer(backend, index, plan.timer, options.rule, options.budget,
                            options.repeat, flush_l2=options.l2 == "flush")
-    shapes_doc = plan.shape_file.doc if plan.shape_file else None
     rows: list[Row] = []
     seen: dict[tuple, int] = {}
     status = "complete"
+    cases = iter(plan.adapter.cases(op, plan.dtypes[op], plan.shape_file, options.level,
+                                    backend, backend.torch_device(index)))
     try:
-        for case in plan.adapter.cases(op, plan.dtypes[op], shapes_doc, options.level, backend,
-                                       backend.torch_device(index)):
+        while True:
+            seed_everything(options.seed)   # adapters that build inputs while yielding
+            case = next(cases, None)
+            if case is None:
+                break
             key = (case.op, case.dtype, case.shape_detail)
             row = measure_case(case, case_timer, backend, options.seed, options.check,
                                occurrence=seen.get(key, 0))
@@ -223,6 +232,9 @@ def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> Run
     finally:
         run_dir.write_results(rows)
         run_dir.write_shapes(plan.adapter.shapes_used(op))
+        for line in plan.adapter.run_markers(op):
+            echo(line)
+            run_dir.log(line)
         fallbacks = sum(1 for r in rows for m in r.markers
                         if markers.marker_name(m) == markers.NO_GRAPH)
         effective = _effective_timer(plan.timer, rows)
@@ -274,18 +286,27 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
         args, kwargs = inputs.args, inputs.kwargs
         baseline = lambda: case.baseline(*args, **kwargs)      # noqa: E731
         under_test = lambda: case.under_test(*args, **kwargs)  # noqa: E731
+        gems_context = case.under_test_context or contextlib.nullcontext
         if check and case.check is not None:
+            with gems_context():
+                out = under_test()
             try:
-                case.check(under_test(), baseline())
+                case.check(out, baseline())
             except AssertionError as exc:
                 raise CaseFailure("mismatch", one_line(exc)) from None
         where = {"dtype": case.dtype, "shape": case.shape_detail}
         timed_torch = case_timer.measure(baseline, case.op, **where)
-        timed_gems = case_timer.measure(under_test, case.op, **where)
+        with gems_context():
+            timed_gems = case_timer.measure(under_test, case.op, **where)
         row.torch, row.gems = timed_torch.measurement, timed_gems.measurement
         row.markers = timed_torch.markers + timed_gems.markers
-        row.bytes_moved = case.bytes_moved(inputs) if case.bytes_moved else None
-        row.flops = case.flops(inputs) if case.flops else None
+        if case.metrics is not None:
+            try:
+                row.metrics = {k: float(v) for k, v in
+                               case.metrics(inputs, row.torch_ms, row.gems_ms).items()
+                               if v is not None}
+            except Exception as exc:  # noqa: BLE001 - a metric never costs the latency
+                row.extra["metrics_error"] = one_line(exc)
     except CaseSkipped as exc:
         row.status, row.reason = SKIPPED, exc.reason
     except CaseFailure as exc:

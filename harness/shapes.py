@@ -62,10 +62,17 @@ def normalise(data, origin: str = "shape file") -> dict:
     return out
 
 
-def _shape(value, key, origin) -> list:
-    dims = [value] if isinstance(value, int) else value
-    if not isinstance(dims, (list, tuple)) or not dims or \
-            not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims):
+def _shape(value, key, origin):
+    """A shape is a number or a list (FlagGems nests them: `[[640, 1536], 0, false]`).
+    Adapters check what their ops need; here only negative sizes and odd types are refused."""
+    if isinstance(value, bool) or not isinstance(value, (int, list, tuple)) or value == []:
         raise ShapeFileError(f"{origin}: {key!r} has an invalid shape {value!r} "
-                             f"(expected a list of non-negative integers)")
-    return list(dims)
+                             f"(expected a list of sizes)")
+    if isinstance(value, int) and value < 0:
+        raise ShapeFileError(f"{origin}: {key!r} has an invalid shape {value!r} (negative size)")
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            if isinstance(item, (list, tuple)) or (isinstance(item, int) and
+                                                   not isinstance(item, bool)):
+                _shape(item, key, origin)
+    return list(value) if isinstance(value, tuple) else value

@@ -5,6 +5,7 @@ import backends
 from adapters import get_adapter
 from adapters.builtin import SLOW_ENV, relative_error
 from harness.runner import seed_everything
+from harness.shapes import ShapeFile
 
 
 @pytest.fixture
@@ -44,7 +45,8 @@ def test_relative_error_treats_nan_as_infinite():
 def test_shape_file_entries_are_used(cpu):
     adapter = get_adapter("builtin")
     doc = {"mm": {"shapes": [[8, 16, 24]], "shape_desc": "M, N, K"}}
-    (case,) = adapter.cases("mm", ["float32"], doc, "core", cpu, "cpu")
+    (case,) = adapter.cases("mm", ["float32"], ShapeFile("s.yaml", "0" * 64, doc), "core", cpu,
+                            "cpu")
     a, b = case.build().args
     assert a.shape == (8, 24) and b.shape == (24, 16)
     assert adapter.shapes_used("mm") == {"mm": {"shapes": [[8, 16, 24]], "shape_desc": "M, N, K"}}

@@ -104,7 +104,7 @@ def _checker(tolerance: float) -> Callable:
 class BuiltinAdapter(Adapter):
     name = "builtin"
 
-    def __init__(self):
+    def __init__(self, **_):
         self._used: dict[str, dict] = {}
 
     def available(self) -> tuple[bool, str]:
@@ -140,21 +140,24 @@ class BuiltinAdapter(Adapter):
                     baseline=spec.reference,
                     under_test=lambda *a, **k: kernel(*a, slow=slow, **k),
                     check=_checker(spec.tolerance[dtype_name]),
-                    bytes_moved=lambda inputs, shape=shape, size=size: spec.bytes_moved(shape, size),
-                    flops=(lambda inputs, shape=shape: spec.flops(shape)) if spec.flops else None,
+                    metrics=lambda inputs, torch_ms, gems_ms, shape=shape, size=size:
+                        _metrics(spec, shape, size, torch_ms, gems_ms),
                     info={"slow": slow},
                 )
 
-    def check_shapes(self, op: str, shapes: dict | None, level: str) -> None:
-        self._shapes_for(OPS[op], shapes, level)
+    def check_shapes(self, op: str, shapes, level: str) -> None:
+        for shape in self._shapes_for(OPS[op], shapes, level):
+            if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+                raise MissingShapes(f"shape file: {op} shape {shape!r} is not a list of "
+                                    f"non-negative integers")
 
-    def _shapes_for(self, spec: OpSpec, shapes: dict | None, level: str) -> list:
+    def _shapes_for(self, spec: OpSpec, shapes, level: str) -> list:
         if shapes is not None:
-            entry = shapes.get(spec.name)
+            entry = shapes.doc.get(spec.name)
             if entry is None:
                 raise MissingShapes(f"shape file has no entry for op {spec.name!r} "
-                                    f"(top-level keys: {', '.join(map(str, shapes)) or 'none'})")
-            return list(entry["shapes"])
+                                    f"(top-level keys: {', '.join(map(str, shapes.doc)) or 'none'})")
+            return [s if isinstance(s, list) else [s] for s in entry["shapes"]]
         table = spec.interpreter_shapes if _interpreted() else spec.shapes
         out = list(table["core"])
         if level == "comprehensive":
@@ -164,8 +167,16 @@ class BuiltinAdapter(Adapter):
     def shapes_used(self, op: str) -> dict:
         return self._used.get(op, {})
 
-    def identity(self) -> dict:
+    def identity(self, op: str | None = None) -> dict:
         return {"adapter": self.name, "slow_switch": os.environ.get(SLOW_ENV, "0")}
+
+
+def _metrics(spec: OpSpec, shape, element_size: int, torch_ms: float, gems_ms: float) -> dict:
+    moved = spec.bytes_moved(shape, element_size)
+    out = {"torch_gbps": moved / (torch_ms * 1e-3) / 1e9, "gems_gbps": moved / (gems_ms * 1e-3) / 1e9}
+    if spec.flops:
+        out["tflops"] = spec.flops(shape) / (gems_ms * 1e-3) / 1e12
+    return out
 
 
 def _interpreted() -> bool:

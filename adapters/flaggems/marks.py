@@ -1,0 +1,90 @@
+"""pytest marks on a FlagGems benchmark function, evaluated without pytest running.
+
+`parametrize` expands into calls (including `pytest.param(..., marks=...)`), `skip` and
+`skipif` are evaluated (boolean or string conditions, the latter in the module's globals).
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import platform
+import sys
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Call:
+    """One call of a test function: its arguments, an id, and a skip reason if any."""
+
+    kwargs: dict = field(default_factory=dict)
+    id: str = ""
+    skip: str | None = None
+
+
+def _marks(obj) -> list:
+    marks = getattr(obj, "pytestmark", [])
+    return list(marks) if isinstance(marks, (list, tuple)) else [marks]
+
+
+def skip_reason(marks, module_globals: dict) -> str | None:
+    for mark in marks:
+        if mark.name == "skip":
+            return mark.kwargs.get("reason") or (mark.args[0] if mark.args else "skip mark")
+        if mark.name == "skipif":
+            conditions = mark.args or (mark.kwargs.get("condition"),)
+            for condition in conditions:
+                if _true(condition, module_globals):
+                    return mark.kwargs.get("reason") or f"skipif {condition!r}"
+    return None
+
+
+def _true(condition, module_globals: dict) -> bool:
+    if isinstance(condition, str):
+        scope = {"os": os, "sys": sys, "platform": platform, **module_globals}
+        return bool(eval(condition, scope))  # noqa: S307 - pytest evaluates these strings too
+    return bool(condition)
+
+
+def expand_calls(fn, module) -> list[Call]:
+    """All calls pytest would make of `fn`: module and function skips, parametrize product."""
+    module_globals = vars(module)
+    base = skip_reason(_marks(module) + _marks(fn), module_globals)
+    axes = []
+    for mark in _marks(fn):   # bottom decorator first, as in pytest's ids
+        if mark.name != "parametrize":
+            continue
+        names, values = mark.args[0], mark.args[1]
+        names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+        ids = mark.kwargs.get("ids")
+        axis = []
+        for i, value in enumerate(values):
+            param_marks, param_id = [], None
+            if type(value).__name__ == "ParameterSet":
+                param_marks, param_id, value = list(value.marks), value.id, value.values
+            elif len(names) == 1:
+                value = (value,)
+            if len(names) == 1 and not isinstance(value, tuple):
+                value = (value,)
+            label = param_id or (ids[i] if isinstance(ids, (list, tuple)) and i < len(ids)
+                                 else "-".join(_label(v) for v in value))
+            axis.append((dict(zip(names, value)), label,
+                         skip_reason(param_marks, module_globals)))
+        axes.append(axis)
+    if not axes:
+        return [Call({}, "", base)]
+    calls = []
+    for combo in itertools.product(*axes):
+        kwargs, labels, skip = {}, [], base
+        for values, label, param_skip in combo:
+            kwargs.update(values)
+            labels.append(label)
+            skip = skip or param_skip
+        calls.append(Call(kwargs, "-".join(labels), skip))
+    return calls
+
+
+def _label(value) -> str:
+    if isinstance(value, (int, float, str, bool)) or value is None:
+        return str(value)
+    name = getattr(value, "__name__", None)
+    return name or str(value).replace("torch.", "").replace(" ", "")
