@@ -86,10 +86,18 @@ def main():
               help="Root under which each op gets runs/<op>_<timestamp>/.")
 @click.option("--flaggems-dir", default=None, metavar="DIR", envvar="FLAGGEMS_DIR",
               help="FlagGems checkout (holds benchmark/ and src/). Env: FLAGGEMS_DIR.")
+@click.option("--replay", default=None, metavar="RUN_DIR",
+              help="Force the autotune configs recorded by this record run (or the newest "
+                   "<op>_* record run under this directory). Default: record.")
+@click.option("--isolate-tuner-cache", is_flag=True,
+              help="Give this invocation a private FlagGems tuner DB (default: the shared one).")
+@click.option("--keep-cache", is_flag=True,
+              help="Keep the private Triton compile cache (and tuner DB) after the run.")
+@click.option("--no-ir", is_flag=True, help="Do not capture TTGIR (recorded in the caliber).")
 @handles_errors
 def bench(ops, adapter, backend, device, dtypes, shapes, level, timer, repeat, l2, warmup_ms,
           min_samples, min_time_ms, max_time_ms, target_rel_err, seed, no_check, out,
-          flaggems_dir):
+          flaggems_dir, replay, isolate_tuner_cache, keep_cache, no_ir):
     """Time OPS (function under test vs torch baseline), one run directory per op.
 
     FlagGems op names: `softmax` (test_softmax), `perf_sort:sort` (function:file),
@@ -107,7 +115,8 @@ def bench(ops, adapter, backend, device, dtypes, shapes, level, timer, repeat, l
                           max_time_ms=max_time_ms, max_samples=max(StoppingRule.max_samples,
                                                                    min_samples),
                           target_rel_err=target_rel_err),
-        budget=Budget(warmup_ms=warmup_ms), flaggems_dir=flaggems_dir,
+        budget=Budget(warmup_ms=warmup_ms), flaggems_dir=flaggems_dir, replay=replay,
+        isolate_tuner_cache=isolate_tuner_cache, keep_cache=keep_cache, ir=not no_ir,
         argv=["zlh"] + sys.argv[1:],
     )
     results = run_bench(list(ops), options, echo=click.echo)
@@ -141,6 +150,15 @@ def ops_cmd(adapter, flaggems_dir, vllm_dir):
     click.echo(tabulate(rows, headers=["op", "file", "function", "marks", "skip marks"],
                         tablefmt="plain"))
     click.echo(f"{len(rows)} benchmark functions", err=True)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@handles_errors
+def show(run_dir):
+    """Print a run's table, caliber, autotune mode and marker counts."""
+    from .show import show_run
+    click.echo(show_run(run_dir, colour=sys.stdout.isatty()))
 
 
 @main.command("backends")

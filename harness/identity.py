@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 CALIBER_FIELDS = ("backend", "device", "timer", "bench_level", "shape_mode", "tuner_cache",
-                  "repeat", "l2_policy", "warmup_ms", "stopping", "autotune_mode")
+                  "repeat", "l2_policy", "warmup_ms", "stopping", "autotune_mode", "ir_capture")
 
 # Environment variables that can change generated code or measurement; recorded per run.
 _ENV_PREFIXES = ("TRITON_", "FLAGTREE_", "FLAGGEMS_", "GEMS_", "ZLH_", "USE_FLAGTUNE",

@@ -5,7 +5,10 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import random
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -17,12 +20,12 @@ import numpy as np
 import adapters
 import backends
 
-from . import identity, markers
+from . import autotune, identity, markers
 from .case_timer import CaseTimer
 from .errors import (EXIT_FAILED_CASES, EXIT_OK, CaseFailure, CaseSkipped, DevicePoisonedError,
                      PreflightError, UsageError, one_line)
 from .results import FAILED, SKIPPED, SUCCESS, Row
-from .rundir import RunDir
+from .rundir import RunDir, safe_name
 from .shapes import ShapeFile, ShapeFileError, load_shape_file
 from .stopping import StoppingRule
 from .table import render_rows
@@ -50,6 +53,10 @@ class BenchOptions:
     rule: StoppingRule = field(default_factory=StoppingRule)
     budget: Budget = field(default_factory=Budget)
     flaggems_dir: str | None = None     # FlagGems checkout (else $FLAGGEMS_DIR)
+    replay: str | None = None           # record run (or a root holding <op>_* record runs)
+    isolate_tuner_cache: bool = False   # private FlagGems tuner DB for this invocation
+    keep_cache: bool = False            # keep the private Triton (and tuner) caches
+    ir: bool = True                     # capture TTGIR of the variants measured cases launch
     argv: Sequence[str] | None = None
 
 
@@ -79,6 +86,8 @@ class BenchPlan:
     timer: str
     dtypes: dict                        # op -> list of dtype names
     shape_file: ShapeFile | None
+    caches: dict = field(default_factory=dict)      # autotune.cache_env(...) result
+    replay_dirs: dict = field(default_factory=dict)  # op -> record run directory
 
 
 def seed_everything(seed: int) -> None:
@@ -149,8 +158,37 @@ def plan_bench(ops: Sequence[str], options: BenchOptions) -> BenchPlan:
             adapter.check_shapes(op, shape_file, options.level)
         except adapters.MissingShapes as exc:
             raise UsageError(str(exc)) from None
+    replay_dirs = {op: find_record_run(options.replay, op, backend.name) for op in resolved} \
+        if options.replay else {}
+    # Private compile cache (and, if asked, tuner DB) before anything compiles or imports.
+    session = Path(options.out) / f".cache-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    caches = autotune.cache_env(session, options.isolate_tuner_cache)
+    if not adapter.uses_tuner_db:
+        caches["tuner_cache"] = "none"
+    autotune.apply_env(caches["env"])
     adapter.prepare(resolved, backend, options.level, shape_file)
-    return BenchPlan(resolved, options, backend, device_index, adapter, timer, dtypes, shape_file)
+    return BenchPlan(resolved, options, backend, device_index, adapter, timer, dtypes, shape_file,
+                     caches, replay_dirs)
+
+
+def find_record_run(path: str, op: str, backend: str) -> Path:
+    """`--replay DIR`: a record run of this op, or a root holding `<op>_*` record runs (the
+    newest is taken). Validated here, so a bad directory fails before anything runs."""
+    root = Path(path)
+    if (root / "run.json").exists() or (root / autotune.META_FILE).exists():
+        candidate = root
+    else:
+        runs = sorted(p for p in root.glob(f"{safe_name(op)}_*")
+                      if (p / autotune.META_FILE).exists()) if root.is_dir() else []
+        candidate = runs[-1] if runs else root
+    autotune.load_record_dir(candidate, backend)
+    try:
+        recorded_op = json.loads((candidate / "run.json").read_text()).get("op")
+    except (OSError, ValueError):
+        recorded_op = None
+    if recorded_op not in (None, op):
+        raise UsageError(f"--replay {candidate}: recorded op {recorded_op!r}, not {op!r}")
+    return candidate
 
 
 def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> RunResult:
@@ -172,9 +210,11 @@ def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> Run
         "caliber": identity.caliber(
             backend=backend.name, device=device.name, timer=plan.timer,
             bench_level=options.level, shape_mode=shape_mode,
-            tuner_cache=adapter_id.get("tuner_cache", "none"), repeat=options.repeat,
+            tuner_cache=plan.caches.get("tuner_cache", "none"), repeat=options.repeat,
             l2_policy=options.l2, warmup_ms=options.budget.warmup_ms,
-            stopping=options.rule.to_dict(), autotune_mode="uncontrolled"),
+            stopping=options.rule.to_dict(),
+            autotune_mode="replay" if op in plan.replay_dirs else "record",
+            ir_capture=options.ir),
         "dtypes": plan.dtypes[op],
         "shape_file": plan.shape_file.path if plan.shape_file else None,
         "seed": options.seed,
@@ -186,12 +226,26 @@ def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> Run
         "env": identity.recorded_env(),
         "started_at": _iso(started),
         "telemetry": {"before": _telemetry(backend)},
+        "caches": {"env": caches_env(plan.caches), "kept": options.keep_cache},
     }
     run_dir.write_run_json(run_info)
     header = (f"zlh bench {op} · adapter={plan.adapter.name} · {backend.name}:{index} "
               f"{device.name} · timer={plan.timer} · {run_dir.path}")
     echo(header)
     run_dir.log(header)
+    if plan.caches.get("tuner_cache", "none").startswith("shared") and op not in plan.replay_dirs:
+        warning = (f"WARNING [caliber] {op}: recording on a shared tuner cache "
+                   f"{plan.caches['tuner_cache']}: configs may come from earlier runs without "
+                   f"being measured (--isolate-tuner-cache gives this run its own)")
+        echo(warning)
+        run_dir.log(warning)
+    if op in plan.replay_dirs:
+        tuner_hook = autotune.AutotuneReplayer(plan.replay_dirs[op], backend.name)
+    else:
+        tuner_hook = autotune.AutotuneRecorder(run_dir.path, {
+            "backend": backend.name, "provider": plan.adapter.name, "op": op,
+            "versions": run_info["versions"]})
+    tuner_hook.install(import_flag_gems=plan.adapter.uses_tuner_db)
 
     case_timer = CaseTimer(backend, index, plan.timer, options.rule, options.budget,
                            options.repeat, flush_l2=options.l2 == "flush")
@@ -207,8 +261,13 @@ def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> Run
             if case is None:
                 break
             key = (case.op, case.dtype, case.shape_detail)
-            row = measure_case(case, case_timer, backend, options.seed, options.check,
-                               occurrence=seen.get(key, 0))
+            tuner_hook.begin_case()
+            try:
+                row = measure_case(case, case_timer, backend, options.seed, options.check,
+                                   occurrence=seen.get(key, 0))
+            finally:
+                tuned_markers = tuner_hook.take_markers()
+            row.markers = tuned_markers + row.markers
             seen[key] = seen.get(key, 0) + 1
             rows.append(row)
             run_dir.write_results(rows)
@@ -230,6 +289,10 @@ def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> Run
         status = "crashed"
         raise
     finally:
+        tuner_hook.uninstall()
+        if isinstance(tuner_hook, autotune.AutotuneReplayer):
+            tuner_hook.write_meta(run_dir.path)
+        run_info.update(autotune.run_fields(tuner_hook))
         run_dir.write_results(rows)
         run_dir.write_shapes(plan.adapter.shapes_used(op))
         for line in plan.adapter.run_markers(op):
@@ -333,7 +396,19 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
 def run_bench(ops: Sequence[str], options: BenchOptions,
               echo: Callable[[str], None] = print) -> list[RunResult]:
     plan = plan_bench(ops, options)
-    return [run_op(plan, op, echo) for op in plan.ops]
+    try:
+        return [run_op(plan, op, echo) for op in plan.ops]
+    finally:
+        if not options.keep_cache:
+            for directory in plan.caches.get("private_dirs", []):
+                shutil.rmtree(directory, ignore_errors=True)
+            session = Path(plan.caches.get("private_dirs", ["."])[0]).parent
+            if session.name.startswith(".cache-"):
+                shutil.rmtree(session, ignore_errors=True)
+
+
+def caches_env(caches: dict) -> dict:
+    return {k: (v if v is not None else "(unset)") for k, v in caches.get("env", {}).items()}
 
 
 def _effective_timer(requested: str, rows: Sequence[Row]) -> str:

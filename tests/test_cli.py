@@ -98,11 +98,16 @@ def test_bench_softmax_on_cpu_leaves_the_run_directory(tmp_path):
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert run_dir.name.startswith("softmax_")
     assert {p.name for p in run_dir.iterdir()} == {"run.json", "results.jsonl", "results.csv",
-                                                   "run.log", "shapes.yaml"}
+                                                   "run.log", "shapes.yaml", "autotune"}
+    meta = json.loads((run_dir / "autotune" / "meta.json").read_text())
+    assert meta["mode"] == "record" and meta["backend"] == "cpu" and meta["op"] == "softmax"
     info = json.loads((run_dir / "run.json").read_text())
     assert info["status"] == "complete"
     assert info["caliber"]["backend"] == "cpu" and info["caliber"]["timer"] == "host"
     assert info["caliber"]["shape_mode"].startswith("file:")
+    assert info["caliber"]["autotune_mode"] == "record" and info["autotune_mode"] == "record"
+    assert info["caliber"]["tuner_cache"] == "none"
+    assert not any(p.name.startswith(".cache-") for p in (tmp_path / "runs").iterdir())
     assert info["versions"]["torch"] and info["versions"]["triton"]
     rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
     assert [r["shape_detail"] for r in rows] == ["4x64", "3x100"]
@@ -111,6 +116,32 @@ def test_bench_softmax_on_cpu_leaves_the_run_directory(tmp_path):
         [[4, 64], [3, 100]]
     assert "dtype=float32" in result.output        # folded legend
     assert "4x64" in (run_dir / "run.log").read_text()
+
+
+def test_mm_record_then_replay_in_a_fresh_process(tmp_path):
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("mm: [[32, 32, 32], [16, 48, 40]]\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    base = [sys.executable, "-m", "harness.cli", "bench", "mm", "--adapter", "builtin",
+            "--backend", "cpu", "--shapes", str(shapes), *FAST]
+    rec = subprocess.run(base + ["--out", str(tmp_path / "a")], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert rec.returncode == 0, rec.stderr
+    (run_a,) = (tmp_path / "a").iterdir()
+    records = json.loads((run_a / "autotune" / "records.json").read_text())["kernels"]
+    (kernel,) = records
+    assert kernel.endswith("mm_kernel") and len(records[kernel]) == 2
+    rep = subprocess.run(base + ["--out", str(tmp_path / "b"), "--replay", str(tmp_path / "a")],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert rep.returncode == 0, rep.stderr
+    (run_b,) = (tmp_path / "b").iterdir()
+    info = json.loads((run_b / "run.json").read_text())
+    assert info["caliber"]["autotune_mode"] == "replay"
+    assert sum(info["autotune_fallbacks"].values()) == 0
+    assert not (run_b / "autotune" / "records.json").exists()
+    again = subprocess.run(base + ["--out", str(tmp_path / "c"), "--replay", str(run_b)],
+                           capture_output=True, text=True, env=env, timeout=300)
+    assert again.returncode == 2 and "replay from that record run" in again.stderr
 
 
 def test_cli_error_has_no_traceback_in_a_real_process(tmp_path):

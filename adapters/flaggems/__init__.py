@@ -51,6 +51,7 @@ def _one_line(exc: BaseException) -> str:
 
 class FlagGemsAdapter(Adapter):
     name = "flaggems"
+    uses_tuner_db = True
 
     def __init__(self, flaggems_dir: str | None = None, vllm_dir: str | None = None, **_):
         self.dirs = {
