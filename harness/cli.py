@@ -161,6 +161,26 @@ def show(run_dir):
     click.echo(show_run(run_dir, colour=sys.stdout.isatty()))
 
 
+@main.command()
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("--scrub", multiple=True, metavar="REGEX",
+              help="Extra pattern removed from every .ttgir before hashing (repeatable); the "
+                   "default scrub of FlagTree's ttg.rlc-* module attributes always applies.")
+@handles_errors
+def fingerprint(run_dir, scrub):
+    """sha256 over the run's .ttgir files (sorted relative path + scrubbed content).
+
+    Prints only the hash; a run without .ttgir prints `no IR` and exits 1.
+    """
+    from .fingerprint import fingerprint_line
+    try:
+        line, rc = fingerprint_line(run_dir, list(scrub))
+    except ValueError as exc:
+        raise errors.UsageError(str(exc)) from None
+    click.echo(line)
+    sys.exit(rc)
+
+
 @main.command("backends")
 def backends_cmd():
     """List the device runtimes zlh knows, their capabilities and whether one is usable here."""

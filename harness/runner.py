@@ -22,6 +22,7 @@ import backends
 
 from . import autotune, identity, markers
 from .case_timer import CaseTimer
+from .ir_capture import IRCapture
 from .errors import (EXIT_FAILED_CASES, EXIT_OK, CaseFailure, CaseSkipped, DevicePoisonedError,
                      PreflightError, UsageError, one_line)
 from .results import FAILED, SKIPPED, SUCCESS, Row
@@ -246,6 +247,8 @@ def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> Run
             "backend": backend.name, "provider": plan.adapter.name, "op": op,
             "versions": run_info["versions"]})
     tuner_hook.install(import_flag_gems=plan.adapter.uses_tuner_db)
+    ir = IRCapture(run_dir.path / "ttgir") if options.ir else None
+    run_info["ir_hooks"] = ir.install() if ir is not None else None
 
     case_timer = CaseTimer(backend, index, plan.timer, options.rule, options.budget,
                            options.repeat, flush_l2=options.l2 == "flush")
@@ -264,7 +267,7 @@ def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> Run
             tuner_hook.begin_case()
             try:
                 row = measure_case(case, case_timer, backend, options.seed, options.check,
-                                   occurrence=seen.get(key, 0))
+                                   occurrence=seen.get(key, 0), ir=ir)
             finally:
                 tuned_markers = tuner_hook.take_markers()
             row.markers = tuned_markers + row.markers
@@ -290,6 +293,9 @@ def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> Run
         raise
     finally:
         tuner_hook.uninstall()
+        if ir is not None:
+            run_info["ir"] = ir.dump()
+            ir.uninstall()
         if isinstance(tuner_hook, autotune.AutotuneReplayer):
             tuner_hook.write_meta(run_dir.path)
         run_info.update(autotune.run_fields(tuner_hook))
@@ -336,8 +342,12 @@ def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> Run
 
 
 def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
-                 occurrence: int = 0) -> Row:
-    """Seed, build inputs, check the result against the baseline, time both with one timer."""
+                 occurrence: int = 0, ir: IRCapture | None = None) -> Row:
+    """Seed, build inputs, check the result against the baseline, time both with one timer.
+
+    IR capture (when given) counts the launches between the built inputs and the end of
+    timing as this case's; autotune sweeps inside that window are told apart by the capture.
+    """
     row = Row(op=case.op, dtype=case.dtype, shape=case.shape, shape_detail=case.shape_detail,
               status=SUCCESS, occurrence=occurrence, extra=dict(case.info))
     if case.skip_reason or case.unsupported_reason:
@@ -350,17 +360,23 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
         baseline = lambda: case.baseline(*args, **kwargs)      # noqa: E731
         under_test = lambda: case.under_test(*args, **kwargs)  # noqa: E731
         gems_context = case.under_test_context or contextlib.nullcontext
-        if check and case.check is not None:
+        if ir is not None:
+            ir.begin_case(case.shape_detail, case.dtype)
+        try:
+            if check and case.check is not None:
+                with gems_context():
+                    out = under_test()
+                try:
+                    case.check(out, baseline())
+                except AssertionError as exc:
+                    raise CaseFailure("mismatch", one_line(exc)) from None
+            where = {"dtype": case.dtype, "shape": case.shape_detail}
+            timed_torch = case_timer.measure(baseline, case.op, **where)
             with gems_context():
-                out = under_test()
-            try:
-                case.check(out, baseline())
-            except AssertionError as exc:
-                raise CaseFailure("mismatch", one_line(exc)) from None
-        where = {"dtype": case.dtype, "shape": case.shape_detail}
-        timed_torch = case_timer.measure(baseline, case.op, **where)
-        with gems_context():
-            timed_gems = case_timer.measure(under_test, case.op, **where)
+                timed_gems = case_timer.measure(under_test, case.op, **where)
+        finally:
+            if ir is not None:
+                ir.end_case()
         row.torch, row.gems = timed_torch.measurement, timed_gems.measurement
         row.markers = timed_torch.markers + timed_gems.markers
         if case.metrics is not None:

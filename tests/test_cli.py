@@ -98,7 +98,7 @@ def test_bench_softmax_on_cpu_leaves_the_run_directory(tmp_path):
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert run_dir.name.startswith("softmax_")
     assert {p.name for p in run_dir.iterdir()} == {"run.json", "results.jsonl", "results.csv",
-                                                   "run.log", "shapes.yaml", "autotune"}
+                                                   "run.log", "shapes.yaml", "autotune", "ttgir"}
     meta = json.loads((run_dir / "autotune" / "meta.json").read_text())
     assert meta["mode"] == "record" and meta["backend"] == "cpu" and meta["op"] == "softmax"
     info = json.loads((run_dir / "run.json").read_text())
@@ -106,7 +106,8 @@ def test_bench_softmax_on_cpu_leaves_the_run_directory(tmp_path):
     assert info["caliber"]["backend"] == "cpu" and info["caliber"]["timer"] == "host"
     assert info["caliber"]["shape_mode"].startswith("file:")
     assert info["caliber"]["autotune_mode"] == "record" and info["autotune_mode"] == "record"
-    assert info["caliber"]["tuner_cache"] == "none"
+    assert info["caliber"]["tuner_cache"] == "none" and info["caliber"]["ir_capture"] is True
+    assert info["ir"]["hooks_ok"] is True and info["ir"]["dumped"] == 0   # interpreter: no IR
     assert not any(p.name.startswith(".cache-") for p in (tmp_path / "runs").iterdir())
     assert info["versions"]["torch"] and info["versions"]["triton"]
     rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
@@ -152,6 +153,21 @@ def test_cli_error_has_no_traceback_in_a_real_process(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "zlh: unknown op 'mx' for adapter builtin; did you mean mm? (known: add, mm, softmax)"]
+
+
+def test_no_ir_run_and_fingerprint_of_it(tmp_path):
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[64]]\n")
+    result = zlh("bench", "add", "--adapter", "builtin", "--backend", "cpu", "--shapes",
+                 str(shapes), "--no-ir", "--out", str(tmp_path / "runs"), *FAST)
+    assert result.exit_code == 0, result.output
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert not (run_dir / "ttgir").exists()
+    assert json.loads((run_dir / "run.json").read_text())["caliber"]["ir_capture"] is False
+    printed = zlh("fingerprint", str(run_dir))
+    assert printed.exit_code == 1 and printed.output.strip() == "no IR"
+    shown = zlh("show", str(run_dir))
+    assert shown.exit_code == 0 and "ir_capture" in shown.output and "64" in shown.output
 
 
 def test_backends_command_lists_every_backend():
