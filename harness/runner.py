@@ -20,7 +20,7 @@ import numpy as np
 import adapters
 import backends
 
-from . import autotune, identity, markers
+from . import autotune, identity, markers, outputs
 from .case_timer import CaseTimer
 from .ir_capture import IRCapture
 from .errors import (EXIT_FAILED_CASES, EXIT_OK, CaseFailure, CaseSkipped, DevicePoisonedError,
@@ -363,13 +363,15 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
         if ir is not None:
             ir.begin_case(case.shape_detail, case.dtype)
         try:
+            with gems_context():
+                out = under_test()
+            row.extra["output"] = outputs.digest(out)   # for the A/B output gate
             if check and case.check is not None:
-                with gems_context():
-                    out = under_test()
                 try:
                     case.check(out, baseline())
                 except AssertionError as exc:
                     raise CaseFailure("mismatch", one_line(exc)) from None
+            del out
             where = {"dtype": case.dtype, "shape": case.shape_detail}
             timed_torch = case_timer.measure(baseline, case.op, **where)
             with gems_context():

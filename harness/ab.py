@@ -1,0 +1,306 @@
+"""`zlh ab`: paired runs with pinned configs, the caliber guard, rounds, and the report.
+
+Every run is a fresh `zlh bench` process (its own Triton cache, its own imports), so the two
+sides share nothing but the record: round 1's A records, every other run — B, and both sides
+of later rounds — replays that record. Rounds alternate which side runs first.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from . import compare, fingerprint, markers
+from .ab_report import render_terminal
+from .atomic import atomic_write_json, atomic_write_text
+from .errors import EXIT_CALIBER, EXIT_FAILED_CASES, EXIT_OK, UsageError
+from .results import FAILED, SUCCESS
+from .rundir import safe_name
+
+ZLH_ROOT = str(Path(__file__).resolve().parent.parent)
+STATUS_COLUMNS = ("round", "op", "side", "rc", "elapsed_s", "rows_ok", "rows_failed",
+                  "replay_fallbacks", "graph_fallbacks", "poisoned", "run_dir")
+NO_IR_DIFF = "SWITCH_NO_IR_DIFF"
+TIMEOUT_RC = 124
+
+
+@dataclass
+class Side:
+    label: str
+    env: dict = field(default_factory=dict)      # overrides; None value unsets
+    python: str = sys.executable
+    description: str = ""
+
+
+@dataclass
+class ABPlan:
+    ops: list[str]
+    a: Side
+    b: Side
+    bench_args: list[str]
+    root: Path
+    rounds: int = 1
+    timeout_s: float = 3600.0
+    allow_caliber_mismatch: bool = False
+    allow_no_ir_diff: bool = False
+    scrub: list[str] = field(default_factory=list)
+    alpha: float = 0.05
+
+    @property
+    def switch(self) -> str:
+        return f"A[{self.a.description}] B[{self.b.description}]"
+
+
+@dataclass
+class RunOutcome:
+    round: int
+    side: str
+    rc: int
+    elapsed_s: float
+    run_dir: Path | None
+    log: Path | None = None
+
+    def last_words(self) -> str:
+        """The last line the run printed (the one-line error of a failed run)."""
+        try:
+            lines = [ln for ln in self.log.read_text(errors="replace").splitlines() if ln.strip()]
+        except (OSError, AttributeError):
+            return ""
+        return lines[-1].strip() if len(lines) > 1 else ""
+
+
+def parse_assignments(items, what: str) -> dict:
+    env = {}
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"{what} expects NAME=VALUE, got {item!r}")
+        env[name] = value
+    return env
+
+
+def sides_from_switch(spec: str) -> tuple[Side, Side]:
+    """`NAME=a,b` -> side A with NAME=a, side B with NAME=b."""
+    name, sep, values = spec.partition("=")
+    parts = values.split(",")
+    if not sep or not name or len(parts) != 2:
+        raise UsageError(f"--switch expects NAME=A_VALUE,B_VALUE, got {spec!r}")
+    return (Side("A", {name: parts[0]}, description=f"{name}={parts[0]}"),
+            Side("B", {name: parts[1]}, description=f"{name}={parts[1]}"))
+
+
+def _env_for(side: Side) -> dict:
+    env = dict(os.environ)
+    for key, value in side.env.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = str(value)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ZLH_ROOT, env.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run_side(plan: ABPlan, op: str, number: int, side: Side,
+             replay_from: Path | None) -> RunOutcome:
+    """One `zlh bench` in a fresh process group; a timeout kills the whole group (rc 124)."""
+    out = plan.root / safe_name(op) / f"r{number}_{side.label}"
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [side.python, "-m", "harness.cli", "bench", op, *plan.bench_args, "--out", str(out)]
+    if replay_from is not None:
+        cmd += ["--replay", str(replay_from)]
+    started = time.time()
+    with open(out / "bench.log", "w", encoding="utf-8") as log:
+        log.write(" ".join(cmd) + "\n")
+        log.flush()
+        proc = subprocess.Popen(cmd, env=_env_for(side), stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            rc = proc.wait(timeout=plan.timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            rc = TIMEOUT_RC
+    runs = sorted(p for p in out.iterdir() if p.is_dir() and (p / "run.json").exists())
+    outcome = RunOutcome(number, side.label, rc, round(time.time() - started, 3),
+                         runs[-1] if runs else None, out / "bench.log")
+    append_status(plan.root, op, outcome)
+    return outcome
+
+
+def append_status(root: Path, op: str, outcome: RunOutcome) -> None:
+    counts = {"rows_ok": 0, "rows_failed": 0, "replay_fallbacks": 0, "graph_fallbacks": 0,
+              "poisoned": 0}
+    if outcome.run_dir is not None and (outcome.run_dir / "results.jsonl").exists():
+        run = compare.load_run(outcome.run_dir)
+        counts["rows_ok"] = sum(1 for r in run.rows if r.status == SUCCESS)
+        counts["rows_failed"] = sum(1 for r in run.rows if r.status == FAILED)
+        names = [markers.marker_name(m) for r in run.rows for m in r.markers]
+        counts["replay_fallbacks"] = names.count("AUTOTUNE_REPLAY_FALLBACK")
+        counts["graph_fallbacks"] = names.count(markers.NO_GRAPH)
+        counts["poisoned"] = int(run.info.get("status") == "poisoned")
+    path = root / "status.tsv"
+    new = not path.exists()
+    with open(path, "a", encoding="utf-8") as handle:
+        if new:
+            handle.write("\t".join(STATUS_COLUMNS) + "\n")
+        values = {"round": outcome.round, "op": op, "side": outcome.side, "rc": outcome.rc,
+                  "elapsed_s": outcome.elapsed_s, "run_dir": outcome.run_dir or "-", **counts}
+        handle.write("\t".join(str(values[c]) for c in STATUS_COLUMNS) + "\n")
+
+
+def run_ab(plan: ABPlan, echo: Callable[[str], None] = print) -> tuple[list[dict], int]:
+    """Both sides for every op, rounds, guard, report. Returns (reports, exit code)."""
+    plan.root.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(plan.root / "plan.json", {
+        "ops": plan.ops, "rounds": plan.rounds, "bench_args": plan.bench_args,
+        "A": vars(plan.a), "B": vars(plan.b), "timeout_s": plan.timeout_s})
+    reports, code = [], EXIT_OK
+    for op in plan.ops:
+        report, op_code = _run_op(plan, op, echo)
+        code = max(code, op_code)
+        if report is not None:
+            reports.append(report)
+            echo(render_terminal(report, colour=sys.stdout.isatty()))
+    write_reports(plan.root, reports)
+    return reports, code
+
+
+def _run_op(plan: ABPlan, op: str, echo) -> tuple[dict | None, int]:
+    outcomes: dict[tuple[int, str], RunOutcome] = {}
+
+    def failed(o: RunOutcome) -> bool:
+        return o.rc != 0 and o.rc != EXIT_FAILED_CASES or o.run_dir is None
+
+    first = run_side(plan, op, 1, plan.a, None)
+    outcomes[(1, "A")] = first
+    if failed(first):
+        echo(f"!!! {op}: round 1 side A failed (rc={first.rc}): {first.last_words()}; "
+             f"no report for this op")
+        return None, EXIT_FAILED_CASES
+    record = first.run_dir
+    second = run_side(plan, op, 1, plan.b, record)
+    outcomes[(1, "B")] = second
+    if failed(second):
+        echo(f"!!! {op}: round 1 side B failed (rc={second.rc}): {second.last_words()}; "
+             f"no report for this op")
+        return None, EXIT_FAILED_CASES
+    run_a, run_b = compare.load_run(record), compare.load_run(second.run_dir)
+    check = compare.check_caliber(run_a, run_b, op)
+    for line in check.warnings:
+        echo(line)
+    if not check.ok:
+        for line in check.problems:
+            echo(line)
+        if not plan.allow_caliber_mismatch:
+            echo(f"!!! [caliber] {op}: refusing to report; add --allow-caliber-mismatch once "
+                 f"sure the runs are comparable")
+            return None, EXIT_CALIBER
+    verdict = ir_verdict(run_a.path, run_b.path, plan.scrub)
+    rounds = plan.rounds
+    if verdict == "NO_IR_DIFF":
+        echo(markers.marker(NO_IR_DIFF, op=op, switch=plan.switch.replace(" ", "_"),
+                            detail="identical generated code; further rounds would measure "
+                                   "noise"))
+        if not plan.allow_no_ir_diff:
+            rounds = 1
+    for number in range(2, rounds + 1):
+        order = (plan.a, plan.b) if number % 2 else (plan.b, plan.a)
+        for side in order:
+            outcome = run_side(plan, op, number, side, record)
+            outcomes[(number, side.label)] = outcome
+            if failed(outcome):
+                echo(f"!!! {op}: round {number} side {side.label} failed (rc={outcome.rc}): "
+                     f"{outcome.last_words()}; no report for this op")
+                return None, EXIT_FAILED_CASES
+    pairs = [(compare.load_run(outcomes[(n, "A")].run_dir),
+              compare.load_run(outcomes[(n, "B")].run_dir)) for n in range(1, rounds + 1)]
+    report = compare.compare_runs(pairs, plan.alpha)
+    report["verdict"] = ({"NO_IR_DIFF": "SWITCH_NO_IR_DIFF: identical generated code; the "
+                          "deltas are this machine's noise floor"}.get(verdict, verdict))
+    report["caliber_problems"] = check.problems
+    report["sides"]["A"]["label"] = plan.a.description or "A"
+    report["sides"]["B"]["label"] = plan.b.description or "B"
+    code = EXIT_FAILED_CASES if report["output_mismatches"] else EXIT_OK
+    return report, code
+
+
+def ir_verdict(dir_a: Path, dir_b: Path, scrub) -> str:
+    """IR_CHANGED / NO_IR_DIFF / NO_IR (either side compiled nothing we captured)."""
+    fa = fingerprint.fingerprint(dir_a, scrub)
+    fb = fingerprint.fingerprint(dir_b, scrub)
+    if fa is None or fb is None:
+        return "NO_IR"
+    return "NO_IR_DIFF" if fa == fb else "IR_CHANGED"
+
+
+def compare_existing(dir_a, dir_b, allow_caliber_mismatch: bool, echo,
+                     alpha: float = 0.05) -> tuple[dict | None, int]:
+    run_a, run_b = compare.load_run(dir_a), compare.load_run(dir_b)
+    check = compare.check_caliber(run_a, run_b)
+    for line in check.warnings:
+        echo(line)
+    if not check.ok:
+        for line in check.problems:
+            echo(line)
+        if not allow_caliber_mismatch:
+            echo(f"!!! [caliber] {run_a.op}: refusing to report; add --allow-caliber-mismatch "
+                 f"once sure the runs are comparable")
+            return None, EXIT_CALIBER
+    report = compare.compare_runs([(run_a, run_b)], alpha)
+    report["caliber_problems"] = check.problems
+    report["verdict"] = ir_verdict(run_a.path, run_b.path, [])
+    code = EXIT_FAILED_CASES if report["output_mismatches"] else EXIT_OK
+    return report, code
+
+
+def bench_args_from_run(run_dir) -> tuple[str, list[str]]:
+    """(op, `zlh bench` options) that reproduce a run's caliber, for `zlh ab --replay`."""
+    info = compare.load_run(run_dir).info
+    cal = info.get("caliber") or {}
+    if not cal:
+        raise UsageError(f"{run_dir}: run.json has no caliber; cannot reproduce its settings")
+    args = ["--adapter", info["adapter"]["adapter"], "--backend", cal["backend"],
+            "--level", cal["bench_level"], "--timer", info.get("timer_requested", cal["timer"]),
+            "--repeat", str(cal["repeat"]), "--l2", cal["l2_policy"],
+            "--warmup-ms", str(cal["warmup_ms"]), "--seed", str(info.get("seed", 0))]
+    stop = cal.get("stopping", {})
+    for key, flag in (("min_samples", "--min-samples"), ("min_time_ms", "--min-time-ms"),
+                      ("max_time_ms", "--max-time-ms"), ("target_rel_err", "--target-rel-err")):
+        if key in stop:
+            args += [flag, str(stop[key])]
+    if info.get("dtypes"):
+        args += ["--dtypes", ",".join(info["dtypes"])]
+    if info.get("shape_file"):
+        args += ["--shapes", info["shape_file"]]
+    if info["adapter"].get("flaggems_dir"):
+        args += ["--flaggems-dir", info["adapter"]["flaggems_dir"]]
+    if cal.get("tuner_cache") == "isolated":
+        args.append("--isolate-tuner-cache")
+    if cal.get("ir_capture") is False:
+        args.append("--no-ir")
+    return info["op"], args
+
+
+def write_reports(root: Path, reports: list[dict]) -> None:
+    from .ab_report import to_csv, to_json
+    atomic_write_json(root / "report.json", {"title": f"zlh ab {root.name}",
+                                             "generated_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                                             **to_json(reports)})
+    atomic_write_text(root / "report.csv", to_csv(reports))
+
+
+def load_report(root) -> dict:
+    path = Path(root) / "report.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{root}: no report.json (run `zlh ab` with this root first)") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path} cannot be read: {exc}") from None

@@ -1,0 +1,245 @@
+"""Statistics for an A/B comparison of two latency sample sets per shape.
+
+Side A is the baseline, side B the side under test. Every delta in zlh is
+
+    delta_pct = (median_A / median_B - 1) * 100
+
+so a positive delta means B is faster. A single pair of medians cannot say whether a
+difference is real, so each shape also gets a bootstrap confidence interval, a rank test
+p-value, and a Holm correction across the shapes of one op (an op with 40 shapes would
+otherwise show a couple of "significant" changes from noise alone).
+
+Everything here is pure: lists of floats in, numbers out. numpy only.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import numpy as np
+
+# Bootstrap resamples are drawn in blocks so that n_boot x n indices never need more than
+# this many entries at once (samples sets can hold thousands of values).
+_BOOT_BLOCK_ENTRIES = 4_000_000
+
+
+def delta_pct(a_ms: float, b_ms: float) -> float:
+    """Percent by which B beats A: (a / b - 1) * 100. NaN when either side is unusable."""
+    if not (_finite(a_ms) and _finite(b_ms)) or a_ms <= 0 or b_ms <= 0:
+        return math.nan
+    return (a_ms / b_ms - 1.0) * 100.0
+
+
+def bootstrap_delta_ci(samples_a, samples_b, n_boot: int = 2000, alpha: float = 0.05,
+                       seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of delta_pct, from the ratio of resampled medians.
+
+    The two sides are timed independently, so each is resampled independently with
+    replacement. The same seed always gives the same interval, which keeps reports
+    reproducible. With fewer than two samples on a side there is nothing to resample:
+    (nan, nan).
+    """
+    a = _clean(samples_a)
+    b = _clean(samples_b)
+    if a.size < 2 or b.size < 2 or n_boot < 1:
+        return (math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    med_a = _bootstrap_medians(a, n_boot, rng)
+    med_b = _bootstrap_medians(b, n_boot, rng)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        deltas = (med_a / med_b - 1.0) * 100.0
+    deltas = deltas[np.isfinite(deltas)]
+    if deltas.size == 0:
+        return (math.nan, math.nan)
+    low, high = np.percentile(deltas, [100.0 * alpha / 2, 100.0 * (1 - alpha / 2)])
+    return (float(low), float(high))
+
+
+def mann_whitney_p(samples_a, samples_b) -> float:
+    """Two-sided Mann-Whitney U p-value (normal approximation).
+
+    A rank test, because latency samples are skewed and carry outliers that would dominate a
+    t-test. Details, matching the textbook asymptotic test:
+
+    - tied values get the average of their ranks;
+    - tie correction: var(U) = n1*n2/12 * ((n+1) - sum(t^3 - t) / (n*(n-1))), with t the
+      size of each group of tied values;
+    - continuity correction: z = (|U - n1*n2/2| - 0.5) / sd(U), floored at 0;
+    - p = erfc(z / sqrt(2)), the two-sided normal tail.
+
+    When every value is the same the ranks carry no information and p is 1.0. With fewer
+    than two samples on a side the test is meaningless: nan.
+    """
+    a = _clean(samples_a)
+    b = _clean(samples_b)
+    n1, n2 = a.size, b.size
+    if n1 < 2 or n2 < 2:
+        return math.nan
+    n = n1 + n2
+    ranks, tie_sizes = _average_ranks(np.concatenate([a, b]))
+    u1 = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2.0
+    tie_term = float(np.sum(tie_sizes ** 3 - tie_sizes)) / (n * (n - 1))
+    variance = n1 * n2 / 12.0 * ((n + 1) - tie_term)
+    if variance <= 0:
+        return 1.0
+    z = max(abs(u1 - n1 * n2 / 2.0) - 0.5, 0.0) / math.sqrt(variance)
+    return min(1.0, math.erfc(z / math.sqrt(2.0)))
+
+
+def holm(p_values: Sequence[float], alpha: float = 0.05) -> list[bool]:
+    """Holm-Bonferroni step-down: which hypotheses are rejected at family-wise level alpha.
+
+    The k-th smallest p (k = 0, 1, ...) is compared with alpha / (m - k) and the procedure
+    stops at the first failure. m counts only the tests that were actually performed: a nan
+    p-value (too few samples) is never significant and does not tighten the others.
+    """
+    ps = [float(p) if p is not None else math.nan for p in p_values]
+    tested = sorted((p, i) for i, p in enumerate(ps) if _finite(p))
+    significant = [False] * len(ps)
+    m = len(tested)
+    for k, (p, index) in enumerate(tested):
+        if p > alpha / (m - k):
+            break
+        significant[index] = True
+    return significant
+
+
+@dataclass(frozen=True)
+class ShapeStat:
+    """The comparison verdict for one shape: how big, how sure, and whether it counts."""
+    delta_pct: float
+    ci_low_pct: float
+    ci_high_pct: float
+    p_value: float
+    significant: bool
+
+    @property
+    def ratio(self) -> float:
+        """median_A / median_B, recovered from the delta (>1 means B is faster)."""
+        return 1.0 + self.delta_pct / 100.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def shape_stats(pairs, alpha: float = 0.05, seed: int = 0,
+                n_boot: int = 2000) -> list[ShapeStat]:
+    """Statistics for every shape of one op, with Holm applied across the shapes.
+
+    `pairs` holds (samples_a, samples_b, median_a, median_b) per shape. The medians are the
+    ones the runs reported (possibly a median of repeat medians), so they, not the raw
+    samples, define delta_pct. Every shape is bootstrapped with the same seed so that its
+    interval does not change when shapes are added to or removed from the list.
+    """
+    deltas, intervals, p_values = [], [], []
+    for samples_a, samples_b, median_a, median_b in pairs:
+        deltas.append(delta_pct(median_a, median_b))
+        intervals.append(bootstrap_delta_ci(samples_a, samples_b, alpha=alpha, seed=seed,
+                                            n_boot=n_boot))
+        p_values.append(mann_whitney_p(samples_a, samples_b))
+    flags = holm(p_values, alpha=alpha)
+    return [ShapeStat(delta_pct=d, ci_low_pct=lo, ci_high_pct=hi, p_value=p, significant=s)
+            for d, (lo, hi), p, s in zip(deltas, intervals, p_values, flags)]
+
+
+def summarize(stats: Sequence[ShapeStat], ratios: Sequence[float] | None = None) -> dict:
+    """One op's summary line: geometric-mean speedup, delta range and a verdict count.
+
+    `ratios` (median_A / median_B per shape) default to the ones implied by each delta. The
+    geometric mean is the honest average of ratios: a 2x win and a 2x loss cancel to 1.
+    Shapes with no usable delta count as unchanged and are left out of the numbers.
+    """
+    if ratios is None:
+        ratios = [s.ratio for s in stats]
+    deltas = np.array([s.delta_pct for s in stats], dtype=float)
+    deltas = deltas[np.isfinite(deltas)]
+    faster = sum(1 for s in stats if s.significant and _finite(s.delta_pct) and s.delta_pct > 0)
+    slower = sum(1 for s in stats if s.significant and _finite(s.delta_pct) and s.delta_pct < 0)
+    return {
+        "n": len(stats),
+        "geomean_speedup": geomean(ratios),
+        "delta_min_pct": float(deltas.min()) if deltas.size else math.nan,
+        "delta_max_pct": float(deltas.max()) if deltas.size else math.nan,
+        "delta_median_pct": float(np.median(deltas)) if deltas.size else math.nan,
+        "faster": faster,
+        "slower": slower,
+        "unchanged": len(stats) - faster - slower,
+    }
+
+
+def geomean(values: Sequence[float]) -> float:
+    """Geometric mean of the positive finite values; nan when there are none."""
+    arr = np.array([v for v in values if _finite(v) and v > 0], dtype=float)
+    if arr.size == 0:
+        return math.nan
+    return float(np.exp(np.mean(np.log(arr))))
+
+
+def round_stats(per_round_deltas: Sequence[Sequence[float]]) -> list[dict]:
+    """Per-shape view across rounds: median delta, min~max, and whether the sign held.
+
+    Input is [round][shape], shapes in the same order every round. A shape is sign-stable
+    when every round agrees that B is faster (all > 0) or that it is not (all <= 0); an
+    exact 0 is "not faster". A nan in any round makes the sign unknowable: not stable.
+    """
+    if not per_round_deltas:
+        return []
+    widths = {len(r) for r in per_round_deltas}
+    if len(widths) != 1:
+        raise ValueError(f"every round needs the same shapes; got round widths {sorted(widths)}")
+    table = np.array(per_round_deltas, dtype=float).reshape(len(per_round_deltas), -1)
+    return [_one_shape_rounds(table[:, j]) for j in range(table.shape[1])]
+
+
+def side_spread(latencies: Sequence[float]) -> float:
+    """How far one side's latency wandered across rounds: (max / min - 1) * 100."""
+    arr = _clean(latencies)
+    if arr.size == 0 or arr.min() <= 0:
+        return math.nan
+    return float((arr.max() / arr.min() - 1.0) * 100.0)
+
+
+def _one_shape_rounds(values: np.ndarray) -> dict:
+    finite = values[np.isfinite(values)]
+    all_finite = finite.size == values.size and values.size > 0
+    stable = all_finite and (bool(np.all(finite > 0)) or bool(np.all(finite <= 0)))
+    return {
+        "median_delta_pct": float(np.median(finite)) if finite.size else math.nan,
+        "min_delta_pct": float(finite.min()) if finite.size else math.nan,
+        "max_delta_pct": float(finite.max()) if finite.size else math.nan,
+        "sign_stable": stable,
+        "rounds": int(values.size),
+    }
+
+
+def _bootstrap_medians(samples: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Medians of n_boot resamples with replacement, drawn in memory-bounded blocks."""
+    n = samples.size
+    block = max(1, _BOOT_BLOCK_ENTRIES // n)
+    medians = np.empty(n_boot, dtype=float)
+    for start in range(0, n_boot, block):
+        stop = min(n_boot, start + block)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        medians[start:stop] = np.median(samples[idx], axis=1)
+    return medians
+
+
+def _average_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """1-based ranks with ties sharing their average rank, and the size of each tie group."""
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    upper = np.cumsum(counts)                 # last rank held by each group
+    group_rank = upper - (counts - 1) / 2.0   # mean of ranks upper-count+1 .. upper
+    return group_rank[inverse], counts.astype(float)
+
+
+def _clean(samples) -> np.ndarray:
+    """Samples as a float array with non-finite values dropped (a lost sample, not a time)."""
+    if samples is None:
+        return np.empty(0, dtype=float)
+    arr = np.asarray(list(samples), dtype=float).ravel()
+    return arr[np.isfinite(arr)]
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float, np.floating, np.integer)) and math.isfinite(value)

@@ -1,0 +1,230 @@
+"""zlh ab: caliber guard, pairing, statistics wiring, rounds, status.tsv, output gate, CLI."""
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from harness import ab as abmod
+from harness import compare
+from harness.cli import main
+from harness.identity import CALIBER_FIELDS
+from harness.measurement import Measurement
+from harness.results import FAILED, SUCCESS, Row
+from harness.rundir import RunDir
+
+CALIBER = {"backend": "cuda", "device": "NVIDIA H200", "timer": "graph", "bench_level": "core",
+           "shape_mode": "upstream", "tuner_cache": "isolated", "repeat": 1, "l2_policy": "warm",
+           "warmup_ms": 100.0, "stopping": {"min_samples": 20}, "autotune_mode": "record",
+           "ir_capture": True}
+
+
+def make_run(root, name, latencies, caliber=None, mode="record", statuses=None, outputs=None,
+             seed=0):
+    """A run directory with one row per shape; samples spread 0.5% around each latency."""
+    rng = np.random.default_rng(seed)
+    run = RunDir.create(root, name)
+    rows = []
+    for i, (shape, ms) in enumerate(latencies.items()):
+        status = (statuses or {}).get(shape, SUCCESS)
+        ok = status == SUCCESS
+        samples = tuple(float(v) for v in ms * (1 + 0.005 * rng.standard_normal(30))) if ok else ()
+        row = Row(op="softmax", dtype="bfloat16", shape=None, shape_detail=shape, status=status,
+                  reason="" if ok else "boom",
+                  torch=Measurement(samples, "graph") if ok else None,
+                  gems=Measurement(samples, "graph") if ok else None)
+        if outputs and shape in outputs:
+            row.extra["output"] = outputs[shape]
+        rows.append(row)
+    run.write_results(rows)
+    cal = dict(CALIBER, **(caliber or {}), autotune_mode=mode) if caliber is not False else None
+    info = {"op": "softmax", "status": "complete"}
+    if cal is not None:
+        info["caliber"] = cal
+    run.write_run_json(info)
+    return run.path
+
+
+@pytest.mark.parametrize("field", [f for f in CALIBER_FIELDS if f != "autotune_mode"])
+def test_every_caliber_field_is_guarded(tmp_path, field):
+    other = {"stopping": {"min_samples": 5}, "repeat": 3, "warmup_ms": 1.0,
+             "ir_capture": False}.get(field, "something-else")
+    a = make_run(tmp_path, "a", {"64x64": 1.0})
+    b = make_run(tmp_path, "b", {"64x64": 1.0}, caliber={field: other}, mode="replay")
+    check = compare.check_caliber(compare.load_run(a), compare.load_run(b))
+    assert not check.ok
+    assert any(line.startswith(f"!!! [caliber] softmax: {field} differs: A=") for line in
+               check.problems)
+
+
+def test_missing_identity_and_both_record_are_refused(tmp_path):
+    a = make_run(tmp_path, "a", {"64x64": 1.0})
+    bare = make_run(tmp_path, "bare", {"64x64": 1.0}, caliber=False)
+    check = compare.check_caliber(compare.load_run(a), compare.load_run(bare))
+    assert not check.ok and "side B has no identity" in check.problems[0]
+    b = make_run(tmp_path, "b", {"64x64": 1.0}, mode="record")
+    check = compare.check_caliber(compare.load_run(a), compare.load_run(b))
+    assert any("both sides record" in p for p in check.problems)
+
+
+def test_record_against_replay_passes_and_shared_cache_only_warns(tmp_path):
+    a = make_run(tmp_path, "a", {"64x64": 1.0}, caliber={"tuner_cache": "shared(/x)"})
+    b = make_run(tmp_path, "b", {"64x64": 1.0}, caliber={"tuner_cache": "shared(/x)"},
+                 mode="replay")
+    check = compare.check_caliber(compare.load_run(a), compare.load_run(b))
+    assert check.ok
+    assert check.warnings and "shared tuner cache" in check.warnings[0]
+
+
+def test_pairing_lists_every_unpaired_case(tmp_path):
+    a = make_run(tmp_path, "a", {"s1": 1.0, "s2": 2.0, "s3": 3.0}, statuses={"s2": FAILED})
+    b = make_run(tmp_path, "b", {"s1": 1.0, "s2": 2.0, "s4": 4.0}, mode="replay")
+    pairs, unpaired = compare.pair_rows(compare.load_run(a).rows, compare.load_run(b).rows)
+    assert [ra.shape_detail for ra, _ in pairs] == ["s1"]
+    reasons = {(u["side"], u["shape_detail"]): u["reason"] for u in unpaired}
+    assert reasons == {("A", "s2"): "boom", ("A", "s3"): "no such case on side B",
+                       ("B", "s4"): "no such case on side A"}
+
+
+def test_report_signs_and_significance(tmp_path):
+    a = make_run(tmp_path, "a", {"s1": 1.00, "s2": 2.00, "s3": 3.00}, seed=1)
+    b = make_run(tmp_path, "b", {"s1": 0.90, "s2": 2.20, "s3": 3.00}, mode="replay", seed=2)
+    report = compare.compare_runs([(compare.load_run(a), compare.load_run(b))])
+    rows = {r["shape_detail"]: r for r in report["rows"]}
+    assert rows["s1"]["delta_pct"] == pytest.approx(11.1, abs=0.6)       # B faster
+    assert rows["s2"]["delta_pct"] == pytest.approx(-9.1, abs=0.6)       # B slower
+    assert rows["s1"]["significant"] and rows["s2"]["significant"]
+    assert rows["s1"]["ci_low_pct"] < rows["s1"]["delta_pct"] < rows["s1"]["ci_high_pct"]
+    s = report["summary"]
+    assert (s["faster"], s["slower"], s["n"]) == (1, 1, 3)
+
+
+def test_output_gate_flags_wrong_results(tmp_path):
+    good = [{"dtype": "bfloat16", "shape": [4], "norm": 2.0, "nan": 0,
+             "sample": [1.0, 1.0, 1.0, 1.0]}]
+    bad = [dict(good[0], norm=2.5, sample=[1.0, 1.5, 1.0, 1.0])]
+    a = make_run(tmp_path, "a", {"s1": 1.0, "s2": 1.0}, outputs={"s1": good, "s2": good})
+    b = make_run(tmp_path, "b", {"s1": 0.5, "s2": 1.0}, mode="replay",
+                 outputs={"s1": bad, "s2": good})
+    report = compare.compare_runs([(compare.load_run(a), compare.load_run(b))])
+    (mismatch,) = report["output_mismatches"]
+    assert mismatch["shape_detail"] == "s1" and "norm" in mismatch["reason"]
+
+
+def test_cli_refuses_mismatched_calibers_with_exit_4(tmp_path):
+    a = make_run(tmp_path, "a", {"s1": 1.0})
+    b = make_run(tmp_path, "b", {"s1": 1.0}, caliber={"timer": "event"}, mode="replay")
+    result = CliRunner().invoke(main, ["ab", str(a), str(b)])
+    assert result.exit_code == 4
+    assert "!!! [caliber] softmax: timer differs: A=graph, B=event" in result.output
+    assert "delta" not in result.output                       # no report
+    allowed = CliRunner().invoke(main, ["ab", str(a), str(b), "--allow-caliber-mismatch"])
+    assert allowed.exit_code == 0 and "timer differs" in allowed.output
+    assert "summary: 1 shapes" in allowed.output
+
+
+def test_cli_json_has_rows_and_summary(tmp_path):
+    a = make_run(tmp_path, "a", {"s1": 1.0, "s2": 2.0})
+    b = make_run(tmp_path, "b", {"s1": 0.5, "s2": 2.0}, mode="replay")
+    result = CliRunner().invoke(main, ["ab", str(a), str(b), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert [round(r["delta_pct"]) for r in data["rows"]] == [100, 0]
+    assert data["summary"]["n"] == 2
+
+
+FAST = ["--warmup-ms", "1", "--min-samples", "5", "--min-time-ms", "0", "--max-time-ms", "60"]
+
+
+def builtin_plan(tmp_path, rounds, **kw):
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[4096], [20000]]\n")
+    return abmod.ABPlan(
+        ops=["add"], a=abmod.Side("A", {}, description="plain"),
+        b=abmod.Side("B", {"ZLH_BUILTIN_SLOW": "1"}, description="ZLH_BUILTIN_SLOW=1"),
+        bench_args=["--adapter", "builtin", "--backend", "cpu", "--shapes", str(shapes), *FAST],
+        root=tmp_path / "ab", rounds=rounds, **kw)
+
+
+def test_slow_switch_is_slower_on_every_shape_with_rounds(tmp_path):
+    reports, code = abmod.run_ab(builtin_plan(tmp_path, rounds=2), echo=lambda _: None)
+    assert code == 0
+    (report,) = reports
+    assert len(report["rows"]) == 2
+    assert all(r["delta_pct"] < -10 and r["rounds"]["sign_stable"] for r in report["rows"])
+    assert report["summary"]["slower"] == 2 and report["summary"]["rounds"] == 2
+    status = (tmp_path / "ab" / "status.tsv").read_text().splitlines()
+    assert status[0].split("\t")[:4] == ["round", "op", "side", "rc"]
+    assert [tuple(ln.split("\t")[:3]) for ln in status[1:]] == [
+        ("1", "add", "A"), ("1", "add", "B"), ("2", "add", "B"), ("2", "add", "A")]
+    # every run but round 1's A replays it
+    infos = [json.loads(p.read_text()) for p in sorted((tmp_path / "ab").rglob("run.json"))]
+    modes = sorted(i["autotune_mode"] for i in infos)
+    assert modes == ["record", "replay", "replay", "replay"]
+    assert (tmp_path / "ab" / "report.json").exists() and (tmp_path / "ab" / "report.csv").exists()
+    html = CliRunner().invoke(main, ["report", str(tmp_path / "ab"), "--html"])
+    assert html.exit_code == 0 and (tmp_path / "ab" / "report.html").read_text().count("<svg") == 1
+
+
+def test_identical_ir_stops_the_op_after_round_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(abmod, "ir_verdict", lambda *a: "NO_IR_DIFF")
+    lines = []
+    reports, code = abmod.run_ab(builtin_plan(tmp_path, rounds=3), echo=lines.append)
+    assert any(ln.startswith("SWITCH_NO_IR_DIFF op=add") for ln in lines)
+    status = (tmp_path / "ab" / "status.tsv").read_text().splitlines()
+    assert len(status) == 1 + 2                      # round 1 only
+    assert reports[0]["verdict"].startswith("SWITCH_NO_IR_DIFF")
+
+
+def test_a_run_past_its_timeout_is_killed_and_recorded_as_124(tmp_path):
+    lines = []
+    reports, code = abmod.run_ab(builtin_plan(tmp_path, rounds=1, timeout_s=0.2),
+                                 echo=lines.append)
+    assert reports == [] and code == 1
+    row = (tmp_path / "ab" / "status.tsv").read_text().splitlines()[1].split("\t")
+    assert row[3] == "124"
+    assert any("round 1 side A failed (rc=124)" in ln for ln in lines)
+
+
+def test_a_failing_side_says_why(tmp_path):
+    plan = builtin_plan(tmp_path, rounds=1)
+    plan.ops = ["layer_norm"]
+    lines = []
+    reports, code = abmod.run_ab(plan, echo=lines.append)
+    assert reports == [] and code == 1
+    assert any("round 1 side A failed (rc=2): zlh: unknown op 'layer_norm'" in ln for ln in lines)
+
+
+def test_replay_mode_runs_side_b_with_side_a_caliber(tmp_path):
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[4096]]\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    import subprocess
+    subprocess.run([sys.executable, "-m", "harness.cli", "bench", "add", "--adapter", "builtin",
+                    "--backend", "cpu", "--shapes", str(shapes), "--out", str(tmp_path / "a"),
+                    *FAST], check=True, env=env, capture_output=True, timeout=300)
+    (run_a,) = (tmp_path / "a").iterdir()
+    result = CliRunner().invoke(main, ["ab", "--replay", str(run_a), "--out",
+                                       str(tmp_path / "b")])
+    assert result.exit_code == 0, result.output
+    (run_b,) = (tmp_path / "b").iterdir()
+    info_b = json.loads((run_b / "run.json").read_text())
+    info_a = json.loads((run_a / "run.json").read_text())
+    assert info_b["autotune_mode"] == "replay"
+    assert {k: v for k, v in info_b["caliber"].items() if k != "autotune_mode"} == \
+        {k: v for k, v in info_a["caliber"].items() if k != "autotune_mode"}
+    assert "summary: 1 shapes" in result.output
+
+
+def test_bad_side_options_are_usage_errors(tmp_path):
+    result = CliRunner().invoke(main, ["ab", "add", "--switch", "NOEQUALS"])
+    assert result.exit_code == 2 and "--switch expects NAME=A_VALUE,B_VALUE" in result.output
+    result = CliRunner().invoke(main, ["ab", "only-one-dir"])
+    assert result.exit_code == 2 and "give two run directories" in result.output
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("ops: [add]\nswitchh: X=0,1\n")
+    result = CliRunner().invoke(main, ["ab", "--recipe", str(recipe)])
+    assert result.exit_code == 2 and "unknown keys switchh" in result.output
