@@ -124,14 +124,28 @@ def run_side(plan: ABPlan, op: str, number: int, side: Side,
         try:
             rc = proc.wait(timeout=plan.timeout_s)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            stop_group(proc)
             rc = TIMEOUT_RC
     runs = sorted(p for p in out.iterdir() if p.is_dir() and (p / "run.json").exists())
     outcome = RunOutcome(number, side.label, rc, round(time.time() - started, 3),
                          runs[-1] if runs else None, out / "bench.log")
     append_status(plan.root, op, outcome)
     return outcome
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
+    """SIGTERM the run's process group (zlh bench then writes run.json, records and IR),
+    SIGKILL whatever is left after the grace period."""
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def append_status(root: Path, op: str, outcome: RunOutcome) -> None:

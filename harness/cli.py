@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import signal
 import sys
 
 import click
@@ -18,10 +19,18 @@ def _fail(message: str, code: int):
     sys.exit(code)
 
 
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def handles_errors(fn):
-    """User errors become one line on stderr and their exit code; no traceback."""
+    """User errors become one line on stderr and their exit code; no traceback.
+
+    SIGTERM (a timeout, `zlh ab` ending a run) unwinds like an exception, so the run directory
+    is finalised and records and IR are written before the process ends."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        signal.signal(signal.SIGTERM, _terminate)
         try:
             return fn(*args, **kwargs)
         except errors.ZlhError as exc:

@@ -288,6 +288,9 @@ def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> Run
     except (adapters.MissingShapes, adapters.UnsupportedDtype) as exc:
         status = "usage_error"
         raise UsageError(str(exc)) from None
+    except (KeyboardInterrupt, SystemExit):
+        status = "interrupted"
+        raise
     except BaseException:
         status = "crashed"
         raise
