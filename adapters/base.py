@@ -22,7 +22,9 @@ class Case:
     generator build them when the case is yielded: the runner seeds before asking for the
     next case too). `baseline` and `under_test` take the inputs' args/kwargs;
     `under_test_context()`, when given, is entered around every use of `under_test`.
-    `check(out_test, out_ref)` raises AssertionError on a wrong result. `metrics(inputs,
+    `check(out_test, out_ref)` raises AssertionError on a wrong result. `variant` tells apart
+    cases of one op that share dtype and shape (several Benchmarks or parametrized calls in
+    one test function); comparisons pair on it. `metrics(inputs,
     torch_ms, gems_ms)` returns extra numbers (torch_gbps, gems_gbps, tflops).
     """
 
@@ -38,6 +40,7 @@ class Case:
     metrics: Callable[[CaseInputs, float, float], dict] | None = None
     skip_reason: str | None = None
     unsupported_reason: str | None = None
+    variant: str | None = None     # which benchmark/call of the op (pairing key), None: the op
     info: dict = field(default_factory=dict)                  # adapter-specific identity
 
 

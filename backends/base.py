@@ -213,6 +213,16 @@ class Backend:
         finally:
             gen.graphsafe_set_state(original)
 
+    def device_usable(self) -> str | None:
+        """None when the device still runs work after an error, else the error text."""
+        import torch
+        try:
+            torch.ones(1, device=self.torch_device(self.torch_module().current_device())).add_(1)
+            self.synchronize()
+            return None
+        except Exception as exc:  # noqa: BLE001
+            return error_text(exc)
+
     def rng_usable(self, index: int) -> str | None:
         """None when the device generator works outside capture, else the error text."""
         import torch

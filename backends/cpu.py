@@ -43,6 +43,9 @@ class CpuBackend(Backend):
     def rng_usable(self, index: int):
         return None
 
+    def device_usable(self):
+        return None
+
 
 def _cpu_model() -> str:
     try:

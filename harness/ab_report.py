@@ -7,7 +7,7 @@ import math
 
 from tabulate import tabulate
 
-CSV_COLUMNS = ("op", "dtype", "shape_detail", "occurrence", "a_ms", "b_ms", "delta_pct",
+CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "a_ms", "b_ms", "delta_pct",
                "ci_low_pct", "ci_high_pct", "p_value", "significant", "rounds_min_delta_pct",
                "rounds_max_delta_pct", "sign_stable", "annotations")
 
@@ -34,7 +34,9 @@ def render_terminal(report: dict, colour: bool = False) -> str:
     multi = any(r.get("rounds") for r in rows)
     table = []
     for r in rows:
-        entry = [r["dtype"], r["shape_detail"] + (f" #{r['occurrence']}" if r["occurrence"] else ""),
+        label = (f"{r['variant']} " if r.get("variant") and r["variant"] != report["op"] else "")
+        entry = [r["dtype"], label + r["shape_detail"] +
+                 (f" #{r['occurrence']}" if r["occurrence"] else ""),
                  _num(r["a_ms"], ".5f"), _num(r["b_ms"], ".5f"),
                  _colour(_num(r["delta_pct"], "+.2f"), r, colour),
                  f"[{_num(r.get('ci_low_pct'), '+.2f')}, {_num(r.get('ci_high_pct'), '+.2f')}]",

@@ -35,8 +35,9 @@ class CaseTimer:
         self.fallback = (make_timer(EVENT, backend, device_index, rule, budget, repeat, flush_l2)
                          if timer == GRAPH else None)
 
-    def measure(self, fn, op: str, **where) -> Timed:
-        if self.fallback is not None and op in self.backend.capture_deny:
+    def measure(self, fn, op: str, names=(), **where) -> Timed:
+        """`names`: other names the op goes by (a benchmark's own op name), for the deny list."""
+        if self.fallback is not None and ({op, *names} & self.backend.capture_deny):
             line = markers.marker(markers.NO_GRAPH, op=op, phase="denylist",
                                   reason="KnownPoisoningOp", **where,
                                   detail=f"{self.backend.name} denies capture for this op")
@@ -51,6 +52,11 @@ class CaseTimer:
         fields = dict(op=op, phase=failure.phase, reason=type(cause).__name__, **where)
         verdict = self.backend.classify_error(cause)
         if verdict == FATAL:
+            problem = self.backend.device_usable()
+            if problem:
+                raise DevicePoisonedError(markers.marker(
+                    markers.DEVICE_POISONED, detail=f"{one_line(cause)}; device unusable "
+                                                    f"afterwards: {problem}", **fields))
             raise CaseFailure("fatal_device_error", one_line(cause)) from cause
         self._settle()
         stuck_rng = self.backend.rng_usable(self.device_index)

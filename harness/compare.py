@@ -14,7 +14,7 @@ from .errors import UsageError
 from .identity import CALIBER_FIELDS
 from .results import SUCCESS, Row, read_rows
 
-KEY_FIELDS = ("dtype", "shape_detail", "occurrence")
+KEY_FIELDS = ("variant", "dtype", "shape_detail", "occurrence")
 
 
 @dataclass
@@ -94,7 +94,7 @@ def _short(value) -> str:
 
 # ---- pairing ---------------------------------------------------------------------------------
 def row_key(row: Row) -> tuple:
-    return (row.dtype, row.shape_detail, row.occurrence)
+    return (row.variant, row.dtype, row.shape_detail, row.occurrence)
 
 
 def pair_rows(rows_a: list[Row], rows_b: list[Row]):
@@ -125,7 +125,8 @@ def _usable(row: Row) -> bool:
 
 
 def _unpaired(side: str, row: Row, reason: str) -> dict:
-    return {"side": side, "dtype": row.dtype, "shape_detail": row.shape_detail,
+    return {"side": side, "variant": row.variant, "dtype": row.dtype,
+            "shape_detail": row.shape_detail,
             "occurrence": row.occurrence, "status": row.status, "reason": reason}
 
 
@@ -150,7 +151,8 @@ def compare_runs(rounds: list[tuple[Run, Run]], alpha: float = 0.05) -> dict:
         samples_b = [s for _, rb in pairs for s in rb.gems.samples_ms]
         inputs.append((samples_a, samples_b, a_ms, b_ms))
         round_deltas.append([compare_stats.delta_pct(ra.gems_ms, rb.gems_ms) for ra, rb in pairs])
-        rows.append({"dtype": key[0], "shape_detail": key[1], "occurrence": key[2],
+        rows.append({"variant": key[0], "dtype": key[1], "shape_detail": key[2],
+                     "occurrence": key[3],
                      "a_ms": a_ms, "b_ms": b_ms, "annotations": _annotations(pairs),
                      "timer_a": pairs[0][0].timer, "timer_b": pairs[0][1].timer})
     stats = compare_stats.shape_stats(inputs, alpha=alpha)
@@ -169,7 +171,8 @@ def compare_runs(rounds: list[tuple[Run, Run]], alpha: float = 0.05) -> dict:
     unpaired = list(per_round[0][1])
     for number, (_, missing) in enumerate(per_round[1:], start=2):
         unpaired += [dict(u, round=number) for u in missing]
-    extra_unpaired = [{"side": "A+B", "dtype": k[0], "shape_detail": k[1], "occurrence": k[2],
+    extra_unpaired = [{"side": "A+B", "variant": k[0], "dtype": k[1], "shape_detail": k[2],
+                       "occurrence": k[3],
                        "status": "-", "reason": "did not pair in every round"}
                       for k in sorted(set.union(*keys) - common)] if len(keys) > 1 else []
     summary = compare_stats.summarize(stats)
@@ -210,7 +213,8 @@ def output_mismatches(rounds: list[tuple[Run, Run]]) -> list[dict]:
                 continue
             reason = outputs.compare(ra.extra["output"], rb.extra["output"])
             if reason:
-                found.append({"round": i, "dtype": ra.dtype, "shape_detail": ra.shape_detail,
+                found.append({"round": i, "variant": ra.variant, "dtype": ra.dtype,
+                              "shape_detail": ra.shape_detail,
                               "occurrence": ra.occurrence, "reason": reason})
     return found
 

@@ -10,7 +10,7 @@ from .measurement import Measurement
 
 SUCCESS, FAILED, SKIPPED = "SUCCESS", "FAILED", "SKIPPED"
 
-CSV_COLUMNS = ("op", "dtype", "shape_detail", "occurrence", "status", "reason", "torch_ms",
+CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "status", "reason", "torch_ms",
                "gems_ms", "speedup", "torch_gbps", "gems_gbps", "tflops", "timer", "torch_n",
                "gems_n", "torch_rel_err", "gems_rel_err", "markers")
 
@@ -23,12 +23,13 @@ class Row:
     shape_detail: str
     status: str
     reason: str = ""
-    occurrence: int = 0                # n-th case with the same (op, dtype, shape_detail)
+    occurrence: int = 0                # n-th case with the same (variant, dtype, shape_detail)
     torch: Measurement | None = None
     gems: Measurement | None = None
     metrics: dict = field(default_factory=dict)   # torch_gbps, gems_gbps, tflops (adapter's)
     markers: list[str] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
+    variant: str = ""                  # benchmark/call within the op; "" = the op itself
 
     @property
     def torch_ms(self) -> float | None:
@@ -58,7 +59,7 @@ class Row:
 
     def to_dict(self) -> dict:
         return {
-            "op": self.op, "dtype": self.dtype, "shape": self.shape,
+            "op": self.op, "variant": self.variant, "dtype": self.dtype, "shape": self.shape,
             "shape_detail": self.shape_detail, "occurrence": self.occurrence,
             "status": self.status, "reason": self.reason,
             "torch_ms": self.torch_ms, "gems_ms": self.gems_ms, "speedup": self.speedup,
@@ -81,6 +82,7 @@ class Row:
             metrics={k: data[k] for k in ("torch_gbps", "gems_gbps", "tflops")
                      if data.get(k) is not None},
             markers=list(data.get("markers", [])), extra=data.get("extra", {}),
+            variant=data.get("variant", ""),
         )
 
     def csv_record(self) -> dict:

@@ -91,6 +91,23 @@ class BenchPlan:
     replay_dirs: dict = field(default_factory=dict)  # op -> record run directory
 
 
+def find_runs(root: Path, op: str, mode: str | None = None) -> list[Path]:
+    """Run directories of `op` directly under `root`, oldest first (by start time);
+    with `mode`, only those whose autotune mode is that ("record", "replay")."""
+    found = []
+    for path in Path(root).glob(f"{safe_name(op)}_*") if Path(root).is_dir() else []:
+        try:
+            info = json.loads((path / "run.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if info.get("op") != op or (mode and info.get("autotune_mode",
+                                                      info.get("caliber", {}).get(
+                                                          "autotune_mode")) != mode):
+            continue
+        found.append((info.get("started_at", ""), path.stat().st_mtime, path))
+    return [p for _, _, p in sorted(found)]
+
+
 def seed_everything(seed: int) -> None:
     import torch
     random.seed(seed)
@@ -140,11 +157,14 @@ def plan_bench(ops: Sequence[str], options: BenchOptions) -> BenchPlan:
                                         f"(python: {sys.executable})")
     usable, why = adapter.available()
     if not usable:
-        raise PreflightError("adapter", why)
-    devices = backend.enumerate_devices([options.device] if options.device is not None else None)
-    if not devices:
+        raise PreflightError("import", why)
+    visible = backend.enumerate_devices()
+    if not visible:
         raise PreflightError("device", f"backend {backend.name} sees no device")
-    device_index = devices[0]
+    if options.device is not None and options.device not in visible:
+        raise PreflightError("device", f"--device {options.device}: backend {backend.name} "
+                                       f"sees devices {', '.join(map(str, visible))}")
+    device_index = options.device if options.device is not None else visible[0]
     # Activate before asking the adapter for dtypes: on the cpu backend this switches Triton
     # to its interpreter, which narrows what the kernels support.
     backend.activate(device_index)
@@ -162,8 +182,8 @@ def plan_bench(ops: Sequence[str], options: BenchOptions) -> BenchPlan:
     replay_dirs = {op: find_record_run(options.replay, op, backend.name) for op in resolved} \
         if options.replay else {}
     # Private compile cache (and, if asked, tuner DB) before anything compiles or imports.
-    session = Path(options.out) / f".cache-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-    caches = autotune.cache_env(session, options.isolate_tuner_cache)
+    cache_root = Path(options.out) / f".cache-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    caches = autotune.cache_env(cache_root, options.isolate_tuner_cache)
     if not adapter.uses_tuner_db:
         caches["tuner_cache"] = "none"
     autotune.apply_env(caches["env"])
@@ -179,8 +199,7 @@ def find_record_run(path: str, op: str, backend: str) -> Path:
     if (root / "run.json").exists() or (root / autotune.META_FILE).exists():
         candidate = root
     else:
-        runs = sorted(p for p in root.glob(f"{safe_name(op)}_*")
-                      if (p / autotune.META_FILE).exists()) if root.is_dir() else []
+        runs = find_runs(root, op, mode="record")
         candidate = runs[-1] if runs else root
     autotune.load_record_dir(candidate, backend)
     try:
@@ -240,46 +259,50 @@ def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> Run
                    f"being measured (--isolate-tuner-cache gives this run its own)")
         echo(warning)
         run_dir.log(warning)
-    if op in plan.replay_dirs:
-        tuner_hook = autotune.AutotuneReplayer(plan.replay_dirs[op], backend.name)
-    else:
-        tuner_hook = autotune.AutotuneRecorder(run_dir.path, {
-            "backend": backend.name, "provider": plan.adapter.name, "op": op,
-            "versions": run_info["versions"]})
-    tuner_hook.install(import_flag_gems=plan.adapter.uses_tuner_db)
-    ir = IRCapture(run_dir.path / "ttgir") if options.ir else None
-    run_info["ir_hooks"] = ir.install() if ir is not None else None
-
-    case_timer = CaseTimer(backend, index, plan.timer, options.rule, options.budget,
-                           options.repeat, flush_l2=options.l2 == "flush")
     rows: list[Row] = []
     seen: dict[tuple, int] = {}
     status = "complete"
-    cases = iter(plan.adapter.cases(op, plan.dtypes[op], plan.shape_file, options.level,
-                                    backend, backend.torch_device(index)))
+    tuner_hook = ir = None
     try:
-        while True:
-            seed_everything(options.seed)   # adapters that build inputs while yielding
-            case = next(cases, None)
-            if case is None:
-                break
-            key = (case.op, case.dtype, case.shape_detail)
-            tuner_hook.begin_case()
-            try:
-                row = measure_case(case, case_timer, backend, options.seed, options.check,
-                                   occurrence=seen.get(key, 0), ir=ir)
-            finally:
-                tuned_markers = tuner_hook.take_markers()
-            row.markers = tuned_markers + row.markers
-            seen[key] = seen.get(key, 0) + 1
-            rows.append(row)
-            run_dir.write_results(rows)
-            for line in row.markers:
-                echo(line)
-                run_dir.log(line)
-            progress = (f"[{len(rows)}] {row.dtype} {row.shape_detail} {row.status}"
-                        f"{' ' + row.reason if row.reason else ''}")
-            print(progress, file=sys.stderr, flush=True)
+        if op in plan.replay_dirs:
+            tuner_hook = autotune.AutotuneReplayer(plan.replay_dirs[op], backend.name)
+        else:
+            tuner_hook = autotune.AutotuneRecorder(run_dir.path, {
+                "backend": backend.name, "provider": plan.adapter.name, "op": op,
+                "versions": run_info["versions"]})
+        tuner_hook.install(import_flag_gems=plan.adapter.uses_tuner_db)
+        if options.ir:
+            ir = IRCapture(run_dir.path / "ttgir")
+            run_info["ir_hooks"] = ir.install()
+        case_timer = CaseTimer(backend, index, plan.timer, options.rule, options.budget,
+                               options.repeat, flush_l2=options.l2 == "flush")
+        cases = plan.adapter.cases(op, plan.dtypes[op], plan.shape_file, options.level,
+                                   backend, backend.torch_device(index))
+        with contextlib.closing(iter(cases)) as cases:   # closes the adapter's contexts
+            while True:
+                seed_everything(options.seed)   # adapters that build inputs while yielding
+                case = next(cases, None)
+                if case is None:
+                    break
+                key = (case.variant or case.op, case.dtype, case.shape_detail)
+                tuner_hook.begin_case()
+                try:
+                    row = measure_case(case, case_timer, backend, options.seed, options.check,
+                                       occurrence=seen.get(key, 0), ir=ir)
+                finally:
+                    tuned_markers = tuner_hook.take_markers()
+                row.markers = tuned_markers + row.markers
+                seen[key] = seen.get(key, 0) + 1
+                rows.append(row)
+                run_dir.write_results(rows)
+                run_info["counts"] = _counts(rows)
+                run_dir.write_run_json(run_info)
+                for line in row.markers:
+                    echo(line)
+                    run_dir.log(line)
+                progress = (f"[{len(rows)}] {row.dtype} {row.shape_detail} {row.status}"
+                            f"{' ' + row.reason if row.reason else ''}")
+                print(progress, file=sys.stderr, flush=True)
     except DevicePoisonedError as exc:
         status = "poisoned"
         echo(exc.message)
@@ -295,15 +318,25 @@ def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> Run
         status = "crashed"
         raise
     finally:
-        tuner_hook.uninstall()
+        # Each step on its own: one failing clean-up must not skip the others or run.json.
+        problems: list[str] = []
+
+        def safely(step):
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001
+                problems.append(one_line(exc))
+
+        if tuner_hook is not None:
+            safely(tuner_hook.uninstall)
+            if isinstance(tuner_hook, autotune.AutotuneReplayer):
+                safely(lambda: tuner_hook.write_meta(run_dir.path))
+            run_info.update(autotune.run_fields(tuner_hook))
         if ir is not None:
-            run_info["ir"] = ir.dump()
-            ir.uninstall()
-        if isinstance(tuner_hook, autotune.AutotuneReplayer):
-            tuner_hook.write_meta(run_dir.path)
-        run_info.update(autotune.run_fields(tuner_hook))
-        run_dir.write_results(rows)
-        run_dir.write_shapes(plan.adapter.shapes_used(op))
+            safely(lambda: run_info.__setitem__("ir", ir.dump()))
+            safely(ir.uninstall)
+        safely(lambda: run_dir.write_results(rows))
+        safely(lambda: run_dir.write_shapes(plan.adapter.shapes_used(op)))
         for line in plan.adapter.run_markers(op):
             echo(line)
             run_dir.log(line)
@@ -322,11 +355,12 @@ def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> Run
             "status": status,
             "timer_requested": plan.timer,
             "graph_fallbacks": fallbacks,
-            "counts": {s: sum(1 for r in rows if r.status == s) for s in (SUCCESS, FAILED,
-                                                                          SKIPPED)},
+            "counts": _counts(rows),
             "finished_at": _iso(finished),
             "wall_s": round(finished - started, 3),
         })
+        if problems:
+            run_info["cleanup_errors"] = problems
         run_info["telemetry"]["after"] = _telemetry(backend)
         run_dir.write_run_json(run_info)
 
@@ -352,7 +386,8 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
     timing as this case's; autotune sweeps inside that window are told apart by the capture.
     """
     row = Row(op=case.op, dtype=case.dtype, shape=case.shape, shape_detail=case.shape_detail,
-              status=SUCCESS, occurrence=occurrence, extra=dict(case.info))
+              status=SUCCESS, occurrence=occurrence, extra=dict(case.info),
+              variant=case.variant or "")
     if case.skip_reason or case.unsupported_reason:
         row.status, row.reason = SKIPPED, case.skip_reason or f"unsupported: {case.unsupported_reason}"
         return row
@@ -376,9 +411,10 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
                     raise CaseFailure("mismatch", one_line(exc)) from None
             del out
             where = {"dtype": case.dtype, "shape": case.shape_detail}
-            timed_torch = case_timer.measure(baseline, case.op, **where)
+            names = {n for n in (case.op.split(":")[0], case.info.get("op_name")) if n}
+            timed_torch = case_timer.measure(baseline, case.op, names, **where)
             with gems_context():
-                timed_gems = case_timer.measure(under_test, case.op, **where)
+                timed_gems = case_timer.measure(under_test, case.op, names, **where)
         finally:
             if ir is not None:
                 ir.end_case()
@@ -406,6 +442,8 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
             raise DevicePoisonedError(markers.marker(
                 markers.DEVICE_POISONED, op=case.op, dtype=case.dtype, shape=case.shape_detail,
                 reason=type(exc).__name__, detail=one_line(exc))) from exc
+        if verdict == backends.FATAL:
+            _raise_if_device_unusable(backend, case, exc)
         reason = "fatal_device_error" if verdict == backends.FATAL else type(exc).__name__
         row.status, row.reason = FAILED, reason
         row.markers.append(markers.marker(markers.CASE_FAILED, op=case.op, dtype=case.dtype,
@@ -414,18 +452,34 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
     return row
 
 
+def _raise_if_device_unusable(backend, case, exc) -> None:
+    """A fatal error can leave the context unusable (sticky CUDA errors): then every later
+    case would fail with the same text and be blamed for it. End the run instead."""
+    problem = backend.device_usable()
+    if problem:
+        raise DevicePoisonedError(markers.marker(
+            markers.DEVICE_POISONED, op=case.op, dtype=case.dtype, shape=case.shape_detail,
+            reason=type(exc).__name__,
+            detail=f"{one_line(exc)}; device unusable afterwards: {problem}")) from exc
+
+
 def run_bench(ops: Sequence[str], options: BenchOptions,
               echo: Callable[[str], None] = print) -> list[RunResult]:
-    plan = plan_bench(ops, options)
+    saved_env = dict(os.environ)
+    plan = None
     try:
+        plan = plan_bench(ops, options)
         return [run_op(plan, op, echo) for op in plan.ops]
     finally:
-        if not options.keep_cache:
+        # Cache locations and backend switches belong to this invocation only.
+        os.environ.clear()
+        os.environ.update(saved_env)
+        if plan is not None and not options.keep_cache:
             for directory in plan.caches.get("private_dirs", []):
                 shutil.rmtree(directory, ignore_errors=True)
-            session = Path(plan.caches.get("private_dirs", ["."])[0]).parent
-            if session.name.startswith(".cache-"):
-                shutil.rmtree(session, ignore_errors=True)
+            cache_root = Path(plan.caches.get("private_dirs", ["."])[0]).parent
+            if cache_root.name.startswith(".cache-"):
+                shutil.rmtree(cache_root, ignore_errors=True)
 
 
 def caches_env(caches: dict) -> dict:
@@ -440,6 +494,10 @@ def _effective_timer(requested: str, rows: Sequence[Row]) -> str:
             for r in measured):
         return "event"
     return requested
+
+
+def _counts(rows) -> dict:
+    return {s: sum(1 for r in rows if r.status == s) for s in (SUCCESS, FAILED, SKIPPED)}
 
 
 def _telemetry(backend):

@@ -9,7 +9,7 @@ from tabulate import tabulate
 
 from .results import SUCCESS
 
-FOLDABLE = ("op", "dtype", "shape", "status", "timer")
+FOLDABLE = ("op", "variant", "dtype", "shape", "status", "timer")
 
 
 def _fmt_ms(value) -> str:
@@ -39,6 +39,7 @@ def render_rows(rows, colour: bool = False) -> tuple[str, str]:
     for row in rows:
         records.append({
             "op": row.op,
+            "variant": row.variant or "-",
             "dtype": row.dtype,
             "shape": row.shape_detail + (f" #{row.occurrence}" if row.occurrence else ""),
             "status": row.status if row.status == SUCCESS or not row.reason

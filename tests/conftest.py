@@ -52,14 +52,16 @@ class FakeBackend(Backend):
 
     capture_error: exception raised inside graph capture (None: capture records calls).
     rng_error: text returned by rng_usable (None: generator fine).
+    device_error: text returned by device_usable (None: the device still works).
     """
 
-    def __init__(self, capture_error=None, rng_error=None, deny=()):
+    def __init__(self, capture_error=None, rng_error=None, deny=(), device_error=None):
         super().__init__(name="fake", torch_device_type="cpu", supports_graph=True,
                          supports_events=True, capture_deny=frozenset(deny),
                          fatal_patterns=CUDA_FATAL, poisoned_patterns=CUDA_POISONED)
         self.capture_error = capture_error
         self.rng_error = rng_error
+        self.device_error = device_error
         self.captures = 0
         self.syncs = 0
 
@@ -81,6 +83,9 @@ class FakeBackend(Backend):
 
     def rng_usable(self, index):
         return self.rng_error
+
+    def device_usable(self):
+        return self.device_error
 
     def identity(self, index):
         return DeviceIdentity(index, "Fake Device", "fake_arch", str(index))

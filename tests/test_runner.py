@@ -83,7 +83,7 @@ def test_failed_case_does_not_lose_the_others(tmp_path, fast_rule, fast_budget):
     assert "BENCHMARK_CASE_FAILED op=op dtype=float32 shape=8x1 reason=ValueError" in log
     assert "\x1b[" not in log
     csv_lines = (result.run_dir / "results.csv").read_text().splitlines()
-    assert len(csv_lines) == 6 and csv_lines[0].startswith("op,dtype,shape_detail")
+    assert len(csv_lines) == 6 and csv_lines[0].startswith("op,variant,dtype,shape_detail")
 
 
 def test_poisoned_device_ends_run_but_keeps_rows(tmp_path, fast_rule, fast_budget):

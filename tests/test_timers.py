@@ -78,6 +78,22 @@ def test_fatal_capture_error_fails_the_case_without_a_number(fast_rule, fast_bud
     assert info.value.reason == "fatal_device_error"
 
 
+def test_fatal_error_that_leaves_the_device_unusable_ends_the_run(fast_rule, fast_budget):
+    backend = FakeBackend(capture_error=RuntimeError("CUDA error: an illegal memory access"),
+                          device_error="RuntimeError: CUDA error: an illegal memory access")
+    with pytest.raises(DevicePoisonedError) as info:
+        case_timer(backend, fast_rule, fast_budget).measure(Counter(), "x")
+    assert info.value.message.startswith("BENCHMARK_DEVICE_POISONED op=x phase=capture")
+    assert "device unusable afterwards" in info.value.message
+
+
+def test_deny_list_matches_the_benchmark_name_too(fast_rule, fast_budget):
+    backend = FakeBackend(deny={"unique2"})
+    timed = case_timer(backend, fast_rule, fast_budget).measure(Counter(), "unique2:unique",
+                                                                 {"unique2"})
+    assert backend.captures == 0 and "phase=denylist" in timed.markers[0]
+
+
 def test_poisoned_error_ends_with_its_own_marker(fast_rule, fast_budget):
     error = RuntimeError("Offset increment outside graph capture encountered unexpectedly.")
     with pytest.raises(DevicePoisonedError) as info:

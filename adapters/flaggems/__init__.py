@@ -112,8 +112,7 @@ class FlagGemsAdapter(Adapter):
             if not (src / package).is_dir() and importlib.util.find_spec(package) is None:
                 missing.append(package)
         if missing:
-            return False, (f"PREFLIGHT_FAILED check=import python {sys.executable} cannot import "
-                           f"{', '.join(missing)}")
+            return False, f"python {sys.executable} cannot import {', '.join(missing)}"
         return True, ""
 
     # ---- dtypes and shapes ---------------------------------------------------------------
@@ -384,7 +383,7 @@ def _unsupported(bench, benchmark_cls) -> str | None:
 
 def _status_case(op: str, detail: str, kind: str, reason: str, dtype: str = "-") -> Case:
     """A case that only reports: SKIP (skipped) or FAIL (fails when built)."""
-    return Case(op=op, dtype=dtype, shape=None, shape_detail=detail,
+    return Case(op=op, dtype=dtype, shape=None, shape_detail=detail, variant=detail,
                 build=_failure("benchmark_error", reason) if kind == "FAIL" else (lambda: None),
                 baseline=lambda *a, **k: None, under_test=lambda *a, **k: None,
                 skip_reason=reason if kind == "SKIP" else None)
@@ -417,6 +416,7 @@ def _case_for(op: str, bench, dtype_name: str, item, label: str) -> Case:
         return out
 
     return Case(op=op, dtype=dtype_name, shape=None, shape_detail=detail,
+                variant=bench.op_name + (f"[{label}]" if label != "-" else ""),
                 build=lambda: CaseInputs(tuple(args), dict(kwargs)),
                 baseline=baseline, under_test=under_test, under_test_context=context,
                 metrics=metrics,
