@@ -64,6 +64,7 @@ def suggest(name: str, candidates: Sequence[str], n: int = 3) -> str:
 class Adapter(ABC):
     name = ""
     uses_tuner_db = False      # a persistent tuner cache (FlagGems' LibTuner DB) is involved
+    checks_outputs = False     # cases carry a check against the baseline's output
 
     @abstractmethod
     def available(self) -> tuple[bool, str]:

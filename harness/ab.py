@@ -51,10 +51,11 @@ class ABPlan:
     allow_no_ir_diff: bool = False
     scrub: list[str] = field(default_factory=list)
     alpha: float = 0.05
+    switch_name: str = ""              # the variable a --switch flips, for markers
 
     @property
     def switch(self) -> str:
-        return f"A[{self.a.description}] B[{self.b.description}]"
+        return self.switch_name or f"A[{self.a.description}]_B[{self.b.description}]"
 
 
 @dataclass
@@ -95,8 +96,16 @@ def sides_from_switch(spec: str) -> tuple[Side, Side]:
             Side("B", {name: parts[1]}, description=f"{name}={parts[1]}"))
 
 
-def _env_for(side: Side) -> dict:
+def _env_for(side: Side, backend_name: str | None = None) -> dict:
+    """The parent's environment with the side's overrides; with a named backend, only that
+    backend's visibility variables survive (another vendor's must not leak into the child)."""
     env = dict(os.environ)
+    if backend_name:
+        import backends
+        try:
+            env = backends.child_env(backends.get_backend(backend_name), env)
+        except backends.UnknownBackend:
+            pass                        # the child reports the unknown name itself
     for key, value in side.env.items():
         if value is None:
             env.pop(key, None)
@@ -119,13 +128,18 @@ def run_side(plan: ABPlan, op: str, number: int, side: Side,
     with open(out / "bench.log", "w", encoding="utf-8") as log:
         log.write(" ".join(cmd) + "\n")
         log.flush()
-        proc = subprocess.Popen(cmd, env=_env_for(side), stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        backend = (plan.bench_args[plan.bench_args.index("--backend") + 1]
+                   if "--backend" in plan.bench_args[:-1] else None)
+        proc = subprocess.Popen(cmd, env=_env_for(side, backend), stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
         try:
             rc = proc.wait(timeout=plan.timeout_s)
         except subprocess.TimeoutExpired:
             stop_group(proc)
             rc = TIMEOUT_RC
+        except BaseException:          # Ctrl-C or SIGTERM of zlh ab: the run must stop too
+            stop_group(proc, grace_s=5.0)
+            raise
     runs = sorted(p for p in out.iterdir() if p.is_dir() and (p / "run.json").exists())
     outcome = RunOutcome(number, side.label, rc, round(time.time() - started, 3),
                          runs[-1] if runs else None, out / "bench.log")
@@ -156,7 +170,7 @@ def append_status(root: Path, op: str, outcome: RunOutcome) -> None:
         counts["rows_ok"] = sum(1 for r in run.rows if r.status == SUCCESS)
         counts["rows_failed"] = sum(1 for r in run.rows if r.status == FAILED)
         names = [markers.marker_name(m) for r in run.rows for m in r.markers]
-        counts["replay_fallbacks"] = names.count("AUTOTUNE_REPLAY_FALLBACK")
+        counts["replay_fallbacks"] = names.count(markers.REPLAY_FALLBACK)
         counts["graph_fallbacks"] = names.count(markers.NO_GRAPH)
         counts["poisoned"] = int(run.info.get("status") == "poisoned")
     path = root / "status.tsv"
@@ -219,9 +233,10 @@ def _run_op(plan: ABPlan, op: str, echo) -> tuple[dict | None, int]:
     verdict = ir_verdict(run_a.path, run_b.path, plan.scrub)
     rounds = plan.rounds
     if verdict == "NO_IR_DIFF":
-        echo(markers.marker(NO_IR_DIFF, op=op, switch=plan.switch.replace(" ", "_"),
-                            detail="identical generated code; further rounds would measure "
-                                   "noise"))
+        echo(markers.marker(NO_IR_DIFF, op=op, switch=plan.switch,
+                            detail=f"identical generated code for A[{plan.a.description}] and "
+                                   f"B[{plan.b.description}]; further rounds would measure "
+                                   f"noise"))
         if not plan.allow_no_ir_diff:
             rounds = 1
     for number in range(2, rounds + 1):
@@ -235,6 +250,17 @@ def _run_op(plan: ABPlan, op: str, echo) -> tuple[dict | None, int]:
                 return None, EXIT_FAILED_CASES
     pairs = [(compare.load_run(outcomes[(n, "A")].run_dir),
               compare.load_run(outcomes[(n, "B")].run_dir)) for n in range(1, rounds + 1)]
+    for number, (later_a, later_b) in enumerate(pairs[1:], start=2):
+        for side, later in (("A", later_a), ("B", later_b)):
+            late = compare.check_caliber(run_a, later, f"{op} round {number} side {side}")
+            problems = [p for p in late.problems if "both sides record" not in p]
+            if problems:
+                for line in problems:
+                    echo(line)
+                if not plan.allow_caliber_mismatch:
+                    echo(f"!!! [caliber] {op}: round {number} does not match round 1; "
+                         f"refusing to report")
+                    return None, EXIT_CALIBER
     report = compare.compare_runs(pairs, plan.alpha)
     report["verdict"] = ({"NO_IR_DIFF": "SWITCH_NO_IR_DIFF: identical generated code; the "
                           "deltas are this machine's noise floor"}.get(verdict, verdict))
@@ -255,7 +281,7 @@ def ir_verdict(dir_a: Path, dir_b: Path, scrub) -> str:
 
 
 def compare_existing(dir_a, dir_b, allow_caliber_mismatch: bool, echo,
-                     alpha: float = 0.05) -> tuple[dict | None, int]:
+                     alpha: float = 0.05, scrub=()) -> tuple[dict | None, int]:
     run_a, run_b = compare.load_run(dir_a), compare.load_run(dir_b)
     check = compare.check_caliber(run_a, run_b)
     for line in check.warnings:
@@ -269,9 +295,39 @@ def compare_existing(dir_a, dir_b, allow_caliber_mismatch: bool, echo,
             return None, EXIT_CALIBER
     report = compare.compare_runs([(run_a, run_b)], alpha)
     report["caliber_problems"] = check.problems
-    report["verdict"] = ir_verdict(run_a.path, run_b.path, [])
+    report["verdict"] = ir_verdict(run_a.path, run_b.path, list(scrub))
     code = EXIT_FAILED_CASES if report["output_mismatches"] else EXIT_OK
     return report, code
+
+
+def override_args(base: list[str], given: list[str]) -> list[str]:
+    """`base` bench arguments without the options that `given` sets, then `given`."""
+    flags = {a for a in given if a.startswith("--")}
+    kept, skip = [], False
+    for i, arg in enumerate(base):
+        if skip:
+            skip = False
+            continue
+        if arg.startswith("--") and arg in flags:
+            skip = i + 1 < len(base) and not base[i + 1].startswith("--")
+            continue
+        kept.append(arg)
+    return kept + given
+
+
+def replay_against(run_a, given_args: list[str], root: Path, timeout_s: float, echo,
+                   allow_caliber_mismatch: bool = False, scrub=()) -> tuple[dict | None, int]:
+    """`zlh ab --replay RUN_A`: side B now, in a fresh process, replaying A with A's settings."""
+    op, a_args = bench_args_from_run(run_a)
+    plan = ABPlan(ops=[op], a=Side("A", description=str(run_a)), b=Side("B", description="now"),
+                  bench_args=override_args(a_args, given_args), root=root, timeout_s=timeout_s)
+    root.mkdir(parents=True, exist_ok=True)
+    outcome = run_side(plan, op, 1, plan.b, Path(run_a))
+    if outcome.rc not in (0, EXIT_FAILED_CASES) or outcome.run_dir is None:
+        echo(f"!!! {op}: side B failed (rc={outcome.rc}): {outcome.last_words()}")
+        return None, EXIT_FAILED_CASES
+    echo(f"side B: {outcome.run_dir} ({outcome.elapsed_s:.1f} s)")
+    return compare_existing(run_a, outcome.run_dir, allow_caliber_mismatch, echo, scrub=scrub)
 
 
 def bench_args_from_run(run_dir) -> tuple[str, list[str]]:
@@ -299,6 +355,9 @@ def bench_args_from_run(run_dir) -> tuple[str, list[str]]:
         args.append("--isolate-tuner-cache")
     if cal.get("ir_capture") is False:
         args.append("--no-ir")
+    device = info.get("device", {}).get("index")
+    if device is not None and cal["backend"] != "cpu":
+        args += ["--device", str(device)]
     return info["op"], args
 
 

@@ -92,12 +92,24 @@ def to_csv(reports: list[dict]) -> str:
     return buf.getvalue()
 
 
+def finite(value):
+    """NaN and infinities become null: strict JSON readers reject bare NaN."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
 def to_json(reports: list[dict]) -> dict:
-    """One object: every row (with its op and delta_pct), an overall summary, and per op."""
+    """One object: every row (with its op and delta_pct), an overall summary, and per op;
+    non-finite numbers as null."""
     rows = [{"op": rep["op"], **r} for rep in reports for r in rep["rows"]]
     summary = reports[0]["summary"] if len(reports) == 1 else {
         "ops": len(reports), "n": sum(rep["summary"].get("n", 0) for rep in reports),
         "faster": sum(rep["summary"].get("faster", 0) for rep in reports),
         "slower": sum(rep["summary"].get("slower", 0) for rep in reports),
         "unchanged": sum(rep["summary"].get("unchanged", 0) for rep in reports)}
-    return {"rows": rows, "summary": summary, "ops": reports}
+    return finite({"rows": rows, "summary": summary, "ops": reports})

@@ -47,12 +47,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 from .atomic import atomic_write_json
 from .errors import UsageError, one_line
-from .markers import marker
+from .markers import REPLAY_FALLBACK, marker
 
 SCHEMA_VERSION = 1
 RECORDS_FILE = Path("autotune") / "records.json"
 META_FILE = Path("autotune") / "meta.json"
-REPLAY_FALLBACK = "AUTOTUNE_REPLAY_FALLBACK"
 KEY_MISSING = "key_missing"
 COMPILE_FAILED = "compile_failed"
 NO_EVICT = "_no_evict"

@@ -172,7 +172,7 @@ def _given_bench_args(ctx) -> list[str]:
     return args
 
 
-_BENCH_NAMES = _bench_option_names() | {"keep_cache"}
+_BENCH_NAMES = _bench_option_names()
 
 
 @main.command()
@@ -203,12 +203,10 @@ _BENCH_NAMES = _bench_option_names() | {"keep_cache"}
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object (rows with delta_pct, summary) instead of tables.")
 @bench_options
-@click.option("--out", default="runs", show_default=True, metavar="DIR",
-              help="With --replay: where side B's run goes.")
 @click.pass_context
 @handles_errors
 def ab(ctx, args, replay_run, switch, env_a, env_b, python_a, python_b, recipe, rounds,
-       timeout_s, root, allow_caliber_mismatch, allow_no_ir_diff, scrub, as_json, out, **_):
+       timeout_s, root, allow_caliber_mismatch, allow_no_ir_diff, scrub, as_json, **_):
     """Compare two sides: `zlh ab RUN_A RUN_B`, `zlh ab --replay RUN_A [bench options]`, or
     `zlh ab OP... --switch NAME=a,b | --env-a K=V --env-b K=V | --python-a P --python-b P |
     --recipe FILE [--rounds N]` (both sides run here, each run a fresh process).
@@ -235,30 +233,24 @@ def ab(ctx, args, replay_run, switch, env_a, env_b, python_a, python_b, recipe, 
         scrub = tuple(scrub) + tuple(spec.get("scrub", ()))
         bench_args = [str(a) for a in spec.get("bench_args", [])] + bench_args
     running = switch or env_a or env_b or python_a or python_b
+    root_path = Path(root or f"runs/ab_{timelib.strftime('%Y%m%d-%H%M%S')}")
     if replay_run:
         if args or running:
             raise errors.UsageError("--replay RUN_A takes no ops or side options")
-        op, a_args = abmod.bench_args_from_run(replay_run)
-        cmd = [sys.executable, "-m", "harness.cli", "bench", op, *a_args, *bench_args,
-               "--replay", replay_run, "--out", out]
-        started = timelib.time()
-        import subprocess
-        proc = subprocess.run(cmd, env=abmod._env_for(abmod.Side("B")), capture_output=True,
-                              text=True)
-        if proc.returncode not in (0, 1):
-            raise errors.ZlhError(f"side B failed (rc={proc.returncode}): "
-                                  f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
-        runs = sorted(Path(out).glob(f"{op.replace(':', '_')}_*"), key=lambda p: p.stat().st_mtime)
-        echo(f"side B: {runs[-1]} ({timelib.time() - started:.1f} s)")
-        report, code = abmod.compare_existing(replay_run, runs[-1], allow_caliber_mismatch, echo)
+        report, code = abmod.replay_against(replay_run, bench_args, root_path, timeout_s, echo,
+                                            allow_caliber_mismatch, scrub)
         reports = [report] if report else []
+        if reports:
+            abmod.write_reports(root_path, reports)
     elif running:
         if not args:
             raise errors.UsageError("name at least one op to run on both sides")
         if switch and (env_a or env_b):
             raise errors.UsageError("use either --switch or --env-a/--env-b")
+        switch_name = ""
         if switch:
             side_a, side_b = abmod.sides_from_switch(switch)
+            switch_name = switch.partition("=")[0]
         else:
             ea, eb = (abmod.parse_assignments(env_a, "--env-a"),
                       abmod.parse_assignments(env_b, "--env-b"))
@@ -272,25 +264,25 @@ def ab(ctx, args, replay_run, switch, env_a, env_b, python_a, python_b, recipe, 
                 side.description = (side.description + f" python={python}").strip()
         plan = abmod.ABPlan(
             ops=list(args), a=side_a, b=side_b, bench_args=bench_args,
-            root=Path(root or f"runs/ab_{timelib.strftime('%Y%m%d-%H%M%S')}"),
-            rounds=rounds or 1, timeout_s=timeout_s,
+            root=root_path, rounds=rounds or 1, timeout_s=timeout_s,
             allow_caliber_mismatch=allow_caliber_mismatch, allow_no_ir_diff=allow_no_ir_diff,
-            scrub=list(scrub))
+            scrub=list(scrub), switch_name=switch_name)
         reports, code = abmod.run_ab(plan, echo)
         echo(f"runs, status.tsv and report.json/csv under {plan.root}")
     else:
         if len(args) != 2:
             raise errors.UsageError("give two run directories (zlh ab RUN_A RUN_B), --replay "
                                     "RUN_A, or ops with --switch/--env-a/--python-a/--recipe")
-        report, code = abmod.compare_existing(args[0], args[1], allow_caliber_mismatch, echo)
+        report, code = abmod.compare_existing(args[0], args[1], allow_caliber_mismatch, echo,
+                                              scrub=scrub)
         reports = [report] if report else []
         if reports and root:
             abmod.write_reports(Path(root), reports)
     if as_json:
-        if not reports:
-            raise errors.CaliberError(" | ".join(lines) or "no report") if code == 4 else \
-                errors.ZlhError(" | ".join(lines) or "no report")
-        click.echo(jsonlib.dumps(to_json(reports), default=str))
+        for line in lines:
+            click.echo(line, err=True)
+        if reports:
+            click.echo(jsonlib.dumps(to_json(reports), default=str))
     elif replay_run or not running:
         for report in reports:
             click.echo(render_terminal(report, colour=sys.stdout.isatty()))

@@ -5,6 +5,7 @@ in `compare_stats`, presentation in `ab_table` / `report_html`.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,9 +84,19 @@ def check_caliber(a: Run, b: Run, label: str | None = None) -> CaliberCheck:
         if run.caliber.get("autotune_mode") == "record" and cache.startswith("shared"):
             check.warnings.append(f"WARNING [caliber] {label}: side {side} recorded on a shared "
                                   f"tuner cache {cache}")
+    if _replay_source(a) != _replay_source(b):
+        check.problems.append(f"!!! [caliber] {label}: configs not pinned to the same record: "
+                              f"A uses {_replay_source(a)}, B uses {_replay_source(b)}")
     if a.op != b.op:
         check.problems.append(f"!!! [caliber] {label}: op differs: A={a.op}, B={b.op}")
     return check
+
+
+def _replay_source(run: Run) -> str:
+    """The record run whose configs a run used: itself when it recorded."""
+    source = run.info.get("autotune_replay_from") if run.caliber and \
+        run.caliber.get("autotune_mode") == "replay" else None
+    return str(Path(source).resolve() if source else run.path.resolve())
 
 
 def _short(value) -> str:
@@ -175,6 +186,10 @@ def compare_runs(rounds: list[tuple[Run, Run]], alpha: float = 0.05) -> dict:
                        "occurrence": k[3],
                        "status": "-", "reason": "did not pair in every round"}
                       for k in sorted(set.union(*keys) - common)] if len(keys) > 1 else []
+    if len(rounds) > 1 and rows:
+        # The table shows the median across rounds: the summary must describe the same numbers.
+        stats = [dataclasses.replace(stat, delta_pct=row["delta_pct"])
+                 for stat, row in zip(stats, rows)]
     summary = compare_stats.summarize(stats)
     if len(rounds) > 1 and rows:
         summary["per_round_median_delta_pct"] = [
@@ -227,7 +242,7 @@ def _annotations(pairs) -> list[str]:
         for side, row in (("A", ra), ("B", rb)):
             for line in row.markers:
                 name = markers.marker_name(line)
-                if name in (markers.NO_GRAPH, "AUTOTUNE_REPLAY_FALLBACK"):
+                if name in (markers.NO_GRAPH, markers.REPLAY_FALLBACK):
                     notes.add(f"{side}: {name}")
     return sorted(notes)
 

@@ -7,7 +7,7 @@ recomputed from the raw samples it carries.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,7 +23,6 @@ class Measurement:
     calls_per_sample: int = 1        # calls averaged into each sample (graph unroll, batches)
     warmup_calls: int = 0
     repeats: tuple[float, ...] = ()  # medians of independent repeats, when --repeat > 1
-    markers: tuple[str, ...] = field(default=())
 
     def __post_init__(self):
         if not self.samples_ms:
@@ -60,8 +59,9 @@ class Measurement:
 
     @property
     def rel_error(self) -> float:
-        """Estimated relative standard error of the median."""
-        return relative_median_error(self.samples_ms)
+        """Estimated relative standard error of the reported median: from the repeat medians
+        when the number is a median of repeats, else from the samples."""
+        return relative_median_error(self.repeats if len(self.repeats) > 1 else self.samples_ms)
 
     def to_dict(self, keep_samples: bool = True) -> dict:
         out = {

@@ -16,7 +16,10 @@ DEFAULT_TOLERANCE = (1e-3, 1e-4)
 
 
 def digest(value) -> list | None:
-    """Per tensor in the output (nested tuples/lists walked in order): a small summary."""
+    """Per tensor in the output (nested tuples/lists walked in order): a small summary.
+
+    The sample is taken before any conversion, and the norm is accumulated in chunks, so a
+    large output costs no more than a few MB of extra memory."""
     import torch
     tensors = []
 
@@ -29,25 +32,35 @@ def digest(value) -> list | None:
     walk(value)
     if not tensors:
         return None
-    out = []
-    for tensor in tensors:
-        flat = tensor.detach().reshape(-1)
-        entry = {"dtype": str(tensor.dtype).replace("torch.", ""), "shape": list(tensor.shape)}
-        if flat.numel() and (flat.is_floating_point() or flat.is_complex() or
-                             flat.dtype in (torch.int8, torch.int16, torch.int32, torch.int64,
-                                            torch.uint8, torch.bool)):
-            data = flat.to(torch.complex128 if flat.is_complex() else torch.float64)
-            if flat.is_complex():
-                data = torch.view_as_real(data).reshape(-1)
-            step = max(1, data.numel() // SAMPLE)
-            entry["norm"] = float(torch.linalg.vector_norm(torch.nan_to_num(data)).cpu())
-            entry["nan"] = int(torch.isnan(data).sum().cpu())
-            entry["sample"] = [float(v) for v in data[::step][:SAMPLE].cpu().tolist()]
-        out.append(entry)
-    return out
+    return [_tensor_digest(t) for t in tensors]
+
+
+def _tensor_digest(tensor) -> dict:
+    import torch
+    entry = {"dtype": str(tensor.dtype).replace("torch.", ""), "shape": list(tensor.shape)}
+    flat = tensor.detach().reshape(-1)
+    if flat.is_complex():
+        flat = torch.view_as_real(flat).reshape(-1)
+    if not flat.numel():
+        return entry
+    step = max(1, flat.numel() // SAMPLE)
+    entry["sample"] = [float(v) for v in flat[::step][:SAMPLE].to(torch.float64).cpu().tolist()]
+    if flat.is_floating_point():
+        norm_sq, nan, inf = 0.0, 0, 0
+        for chunk in flat.split(1 << 22):
+            data = chunk.to(torch.float64)
+            finite = torch.isfinite(data)
+            is_nan = int(torch.isnan(data).sum())
+            nan += is_nan
+            inf += int((~finite).sum()) - is_nan
+            norm_sq += float(torch.where(finite, data, 0.0).square().sum())
+        entry.update(norm=math.sqrt(norm_sq), nan=nan, inf=inf)
+    return entry
 
 
 def _close(a: float, b: float, rtol: float, atol: float) -> bool:
+    if a == b:                 # equal values, infinities included
+        return True
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
     return abs(a - b) <= atol + rtol * abs(b)
@@ -63,9 +76,12 @@ def compare(a: list | None, b: list | None) -> str | None:
         where = f"output {i}" if len(a) > 1 else "output"
         if x["dtype"] != y["dtype"] or x["shape"] != y["shape"]:
             return f"{where}: {x['dtype']}{x['shape']} vs {y['dtype']}{y['shape']}"
-        if x.get("nan", 0) != y.get("nan", 0):
-            return f"{where}: {x.get('nan', 0)} NaN vs {y.get('nan', 0)}"
-        rtol, atol = TOLERANCE.get(x["dtype"], DEFAULT_TOLERANCE)
+        for kind in ("nan", "inf"):
+            if x.get(kind, 0) != y.get(kind, 0):
+                return f"{where}: {x.get(kind, 0)} {kind} vs {y.get(kind, 0)}"
+        # Integer and boolean outputs (indices, masks) must match exactly.
+        rtol, atol = (TOLERANCE.get(x["dtype"], DEFAULT_TOLERANCE) if "norm" in x
+                      else (0.0, 0.0))
         if "norm" in x and not _close(x["norm"], y["norm"], rtol, atol):
             return f"{where}: norm {x['norm']:.6g} vs {y['norm']:.6g}"
         bad = [j for j, (u, v) in enumerate(zip(x.get("sample", []), y.get("sample", [])))

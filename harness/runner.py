@@ -238,6 +238,8 @@ def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> Run
         "dtypes": plan.dtypes[op],
         "shape_file": plan.shape_file.path if plan.shape_file else None,
         "seed": options.seed,
+        "output_check": ("against the baseline" if options.check and plan.adapter.checks_outputs
+                         else "none"),
         "budget": options.budget.to_dict(),
         "device": {**device.to_dict(), "backend": backend.name,
                    "l2_bytes": backend.l2_cache_bytes(index)},
@@ -403,7 +405,10 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
         try:
             with gems_context():
                 out = under_test()
-            row.extra["output"] = outputs.digest(out)   # for the A/B output gate
+            try:
+                row.extra["output"] = outputs.digest(out)   # for the A/B output gate
+            except Exception as exc:  # noqa: BLE001 - the gate's data never fails a case
+                row.extra["output_error"] = one_line(exc)
             if check and case.check is not None:
                 try:
                     case.check(out, baseline())

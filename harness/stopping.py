@@ -34,13 +34,5 @@ class StoppingRule:
             return False
         return relative_median_error(samples) <= self.target_rel_err
 
-    def reason(self, samples, elapsed_ms: float) -> str:
-        """Why sampling stopped (for the row): converged, max_samples or max_time."""
-        if len(samples) >= self.max_samples:
-            return "max_samples"
-        if elapsed_ms >= self.max_time_ms and relative_median_error(samples) > self.target_rel_err:
-            return "max_time"
-        return "converged"
-
     def to_dict(self) -> dict:
         return asdict(self)

@@ -203,8 +203,7 @@ class GraphTimer(EventTimer):
         # Warm the device up on the graph itself (clocks ramp under sustained load).
         replays = clamp(self.budget.warmup_ms / max(replay_ms, 1e-6), 1,
                         self.budget.max_warmup_calls)
-        for _ in range(replays):
-            graph.replay()
+        self._replay(graph, replays, "warmup")
         self._sync("sync")
         per_sync = self.budget.samples_per_sync
 
@@ -213,7 +212,7 @@ class GraphTimer(EventTimer):
             for _ in range(per_sync):
                 start, end = self.backend.event(), self.backend.event()
                 start.record()
-                graph.replay()
+                self._replay(graph, 1, "sync")
                 end.record()
                 pairs.append((start, end))
             self._sync("sync")
@@ -222,6 +221,14 @@ class GraphTimer(EventTimer):
         samples = self._collect(take_batch)
         del graph
         return Measurement(tuple(samples), self.name, unroll, warmup_calls + replays * unroll)
+
+    @staticmethod
+    def _replay(graph, times: int, phase: str) -> None:
+        try:
+            for _ in range(times):
+                graph.replay()
+        except Exception as exc:  # noqa: BLE001 - classified by the caller
+            raise GraphPhaseError(phase, exc) from exc
 
     def _sync(self, phase: str) -> None:
         try:

@@ -23,7 +23,7 @@ CALIBER = {"backend": "cuda", "device": "NVIDIA H200", "timer": "graph", "bench_
 
 
 def make_run(root, name, latencies, caliber=None, mode="record", statuses=None, outputs=None,
-             seed=0):
+             seed=0, replay_from=None):
     """A run directory with one row per shape; samples spread 0.5% around each latency."""
     rng = np.random.default_rng(seed)
     run = RunDir.create(root, name)
@@ -42,6 +42,8 @@ def make_run(root, name, latencies, caliber=None, mode="record", statuses=None, 
     run.write_results(rows)
     cal = dict(CALIBER, **(caliber or {}), autotune_mode=mode) if caliber is not False else None
     info = {"op": "softmax", "status": "complete"}
+    if replay_from is not None:
+        info["autotune_replay_from"] = str(replay_from)
     if cal is not None:
         info["caliber"] = cal
     run.write_run_json(info)
@@ -73,10 +75,29 @@ def test_missing_identity_and_both_record_are_refused(tmp_path):
 def test_record_against_replay_passes_and_shared_cache_only_warns(tmp_path):
     a = make_run(tmp_path, "a", {"64x64": 1.0}, caliber={"tuner_cache": "shared(/x)"})
     b = make_run(tmp_path, "b", {"64x64": 1.0}, caliber={"tuner_cache": "shared(/x)"},
-                 mode="replay")
+                 mode="replay", replay_from=a)
     check = compare.check_caliber(compare.load_run(a), compare.load_run(b))
     assert check.ok
     assert check.warnings and "shared tuner cache" in check.warnings[0]
+
+
+def test_replay_of_another_record_is_refused(tmp_path):
+    a = make_run(tmp_path, "a", {"64x64": 1.0})
+    x = make_run(tmp_path, "x", {"64x64": 1.0})
+    b = make_run(tmp_path, "b", {"64x64": 1.0}, mode="replay", replay_from=x)
+    check = compare.check_caliber(compare.load_run(a), compare.load_run(b))
+    assert any("not pinned to the same record" in p for p in check.problems)
+    c = make_run(tmp_path, "c", {"64x64": 1.0}, mode="replay", replay_from=a)
+    assert compare.check_caliber(compare.load_run(a), compare.load_run(c)).ok
+
+
+def test_variants_pair_separately(tmp_path):
+    a = make_run(tmp_path, "a", {"s1": 1.0})
+    b = make_run(tmp_path, "b", {"s1": 1.0}, mode="replay", replay_from=a)
+    run_a, run_b = compare.load_run(a), compare.load_run(b)
+    run_a.rows[0].variant, run_b.rows[0].variant = "div[trunc]", "div[floor]"
+    pairs, unpaired = compare.pair_rows(run_a.rows, run_b.rows)
+    assert not pairs and {u["variant"] for u in unpaired} == {"div[trunc]", "div[floor]"}
 
 
 def test_pairing_lists_every_unpaired_case(tmp_path):
@@ -128,7 +149,7 @@ def test_cli_refuses_mismatched_calibers_with_exit_4(tmp_path):
 
 def test_cli_json_has_rows_and_summary(tmp_path):
     a = make_run(tmp_path, "a", {"s1": 1.0, "s2": 2.0})
-    b = make_run(tmp_path, "b", {"s1": 0.5, "s2": 2.0}, mode="replay")
+    b = make_run(tmp_path, "b", {"s1": 0.5, "s2": 2.0}, mode="replay", replay_from=a)
     result = CliRunner().invoke(main, ["ab", str(a), str(b), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
@@ -207,16 +228,40 @@ def test_replay_mode_runs_side_b_with_side_a_caliber(tmp_path):
                     "--backend", "cpu", "--shapes", str(shapes), "--out", str(tmp_path / "a"),
                     *FAST], check=True, env=env, capture_output=True, timeout=300)
     (run_a,) = (tmp_path / "a").iterdir()
-    result = CliRunner().invoke(main, ["ab", "--replay", str(run_a), "--out",
-                                       str(tmp_path / "b")])
+    result = CliRunner().invoke(main, ["ab", "--replay", str(run_a), "--root",
+                                       str(tmp_path / "b"), "--dtypes", "float16"])
     assert result.exit_code == 0, result.output
-    (run_b,) = (tmp_path / "b").iterdir()
+    (run_b,) = (tmp_path / "b" / "add" / "r1_B").glob("add_*")
+    assert json.loads((run_b / "run.json").read_text())["dtypes"] == ["float16"]   # overridden
+    result = CliRunner().invoke(main, ["ab", "--replay", str(run_a), "--root",
+                                       str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    (run_b,) = (tmp_path / "c" / "add" / "r1_B").glob("add_*")
+    assert (tmp_path / "c" / "status.tsv").exists() and (tmp_path / "c" / "report.json").exists()
     info_b = json.loads((run_b / "run.json").read_text())
     info_a = json.loads((run_a / "run.json").read_text())
     assert info_b["autotune_mode"] == "replay"
     assert {k: v for k, v in info_b["caliber"].items() if k != "autotune_mode"} == \
         {k: v for k, v in info_a["caliber"].items() if k != "autotune_mode"}
     assert "summary: 1 shapes" in result.output
+
+
+def test_json_failure_keeps_its_exit_code_and_nan_becomes_null(tmp_path):
+    a = make_run(tmp_path, "a", {"s1": 1.0})
+    b = make_run(tmp_path, "b", {"s1": 1.0}, caliber={"timer": "event"}, mode="replay",
+                 replay_from=a)
+    result = CliRunner().invoke(main, ["ab", str(a), str(b), "--json"])
+    assert result.exit_code == 4
+    from harness.ab_report import finite
+    assert finite({"x": [float("nan"), 1.0, float("inf")]}) == {"x": [None, 1.0, None]}
+
+
+def test_replay_args_are_overridden_not_merged():
+    base = ["--dtypes", "float16", "--level", "core", "--no-ir"]
+    assert abmod.override_args(base, ["--dtypes", "bfloat16"]) == [
+        "--level", "core", "--no-ir", "--dtypes", "bfloat16"]
+    assert abmod.override_args(base, ["--no-ir"]) == ["--dtypes", "float16", "--level", "core",
+                                                      "--no-ir"]
 
 
 def test_bad_side_options_are_usage_errors(tmp_path):

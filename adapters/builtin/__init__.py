@@ -103,6 +103,7 @@ def _checker(tolerance: float) -> Callable:
 
 class BuiltinAdapter(Adapter):
     name = "builtin"
+    checks_outputs = True
 
     def __init__(self, **_):
         self._used: dict[str, dict] = {}

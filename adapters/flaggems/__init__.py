@@ -14,7 +14,6 @@ import importlib
 import importlib.util
 import inspect
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -473,12 +472,9 @@ def _empty_cache() -> None:
 
 
 def _commit(root: Path) -> str | None:
-    try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=5)
-        if out.returncode == 0 and out.stdout.strip():
-            return out.stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
+    from harness.identity import git_commit
+    commit = git_commit(root)
+    if commit:
+        return commit
     stamp = root / "COMMIT"     # exported trees (git archive) may carry the commit in a file
     return stamp.read_text().strip() if stamp.is_file() else None
