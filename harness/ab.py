@@ -203,33 +203,24 @@ def run_ab(plan: ABPlan, echo: Callable[[str], None] = print) -> tuple[list[dict
 def _run_op(plan: ABPlan, op: str, echo) -> tuple[dict | None, int]:
     outcomes: dict[tuple[int, str], RunOutcome] = {}
 
-    def failed(o: RunOutcome) -> bool:
-        return o.rc != 0 and o.rc != EXIT_FAILED_CASES or o.run_dir is None
+    def run(number: int, side: Side, replay_from: Path | None) -> bool:
+        outcome = run_side(plan, op, number, side, replay_from)
+        outcomes[(number, side.label)] = outcome
+        if outcome.rc in (0, EXIT_FAILED_CASES) and outcome.run_dir is not None:
+            return True
+        echo(f"!!! {op}: round {number} side {side.label} failed (rc={outcome.rc}): "
+             f"{outcome.last_words()}; no report for this op")
+        return False
 
-    first = run_side(plan, op, 1, plan.a, None)
-    outcomes[(1, "A")] = first
-    if failed(first):
-        echo(f"!!! {op}: round 1 side A failed (rc={first.rc}): {first.last_words()}; "
-             f"no report for this op")
+    if not run(1, plan.a, None):
         return None, EXIT_FAILED_CASES
-    record = first.run_dir
-    second = run_side(plan, op, 1, plan.b, record)
-    outcomes[(1, "B")] = second
-    if failed(second):
-        echo(f"!!! {op}: round 1 side B failed (rc={second.rc}): {second.last_words()}; "
-             f"no report for this op")
+    record = outcomes[(1, "A")].run_dir
+    if not run(1, plan.b, record):
         return None, EXIT_FAILED_CASES
-    run_a, run_b = compare.load_run(record), compare.load_run(second.run_dir)
+    run_a, run_b = compare.load_run(record), compare.load_run(outcomes[(1, "B")].run_dir)
     check = compare.check_caliber(run_a, run_b, op)
-    for line in check.warnings:
-        echo(line)
-    if not check.ok:
-        for line in check.problems:
-            echo(line)
-        if not plan.allow_caliber_mismatch:
-            echo(f"!!! [caliber] {op}: refusing to report; add --allow-caliber-mismatch once "
-                 f"sure the runs are comparable")
-            return None, EXIT_CALIBER
+    if not _guard(check, op, plan.allow_caliber_mismatch, echo):
+        return None, EXIT_CALIBER
     verdict = ir_verdict(run_a.path, run_b.path, plan.scrub)
     rounds = plan.rounds
     if verdict == "NO_IR_DIFF":
@@ -242,11 +233,7 @@ def _run_op(plan: ABPlan, op: str, echo) -> tuple[dict | None, int]:
     for number in range(2, rounds + 1):
         order = (plan.a, plan.b) if number % 2 else (plan.b, plan.a)
         for side in order:
-            outcome = run_side(plan, op, number, side, record)
-            outcomes[(number, side.label)] = outcome
-            if failed(outcome):
-                echo(f"!!! {op}: round {number} side {side.label} failed (rc={outcome.rc}): "
-                     f"{outcome.last_words()}; no report for this op")
+            if not run(number, side, record):
                 return None, EXIT_FAILED_CASES
     pairs = [(compare.load_run(outcomes[(n, "A")].run_dir),
               compare.load_run(outcomes[(n, "B")].run_dir)) for n in range(1, rounds + 1)]
@@ -271,6 +258,17 @@ def _run_op(plan: ABPlan, op: str, echo) -> tuple[dict | None, int]:
     return report, code
 
 
+def _guard(check, op: str, allow: bool, echo) -> bool:
+    """Print the guard's findings; False when the report must be refused."""
+    for line in check.warnings + check.problems:
+        echo(line)
+    if check.problems and not allow:
+        echo(f"!!! [caliber] {op}: refusing to report; add --allow-caliber-mismatch once sure "
+             f"the runs are comparable")
+        return False
+    return True
+
+
 def ir_verdict(dir_a: Path, dir_b: Path, scrub) -> str:
     """IR_CHANGED / NO_IR_DIFF / NO_IR (either side compiled nothing we captured)."""
     fa = fingerprint.fingerprint(dir_a, scrub)
@@ -283,18 +281,10 @@ def ir_verdict(dir_a: Path, dir_b: Path, scrub) -> str:
 def compare_existing(dir_a, dir_b, allow_caliber_mismatch: bool, echo,
                      alpha: float = 0.05, scrub=()) -> tuple[dict | None, int]:
     run_a, run_b = compare.load_run(dir_a), compare.load_run(dir_b)
-    check = compare.check_caliber(run_a, run_b)
-    for line in check.warnings:
-        echo(line)
-    if not check.ok:
-        for line in check.problems:
-            echo(line)
-        if not allow_caliber_mismatch:
-            echo(f"!!! [caliber] {run_a.op}: refusing to report; add --allow-caliber-mismatch "
-                 f"once sure the runs are comparable")
-            return None, EXIT_CALIBER
+    if not _guard(compare.check_caliber(run_a, run_b), run_a.op, allow_caliber_mismatch, echo):
+        return None, EXIT_CALIBER
     report = compare.compare_runs([(run_a, run_b)], alpha)
-    report["caliber_problems"] = check.problems
+    report["caliber_problems"] = compare.check_caliber(run_a, run_b).problems
     report["verdict"] = ir_verdict(run_a.path, run_b.path, list(scrub))
     code = EXIT_FAILED_CASES if report["output_mismatches"] else EXIT_OK
     return report, code
