@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# zlh ab on a CUDA machine (source .fg/env.sh first for FlagGems ops).
+#   bash tests/device/check_ab.sh aa softmax add      # A/A: same build both sides, 3 rounds
+#   bash tests/device/check_ab.sh slow                # builtin ZLH_BUILTIN_SLOW=0,1: sign check
+# Work in $WORK; summary and a tarball land in $OUT.
+set -uo pipefail
+OUT=${OUT:-device-out}
+WORK=${WORK:-/tmp/zlh-ab}
+mode=${1:?aa OPS... | slow}; shift
+mkdir -p "$OUT" "$WORK"
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+ZLH="python3 -m harness.cli"
+{
+s=$SECONDS
+if [ "$mode" = aa ]; then
+  $ZLH ab "$@" --env-a ZLH_SIDE=A --env-b ZLH_SIDE=B --rounds 3 --allow-no-ir-diff \
+    --level core --dtypes bfloat16 --isolate-tuner-cache --timeout 500 --root "$WORK/aa" \
+    > "$WORK/aa.txt" 2>&1
+  echo "A/A rc=$? wall=$((SECONDS-s))s"; python3 tests/device/ab_summary.py "$WORK/aa"
+else
+  $ZLH ab add softmax mm --adapter builtin --switch ZLH_BUILTIN_SLOW=0,1 --dtypes bfloat16 \
+    --timeout 300 --root "$WORK/slow" > "$WORK/slow.txt" 2>&1
+  echo "slow switch rc=$? wall=$((SECONDS-s))s"; python3 tests/device/ab_summary.py "$WORK/slow"
+fi
+} 2>&1 | tee "$WORK/summary.txt"
+cp "$WORK/summary.txt" "$OUT/summary.txt"
+tar czf "$OUT/ab.tgz" --exclude='.cache-*' --exclude='*.ttgir' -C "$(dirname "$WORK")" "$(basename "$WORK")"
