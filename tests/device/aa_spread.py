@@ -5,6 +5,7 @@ Prints per shape |gems_A / gems_B - 1| and the median and max over shapes.
 """
 from __future__ import annotations
 
+import statistics
 import sys
 from pathlib import Path
 
@@ -25,7 +26,7 @@ def spread(dir_a, dir_b):
     if deltas:
         deltas.sort()
         print(f"A/A {Path(dir_a).name} vs {Path(dir_b).name}: n={len(deltas)} median |delta| "
-              f"{deltas[len(deltas)//2]:.3f}% max {deltas[-1]:.3f}%")
+              f"{statistics.median(deltas):.3f}% max {deltas[-1]:.3f}%")
 
 
 if __name__ == "__main__":
