@@ -118,3 +118,33 @@ def test_inputs_are_identical_across_runs(tmp_path, fast_rule, fast_budget):
         plan.adapter = Recording(["ok"])
         run_op(plan, "op", echo=lambda _: None)
     assert torch.equal(seen[0], seen[1])
+
+
+def test_record_runs_are_found_by_op_and_mode_newest_first_last(tmp_path):
+    from harness.runner import find_runs
+
+    def run(name, op, mode, started):
+        path = tmp_path / name
+        path.mkdir()
+        (path / "run.json").write_text(json.dumps({"op": op, "autotune_mode": mode,
+                                                   "started_at": started}))
+        return path
+
+    old = run("add_20260101-000000", "add", "record", "2026-01-01T00:00:00")
+    new = run("add_20260101-000000-10", "add", "record", "2026-01-01T00:00:09")
+    run("add_20260101-000000-2", "add", "replay", "2026-01-01T00:00:05")
+    run("add_relu_20270101-000000", "add_relu", "record", "2027-01-01T00:00:00")
+    assert find_runs(tmp_path, "add", mode="record") == [old, new]
+
+
+def test_bench_restores_the_environment(tmp_path, fast_rule, fast_budget, monkeypatch):
+    import os
+    import harness
+    monkeypatch.setenv("FLAGGEMS_DB_URL", "sqlite:///keep.db")
+    before = dict(os.environ)
+    shapes = tmp_path / "s.yaml"
+    shapes.write_text("add: [[64]]\n")
+    harness.bench("add", adapter="builtin", backend="cpu", shapes=str(shapes),
+                  out=str(tmp_path / "runs"), rule=fast_rule, budget=fast_budget,
+                  isolate_tuner_cache=True, echo=lambda _: None)
+    assert dict(os.environ) == before
