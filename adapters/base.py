@@ -39,7 +39,6 @@ class Case:
     under_test_context: Callable[[], Any] | None = None
     metrics: Callable[[CaseInputs, float, float], dict] | None = None
     skip_reason: str | None = None
-    unsupported_reason: str | None = None
     variant: str | None = None     # which benchmark/call of the op (pairing key), None: the op
     info: dict = field(default_factory=dict)                  # adapter-specific identity
 

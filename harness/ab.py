@@ -240,14 +240,9 @@ def _run_op(plan: ABPlan, op: str, echo) -> tuple[dict | None, int]:
     for number, (later_a, later_b) in enumerate(pairs[1:], start=2):
         for side, later in (("A", later_a), ("B", later_b)):
             late = compare.check_caliber(run_a, later, f"{op} round {number} side {side}")
-            problems = [p for p in late.problems if "both sides record" not in p]
-            if problems:
-                for line in problems:
-                    echo(line)
-                if not plan.allow_caliber_mismatch:
-                    echo(f"!!! [caliber] {op}: round {number} does not match round 1; "
-                         f"refusing to report")
-                    return None, EXIT_CALIBER
+            late.warnings = []          # round 1 already said them
+            if not _guard(late, op, plan.allow_caliber_mismatch, echo):
+                return None, EXIT_CALIBER
     report = compare.compare_runs(pairs, plan.alpha)
     report["verdict"] = ({"NO_IR_DIFF": "SWITCH_NO_IR_DIFF: identical generated code; the "
                           "deltas are this machine's noise floor"}.get(verdict, verdict))

@@ -383,12 +383,8 @@ class _TunerHook:
         return lines
 
     def run_fields(self) -> dict:
+        """Fields for run.json: autotune_mode and, per mode, record or fallback counts."""
         return dict(UNCONTROLLED_FIELDS)
-
-
-def run_fields(hook) -> dict:
-    """Fields for run.json: autotune_mode and, per mode, record or fallback counts."""
-    return hook.run_fields() if hook is not None else dict(UNCONTROLLED_FIELDS)
 
 
 # ---------------------------------------------------------------------------------------

@@ -333,7 +333,7 @@ def run_op(plan: BenchPlan, op: str, echo: Callable[[str], None] = print) -> Run
             safely(tuner_hook.uninstall)
             if isinstance(tuner_hook, autotune.AutotuneReplayer):
                 safely(lambda: tuner_hook.write_meta(run_dir.path))
-            run_info.update(autotune.run_fields(tuner_hook))
+            run_info.update(tuner_hook.run_fields())
         if ir is not None:
             safely(lambda: run_info.__setitem__("ir", ir.dump()))
             safely(ir.uninstall)
@@ -390,8 +390,8 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
     row = Row(op=case.op, dtype=case.dtype, shape=case.shape, shape_detail=case.shape_detail,
               status=SUCCESS, occurrence=occurrence, extra=dict(case.info),
               variant=case.variant or "")
-    if case.skip_reason or case.unsupported_reason:
-        row.status, row.reason = SKIPPED, case.skip_reason or f"unsupported: {case.unsupported_reason}"
+    if case.skip_reason:
+        row.status, row.reason = SKIPPED, case.skip_reason
         return row
     try:
         seed_everything(seed)
