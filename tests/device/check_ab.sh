@@ -4,12 +4,9 @@
 #   bash tests/device/check_ab.sh slow                # builtin ZLH_BUILTIN_SLOW=0,1: sign check
 # Work in $WORK; summary and a tarball land in $OUT.
 set -uo pipefail
-OUT=${OUT:-device-out}
 WORK=${WORK:-/tmp/zlh-ab}
 mode=${1:?aa OPS... | slow}; shift
-mkdir -p "$OUT" "$WORK"
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-ZLH="python3 -m harness.cli"
+source "$(dirname "$0")/common.sh"
 {
 s=$SECONDS
 if [ "$mode" = aa ]; then

@@ -6,11 +6,8 @@
 #     (runnability only: those latencies are not for comparison)
 # Work in $WORK; summary and a tarball land in $OUT.
 set -uo pipefail
-OUT=${OUT:-device-out}
 WORK=${WORK:-/tmp/zlh-fg}
-mkdir -p "$OUT" "$WORK"
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-ZLH="python3 -m harness.cli"
+source "$(dirname "$0")/common.sh"
 {
 start=$SECONDS
 $ZLH bench softmax add layer_norm mm --level core --dtypes bfloat16 --out "$WORK/anchor" \
@@ -23,21 +20,14 @@ for op in softmax add layer_norm mm; do
      > "$WORK/pytest_$op.txt" 2>&1
   echo "pytest $op rc=$? wall=$((SECONDS-s))s"
 done
-FAST="--level core --warmup-ms 10 --min-samples 5 --min-time-ms 5 --max-time-ms 50"
 G1="topk perf_sort:sort dropout dispatch_fused_moe_kernel:fused_moe fused_moe_fp8 moe_sum"
 G2="abs exp gelu relu sigmoid tanh mul sub div pow_tensor_tensor:pow where_self:where clamp silu"
 G3="sum mean amax argmax max min prod cumsum log_softmax var_mean all any cross_entropy_loss"
 G4="bmm addmm mv outer linear baddbmm rms_norm group_norm batch_norm instance_norm weight_norm_interface"
 G5="gather scatter_add index_select index_add masked_fill masked_select embedding nonzero isin unique_consecutive argsort"
 G6="conv2d conv1d max_pool2d_with_indices:max_pool2d avg_pool2d scaled_dot_product_attention flash_attn_varlen_func per_token_group_quant_fp8 cat stack repeat tile flip triu rand randn multinomial_with_replacement:multinomial upsample_nearest2d pad"
-run_group() {
-  local name=$1; shift
-  local s=$SECONDS
-  timeout 170 $ZLH bench "$@" $FAST --out "$WORK/$name" > "$WORK/$name.txt" 2> "$WORK/$name.err"
-  echo "group $name rc=$? wall=$((SECONDS-s))s"
-}
-run_group g1 $G1 & run_group g2 $G2 & run_group g3 $G3 & wait
-run_group g4 $G4 & run_group g5 $G5 & run_group g6 $G6 & wait
+run_group g1 170 "$WORK" $G1 & run_group g2 170 "$WORK" $G2 & run_group g3 170 "$WORK" $G3 & wait
+run_group g4 170 "$WORK" $G4 & run_group g5 170 "$WORK" $G5 & run_group g6 170 "$WORK" $G6 & wait
 python3 tests/device/summarize_runs.py "$WORK" > "$WORK/runs_summary.txt" 2>&1
 tail -45 "$WORK/runs_summary.txt"
 echo "total wall=$((SECONDS-start))s"

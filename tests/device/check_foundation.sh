@@ -4,11 +4,8 @@
 # Runs: builtin add/softmax/mm with the graph timer twice (A/A) and the event timer twice,
 # zlh vs do_bench_cudagraph on the same callables, capture fallback, nvidia-smi fixtures.
 set -uo pipefail
-OUT=${OUT:-device-out}
 WORK=${WORK:-/tmp/zlh-foundation}
-mkdir -p "$OUT" "$WORK"
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-ZLH="python3 -m harness.cli"
+source "$(dirname "$0")/common.sh"
 {
 nvidia-smi --query-gpu=index,clocks.sm,clocks.mem,temperature.gpu,power.draw,utilization.gpu \
   --format=csv,noheader,nounits > "$WORK/nvidia-smi-nounits.csv" 2>&1

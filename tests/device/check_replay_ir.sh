@@ -2,11 +2,8 @@
 # Record/replay and TTGIR capture with real FlagGems (source .fg/env.sh first), then the
 # rest of the op-family breadth check. Work in $WORK; summary and a tarball land in $OUT.
 set -uo pipefail
-OUT=${OUT:-device-out}
 WORK=${WORK:-/tmp/zlh-rr}
-mkdir -p "$OUT" "$WORK"
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-ZLH="python3 -m harness.cli"
+source "$(dirname "$0")/common.sh"
 OPS="mm log_softmax softmax"
 COMMON="--level core --dtypes bfloat16 --isolate-tuner-cache"
 {
@@ -42,17 +39,11 @@ done
 for op in mm softmax; do
   echo "fingerprint $op rec $($ZLH fingerprint "$WORK"/rec/${op}_*) rep $($ZLH fingerprint "$WORK"/rep/${op}_*)"
 done
-FAST="--level core --warmup-ms 10 --min-samples 5 --min-time-ms 5 --max-time-ms 50"
 H1="baddbmm rms_norm group_norm batch_norm instance_norm weight_norm_interface conv1d max_pool2d_with_indices:max_pool2d"
 H2="avg_pool2d scaled_dot_product_attention flash_attn_varlen_func per_token_group_quant_fp8 cat stack repeat"
 H3="tile flip triu rand randn multinomial_with_replacement:multinomial upsample_nearest2d pad"
-run_group() {
-  local name=$1; shift
-  local s=$SECONDS
-  timeout 150 $ZLH bench "$@" $FAST --out "$WORK/breadth/$name" > "$WORK/$name.txt" 2> "$WORK/$name.err"
-  echo "group $name rc=$? wall=$((SECONDS-s))s"
-}
-run_group h1 $H1 & run_group h2 $H2 & run_group h3 $H3 & wait
+B="$WORK/breadth"
+run_group h1 150 "$B" $H1 & run_group h2 150 "$B" $H2 & run_group h3 150 "$B" $H3 & wait
 python3 tests/device/summarize_runs.py "$WORK/breadth" > "$WORK/breadth_summary.txt" 2>&1
 tail -30 "$WORK/breadth_summary.txt"
 } 2>&1 | tee "$WORK/summary.txt"
