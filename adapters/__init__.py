@@ -1,9 +1,10 @@
 """Adapters: where cases come from. `get_adapter(name)`; `default_adapter_name()` picks
-FlagGems when it can be imported here, else the builtin kernels."""
+FlagGems when a checkout is named or it can be imported here, else the builtin kernels."""
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 
 from .base import (Adapter, Case, CaseInputs, MissingShapes, UnknownOp, UnsupportedDtype,
                    suggest)
@@ -35,8 +36,12 @@ def get_adapter(name: str, **config) -> Adapter:
     return getattr(module, cls_name)(**config)
 
 
-def default_adapter_name() -> str:
-    """flaggems when `flag_gems` is importable, else builtin."""
+def default_adapter_name(flaggems_dir: str | None = None) -> str:
+    """flaggems when a FlagGems checkout is named (`flaggems_dir` or $FLAGGEMS_DIR) or
+    `flag_gems` is importable, else builtin. Naming a checkout on a machine that cannot
+    import flag_gems then ends in the adapter's preflight, which says why."""
+    if flaggems_dir or os.environ.get("FLAGGEMS_DIR"):
+        return "flaggems"
     try:
         found = importlib.util.find_spec("flag_gems") is not None
     except (ImportError, ValueError):

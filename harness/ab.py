@@ -190,13 +190,15 @@ def run_ab(plan: ABPlan, echo: Callable[[str], None] = print) -> tuple[list[dict
         "ops": plan.ops, "rounds": plan.rounds, "bench_args": plan.bench_args,
         "A": vars(plan.a), "B": vars(plan.b), "timeout_s": plan.timeout_s})
     reports, code = [], EXIT_OK
+    write_reports(plan.root, reports)
     for op in plan.ops:
         report, op_code = _run_op(plan, op, echo)
         code = max(code, op_code)
         if report is not None:
             reports.append(report)
+            # rewritten after every op: an interrupted A/B keeps the ops it finished
+            write_reports(plan.root, reports)
             echo(render_terminal(report, colour=sys.stdout.isatty()))
-    write_reports(plan.root, reports)
     return reports, code
 
 

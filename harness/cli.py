@@ -58,7 +58,8 @@ def main():
 # Options every `zlh bench` run takes; `zlh ab` passes the ones given on to both sides.
 BENCH_OPTIONS = [
     click.option("--adapter", type=click.Choice(["builtin", "flaggems"]), default=None,
-                 help="Where cases come from. Default: flaggems when importable, else builtin."),
+                 help="Where cases come from. Default: flaggems when a checkout is named "
+                      "(--flaggems-dir, FLAGGEMS_DIR) or flag_gems is importable, else builtin."),
     click.option("--backend", default=None, metavar="NAME",
                  help="Device runtime: cuda, musa, rocm, ascend, cpu (aliases nvidia, amd, hip, "
                       "npu). Default: detected."),

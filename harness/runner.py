@@ -131,7 +131,8 @@ def plan_bench(ops: Sequence[str], options: BenchOptions) -> BenchPlan:
     except backends.UnknownBackend as exc:
         raise UsageError(str(exc)) from None
     try:
-        adapter = adapters.get_adapter(options.adapter or adapters.default_adapter_name(),
+        adapter = adapters.get_adapter(options.adapter or
+                                       adapters.default_adapter_name(options.flaggems_dir),
                                        flaggems_dir=options.flaggems_dir)
     except adapters.UnknownAdapter as exc:
         raise UsageError(str(exc)) from None

@@ -210,6 +210,25 @@ def test_a_run_past_its_timeout_is_killed_and_recorded_as_124(tmp_path):
     assert any("round 1 side A failed (rc=124)" in ln for ln in lines)
 
 
+def test_report_is_written_after_each_op_so_an_interrupt_keeps_finished_ops(tmp_path,
+                                                                            monkeypatch):
+    plan = builtin_plan(tmp_path, rounds=1)
+    plan.ops = ["add", "softmax"]
+    real_run_side = abmod.run_side
+
+    def interrupted_on_softmax(plan, op, *args):
+        if op == "softmax":
+            raise KeyboardInterrupt
+        return real_run_side(plan, op, *args)
+
+    monkeypatch.setattr(abmod, "run_side", interrupted_on_softmax)
+    with pytest.raises(KeyboardInterrupt):
+        abmod.run_ab(plan, echo=lambda _: None)
+    report = json.loads((tmp_path / "ab" / "report.json").read_text())
+    assert [op["op"] for op in report["ops"]] == ["add"]
+    assert len(report["rows"]) == 2
+
+
 def test_a_failing_side_says_why(tmp_path):
     plan = builtin_plan(tmp_path, rounds=1)
     plan.ops = ["layer_norm"]

@@ -2,6 +2,7 @@
 import json
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -174,6 +175,24 @@ def test_preflight_failures(tmp_path):
     assert "PREFLIGHT_FAILED check=import_flag_gems" in result.output
     assert sys.executable in result.output and "no GPU" in result.output
     assert not (tmp_path / "runs").exists()               # nothing started
+
+
+def test_a_named_checkout_selects_the_flaggems_adapter(tmp_path, monkeypatch):
+    """Without --adapter, naming a checkout means FlagGems: a machine that cannot import it
+    gets the preflight's reason, not "unknown op for adapter builtin"."""
+    args = ["bench", "layer_norm", "--backend", "cpu", "--out", str(tmp_path / "runs")]
+    monkeypatch.delenv("FLAGGEMS_DIR", raising=False)
+    result = CliRunner().invoke(main, [*args, "--flaggems-dir", str(tmp_path)])
+    assert result.exit_code == 3 and "PREFLIGHT_FAILED check=flaggems_dir" in result.output
+    monkeypatch.setenv("FLAGGEMS_DIR", str(tmp_path))
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 3 and "PREFLIGHT_FAILED check=flaggems_dir" in result.output
+    monkeypatch.delenv("FLAGGEMS_DIR")
+    # no checkout named and none importable (earlier tests may have left one on sys.path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path
+                                      if not (Path(p or ".") / "flag_gems").exists()])
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and "unknown op 'layer_norm' for adapter builtin" in result.output
 
 
 def test_foreign_vendor_module_is_reported(tmp_path, monkeypatch):

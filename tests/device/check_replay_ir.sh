@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# Record/replay and TTGIR capture with real FlagGems (source .fg/env.sh first), then the
-# rest of the op-family breadth check. Work in $WORK; summary and a tarball land in $OUT.
+# Record/replay and TTGIR capture with real FlagGems (source .fg/env.sh first): record OPs,
+# replay them in a fresh process, replay a corrupted record of the first OP, A/A spread and
+# fingerprints record vs replay.
+#   bash tests/device/check_replay_ir.sh [OP...]      # default: mm log_softmax softmax
+# Work in $WORK; summary (replay_<name>.txt) and a tarball land in $OUT.
 set -uo pipefail
 WORK=${WORK:-/tmp/zlh-rr}
 source "$(dirname "$0")/common.sh"
-OPS="mm log_softmax softmax"
+OPS=${*:-mm log_softmax softmax}
+FIRST=${OPS%% *}
+name=$(basename "$WORK")
 COMMON="--level core --dtypes bfloat16 --isolate-tuner-cache"
 {
 s=$SECONDS; $ZLH bench $OPS $COMMON --out "$WORK/rec" > "$WORK/rec.txt" 2> "$WORK/rec.err"
 echo "record rc=$? wall=$((SECONDS-s))s"
 s=$SECONDS; $ZLH bench $OPS $COMMON --replay "$WORK/rec" --out "$WORK/rep" > "$WORK/rep.txt" 2> "$WORK/rep.err"
 echo "replay rc=$? wall=$((SECONDS-s))s"
-python3 tests/device/corrupt_record.py "$WORK"/rec/mm_* "$WORK/broken_mm"
-s=$SECONDS; $ZLH bench mm $COMMON --replay "$WORK/broken_mm" --out "$WORK/bad" > "$WORK/bad.txt" 2> "$WORK/bad.err"
+python3 tests/device/corrupt_record.py "$WORK"/rec/${FIRST}_* "$WORK/broken"
+s=$SECONDS; $ZLH bench "$FIRST" $COMMON --replay "$WORK/broken" --out "$WORK/bad" > "$WORK/bad.txt" 2> "$WORK/bad.err"
 echo "corrupted replay rc=$? wall=$((SECONDS-s))s"
 python3 - "$WORK" <<'PY'
 import json, sys, glob, collections
@@ -32,20 +37,13 @@ for side in ("rec", "rep", "bad"):
         kernels = json.load(open(meta))["kernels"]
         print("  records", meta.split("/")[-3], {k.split(".")[-1]: len(v) for k, v in kernels.items()})
 PY
-for op in mm log_softmax softmax; do
+for op in $OPS; do
   python3 tests/device/aa_spread.py "$WORK"/rec/${op}_* "$WORK"/rep/${op}_* > "$WORK/aa_$op.txt"
   tail -1 "$WORK/aa_$op.txt"
 done
-for op in mm softmax; do
+for op in $OPS; do
   echo "fingerprint $op rec $($ZLH fingerprint "$WORK"/rec/${op}_*) rep $($ZLH fingerprint "$WORK"/rep/${op}_*)"
 done
-H1="baddbmm rms_norm group_norm batch_norm instance_norm weight_norm_interface conv1d max_pool2d_with_indices:max_pool2d"
-H2="avg_pool2d scaled_dot_product_attention flash_attn_varlen_func per_token_group_quant_fp8 cat stack repeat"
-H3="tile flip triu rand randn multinomial_with_replacement:multinomial upsample_nearest2d pad"
-B="$WORK/breadth"
-run_group h1 150 "$B" $H1 & run_group h2 150 "$B" $H2 & run_group h3 150 "$B" $H3 & wait
-python3 tests/device/summarize_runs.py "$WORK/breadth" > "$WORK/breadth_summary.txt" 2>&1
-tail -30 "$WORK/breadth_summary.txt"
 } 2>&1 | tee "$WORK/summary.txt"
-cp "$WORK/summary.txt" "$OUT/summary.txt"
-tar czf "$OUT/replay_ir.tgz" --exclude='.cache-*' -C "$(dirname "$WORK")" "$(basename "$WORK")"
+cp "$WORK/summary.txt" "$OUT/replay_$name.txt"
+tar czf "$OUT/replay_$name.tgz" --exclude='.cache-*' -C "$(dirname "$WORK")" "$name"
