@@ -496,6 +496,18 @@ class AutotuneRecorder(_TunerHook):
 # Replay
 
 
+def records_digest(record_dir) -> str | None:
+    """sha256 of a record run's records file: what "pinned to the same record" compares, so
+    a run directory copied to another machine or moved keeps its identity. None when the
+    run has no records file."""
+    import hashlib
+    path = Path(record_dir) / RECORDS_FILE
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
 def load_record_dir(record_dir, backend: str) -> tuple[dict, dict]:
     """(meta, records) of a record run, or UsageError with a one-line reason."""
     path = Path(record_dir)
@@ -561,6 +573,7 @@ class AutotuneReplayer(_TunerHook):
         self.record_dir = Path(record_dir)
         self.backend = backend
         self.meta, records = load_record_dir(record_dir, backend)
+        self.records_sha256 = records_digest(record_dir)
         self._records: dict = records["kernels"]
         self._broken: dict[tuple, tuple[str, str | None]] = {}   # (kernel, key) -> reason
         self._counted: set = set()
@@ -638,6 +651,7 @@ class AutotuneReplayer(_TunerHook):
     def run_fields(self) -> dict:
         counts = {KEY_MISSING: 0, COMPILE_FAILED: 0, **self.fallback_counts}
         return {"autotune_mode": "replay", "autotune_replay_from": str(self.record_dir),
+                "autotune_replay_records_sha256": self.records_sha256,
                 "autotune_fallbacks": counts}
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import compare_stats, markers, outputs
+from .autotune import records_digest
 from .errors import UsageError
 from .identity import CALIBER_FIELDS
 from .results import SUCCESS, Row, read_rows
@@ -84,19 +85,35 @@ def check_caliber(a: Run, b: Run, label: str | None = None) -> CaliberCheck:
         if run.caliber.get("autotune_mode") == "record" and cache.startswith("shared"):
             check.warnings.append(f"WARNING [caliber] {label}: side {side} recorded on a shared "
                                   f"tuner cache {cache}")
-    if _replay_source(a) != _replay_source(b):
+    if not _same_record(a, b):
         check.problems.append(f"!!! [caliber] {label}: configs not pinned to the same record: "
-                              f"A uses {_replay_source(a)}, B uses {_replay_source(b)}")
+                              f"A uses {_describe_source(a)}, B uses {_describe_source(b)}")
     if a.op != b.op:
         check.problems.append(f"!!! [caliber] {label}: op differs: A={a.op}, B={b.op}")
     return check
 
 
-def _replay_source(run: Run) -> str:
-    """The record run whose configs a run used: itself when it recorded."""
-    source = run.info.get("autotune_replay_from") if run.caliber and \
-        run.caliber.get("autotune_mode") == "replay" else None
-    return str(Path(source).resolve() if source else run.path.resolve())
+def _replay_source(run: Run) -> tuple[str | None, str]:
+    """(digest of its records file, run id) of the record whose configs a run used — itself
+    when it recorded. The digest lets runs copied or moved elsewhere still pair; the run id
+    (the record directory's name) stands in where a digest cannot be had (runs written
+    before digests were stored, whose record is no longer where the replay saw it)."""
+    if run.caliber and run.caliber.get("autotune_mode") == "replay":
+        source = Path(run.info.get("autotune_replay_from") or run.path)
+        digest = run.info.get("autotune_replay_records_sha256") or records_digest(source)
+    else:
+        source, digest = run.path, records_digest(run.path)
+    return digest, source.resolve().name
+
+
+def _same_record(a: Run, b: Run) -> bool:
+    (digest_a, id_a), (digest_b, id_b) = _replay_source(a), _replay_source(b)
+    return digest_a == digest_b if digest_a and digest_b else id_a == id_b
+
+
+def _describe_source(run: Run) -> str:
+    digest, run_id = _replay_source(run)
+    return f"{run_id} (records {digest[:12]})" if digest else run_id
 
 
 def _short(value) -> str:

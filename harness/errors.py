@@ -68,3 +68,21 @@ def one_line(text: object, limit: int = 240) -> str:
     lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
     line = " ".join(lines[0].split()) if lines else type(text).__name__
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def failure_detail(exc: BaseException, limit: int = 240) -> str:
+    """One line for a failed case: the error's first line, and where it was raised (innermost
+    frame: file name, line, function, source line) — a bare `assert` says nothing otherwise."""
+    import os
+    import traceback
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
+    message = one_line(exc, limit)
+    if not frames:
+        return message
+    last = frames[-1]
+    where = f"at {os.path.basename(last.filename)}:{last.lineno} in {last.name}"
+    if last.line:
+        where += f": {' '.join(last.line.split())}"
+    if message == type(exc).__name__:
+        message += " (no message)"
+    return one_line(f"{message} {where}", limit)

@@ -8,7 +8,11 @@ legend, so two runs that compiled no kernel at all came out "identical". A tree 
 Scrubbing removes what the switch under test stamps on the IR without changing the code.
 FlagTree's RLC switch writes every RLC knob as a module attribute
 (`"ttg.rlc-<knob>" = N : i32`); unscrubbed, 23 of 24 ops looked changed, scrubbed, 7 of
-them were byte-identical. Recipes may add patterns for other switches.
+them were byte-identical. Source locations keep their file's name, line and column but lose
+its directory: FlagGems writes generated kernels (every pointwise op) under its cache
+directory, which an isolated tuner cache makes private to each run, so the same code from
+two runs would otherwise differ in `loc("/tmp/.../code_cache/x.py":12:0)`. Recipes may add
+patterns for other switches.
 """
 from __future__ import annotations
 
@@ -18,10 +22,12 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 # The second pattern is the one sed line of the old scripts; the first one catches a stamp
-# that is the last attribute of its dictionary (no trailing comma to take with it).
+# that is the last attribute of its dictionary (no trailing comma to take with it); the third
+# drops source-file directories.
 DEFAULT_SCRUB: tuple[str, ...] = (
     r', "ttg[.]rlc-[^"]*" = [0-9-]+ : i32(?=\s*\})',
     r'"ttg[.]rlc-[^"]*" = [0-9-]+ : i32, ?',
+    r'(?<=loc\(")[^"]*/',           # directory of a source location's file
 )
 NO_IR = "no IR"
 _CVT = re.compile(r"\bttg\.convert_layout\b")

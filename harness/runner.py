@@ -24,7 +24,7 @@ from . import autotune, identity, markers, outputs
 from .case_timer import CaseTimer
 from .ir_capture import IRCapture
 from .errors import (EXIT_FAILED_CASES, EXIT_OK, CaseFailure, CaseSkipped, DevicePoisonedError,
-                     PreflightError, UsageError, one_line)
+                     PreflightError, UsageError, failure_detail, one_line)
 from .results import FAILED, SKIPPED, SUCCESS, Row
 from .rundir import RunDir, safe_name
 from .shapes import ShapeFile, ShapeFileError, load_shape_file
@@ -447,14 +447,14 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
         if verdict == backends.POISONED:
             raise DevicePoisonedError(markers.marker(
                 markers.DEVICE_POISONED, op=case.op, dtype=case.dtype, shape=case.shape_detail,
-                reason=type(exc).__name__, detail=one_line(exc))) from exc
+                reason=type(exc).__name__, detail=failure_detail(exc))) from exc
         if verdict == backends.FATAL:
             _raise_if_device_unusable(backend, case, exc)
         reason = "fatal_device_error" if verdict == backends.FATAL else type(exc).__name__
         row.status, row.reason = FAILED, reason
         row.markers.append(markers.marker(markers.CASE_FAILED, op=case.op, dtype=case.dtype,
                                           shape=case.shape_detail, reason=reason,
-                                          detail=one_line(exc)))
+                                          detail=failure_detail(exc)))
     return row
 
 

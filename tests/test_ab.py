@@ -1,6 +1,7 @@
 """zlh ab: caliber guard, pairing, statistics wiring, rounds, status.tsv, output gate, CLI."""
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -89,6 +90,33 @@ def test_replay_of_another_record_is_refused(tmp_path):
     assert any("not pinned to the same record" in p for p in check.problems)
     c = make_run(tmp_path, "c", {"64x64": 1.0}, mode="replay", replay_from=a)
     assert compare.check_caliber(compare.load_run(a), compare.load_run(c)).ok
+
+
+def test_runs_moved_elsewhere_stay_pinned_to_their_record(tmp_path):
+    """Run directories copied off the machine that made them: the record is known by the
+    digest of its records file, not by the path the replay saw."""
+    from harness.autotune import RECORDS_FILE, records_digest
+    a = make_run(tmp_path / "device", "a", {"64x64": 1.0})
+    (a / RECORDS_FILE).parent.mkdir(parents=True, exist_ok=True)
+    (a / RECORDS_FILE).write_text('{"kernels": {"k": {"(64,)": {"kwargs": {"B": 64}}}}}')
+    b = make_run(tmp_path / "device", "b", {"64x64": 1.0}, mode="replay", replay_from=a)
+    info = json.loads((b / "run.json").read_text())
+    info["autotune_replay_records_sha256"] = records_digest(a)
+    (b / "run.json").write_text(json.dumps(info))
+    moved = tmp_path / "laptop"
+    shutil.move(str(tmp_path / "device"), str(moved))
+    a2, b2 = moved / a.name, moved / b.name
+    assert compare.check_caliber(compare.load_run(a2), compare.load_run(b2)).ok
+    (a2 / RECORDS_FILE).write_text('{"kernels": {"k": {"(64,)": {"kwargs": {"B": 128}}}}}')
+    check = compare.check_caliber(compare.load_run(a2), compare.load_run(b2))
+    assert any("not pinned to the same record" in p for p in check.problems)
+    # a replay written without the digest, its record moved away: paired by the record's id
+    del info["autotune_replay_records_sha256"]
+    (b2 / "run.json").write_text(json.dumps(info))
+    assert compare.check_caliber(compare.load_run(a2), compare.load_run(b2)).ok
+    other = make_run(tmp_path / "laptop", "x", {"64x64": 1.0})
+    check = compare.check_caliber(compare.load_run(other), compare.load_run(b2))
+    assert any("not pinned to the same record" in p for p in check.problems)
 
 
 def test_variants_pair_separately(tmp_path):

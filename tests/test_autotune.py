@@ -2,6 +2,7 @@
 stand-in for FlagGems' LibTuner / LibEntry that keeps the behaviour the hooks depend on."""
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -314,6 +315,9 @@ def test_record_then_replay_forces_the_recorded_configs(tmp_path):
     assert BENCH_CALLS[0] == 0      # forced, not tuned
     assert hook.run_fields() == {"autotune_mode": "replay",
                                  "autotune_replay_from": str(tmp_path / "A"),
+                                 "autotune_replay_records_sha256": hashlib.sha256(
+                                     (tmp_path / "A" / "autotune" / "records.json").read_bytes()
+                                 ).hexdigest(),
                                  "autotune_fallbacks": {"key_missing": 0, "compile_failed": 0}}
     hook.uninstall()
     assert sorted(p.name for p in (tmp_path / "A").rglob("*")) == before   # no records written

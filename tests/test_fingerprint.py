@@ -114,11 +114,29 @@ def test_bad_scrub_pattern_is_a_clear_error(tmp_path):
         fingerprint(run, scrub=["("])
 
 
-def test_default_scrub_is_the_rlc_attribute():
+def test_default_scrub_is_the_rlc_attribute_and_source_directories():
     text = with_rlc(MODULE, {"enhance": 1, "mask": -13})
+    located = '#loc = loc("/home/u/.flaggems/code_cache/pw_add.py":12:0)\n'
     for pattern in DEFAULT_SCRUB:
         text = re.sub(pattern, "", text)
+        located = re.sub(pattern, "", located)
     assert text == MODULE
+    assert located == '#loc = loc("pw_add.py":12:0)\n'
+
+
+def test_same_code_from_another_directory_fingerprints_equal(tmp_path, real_ttgir):
+    """Generated kernels land in a per-run cache directory; the code is still the same. A
+    different file name or line is still a difference."""
+    source = re.search(r'loc\("([^"]*)/ir_kernels.py":', real_ttgir).group(1)
+    moved = real_ttgir.replace(source + "/", "/tmp/run-2/code_cache/")
+    assert moved != real_ttgir
+    a = write_tree(tmp_path / "a", {"s/k/w4s3.ttgir": real_ttgir})
+    b = write_tree(tmp_path / "b", {"s/k/w4s3.ttgir": moved})
+    assert fingerprint(a) == fingerprint(b)
+    assert fingerprint(a, default_scrub=False) != fingerprint(b, default_scrub=False)
+    renamed = write_tree(tmp_path / "c", {"s/k/w4s3.ttgir": real_ttgir.replace(
+        "/ir_kernels.py\"", "/other.py\"")})
+    assert fingerprint(renamed) != fingerprint(a)
 
 
 def test_convert_layout_counts(tmp_path, real_ttgir):

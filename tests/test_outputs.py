@@ -36,3 +36,25 @@ def test_shape_dtype_nan_and_count_differences():
 def test_digest_is_small_for_large_outputs():
     d = outputs.digest(torch.randn(3_000_000))
     assert len(d[0]["sample"]) == outputs.SAMPLE and d[0]["norm"] > 0
+
+
+def test_reordered_float32_reduction_agrees_but_lost_precision_does_not():
+    """Another tile order of the same matmul is not a wrong result; TF32-like rounding of the
+    inputs (10-bit mantissa) is, and so is one element off by 1% of the output's scale."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(64, 4096, generator=g)
+    b = torch.randn(4096, 256, generator=g)
+    ref = a @ b
+    reordered = sum(a[:, k:k + 96] @ b[k:k + 96] for k in range(0, 4096, 96))
+    assert not torch.equal(ref, reordered)
+    assert outputs.compare(outputs.digest(reordered), outputs.digest(ref)) is None
+
+    def tf32(t):
+        return (t.view(torch.int32) & ~0x1FFF).view(torch.float32)
+    lossy = tf32(a) @ tf32(b)
+    reason = outputs.compare(outputs.digest(lossy), outputs.digest(ref))
+    assert reason and ("norm" in reason or "sampled elements differ" in reason)
+    one_off = ref.clone()
+    one_off.view(-1)[0] += 0.01 * float(ref.square().mean().sqrt())
+    assert "1 of 256 sampled elements differ" in outputs.compare(outputs.digest(one_off),
+                                                                 outputs.digest(ref))

@@ -148,3 +148,23 @@ def test_bench_restores_the_environment(tmp_path, fast_rule, fast_budget, monkey
                   out=str(tmp_path / "runs"), rule=fast_rule, budget=fast_budget,
                   isolate_tuner_cache=True, echo=lambda _: None)
     assert dict(os.environ) == before
+
+
+def test_failure_detail_says_where_a_bare_assert_was_raised():
+    from harness.errors import failure_detail
+
+    def check_shape(n):
+        # what a bare `assert` raises (pytest rewrites the asserts of this file)
+        if n % 128:
+            raise AssertionError
+
+    try:
+        check_shape(64)
+    except AssertionError as exc:
+        detail = failure_detail(exc)
+    assert detail.startswith("AssertionError (no message) at test_runner.py:")
+    assert detail.endswith("in check_shape: raise AssertionError")
+    try:
+        raise ValueError("bad block size\nsecond line")
+    except ValueError as exc:
+        assert failure_detail(exc).startswith("bad block size at test_runner.py:")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # zlh ab on a CUDA machine (source .fg/env.sh first for FlagGems ops).
-#   bash tests/device/check_ab.sh aa softmax add      # A/A: same build both sides, 3 rounds
+#   bash tests/device/check_ab.sh aa softmax add      # A/A: same build both sides, $ROUNDS (3) rounds
 #   bash tests/device/check_ab.sh slow                # builtin ZLH_BUILTIN_SLOW=0,1: sign check
 # Work in $WORK/<mode>; summary (ab_<mode>.txt) and a tarball land in $OUT.
 set -uo pipefail
@@ -10,7 +10,7 @@ source "$(dirname "$0")/common.sh"
 {
 s=$SECONDS
 if [ "$mode" = aa ]; then
-  $ZLH ab "$@" --env-a ZLH_SIDE=A --env-b ZLH_SIDE=B --rounds 3 --allow-no-ir-diff \
+  $ZLH ab "$@" --env-a ZLH_SIDE=A --env-b ZLH_SIDE=B --rounds "${ROUNDS:-3}" --allow-no-ir-diff \
     --level core --dtypes bfloat16 --isolate-tuner-cache --timeout 500 --root "$WORK/aa" \
     > "$WORK/aa.log" 2>&1
   echo "A/A rc=$? wall=$((SECONDS-s))s"; python3 tests/device/ab_summary.py "$WORK/aa"
