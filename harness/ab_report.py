@@ -8,7 +8,7 @@ import math
 from tabulate import tabulate
 
 CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "a_ms", "b_ms", "delta_pct",
-               "ci_low_pct", "ci_high_pct", "p_value", "significant", "rounds_min_delta_pct",
+               "ci_low_pct", "ci_high_pct", "interval", "p_value", "significant", "rounds_min_delta_pct",
                "rounds_max_delta_pct", "sign_stable", "annotations")
 
 
@@ -47,7 +47,8 @@ def render_terminal(report: dict, colour: bool = False) -> str:
                       "yes" if rd["sign_stable"] else "NO"]
         entry.append("; ".join(r.get("annotations", [])) or "")
         table.append(entry)
-    headers = ["dtype", "shape", "A ms", "B ms", "delta %", "95% CI", "p", "signif."]
+    headers = ["dtype", "shape", "A ms", "B ms", "delta %",
+               "95% CI (rounds)" if multi else "95% CI", "p", "signif."]
     if multi:
         headers += ["rounds min~max", "sign stable"]
     headers.append("notes")
@@ -61,6 +62,9 @@ def render_terminal(report: dict, colour: bool = False) -> str:
                      f"{_num(s.get('delta_max_pct'), '+.2f')}% (median "
                      f"{_num(s.get('delta_median_pct'), '+.2f')}%), faster {s['faster']}, "
                      f"slower {s['slower']}, unchanged {s['unchanged']} (delta > 0: B faster)")
+    if s.get("rounds", 1) == 1 and s.get("n"):
+        lines.append("one round: intervals and p-values see each process's own noise only; "
+                     "--rounds 3 or more adds the process-to-process part")
     if s.get("rounds", 1) > 1 and s.get("n"):
         per_round = ", ".join(_num(v, "+.2f") for v in s["per_round_median_delta_pct"])
         spread = s["side_spread_median_pct"]

@@ -162,8 +162,10 @@ def _unpaired(side: str, row: Row, reason: str) -> dict:
 def compare_runs(rounds: list[tuple[Run, Run]], alpha: float = 0.05) -> dict:
     """Report data for one op over one or more (A, B) rounds.
 
-    With several rounds, a shape counts only when it paired in every round; its latencies are
-    the medians across rounds, its interval and p-value come from the pooled raw samples."""
+    With several rounds, a shape counts only when it paired in every round; its latencies and
+    delta are the medians across rounds, and its interval and p-value treat each round's
+    delta as one observation (Student's t; see compare_stats). One round: bootstrap and rank
+    test over the raw samples of the two processes."""
     first_a, first_b = rounds[0]
     per_round = [pair_rows(a.rows, b.rows) for a, b in rounds]
     keys = [set(row_key(ra) for ra, _ in pairs) for pairs, _ in per_round]
@@ -187,10 +189,18 @@ def compare_runs(rounds: list[tuple[Run, Run]], alpha: float = 0.05) -> dict:
     for row, stat in zip(rows, stats):
         row.update({"delta_pct": stat.delta_pct, "ci_low_pct": stat.ci_low_pct,
                     "ci_high_pct": stat.ci_high_pct, "p_value": stat.p_value,
-                    "significant": stat.significant, "rounds": None})
+                    "significant": stat.significant, "rounds": None, "interval": "samples"})
     if len(rounds) > 1 and rows:
+        between = [compare_stats.rounds_interval(d, alpha) for d in round_deltas]
+        flags = compare_stats.holm([p for _, _, p in between], alpha=alpha)
+        stats = [dataclasses.replace(stat, ci_low_pct=lo, ci_high_pct=hi, p_value=p,
+                                     significant=flag)
+                 for stat, (lo, hi, p), flag in zip(stats, between, flags)]
         shape_rounds = compare_stats.round_stats([list(d) for d in zip(*round_deltas)])
-        for row, agg, key in zip(rows, shape_rounds, ordered):
+        for row, agg, key, stat in zip(rows, shape_rounds, ordered, stats):
+            row.update({"ci_low_pct": stat.ci_low_pct, "ci_high_pct": stat.ci_high_pct,
+                        "p_value": stat.p_value, "significant": stat.significant,
+                        "interval": "rounds"})
             row["rounds"] = agg
             row["delta_pct"] = agg["median_delta_pct"]
             pairs = [br[key] for br in by_round]

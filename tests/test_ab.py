@@ -163,6 +163,29 @@ def test_output_gate_flags_wrong_results(tmp_path):
     assert mismatch["shape_detail"] == "s1" and "norm" in mismatch["reason"]
 
 
+def test_rounds_judge_significance_between_processes_not_pooled_samples(tmp_path):
+    """Each process measures itself to 0.5%, but the processes disagree by 1-2% with the sign
+    flipping: pooled samples would call that a change, the per-round deltas do not."""
+    def rounds_of(a_ms, b_ms):
+        pairs = []
+        for i, (la, lb) in enumerate(zip(a_ms, b_ms)):
+            a = make_run(tmp_path, f"a{i}-{la}", {"64x64": la, "1024": 10 * la}, seed=i,
+                         mode="record" if i == 0 else "replay")
+            b = make_run(tmp_path, f"b{i}-{lb}", {"64x64": lb, "1024": 10 * lb}, seed=10 + i,
+                         mode="replay")
+            pairs.append((compare.load_run(a), compare.load_run(b)))
+        return pairs
+
+    noise = compare.compare_runs(rounds_of([1.00, 1.02, 0.99], [1.01, 1.00, 1.01]))
+    pooled = compare.compare_runs(rounds_of([1.00, 1.02, 0.99], [1.01, 1.00, 1.01])[:1])
+    assert pooled["rows"][0]["significant"]          # one round: the processes' own noise only
+    assert all(not r["significant"] and r["interval"] == "rounds" for r in noise["rows"])
+    assert noise["summary"]["unchanged"] == 2
+    real = compare.compare_runs(rounds_of([1.00, 1.01, 0.99], [0.90, 0.91, 0.89]))
+    assert all(r["significant"] and r["ci_low_pct"] > 5 for r in real["rows"])
+    assert real["summary"]["faster"] == 2
+
+
 def test_cli_refuses_mismatched_calibers_with_exit_4(tmp_path):
     a = make_run(tmp_path, "a", {"s1": 1.0})
     b = make_run(tmp_path, "b", {"s1": 1.0}, caliber={"timer": "event"}, mode="replay")
@@ -185,7 +208,9 @@ def test_cli_json_has_rows_and_summary(tmp_path):
     assert data["summary"]["n"] == 2
 
 
-FAST = ["--warmup-ms", "1", "--min-samples", "5", "--min-time-ms", "0", "--max-time-ms", "60"]
+# Short budgets; the warm-up still covers the first calls of a fresh process (one-time costs
+# there once made a plain round read slower than the slow switch).
+FAST = ["--warmup-ms", "30", "--min-samples", "5", "--min-time-ms", "0", "--max-time-ms", "60"]
 
 
 def builtin_plan(tmp_path, rounds, **kw):
@@ -199,20 +224,26 @@ def builtin_plan(tmp_path, rounds, **kw):
 
 
 def test_slow_switch_is_slower_on_every_shape_with_rounds(tmp_path):
-    reports, code = abmod.run_ab(builtin_plan(tmp_path, rounds=2), echo=lambda _: None)
+    reports, code = abmod.run_ab(builtin_plan(tmp_path, rounds=3), echo=lambda _: None)
     assert code == 0
     (report,) = reports
     assert len(report["rows"]) == 2
-    assert all(r["delta_pct"] < -10 and r["rounds"]["sign_stable"] for r in report["rows"])
-    assert report["summary"]["slower"] == 2 and report["summary"]["rounds"] == 2
+    # The median across rounds: one round of a busy CPU host can read anything (seen: a plain
+    # process twice as slow as its neighbours), so per-round signs and significance are left
+    # to the synthetic tests; the device check asserts them on a GPU.
+    assert all(r["delta_pct"] < -10 for r in report["rows"]), \
+        [(r["delta_pct"], r["rounds"]) for r in report["rows"]]
+    assert all(r["interval"] == "rounds" and r["rounds"]["rounds"] == 3 for r in report["rows"])
+    assert report["summary"]["faster"] == 0 and report["summary"]["rounds"] == 3
     status = (tmp_path / "ab" / "status.tsv").read_text().splitlines()
     assert status[0].split("\t")[:4] == ["round", "op", "side", "rc"]
     assert [tuple(ln.split("\t")[:3]) for ln in status[1:]] == [
-        ("1", "add", "A"), ("1", "add", "B"), ("2", "add", "B"), ("2", "add", "A")]
+        ("1", "add", "A"), ("1", "add", "B"), ("2", "add", "B"), ("2", "add", "A"),
+        ("3", "add", "A"), ("3", "add", "B")]
     # every run but round 1's A replays it
     infos = [json.loads(p.read_text()) for p in sorted((tmp_path / "ab").rglob("run.json"))]
     modes = sorted(i["autotune_mode"] for i in infos)
-    assert modes == ["record", "replay", "replay", "replay"]
+    assert modes == ["record"] + ["replay"] * 5
     assert (tmp_path / "ab" / "report.json").exists() and (tmp_path / "ab" / "report.csv").exists()
     html = CliRunner().invoke(main, ["report", str(tmp_path / "ab"), "--html"])
     assert html.exit_code == 0 and (tmp_path / "ab" / "report.html").read_text().count("<svg") == 1

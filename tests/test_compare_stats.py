@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from harness.compare_stats import (ShapeStat, bootstrap_delta_ci, delta_pct, geomean, holm,
-                                   mann_whitney_p, round_stats, shape_stats, side_spread,
-                                   summarize)
+                                   mann_whitney_p, round_stats, rounds_interval, shape_stats,
+                                   side_spread, summarize, t_critical, t_two_sided_p)
 
 
 def _lognormal(rng, median, n, sigma=0.02):
@@ -188,3 +188,26 @@ def test_side_spread():
     assert side_spread([1.0, 1.1, 1.05]) == pytest.approx(10.0)
     assert side_spread([2.0]) == 0.0
     assert math.isnan(side_spread([]))
+
+
+@pytest.mark.parametrize("df, critical", [(1, 12.7062), (2, 4.3027), (3, 3.1824), (4, 2.7764),
+                                          (9, 2.2622), (30, 2.0423)])
+def test_t_critical_values_match_the_table(df, critical):
+    assert t_critical(df) == pytest.approx(critical, abs=1e-4)
+    assert t_two_sided_p(critical, df) == pytest.approx(0.05, abs=1e-4)   # table: 4 decimals
+
+
+def test_t_p_values_known_answers():
+    assert t_two_sided_p(2.0, 1) == pytest.approx(1 - 2 * math.atan(2.0) / math.pi)   # Cauchy
+    assert t_two_sided_p(0.0, 5) == 1.0
+    assert t_two_sided_p(2.0, 30) == pytest.approx(0.0546, abs=1e-4)
+    assert t_two_sided_p(1e9, 3) < 1e-12
+
+
+def test_rounds_interval_uses_the_spread_between_rounds():
+    lo, hi, p = rounds_interval([-35.1, -34.8, -35.3])           # a real change, every round
+    assert hi < 0 and lo > -36 and p < 1e-4
+    lo, hi, p = rounds_interval([-1.965, 0.636, -1.1, -0.5, 0.2])  # A/A: process-to-process
+    assert lo < 0 < hi and p > 0.2
+    assert math.isnan(rounds_interval([1.0])[2])
+    assert rounds_interval([0.5, 0.5, 0.5]) == (0.5, 0.5, 0.0)
