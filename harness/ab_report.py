@@ -48,7 +48,8 @@ def render_terminal(report: dict, colour: bool = False) -> str:
         entry.append("; ".join(r.get("annotations", [])) or "")
         table.append(entry)
     headers = ["dtype", "shape", "A ms", "B ms", "delta %",
-               "95% CI (rounds)" if multi else "95% CI", "p", "signif."]
+               "95% CI (rounds)" if any(r.get("interval") == "rounds" for r in report["rows"])
+               else "95% CI", "p", "signif."]
     if multi:
         headers += ["rounds min~max", "sign stable"]
     headers.append("notes")

@@ -181,6 +181,10 @@ def test_rounds_judge_significance_between_processes_not_pooled_samples(tmp_path
     assert pooled["rows"][0]["significant"]          # one round: the processes' own noise only
     assert all(not r["significant"] and r["interval"] == "rounds" for r in noise["rows"])
     assert noise["summary"]["unchanged"] == 2
+    from harness.ab_report import render_terminal
+    assert "95% CI (rounds)" in render_terminal(noise, colour=False)
+    assert "one round: intervals and p-values see each process's own noise only" in \
+        render_terminal(pooled, colour=False)
     real = compare.compare_runs(rounds_of([1.00, 1.01, 0.99], [0.90, 0.91, 0.89]))
     assert all(r["significant"] and r["ci_low_pct"] > 5 for r in real["rows"])
     assert real["summary"]["faster"] == 2
