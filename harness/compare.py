@@ -193,8 +193,8 @@ def compare_runs(rounds: list[tuple[Run, Run]], alpha: float = 0.05) -> dict:
     if len(rounds) > 1 and rows:
         between = [compare_stats.rounds_interval(d, alpha) for d in round_deltas]
         flags = compare_stats.holm([p for _, _, p in between], alpha=alpha)
-        stats = [dataclasses.replace(stat, ci_low_pct=lo, ci_high_pct=hi, p_value=p,
-                                     significant=flag)
+        stats = [compare_stats.decided(dataclasses.replace(
+                     stat, ci_low_pct=lo, ci_high_pct=hi, p_value=p, significant=flag))
                  for stat, (lo, hi, p), flag in zip(stats, between, flags)]
         shape_rounds = compare_stats.round_stats([list(d) for d in zip(*round_deltas)])
         for row, agg, key, stat in zip(rows, shape_rounds, ordered, stats):

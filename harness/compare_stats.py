@@ -21,7 +21,7 @@ Everything here is pure: lists of floats in, numbers out. numpy only.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Sequence
 
 import numpy as np
@@ -200,8 +200,17 @@ def shape_stats(pairs, alpha: float = 0.05, seed: int = 0,
                                             n_boot=n_boot))
         p_values.append(mann_whitney_p(samples_a, samples_b))
     flags = holm(p_values, alpha=alpha)
-    return [ShapeStat(delta_pct=d, ci_low_pct=lo, ci_high_pct=hi, p_value=p, significant=s)
+    return [decided(ShapeStat(delta_pct=d, ci_low_pct=lo, ci_high_pct=hi, p_value=p,
+                              significant=s))
             for d, (lo, hi), p, s in zip(deltas, intervals, p_values, flags)]
+
+
+def decided(stat: ShapeStat) -> ShapeStat:
+    """A shape is significant only when the test rejects and its interval has a direction:
+    the rank test and the bootstrap interval can disagree near the edge."""
+    if stat.significant and direction(stat) == 0:
+        return replace(stat, significant=False)
+    return stat
 
 
 def summarize(stats: Sequence[ShapeStat], ratios: Sequence[float] | None = None) -> dict:
@@ -215,8 +224,8 @@ def summarize(stats: Sequence[ShapeStat], ratios: Sequence[float] | None = None)
         ratios = [s.ratio for s in stats]
     deltas = np.array([s.delta_pct for s in stats], dtype=float)
     deltas = deltas[np.isfinite(deltas)]
-    faster = sum(1 for s in stats if s.significant and _finite(s.delta_pct) and s.delta_pct > 0)
-    slower = sum(1 for s in stats if s.significant and _finite(s.delta_pct) and s.delta_pct < 0)
+    faster = sum(1 for s in stats if s.significant and direction(s) > 0)
+    slower = sum(1 for s in stats if s.significant and direction(s) < 0)
     return {
         "n": len(stats),
         "geomean_speedup": geomean(ratios),
@@ -227,6 +236,18 @@ def summarize(stats: Sequence[ShapeStat], ratios: Sequence[float] | None = None)
         "slower": slower,
         "unchanged": len(stats) - faster - slower,
     }
+
+
+def direction(stat: ShapeStat) -> int:
+    """+1 B faster, -1 B slower, 0 undecided — read from the interval where there is one: with
+    rounds the reported delta is the median of the per-round deltas while the test is on
+    their mean, and the two can disagree in sign when rounds split into two groups."""
+    low, high = stat.ci_low_pct, stat.ci_high_pct
+    if _finite(low) and _finite(high):
+        return 1 if low > 0 else -1 if high < 0 else 0
+    if _finite(stat.delta_pct):
+        return 1 if stat.delta_pct > 0 else -1 if stat.delta_pct < 0 else 0
+    return 0
 
 
 def geomean(values: Sequence[float]) -> float:

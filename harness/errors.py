@@ -76,13 +76,14 @@ def failure_detail(exc: BaseException, limit: int = 240) -> str:
     import os
     import traceback
     frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
-    message = one_line(exc, limit)
     if not frames:
-        return message
+        return one_line(exc, limit)
     last = frames[-1]
     where = f"at {os.path.basename(last.filename)}:{last.lineno} in {last.name}"
     if last.line:
         where += f": {' '.join(last.line.split())}"
+    where = one_line(where, limit // 2)
+    message = one_line(exc, max(40, limit - len(where) - 1))   # long messages keep the place
     if message == type(exc).__name__:
         message += " (no message)"
-    return one_line(f"{message} {where}", limit)
+    return f"{message} {where}"

@@ -27,7 +27,7 @@ from typing import Iterable, Sequence
 DEFAULT_SCRUB: tuple[str, ...] = (
     r', "ttg[.]rlc-[^"]*" = [0-9-]+ : i32(?=\s*\})',
     r'"ttg[.]rlc-[^"]*" = [0-9-]+ : i32, ?',
-    r'(?<=loc\(")[^"]*/',           # directory of a source location's file
+    r'(?<=")[^"]*/(?=[^"/]*":[0-9]+:[0-9]+)',   # directory of a source file:line:col
 )
 NO_IR = "no IR"
 _CVT = re.compile(r"\bttg\.convert_layout\b")

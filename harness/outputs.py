@@ -49,6 +49,7 @@ def _tensor_digest(tensor) -> dict:
         flat = torch.view_as_real(flat).reshape(-1)
     if not flat.numel():
         return entry
+    entry["elements"] = flat.numel()
     step = max(1, flat.numel() // SAMPLE)
     entry["sample"] = [float(v) for v in flat[::step][:SAMPLE].to(torch.float64).cpu().tolist()]
     if flat.is_floating_point():
@@ -69,11 +70,15 @@ def _close(a: float, b: float, tol: float) -> bool:
         return True
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):      # unequal, and no tolerance covers an infinity
+        return False
     return abs(a - b) <= tol
 
 
 def _rms(entry: dict) -> float:
-    count = math.prod(entry["shape"]) - entry.get("nan", 0) - entry.get("inf", 0)
+    # `elements` counts real values (a complex element is two); older digests lack it
+    total = entry.get("elements", math.prod(entry["shape"]))
+    count = total - entry.get("nan", 0) - entry.get("inf", 0)
     return entry["norm"] / math.sqrt(count) if count > 0 else 0.0
 
 

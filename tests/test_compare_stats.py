@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from harness.compare_stats import (ShapeStat, bootstrap_delta_ci, delta_pct, geomean, holm,
-                                   mann_whitney_p, round_stats, rounds_interval, shape_stats,
-                                   side_spread, summarize, t_critical, t_two_sided_p)
+                                   direction, mann_whitney_p, round_stats, rounds_interval,
+                                   shape_stats, side_spread, summarize, t_critical,
+                                   t_two_sided_p)
 
 
 def _lognormal(rng, median, n, sigma=0.02):
@@ -211,3 +212,19 @@ def test_rounds_interval_uses_the_spread_between_rounds():
     assert lo < 0 < hi and p > 0.2
     assert math.isnan(rounds_interval([1.0])[2])
     assert rounds_interval([0.5, 0.5, 0.5]) == (0.5, 0.5, 0.0)
+
+
+def test_direction_of_a_significant_change_comes_from_its_interval():
+    """Rounds split 5 x -0.1% and 4 x +3%: the median delta is negative, the mean (which the
+    t-test is about) positive. The verdict must follow the test, not the median's sign."""
+    deltas = [-0.1] * 5 + [3.0] * 4
+    low, high, p = rounds_interval(deltas)
+    assert low > 0 and p < 0.05
+    stat = ShapeStat(delta_pct=float(np.median(deltas)), ci_low_pct=low, ci_high_pct=high,
+                     p_value=p, significant=True)
+    assert stat.delta_pct < 0 and direction(stat) == 1
+    summary = summarize([stat])
+    assert summary["faster"] == 1 and summary["slower"] == 0
+    straddling = ShapeStat(delta_pct=-2.0, ci_low_pct=-3.0, ci_high_pct=0.5, p_value=0.01,
+                           significant=True)
+    assert direction(straddling) == 0 and summarize([straddling])["unchanged"] == 1

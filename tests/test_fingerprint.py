@@ -116,12 +116,14 @@ def test_bad_scrub_pattern_is_a_clear_error(tmp_path):
 
 def test_default_scrub_is_the_rlc_attribute_and_source_directories():
     text = with_rlc(MODULE, {"enhance": 1, "mask": -13})
-    located = '#loc = loc("/home/u/.flaggems/code_cache/pw_add.py":12:0)\n'
+    located = ('#loc = loc("/home/u/.flaggems/code_cache/pw_add.py":12:0)\n'
+               '#loc7 = loc("x/y"("/tmp/r1/gen.py":3:4))\n')
     for pattern in DEFAULT_SCRUB:
         text = re.sub(pattern, "", text)
         located = re.sub(pattern, "", located)
     assert text == MODULE
-    assert located == '#loc = loc("pw_add.py":12:0)\n'
+    # file locations lose their directory, nested ones too; a name location keeps its text
+    assert located == '#loc = loc("pw_add.py":12:0)\n#loc7 = loc("x/y"("gen.py":3:4))\n'
 
 
 def test_same_code_from_another_directory_fingerprints_equal(tmp_path, real_ttgir):

@@ -58,3 +58,18 @@ def test_reordered_float32_reduction_agrees_but_lost_precision_does_not():
     one_off.view(-1)[0] += 0.01 * float(ref.square().mean().sqrt())
     assert "1 of 256 sampled elements differ" in outputs.compare(outputs.digest(one_off),
                                                                  outputs.digest(ref))
+
+
+def test_an_infinity_is_never_within_tolerance_of_anything_else():
+    plus = torch.tensor([1.0, float("inf"), 2.0])
+    minus = torch.tensor([1.0, float("-inf"), 2.0])
+    assert "sampled elements differ" in outputs.compare(outputs.digest(minus),
+                                                        outputs.digest(plus))
+
+
+def test_complex_outputs_scale_by_their_real_values():
+    z = torch.randn(64, dtype=torch.complex64)
+    d = outputs.digest(z)
+    assert d[0]["elements"] == 128
+    assert outputs.compare(outputs.digest(z * (1 + 1e-6)), d) is None
+    assert outputs.compare(outputs.digest(z * 1.01), d) is not None

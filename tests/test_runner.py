@@ -168,3 +168,8 @@ def test_failure_detail_says_where_a_bare_assert_was_raised():
         raise ValueError("bad block size\nsecond line")
     except ValueError as exc:
         assert failure_detail(exc).startswith("bad block size at test_runner.py:")
+    try:
+        raise RuntimeError("x" * 400)            # long compiler errors keep the location
+    except RuntimeError as exc:
+        detail = failure_detail(exc)
+    assert len(detail) <= 240 and "at test_runner.py:" in detail
