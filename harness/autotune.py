@@ -34,6 +34,7 @@ import atexit
 import contextlib
 import functools
 import gc
+import hashlib
 import importlib
 import inspect
 import json
@@ -500,7 +501,6 @@ def records_digest(record_dir) -> str | None:
     """sha256 of a record run's records file: what "pinned to the same record" compares, so
     a run directory copied to another machine or moved keeps its identity. None when the
     run has no records file."""
-    import hashlib
     path = Path(record_dir) / RECORDS_FILE
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()

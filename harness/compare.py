@@ -5,7 +5,6 @@ in `compare_stats`, presentation in `ab_table` / `report_html`.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,9 +84,10 @@ def check_caliber(a: Run, b: Run, label: str | None = None) -> CaliberCheck:
         if run.caliber.get("autotune_mode") == "record" and cache.startswith("shared"):
             check.warnings.append(f"WARNING [caliber] {label}: side {side} recorded on a shared "
                                   f"tuner cache {cache}")
-    if not _same_record(a, b):
+    source_a, source_b = _replay_source(a), _replay_source(b)
+    if not _same_record(source_a, source_b):
         check.problems.append(f"!!! [caliber] {label}: configs not pinned to the same record: "
-                              f"A uses {_describe_source(a)}, B uses {_describe_source(b)}")
+                              f"A uses {_describe(source_a)}, B uses {_describe(source_b)}")
     if a.op != b.op:
         check.problems.append(f"!!! [caliber] {label}: op differs: A={a.op}, B={b.op}")
     return check
@@ -106,13 +106,13 @@ def _replay_source(run: Run) -> tuple[str | None, str]:
     return digest, source.resolve().name
 
 
-def _same_record(a: Run, b: Run) -> bool:
-    (digest_a, id_a), (digest_b, id_b) = _replay_source(a), _replay_source(b)
+def _same_record(source_a: tuple[str | None, str], source_b: tuple[str | None, str]) -> bool:
+    (digest_a, id_a), (digest_b, id_b) = source_a, source_b
     return digest_a == digest_b if digest_a and digest_b else id_a == id_b
 
 
-def _describe_source(run: Run) -> str:
-    digest, run_id = _replay_source(run)
+def _describe(source: tuple[str | None, str]) -> str:
+    digest, run_id = source
     return f"{run_id} (records {digest[:12]})" if digest else run_id
 
 
@@ -172,37 +172,33 @@ def compare_runs(rounds: list[tuple[Run, Run]], alpha: float = 0.05) -> dict:
     common = set.intersection(*keys) if keys else set()
     ordered = [row_key(ra) for ra, _ in per_round[0][0] if row_key(ra) in common]
     by_round = [{row_key(ra): (ra, rb) for ra, rb in pairs} for pairs, _ in per_round]
+    multi = len(rounds) > 1
     rows, inputs, round_deltas = [], [], []
     for key in ordered:
         pairs = [br[key] for br in by_round]
         a_ms = _median([ra.gems_ms for ra, _ in pairs])
         b_ms = _median([rb.gems_ms for _, rb in pairs])
-        samples_a = [s for ra, _ in pairs for s in ra.gems.samples_ms]
-        samples_b = [s for _, rb in pairs for s in rb.gems.samples_ms]
-        inputs.append((samples_a, samples_b, a_ms, b_ms))
-        round_deltas.append([compare_stats.delta_pct(ra.gems_ms, rb.gems_ms) for ra, rb in pairs])
+        if multi:
+            round_deltas.append([compare_stats.delta_pct(ra.gems_ms, rb.gems_ms)
+                                 for ra, rb in pairs])
+        else:
+            (ra, rb), = pairs
+            inputs.append((ra.gems.samples_ms, rb.gems.samples_ms, a_ms, b_ms))
         rows.append({"variant": key[0], "dtype": key[1], "shape_detail": key[2],
                      "occurrence": key[3],
                      "a_ms": a_ms, "b_ms": b_ms, "annotations": _annotations(pairs),
                      "timer_a": pairs[0][0].timer, "timer_b": pairs[0][1].timer})
-    stats = compare_stats.shape_stats(inputs, alpha=alpha)
+    stats = (compare_stats.rounds_stats(round_deltas, alpha) if multi
+             else compare_stats.shape_stats(inputs, alpha=alpha))
     for row, stat in zip(rows, stats):
         row.update({"delta_pct": stat.delta_pct, "ci_low_pct": stat.ci_low_pct,
                     "ci_high_pct": stat.ci_high_pct, "p_value": stat.p_value,
-                    "significant": stat.significant, "rounds": None, "interval": "samples"})
-    if len(rounds) > 1 and rows:
-        between = [compare_stats.rounds_interval(d, alpha) for d in round_deltas]
-        flags = compare_stats.holm([p for _, _, p in between], alpha=alpha)
-        stats = [compare_stats.decided(dataclasses.replace(
-                     stat, ci_low_pct=lo, ci_high_pct=hi, p_value=p, significant=flag))
-                 for stat, (lo, hi, p), flag in zip(stats, between, flags)]
+                    "significant": stat.significant, "rounds": None,
+                    "interval": "rounds" if multi else "samples"})
+    if multi and rows:
         shape_rounds = compare_stats.round_stats([list(d) for d in zip(*round_deltas)])
-        for row, agg, key, stat in zip(rows, shape_rounds, ordered, stats):
-            row.update({"ci_low_pct": stat.ci_low_pct, "ci_high_pct": stat.ci_high_pct,
-                        "p_value": stat.p_value, "significant": stat.significant,
-                        "interval": "rounds"})
+        for row, agg, key in zip(rows, shape_rounds, ordered):
             row["rounds"] = agg
-            row["delta_pct"] = agg["median_delta_pct"]
             pairs = [br[key] for br in by_round]
             row["spread_a_pct"] = compare_stats.side_spread([ra.gems_ms for ra, _ in pairs])
             row["spread_b_pct"] = compare_stats.side_spread([rb.gems_ms for _, rb in pairs])
@@ -213,12 +209,8 @@ def compare_runs(rounds: list[tuple[Run, Run]], alpha: float = 0.05) -> dict:
                        "occurrence": k[3],
                        "status": "-", "reason": "did not pair in every round"}
                       for k in sorted(set.union(*keys) - common)] if len(keys) > 1 else []
-    if len(rounds) > 1 and rows:
-        # The table shows the median across rounds: the summary must describe the same numbers.
-        stats = [dataclasses.replace(stat, delta_pct=row["delta_pct"])
-                 for stat, row in zip(stats, rows)]
     summary = compare_stats.summarize(stats)
-    if len(rounds) > 1 and rows:
+    if multi and rows:
         summary["per_round_median_delta_pct"] = [
             _median([d[i] for d in round_deltas]) for i in range(len(rounds))]
         summary["sign_unstable"] = sum(1 for r in rows if not r["rounds"]["sign_stable"])

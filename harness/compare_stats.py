@@ -205,6 +205,18 @@ def shape_stats(pairs, alpha: float = 0.05, seed: int = 0,
             for d, (lo, hi), p, s in zip(deltas, intervals, p_values, flags)]
 
 
+def rounds_stats(per_shape_deltas: Sequence[Sequence[float]],
+                 alpha: float = 0.05) -> list[ShapeStat]:
+    """Statistics for every shape of one op measured over several rounds, with Holm across
+    the shapes. `per_shape_deltas` holds each shape's per-round deltas; a shape's delta is
+    their median, its interval and p-value come from `rounds_interval`."""
+    between = [rounds_interval(d, alpha) for d in per_shape_deltas]
+    flags = holm([p for _, _, p in between], alpha=alpha)
+    return [decided(ShapeStat(delta_pct=_finite_median(d), ci_low_pct=lo, ci_high_pct=hi,
+                              p_value=p, significant=flag))
+            for d, (lo, hi, p), flag in zip(per_shape_deltas, between, flags)]
+
+
 def decided(stat: ShapeStat) -> ShapeStat:
     """A shape is significant only when the test rejects and its interval has a direction:
     the rank test and the bootstrap interval can disagree near the edge."""
@@ -287,12 +299,17 @@ def _one_shape_rounds(values: np.ndarray) -> dict:
     all_finite = finite.size == values.size and values.size > 0
     stable = all_finite and (bool(np.all(finite > 0)) or bool(np.all(finite <= 0)))
     return {
-        "median_delta_pct": float(np.median(finite)) if finite.size else math.nan,
+        "median_delta_pct": _finite_median(values),
         "min_delta_pct": float(finite.min()) if finite.size else math.nan,
         "max_delta_pct": float(finite.max()) if finite.size else math.nan,
         "sign_stable": stable,
         "rounds": int(values.size),
     }
+
+
+def _finite_median(values) -> float:
+    finite = _clean(values)
+    return float(np.median(finite)) if finite.size else math.nan
 
 
 def _bootstrap_medians(samples: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:

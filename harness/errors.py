@@ -4,6 +4,9 @@ Every error here is printed as one line, without a traceback, by the CLI.
 """
 from __future__ import annotations
 
+import os
+import traceback
+
 EXIT_OK = 0
 EXIT_FAILED_CASES = 1
 EXIT_USAGE = 2
@@ -73,8 +76,6 @@ def one_line(text: object, limit: int = 240) -> str:
 def failure_detail(exc: BaseException, limit: int = 240) -> str:
     """One line for a failed case: the error's first line, and where it was raised (innermost
     frame: file name, line, function, source line) — a bare `assert` says nothing otherwise."""
-    import os
-    import traceback
     frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
     if not frames:
         return one_line(exc, limit)
