@@ -6,8 +6,8 @@ import importlib
 import importlib.util
 import os
 
-from .base import (Adapter, Case, CaseInputs, MissingShapes, UnknownOp, UnsupportedDtype,
-                   suggest)
+from .base import (Adapter, Case, CaseInputs, MissingShapes, TunerCache, TunerSupport, UnknownOp,
+                   UnsupportedDtype, suggest)
 
 ADAPTERS = {
     "builtin": "adapters.builtin:BuiltinAdapter",
@@ -49,5 +49,5 @@ def default_adapter_name(flaggems_dir: str | None = None) -> str:
     return "flaggems" if found else "builtin"
 
 
-__all__ = ["Adapter", "Case", "CaseInputs", "UnknownOp", "UnsupportedDtype", "MissingShapes",
+__all__ = ["Adapter", "Case", "CaseInputs", "TunerSupport", "TunerCache", "UnknownOp", "UnsupportedDtype", "MissingShapes",
            "UnknownAdapter", "adapter_names", "get_adapter", "default_adapter_name", "suggest"]

@@ -43,6 +43,25 @@ class Case:
     info: dict = field(default_factory=dict)                  # adapter-specific identity
 
 
+@dataclass(frozen=True)
+class TunerSupport:
+    """Tuners of the adapter's library beyond Triton's Autotuner: their classes (hooked for
+    record/replay like Autotuner, subclasses included) and a reset of dispatch caches that
+    would launch a cached kernel without asking the tuner (called once the hook is in)."""
+    classes: Sequence[type] = ()
+    reset: Callable[[], Any] | None = None
+
+
+@dataclass(frozen=True)
+class TunerCache:
+    """A persistent tuner cache of the adapter's library: the environment that selects it
+    (None unsets a variable), its description for the caliber, and private directories to
+    remove after the run."""
+    env: dict = field(default_factory=dict)
+    description: str = "none"
+    private_dirs: tuple[str, ...] = ()
+
+
 class UnknownOp(ValueError):
     pass
 
@@ -62,8 +81,9 @@ def suggest(name: str, candidates: Sequence[str], n: int = 3) -> str:
 
 class Adapter(ABC):
     name = ""
-    uses_tuner_db = False      # a persistent tuner cache (FlagGems' LibTuner DB) is involved
     checks_outputs = False     # cases carry a check against the baseline's output
+    env_prefixes: tuple[str, ...] = ()     # environment variables run.json records
+    version_packages: tuple[str, ...] = ()  # packages whose versions run.json records
 
     @abstractmethod
     def available(self) -> tuple[bool, str]:
@@ -102,7 +122,7 @@ class Adapter(ABC):
 
     def prepare(self, ops: Sequence[str], backend, level: str, shapes) -> None:
         """Import and configure what the cases need, before any run directory exists;
-        raise harness.errors.PreflightError when that cannot work here."""
+        raise harness.common.errors.PreflightError when that cannot work here."""
 
     def default_shape_mode(self) -> str:
         return "default"
@@ -110,7 +130,7 @@ class Adapter(ABC):
     @abstractmethod
     def cases(self, op: str, dtypes: Sequence[str] | None, shapes, level: str,
               backend, device: str) -> Iterator[Case]:
-        """Yield the cases to time. `shapes` is a `harness.shapes.ShapeFile` or None (the
+        """Yield the cases to time. `shapes` is a `harness.run.shapes.ShapeFile` or None (the
         adapter's own shapes); `dtypes` None means the op's own defaults."""
 
     @abstractmethod
@@ -123,3 +143,18 @@ class Adapter(ABC):
 
     def identity(self, op: str | None = None) -> dict:
         return {"adapter": self.name}
+
+    # ---- the library's tuners and caches (none by default) -------------------------------
+    def tuner_support(self) -> TunerSupport | None:
+        """Extra tuner classes to hook; called after `prepare`, before the first launch."""
+        return None
+
+    def tuner_cache(self, root, isolate: bool, environ) -> TunerCache:
+        """The library's persistent tuner cache for this invocation (`isolate`: a private
+        one under `root`). Set before `prepare` imports the library."""
+        return TunerCache()
+
+    # ---- the corpus, for `zlh ops` -----------------------------------------------------------
+    def describe_ops(self, include_hidden: bool = False) -> list[dict]:
+        """One dict per op (at least `op`), in display order."""
+        return [{"op": op} for op in self.ops()]

@@ -20,7 +20,6 @@ class AscendBackend(Backend):
             visibility_keys=("ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES"),
             supports_graph=False,   # event timing only
             supports_events=True,
-            flaggems_vendor="ascend",
             telemetry_command=(),   # npu-smi has no machine-readable query: no telemetry
             fatal_patterns=ASCEND_FATAL,
         )

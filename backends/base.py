@@ -90,7 +90,6 @@ class Backend:
     visibility_keys: tuple[str, ...] = ()  # first key is the one the harness sets
     supports_graph: bool = False
     supports_events: bool = False
-    flaggems_vendor: str | None = None
     telemetry_command: tuple[str, ...] = ()
     capture_deny: frozenset[str] = frozenset()
     # Substrings (lower case) matched against the error text with generic footers removed.
@@ -156,16 +155,12 @@ class Backend:
                 env.pop(key, None)
             env[self.visibility_keys[0]] = value
         env.update(self.extra_env)
-        if self.flaggems_vendor:
-            env["GEMS_VENDOR"] = self.flaggems_vendor
         return env
 
     def activate(self, device_index: int) -> None:
         """Make this backend current in this process (device selection, env the stack reads)."""
         for key, value in self.extra_env.items():
             os.environ.setdefault(key, value)
-        if self.flaggems_vendor:
-            os.environ.setdefault("GEMS_VENDOR", self.flaggems_vendor)
         self.torch_module().set_device(device_index)
 
     def torch_device(self, index: int) -> str:
@@ -264,7 +259,6 @@ class Backend:
             "visibility": ",".join(self.visibility_keys) or "-",
             "graph": self.supports_graph,
             "events": self.supports_events,
-            "flaggems_vendor": self.flaggems_vendor or "-",
             "telemetry": " ".join(self.telemetry_command[:1]) or "-",
             "available": self.is_available(),
         }

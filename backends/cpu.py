@@ -16,7 +16,6 @@ class CpuBackend(Backend):
             visibility_keys=(),
             supports_graph=False,
             supports_events=False,
-            flaggems_vendor=None,
             extra_env={"TRITON_INTERPRET": "1"},
         )
 

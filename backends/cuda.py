@@ -39,7 +39,6 @@ class CudaBackend(Backend):
             visibility_keys=("CUDA_VISIBLE_DEVICES",),
             supports_graph=True,
             supports_events=True,
-            flaggems_vendor="nvidia",
             telemetry_command=("nvidia-smi", "--query-gpu=" + ",".join(NVIDIA_SMI_QUERY),
                                "--format=csv,noheader,nounits"),
             fatal_patterns=CUDA_FATAL,

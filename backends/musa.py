@@ -24,7 +24,6 @@ class MusaBackend(Backend):
             visibility_keys=("MUSA_VISIBLE_DEVICES", "MTHREADS_VISIBLE_DEVICES"),
             supports_graph=True,
             supports_events=True,
-            flaggems_vendor="mthreads",
             telemetry_command=("mthreads-gmi", "-q", "-d", "TEMPERATURE,CLOCK,POWER,UTILIZATION",
                                "--json"),
             # unique2 turns the context unusable after two recoverable capture failures.

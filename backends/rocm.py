@@ -16,7 +16,6 @@ class RocmBackend(Backend):
             visibility_keys=("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"),
             supports_graph=False,   # not validated on ROCm yet: event timing only
             supports_events=True,
-            flaggems_vendor="amd",
             telemetry_command=("rocm-smi", "--showuse", "--showtemp", "--showpower",
                                "--showclocks", "--json"),
             fatal_patterns=CUDA_FATAL + ("hipErrorIllegalAddress".lower(),

@@ -19,8 +19,8 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 
 from backends.cuda import CUDA_FATAL, CUDA_POISONED  # noqa: E402
 from backends.base import Backend, DeviceIdentity  # noqa: E402
-from harness.stopping import StoppingRule  # noqa: E402
-from harness.timers import Budget  # noqa: E402
+from harness.measure.stopping import StoppingRule  # noqa: E402
+from harness.measure.timers import Budget  # noqa: E402
 
 
 class FakeEvent:

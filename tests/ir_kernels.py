@@ -166,3 +166,10 @@ def private_cache(path):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def measured(kernel, times=1):
+    """`launch`, as the function under test's call: its launches are the case's measured
+    code (outside such a call, a launch in a case window is set-up)."""
+    from harness.compile.ir.triton_hooks import timed_call
+    timed_call(lambda: launch(kernel, times))()

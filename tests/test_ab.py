@@ -9,13 +9,16 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from harness import ab as abmod
-from harness import compare
+from harness.ab import compare, guard, orchestrate as abmod, pairing
+from harness.ab.report import ABReport
+from harness.ab.sides import ABPlan, Side
 from harness.cli import main
-from harness.identity import CALIBER_FIELDS
-from harness.measurement import Measurement
-from harness.results import FAILED, SUCCESS, Row
-from harness.rundir import RunDir
+from harness.run.options import BenchOptions
+from harness.store.caliber import Caliber
+from harness.store.reader import load_run
+from harness.measure.measurement import Measurement
+from harness.store.results import FAILED, SUCCESS, Row
+from harness.store.rundir import RunDir
 
 CALIBER = {"backend": "cuda", "device": "NVIDIA H200", "timer": "graph", "bench_level": "core",
            "shape_mode": "upstream", "tuner_cache": "isolated", "repeat": 1, "l2_policy": "warm",
@@ -51,13 +54,13 @@ def make_run(root, name, latencies, caliber=None, mode="record", statuses=None, 
     return run.path
 
 
-@pytest.mark.parametrize("field", [f for f in CALIBER_FIELDS if f != "autotune_mode"])
+@pytest.mark.parametrize("field", [f for f in Caliber.field_names() if f != "autotune_mode"])
 def test_every_caliber_field_is_guarded(tmp_path, field):
     other = {"stopping": {"min_samples": 5}, "repeat": 3, "warmup_ms": 1.0,
              "ir_capture": False}.get(field, "something-else")
     a = make_run(tmp_path, "a", {"64x64": 1.0})
     b = make_run(tmp_path, "b", {"64x64": 1.0}, caliber={field: other}, mode="replay")
-    check = compare.check_caliber(compare.load_run(a), compare.load_run(b))
+    check = guard.check_caliber(load_run(a), load_run(b))
     assert not check.ok
     assert any(line.startswith(f"!!! [caliber] softmax: {field} differs: A=") for line in
                check.problems)
@@ -66,10 +69,10 @@ def test_every_caliber_field_is_guarded(tmp_path, field):
 def test_missing_identity_and_both_record_are_refused(tmp_path):
     a = make_run(tmp_path, "a", {"64x64": 1.0})
     bare = make_run(tmp_path, "bare", {"64x64": 1.0}, caliber=False)
-    check = compare.check_caliber(compare.load_run(a), compare.load_run(bare))
+    check = guard.check_caliber(load_run(a), load_run(bare))
     assert not check.ok and "side B has no identity" in check.problems[0]
     b = make_run(tmp_path, "b", {"64x64": 1.0}, mode="record")
-    check = compare.check_caliber(compare.load_run(a), compare.load_run(b))
+    check = guard.check_caliber(load_run(a), load_run(b))
     assert any("both sides record" in p for p in check.problems)
 
 
@@ -77,7 +80,7 @@ def test_record_against_replay_passes_and_shared_cache_only_warns(tmp_path):
     a = make_run(tmp_path, "a", {"64x64": 1.0}, caliber={"tuner_cache": "shared(/x)"})
     b = make_run(tmp_path, "b", {"64x64": 1.0}, caliber={"tuner_cache": "shared(/x)"},
                  mode="replay", replay_from=a)
-    check = compare.check_caliber(compare.load_run(a), compare.load_run(b))
+    check = guard.check_caliber(load_run(a), load_run(b))
     assert check.ok
     assert check.warnings and "shared tuner cache" in check.warnings[0]
 
@@ -86,16 +89,16 @@ def test_replay_of_another_record_is_refused(tmp_path):
     a = make_run(tmp_path, "a", {"64x64": 1.0})
     x = make_run(tmp_path, "x", {"64x64": 1.0})
     b = make_run(tmp_path, "b", {"64x64": 1.0}, mode="replay", replay_from=x)
-    check = compare.check_caliber(compare.load_run(a), compare.load_run(b))
+    check = guard.check_caliber(load_run(a), load_run(b))
     assert any("not pinned to the same record" in p for p in check.problems)
     c = make_run(tmp_path, "c", {"64x64": 1.0}, mode="replay", replay_from=a)
-    assert compare.check_caliber(compare.load_run(a), compare.load_run(c)).ok
+    assert guard.check_caliber(load_run(a), load_run(c)).ok
 
 
 def test_runs_moved_elsewhere_stay_pinned_to_their_record(tmp_path):
     """Run directories copied off the machine that made them: the record is known by the
     digest of its records file, not by the path the replay saw."""
-    from harness.autotune import RECORDS_FILE, records_digest
+    from harness.compile.autotune import RECORDS_FILE, records_digest
     a = make_run(tmp_path / "device", "a", {"64x64": 1.0})
     (a / RECORDS_FILE).parent.mkdir(parents=True, exist_ok=True)
     (a / RECORDS_FILE).write_text('{"kernels": {"k": {"(64,)": {"kwargs": {"B": 64}}}}}')
@@ -106,32 +109,32 @@ def test_runs_moved_elsewhere_stay_pinned_to_their_record(tmp_path):
     moved = tmp_path / "laptop"
     shutil.move(str(tmp_path / "device"), str(moved))
     a2, b2 = moved / a.name, moved / b.name
-    assert compare.check_caliber(compare.load_run(a2), compare.load_run(b2)).ok
+    assert guard.check_caliber(load_run(a2), load_run(b2)).ok
     (a2 / RECORDS_FILE).write_text('{"kernels": {"k": {"(64,)": {"kwargs": {"B": 128}}}}}')
-    check = compare.check_caliber(compare.load_run(a2), compare.load_run(b2))
+    check = guard.check_caliber(load_run(a2), load_run(b2))
     assert any("not pinned to the same record" in p for p in check.problems)
     # a replay written without the digest, its record moved away: paired by the record's id
     del info["autotune_replay_records_sha256"]
     (b2 / "run.json").write_text(json.dumps(info))
-    assert compare.check_caliber(compare.load_run(a2), compare.load_run(b2)).ok
+    assert guard.check_caliber(load_run(a2), load_run(b2)).ok
     other = make_run(tmp_path / "laptop", "x", {"64x64": 1.0})
-    check = compare.check_caliber(compare.load_run(other), compare.load_run(b2))
+    check = guard.check_caliber(load_run(other), load_run(b2))
     assert any("not pinned to the same record" in p for p in check.problems)
 
 
 def test_variants_pair_separately(tmp_path):
     a = make_run(tmp_path, "a", {"s1": 1.0})
     b = make_run(tmp_path, "b", {"s1": 1.0}, mode="replay", replay_from=a)
-    run_a, run_b = compare.load_run(a), compare.load_run(b)
+    run_a, run_b = load_run(a), load_run(b)
     run_a.rows[0].variant, run_b.rows[0].variant = "div[trunc]", "div[floor]"
-    pairs, unpaired = compare.pair_rows(run_a.rows, run_b.rows)
+    pairs, unpaired = pairing.pair_rows(run_a.rows, run_b.rows)
     assert not pairs and {u["variant"] for u in unpaired} == {"div[trunc]", "div[floor]"}
 
 
 def test_pairing_lists_every_unpaired_case(tmp_path):
     a = make_run(tmp_path, "a", {"s1": 1.0, "s2": 2.0, "s3": 3.0}, statuses={"s2": FAILED})
     b = make_run(tmp_path, "b", {"s1": 1.0, "s2": 2.0, "s4": 4.0}, mode="replay")
-    pairs, unpaired = compare.pair_rows(compare.load_run(a).rows, compare.load_run(b).rows)
+    pairs, unpaired = pairing.pair_rows(load_run(a).rows, load_run(b).rows)
     assert [ra.shape_detail for ra, _ in pairs] == ["s1"]
     reasons = {(u["side"], u["shape_detail"]): u["reason"] for u in unpaired}
     assert reasons == {("A", "s2"): "boom", ("A", "s3"): "no such case on side B",
@@ -141,7 +144,7 @@ def test_pairing_lists_every_unpaired_case(tmp_path):
 def test_report_signs_and_significance(tmp_path):
     a = make_run(tmp_path, "a", {"s1": 1.00, "s2": 2.00, "s3": 3.00}, seed=1)
     b = make_run(tmp_path, "b", {"s1": 0.90, "s2": 2.20, "s3": 3.00}, mode="replay", seed=2)
-    report = compare.compare_runs([(compare.load_run(a), compare.load_run(b))])
+    report = compare.compare_runs([(load_run(a), load_run(b))]).to_dict()
     rows = {r["shape_detail"]: r for r in report["rows"]}
     assert rows["s1"]["delta_pct"] == pytest.approx(11.1, abs=0.6)       # B faster
     assert rows["s2"]["delta_pct"] == pytest.approx(-9.1, abs=0.6)       # B slower
@@ -158,7 +161,7 @@ def test_output_gate_flags_wrong_results(tmp_path):
     a = make_run(tmp_path, "a", {"s1": 1.0, "s2": 1.0}, outputs={"s1": good, "s2": good})
     b = make_run(tmp_path, "b", {"s1": 0.5, "s2": 1.0}, mode="replay",
                  outputs={"s1": bad, "s2": good})
-    report = compare.compare_runs([(compare.load_run(a), compare.load_run(b))])
+    report = compare.compare_runs([(load_run(a), load_run(b))]).to_dict()
     (mismatch,) = report["output_mismatches"]
     assert mismatch["shape_detail"] == "s1" and "norm" in mismatch["reason"]
 
@@ -173,19 +176,19 @@ def test_rounds_judge_significance_between_processes_not_pooled_samples(tmp_path
                          mode="record" if i == 0 else "replay")
             b = make_run(tmp_path, f"b{i}-{lb}", {"64x64": lb, "1024": 10 * lb}, seed=10 + i,
                          mode="replay")
-            pairs.append((compare.load_run(a), compare.load_run(b)))
+            pairs.append((load_run(a), load_run(b)))
         return pairs
 
-    noise = compare.compare_runs(rounds_of([1.00, 1.02, 0.99], [1.01, 1.00, 1.01]))
-    pooled = compare.compare_runs(rounds_of([1.00, 1.02, 0.99], [1.01, 1.00, 1.01])[:1])
+    noise = compare.compare_runs(rounds_of([1.00, 1.02, 0.99], [1.01, 1.00, 1.01])).to_dict()
+    pooled = compare.compare_runs(rounds_of([1.00, 1.02, 0.99], [1.01, 1.00, 1.01])[:1]).to_dict()
     assert pooled["rows"][0]["significant"]          # one round: the processes' own noise only
     assert all(not r["significant"] and r["interval"] == "rounds" for r in noise["rows"])
     assert noise["summary"]["unchanged"] == 2
-    from harness.ab_report import render_terminal
-    assert "95% CI (rounds)" in render_terminal(noise, colour=False)
+    from harness.ab.render import render_terminal
+    assert "95% CI (rounds)" in render_terminal(ABReport.from_dict(noise), colour=False)
     assert "one round: intervals and p-values see each process's own noise only" in \
-        render_terminal(pooled, colour=False)
-    real = compare.compare_runs(rounds_of([1.00, 1.01, 0.99], [0.90, 0.91, 0.89]))
+        render_terminal(ABReport.from_dict(pooled), colour=False)
+    real = compare.compare_runs(rounds_of([1.00, 1.01, 0.99], [0.90, 0.91, 0.89])).to_dict()
     assert all(r["significant"] and r["ci_low_pct"] > 5 for r in real["rows"])
     assert real["summary"]["faster"] == 2
 
@@ -215,22 +218,24 @@ def test_cli_json_has_rows_and_summary(tmp_path):
 # Short budgets; the warm-up still covers the first calls of a fresh process (one-time costs
 # there once made a plain round read slower than the slow switch).
 FAST = ["--warmup-ms", "30", "--min-samples", "5", "--min-time-ms", "0", "--max-time-ms", "60"]
+FAST_OPTIONS = {"warmup_ms": 30.0, "min_samples": 5, "min_time_ms": 0.0, "max_time_ms": 60.0}
 
 
 def builtin_plan(tmp_path, rounds, **kw):
     shapes = tmp_path / "shapes.yaml"
     shapes.write_text("add: [[4096], [20000]]\n")
-    return abmod.ABPlan(
-        ops=["add"], a=abmod.Side("A", {}, description="plain"),
-        b=abmod.Side("B", {"ZLH_BUILTIN_SLOW": "1"}, description="ZLH_BUILTIN_SLOW=1"),
-        bench_args=["--adapter", "builtin", "--backend", "cpu", "--shapes", str(shapes), *FAST],
+    return ABPlan(
+        ops=["add"], a=Side("A", {}, description="plain"),
+        b=Side("B", {"ZLH_BUILTIN_SLOW": "1"}, description="ZLH_BUILTIN_SLOW=1"),
+        options=BenchOptions.from_flat(adapter="builtin", backend="cpu", shapes=str(shapes),
+                                       **FAST_OPTIONS),
         root=tmp_path / "ab", rounds=rounds, **kw)
 
 
 def test_slow_switch_is_slower_on_every_shape_with_rounds(tmp_path):
     reports, code = abmod.run_ab(builtin_plan(tmp_path, rounds=3), echo=lambda _: None)
     assert code == 0
-    (report,) = reports
+    (report,) = [r.to_dict() for r in reports]
     assert len(report["rows"]) == 2
     # The median across rounds: one round of a busy CPU host can read anything (seen: a plain
     # process twice as slow as its neighbours), so per-round signs and significance are left
@@ -260,7 +265,7 @@ def test_identical_ir_stops_the_op_after_round_one(tmp_path, monkeypatch):
     assert any(ln.startswith("SWITCH_NO_IR_DIFF op=add") for ln in lines)
     status = (tmp_path / "ab" / "status.tsv").read_text().splitlines()
     assert len(status) == 1 + 2                      # round 1 only
-    assert reports[0]["verdict"].startswith("SWITCH_NO_IR_DIFF")
+    assert reports[0].verdict.startswith("SWITCH_NO_IR_DIFF")
 
 
 def test_a_run_past_its_timeout_is_killed_and_recorded_as_124(tmp_path):
@@ -334,16 +339,30 @@ def test_json_failure_keeps_its_exit_code_and_nan_becomes_null(tmp_path):
                  replay_from=a)
     result = CliRunner().invoke(main, ["ab", str(a), str(b), "--json"])
     assert result.exit_code == 4
-    from harness.ab_report import finite
-    assert finite({"x": [float("nan"), 1.0, float("inf")]}) == {"x": [None, 1.0, None]}
+    from harness.common.files import json_safe
+    assert json_safe({"x": [float("nan"), 1.0, float("inf")]}) == {"x": [None, 1.0, None]}
 
 
-def test_replay_args_are_overridden_not_merged():
-    base = ["--dtypes", "float16", "--level", "core", "--no-ir"]
-    assert abmod.override_args(base, ["--dtypes", "bfloat16"]) == [
-        "--level", "core", "--no-ir", "--dtypes", "bfloat16"]
-    assert abmod.override_args(base, ["--no-ir"]) == ["--dtypes", "float16", "--level", "core",
-                                                      "--no-ir"]
+def test_bench_options_round_trip_through_argv_and_run_json(tmp_path):
+    """to_argv is parsed back by `zlh bench` into the same options; from_run reproduces a
+    stored run's options with the device pinned; given options replace stored ones."""
+    from harness.cli.common import parse_bench_args
+    options = BenchOptions.from_flat(adapter="builtin", backend="cpu", dtypes=["float16"],
+                                     level="comprehensive", timer="host", repeat=3, l2="warm",
+                                     warmup_ms=12.5, min_samples=7, min_time_ms=2.0,
+                                     max_time_ms=80.0, target_rel_err=0.002, seed=5,
+                                     check=False, ir=False, isolate_tuner_cache=True)
+    argv = options.to_argv()
+    assert "--no-check" in argv and "--no-ir" in argv and "--out" not in argv
+    assert BenchOptions.from_flat(**parse_bench_args(argv, "test")) == options
+    assert BenchOptions().to_argv() == []
+    info = {"options": options.replace(out=str(tmp_path), replay="/x").to_dict(),
+            "device": {"index": 1}, "caliber": {"backend": "cuda"}}
+    again = BenchOptions.from_run(info)
+    assert again == options.replace(device=1)          # location options are not kept
+    given = {"dtypes": ["bfloat16"], "ir": True}
+    merged = BenchOptions.from_flat(**{**again.to_flat(), **given})
+    assert merged.dtypes == ("bfloat16",) and merged.ir is True and merged.repeat == 3
 
 
 def test_bad_side_options_are_usage_errors(tmp_path):
@@ -355,3 +374,26 @@ def test_bad_side_options_are_usage_errors(tmp_path):
     recipe.write_text("ops: [add]\nswitchh: X=0,1\n")
     result = CliRunner().invoke(main, ["ab", "--recipe", str(recipe)])
     assert result.exit_code == 2 and "unknown keys switchh" in result.output
+
+
+def test_compare_existing_checks_the_caliber_once(tmp_path, monkeypatch):
+    a = make_run(tmp_path, "a", {"s1": 1.0})
+    b = make_run(tmp_path, "b", {"s1": 1.0}, mode="replay", replay_from=a)
+    calls = []
+    real = abmod.check_caliber
+    monkeypatch.setattr(abmod, "check_caliber", lambda *args: calls.append(args) or real(*args))
+    report, code = abmod.compare_existing(a, b, False, echo=lambda _: None)
+    assert code == 0 and report is not None and len(calls) == 1
+
+
+def test_terminal_colour_follows_the_direction_not_the_delta_sign():
+    import click
+    from harness.ab.render import render_terminal
+    from harness.ab.report import ABRow
+    row = ABRow(variant="", dtype="float16", shape_detail="8x8", occurrence=0, a_ms=1.004,
+                b_ms=1.0, delta_pct=0.4, ci_low_pct=-2.0, ci_high_pct=-0.5, p_value=0.01,
+                significant=True, direction=-1, interval="rounds")
+    report = ABReport(op="softmax", caliber={}, sides={"A": {}, "B": {}}, rows=[row])
+    text = render_terminal(report, colour=True)
+    assert click.style("+0.40", fg="red") in text
+    assert click.style("+0.40", fg="green") not in text

@@ -18,9 +18,13 @@ import triton.language as tl
 from triton.runtime import KernelInterface
 from triton.runtime.autotuner import Autotuner
 
-from harness import autotune as at
-from harness.errors import UsageError
-from harness.markers import parse_marker
+from adapters.flaggems import tuners
+from harness.compile import autotune as at
+from harness.compile.autotune import hooks as at_hooks
+from harness.compile.autotune.records import _key_token
+from harness.compile.caches import apply_env, compile_cache
+from harness.common.errors import UsageError
+from harness.common.markers import parse_marker
 
 ROOT = Path(__file__).resolve().parent.parent
 META = {"backend": "cpu", "provider": "builtin", "op": "double"}
@@ -205,8 +209,8 @@ def fresh():
     BENCH_CALLS[0] = 0
     prefer(32)
     yield
-    if at._active_hook is not None:
-        at._active_hook.uninstall()
+    if at_hooks._active_hook is not None:
+        at_hooks._active_hook.uninstall()
     assert (Autotuner.__dict__["run"], FakeLibTuner.__dict__["run"]) == originals
 
 
@@ -216,9 +220,8 @@ def prefer(block: int):
 
 
 def record(run_dir: Path, kernel, ns, libentry=None) -> at.AutotuneRecorder:
-    recorder = at.AutotuneRecorder(run_dir, META).install()
-    if libentry is not None:
-        recorder.install_libtuner(libentry)
+    recorder = at.AutotuneRecorder(run_dir, META).install(
+        tuners.libentry_support(libentry) if libentry is not None else None)
     try:
         for n in ns:
             launch(kernel, n)
@@ -228,10 +231,8 @@ def record(run_dir: Path, kernel, ns, libentry=None) -> at.AutotuneRecorder:
 
 
 def replayer(run_dir: Path, libentry=None) -> at.AutotuneReplayer:
-    hook = at.AutotuneReplayer(run_dir, "cpu").install()
-    if libentry is not None:
-        hook.install_libtuner(libentry)
-    return hook
+    return at.AutotuneReplayer(run_dir, "cpu").install(
+        tuners.libentry_support(libentry) if libentry is not None else None)
 
 
 def records_of(run_dir: Path, tuner) -> dict:
@@ -262,7 +263,7 @@ BROKEN = {"kwargs": {"BLOCK": 24}, "num_warps": 1, "num_stages": 1, "num_ctas": 
 def test_keys_and_configs_serialise_deterministically():
     assert at.key_str((64, np.int64(8), True, 2.5, F32, torch.float16)) == \
         "(64, 8, True, 2.5, 'torch.float32', 'torch.float16')"
-    assert at._key_token((64, 8, F32)) == "64/8/torch.float32"
+    assert _key_token((64, 8, F32)) == "64/8/torch.float32"
 
     configs = make_configs()
     entry = at.config_to_dict(configs[0])
@@ -427,7 +428,7 @@ def test_records_survive_a_crash(tmp_path):
         os.environ["TRITON_INTERPRET"] = "1"
         sys.path.insert(0, {str(ROOT)!r})
         import torch, triton, triton.language as tl
-        from harness.autotune import AutotuneRecorder
+        from harness.compile.autotune import AutotuneRecorder
 
         @triton.jit
         def body(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
@@ -524,9 +525,9 @@ def test_libtuner_replay_forces_over_the_db_and_the_libentry_cache(tmp_path, mon
     PRE_HOOK_CALLS.clear()
     BENCH_CALLS[0] = 0
 
-    # install() finds the libentry module where FlagGems keeps it.
-    monkeypatch.setitem(sys.modules, at.LIBENTRY_MODULE, fake_libentry)
-    hook = at.AutotuneReplayer(tmp_path / "A", "cpu").install()
+    # The adapter's tuner support finds the libentry module where FlagGems keeps it.
+    monkeypatch.setitem(sys.modules, tuners.LIBENTRY_MODULE, fake_libentry)
+    hook = at.AutotuneReplayer(tmp_path / "A", "cpu").install(tuners.tuner_support())
     assert case_markers(hook, gems_kernel, 100) == []
     assert LAUNCHED[-1] == 16 and PRE_HOOK_CALLS == [16] and BENCH_CALLS[0] == 0
     assert launch(gems_kernel, 100) == 16           # LibEntry hit keeps the forced kernel
@@ -553,17 +554,18 @@ def test_libtuner_broken_config_that_the_db_cannot_drop(tmp_path):
 
 
 def test_cache_env(tmp_path):
-    shared = at.cache_env(tmp_path, isolate_tuner=False, environ={})
-    assert shared["env"] == {"TRITON_CACHE_DIR": str(tmp_path.resolve() / ".triton_cache")}
-    assert shared["tuner_cache"] == f"shared({Path.home() / '.flaggems' / 'config_cache'})"
-    url = at.cache_env(tmp_path, False, {"FLAGGEMS_DB_URL": "postgresql://u:secret@db/t"})
-    assert url["tuner_cache"] == "shared(postgresql://u:***@db/t)"
+    compile_env = compile_cache(tmp_path)
+    assert compile_env.env == {"TRITON_CACHE_DIR": str(tmp_path.resolve() / ".triton_cache")}
+    shared = tuners.tuner_cache(tmp_path, isolate=False, environ={})
+    assert shared.env == {}
+    assert shared.description == f"shared({Path.home() / '.flaggems' / 'config_cache'})"
+    url = tuners.tuner_cache(tmp_path, False, {"FLAGGEMS_DB_URL": "postgresql://u:secret@db/t"})
+    assert url.description == "shared(postgresql://u:***@db/t)"
 
-    isolated = at.cache_env(tmp_path, isolate_tuner=True)
-    assert isolated["tuner_cache"] == "isolated"
-    assert isolated["env"]["FLAGGEMS_CACHE_DIR"] == str(tmp_path.resolve() / ".flaggems_cache")
-    assert set(isolated["private_dirs"]) == {isolated["env"]["TRITON_CACHE_DIR"],
-                                             isolated["env"]["FLAGGEMS_CACHE_DIR"]}
+    isolated = tuners.tuner_cache(tmp_path, isolate=True, environ={})
+    assert isolated.description == "isolated"
+    assert isolated.env["FLAGGEMS_CACHE_DIR"] == str(tmp_path.resolve() / ".flaggems_cache")
+    assert isolated.private_dirs == (isolated.env["FLAGGEMS_CACHE_DIR"],)
     environ = {"FLAGGEMS_DB_URL": "sqlite:///shared.db"}
-    at.apply_env(isolated["env"], environ)
+    apply_env(isolated.env, environ)
     assert "FLAGGEMS_DB_URL" not in environ and environ["FLAGGEMS_CACHE_DIR"]

@@ -4,8 +4,8 @@ import torch
 import backends
 from adapters import get_adapter
 from adapters.builtin import SLOW_ENV, relative_error
-from harness.runner import seed_everything
-from harness.shapes import ShapeFile
+from harness.run.case import seed_everything
+from harness.run.shapes import ShapeFile
 
 
 @pytest.fixture

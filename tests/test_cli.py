@@ -203,3 +203,66 @@ def test_backends_command_lists_every_backend():
     assert result.exit_code == 0
     for name in ("cuda", "musa", "rocm", "ascend", "cpu", "mthreads"):
         assert name in result.output
+
+
+def test_progress_goes_to_stderr_and_quiet_silences_it(tmp_path):
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[64]]\n")
+    args = ["bench", "add", "--adapter", "builtin", "--backend", "cpu", "--shapes", str(shapes),
+            *FAST]
+    loud = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "a")])
+    assert loud.exit_code == 0, loud.output
+    assert "[1] add float32 64 SUCCESS" in loud.stderr
+    assert "[1] add" not in loud.stdout
+    quiet = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "b"), "--quiet"])
+    assert quiet.exit_code == 0 and "[1] add" not in quiet.stderr
+
+
+def test_api_prints_only_through_the_callers_echo(tmp_path, capfd):
+    import harness
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[64]]\n")
+    lines, progress = [], []
+    run = harness.bench("add", adapter="builtin", backend="cpu", shapes=str(shapes),
+                        out=str(tmp_path), echo=lines.append, progress=progress.append,
+                        warmup_ms=1, min_samples=3, min_time_ms=0, max_time_ms=20)
+    out, err = capfd.readouterr()
+    assert "add" not in out and "[1]" not in err
+    assert any("zlh bench add" in ln for ln in lines) and progress == ["[1] add float32 64 SUCCESS"]
+    assert run.rows[0].status == "SUCCESS" and run.caliber.timer == "host"
+
+
+def test_no_nan_or_infinity_in_any_json_written(tmp_path):
+    """One sample per case: its relative error is infinite, and must be written as null."""
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[64]]\n")
+    result = zlh("bench", "add", "--adapter", "builtin", "--backend", "cpu", "--shapes",
+                 str(shapes), "--out", str(tmp_path / "runs"), "--warmup-ms", "0",
+                 "--min-samples", "1", "--min-time-ms", "0", "--max-time-ms", "0")
+    assert result.exit_code == 0, result.output
+
+    def strict(text):
+        return json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    files = list(run_dir.rglob("*.json")) + list(run_dir.rglob("*.jsonl"))
+    assert len(files) >= 4
+    for path in files:
+        for line in path.read_text().splitlines() if path.suffix == ".jsonl" else [path.read_text()]:
+            strict(line)
+    row = json.loads((run_dir / "results.jsonl").read_text().splitlines()[0])
+    assert row["gems"]["n"] == 1 and row["gems"]["rel_err"] is None
+
+
+def test_every_backends_visibility_keys_are_recorded(tmp_path, monkeypatch):
+    monkeypatch.setenv("MTHREADS_VISIBLE_DEVICES", "1")
+    monkeypatch.setenv("ASCEND_VISIBLE_DEVICES", "2")
+    monkeypatch.setenv("UNRELATED_VARIABLE", "x")
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[64]]\n")
+    result = zlh("bench", "add", "--adapter", "builtin", "--backend", "cpu", "--shapes",
+                 str(shapes), "--out", str(tmp_path / "runs"), *FAST)
+    assert result.exit_code == 0, result.output
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    env = json.loads((run_dir / "run.json").read_text())["env"]
+    assert env["MTHREADS_VISIBLE_DEVICES"] == "1" and env["ASCEND_VISIBLE_DEVICES"] == "2"
+    assert "UNRELATED_VARIABLE" not in env

@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ir_kernels as K  # noqa: E402
-from harness.fingerprint import (DEFAULT_SCRUB, NO_IR, convert_layout_count,  # noqa: E402
+from harness.compile.ir.fingerprint import (DEFAULT_SCRUB, NO_IR, convert_layout_count,  # noqa: E402
                                  convert_layout_total, fingerprint, fingerprint_line,
                                  ttgir_files)
 
@@ -149,11 +149,44 @@ def test_convert_layout_counts(tmp_path, real_ttgir):
     run = write_tree(tmp_path / "run", {"s1/k/a.ttgir": BODY * 2, "s2/k/a.ttgir": BODY * 2,
                                         "s1/k/b.ttgir": BODY})
     (run / "ttgir" / "index.tsv").write_text(
-        "shape\tkernel\tfile\tstatus\tconvert_layout\thash\n"
-        "s1\tk\ts1/k/a.ttgir\tdumped\t2\tH1\n"
-        "s2\tk\ts2/k/a.ttgir\tdumped\t2\tH1\n"
-        "s1\tk\ts1/k/b.ttgir\tdumped\t1\tH2\n"
-        "s1\tk\t(sweep loser, not dumped)\tsweep loser\t9\tH3\n")
+        "shape\tkernel\trole\tfile\tstatus\tconvert_layout\thash\n"
+        "s1\tk\tmeasured\ts1/k/a.ttgir\tdumped\t2\tH1\n"
+        "s2\tk\tmeasured\ts2/k/a.ttgir\tdumped\t2\tH1\n"
+        "s1\tk\tmeasured\ts1/k/b.ttgir\tdumped\t1\tH2\n"
+        "s1\tk\tsetup\t_setup/s1/k/c.ttgir\tdumped\t7\tH4\n"
+        "s1\tk\tsweep loser\t-\tnot dumped\t9\tH3\n")
     assert convert_layout_total(run) == 3
     (run / "ttgir" / "index.tsv").unlink()            # no index: every dumped file
     assert convert_layout_total(run) == 5
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2, 3), (1, 0, 2, 3), (3, 2, 1, 0)])
+def test_three_stamps_closing_the_dictionary_scrub_whatever_the_pattern_order(tmp_path, order):
+    """Two builds differing only in their stamps: with several stamps at the end of an
+    attribute dictionary, one pass of the patterns left the last but one behind."""
+    plain = 'module attributes {"ttg.num-warps" = 4 : i32} {\n}\n'
+    patterns = [DEFAULT_SCRUB[i] for i in order]
+    texts = []
+    for values in ((1, 2, 3), (7, 8, 9)):
+        stamps = ", ".join(f'"ttg.rlc-k{i}" = {v} : i32' for i, v in enumerate(values))
+        texts.append(f'module attributes {{"ttg.num-warps" = 4 : i32, {stamps}}} {{\n}}\n')
+    alone = 'module attributes {"ttg.rlc-only" = 5 : i32} {\n}\n'
+    from harness.compile.ir.fingerprint import compile_scrub, scrub_text
+    compiled = compile_scrub(patterns, default=False)
+    assert scrub_text(texts[0], compiled) == scrub_text(texts[1], compiled) == plain
+    assert scrub_text(alone, compiled) == 'module attributes {} {\n}\n'
+    trees = [write_tree(tmp_path / f"r{i}", {"s/k/w4s3.ttgir": t}) for i, t in enumerate(texts)]
+    assert fingerprint(trees[0]) == fingerprint(trees[1]) is not None
+
+
+def test_setup_kernels_have_their_own_fingerprint(tmp_path):
+    """A change in set-up kernels only (e.g. a fill the harness's machinery launched) leaves
+    the op's fingerprint alone and shows in the set-up fingerprint."""
+    a = write_tree(tmp_path / "a", {"s/k/w4s3.ttgir": MODULE + BODY,
+                                    "_setup/s/fill/w4s3.ttgir": MODULE})
+    b = write_tree(tmp_path / "b", {"s/k/w4s3.ttgir": MODULE + BODY,
+                                    "_setup/s/fill/w4s3.ttgir": MODULE + "// changed\n"})
+    assert fingerprint(a) == fingerprint(b) is not None
+    assert fingerprint(a, part="setup") != fingerprint(b, part="setup")
+    only_setup = write_tree(tmp_path / "c", {"_setup/s/fill/w4s3.ttgir": MODULE})
+    assert fingerprint(only_setup) is None and fingerprint(only_setup, part="setup")

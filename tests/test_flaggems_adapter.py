@@ -9,7 +9,8 @@ from click.testing import CliRunner
 
 from conftest import FIXTURES
 from harness.cli import main
-from harness.results import FAILED, SKIPPED, SUCCESS, read_rows
+from harness.store.reader import read_rows
+from harness.store.results import FAILED, SKIPPED, SUCCESS
 
 FAKE = FIXTURES / "fake_flaggems"
 FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "10",

@@ -21,11 +21,11 @@ from triton.runtime.autotuner import Autotuner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ir_kernels as K  # noqa: E402
-from harness import ir_capture
-from harness.fingerprint import convert_layout_count, fingerprint, read_index
-from harness.ir_capture import IRCapture
-from harness.ir_naming import (VariantParams, abbreviate, labels, legend, name_variants,
-                               shape_key)
+from harness.compile.ir import triton_hooks, variants
+from harness.compile.ir.fingerprint import convert_layout_count, fingerprint, read_index
+from harness.compile.ir.capture import IRCapture
+from harness.compile.ir.naming import (VariantParams, abbreviate, labels, legend,
+                                       name_variants, shape_key)
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -137,29 +137,29 @@ def run_cases(cap):
     cap.begin_case("(1024, 1024)", "float16")          # differing constexpr only
     loser = []
     sweep(K.ADD, lambda: (loser.append(K.compile_add(256)), K.launch(loser[0], 5)))
-    K.launch(K.compile_add(64), 3)
-    K.launch(K.compile_add(128), 2)
+    K.measured(K.compile_add(64), 3)
+    K.measured(K.compile_add(128), 2)
     cap.end_case()
 
     cap.begin_case("2048", "float16")                   # same params, different dtype
-    K.launch(K.compile_add(64, dtype="fp16"))
-    K.launch(K.compile_add(64, dtype="fp32"))
+    K.measured(K.compile_add(64, dtype="fp16"))
+    K.measured(K.compile_add(64, dtype="fp32"))
     cap.end_case()
 
     cap.begin_case("4096", "float16")                   # same params and dtype, EM spec
-    K.launch(K.compile_add(64, em_div16=True))
-    K.launch(K.compile_add(64, em_div16=False))
+    K.measured(K.compile_add(64, em_div16=True))
+    K.measured(K.compile_add(64, em_div16=False))
     cap.end_case()
 
     cap.begin_case("8192", "float16")                   # only a compiler option differs
-    K.launch(K.compile_add(64))
-    K.launch(K.compile_add(64, enable_fp_fusion=False))
+    K.measured(K.compile_add(64))
+    K.measured(K.compile_add(64, enable_fp_fusion=False))
     cap.end_case()
 
     cap.begin_case("16x16", "float32")                  # warps differ; convert_layout
-    K.launch(K.compile_trans(), 4)
-    K.launch(K.compile_add(64, num_warps=8))
-    K.launch(K.compile_add(64))
+    K.measured(K.compile_trans(), 4)
+    K.measured(K.compile_add(64, num_warps=8))
+    K.measured(K.compile_add(64))
     cap.end_case()
     return builder, loser[0]
 
@@ -193,7 +193,8 @@ def test_capture_names_index_and_sweep_losers(capture):
 
     rows = read_index(out)
     header = (out / "index.tsv").read_text().splitlines()[0].split("\t")
-    for column in ("shape", "kernel", "file", "status", "launches", "sweep_launches",
+    for column in ("shape", "kernel", "role", "file", "status", "launches", "setup_launches",
+                   "sweep_launches",
                    "num_warps", "num_stages", "num_ctas", "constexprs", "specialization",
                    "signature", "convert_layout", "hash"):
         assert column in header
@@ -208,30 +209,31 @@ def test_capture_names_index_and_sweep_losers(capture):
 
     # The config benchmarked only in the sweep: listed, never dumped.
     [loser_row] = [r for r in rows if r["hash"] == loser.hash]
-    assert loser_row["status"] == "sweep loser"
-    assert loser_row["file"] == "(sweep loser, not dumped)"
+    assert (loser_row["role"], loser_row["status"]) == ("sweep loser", "not dumped")
+    assert loser_row["file"] == "-"
     assert (loser_row["shape"], loser_row["launches"], loser_row["sweep_launches"]) == \
         ("1024x1024", "0", "5")
     assert not any(loser.hash == h for h in (hash_of.get(f) for f in files))
     # Launched only outside any case: listed as not measured, not dumped.
     [builder_row] = [r for r in rows if r["hash"] == builder.hash]
-    assert (builder_row["status"], builder_row["shape"], builder_row["other_launches"]) == \
+    assert (builder_row["role"], builder_row["shape"], builder_row["other_launches"]) == \
         ("not measured", "-", "1")
 
     trans_text = (out / "16x16/trans_kernel/w4s3.ttgir").read_text()
     assert convert_layout_count(trans_text) >= 1
     assert by_file["16x16/trans_kernel/w4s3.ttgir"]["convert_layout"] == \
         str(convert_layout_count(trans_text))
-    measured = {r["hash"]: int(r["convert_layout"]) for r in rows if r["status"] == "dumped"}
+    measured = {r["hash"]: int(r["convert_layout"]) for r in rows if r["role"] == "measured"}
     assert summary == {
+        "stage": "ttgir", "stages": ["ttgir"],
         "variants": len({r["hash"] for r in rows}), "measured_variants": len(measured),
-        "dumped": len(files), "sweep_losers": 1,
-        "convert_layout_total": sum(measured.values()), "hooks_ok": True,
-        "unattributed_launches": 0}
+        "setup_variants": 0, "dumped": len(files), "setup_dumped": 0, "sweep_losers": 1,
+        "convert_layout_total": sum(measured.values()), "setup_convert_layout_total": 0,
+        "hooks_ok": True, "unattributed_launches": 0}
     assert summary["convert_layout_total"] >= 1
 
     naming = (out / "naming.md").read_text()
-    assert "| `1024x1024` | `add_kernel` | `BSM` | `BLOCK_SIZE_M` |" in naming
+    assert "| measured | `1024x1024` | `add_kernel` | `BSM` | `BLOCK_SIZE_M` |" in naming
     assert "sweep loser" in naming and "| `1024x1024` | `(1024, 1024)` |" in naming
 
 
@@ -245,7 +247,7 @@ def test_same_variants_same_names_in_another_run(tmp_path, triton_cache):
         try:
             cap.begin_case("1024", "float16")
             for block in order:
-                K.launch(K.compile_add(block))
+                K.measured(K.compile_add(block))
             cap.end_case()
             cap.dump()
         finally:
@@ -259,7 +261,7 @@ def test_same_variants_same_names_in_another_run(tmp_path, triton_cache):
 
 def test_dump_is_idempotent_and_rewrites_stale_names(capture):
     capture.begin_case("1024", "float16")
-    K.launch(K.compile_add(64))
+    K.measured(K.compile_add(64))
     capture.end_case()
     capture.dump()
     assert files_under(capture.out_dir) == {"1024/add_kernel/w4s3.ttgir"}
@@ -267,7 +269,7 @@ def test_dump_is_idempotent_and_rewrites_stale_names(capture):
     assert capture.dump()["dumped"] == 1 and fingerprint(capture.out_dir) == first
     # A new variant in the group renames the old one; the stale file must not survive.
     capture.begin_case("1024", "float16")
-    K.launch(K.compile_add(128))
+    K.measured(K.compile_add(128))
     capture.end_case()
     capture.dump()
     assert files_under(capture.out_dir) == {"1024/add_kernel/BSM64.ttgir",
@@ -287,7 +289,7 @@ def test_variant_description_from_a_real_compile(capture):
                            "EM": "i32"}
     assert (v.num_warps, v.num_stages, v.num_ctas, v.dtype) == (2, 4, 1, "fp16")
     # The stable id is the same when the cache hash is not (another cache, same source).
-    again = ir_capture.describe(kernel.src, {**kernel.metadata._asdict(), "hash": "other"},
+    again = variants.describe(kernel.src, {**kernel.metadata._asdict(), "hash": "other"},
                                 kernel.metadata_group)
     assert again.stable_id == v.stable_id and again.hash == "other"
 
@@ -302,7 +304,7 @@ def test_uninstall_restores_hooks_and_chains_previous_listener(tmp_path, triton_
         cap = IRCapture(tmp_path / "ttgir")
         cap.install()
         assert knobs.compilation.listener is not previous
-        observer = ir_capture._observer
+        observer = triton_hooks.observer
         assert observer.on_launch in knobs.runtime.launch_enter_hook.calls
         assert observer.on_kernel_load in knobs.runtime.kernel_load_end_hook.calls
         assert Autotuner._bench is not original_bench
@@ -318,7 +320,7 @@ def test_uninstall_restores_hooks_and_chains_previous_listener(tmp_path, triton_
 
 
 def test_missing_hooks_warn_once_and_capture_nothing(tmp_path, monkeypatch):
-    monkeypatch.setattr(ir_capture, "_warned", set())
+    monkeypatch.setattr(triton_hooks, "_warned", set())
     monkeypatch.setattr(triton.knobs, "compilation", SimpleNamespace())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -335,11 +337,11 @@ import sys
 sys.path[:0] = [{root!r}, {tests!r}]
 from pathlib import Path
 import ir_kernels as K
-from harness.ir_capture import IRCapture
+from harness.compile.ir.capture import IRCapture
 cap = IRCapture(Path({out!r}))
 assert cap.install()
 cap.begin_case("512", "float16")
-K.launch(K.compile_add(64), 2)
+K.measured(K.compile_add(64), 2)
 raise RuntimeError("the op crashed mid-run")
 """
 
@@ -355,7 +357,7 @@ def test_dump_at_exit_after_a_crash(tmp_path, triton_cache):
     assert done.returncode == 1 and "the op crashed mid-run" in done.stderr
     assert files_under(out) == {"512/add_kernel/w4s3.ttgir"}
     [row] = read_index(out)
-    assert (row["status"], row["launches"]) == ("dumped", "2")
+    assert (row["role"], row["status"], row["launches"]) == ("measured", "dumped", "2")
     assert fingerprint(out.parent) is not None
     assert list((tmp_path / "child_cache").rglob("add_kernel.ttgir"))   # it did compile
 
@@ -369,7 +371,7 @@ def test_ttgir_kept_once_its_case_ended(tmp_path, triton_cache):
     try:
         with K.private_cache(cache):
             cap.begin_case("64", "float32")
-            K.launch(K.compile_add(32, dtype="fp32", has_bias=True))
+            K.measured(K.compile_add(32, dtype="fp32", has_bias=True))
             cap.end_case()
         shutil.rmtree(cache)
         assert cap.dump()["dumped"] == 1

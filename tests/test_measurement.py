@@ -3,8 +3,8 @@ import math
 import numpy as np
 import pytest
 
-from harness.measurement import Measurement, relative_median_error
-from harness.stopping import StoppingRule
+from harness.measure.measurement import Measurement, relative_median_error
+from harness.measure.stopping import StoppingRule
 
 
 def test_measurement_statistics_from_raw_samples():

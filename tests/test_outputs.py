@@ -1,6 +1,6 @@
 import torch
 
-from harness import outputs
+from harness.run import outputs
 
 
 def test_identical_outputs_agree_including_infinities():

@@ -3,7 +3,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from harness.report_html import render_html
+from harness.ab.html import render_html
 
 _VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
          "track", "wbr"}
@@ -53,11 +53,16 @@ def _check(page: str) -> _TagChecker:
     return checker
 
 
-def _row(shape, delta, significant=True, ci=(None, None), dtype="float16", rounds=None):
+def _row(shape, delta, significant=True, ci=(None, None), dtype="float16", rounds=None,
+         direction=None):
+    if direction is None:      # as the report decides it: from the interval, if significant
+        low, high = ci
+        direction = 0 if not significant or low is None else (
+            1 if low > 0 else -1 if high < 0 else 0)
     return {"dtype": dtype, "shape_detail": shape, "occurrence": 0, "a_ms": 1.0 + delta / 100,
             "b_ms": 1.0, "delta_pct": delta, "ci_low_pct": ci[0], "ci_high_pct": ci[1],
             "p_value": 0.001 if significant else 0.4, "significant": significant,
-            "annotations": [], "rounds": rounds}
+            "direction": direction, "annotations": [], "rounds": rounds}
 
 
 def _op(name="softmax", rows=None, **extra):
@@ -157,3 +162,14 @@ def test_report_without_ops(ops):
     page = render_html({"title": "t", "generated_at": "now", "ops": ops})
     _check(page)
     assert "no ops" in page
+
+
+def test_colour_follows_the_direction_not_the_sign_of_the_delta():
+    """With rounds, the reported delta is a median while the interval is on the mean: a
+    positive median with an interval below zero is a slower shape and must be drawn red."""
+    row = _row("(8, 8)", 0.4, ci=(-2.0, -0.5))
+    assert row["direction"] == -1
+    page = render_html(_report(_op(rows=[row])))
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    assert "#c62828" in svg and "#2e7d32" not in svg
+    assert '<tr class="slower">' in page

@@ -2,8 +2,8 @@ import os
 
 import pytest
 
-from harness.atomic import atomic_write_text
-from harness.rundir import RunDir
+from harness.common.files import atomic_write_text
+from harness.store.rundir import RunDir
 
 
 def test_atomic_write_keeps_old_file_when_interrupted(tmp_path, monkeypatch):

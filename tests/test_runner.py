@@ -6,10 +6,13 @@ import torch
 import backends
 from conftest import FakeBackend
 from adapters.base import Adapter, Case, CaseInputs
-from harness import markers
-from harness.errors import DevicePoisonedError
-from harness.results import FAILED, SKIPPED, SUCCESS, read_rows
-from harness.runner import BenchOptions, BenchPlan, run_op
+from harness.common import markers
+from harness.common.errors import DevicePoisonedError
+from harness.store.reader import read_rows
+from harness.store.results import FAILED, SKIPPED, SUCCESS
+from harness.run.options import BenchOptions
+from harness.run.plan import BenchPlan
+from harness.run.runner import run_op
 
 
 class ScriptedAdapter(Adapter):
@@ -121,7 +124,7 @@ def test_inputs_are_identical_across_runs(tmp_path, fast_rule, fast_budget):
 
 
 def test_record_runs_are_found_by_op_and_mode_newest_first_last(tmp_path):
-    from harness.runner import find_runs
+    from harness.store.reader import find_runs
 
     def run(name, op, mode, started):
         path = tmp_path / name
@@ -151,7 +154,7 @@ def test_bench_restores_the_environment(tmp_path, fast_rule, fast_budget, monkey
 
 
 def test_failure_detail_says_where_a_bare_assert_was_raised():
-    from harness.errors import failure_detail
+    from harness.common.errors import failure_detail
 
     def check_shape(n):
         # what a bare `assert` raises (pytest rewrites the asserts of this file)
@@ -173,3 +176,82 @@ def test_failure_detail_says_where_a_bare_assert_was_raised():
     except RuntimeError as exc:
         detail = failure_detail(exc)
     assert len(detail) <= 240 and "at test_runner.py:" in detail
+
+
+class LibraryScope:
+    """Stands in for a library context such as FlagGems' use_gems: counts entries, and tells
+    whether it is active."""
+
+    active = 0
+    entries = 0
+
+    def __enter__(self):
+        LibraryScope.active += 1
+        LibraryScope.entries += 1
+
+    def __exit__(self, *exc):
+        LibraryScope.active -= 1
+
+
+class ScopeCheckingBackend(FakeBackend):
+    """Graph set-up (capture begin/end) must never run inside the library scope."""
+
+    def __init__(self):
+        super().__init__()
+        self.capture_in_scope = []
+
+    def graph_capture(self, graph):
+        self.capture_in_scope.append(LibraryScope.active)
+        return super().graph_capture(graph)
+
+
+class BuiltByKernelAdapter(ScriptedAdapter):
+    """One case whose inputs are built by a (simulated) Triton kernel launch, and whose
+    function under test launches another one inside a library scope."""
+
+    def __init__(self):
+        super().__init__(["ok"])
+
+    def cases(self, op, dtypes, shapes, level, backend, device):
+        import ir_kernels as K
+
+        def build():
+            K.launch(K.compile_fill())          # compiled here: the capture listens already
+            return CaseInputs((torch.randn(8),))
+
+        def under_test(x):
+            assert LibraryScope.active, "the function under test runs inside its scope"
+            K.launch(K.compile_add(64))
+            return x * 2
+
+        yield Case(op=op, dtype="float32", shape=[8], shape_detail="8", build=build,
+                   baseline=lambda x: x * 2, under_test=under_test,
+                   under_test_context=LibraryScope)
+
+
+def test_ir_roles_and_library_scope_in_a_real_run(tmp_path, fast_rule, fast_budget):
+    """Kernels the inputs are built with are set-up, not the op's code; the library scope
+    wraps the calls of the function under test only, never graph capture set-up."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import ir_kernels as K
+    from harness.compile.ir.fingerprint import fingerprint, read_index
+    with K.private_cache(tmp_path / "triton_cache"):
+        backend = ScopeCheckingBackend()
+        options = BenchOptions(out=str(tmp_path / "runs"), rule=fast_rule, budget=fast_budget,
+                               argv=["test"])
+        plan = BenchPlan(["op"], options, backend, 0, BuiltByKernelAdapter(),
+                         "graph", {"op": ["float32"]}, None)
+        LibraryScope.entries = 0
+        result = run_op(plan, "op", echo=lambda _: None)
+    assert [r.status for r in result.rows] == ["SUCCESS"], result.rows[0].markers
+    assert backend.capture_in_scope and not any(backend.capture_in_scope)
+    assert LibraryScope.active == 0 and LibraryScope.entries >= 3
+    rows = {r["kernel"]: r for r in read_index(result.run_dir)}
+    assert rows["fill_kernel"]["role"] == "setup"
+    assert rows["fill_kernel"]["file"].startswith("_setup/8/fill_kernel/")
+    assert rows["add_kernel"]["role"] == "measured" and int(rows["add_kernel"]["launches"]) > 2
+    info = json.loads((result.run_dir / "run.json").read_text())
+    assert info["ir"]["measured_variants"] == 1 and info["ir"]["setup_variants"] == 1
+    assert fingerprint(result.run_dir) != fingerprint(result.run_dir, part="setup")

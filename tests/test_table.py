@@ -1,6 +1,6 @@
-from harness.measurement import Measurement
-from harness.results import FAILED, SUCCESS, Row
-from harness.table import render_rows
+from harness.measure.measurement import Measurement
+from harness.store.results import FAILED, SUCCESS, Row
+from harness.run.table import render_rows
 
 
 def row(shape, status=SUCCESS, dtype="float16", t=2.0, g=1.0):

@@ -1,10 +1,10 @@
 import pytest
 
 from conftest import FakeBackend
-from harness import markers
-from harness.case_timer import CaseTimer
-from harness.errors import CaseFailure, DevicePoisonedError
-from harness.timers import (EVENT, GRAPH, HOST, GraphPhaseError, GraphTimer, HostTimer,
+from harness.common import markers
+from harness.measure.case_timer import CaseTimer
+from harness.common.errors import CaseFailure, DevicePoisonedError
+from harness.measure.timers import (EVENT, GRAPH, HOST, GraphPhaseError, GraphTimer, HostTimer,
                             make_timer, resolve_timer_name)
 import backends
 

@@ -18,39 +18,26 @@ import sys
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from ..base import Adapter, Case, CaseInputs, UnknownOp, UnsupportedDtype
+from ..base import Adapter, Case, UnknownOp, UnsupportedDtype
+from . import tuners
+from .cases import (_case_for, _collect, _install_capture, _jsonable, _one_line,
+                    _outcome_exceptions, _status_case, _unsupported)
 from .corpus import Corpus, CorpusError, TestNode
 from .marks import expand_calls
 
 FLAGGEMS_DIR_ENV = "FLAGGEMS_DIR"
 FLAGGEMS_VLLM_DIR_ENV = "FLAGGEMS_VLLM_DIR"
 PACKAGES = {"flaggems": "flag_gems", "vllm": "flaggems_vllm"}
+# FlagGems' vendor name (GEMS_VENDOR) per zlh backend.
+VENDORS = {"cuda": "nvidia", "musa": "mthreads", "rocm": "amd", "ascend": "ascend"}
 # Classes whose own run()/get_latency() change what is measured; not reproduced.
 _SUPPORTED_OVERRIDES = {"Benchmark"}
 
 
-def _failure(reason: str, detail: str):
-    from harness.errors import CaseFailure
-
-    def build():
-        raise CaseFailure(reason, detail)
-    return build
-
-
-def _outcome_exceptions():
-    """pytest.skip / pytest.fail raise BaseException subclasses: name them explicitly."""
-    import pytest
-    return pytest.skip.Exception, pytest.fail.Exception
-
-
-def _one_line(exc: BaseException) -> str:
-    from harness.errors import one_line
-    return one_line(getattr(exc, "msg", None) or exc)
-
-
 class FlagGemsAdapter(Adapter):
     name = "flaggems"
-    uses_tuner_db = True
+    env_prefixes = ("FLAGGEMS_", "GEMS_", "USE_FLAGTUNE")
+    version_packages = ("flag_gems", "flaggems_vllm")
 
     def __init__(self, flaggems_dir: str | None = None, vllm_dir: str | None = None, **_):
         self.dirs = {
@@ -65,7 +52,7 @@ class FlagGemsAdapter(Adapter):
 
     # ---- static: corpus and names (no import) ------------------------------------------
     def root(self, repo: str = "flaggems") -> Path:
-        from harness.errors import PreflightError
+        from harness.common.errors import PreflightError
         directory = self.dirs.get(repo)
         env = FLAGGEMS_DIR_ENV if repo == "flaggems" else FLAGGEMS_VLLM_DIR_ENV
         if not directory:
@@ -96,7 +83,7 @@ class FlagGemsAdapter(Adapter):
         self._nodes[key] = node
         test_file = node.root / node.file
         if not test_file.is_file():
-            from harness.errors import PreflightError
+            from harness.common.errors import PreflightError
             raise PreflightError("test_file", f"{test_file} does not exist")
         return key
 
@@ -138,7 +125,7 @@ class FlagGemsAdapter(Adapter):
 
     # ---- import (once per process) -------------------------------------------------------
     def _load(self, repo: str, level: str, shape_file: str | None):
-        from harness.errors import PreflightError
+        from harness.common.errors import PreflightError
         root = self.root(repo)
         package = PACKAGES[repo]
         for path in (root / "src", root):
@@ -173,6 +160,11 @@ class FlagGemsAdapter(Adapter):
         config.shape_file = shape_file or str(root / "benchmark" / "core_shapes.yaml")
 
     def prepare(self, ops, backend, level: str, shapes) -> None:
+        """Name the vendor (FlagGems reads GEMS_VENDOR at import), then import and configure
+        FlagGems and its benchmark package."""
+        vendor = VENDORS.get(backend.name)
+        if vendor:
+            os.environ.setdefault("GEMS_VENDOR", vendor)
         for repo in sorted({self.node(op).repo for op in ops}):
             self._load(repo, level, shapes.path if shapes is not None else None)
 
@@ -294,9 +286,25 @@ class FlagGemsAdapter(Adapter):
                 if other != vendor and (root == f"_{other}" or
                                         root.startswith(f"_{other}_")):
                     loaded.add(other)
-        from harness import markers
+        from harness.common import markers
         return [markers.marker("FOREIGN_VENDOR_MODULE", active=vendor, loaded=other)
                 for other in sorted(loaded)]
+
+    # ---- tuners, tuner cache, inventory -------------------------------------------------
+    def tuner_support(self):
+        return tuners.tuner_support()
+
+    def tuner_cache(self, root, isolate: bool, environ):
+        return tuners.tuner_cache(root, isolate, environ)
+
+    def describe_ops(self, include_hidden: bool = False) -> list[dict]:
+        rows = []
+        for repo in [r for r in ("flaggems", "vllm") if self.dirs.get(r)]:
+            for node in self.corpus(repo).nodes:
+                rows.append({"op": node.qualified, "repo": repo, "file": node.file,
+                             "function": node.function, "marks": ",".join(node.marks) or "-",
+                             "skip_marks": " | ".join(node.skip_marks) or "-"})
+        return rows
 
     def identity(self, op: str | None = None) -> dict:
         out = {"adapter": self.name}
@@ -317,152 +325,6 @@ class FlagGemsAdapter(Adapter):
         return out
 
 
-# ---- helpers ---------------------------------------------------------------------------------
-_COLLECTING: list | None = None
-
-
-def _install_capture(benchmark_cls) -> None:
-    """Patch `run` on Benchmark and on every subclass with its own `run`, now and later."""
-    if getattr(benchmark_cls, "_zlh_capture", False):
-        return
-
-    def capture_run(self, *args, **kwargs):
-        if _COLLECTING is None:   # not driving a test function: behave as before
-            own = next(c.__dict__["_zlh_own_run"] for c in type(self).__mro__
-                       if "_zlh_own_run" in c.__dict__)
-            return own(self, *args, **kwargs)
-        _COLLECTING.append(self)
-        return None
-
-    def patch(cls):
-        if "run" in cls.__dict__ and cls.__dict__["run"] is not capture_run:
-            cls._zlh_own_run = cls.__dict__["run"]
-            cls.run = capture_run
-
-    def walk(cls):
-        patch(cls)
-        for sub in cls.__subclasses__():
-            walk(sub)
-
-    original_init_subclass = benchmark_cls.__dict__.get("__init_subclass__")
-
-    def init_subclass(cls, **kwargs):
-        if original_init_subclass is not None:
-            original_init_subclass.__func__(cls, **kwargs)
-        else:
-            super(benchmark_cls, cls).__init_subclass__(**kwargs)
-        patch(cls)
-
-    walk(benchmark_cls)
-    benchmark_cls.__init_subclass__ = classmethod(init_subclass)
-    benchmark_cls._zlh_capture = True
-
-
-def _collect(fn, kwargs) -> list:
-    global _COLLECTING
-    previous, _COLLECTING = _COLLECTING, []
-    try:
-        fn(**kwargs)
-        return _COLLECTING
-    finally:
-        _COLLECTING = previous
-
-
-def _unsupported(bench, benchmark_cls) -> str | None:
-    for cls in type(bench).__mro__:
-        if cls is benchmark_cls or not isinstance(cls, type) or \
-                not issubclass(cls, benchmark_cls):
-            continue
-        if "_zlh_own_run" in cls.__dict__:
-            return f"{cls.__name__} overrides run(): its measurement is not reproduced"
-        if "get_latency" in cls.__dict__:
-            return f"{cls.__name__} overrides get_latency(): its measurement is not reproduced"
-    return None
-
-
-def _status_case(op: str, detail: str, kind: str, reason: str, dtype: str = "-") -> Case:
-    """A case that only reports: SKIP (skipped) or FAIL (fails when built)."""
-    return Case(op=op, dtype=dtype, shape=None, shape_detail=detail, variant=detail,
-                build=_failure("benchmark_error", reason) if kind == "FAIL" else (lambda: None),
-                baseline=lambda *a, **k: None, under_test=lambda *a, **k: None,
-                skip_reason=reason if kind == "SKIP" else None)
-
-
-def _case_for(op: str, bench, dtype_name: str, item, label: str) -> Case:
-    import flag_gems
-    args, kwargs = bench.unpack_to_args_kwargs(item)
-    detail = _shape_detail(bench.record_shapes(*args, **kwargs))
-    if bench.gems_op is not None:
-        gems_fn, context = bench.gems_op, None
-    else:
-        gems_fn = bench.torch_op
-        exclude = [] if bench.op_name == "zero_" else ["zero_"]
-        # A fresh use_gems per entry: it is single-use. zero_ stays native so a timer's L2
-        # flush is never routed through gems.
-        context = lambda: flag_gems.use_gems(exclude=exclude)  # noqa: E731
-    baseline, under_test = bench.torch_op, gems_fn
-    if bench.is_backward:
-        baseline, under_test = _backward(bench.torch_op), _backward(gems_fn)
-
-    def metrics(inputs, torch_ms, gems_ms):
-        out = {}
-        wanted = bench.to_bench_metrics
-        if "gbps" in wanted:
-            out["torch_gbps"] = bench.get_gbps(args, latency=torch_ms)
-            out["gems_gbps"] = bench.get_gbps(args, latency=gems_ms)
-        if "tflops" in wanted:
-            out["tflops"] = bench.get_tflops(bench.torch_op, *args, **kwargs) / gems_ms / 1e12 * 1e3
-        return out
-
-    return Case(op=op, dtype=dtype_name, shape=None, shape_detail=detail,
-                variant=bench.op_name + (f"[{label}]" if label != "-" else ""),
-                build=lambda: CaseInputs(tuple(args), dict(kwargs)),
-                baseline=baseline, under_test=under_test, under_test_context=context,
-                metrics=metrics,
-                info={"benchmark": type(bench).__name__, "op_name": bench.op_name,
-                      **({"call": label} if label != "-" else {})})
-
-
-def _backward(op):
-    """Time gradients as FlagGems does: forward once (lazily, under the caller's context),
-    then `torch.autograd.grad` with retained graph on every call."""
-    import torch
-    state = {}
-
-    def fn(*args, **kwargs):
-        if "out" not in state:
-            out = op(*args, **kwargs)
-            state["out"], state["dout"] = out, torch.randn_like(out)
-            state["xs"] = [a for a in args if torch.is_tensor(a) and a.requires_grad]
-        return torch.autograd.grad((state["out"],), state["xs"], grad_outputs=(state["dout"],),
-                                   retain_graph=True)
-    return fn
-
-
-def _shape_detail(parsed) -> str:
-    def fmt(item):
-        if hasattr(item, "__len__") and type(item).__name__ == "Size":
-            return "x".join(str(d) for d in item) or "scalar"
-        if isinstance(item, (list, tuple)):
-            return "[" + ", ".join(fmt(i) for i in item) + "]"
-        if isinstance(item, dict):
-            return ", ".join(f"{k}={fmt(v)}" for k, v in item.items())
-        return str(item).replace("torch.", "")
-    if isinstance(parsed, tuple) and len(parsed) == 2 and isinstance(parsed[1], dict):
-        return fmt(parsed[0])[1:-1] + ", " + fmt(parsed[1])
-    if isinstance(parsed, list):
-        return fmt(parsed)[1:-1]
-    return fmt(parsed)
-
-
-def _jsonable(value):
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (int, float, str, bool)) or value is None:
-        return value
-    return str(value)
-
-
 def _empty_cache() -> None:
     try:
         from flag_gems.runtime import torch_device_fn
@@ -472,7 +334,7 @@ def _empty_cache() -> None:
 
 
 def _commit(root: Path) -> str | None:
-    from harness.identity import git_commit
+    from harness.store.identity import git_commit
     commit = git_commit(root)
     if commit:
         return commit

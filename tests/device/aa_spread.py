@@ -9,7 +9,8 @@ import statistics
 import sys
 from pathlib import Path
 
-from harness.results import SUCCESS, read_rows
+from harness.store.reader import read_rows
+from harness.store.results import SUCCESS
 
 
 def spread(dir_a, dir_b):

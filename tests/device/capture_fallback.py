@@ -9,9 +9,9 @@ from __future__ import annotations
 import torch
 
 import backends
-from harness.case_timer import CaseTimer
-from harness.stopping import StoppingRule
-from harness.timers import Budget
+from harness.measure.case_timer import CaseTimer
+from harness.measure.stopping import StoppingRule
+from harness.measure.timers import Budget
 
 
 def main():

@@ -22,7 +22,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 from adapters.builtin import kernels  # noqa: E402
-from harness import autotune as at  # noqa: E402
+from harness.compile import autotune as at  # noqa: E402
 
 META = {"backend": "cuda", "provider": "builtin", "op": "mm"}
 F16 = "torch.float16"

@@ -25,8 +25,8 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from harness.fingerprint import fingerprint, read_index  # noqa: E402
-from harness.ir_capture import IRCapture  # noqa: E402
+from harness.compile.ir.fingerprint import fingerprint, read_index  # noqa: E402
+from harness.compile.ir.capture import IRCapture  # noqa: E402
 
 failures = []
 
@@ -73,8 +73,10 @@ calls = {1 << 16: 6, 1 << 20: 4}
 for n, times in calls.items():
     x = build(n, torch.float16)                       # builder: outside the case
     cap.begin_case(f"({n},)", "float16")
+    build(n, torch.float32)                           # in the case, not timed: set-up
+    timed_scale = cap.timed(lambda: scale(x))
     for _ in range(times):
-        out = scale(x)
+        out = timed_scale()
     cap.end_case()
     torch.cuda.synchronize()
     check(f"result n={n}", torch.equal(out, x * 2))
@@ -83,24 +85,28 @@ cap.uninstall()
 print(summary)
 rows = read_index(cap.out_dir)
 for r in rows:
-    print("  ", r["shape"], r["kernel"], r["file"], r["status"], r["launches"],
+    print("  ", r["shape"], r["kernel"], r["role"], r["file"], r["status"], r["launches"],
           r["sweep_launches"], r["other_launches"], r["constexprs"], f"w{r['num_warps']}")
-dumped = [r for r in rows if r["status"] == "dumped"]
+dumped = [r for r in rows if r["role"] == "measured" and r["status"] == "dumped"]
 check("one winner dumped per shape",
       sorted(r["shape"] for r in dumped if r["kernel"] == "scale_kernel") == ["1048576", "65536"],
       [r["file"] for r in dumped])
 check("measured launches exact",
       {r["shape"]: int(r["launches"]) for r in dumped if r["kernel"] == "scale_kernel"}
       == {"65536": 6, "1048576": 4})
-losers = [r for r in rows if r["status"] == "sweep loser"]
+losers = [r for r in rows if r["role"] == "sweep loser"]
 check("sweep losers indexed, not dumped",
-      len(losers) >= 2 and all(r["file"].startswith("(") and int(r["sweep_launches"]) > 0
+      len(losers) >= 2 and all(r["file"] == "-" and int(r["sweep_launches"]) > 0
                                for r in losers), len(losers))
 check("the winner's benchmark launches counted as sweep, apart from measured ones",
       all(int(r["sweep_launches"]) > 0 for r in dumped if r["kernel"] == "scale_kernel"))
 builder = [r for r in rows if r["kernel"] == "fill_kernel"]
-check("builder not measured", builder and all(r["status"] == "not measured" for r in builder),
-      builder)
+check("builder outside the case: not measured; inside, not timed: set-up",
+      {r["role"] for r in builder} == {"not measured", "setup"}
+      and all(r["file"].startswith("_setup/") for r in builder if r["role"] == "setup"),
+      [(r["role"], r["file"]) for r in builder])
+check("set-up kernels stay out of the measured fingerprint",
+      not any(r["kernel"] == "fill_kernel" for r in dumped))
 check("no unattributed launches", summary["unattributed_launches"] == 0, summary)
 check("fingerprint", fingerprint(WORK / "run1") is not None, fingerprint(WORK / "run1"))
 
@@ -111,14 +117,14 @@ cap2.install()
 x = build(1 << 16, torch.float16)
 cap2.begin_case("(65536,)", "float16")
 for _ in range(3):
-    scale(x)
+    cap2.timed(lambda: scale(x))()
 cap2.end_case()
 summary2 = cap2.dump()
 cap2.uninstall()
 rows2 = read_index(cap2.out_dir)
 print(summary2, [(r["file"], r["launches"]) for r in rows2])
 check("second capture sees reused kernels",
-      [(r["file"], r["launches"]) for r in rows2 if r["status"] == "dumped"] ==
+      [(r["file"], r["launches"]) for r in rows2 if r["role"] == "measured"] ==
       [(r["file"], "3") for r in dumped if r["shape"] == "65536"])
 check("same IR as the first run for that shape",
       (cap2.out_dir / "65536/scale_kernel").exists() and

@@ -16,8 +16,9 @@ import triton.testing
 
 import adapters
 import backends
-from harness.results import SUCCESS, read_rows
-from harness.runner import seed_everything
+from harness.store.reader import read_rows
+from harness.store.results import SUCCESS
+from harness.run.case import seed_everything
 
 
 def profiler_kernel_ms(fn, calls: int = 50) -> float | None:

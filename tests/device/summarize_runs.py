@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from harness.results import read_rows
+from harness.store.reader import read_rows
 
 
 def main(root: str) -> None:

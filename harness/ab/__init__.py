@@ -1,0 +1,12 @@
+"""A/B: paired runs with pinned configs, the caliber guard, pairing, statistics, reports.
+
+    sides.py        the two sides (environment, interpreter) and the plan
+    orchestrate.py  running both sides in fresh processes, rounds, status.tsv
+    guard.py        the caliber guard
+    pairing.py      which cases pair, output mismatches, annotations
+    stats.py        intervals, tests, Holm, summaries (pure numbers)
+    compare.py      stored runs -> the typed report (ABReport)
+    report.py       ABReport / ABRow and the report files (report.json, report.csv)
+    render.py       terminal, CSV and JSON views; html.py the HTML page
+    recipe.py       A/B recipes (YAML)
+"""

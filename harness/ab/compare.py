@@ -1,0 +1,109 @@
+"""Stored runs in, the typed report out: pairing across rounds, statistics, summary.
+
+Data only: statistics live in `stats`, presentation in `render` / `html`.
+"""
+from __future__ import annotations
+
+from ..store.reader import StoredRun
+from . import stats
+from .pairing import annotations, output_mismatches, pair_rows, row_key
+from .report import ABReport, ABRow
+
+
+def compare_runs(rounds: list[tuple[StoredRun, StoredRun]], alpha: float = 0.05) -> ABReport:
+    """The report for one op over one or more (A, B) rounds.
+
+    With several rounds, a shape counts only when it paired in every round; its latencies and
+    delta are the medians across rounds, and its interval and p-value treat each round's
+    delta as one observation (Student's t; see stats). One round: bootstrap and rank test over
+    the raw samples of the two processes."""
+    first_a, first_b = rounds[0]
+    per_round = [pair_rows(a.rows, b.rows) for a, b in rounds]
+    keys = [set(row_key(ra) for ra, _ in pairs) for pairs, _ in per_round]
+    common = set.intersection(*keys) if keys else set()
+    ordered = [row_key(ra) for ra, _ in per_round[0][0] if row_key(ra) in common]
+    by_round = [{row_key(ra): (ra, rb) for ra, rb in pairs} for pairs, _ in per_round]
+    pairs_of = {key: [br[key] for br in by_round] for key in ordered}
+    multi = len(rounds) > 1
+    rows = [_row(key, pairs_of[key]) for key in ordered]
+    if multi:
+        deltas = [[stats.delta_pct(ra.gems_ms, rb.gems_ms) for ra, rb in pairs_of[k]]
+                  for k in ordered]
+        shape_stats = stats.rounds_stats(deltas, alpha)
+    else:
+        shape_stats = stats.shape_stats(
+            [(ra.gems.samples_ms, rb.gems.samples_ms, row.a_ms, row.b_ms)
+             for row, ((ra, rb),) in zip(rows, (pairs_of[k] for k in ordered))], alpha=alpha)
+    for row, stat in zip(rows, shape_stats):
+        _apply(row, stat, "rounds" if multi else "samples")
+    summary = stats.summarize(shape_stats)
+    if multi and rows:
+        _add_rounds(rows, summary, deltas, [pairs_of[k] for k in ordered], len(rounds))
+    summary["rounds"] = len(rounds)
+    mismatches = output_mismatches(rounds)
+    return ABReport(
+        op=first_a.op,
+        caliber=first_a.info.get("caliber") or {},
+        sides={"A": {"run_dir": str(first_a.path), "label": "A"},
+               "B": {"run_dir": str(first_b.path), "label": "B"}},
+        rows=rows,
+        unpaired=_unpaired(per_round, keys, common),
+        output_mismatches=mismatches,
+        summary=summary,
+        markers=_marker_lines(rounds, mismatches))
+
+
+def _row(key: tuple, pairs) -> ABRow:
+    return ABRow(variant=key[0], dtype=key[1], shape_detail=key[2], occurrence=key[3],
+                 a_ms=_median([ra.gems_ms for ra, _ in pairs]),
+                 b_ms=_median([rb.gems_ms for _, rb in pairs]),
+                 annotations=annotations(pairs),
+                 timer_a=pairs[0][0].timer, timer_b=pairs[0][1].timer)
+
+
+def _apply(row: ABRow, stat: stats.ShapeStat, interval: str) -> None:
+    row.delta_pct, row.ci_low_pct, row.ci_high_pct = (stat.delta_pct, stat.ci_low_pct,
+                                                      stat.ci_high_pct)
+    row.p_value, row.significant, row.interval = stat.p_value, stat.significant, interval
+    row.direction = stats.direction(stat) if stat.significant else 0
+
+
+def _add_rounds(rows: list[ABRow], summary: dict, deltas, pairs_per_row, n_rounds: int) -> None:
+    """Per shape: spread across rounds and per side; per op: per-round median deltas, the
+    sign-unstable count and the median side spread."""
+    for row, agg, pairs in zip(rows, stats.round_stats([list(d) for d in zip(*deltas)]),
+                               pairs_per_row):
+        row.rounds = agg
+        row.spread_a_pct = stats.side_spread([ra.gems_ms for ra, _ in pairs])
+        row.spread_b_pct = stats.side_spread([rb.gems_ms for _, rb in pairs])
+    summary["per_round_median_delta_pct"] = [_median([d[i] for d in deltas])
+                                             for i in range(n_rounds)]
+    summary["sign_unstable"] = sum(1 for r in rows if not r.rounds["sign_stable"])
+    summary["side_spread_median_pct"] = {"A": _median([r.spread_a_pct for r in rows]),
+                                         "B": _median([r.spread_b_pct for r in rows])}
+
+
+def _unpaired(per_round, keys, common) -> list[dict]:
+    unpaired = list(per_round[0][1])
+    for number, (_, missing) in enumerate(per_round[1:], start=2):
+        unpaired += [dict(u, round=number) for u in missing]
+    if len(keys) > 1:
+        unpaired += [{"side": "A+B", "variant": k[0], "dtype": k[1], "shape_detail": k[2],
+                      "occurrence": k[3], "status": "-",
+                      "reason": "did not pair in every round"}
+                     for k in sorted(set.union(*keys) - common)]
+    return unpaired
+
+
+def _marker_lines(rounds, mismatches) -> list[str]:
+    lines = sorted({m for a, b in rounds for run in (a, b) for r in run.rows for m in r.markers})
+    return lines + [f"OUTPUT_MISMATCH round={m['round']} dtype={m['dtype']} "
+                    f"shape={m['shape_detail']} detail={m['reason']}" for m in mismatches]
+
+
+def _median(values):
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return None
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2

@@ -1,0 +1,74 @@
+"""The caliber guard: may two runs be compared at all?
+
+Every caliber field must match, except autotune_mode (record vs replay is the point); both
+sides recording is refused, a missing identity is refused, sides pinned to different records
+are refused, and so are runs of different ops. A side that recorded on a shared tuner cache
+gets a warning.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..compile.autotune import records_digest
+from ..store.reader import StoredRun
+
+
+@dataclass
+class CaliberCheck:
+    problems: list[str] = field(default_factory=list)   # refusals
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check_caliber(a: StoredRun, b: StoredRun, label: str | None = None) -> CaliberCheck:
+    label = label or a.op
+    check = CaliberCheck()
+    cal_a, cal_b = a.caliber, b.caliber
+    for side, run, cal in (("A", a, cal_a), ("B", b, cal_b)):
+        if cal is None:
+            check.problems.append(f"!!! [caliber] {label}: side {side} has no identity "
+                                  f"({run.path}/run.json has no caliber)")
+    if check.problems:
+        return check
+    for difference in cal_a.differences(cal_b, ignore=("autotune_mode",)):
+        check.problems.append(f"!!! [caliber] {label}: {difference.describe()}")
+    if (cal_a.autotune_mode, cal_b.autotune_mode) == ("record", "record"):
+        check.problems.append(f"!!! [caliber] {label}: autotune_mode: both sides record — "
+                              f"configs are not pinned; replay one side from the other")
+    for side, cal in (("A", cal_a), ("B", cal_b)):
+        if cal.autotune_mode == "record" and str(cal.tuner_cache).startswith("shared"):
+            check.warnings.append(f"WARNING [caliber] {label}: side {side} recorded on a shared "
+                                  f"tuner cache {cal.tuner_cache}")
+    source_a, source_b = replay_source(a), replay_source(b)
+    if not _same_record(source_a, source_b):
+        check.problems.append(f"!!! [caliber] {label}: configs not pinned to the same record: "
+                              f"A uses {_describe(source_a)}, B uses {_describe(source_b)}")
+    if a.op != b.op:
+        check.problems.append(f"!!! [caliber] {label}: op differs: A={a.op}, B={b.op}")
+    return check
+
+
+def replay_source(run: StoredRun) -> tuple[str | None, str]:
+    """(digest of its records file, run id) of the record whose configs a run used — itself
+    when it recorded. The digest lets runs copied or moved elsewhere still pair; the run id
+    (the record directory's name) stands in where a digest cannot be had."""
+    if run.autotune_mode == "replay":
+        source = Path(run.info.get("autotune_replay_from") or run.path)
+        digest = run.info.get("autotune_replay_records_sha256") or records_digest(source)
+    else:
+        source, digest = run.path, records_digest(run.path)
+    return digest, source.resolve().name
+
+
+def _same_record(source_a: tuple[str | None, str], source_b: tuple[str | None, str]) -> bool:
+    (digest_a, id_a), (digest_b, id_b) = source_a, source_b
+    return digest_a == digest_b if digest_a and digest_b else id_a == id_b
+
+
+def _describe(source: tuple[str | None, str]) -> str:
+    digest, run_id = source
+    return f"{run_id} (records {digest[:12]})" if digest else run_id

@@ -1,0 +1,271 @@
+"""`zlh ab`: paired runs with pinned configs, the caliber guard, rounds, and the report.
+
+Every run is a fresh `zlh bench` process (its own Triton cache, its own imports), so the two
+sides share nothing but the record: round 1's A records, every other run — B, and both sides
+of later rounds — replays that record. Rounds alternate which side runs first.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..common import markers
+from ..common.errors import EXIT_CALIBER, EXIT_FAILED_CASES, EXIT_OK, UsageError
+from ..common.files import atomic_write_json
+from ..compile.ir import fingerprint
+from ..run.options import BenchOptions
+from ..store.reader import load_run
+from ..store.results import FAILED, SUCCESS
+from ..store.rundir import safe_name
+from .compare import compare_runs
+from .guard import CaliberCheck, check_caliber
+from .render import render_terminal
+from .report import ABReport, write_reports
+from .sides import ABPlan, Side, env_for
+
+STATUS_COLUMNS = ("round", "op", "side", "rc", "elapsed_s", "rows_ok", "rows_failed",
+                  "replay_fallbacks", "graph_fallbacks", "poisoned", "run_dir")
+NO_IR_DIFF = "SWITCH_NO_IR_DIFF"
+TIMEOUT_RC = 124
+Echo = Callable[[str], None]
+
+
+@dataclass
+class RunOutcome:
+    round: int
+    side: str
+    rc: int
+    elapsed_s: float
+    run_dir: Path | None
+    log: Path | None = None
+
+    def last_words(self) -> str:
+        """The last line the run printed (the one-line error of a failed run)."""
+        try:
+            lines = [ln for ln in self.log.read_text(errors="replace").splitlines() if ln.strip()]
+        except (OSError, AttributeError):
+            return ""
+        return lines[-1].strip() if len(lines) > 1 else ""
+
+
+def run_side(plan: ABPlan, op: str, number: int, side: Side,
+             replay_from: Path | None) -> RunOutcome:
+    """One `zlh bench` in a fresh process group; a timeout kills the whole group (rc 124)."""
+    out = plan.root / safe_name(op) / f"r{number}_{side.label}"
+    out.mkdir(parents=True, exist_ok=True)
+    options = plan.options.replace(out=str(out),
+                                   replay=str(replay_from) if replay_from is not None else None)
+    cmd = [side.python, "-m", "harness", "bench", op, *options.to_argv()]
+    started = time.time()
+    with open(out / "bench.log", "w", encoding="utf-8") as log:
+        log.write(" ".join(cmd) + "\n")
+        log.flush()
+        proc = subprocess.Popen(cmd, env=env_for(side, plan.options.backend), stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            rc = proc.wait(timeout=plan.timeout_s)
+        except subprocess.TimeoutExpired:
+            stop_group(proc)
+            rc = TIMEOUT_RC
+        except BaseException:          # Ctrl-C or SIGTERM of zlh ab: the run must stop too
+            stop_group(proc, grace_s=5.0)
+            raise
+    runs = sorted(p for p in out.iterdir() if p.is_dir() and (p / "run.json").exists())
+    outcome = RunOutcome(number, side.label, rc, round(time.time() - started, 3),
+                         runs[-1] if runs else None, out / "bench.log")
+    append_status(plan.root, op, outcome)
+    return outcome
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
+    """SIGTERM the run's process group (zlh bench then writes run.json, records and IR),
+    SIGKILL whatever is left after the grace period."""
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def append_status(root: Path, op: str, outcome: RunOutcome) -> None:
+    counts = {"rows_ok": 0, "rows_failed": 0, "replay_fallbacks": 0, "graph_fallbacks": 0,
+              "poisoned": 0}
+    if outcome.run_dir is not None and (outcome.run_dir / "results.jsonl").exists():
+        run = load_run(outcome.run_dir)
+        counts["rows_ok"] = sum(1 for r in run.rows if r.status == SUCCESS)
+        counts["rows_failed"] = sum(1 for r in run.rows if r.status == FAILED)
+        names = [markers.marker_name(m) for r in run.rows for m in r.markers]
+        counts["replay_fallbacks"] = names.count(markers.REPLAY_FALLBACK)
+        counts["graph_fallbacks"] = names.count(markers.NO_GRAPH)
+        counts["poisoned"] = int(run.info.get("status") == "poisoned")
+    path = root / "status.tsv"
+    new = not path.exists()
+    with open(path, "a", encoding="utf-8") as handle:
+        if new:
+            handle.write("\t".join(STATUS_COLUMNS) + "\n")
+        values = {"round": outcome.round, "op": op, "side": outcome.side, "rc": outcome.rc,
+                  "elapsed_s": outcome.elapsed_s, "run_dir": outcome.run_dir or "-", **counts}
+        handle.write("\t".join(str(values[c]) for c in STATUS_COLUMNS) + "\n")
+
+
+def run_ab(plan: ABPlan, echo: Echo = print,
+           progress: Echo | None = None) -> tuple[list[ABReport], int]:
+    """Both sides for every op, rounds, guard, report. Returns (reports, exit code)."""
+    plan.root.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(plan.root / "plan.json", plan.to_dict())
+    reports, code = [], EXIT_OK
+    write_reports(plan.root, reports)
+    counter = _Counter(len(plan.ops) * 2 * plan.rounds, progress)
+    for op in plan.ops:
+        report, op_code = OpAB(plan, op, echo, counter).run()
+        code = max(code, op_code)
+        if report is not None:
+            reports.append(report)
+            # rewritten after every op: an interrupted A/B keeps the ops it finished
+            write_reports(plan.root, reports)
+            echo(render_terminal(report, colour=sys.stdout.isatty()))
+    return reports, code
+
+
+class _Counter:
+    """`[3/6] add r2 B rc=0 15.2s`, one line per finished run."""
+
+    def __init__(self, total: int, progress: Echo | None):
+        self.total, self.done, self.progress = total, 0, progress
+
+    def finished(self, op: str, outcome: RunOutcome) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(f"[{self.done}/{self.total}] {op} r{outcome.round} {outcome.side} "
+                          f"rc={outcome.rc} {outcome.elapsed_s:.1f}s")
+
+    def skipped(self, runs: int) -> None:
+        self.total -= runs
+
+
+class OpAB:
+    """One op's rounds: round 1 (A records, B replays), guard, IR check, later rounds."""
+
+    def __init__(self, plan: ABPlan, op: str, echo: Echo, counter: _Counter):
+        self.plan, self.op, self.echo, self.counter = plan, op, echo, counter
+        self.outcomes: dict[tuple[int, str], RunOutcome] = {}
+
+    def run(self) -> tuple[ABReport | None, int]:
+        plan, op = self.plan, self.op
+        if not self._run(1, plan.a, None):
+            return None, EXIT_FAILED_CASES
+        record = self.outcomes[(1, "A")].run_dir
+        if not self._run(1, plan.b, record):
+            return None, EXIT_FAILED_CASES
+        run_a, run_b = load_run(record), load_run(self.outcomes[(1, "B")].run_dir)
+        check = check_caliber(run_a, run_b, op)
+        if not guard(check, op, plan.allow_caliber_mismatch, self.echo):
+            return None, EXIT_CALIBER
+        verdict = ir_verdict(run_a.path, run_b.path, plan.scrub)
+        rounds = self._rounds_after(verdict)
+        for number in range(2, rounds + 1):
+            for side in ((plan.a, plan.b) if number % 2 else (plan.b, plan.a)):
+                if not self._run(number, side, record):
+                    return None, EXIT_FAILED_CASES
+        pairs = [(load_run(self.outcomes[(n, "A")].run_dir),
+                  load_run(self.outcomes[(n, "B")].run_dir)) for n in range(1, rounds + 1)]
+        for number, (later_a, later_b) in enumerate(pairs[1:], start=2):
+            for side, later in (("A", later_a), ("B", later_b)):
+                late = check_caliber(run_a, later, f"{op} round {number} side {side}")
+                late.warnings = []          # round 1 already said them
+                if not guard(late, op, plan.allow_caliber_mismatch, self.echo):
+                    return None, EXIT_CALIBER
+        report = compare_runs(pairs, plan.alpha)
+        report.verdict = ({"NO_IR_DIFF": "SWITCH_NO_IR_DIFF: identical generated code; the "
+                           "deltas are this machine's noise floor"}.get(verdict, verdict))
+        report.caliber_problems = check.problems
+        report.sides["A"]["label"] = plan.a.description or "A"
+        report.sides["B"]["label"] = plan.b.description or "B"
+        return report, EXIT_FAILED_CASES if report.output_mismatches else EXIT_OK
+
+    def _run(self, number: int, side: Side, replay_from: Path | None) -> bool:
+        outcome = run_side(self.plan, self.op, number, side, replay_from)
+        self.outcomes[(number, side.label)] = outcome
+        self.counter.finished(self.op, outcome)
+        if outcome.rc in (0, EXIT_FAILED_CASES) and outcome.run_dir is not None:
+            return True
+        self.echo(f"!!! {self.op}: round {number} side {side.label} failed (rc={outcome.rc}): "
+                  f"{outcome.last_words()}; no report for this op")
+        return False
+
+    def _rounds_after(self, verdict: str) -> int:
+        plan = self.plan
+        if verdict != "NO_IR_DIFF":
+            return plan.rounds
+        self.echo(markers.marker(NO_IR_DIFF, op=self.op, switch=plan.switch,
+                                 detail=f"identical generated code for A[{plan.a.description}] "
+                                        f"and B[{plan.b.description}]; further rounds would "
+                                        f"measure noise"))
+        if plan.allow_no_ir_diff:
+            return plan.rounds
+        self.counter.skipped(2 * (plan.rounds - 1))
+        return 1
+
+
+def guard(check: CaliberCheck, op: str, allow: bool, echo: Echo) -> bool:
+    """Print the guard's findings; False when the report must be refused."""
+    for line in check.warnings + check.problems:
+        echo(line)
+    if check.problems and not allow:
+        echo(f"!!! [caliber] {op}: refusing to report; add --allow-caliber-mismatch once sure "
+             f"the runs are comparable")
+        return False
+    return True
+
+
+def ir_verdict(dir_a: Path, dir_b: Path, scrub) -> str:
+    """IR_CHANGED / NO_IR_DIFF / NO_IR (either side compiled nothing we captured)."""
+    fa = fingerprint.fingerprint(dir_a, scrub)
+    fb = fingerprint.fingerprint(dir_b, scrub)
+    if fa is None or fb is None:
+        return "NO_IR"
+    return "NO_IR_DIFF" if fa == fb else "IR_CHANGED"
+
+
+def compare_existing(dir_a, dir_b, allow_caliber_mismatch: bool, echo: Echo,
+                     alpha: float = 0.05, scrub=()) -> tuple[ABReport | None, int]:
+    run_a, run_b = load_run(dir_a), load_run(dir_b)
+    check = check_caliber(run_a, run_b)
+    if not guard(check, run_a.op, allow_caliber_mismatch, echo):
+        return None, EXIT_CALIBER
+    report = compare_runs([(run_a, run_b)], alpha)
+    report.caliber_problems = check.problems
+    report.verdict = ir_verdict(run_a.path, run_b.path, list(scrub))
+    return report, EXIT_FAILED_CASES if report.output_mismatches else EXIT_OK
+
+
+def replay_against(run_a, given: dict, root: Path, timeout_s: float, echo: Echo,
+                   allow_caliber_mismatch: bool = False, scrub=()) -> tuple[ABReport | None, int]:
+    """`zlh ab --replay RUN_A`: side B now, in a fresh process, replaying A with A's settings
+    (`given`: flat bench options named on the command line, which replace A's)."""
+    info = load_run(run_a).info
+    base = BenchOptions.from_run(info, str(run_a))
+    options = BenchOptions.from_flat(**{**base.to_flat(), **given})
+    op = info.get("op")
+    if not isinstance(op, str):
+        raise UsageError(f"{run_a}: run.json names no op")
+    plan = ABPlan(ops=[op], a=Side("A", description=str(run_a)), b=Side("B", description="now"),
+                  options=options, root=root, timeout_s=timeout_s)
+    root.mkdir(parents=True, exist_ok=True)
+    outcome = run_side(plan, op, 1, plan.b, Path(run_a))
+    if outcome.rc not in (0, EXIT_FAILED_CASES) or outcome.run_dir is None:
+        echo(f"!!! {op}: side B failed (rc={outcome.rc}): {outcome.last_words()}")
+        return None, EXIT_FAILED_CASES
+    echo(f"side B: {outcome.run_dir} ({outcome.elapsed_s:.1f} s)")
+    return compare_existing(run_a, outcome.run_dir, allow_caliber_mismatch, echo, scrub=scrub)

@@ -1,0 +1,76 @@
+"""Which cases of two runs pair, which outputs differ, and what to note on a pair."""
+from __future__ import annotations
+
+from ..common import markers
+from ..run import outputs
+from ..store.reader import StoredRun
+from ..store.results import SUCCESS, Row
+
+KEY_FIELDS = ("variant", "dtype", "shape_detail", "occurrence")
+
+
+def row_key(row: Row) -> tuple:
+    return (row.variant, row.dtype, row.shape_detail, row.occurrence)
+
+
+def pair_rows(rows_a: list[Row], rows_b: list[Row]):
+    """(pairs, unpaired): pairs of SUCCESS rows with positive latency on both sides, by
+    (variant, dtype, shape detail, occurrence); everything else is listed, never dropped."""
+    index_b = {row_key(r): r for r in rows_b}
+    pairs, unpaired, seen = [], [], set()
+    for ra in rows_a:
+        key = row_key(ra)
+        seen.add(key)
+        rb = index_b.get(key)
+        if rb is None:
+            unpaired.append(unpaired_entry("A", ra, "no such case on side B"))
+        elif usable(ra) and usable(rb):
+            pairs.append((ra, rb))
+        else:
+            for side, row in (("A", ra), ("B", rb)):
+                if not usable(row):
+                    unpaired.append(unpaired_entry(side, row, row.reason or "no latency"))
+    for rb in rows_b:
+        if row_key(rb) not in seen:
+            unpaired.append(unpaired_entry("B", rb, "no such case on side A"))
+    return pairs, unpaired
+
+
+def usable(row: Row) -> bool:
+    return row.status == SUCCESS and bool(row.gems_ms) and row.gems_ms > 0
+
+
+def unpaired_entry(side: str, row: Row, reason: str) -> dict:
+    return {"side": side, "variant": row.variant, "dtype": row.dtype,
+            "shape_detail": row.shape_detail, "occurrence": row.occurrence,
+            "status": row.status, "reason": reason}
+
+
+def output_mismatches(rounds: list[tuple[StoredRun, StoredRun]]) -> list[dict]:
+    """Cases whose function-under-test output differs between A and B (same seed)."""
+    found = []
+    for i, (a, b) in enumerate(rounds, 1):
+        index_b = {row_key(r): r for r in b.rows}
+        for ra in a.rows:
+            rb = index_b.get(row_key(ra))
+            if rb is None or "output" not in ra.extra or "output" not in rb.extra:
+                continue
+            reason = outputs.compare(ra.extra["output"], rb.extra["output"])
+            if reason:
+                found.append({"round": i, "variant": ra.variant, "dtype": ra.dtype,
+                              "shape_detail": ra.shape_detail,
+                              "occurrence": ra.occurrence, "reason": reason})
+    return found
+
+
+def annotations(pairs) -> list[str]:
+    notes = set()
+    for ra, rb in pairs:
+        if ra.timer != rb.timer:
+            notes.add(f"timer A={ra.timer} B={rb.timer}")
+        for side, row in (("A", ra), ("B", rb)):
+            for line in row.markers:
+                name = markers.marker_name(line)
+                if name in (markers.NO_GRAPH, markers.REPLAY_FALLBACK):
+                    notes.add(f"{side}: {name}")
+    return sorted(notes)

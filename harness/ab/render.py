@@ -1,0 +1,122 @@
+"""Views of the A/B report: terminal table, CSV, JSON (HTML: html.py).
+
+Every view reads a row's `direction` for faster / slower; none re-derives it.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+from tabulate import tabulate
+
+from ..common.files import json_safe
+from .report import ABReport, ABRow
+
+CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "a_ms", "b_ms",
+               "delta_pct", "ci_low_pct", "ci_high_pct", "interval", "p_value", "significant",
+               "direction", "rounds_min_delta_pct", "rounds_max_delta_pct", "sign_stable",
+               "annotations")
+
+
+def _num(value, spec: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return format(value, spec)
+
+
+def _colour(text: str, row: ABRow, colour: bool) -> str:
+    if not colour or not row.direction:
+        return text
+    import click
+    return click.style(text, fg="green" if row.direction > 0 else "red")
+
+
+def _table_entry(report: ABReport, r: ABRow, multi: bool, colour: bool) -> list:
+    label = f"{r.variant} " if r.variant and r.variant != report.op else ""
+    entry = [r.dtype, label + r.shape_detail + (f" #{r.occurrence}" if r.occurrence else ""),
+             _num(r.a_ms, ".5f"), _num(r.b_ms, ".5f"),
+             _colour(_num(r.delta_pct, "+.2f"), r, colour),
+             f"[{_num(r.ci_low_pct, '+.2f')}, {_num(r.ci_high_pct, '+.2f')}]",
+             _num(r.p_value, ".3g"), "yes" if r.significant else "no"]
+    if multi:
+        rd = r.rounds or {}
+        entry += [f"{_num(rd.get('min_delta_pct'), '+.2f')}~{_num(rd.get('max_delta_pct'), '+.2f')}",
+                  "yes" if rd.get("sign_stable") else "NO"]
+    entry.append("; ".join(r.annotations) or "")
+    return entry
+
+
+def render_terminal(report: ABReport, colour: bool = False) -> str:
+    lines = [f"== {report.op}: A={report.sides['A'].get('run_dir')}  "
+             f"B={report.sides['B'].get('run_dir')}"]
+    if report.verdict:
+        lines.append(f"verdict: {report.verdict}")
+    multi = any(r.rounds for r in report.rows)
+    headers = ["dtype", "shape", "A ms", "B ms", "delta %",
+               "95% CI (rounds)" if any(r.interval == "rounds" for r in report.rows)
+               else "95% CI", "p", "signif."]
+    if multi:
+        headers += ["rounds min~max", "sign stable"]
+    headers.append("notes")
+    table = [_table_entry(report, r, multi, colour) for r in report.rows]
+    lines.append(tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True)
+                 if table else "(no paired rows)")
+    lines += _summary_lines(report.summary)
+    for u in report.unpaired:
+        lines.append(f"unpaired: side {u['side']} {u['dtype']} {u['shape_detail']} "
+                     f"{u['status']}: {u['reason']}")
+    for m in report.output_mismatches:
+        lines.append(f"!!! OUTPUT_MISMATCH op={report.op} round={m['round']} "
+                     f"dtype={m['dtype']} shape={m['shape_detail']}: {m['reason']}")
+    return "\n".join(lines)
+
+
+def _summary_lines(s: dict) -> list[str]:
+    if not s.get("n"):
+        return []
+    lines = [f"summary: {s['n']} shapes, geomean speedup B vs A "
+             f"{_num(s.get('geomean_speedup'), '.4f')}, delta "
+             f"{_num(s.get('delta_min_pct'), '+.2f')}% ~ {_num(s.get('delta_max_pct'), '+.2f')}% "
+             f"(median {_num(s.get('delta_median_pct'), '+.2f')}%), faster {s['faster']}, "
+             f"slower {s['slower']}, unchanged {s['unchanged']} (delta > 0: B faster)"]
+    if s.get("rounds", 1) == 1:
+        lines.append("one round: intervals and p-values see each process's own noise only; "
+                     "--rounds 3 or more adds the process-to-process part")
+    else:
+        per_round = ", ".join(_num(v, "+.2f") for v in s["per_round_median_delta_pct"])
+        spread = s["side_spread_median_pct"]
+        lines.append(f"rounds: {s['rounds']}; per-round median delta {per_round}; sign-unstable "
+                     f"shapes {s['sign_unstable']}; side spread (median over shapes) "
+                     f"A {_num(spread['A'], '.2f')}% B {_num(spread['B'], '.2f')}%")
+    return lines
+
+
+def to_csv(reports: list[ABReport]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n",
+                            extrasaction="ignore")
+    writer.writeheader()
+    for report in reports:
+        for row in report.rows:
+            r = json_safe(vars(row))
+            rounds = row.rounds or {}
+            writer.writerow({**r, "op": report.op,
+                             "rounds_min_delta_pct": rounds.get("min_delta_pct"),
+                             "rounds_max_delta_pct": rounds.get("max_delta_pct"),
+                             "sign_stable": rounds.get("sign_stable"),
+                             "annotations": "; ".join(row.annotations)})
+    return buf.getvalue()
+
+
+def to_json(reports: list[ABReport]) -> dict:
+    """One object: every row (with its op, delta_pct and direction), an overall summary, and
+    per op; non-finite numbers as null."""
+    ops = [report.to_dict() for report in reports]
+    rows = [{"op": rep["op"], **r} for rep in ops for r in rep["rows"]]
+    summary = ops[0]["summary"] if len(ops) == 1 else {
+        "ops": len(ops), "n": sum(rep["summary"].get("n", 0) for rep in ops),
+        "faster": sum(rep["summary"].get("faster", 0) for rep in ops),
+        "slower": sum(rep["summary"].get("slower", 0) for rep in ops),
+        "unchanged": sum(rep["summary"].get("unchanged", 0) for rep in ops)}
+    return json_safe({"rows": rows, "summary": summary, "ops": ops})

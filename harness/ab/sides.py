@@ -1,0 +1,92 @@
+"""The two sides of an A/B comparison and the plan that runs them."""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import backends
+
+from ..common.errors import UsageError
+from ..run.options import BenchOptions
+
+ZLH_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+@dataclass
+class Side:
+    label: str
+    env: dict = field(default_factory=dict)      # overrides; None value unsets
+    python: str = sys.executable
+    description: str = ""
+
+
+@dataclass
+class ABPlan:
+    ops: list[str]
+    a: Side
+    b: Side
+    options: BenchOptions                  # every run's bench options (out/replay set per run)
+    root: Path
+    rounds: int = 1
+    timeout_s: float = 3600.0
+    allow_caliber_mismatch: bool = False
+    allow_no_ir_diff: bool = False
+    scrub: list[str] = field(default_factory=list)
+    alpha: float = 0.05
+    switch_name: str = ""              # the variable a --switch flips, for markers
+
+    @property
+    def switch(self) -> str:
+        return self.switch_name or f"A[{self.a.description}]_B[{self.b.description}]"
+
+    def to_dict(self) -> dict:
+        return {"ops": self.ops, "rounds": self.rounds, "options": self.options.to_dict(),
+                "bench_args": self.options.to_argv(), "A": vars(self.a), "B": vars(self.b),
+                "timeout_s": self.timeout_s, "scrub": self.scrub}
+
+
+def parse_assignments(items, what: str) -> dict:
+    env = {}
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"{what} expects NAME=VALUE, got {item!r}")
+        env[name] = value
+    return env
+
+
+def sides_from_switch(spec: str) -> tuple[Side, Side]:
+    """`NAME=a,b` -> side A with NAME=a, side B with NAME=b."""
+    name, sep, values = spec.partition("=")
+    parts = values.split(",")
+    if not sep or not name or len(parts) != 2:
+        raise UsageError(f"--switch expects NAME=A_VALUE,B_VALUE, got {spec!r}")
+    return (Side("A", {name: parts[0]}, description=f"{name}={parts[0]}"),
+            Side("B", {name: parts[1]}, description=f"{name}={parts[1]}"))
+
+
+def sides_from_env(env_a, env_b) -> tuple[Side, Side]:
+    ea, eb = parse_assignments(env_a, "--env-a"), parse_assignments(env_b, "--env-b")
+    return (Side("A", ea, description=" ".join(f"{k}={v}" for k, v in ea.items())),
+            Side("B", eb, description=" ".join(f"{k}={v}" for k, v in eb.items())))
+
+
+def env_for(side: Side, backend_name: str | None = None) -> dict:
+    """The parent's environment with the side's overrides; with a named backend, only that
+    backend's visibility variables survive (another vendor's must not leak into the child)."""
+    env = dict(os.environ)
+    if backend_name:
+        try:
+            env = backends.child_env(backends.get_backend(backend_name), env)
+        except backends.UnknownBackend:
+            pass                        # the child reports the unknown name itself
+    for key, value in side.env.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = str(value)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ZLH_ROOT, env.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env

@@ -1,0 +1,21 @@
+"""The `zlh` command line (click). Each command is a thin layer over the Python API.
+
+    common.py  errors and exit codes, bench options shared by bench and ab
+    bench.py   zlh bench
+    ab.py      zlh ab, zlh report
+    info.py    zlh ops, show, fingerprint, backends
+"""
+from __future__ import annotations
+
+import click
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="zlh", message="zlh %(version)s")
+def main():
+    """zlh: operator timing harness for A/B comparison of Triton compiler and FlagGems builds."""
+
+
+from . import ab, bench, info  # noqa: E402,F401  (registers the commands)
+
+__all__ = ["main"]

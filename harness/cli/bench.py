@@ -1,0 +1,38 @@
+"""`zlh bench`."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..run.runner import run_bench
+from . import main
+from .common import bench_options, echo_err, handles_errors, options_from
+
+
+@main.command()
+@click.argument("ops", nargs=-1, required=True)
+@bench_options
+@click.option("--out", default="runs", show_default=True, metavar="DIR",
+              help="Root under which each op gets <DIR>/<op>_<timestamp>/.")
+@click.option("--replay", default=None, metavar="RUN_DIR",
+              help="Force the autotune configs recorded by this record run (or the newest "
+                   "<op>_* record run under this directory). Default: record.")
+@click.option("--keep-cache", is_flag=True,
+              help="Keep the private Triton compile cache (and tuner DB) after the run.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@handles_errors
+def bench(ops, out, replay, keep_cache, quiet, **params):
+    """Time OPS (function under test vs torch baseline), one run directory per op.
+
+    FlagGems op names: `softmax` (test_softmax), `perf_sort:sort` (function:file),
+    `name@file`, a node `benchmark/test_x.py::test_y`, or `vllm:NAME` for FlagGems-vllm.
+
+    Exit status: 0 all cases ok, 1 some case failed, 2 bad input, 3 preflight failed,
+    5 the device became unusable (the run stopped; what was measured is kept).
+    """
+    options = options_from(params, out=out, replay=replay, keep_cache=keep_cache,
+                           argv=["zlh"] + sys.argv[1:])
+    results = run_bench(list(ops), options, echo=click.echo,
+                        progress=None if quiet else echo_err)
+    sys.exit(max((r.exit_code for r in results), default=0))

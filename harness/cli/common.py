@@ -1,0 +1,145 @@
+"""What every zlh command shares: one-line errors with exit codes, and the bench options."""
+from __future__ import annotations
+
+import functools
+import signal
+import sys
+
+import click
+from click.core import ParameterSource
+
+from ..common import errors
+from ..measure.stopping import StoppingRule
+from ..measure.timers import Budget
+from ..run.options import L2_POLICIES, LEVELS, TIMERS, BenchOptions
+
+
+def fail(message: str, code: int):
+    click.echo(f"zlh: {message}", err=True)
+    sys.exit(code)
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def handles_errors(fn):
+    """User errors become one line on stderr and their exit code; no traceback.
+
+    SIGTERM (a timeout, `zlh ab` ending a run) unwinds like an exception, so the run directory
+    is finalised and records and IR are written before the process ends."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        signal.signal(signal.SIGTERM, _terminate)
+        try:
+            return fn(*args, **kwargs)
+        except errors.ZlhError as exc:
+            fail(exc.message, exc.exit_code)
+        except KeyboardInterrupt:
+            fail("interrupted; cases measured so far are in the run directory", 130)
+    return wrapper
+
+
+def split_csv(ctx, param, value):
+    if not value:
+        return None
+    items = []
+    for chunk in value:
+        items.extend(v.strip() for v in chunk.split(",") if v.strip())
+    return items or None
+
+
+def echo_err(text: str) -> None:
+    click.echo(text, err=True)
+
+
+# Options every `zlh bench` run takes; `zlh ab` passes the ones given on to both sides.
+# Parameter names are BenchOptions' flat names (run/options.py).
+BENCH_OPTIONS = [
+    click.option("--adapter", type=click.Choice(["builtin", "flaggems"]), default=None,
+                 help="Where cases come from. Default: flaggems when a checkout is named "
+                      "(--flaggems-dir, FLAGGEMS_DIR) or flag_gems is importable, else builtin."),
+    click.option("--backend", default=None, metavar="NAME",
+                 help="Device runtime: cuda, musa, rocm, ascend, cpu (aliases nvidia, "
+                      "mthreads, amd, hip, npu, huawei, host). Default: detected."),
+    click.option("--device", type=click.IntRange(min=0), default=None,
+                 help="Logical device index. Default: the first visible device."),
+    click.option("--dtypes", multiple=True, callback=split_csv, metavar="LIST",
+                 help="Comma-separated dtypes, e.g. float16,bfloat16. Default: the op's defaults."),
+    click.option("--shapes", "shapes", default=None, metavar="FILE",
+                 help="Shape file (YAML: op or class name -> shapes). Default: the adapter's."),
+    click.option("--level", type=click.Choice(LEVELS), default="core", show_default=True,
+                 help="Shape set size when no shape file is given."),
+    click.option("--timer", type=click.Choice(TIMERS), default="auto", show_default=True,
+                 help="auto: graph where the backend captures graphs, else event (cpu: host)."),
+    click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+                 help="Independent measurements per case; the median of their medians is reported."),
+    click.option("--l2", type=click.Choice(L2_POLICIES), default="warm", show_default=True,
+                 help="flush: clear L2 before every timed call (event timer only)."),
+    click.option("--warmup-ms", type=click.FloatRange(min=0), default=Budget.warmup_ms,
+                 show_default=True, help="Warm-up budget after the discarded first call."),
+    click.option("--min-samples", type=click.IntRange(min=1), default=StoppingRule.min_samples,
+                 show_default=True, help="Take at least this many samples per timed function."),
+    click.option("--min-time-ms", type=click.FloatRange(min=0), default=StoppingRule.min_time_ms,
+                 show_default=True, help="Sample for at least this long per timed function."),
+    click.option("--max-time-ms", type=click.FloatRange(min=0), default=StoppingRule.max_time_ms,
+                 show_default=True, help="Hard cap on sampling time per timed function."),
+    click.option("--target-rel-err", type=click.FloatRange(min=0),
+                 default=StoppingRule.target_rel_err, show_default=True,
+                 help="Stop early once the median's relative standard error is below this."),
+    click.option("--seed", type=click.IntRange(min=0, max=2 ** 32 - 1), default=0,
+                 show_default=True,
+                 help="Seed for random, numpy and torch before each case's inputs are built."),
+    click.option("--no-check", "check", is_flag=True, flag_value=False, default=True,
+                 help="Skip the comparison with the baseline's output."),
+    click.option("--flaggems-dir", default=None, metavar="DIR", envvar="FLAGGEMS_DIR",
+                 help="FlagGems checkout (holds benchmark/ and src/). Env: FLAGGEMS_DIR."),
+    click.option("--isolate-tuner-cache", is_flag=True,
+                 help="Give this invocation a private FlagGems tuner DB (default: the shared one)."),
+    click.option("--no-ir", "ir", is_flag=True, flag_value=False, default=True,
+                 help="Do not capture the IR of measured kernels (recorded in the caliber)."),
+]
+BENCH_NAMES = ("adapter", "backend", "device", "dtypes", "shapes", "level", "timer", "repeat",
+               "l2", "warmup_ms", "min_samples", "min_time_ms", "max_time_ms",
+               "target_rel_err", "seed", "check", "flaggems_dir", "isolate_tuner_cache", "ir")
+
+
+def bench_options(fn):
+    for option in reversed(BENCH_OPTIONS):
+        fn = option(fn)
+    return fn
+
+
+def options_from(params: dict, **extra) -> BenchOptions:
+    """BenchOptions from a command's parameters (bench names only) plus `extra`."""
+    return BenchOptions.from_flat(**{k: params[k] for k in BENCH_NAMES if k in params}, **extra)
+
+
+def given_options(ctx: click.Context) -> dict:
+    """The bench options named on this command line (or by their environment variable)."""
+    given = {}
+    for name in BENCH_NAMES:
+        if ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE,
+                                              ParameterSource.ENVIRONMENT):
+            given[name] = ctx.params[name]
+    return given
+
+
+@click.command(add_help_option=False)
+@bench_options
+def _probe(**_):
+    """Parses bench arguments given as a list (recipes)."""
+
+
+def parse_bench_args(args, where: str) -> dict:
+    """`zlh bench` arguments (a recipe's bench_args) as flat bench options; only the options
+    the arguments name."""
+    if not isinstance(args, (list, tuple)) or not all(isinstance(a, (str, int, float))
+                                                      for a in args):
+        raise errors.UsageError(f"{where}: bench_args must be a list of arguments, e.g. "
+                                f"[--adapter, builtin], got {args!r}")
+    try:
+        ctx = _probe.make_context("bench_args", [str(a) for a in args])
+    except click.ClickException as exc:
+        raise errors.UsageError(f"{where}: bench_args: {exc.format_message()}") from None
+    return given_options(ctx)

@@ -1,0 +1,76 @@
+"""`zlh ops`, `zlh show`, `zlh fingerprint`, `zlh backends`: looking at what is there."""
+from __future__ import annotations
+
+import sys
+
+import click
+from tabulate import tabulate
+
+from ..common import errors
+from . import main
+from .common import handles_errors
+
+
+@main.command("ops")
+@click.option("--adapter", type=click.Choice(["builtin", "flaggems"]), default=None,
+              help="Default: flaggems when a checkout is given, else builtin.")
+@click.option("--flaggems-dir", default=None, metavar="DIR", envvar="FLAGGEMS_DIR",
+              help="FlagGems checkout. Env: FLAGGEMS_DIR.")
+@click.option("--vllm", "vllm_dir", default=None, metavar="DIR", envvar="FLAGGEMS_VLLM_DIR",
+              help="Also list a FlagGems-vllm checkout. Env: FLAGGEMS_VLLM_DIR.")
+@handles_errors
+def ops_cmd(adapter, flaggems_dir, vllm_dir):
+    """List the benchmark functions an adapter can run (FlagGems: static scan, no import)."""
+    import adapters
+    name = adapter or adapters.default_adapter_name(flaggems_dir)
+    try:
+        source = adapters.get_adapter(name, flaggems_dir=flaggems_dir, vllm_dir=vllm_dir)
+    except adapters.UnknownAdapter as exc:
+        raise errors.UsageError(str(exc)) from None
+    rows = source.describe_ops()
+    if rows and set(rows[0]) == {"op"}:
+        for row in rows:
+            click.echo(row["op"])
+        return
+    click.echo(tabulate([[r.get(k, "-") for k in ("op", "file", "function", "marks",
+                                                  "skip_marks")] for r in rows],
+                        headers=["op", "file", "function", "marks", "skip marks"],
+                        tablefmt="plain"))
+    click.echo(f"{len(rows)} benchmark functions", err=True)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@handles_errors
+def show(run_dir):
+    """Print a run's table, caliber, autotune mode and marker counts."""
+    from ..run.show import show_run
+    click.echo(show_run(run_dir, colour=sys.stdout.isatty()))
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("--scrub", multiple=True, metavar="REGEX",
+              help="Extra pattern removed from every .ttgir before hashing (repeatable); the "
+                   "default scrub of FlagTree's ttg.rlc-* module attributes always applies.")
+@handles_errors
+def fingerprint(run_dir, scrub):
+    """sha256 over the run's .ttgir files (sorted relative path + scrubbed content).
+
+    Prints only the hash; a run without .ttgir prints `no IR` and exits 1.
+    """
+    from ..compile.ir.fingerprint import fingerprint_line
+    try:
+        line, rc = fingerprint_line(run_dir, list(scrub))
+    except ValueError as exc:
+        raise errors.UsageError(str(exc)) from None
+    click.echo(line)
+    sys.exit(rc)
+
+
+@main.command("backends")
+def backends_cmd():
+    """List the device runtimes zlh knows, their capabilities and whether one is usable here."""
+    import backends as registry
+    rows = [b.describe() for b in registry.all_backends()]
+    click.echo(tabulate(rows, headers="keys", tablefmt="simple"))

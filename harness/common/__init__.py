@@ -1,0 +1,1 @@
+"""Shared plumbing: errors and exit codes, marker lines, atomic and JSON-safe file writes."""

@@ -1,0 +1,154 @@
+"""IR fingerprint: did two runs generate the same code?
+
+sha256 over the sorted (relative path, scrubbed content) of the measured IR files of one
+stage (`ttgir/**/*.ttgir` by default), and nothing else: an earlier tool also hashed its
+index and legend, so two runs that compiled no kernel at all came out "identical". A tree
+with no IR file has no fingerprint (None / "no IR"), never a hash. Set-up kernels (under
+`_setup/`) are fingerprinted on their own (`part="setup"`): a change that touches only them
+is visible as such and never reads as a change of the op's code.
+
+Scrubbing removes what the switch under test stamps on the IR without changing the code.
+FlagTree's RLC switch writes every RLC knob as a module attribute
+(`"ttg.rlc-<knob>" = N : i32`); unscrubbed, 23 of 24 ops looked changed, scrubbed, 7 of
+them were byte-identical. Source locations keep their file's name, line and column but lose
+its directory: a library that writes generated kernels under a per-run cache directory would
+otherwise differ in `loc("/tmp/.../code_cache/x.py":12:0)` between two runs of the same code.
+Recipes may add patterns for other switches. The patterns are applied until the text stops
+changing, so the result does not depend on their order (a stamp removed by one pattern can
+expose another's match).
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Iterable, Sequence
+
+DEFAULT_SCRUB: tuple[str, ...] = (
+    r', "ttg[.]rlc-[^"]*" = [0-9-]+ : i32(?=\s*\})',   # a stamp closing its dictionary
+    r'"ttg[.]rlc-[^"]*" = [0-9-]+ : i32, ?',          # a stamp followed by another entry
+    r'(?<=\{)\s*"ttg[.]rlc-[^"]*" = [0-9-]+ : i32\s*(?=\})',  # a stamp alone in its dictionary
+    r'(?<=")[^"]*/(?=[^"/]*":[0-9]+:[0-9]+)',         # directory of a source file:line:col
+)
+NO_IR = "no IR"
+SETUP_DIR = "_setup"
+MEASURED, SETUP = "measured", "setup"
+_CVT = re.compile(r"\bttg\.convert_layout\b")
+_MAX_PASSES = 16
+
+
+def convert_layout_count(text: str) -> int:
+    """Number of `ttg.convert_layout` ops in one TTGIR text."""
+    return len(_CVT.findall(text))
+
+
+def ir_root(path: str | Path, stage: str = "ttgir") -> Path:
+    """A run directory or its stage directory -> the directory holding the IR tree."""
+    path = Path(path)
+    return path / stage if (path / stage).is_dir() else path
+
+
+ttgir_root = ir_root
+
+
+def ir_files(path: str | Path, stage: str = "ttgir", part: str = MEASURED
+             ) -> list[tuple[str, Path]]:
+    """(relative posix path, file) of one part's IR files, in byte order (`LC_ALL=C sort`)."""
+    if part not in (MEASURED, SETUP):
+        raise ValueError(f"unknown IR part {part!r}")
+    root = ir_root(path, stage)
+    if not root.is_dir():
+        return []
+    found = []
+    for file in root.rglob(f"*.{stage}"):
+        rel = file.relative_to(root).as_posix()
+        if file.is_file() and (rel.startswith(SETUP_DIR + "/") == (part == SETUP)):
+            found.append((rel, file))
+    return sorted(found, key=lambda item: item[0].encode("utf-8"))
+
+
+def ttgir_files(path: str | Path) -> list[tuple[str, Path]]:
+    return ir_files(path, "ttgir", MEASURED)
+
+
+def compile_scrub(extra: Iterable[str] = (), default: bool = True) -> list[re.Pattern]:
+    """The default patterns (unless default=False) plus extra ones; a bad regex raises
+    ValueError naming it."""
+    patterns = list(DEFAULT_SCRUB if default else ()) + list(extra or ())
+    compiled = []
+    for pattern in patterns:
+        try:
+            compiled.append(re.compile(pattern))
+        except re.error as exc:
+            raise ValueError(f"bad scrub pattern {pattern!r}: {exc}") from None
+    return compiled
+
+
+def scrub_text(text: str, patterns: Sequence[re.Pattern]) -> str:
+    """Every pattern removed, repeatedly, until the text no longer changes."""
+    for _ in range(_MAX_PASSES):
+        before = text
+        for pattern in patterns:
+            text = pattern.sub("", text)
+        if text == before:
+            break
+    return text
+
+
+def fingerprint(path: str | Path, scrub: Iterable[str] | None = None,
+                default_scrub: bool = True, stage: str = "ttgir",
+                part: str = MEASURED) -> str | None:
+    """sha256 hex of one part of a stage's IR tree under `path` (a run dir or its stage
+    dir), or None when it holds no file. `scrub`: patterns removed besides DEFAULT_SCRUB."""
+    files = ir_files(path, stage, part)
+    if not files:
+        return None
+    patterns = compile_scrub(scrub or (), default=default_scrub)
+    digest = hashlib.sha256()
+    for rel, file in files:
+        body = scrub_text(file.read_text(encoding="utf-8", errors="surrogateescape"),
+                          patterns).encode("utf-8", errors="surrogateescape")
+        # Length-prefixed, so no file boundary can be shifted without changing the hash.
+        digest.update(f"{rel}\n{len(body)}\n".encode("utf-8"))
+        digest.update(body)
+    return digest.hexdigest()
+
+
+def read_index(path: str | Path) -> list[dict[str, str]]:
+    """Rows of `index.tsv` (under a run dir or its ttgir dir) as dicts keyed by header
+    name; [] when there is no index."""
+    index = ir_root(path) / "index.tsv"
+    if not index.is_file():
+        return []
+    lines = index.read_text(encoding="utf-8").splitlines()
+    if not lines:
+        return []
+    header = lines[0].split("\t")
+    return [dict(zip(header, line.split("\t"))) for line in lines[1:]
+            if len(line.split("\t")) == len(header)]
+
+
+def convert_layout_total(path: str | Path, part: str = MEASURED) -> int | None:
+    """ttg.convert_layout over one part's variants, or None when that part has no IR.
+
+    From `index.tsv` (each variant once, however many shapes it ran in); without a usable
+    index, summed over the dumped files."""
+    files = ir_files(path, "ttgir", part)
+    if not files:
+        return None
+    rows = read_index(path)
+    if rows and {"role", "hash", "convert_layout"} <= rows[0].keys():
+        counts = {r["hash"]: int(r["convert_layout"]) for r in rows
+                  if r["role"] == part and r["convert_layout"].isdigit()}
+        return sum(counts.values())
+    return sum(convert_layout_count(f.read_text(encoding="utf-8", errors="replace"))
+               for _, f in files)
+
+
+def fingerprint_line(path: str | Path, scrub: Iterable[str] | None = None,
+                     default_scrub: bool = True, stage: str = "ttgir",
+                     part: str = MEASURED) -> tuple[str, int]:
+    """What `zlh fingerprint RUN_DIR` prints and its exit status: (hash, 0), or
+    ("no IR", 1) when the tree holds no file of that part."""
+    value = fingerprint(path, scrub, default_scrub, stage, part)
+    return (NO_IR, 1) if value is None else (value, 0)

@@ -1,0 +1,76 @@
+"""Time one callable for one case with the run's timer, falling back per case.
+
+Graph capture can fail for a case (host sync, dynamic allocation, RNG, illegal stream op).
+Such a failure is sorted by the backend:
+  recoverable -> event timing for this case, with a BENCHMARK_DIRECT_NO_CUDAGRAPH marker;
+  fatal       -> the case fails (never a fallback latency for a broken kernel);
+  poisoned    -> BENCHMARK_CAPTURE_POISONED and the run ends.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from backends import FATAL, POISONED
+
+from ..common import markers
+from ..common.errors import CaseFailure, DevicePoisonedError, one_line
+from .measurement import Measurement
+from .stopping import StoppingRule
+from .timers import EVENT, GRAPH, Budget, GraphPhaseError, make_timer
+
+
+@dataclass
+class Timed:
+    measurement: Measurement
+    markers: list[str] = field(default_factory=list)
+
+
+class CaseTimer:
+    def __init__(self, backend, device_index: int, timer: str, rule: StoppingRule,
+                 budget: Budget, repeat: int = 1, flush_l2: bool = False):
+        self.backend = backend
+        self.device_index = device_index
+        self.timer_name = timer
+        self.primary = make_timer(timer, backend, device_index, rule, budget, repeat, flush_l2)
+        self.fallback = (make_timer(EVENT, backend, device_index, rule, budget, repeat, flush_l2)
+                         if timer == GRAPH else None)
+
+    def measure(self, fn, op: str, names=(), scope=None, **where) -> Timed:
+        """`names`: other names the op goes by (a benchmark's own op name), for the deny list;
+        `scope`: entered around the calls of `fn` (see timers)."""
+        if self.fallback is not None and ({op, *names} & self.backend.capture_deny):
+            line = markers.marker(markers.NO_GRAPH, op=op, phase="denylist",
+                                  reason="KnownPoisoningOp", **where,
+                                  detail=f"{self.backend.name} denies capture for this op")
+            return Timed(self.fallback.measure(fn, scope), [line])
+        try:
+            return Timed(self.primary.measure(fn, scope))
+        except GraphPhaseError as failure:
+            return self._fall_back(fn, op, failure, where, scope)
+
+    def _fall_back(self, fn, op: str, failure: GraphPhaseError, where: dict, scope) -> Timed:
+        cause = failure.cause
+        fields = dict(op=op, phase=failure.phase, reason=type(cause).__name__, **where)
+        verdict = self.backend.classify_error(cause)
+        if verdict == FATAL:
+            problem = self.backend.device_usable()
+            if problem:
+                raise DevicePoisonedError(markers.marker(
+                    markers.DEVICE_POISONED, detail=f"{one_line(cause)}; device unusable "
+                                                    f"afterwards: {problem}", **fields))
+            raise CaseFailure("fatal_device_error", one_line(cause)) from cause
+        self._settle()
+        stuck_rng = self.backend.rng_usable(self.device_index)
+        if verdict == POISONED or stuck_rng:
+            detail = one_line(cause) if verdict == POISONED else f"generator unusable: {stuck_rng}"
+            raise DevicePoisonedError(markers.marker(markers.CAPTURE_POISONED, detail=detail,
+                                                     **fields))
+        line = markers.marker(markers.NO_GRAPH, detail=one_line(cause, 160), **fields)
+        return Timed(self.fallback.measure(fn, scope), [line])
+
+    def _settle(self) -> None:
+        """Let an aborted capture drain; a failure here surfaces in the next check."""
+        try:
+            self.backend.synchronize()
+        except Exception:  # noqa: BLE001
+            pass

@@ -1,0 +1,303 @@
+"""The timing core: turn a zero-argument callable into a `Measurement`.
+
+Three timers, one shape:
+
+    discard one call (absorbs JIT compile and autotune) -> estimate the per-call time
+    -> warm up for `warmup_ms` -> take samples until the stopping rule says enough.
+
+* `GraphTimer` captures an unrolled sequence of calls in a device graph and times replays
+  with device events: no host launch overhead in the number.
+* `EventTimer` times calls with device events (per call, or per batch for tiny calls),
+  optionally flushing L2 before each call.
+* `HostTimer` uses the host clock and a device sync; it is the timer of the `cpu` backend.
+
+Timers only time. They know the backend interface, never an adapter or a vendor. Errors in
+graph-specific phases are raised as `GraphPhaseError` so the caller can fall back.
+
+`scope` (a context-manager factory, optional) is entered around the timer's calls of `fn`
+only — the eager calls, the unrolled calls inside a graph capture, a sampling loop — and
+never around graph creation, capture begin/end or replays. A function under test that runs
+inside a library context (e.g. one that routes torch ops to the library's kernels) gets
+exactly its calls routed, not the timer's own device work.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable, ContextManager
+
+Scope = Callable[[], ContextManager]
+
+from .measurement import Measurement
+from .stopping import StoppingRule
+
+GRAPH, EVENT, HOST = "graph", "event", "host"
+TIMER_NAMES = (GRAPH, EVENT, HOST)
+
+
+@dataclass(frozen=True)
+class Budget:
+    warmup_ms: float = 100.0         # warm-up (eager calls; graph replays too) per measurement
+    max_warmup_calls: int = 2000
+    estimate_calls: int = 5          # calls timed to estimate the per-call time
+    graph_replay_ms: float = 1.0     # target duration of one captured replay
+    max_unroll: int = 2000           # calls captured in one graph, at most
+    batch_ms: float = 0.05           # event/host: below this per call, batch calls per sample
+    samples_per_sync: int = 10       # samples collected between host syncs
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class GraphPhaseError(Exception):
+    """Capture or replay failed; `phase` is capture, warmup (first replay) or sync."""
+
+    def __init__(self, phase: str, cause: BaseException):
+        super().__init__(f"graph {phase} failed: {cause}")
+        self.phase = phase
+        self.cause = cause
+
+
+def clamp(value: float, low: int, high: int) -> int:
+    if not math.isfinite(value):
+        return high
+    return int(max(low, min(high, round(value))))
+
+
+class _TimerBase:
+    name = ""
+
+    def __init__(self, backend, device_index: int, rule: StoppingRule | None = None,
+                 budget: Budget | None = None, repeat: int = 1):
+        if repeat < 1:
+            raise ValueError("repeat must be >= 1")
+        self.backend = backend
+        self.device_index = device_index
+        self.rule = rule or StoppingRule()
+        self.budget = budget or Budget()
+        self.repeat = repeat
+
+    # -- the shared skeleton -------------------------------------------------------------
+    def measure(self, fn: Callable[[], object], scope: Scope | None = None) -> Measurement:
+        scope = scope or contextlib.nullcontext
+        runs = [self._measure_once(fn, scope) for _ in range(self.repeat)]
+        if len(runs) == 1:
+            return runs[0]
+        samples = tuple(s for run in runs for s in run.samples_ms)
+        return Measurement(samples, self.name, runs[0].calls_per_sample,
+                           sum(r.warmup_calls for r in runs),
+                           repeats=tuple(r.median for r in runs))
+
+    def _measure_once(self, fn, scope: Scope) -> Measurement:
+        with scope():
+            fn()                  # discarded: JIT compile, autotune, lazy init
+            self.backend.synchronize()
+            per_call_ms = (self._time_calls(fn, self.budget.estimate_calls)
+                           / self.budget.estimate_calls)
+            warmup_calls = clamp(self.budget.warmup_ms / max(per_call_ms, 1e-6), 1,
+                                 self.budget.max_warmup_calls)
+            for _ in range(warmup_calls):
+                fn()
+        self.backend.synchronize()
+        return self._sample(fn, per_call_ms, warmup_calls, scope)
+
+    def _collect(self, take_batch: Callable[[], list[float]]) -> list[float]:
+        samples: list[float] = []
+        start = time.perf_counter()
+        while True:
+            samples.extend(take_batch())
+            if self.rule.should_stop(samples, (time.perf_counter() - start) * 1e3):
+                return samples
+
+    def _calls_per_sample(self, per_call_ms: float) -> int:
+        if per_call_ms >= self.budget.batch_ms:
+            return 1
+        return clamp(self.budget.batch_ms / max(per_call_ms, 1e-6), 1, 1000)
+
+    # -- what differs ----------------------------------------------------------------------
+    def _time_calls(self, fn, calls: int) -> float:
+        raise NotImplementedError
+
+    def _sample(self, fn, per_call_ms: float, warmup_calls: int, scope: Scope) -> Measurement:
+        raise NotImplementedError
+
+
+class HostTimer(_TimerBase):
+    name = HOST
+
+    def _time_calls(self, fn, calls: int) -> float:
+        self.backend.synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        self.backend.synchronize()
+        return (time.perf_counter() - start) * 1e3
+
+    def _sample(self, fn, per_call_ms, warmup_calls, scope) -> Measurement:
+        calls = self._calls_per_sample(per_call_ms)
+        with scope():
+            samples = self._collect(lambda: [self._time_calls(fn, calls) / calls])
+        return Measurement(tuple(samples), self.name, calls, warmup_calls)
+
+
+class EventTimer(_TimerBase):
+    name = EVENT
+
+    def __init__(self, *args, flush_l2: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.flush_l2 = flush_l2
+        self._flush_buffer = None
+
+    def flush_bytes(self) -> int:
+        """Twice the device's L2, so a flush evicts everything; 256 MiB when L2 is unknown."""
+        l2 = self.backend.l2_cache_bytes(self.device_index)
+        return 2 * l2 if l2 else 256 * 1024 * 1024
+
+    def _flush(self):
+        if self._flush_buffer is None:
+            import torch
+            self._flush_buffer = torch.empty(self.flush_bytes(), dtype=torch.int8,
+                                             device=self.backend.torch_device(self.device_index))
+        self._flush_buffer.zero_()
+
+    def _time_calls(self, fn, calls: int) -> float:
+        start, end = self.backend.event(), self.backend.event()
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+
+    def _sample(self, fn, per_call_ms, warmup_calls, scope) -> Measurement:
+        calls = 1 if self.flush_l2 else self._calls_per_sample(per_call_ms)
+        per_sync = self.budget.samples_per_sync
+
+        def take_batch():
+            pairs = []
+            for _ in range(per_sync):
+                if self.flush_l2:
+                    self._flush()
+                start, end = self.backend.event(), self.backend.event()
+                start.record()
+                for _ in range(calls):
+                    fn()
+                end.record()
+                pairs.append((start, end))
+            self.backend.synchronize()
+            return [s.elapsed_time(e) / calls for s, e in pairs]
+
+        with scope():
+            samples = self._collect(take_batch)
+        return Measurement(tuple(samples), self.name, calls, warmup_calls)
+
+
+class GraphTimer(EventTimer):
+    name = GRAPH
+
+    def __init__(self, *args, **kwargs):
+        kwargs.pop("flush_l2", None)
+        super().__init__(*args, flush_l2=False, **kwargs)
+
+    def _sample(self, fn, per_call_ms, warmup_calls, scope) -> Measurement:
+        target_ms, max_unroll = self.budget.graph_replay_ms, self.budget.max_unroll
+        unroll = clamp(target_ms / max(per_call_ms, 1e-6), 1, max_unroll)
+        graph = self._capture(fn, unroll, scope)
+        replay_ms = self._replay_ms(graph)
+        # The eager estimate includes host launch cost, so tiny kernels get too few calls per
+        # replay; size the graph again from the device's own time per call, once.
+        better = clamp(target_ms * unroll / max(replay_ms, 1e-6), 1, max_unroll)
+        if replay_ms < target_ms / 2 and better > unroll:
+            del graph
+            unroll = better
+            graph = self._capture(fn, unroll, scope)
+            replay_ms = self._replay_ms(graph)
+        # Warm the device up on the graph itself (clocks ramp under sustained load).
+        replays = clamp(self.budget.warmup_ms / max(replay_ms, 1e-6), 1,
+                        self.budget.max_warmup_calls)
+        self._replay(graph, replays, "warmup")
+        self._sync("sync")
+        per_sync = self.budget.samples_per_sync
+
+        def take_batch():
+            pairs = []
+            for _ in range(per_sync):
+                start, end = self.backend.event(), self.backend.event()
+                start.record()
+                self._replay(graph, 1, "sync")
+                end.record()
+                pairs.append((start, end))
+            self._sync("sync")
+            return [s.elapsed_time(e) / unroll for s, e in pairs]
+
+        samples = self._collect(take_batch)
+        del graph
+        return Measurement(tuple(samples), self.name, unroll, warmup_calls + replays * unroll)
+
+    @staticmethod
+    def _replay(graph, times: int, phase: str) -> None:
+        try:
+            for _ in range(times):
+                graph.replay()
+        except Exception as exc:  # noqa: BLE001 - classified by the caller
+            raise GraphPhaseError(phase, exc) from exc
+
+    def _sync(self, phase: str) -> None:
+        try:
+            self.backend.synchronize()
+        except Exception as exc:  # noqa: BLE001 - classified by the caller
+            raise GraphPhaseError(phase, exc) from exc
+
+    def _replay_ms(self, graph) -> float:
+        """Device time of one replay; the first replay's errors are phase `warmup`."""
+        start, end = self.backend.event(), self.backend.event()
+        try:
+            start.record()
+            graph.replay()
+            end.record()
+        except Exception as exc:  # noqa: BLE001
+            raise GraphPhaseError("warmup", exc) from exc
+        self._sync("warmup")
+        return start.elapsed_time(end)
+
+    def _capture(self, fn, unroll: int, scope: Scope):
+        graph = self.backend.new_graph()
+        try:
+            # A scratch RNG state: if capture aborts, the process generator is untouched.
+            with self.backend.scratch_rng(self.device_index):
+                with self.backend.graph_capture(graph):
+                    with scope():
+                        for _ in range(unroll):
+                            fn()
+        except Exception as exc:  # noqa: BLE001 - classified by the caller
+            raise GraphPhaseError("capture", exc) from exc
+        return graph
+
+
+def make_timer(name: str, backend, device_index: int, rule: StoppingRule | None = None,
+               budget: Budget | None = None, repeat: int = 1, flush_l2: bool = False):
+    if name == GRAPH:
+        return GraphTimer(backend, device_index, rule, budget, repeat)
+    if name == EVENT:
+        return EventTimer(backend, device_index, rule, budget, repeat, flush_l2=flush_l2)
+    if name == HOST:
+        return HostTimer(backend, device_index, rule, budget, repeat)
+    raise ValueError(f"unknown timer {name!r}; known: {', '.join(TIMER_NAMES)}")
+
+
+def resolve_timer_name(requested: str, backend) -> str:
+    """`auto` -> graph where the backend captures graphs, event where it has events, else host."""
+    if requested == "auto":
+        if backend.supports_graph:
+            return GRAPH
+        return EVENT if backend.supports_events else HOST
+    if requested == GRAPH and not backend.supports_graph:
+        raise ValueError(f"backend {backend.name} does not support graph capture; "
+                         f"use --timer event or auto")
+    if requested == EVENT and not backend.supports_events:
+        raise ValueError(f"backend {backend.name} has no device events; use --timer host or auto")
+    if requested not in TIMER_NAMES:
+        raise ValueError(f"unknown timer {requested!r}; known: auto, {', '.join(TIMER_NAMES)}")
+    return requested

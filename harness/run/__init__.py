@@ -1,0 +1,2 @@
+"""Running `zlh bench`: options, the plan (every input checked before device work), the
+per-op run, one case, shape files, output digests, the result table and `zlh show`."""

@@ -1,0 +1,122 @@
+"""One case: seed, build the inputs, check the result, time baseline and function under test.
+
+The function under test's own context (`Case.under_test_context`, e.g. a library scope that
+routes torch ops to the library) is entered around its calls only, through the timer's
+`scope`: the timer's own device work (graph capture set-up, events, an L2 flush) and the
+harness's (output digests) never run inside it. IR capture counts a launch as this case's
+measured code only inside a call of the function under test; everything else launched in
+the case window, input building included, is set-up.
+"""
+from __future__ import annotations
+
+import contextlib
+import random
+
+import numpy as np
+
+import backends
+
+from ..common import markers
+from ..common.errors import (CaseFailure, CaseSkipped, DevicePoisonedError, failure_detail,
+                             one_line)
+from ..compile.ir.capture import IRCapture
+from ..measure.case_timer import CaseTimer
+from ..store.results import FAILED, SKIPPED, SUCCESS, Row
+from . import outputs
+
+
+def seed_everything(seed: int) -> None:
+    import torch
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)   # seeds every device generator too
+
+
+def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
+                 occurrence: int = 0, ir: IRCapture | None = None) -> Row:
+    """A Row for one case: SUCCESS with both measurements, SKIPPED, or FAILED with a reason
+    and a marker. Only a poisoned device escapes as an exception."""
+    row = Row(op=case.op, dtype=case.dtype, shape=case.shape, shape_detail=case.shape_detail,
+              status=SUCCESS, occurrence=occurrence, extra=dict(case.info),
+              variant=case.variant or "")
+    if case.skip_reason:
+        row.status, row.reason = SKIPPED, case.skip_reason
+        return row
+    try:
+        if ir is not None:
+            ir.begin_case(case.shape_detail, case.dtype)
+        try:
+            _time_case(case, case_timer, seed, check, row, ir)
+        finally:
+            if ir is not None:
+                ir.end_case()
+    except CaseSkipped as exc:
+        row.status, row.reason = SKIPPED, exc.reason
+    except CaseFailure as exc:
+        _fail(row, case, exc.reason, exc.detail)
+    except DevicePoisonedError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one broken case must not end the run
+        verdict = backend.classify_error(exc)
+        if verdict == backends.POISONED:
+            raise DevicePoisonedError(markers.marker(
+                markers.DEVICE_POISONED, op=case.op, dtype=case.dtype, shape=case.shape_detail,
+                reason=type(exc).__name__, detail=failure_detail(exc))) from exc
+        if verdict == backends.FATAL:
+            _raise_if_device_unusable(backend, case, exc)
+        _fail(row, case, "fatal_device_error" if verdict == backends.FATAL
+              else type(exc).__name__, failure_detail(exc))
+    return row
+
+
+def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir) -> None:
+    seed_everything(seed)
+    inputs = case.build()
+    args, kwargs = inputs.args, inputs.kwargs
+    baseline = lambda: case.baseline(*args, **kwargs)      # noqa: E731
+    under_test = lambda: case.under_test(*args, **kwargs)  # noqa: E731
+    if ir is not None:
+        under_test = ir.timed(under_test)
+    scope = case.under_test_context or contextlib.nullcontext
+    with scope():
+        out = under_test()
+    try:
+        row.extra["output"] = outputs.digest(out)   # for the A/B output gate
+    except Exception as exc:  # noqa: BLE001 - the gate's data never fails a case
+        row.extra["output_error"] = one_line(exc)
+    if check and case.check is not None:
+        try:
+            case.check(out, baseline())
+        except AssertionError as exc:
+            raise CaseFailure("mismatch", one_line(exc)) from None
+    del out
+    where = {"dtype": case.dtype, "shape": case.shape_detail}
+    names = {n for n in (case.op.split(":")[0], case.info.get("op_name")) if n}
+    timed_torch = case_timer.measure(baseline, case.op, names, **where)
+    timed_gems = case_timer.measure(under_test, case.op, names, scope=scope, **where)
+    row.torch, row.gems = timed_torch.measurement, timed_gems.measurement
+    row.markers = timed_torch.markers + timed_gems.markers
+    if case.metrics is not None:
+        try:
+            row.metrics = {k: float(v) for k, v in
+                           case.metrics(inputs, row.torch_ms, row.gems_ms).items()
+                           if v is not None}
+        except Exception as exc:  # noqa: BLE001 - a metric never costs the latency
+            row.extra["metrics_error"] = one_line(exc)
+
+
+def _fail(row: Row, case, reason: str, detail: str) -> None:
+    row.status, row.reason = FAILED, reason
+    row.markers.append(markers.marker(markers.CASE_FAILED, op=case.op, dtype=case.dtype,
+                                      shape=case.shape_detail, reason=reason, detail=detail))
+
+
+def _raise_if_device_unusable(backend, case, exc) -> None:
+    """A fatal error can leave the context unusable (sticky CUDA errors): then every later
+    case would fail with the same text and be blamed for it. End the run instead."""
+    problem = backend.device_usable()
+    if problem:
+        raise DevicePoisonedError(markers.marker(
+            markers.DEVICE_POISONED, op=case.op, dtype=case.dtype, shape=case.shape_detail,
+            reason=type(exc).__name__,
+            detail=f"{one_line(exc)}; device unusable afterwards: {problem}")) from exc

@@ -1,0 +1,152 @@
+"""Planning a `zlh bench`: every input checked before any device work or run directory.
+
+`plan_bench` resolves the backend, adapter, ops, dtypes, shapes, timer, device and replay
+sources, sets up the private caches, and lets the adapter import what its cases need; it
+raises UsageError / PreflightError with one line saying what is wrong.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import adapters
+import backends
+
+from ..common.errors import PreflightError, UsageError
+from ..compile import autotune
+from ..compile.caches import CacheEnv, apply_env, compile_cache
+from ..measure.timers import resolve_timer_name
+from ..store.reader import find_runs, read_info
+from .options import BenchOptions
+from .shapes import ShapeFile, ShapeFileError, load_shape_file
+
+
+@dataclass
+class BenchPlan:
+    ops: list[str]
+    options: BenchOptions
+    backend: object
+    device_index: int
+    adapter: adapters.Adapter
+    timer: str
+    dtypes: dict                        # op -> list of dtype names (None: the op's own)
+    shape_file: ShapeFile | None
+    caches: CacheEnv = field(default_factory=CacheEnv)
+    replay_dirs: dict = field(default_factory=dict)  # op -> record run directory
+    cache_root: Path | None = None
+
+
+def plan_bench(ops: Sequence[str], options: BenchOptions) -> BenchPlan:
+    """Check every input before any device work; raise UsageError / PreflightError."""
+    if not ops:
+        raise UsageError("no op given; name at least one op (see `zlh ops` or the README)")
+    backend = _backend(options)
+    adapter = _adapter(options)
+    try:
+        resolved = list(dict.fromkeys(adapter.resolve(op) for op in ops))
+    except adapters.UnknownOp as exc:
+        raise UsageError(str(exc)) from None
+    shape_file = _shape_file(options)
+    try:
+        timer = resolve_timer_name(options.timer, backend)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if options.l2 == "flush" and timer != "event":
+        raise UsageError("--l2 flush needs --timer event (a graph replays with a warm L2)")
+    device_index = _device(backend, adapter, options)
+    # Activate before asking the adapter for dtypes: on the cpu backend this switches Triton
+    # to its interpreter, which narrows what the kernels support.
+    backend.activate(device_index)
+    dtypes = {op: _dtypes(adapter, op, backend, options, shape_file) for op in resolved}
+    replay_dirs = ({op: find_record_run(options.replay, op, backend.name) for op in resolved}
+                   if options.replay else {})
+    # Private compile cache (and, if asked, tuner cache) before anything compiles or imports.
+    cache_root = Path(options.out) / f".cache-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    caches = compile_cache(cache_root).merged(_tuner_cache(adapter, cache_root, options))
+    apply_env(caches.env)
+    adapter.prepare(resolved, backend, options.level, shape_file)
+    return BenchPlan(resolved, options, backend, device_index, adapter, timer, dtypes, shape_file,
+                     caches, replay_dirs, cache_root)
+
+
+def _backend(options: BenchOptions):
+    try:
+        return (backends.get_backend(options.backend) if options.backend
+                else backends.detect_backend())
+    except backends.UnknownBackend as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _adapter(options: BenchOptions) -> adapters.Adapter:
+    try:
+        return adapters.get_adapter(options.adapter or
+                                    adapters.default_adapter_name(options.flaggems_dir),
+                                    flaggems_dir=options.flaggems_dir)
+    except adapters.UnknownAdapter as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _shape_file(options: BenchOptions) -> ShapeFile | None:
+    if not options.shapes:
+        return None
+    try:
+        return load_shape_file(options.shapes)
+    except ShapeFileError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _device(backend, adapter, options: BenchOptions) -> int:
+    if not backend.is_available():
+        raise PreflightError("backend", f"backend {backend.name} has no usable device here "
+                                        f"(python: {sys.executable})")
+    usable, why = adapter.available()
+    if not usable:
+        raise PreflightError("import", why)
+    visible = backend.enumerate_devices()
+    if not visible:
+        raise PreflightError("device", f"backend {backend.name} sees no device")
+    if options.device is not None and options.device not in visible:
+        raise PreflightError("device", f"--device {options.device}: backend {backend.name} "
+                                       f"sees devices {', '.join(map(str, visible))}")
+    return options.device if options.device is not None else visible[0]
+
+
+def _dtypes(adapter, op: str, backend, options: BenchOptions, shape_file):
+    try:
+        dtypes = (adapter.check_dtypes(op, backend, list(options.dtypes)) if options.dtypes
+                  else adapter.default_dtypes(op, backend))
+    except adapters.UnsupportedDtype as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        adapter.check_shapes(op, shape_file, options.level)
+    except adapters.MissingShapes as exc:
+        raise UsageError(str(exc)) from None
+    return dtypes
+
+
+def _tuner_cache(adapter, cache_root: Path, options: BenchOptions) -> CacheEnv:
+    tuner = adapter.tuner_cache(cache_root, options.isolate_tuner_cache, os.environ)
+    return CacheEnv(dict(tuner.env), tuner.description, tuple(tuner.private_dirs))
+
+
+def find_record_run(path: str, op: str, backend: str) -> Path:
+    """`--replay DIR`: a record run of this op, or a root holding `<op>_*` record runs (the
+    newest is taken). Validated here, so a bad directory fails before anything runs."""
+    root = Path(path)
+    if (root / "run.json").exists() or (root / autotune.META_FILE).exists():
+        candidate = root
+    else:
+        runs = find_runs(root, op, mode="record")
+        candidate = runs[-1] if runs else root
+    autotune.load_record_dir(candidate, backend)
+    try:
+        recorded_op = read_info(candidate).get("op")
+    except UsageError:
+        recorded_op = None
+    if recorded_op not in (None, op):
+        raise UsageError(f"--replay {candidate}: recorded op {recorded_op!r}, not {op!r}")
+    return candidate

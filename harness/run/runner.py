@@ -1,0 +1,309 @@
+"""`zlh bench`: plan (validate everything), then run each op into its own run directory.
+
+`run_op` is the whole of what one benchmark run does, top to bottom; `OpRun` holds the
+state of that one run (its directory, run.json, rows) so each step reads as one call.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import adapters
+import backends
+
+from ..common import markers
+from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, DevicePoisonedError, UsageError,
+                             one_line)
+from ..compile import autotune
+from ..compile.caches import remove_private
+from ..compile.ir.capture import IRCapture
+from ..measure.case_timer import CaseTimer
+from ..store import identity
+from ..store.caliber import Caliber
+from ..store.results import FAILED, SKIPPED, SUCCESS, Row
+from ..store.rundir import RunDir
+from .case import measure_case, seed_everything
+from .options import BenchOptions
+from .plan import BenchPlan, plan_bench
+from .table import render_rows
+
+Echo = Callable[[str], None]
+
+
+@dataclass
+class RunResult:
+    op: str
+    run_dir: Path
+    rows: list[Row]
+    caliber: Caliber
+    status: str
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FAILED_CASES if any(r.status == FAILED for r in self.rows) else EXIT_OK
+
+    def ok(self) -> list[Row]:
+        return [r for r in self.rows if r.status == SUCCESS]
+
+
+def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo = print,
+              progress: Echo | None = None) -> list[RunResult]:
+    """Plan every op, then run them one after the other. The process environment (cache
+    locations, backend switches) is restored afterwards and private caches are removed
+    unless kept."""
+    saved_env = dict(os.environ)
+    plan = None
+    try:
+        plan = plan_bench(ops, options)
+        return [run_op(plan, op, echo, progress) for op in plan.ops]
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+        if plan is not None and not options.keep_cache:
+            remove_private(plan.caches, plan.cache_root)
+
+
+def run_op(plan: BenchPlan, op: str, echo: Echo = print,
+           progress: Echo | None = None) -> RunResult:
+    """One op, top to bottom: run directory and identity, hooks, cases, files, table."""
+    run = OpRun.open(plan, op, echo, progress)
+    status = "complete"
+    try:
+        run.install_hooks()          # autotune record or replay; IR capture
+        run.measure_cases()          # per case: seed, build, check, time; files rewritten
+    except DevicePoisonedError as exc:
+        status = "poisoned"
+        run.say(exc.message)
+        raise
+    except (adapters.MissingShapes, adapters.UnsupportedDtype) as exc:
+        status = "usage_error"
+        raise UsageError(str(exc)) from None
+    except (KeyboardInterrupt, SystemExit):
+        status = "interrupted"
+        raise
+    except BaseException:
+        status = "crashed"
+        raise
+    finally:
+        run.finish(status)           # records, IR, results, shapes, final run.json
+    run.print_table()
+    return RunResult(op, run.dir.path, run.rows, run.caliber, status)
+
+
+class OpRun:
+    """The state of one op's run, and its steps."""
+
+    def __init__(self, plan: BenchPlan, op: str, run_dir: RunDir, info: dict,
+                 caliber: Caliber, echo: Echo, progress: Echo | None):
+        self.plan, self.op, self.dir, self.info = plan, op, run_dir, info
+        self.caliber, self.echo, self.progress = caliber, echo, progress
+        self.rows: list[Row] = []
+        self.started = time.time()
+        self.tuner_hook = None
+        self.ir: IRCapture | None = None
+
+    @classmethod
+    def open(cls, plan: BenchPlan, op: str, echo: Echo, progress: Echo | None) -> "OpRun":
+        options, backend, index = plan.options, plan.backend, plan.device_index
+        started = time.time()
+        run_dir = RunDir.create(options.out, op, started)
+        device = backend.identity(index)
+        caliber = Caliber(
+            backend=backend.name, device=device.name, timer=plan.timer,
+            bench_level=options.level,
+            shape_mode=(f"file:{plan.shape_file.sha256[:16]}" if plan.shape_file
+                        else plan.adapter.default_shape_mode()),
+            tuner_cache=plan.caches.tuner_cache, repeat=options.repeat, l2_policy=options.l2,
+            warmup_ms=options.budget.warmup_ms, stopping=options.rule.to_dict(),
+            autotune_mode="replay" if op in plan.replay_dirs else "record",
+            ir_capture=options.ir)
+        info = _run_info(plan, op, run_dir, device, caliber, started)
+        run = cls(plan, op, run_dir, info, caliber, echo, progress)
+        run.dir.write_run_json(info)
+        run.say(f"zlh bench {op} · adapter={plan.adapter.name} · {backend.name}:{index} "
+                f"{device.name} · timer={plan.timer} · {run_dir.path}")
+        if caliber.tuner_cache.startswith("shared") and op not in plan.replay_dirs:
+            run.say(f"WARNING [caliber] {op}: recording on a shared tuner cache "
+                    f"{caliber.tuner_cache}: configs may come from earlier runs without "
+                    f"being measured (--isolate-tuner-cache gives this run its own)")
+        return run
+
+    def say(self, text: str) -> None:
+        """A line for the user and for run.log."""
+        self.echo(text)
+        self.dir.log(text)
+
+    def install_hooks(self) -> None:
+        plan, op = self.plan, self.op
+        if op in plan.replay_dirs:
+            self.tuner_hook = autotune.AutotuneReplayer(plan.replay_dirs[op], plan.backend.name)
+        else:
+            self.tuner_hook = autotune.AutotuneRecorder(self.dir.path, {
+                "backend": plan.backend.name, "provider": plan.adapter.name, "op": op,
+                "versions": self.info["versions"]})
+        self.tuner_hook.install(plan.adapter.tuner_support())
+        if plan.options.ir:
+            self.ir = IRCapture(self.dir.path / "ttgir")
+            self.info["ir_hooks"] = self.ir.install()
+
+    def measure_cases(self) -> None:
+        plan, options = self.plan, self.plan.options
+        case_timer = CaseTimer(plan.backend, plan.device_index, plan.timer, options.rule,
+                               options.budget, options.repeat, flush_l2=options.l2 == "flush")
+        cases = plan.adapter.cases(self.op, plan.dtypes[self.op], plan.shape_file,
+                                   options.level, plan.backend,
+                                   plan.backend.torch_device(plan.device_index))
+        seen: dict[tuple, int] = {}
+        with contextlib.closing(iter(cases)) as cases:   # closes the adapter's contexts
+            while True:
+                seed_everything(options.seed)   # adapters that build inputs while yielding
+                case = next(cases, None)
+                if case is None:
+                    break
+                key = (case.variant or case.op, case.dtype, case.shape_detail)
+                self.tuner_hook.begin_case()
+                try:
+                    row = measure_case(case, case_timer, plan.backend, options.seed,
+                                       options.check, occurrence=seen.get(key, 0), ir=self.ir)
+                finally:
+                    tuned_markers = self.tuner_hook.take_markers()
+                row.markers = tuned_markers + row.markers
+                seen[key] = seen.get(key, 0) + 1
+                self._keep(row)
+
+    def _keep(self, row: Row) -> None:
+        """A measured case goes to disk before the next one starts."""
+        self.rows.append(row)
+        self.dir.write_results(self.rows)
+        self.info["counts"] = _counts(self.rows)
+        self.dir.write_run_json(self.info)
+        for line in row.markers:
+            self.say(line)
+        if self.progress is not None:
+            self.progress(f"[{len(self.rows)}] {self.op} {row.dtype} {row.shape_detail} "
+                          f"{row.status}{' ' + row.reason if row.reason else ''}")
+
+    def finish(self, status: str) -> None:
+        """Records, IR, results and shapes, then the final run.json; each step on its own,
+        so one failing clean-up cannot skip the others or run.json."""
+        problems: list[str] = []
+
+        def safely(step):
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001
+                problems.append(one_line(exc))
+
+        hook = self.tuner_hook
+        if hook is not None:
+            safely(hook.uninstall)
+            if isinstance(hook, autotune.AutotuneReplayer):
+                safely(lambda: hook.write_meta(self.dir.path))
+            self.info.update(hook.run_fields())
+        if self.ir is not None:
+            safely(lambda: self.info.__setitem__("ir", self.ir.dump()))
+            safely(self.ir.uninstall)
+        safely(lambda: self.dir.write_results(self.rows))
+        safely(lambda: self.dir.write_shapes(self.plan.adapter.shapes_used(self.op)))
+        for line in self.plan.adapter.run_markers(self.op):
+            self.say(line)
+        self._finish_info(status, problems)
+        self.dir.write_run_json(self.info)
+
+    def _finish_info(self, status: str, problems: list[str]) -> None:
+        effective = effective_timer(self.plan.timer, self.rows)
+        if effective != self.plan.timer:
+            self.say(markers.marker(markers.ALL_EVENT_TIMED, op=self.op,
+                                    requested=self.plan.timer,
+                                    detail="every measured case fell back: this is an "
+                                           "event-timed run"))
+        self.caliber = self.caliber.with_timer(effective)
+        finished = time.time()
+        self.info.update({
+            "status": status,
+            "caliber": self.caliber.to_dict(),
+            "timer_requested": self.plan.timer,
+            "graph_fallbacks": graph_fallbacks(self.rows),
+            "counts": _counts(self.rows),
+            "finished_at": _iso(finished),
+            "wall_s": round(finished - self.started, 3),
+        })
+        if problems:
+            self.info["cleanup_errors"] = problems
+        self.info["telemetry"]["after"] = _telemetry(self.plan.backend)
+
+    def print_table(self) -> None:
+        counts = self.info["counts"]
+        summary = (f"{counts[SUCCESS]} ok, {counts[FAILED]} failed, {counts[SKIPPED]} skipped; "
+                   f"{self.info['graph_fallbacks']} graph fallbacks; "
+                   f"wall {self.info['wall_s']:.1f} s")
+        colour = sys.stdout.isatty()
+        for text in (*render_rows(self.rows, colour=colour), summary):
+            if text:
+                self.echo(text)
+        for text in (*render_rows(self.rows, colour=False), summary):
+            if text:
+                self.dir.log(text)
+
+
+def _run_info(plan: BenchPlan, op: str, run_dir: RunDir, device, caliber: Caliber,
+              started: float) -> dict:
+    options, backend, adapter = plan.options, plan.backend, plan.adapter
+    visibility = [k for b in backends.all_backends() for k in b.visibility_keys]
+    return {
+        "run_id": run_dir.path.name,
+        "op": op,
+        "status": "running",
+        "pid": os.getpid(),
+        "command": list(options.argv) if options.argv is not None else list(sys.argv),
+        "cwd": str(Path.cwd()),
+        "adapter": adapter.identity(op),
+        "options": options.to_dict(),
+        "caliber": caliber.to_dict(),
+        "dtypes": plan.dtypes[op],
+        "shape_file": plan.shape_file.path if plan.shape_file else None,
+        "seed": options.seed,
+        "output_check": ("against the baseline" if options.check and adapter.checks_outputs
+                         else "none"),
+        "budget": options.budget.to_dict(),
+        "device": {**device.to_dict(), "backend": backend.name,
+                   "l2_bytes": backend.l2_cache_bytes(plan.device_index)},
+        "versions": identity.versions(adapter.version_packages),
+        "host": identity.host(),
+        "env": identity.recorded_env(identity.env_prefixes(visibility, adapter.env_prefixes)),
+        "started_at": _iso(started),
+        "telemetry": {"before": _telemetry(backend)},
+        "caches": {"env": plan.caches.shown(), "kept": options.keep_cache},
+    }
+
+
+def effective_timer(requested: str, rows: Sequence[Row]) -> str:
+    """A graph run whose every measured case fell back is an event-timed run."""
+    measured = [r for r in rows if r.gems is not None]
+    if requested == "graph" and measured and all(
+            r.gems.timer != "graph" and (r.torch is None or r.torch.timer != "graph")
+            for r in measured):
+        return "event"
+    return requested
+
+
+def graph_fallbacks(rows: Sequence[Row]) -> int:
+    return sum(1 for r in rows for m in r.markers if markers.marker_name(m) == markers.NO_GRAPH)
+
+
+def _counts(rows) -> dict:
+    return {s: sum(1 for r in rows if r.status == s) for s in (SUCCESS, FAILED, SKIPPED)}
+
+
+def _telemetry(backend):
+    samples = backend.read_telemetry()
+    return [s.to_dict() for s in samples] if samples else None
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(ts))

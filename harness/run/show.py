@@ -1,0 +1,40 @@
+"""`zlh show RUN_DIR`: a run's table, caliber and marker counts, from its files alone."""
+from __future__ import annotations
+
+import collections
+import json
+
+from tabulate import tabulate
+
+from ..common import markers
+from ..store.reader import ABANDONED, RUNNING, load_run
+from .table import render_rows
+
+
+def show_run(run_dir: str, colour: bool = False) -> str:
+    run = load_run(run_dir)
+    info = run.info
+    lines = [f"{info.get('run_id', run.path.name)}  op={run.op}  status={run.status}"
+             f"  wall={info.get('wall_s', '-')} s"]
+    if run.status in (RUNNING, ABANDONED):
+        lines.append(f"WARNING: this run did not finish (status {run.status}); its table holds "
+                     f"the cases measured before it stopped")
+    device = info.get("device") or {}
+    lines.append(f"device: {device.get('name')} ({device.get('arch')}), backend "
+                 f"{device.get('backend')}; adapter {(info.get('adapter') or {}).get('adapter')}")
+    caliber = info.get("caliber") or {}
+    lines.append(tabulate([[k, json.dumps(v) if isinstance(v, dict) else v]
+                           for k, v in caliber.items()], headers=["caliber", "value"],
+                          tablefmt="simple"))
+    fallbacks = info.get("autotune_fallbacks")
+    if fallbacks is not None:
+        lines.append(f"autotune: {info.get('autotune_mode')} from "
+                     f"{info.get('autotune_replay_from')}; fallbacks {fallbacks}")
+    elif info.get("autotune_mode"):
+        lines.append(f"autotune: {info.get('autotune_mode')}")
+    counts = collections.Counter(markers.marker_name(m) for r in run.rows for m in r.markers)
+    if counts:
+        lines.append("markers: " + ", ".join(f"{n} x{c}" for n, c in counts.most_common()))
+    legend, table = render_rows(run.rows, colour=colour)
+    lines += [legend, table] if legend else [table]
+    return "\n".join(lines)

@@ -1,0 +1,65 @@
+"""Terminal presentation of result rows (tabulate). Data and statistics live elsewhere.
+
+Columns whose value is the same on every row fold into one legend line above the table.
+Colour only when the stream is a terminal.
+"""
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from ..store.results import SUCCESS
+
+FOLDABLE = ("op", "variant", "dtype", "shape", "status", "timer")
+
+
+def _fmt_ms(value) -> str:
+    return f"{value:.5f}" if value is not None else "-"
+
+
+def _fmt(value, spec: str) -> str:
+    return format(value, spec) if value is not None else "-"
+
+
+def _colour_speedup(text: str, value, colour: bool) -> str:
+    if not colour or value is None:
+        return text
+    import click
+    if value >= 1.02:
+        return click.style(text, fg="green")
+    if value <= 0.98:
+        return click.style(text, fg="red")
+    return text
+
+
+def render_rows(rows, colour: bool = False) -> tuple[str, str]:
+    """(legend line, table). The legend holds the columns identical across all rows."""
+    if not rows:
+        return "", "(no cases)"
+    records = []
+    for row in rows:
+        records.append({
+            "op": row.op,
+            "variant": row.variant or "-",
+            "dtype": row.dtype,
+            "shape": row.shape_detail + (f" #{row.occurrence}" if row.occurrence else ""),
+            "status": row.status if row.status == SUCCESS or not row.reason
+            else f"{row.status}: {row.reason}",
+            "torch ms": _fmt_ms(row.torch_ms),
+            "gems ms": _fmt_ms(row.gems_ms),
+            "speedup": _colour_speedup(_fmt(row.speedup, ".3f"), row.speedup, colour),
+            "gems GB/s": _fmt(row.gbps("gems"), ".1f"),
+            "TFLOP/s": _fmt(row.tflops, ".1f"),
+            "timer": row.timer,
+            "±%": _fmt(100 * row.gems.rel_error if row.gems else None, ".2f"),
+        })
+    columns = [c for c in records[0] if any(r[c] != "-" for r in records)]
+    legend = []
+    if len(records) > 1:
+        for col in FOLDABLE:
+            values = {r[col] for r in records}
+            if col in columns and len(values) == 1:
+                legend.append(f"{col}={values.pop()}")
+                columns.remove(col)
+    table = tabulate([[r[c] for c in columns] for r in records], headers=columns,
+                     tablefmt="simple", disable_numparse=True, stralign="right")
+    return "  ".join(legend), table

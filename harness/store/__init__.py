@@ -1,0 +1,2 @@
+"""The run directory: the only code that reads or writes run.json, results and shapes.yaml;
+the caliber and the identity (versions, recorded environment) a run carries."""

@@ -1,0 +1,72 @@
+"""The caliber (口径): everything that changes what a number means.
+
+Two runs are comparable only when their calibers match. A `Caliber` is built once per run
+from the plan, and once more at the end with the timer actually used (a graph run whose
+every case fell back is an event-timed run); it is never edited in place. Versions are not
+part of it: they may legitimately differ between the two sides of an A/B comparison.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Mapping
+
+MISSING = "<missing>"
+
+
+@dataclass(frozen=True)
+class Caliber:
+    backend: str
+    device: str
+    timer: str                       # the timer actually used (graph / event / host)
+    bench_level: str
+    shape_mode: str                  # "default", "upstream" or "file:<sha256 prefix>"
+    tuner_cache: str                 # "none", "isolated" or "shared(<where>)"
+    repeat: int
+    l2_policy: str
+    warmup_ms: float
+    stopping: Mapping[str, Any] = field(default_factory=dict)
+    autotune_mode: str = "record"    # record / replay / uncontrolled
+    ir_capture: bool = True
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["stopping"] = dict(self.stopping)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Caliber":
+        """A stored caliber; a field the writer did not know is `<missing>` (so it differs
+        from any real value instead of passing silently)."""
+        return cls(**{name: data.get(name, MISSING) for name in cls.field_names()})
+
+    def with_timer(self, timer: str) -> "Caliber":
+        return replace(self, timer=timer)
+
+    def differences(self, other: "Caliber", ignore: tuple[str, ...] = ()) -> list["Difference"]:
+        """Every field (but `ignore`) whose value differs, in field order."""
+        return [Difference(name, getattr(self, name), getattr(other, name))
+                for name in self.field_names()
+                if name not in ignore and _plain(getattr(self, name)) != _plain(getattr(other, name))]
+
+
+@dataclass(frozen=True)
+class Difference:
+    field: str
+    a: Any
+    b: Any
+
+    def describe(self) -> str:
+        return f"{self.field} differs: A={_short(self.a)}, B={_short(self.b)}"
+
+
+def _plain(value):
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+def _short(value) -> str:
+    return json.dumps(dict(value), sort_keys=True) if isinstance(value, Mapping) else str(value)

@@ -1,0 +1,109 @@
+"""Result rows: one per case, with the raw measurements they were computed from."""
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+
+from ..common.files import to_json
+from ..measure.measurement import Measurement
+
+SUCCESS, FAILED, SKIPPED = "SUCCESS", "FAILED", "SKIPPED"
+
+CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "status", "reason", "torch_ms",
+               "gems_ms", "speedup", "torch_gbps", "gems_gbps", "tflops", "timer", "torch_n",
+               "gems_n", "torch_rel_err", "gems_rel_err", "markers")
+
+
+@dataclass
+class Row:
+    op: str
+    dtype: str
+    shape: object
+    shape_detail: str
+    status: str
+    reason: str = ""
+    occurrence: int = 0                # n-th case with the same (variant, dtype, shape_detail)
+    torch: Measurement | None = None
+    gems: Measurement | None = None
+    metrics: dict = field(default_factory=dict)   # torch_gbps, gems_gbps, tflops (adapter's)
+    markers: list[str] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+    variant: str = ""                  # benchmark/call within the op; "" = the op itself
+
+    @property
+    def torch_ms(self) -> float | None:
+        return self.torch.median if self.torch else None
+
+    @property
+    def gems_ms(self) -> float | None:
+        return self.gems.median if self.gems else None
+
+    @property
+    def speedup(self) -> float | None:
+        if self.torch_ms and self.gems_ms:
+            return self.torch_ms / self.gems_ms
+        return None
+
+    @property
+    def timer(self) -> str:
+        timers = {m.timer for m in (self.torch, self.gems) if m}
+        return "+".join(sorted(timers)) if timers else "-"
+
+    def gbps(self, which: str) -> float | None:
+        return self.metrics.get(f"{which}_gbps")
+
+    @property
+    def tflops(self) -> float | None:
+        return self.metrics.get("tflops")
+
+    def to_dict(self) -> dict:
+        return {
+            "op": self.op, "variant": self.variant, "dtype": self.dtype, "shape": self.shape,
+            "shape_detail": self.shape_detail, "occurrence": self.occurrence,
+            "status": self.status, "reason": self.reason,
+            "torch_ms": self.torch_ms, "gems_ms": self.gems_ms, "speedup": self.speedup,
+            "torch_gbps": self.gbps("torch"), "gems_gbps": self.gbps("gems"),
+            "tflops": self.tflops, "timer": self.timer,
+            "markers": list(self.markers),
+            "torch": self.torch.to_dict() if self.torch else None,
+            "gems": self.gems.to_dict() if self.gems else None,
+            **({"extra": self.extra} if self.extra else {}),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Row":
+        return cls(
+            op=data["op"], dtype=data["dtype"], shape=data.get("shape"),
+            shape_detail=data["shape_detail"], status=data["status"],
+            reason=data.get("reason", ""), occurrence=data.get("occurrence", 0),
+            torch=Measurement.from_dict(data["torch"]) if data.get("torch") else None,
+            gems=Measurement.from_dict(data["gems"]) if data.get("gems") else None,
+            metrics={k: data[k] for k in ("torch_gbps", "gems_gbps", "tflops")
+                     if data.get(k) is not None},
+            markers=list(data.get("markers", [])), extra=data.get("extra", {}),
+            variant=data.get("variant", ""),
+        )
+
+    def csv_record(self) -> dict:
+        d = self.to_dict()
+        rec = {k: d.get(k) for k in CSV_COLUMNS}
+        rec["torch_n"] = self.torch.n if self.torch else None
+        rec["gems_n"] = self.gems.n if self.gems else None
+        rec["torch_rel_err"] = round(self.torch.rel_error, 6) if self.torch else None
+        rec["gems_rel_err"] = round(self.gems.rel_error, 6) if self.gems else None
+        rec["markers"] = " | ".join(self.markers)
+        return rec
+
+
+def rows_to_jsonl(rows) -> str:
+    return "".join(to_json(r.to_dict(), indent=None) + "\n" for r in rows)
+
+
+def rows_to_csv(rows) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(row.csv_record())
+    return buf.getvalue()

@@ -1,0 +1,76 @@
+"""Writing a run directory: the contract every later command reads.
+
+    runs/<op>_<YYYYmmdd-HHMMSS>[-N]/
+        run.json        identity, options, caliber, versions, command line, timings
+        results.jsonl   one row per case, raw samples included
+        results.csv     the same rows, flat
+        run.log         the human table and every marker line, plain text
+        shapes.yaml     the shapes actually used
+
+Reading one back is `store.reader`'s job.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import yaml
+
+from ..common.files import atomic_write_json, atomic_write_text
+from .results import rows_to_csv, rows_to_jsonl
+
+SCHEMA_VERSION = 1
+RUN_JSON = "run.json"
+RESULTS_JSONL = "results.jsonl"
+RESULTS_CSV = "results.csv"
+RUN_LOG = "run.log"
+SHAPES_YAML = "shapes.yaml"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_UNSAFE = re.compile(r"[^\w.\-]+")
+
+
+def safe_name(text: str) -> str:
+    return _UNSAFE.sub("_", text).strip("_") or "op"
+
+
+class RunDir:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    @classmethod
+    def create(cls, root: str | os.PathLike, op: str, now: float | None = None) -> "RunDir":
+        """A new, unique directory, even when several runs start in the same second."""
+        root = Path(root)
+        root.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S",
+                              time.localtime(now if now is not None else time.time()))
+        base = f"{safe_name(op)}_{stamp}"
+        for n in range(1, 10000):
+            candidate = root / (base if n == 1 else f"{base}-{n}")
+            try:
+                candidate.mkdir()
+            except FileExistsError:
+                continue
+            return cls(candidate)
+        raise RuntimeError(f"could not create a unique run directory under {root}")
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def write_run_json(self, data: dict) -> None:
+        atomic_write_json(self.file(RUN_JSON), {"schema_version": SCHEMA_VERSION, **data})
+
+    def write_results(self, rows) -> None:
+        """Rewrite both result files from all rows so far: each is whole after every case."""
+        atomic_write_text(self.file(RESULTS_JSONL), rows_to_jsonl(rows))
+        atomic_write_text(self.file(RESULTS_CSV), rows_to_csv(rows))
+
+    def write_shapes(self, doc: dict) -> None:
+        atomic_write_text(self.file(SHAPES_YAML), yaml.safe_dump(doc, sort_keys=False,
+                                                                 default_flow_style=None))
+
+    def log(self, text: str) -> None:
+        with open(self.file(RUN_LOG), "a", encoding="utf-8") as handle:
+            handle.write(_ANSI.sub("", text).rstrip("\n") + "\n")
