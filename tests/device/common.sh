@@ -3,7 +3,7 @@
 OUT=${OUT:-device-out}
 mkdir -p "$OUT" "$WORK"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-ZLH="python3 -m harness.cli"
+ZLH="python3 -m harness"
 FAST="--level core --warmup-ms 10 --min-samples 5 --min-time-ms 5 --max-time-ms 50"
 
 # run_group NAME SECONDS OUT_ROOT OP...: one zlh bench process over OPs, killed after SECONDS;
