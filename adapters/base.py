@@ -94,9 +94,9 @@ class Adapter(ABC):
         ...
 
     def resolve(self, op: str) -> str:
-        known = self.ops()
-        if op in known:
+        if op in self.ops():
             return op
+        known = [row["op"] for row in self.describe_ops()]
         raise UnknownOp(f"unknown op {op!r} for adapter {self.name}{suggest(op, known)}"
                         f" (known: {', '.join(known)})" if len(known) <= 12 else
                         f"unknown op {op!r} for adapter {self.name}{suggest(op, known)}")
@@ -154,7 +154,16 @@ class Adapter(ABC):
         one under `root`). Set before `prepare` imports the library."""
         return TunerCache()
 
-    # ---- the corpus, for `zlh ops` -----------------------------------------------------------
+    # ---- the corpus, for `zlh ops` and corpus commands ------------------------------------
     def describe_ops(self, include_hidden: bool = False) -> list[dict]:
-        """One dict per op (at least `op`), in display order."""
+        """One dict per op (at least `op`; `unconditional_skip` when the op is marked to be
+        skipped whatever the machine), in display order."""
         return [{"op": op} for op in self.ops()]
+
+    def repo_of(self, op: str) -> str:
+        """The repository an op comes from (dismiss lists may name it: `repo:op`)."""
+        return self.name
+
+    def reset_between_ops(self) -> None:
+        """Drop per-op state of the adapter's library in a process that runs several ops
+        (dispatch caches, allocator caches); the next op must measure as in a fresh one."""

@@ -208,6 +208,12 @@ class Backend:
         finally:
             gen.graphsafe_set_state(original)
 
+    def empty_cache(self) -> None:
+        """Return cached device memory to the driver (between ops of one process)."""
+        module = self.torch_module()
+        if hasattr(module, "empty_cache"):
+            module.empty_cache()
+
     def device_usable(self) -> str | None:
         """None when the device still runs work after an error, else the error text."""
         import torch

@@ -45,6 +45,9 @@ class CpuBackend(Backend):
     def device_usable(self):
         return None
 
+    def empty_cache(self) -> None:
+        return None
+
 
 def _cpu_model() -> str:
     try:

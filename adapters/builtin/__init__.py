@@ -15,6 +15,7 @@ from typing import Callable, Iterator, Sequence
 import torch
 
 from ..base import Adapter, Case, CaseInputs, MissingShapes
+from .faults import FAULT_OPS, fault_case
 
 SLOW_ENV = "ZLH_BUILTIN_SLOW"
 FLOAT_DTYPES = ("float16", "bfloat16", "float32")
@@ -112,18 +113,31 @@ class BuiltinAdapter(Adapter):
         return True, ""
 
     def ops(self) -> list[str]:
-        return sorted(OPS)
+        return sorted(OPS) + list(FAULT_OPS)
+
+    def describe_ops(self, include_hidden: bool = False) -> list[dict]:
+        """The kernels; the fault-injection ops only when asked for."""
+        return [{"op": op, "fault": op in FAULT_OPS} for op in self.ops()
+                if include_hidden or op not in FAULT_OPS]
 
     def dtypes(self, op: str, backend) -> list[str]:
+        if op in FAULT_OPS:
+            return ["float32"]
         return list(INTERPRETER_DTYPES if _interpreted() else FLOAT_DTYPES)
 
     def default_dtypes(self, op: str, backend) -> list[str]:
+        if op in FAULT_OPS:
+            return ["float32"]
         return ["float32"] if _interpreted() else ["float16", "bfloat16", "float32"]
 
     def cases(self, op: str, dtypes: Sequence[str], shapes: dict | None, level: str,
               backend, device: str) -> Iterator[Case]:
         from . import kernels  # after backend activation: compiled or interpreted
 
+        if op in FAULT_OPS:
+            self._used[op] = {op: {"shapes": [[1024]], "shape_desc": "shape"}}
+            yield fault_case(op, backend, device)
+            return
         spec = OPS[op]
         shape_list = self._shapes_for(spec, shapes, level)
         self._used[op] = {op: {"shapes": copy.deepcopy(shape_list), "shape_desc": spec.shape_desc}}
@@ -147,6 +161,8 @@ class BuiltinAdapter(Adapter):
                 )
 
     def check_shapes(self, op: str, shapes, level: str) -> None:
+        if op in FAULT_OPS:
+            return
         for shape in self._shapes_for(OPS[op], shapes, level):
             if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
                 raise MissingShapes(f"shape file: {op} shape {shape!r} is not a list of "

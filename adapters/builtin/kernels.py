@@ -143,3 +143,19 @@ def mm(a: torch.Tensor, b: torch.Tensor, slow: bool = False) -> torch.Tensor:
     mm_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                     c.stride(0), c.stride(1), SLOW=slow, IEEE=a.dtype == torch.float32)
     return c
+
+
+@triton.jit
+def _far_load_kernel(x_ptr, out_ptr, n, OFFSET: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    far = tl.load(x_ptr + offs.to(tl.int64) + OFFSET, mask=mask)
+    tl.store(out_ptr + offs, far, mask=mask)
+
+
+def read_far_out_of_bounds(x: torch.Tensor) -> torch.Tensor:
+    """Reads 2**40 elements past the end of `x`: an illegal address on any GPU."""
+    out = torch.empty_like(x)
+    n = x.numel()
+    _far_load_kernel[(triton.cdiv(n, 256),)](x, out, n, OFFSET=1 << 40, BLOCK=256)
+    return out

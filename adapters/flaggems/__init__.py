@@ -134,6 +134,10 @@ class FlagGemsAdapter(Adapter):
         if repo in self._loaded:
             self._configure(level, shape_file, root)
             return self._loaded[repo]
+        if package in sys.modules and not tuners.follow_environment():
+            raise PreflightError("tuner_cache", "this FlagGems keeps its tuner DB where it was "
+                                 "opened first; run each op in its own process "
+                                 "(--fresh-process)")
         try:
             importlib.import_module(package)
             conftest = importlib.import_module("benchmark.conftest")
@@ -303,8 +307,15 @@ class FlagGemsAdapter(Adapter):
             for node in self.corpus(repo).nodes:
                 rows.append({"op": node.qualified, "repo": repo, "file": node.file,
                              "function": node.function, "marks": ",".join(node.marks) or "-",
-                             "skip_marks": " | ".join(node.skip_marks) or "-"})
+                             "skip_marks": " | ".join(node.skip_marks) or "-",
+                             "unconditional_skip": node.unconditional_skip})
         return rows
+
+    def repo_of(self, op: str) -> str:
+        return "vllm" if op.startswith("vllm:") else "flaggems"
+
+    def reset_between_ops(self) -> None:
+        _empty_cache()
 
     def identity(self, op: str | None = None) -> dict:
         out = {"adapter": self.name}

@@ -39,6 +39,11 @@ class TestNode:
             else Path(self.file).stem
 
     @property
+    def unconditional_skip(self) -> bool:
+        """A `skip` mark (not `skipif`): skipped on every machine."""
+        return any(m.split("(")[0].strip().endswith(".skip") for m in self.skip_marks)
+
+    @property
     def node_id(self) -> str:
         return f"{self.file}::{self.function}"
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -65,6 +66,29 @@ def clear_libentry_caches(module) -> int:
                 cpu_cache.clear()
         count += 1
     return count
+
+
+def follow_environment() -> bool:
+    """In a process where FlagGems is already imported (a worker running several ops), point
+    its tuner DB and generated-code cache at what the environment now says (an op's private
+    cache, or the shared one again): FlagGems reads them once, at import. Returns False when
+    this FlagGems lacks the pieces (the caller then cannot promise isolation)."""
+    module = sys.modules.get(LIBENTRY_MODULE)
+    if module is None:
+        return True                       # not imported yet: the environment applies at import
+    libcache = getattr(module, "libcache", None)
+    code_cache = sys.modules.get("flag_gems.utils.code_cache")
+    if libcache is None or not hasattr(libcache, "config_cache_pool"):
+        return False
+    clear = getattr(getattr(code_cache, "cache_dir_path", None), "cache_clear", None)
+    if clear is not None:
+        clear()
+    type(libcache).__init__(libcache, os.environ.get("FLAGGEMS_DB_URL"))
+    tuner_cls = getattr(module, "LibTuner", None)
+    for obj in gc.get_objects() if tuner_cls is not None else ():
+        if issubclass(type(obj), tuner_cls) and hasattr(obj, "config_table_name"):
+            obj.cache = libcache[obj.config_table_name]
+    return True
 
 
 def tuner_cache(root, isolate: bool, environ) -> TunerCache:

@@ -18,8 +18,11 @@ from .common import handles_errors
               help="FlagGems checkout. Env: FLAGGEMS_DIR.")
 @click.option("--vllm", "vllm_dir", default=None, metavar="DIR", envvar="FLAGGEMS_VLLM_DIR",
               help="Also list a FlagGems-vllm checkout. Env: FLAGGEMS_VLLM_DIR.")
+@click.option("--all-builtin", is_flag=True,
+              help="Builtin adapter: also the fault-injection ops (fault_raise, fault_abort, "
+                   "fault_hang, fault_illegal_address).")
 @handles_errors
-def ops_cmd(adapter, flaggems_dir, vllm_dir):
+def ops_cmd(adapter, flaggems_dir, vllm_dir, all_builtin):
     """List the benchmark functions an adapter can run (FlagGems: static scan, no import)."""
     import adapters
     name = adapter or adapters.default_adapter_name(flaggems_dir)
@@ -27,8 +30,8 @@ def ops_cmd(adapter, flaggems_dir, vllm_dir):
         source = adapters.get_adapter(name, flaggems_dir=flaggems_dir, vllm_dir=vllm_dir)
     except adapters.UnknownAdapter as exc:
         raise errors.UsageError(str(exc)) from None
-    rows = source.describe_ops()
-    if rows and set(rows[0]) == {"op"}:
+    rows = source.describe_ops(include_hidden=all_builtin)
+    if rows and "file" not in rows[0]:
         for row in rows:
             click.echo(row["op"])
         return

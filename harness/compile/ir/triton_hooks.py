@@ -263,8 +263,9 @@ class _Observer:
         swept = in_sweep()
         with self.lock:
             known = self.variants.setdefault(variant.hash, variant)
-            for stage, path in variant.ir_paths.items():
-                known.ir_paths.setdefault(stage, path)
+            # A recompile (another op's private cache) puts the files elsewhere: keep the
+            # newest path, the older one may be gone with its cache.
+            known.ir_paths.update(variant.ir_paths)
             self.by_name.setdefault(known.kernel, set()).add(known.hash)
             for capture in self.captures:
                 capture._compiled(known.hash, swept)

@@ -1,0 +1,52 @@
+"""Fault-injection ops: cases that fail on purpose, for testing corpus runs and for users
+checking their set-up. Hidden from `zlh ops` unless asked for (`--all-builtin`).
+
+    fault_raise            the function under test raises
+    fault_abort            the process aborts (SIGABRT) inside the function under test
+    fault_hang             the function under test never returns
+    fault_illegal_address  a kernel reads far out of bounds (GPU only): the device context
+                           is unusable afterwards
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable
+
+import torch
+
+from ..base import Case, CaseInputs
+
+FAULT_OPS = ("fault_abort", "fault_hang", "fault_illegal_address", "fault_raise")
+
+
+def _raise(x):
+    raise RuntimeError("planted failure: fault_raise always raises")
+
+
+def _abort(x):
+    os.abort()
+
+
+def _hang(x):
+    while True:
+        time.sleep(1.0)
+
+
+def _illegal_address(x):
+    from . import kernels
+    return kernels.read_far_out_of_bounds(x)
+
+
+_FUNCTIONS: dict[str, Callable] = {"fault_raise": _raise, "fault_abort": _abort,
+                                   "fault_hang": _hang, "fault_illegal_address": _illegal_address}
+
+
+def fault_case(op: str, backend, device: str) -> Case:
+    skip = None
+    if op == "fault_illegal_address" and not backend.supports_events:
+        skip = f"{op} needs a GPU (backend {backend.name} has no device kernels to break)"
+    return Case(op=op, dtype="float32", shape=[1024], shape_detail="1024",
+                build=lambda: CaseInputs((torch.randn(1024, device=device),)),
+                baseline=lambda x: x + 1, under_test=_FUNCTIONS[op], skip_reason=skip,
+                info={"fault": op})

@@ -1,0 +1,131 @@
+"""`zlh batch`."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+import adapters
+import backends
+
+from ..common import errors
+from ..corpus.batch import BatchPlan, run_batch
+from ..corpus.files import read_batch_json
+from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
+from . import main
+from .common import bench_options, echo_err, handles_errors, options_from, split_csv
+
+
+def parse_devices(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        devices = [int(d) for d in text.split(",") if d.strip()]
+    except ValueError:
+        raise errors.UsageError(f"--devices expects indices such as 0,1,2, got {text!r}") \
+            from None
+    if not devices or any(d < 0 for d in devices) or len(set(devices)) != len(devices):
+        raise errors.UsageError(f"--devices expects distinct non-negative indices, got {text!r}")
+    return devices
+
+
+def corpus_adapter(params: dict, vllm_dir: str | None):
+    name = params.get("adapter") or adapters.default_adapter_name(params.get("flaggems_dir"))
+    try:
+        return adapters.get_adapter(name, flaggems_dir=params.get("flaggems_dir"),
+                                    vllm_dir=vllm_dir)
+    except adapters.UnknownAdapter as exc:
+        raise errors.UsageError(str(exc)) from None
+
+
+def check_devices(backend_name: str | None, devices: list[int]) -> list[int]:
+    """The devices to use (default: the first visible one); PREFLIGHT_FAILED when the
+    backend has no device here or an index is not visible."""
+    try:
+        backend = (backends.get_backend(backend_name) if backend_name
+                   else backends.detect_backend())
+    except backends.UnknownBackend as exc:
+        raise errors.UsageError(str(exc)) from None
+    if not backend.is_available():
+        raise errors.PreflightError("backend", f"backend {backend.name} has no usable device "
+                                               f"here (python: {sys.executable})")
+    visible = backend.enumerate_devices()
+    devices = devices or visible[:1]
+    missing = [d for d in devices if d not in visible]
+    if missing or not devices:
+        raise errors.PreflightError("device", f"--devices {','.join(map(str, devices))}: "
+                                              f"backend {backend.name} sees devices "
+                                              f"{', '.join(map(str, visible)) or 'none'}")
+    return devices
+
+
+@main.command()
+@click.option("--all", "all_ops", is_flag=True, help="Every benchmark function of the corpus.")
+@click.option("--ops", multiple=True, callback=split_csv, metavar="A,B",
+              help="These ops (comma-separated, repeatable).")
+@click.option("--ops-file", default=None, metavar="FILE",
+              help="Ops, one per line: op[:op_file[:dtypes]]; # comments.")
+@click.option("--include-skipped", is_flag=True,
+              help="With --all: also functions with an unconditional skip mark.")
+@click.option("--dismiss", default=None, metavar="FILE",
+              help=f"Ops left out of --all, one `[repo:]op  # reason, date` per line. "
+                   f"Default: {DEFAULT_DISMISS.name} in recipes/.")
+@click.option("--vllm", "vllm_dir", default=None, metavar="DIR", envvar="FLAGGEMS_VLLM_DIR",
+              help="Also the FlagGems-vllm checkout (vllm:NAME ops). Env: FLAGGEMS_VLLM_DIR.")
+@click.option("--devices", default=None, metavar="0,1,…",
+              help="Devices to spread the ops over (one serial lane each). Default: the first.")
+@click.option("--op-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
+              help="Seconds an op may take before its worker is killed (status TIMEOUT).")
+@click.option("--retries", type=click.IntRange(min=0, max=5), default=2, show_default=True,
+              help="Retries of an op that FAILed or CRASHed, each in a fresh worker.")
+@click.option("--fresh-process", is_flag=True,
+              help="Run every op in its own zlh bench process instead of reused workers.")
+@click.option("--out", default=None, metavar="DIR",
+              help="Batch root. Default: runs/batch_<timestamp>.")
+@click.option("--resume", default=None, metavar="BATCH_DIR",
+              help="Continue a killed batch: finished ops are kept, the others run again.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@bench_options
+@handles_errors
+def batch(all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devices, op_timeout,
+          retries, fresh_process, out, resume, quiet, **params):
+    """Run many ops, each in its own run directory: isolated, resumable, over devices.
+
+    Exit status: 0 every op PASS or SKIP, 1 some op FAIL/TIMEOUT/CRASH/POISONED (the batch
+    completed), 2 bad input, 3 preflight failed.
+    """
+    progress = None if quiet or not sys.stderr.isatty() else _overwrite
+    if resume:
+        if all_ops or ops or ops_file:
+            raise errors.UsageError("--resume BATCH_DIR takes its ops from the batch; name none")
+        plan = BatchPlan.from_dict(Path(resume), read_batch_json(Path(resume)))
+        check_devices(plan.options.backend, plan.devices)
+        result = run_batch(plan, click.echo, progress, resume=True)
+        sys.exit(result.exit_code)
+    adapter = corpus_adapter(params, vllm_dir)
+    dismissed = parse_dismiss(dismiss or DEFAULT_DISMISS) if (dismiss or all_ops) and \
+        (dismiss or DEFAULT_DISMISS.exists()) else {}
+    items, left_out = select(adapter, all_ops, ops, ops_file, include_skipped, dismissed)
+    options = options_from(params)
+    lanes = check_devices(options.backend, parse_devices(devices))
+    inventory = {r["op"]: {"repo": r.get("repo", adapter.repo_of(r["op"])),
+                           "file": r.get("file", "-")}
+                 for r in adapter.describe_ops(include_hidden=True)}
+    plan = BatchPlan(root=Path(out or f"runs/batch_{time.strftime('%Y%m%d-%H%M%S')}"),
+                     items=items, devices=lanes, options=options, op_timeout_s=op_timeout,
+                     fresh_process=fresh_process, retries=retries,
+                     argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory)
+    if plan.root.exists() and any(plan.root.iterdir()):
+        raise errors.UsageError(f"--out {plan.root} exists and is not empty; use --resume "
+                                f"{plan.root} to continue it, or another directory")
+    click.echo(f"zlh batch: {len(items)} ops on {len(lanes)} device(s) "
+               f"({'fresh processes' if fresh_process else 'reused workers'}) -> {plan.root}")
+    result = run_batch(plan, click.echo, progress)
+    sys.exit(result.exit_code)
+
+
+def _overwrite(line: str) -> None:
+    """The progress bar: one line on a terminal, overwritten in place."""
+    click.echo("\r" + line, err=True, nl=False)

@@ -1,0 +1,320 @@
+"""`zlh batch`: many ops, each in its own run directory, isolated, resumable, over devices.
+
+One lane per device runs its ops one after another (never two measurements on one device
+at once); lanes run side by side. An op runs in the lane's reused worker (or, with
+`--fresh-process`, in its own `zlh bench` process); a failed or crashed op is retried in a
+fresh worker at most `retries` times, two identical outcomes in a row stopping the retries; a
+timeout is not retried. When the requested dtypes leave an op nothing to run, it runs once
+more with its own. Each finished op writes `.complete`; `--resume` runs only the others.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import backends
+
+from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, PreflightError, UsageError
+from ..run.options import BenchOptions
+from ..store.reader import load_run
+from . import files
+from .outcome import (CRASH, FAIL, PASS, POISONED, SKIP, TIMEOUT, Outcome, dtype_problem,
+                      judge)
+from .selection import Item
+from .sharding import device_for
+from .supervisor import Lane, Worker, run_fresh
+
+ZLH_ROOT = str(Path(__file__).resolve().parents[2])
+Echo = Callable[[str], None]
+
+
+@dataclass
+class BatchPlan:
+    root: Path
+    items: list[Item]
+    devices: list[int]
+    options: BenchOptions                  # every op's bench options (out set per op)
+    op_timeout_s: float = 1800.0
+    fresh_process: bool = False
+    retries: int = 2
+    python: str = sys.executable
+    argv: list[str] = field(default_factory=list)
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+    inventory: dict = field(default_factory=dict)      # op -> {"repo", "file"}
+
+    def to_dict(self) -> dict:
+        return {"ops": [{"op": i.op, "dtypes": list(i.dtypes) if i.dtypes else None,
+                         "device": device_for(i.op, self.devices)} for i in self.items],
+                "devices": self.devices, "options": self.options.to_dict(),
+                "op_timeout_s": self.op_timeout_s, "fresh_process": self.fresh_process,
+                "retries": self.retries, "python": self.python, "command": self.argv,
+                "left_out": [{"op": o, "why": w} for o, w in self.left_out],
+                "inventory": self.inventory}
+
+    @classmethod
+    def from_dict(cls, root: Path, doc: dict) -> "BatchPlan":
+        try:
+            return cls(root=Path(root),
+                       items=[Item(o["op"], tuple(o["dtypes"]) if o.get("dtypes") else None)
+                              for o in doc["ops"]],
+                       devices=[int(d) for d in doc["devices"]],
+                       options=BenchOptions.from_flat(**{k: v for k, v in doc["options"].items()
+                                                         if k != "out"}),
+                       op_timeout_s=float(doc["op_timeout_s"]),
+                       fresh_process=bool(doc["fresh_process"]), retries=int(doc["retries"]),
+                       python=doc.get("python") or sys.executable, argv=list(doc["command"]),
+                       left_out=[(d["op"], d["why"]) for d in doc.get("left_out", [])],
+                       inventory=dict(doc.get("inventory", {})))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(f"{root}/batch.json is not a batch plan ({exc})") from None
+
+
+@dataclass
+class BatchResult:
+    outcomes: dict[str, Outcome]
+    exit_code: int
+    wall_s: float
+
+
+class Batch:
+    """The state of one batch: finished outcomes, the tables, progress."""
+
+    def __init__(self, plan: BatchPlan, echo: Echo, progress: Echo | None, resume: bool):
+        self.plan, self.echo, self.progress, self.resume = plan, echo, progress, resume
+        self.lock = threading.Lock()
+        self.outcomes: dict[str, Outcome] = {}
+        self.devices: dict[str, int] = {}
+        self.summary_rows: dict[str, list[dict]] = {}
+        self.stop = threading.Event()
+        self.preflight: str | None = None
+        self.started = time.time()
+        self.done = 0
+
+    # ---- lanes --------------------------------------------------------------------------
+    def run(self) -> BatchResult:
+        todo = self._carry_over()
+        lanes = {d: [i for i in todo if device_for(i.op, self.plan.devices) == d]
+                 for d in self.plan.devices}
+        threads = [threading.Thread(target=self._lane, args=(d, items), daemon=True,
+                                    name=f"lane-{d}") for d, items in lanes.items() if items]
+        for thread in threads:
+            thread.start()
+        try:
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(timeout=0.5)
+        except KeyboardInterrupt:
+            self.stop.set()
+            raise
+        if self.preflight:
+            raise PreflightError("batch", self.preflight)
+        return self._finish()
+
+    def _lane(self, device: int, items: list[Item]) -> None:
+        lane = lane_for(self.plan, device)
+        worker = None if self.plan.fresh_process else Worker(
+            lane, self.plan.root / ".workers" / f"dev{device}.log")
+        try:
+            for item in items:
+                if self.stop.is_set():
+                    break
+                outcome = self._run_item(item, lane, worker)
+                if outcome is None:
+                    break
+                self._record(item.op, outcome, device)
+        finally:
+            if worker is not None:
+                worker.stop()
+
+    def _run_item(self, item: Item, lane: Lane, worker: Worker | None) -> Outcome | None:
+        dtypes = item.dtypes if item.dtypes else self.plan.options.dtypes
+        outcome = self._attempts(item.op, dtypes, lane, worker, first=1)
+        if dtypes and dtype_problem(outcome):
+            fallback = self._attempts(item.op, None, lane, worker, first=outcome.attempt + 1)
+            fallback.notes.append("dtype_fallback")
+            outcome = fallback
+        if outcome.preflight_check:
+            self.preflight = outcome.reason
+            self.stop.set()
+            return None
+        if item.op in self._resumed:
+            outcome.notes.append("resumed")
+        return outcome
+
+    def _attempts(self, op: str, dtypes, lane: Lane, worker: Worker | None,
+                  first: int) -> Outcome:
+        """Retries of FAIL and CRASH in a fresh worker; two identical outcomes stop them."""
+        outcomes: list[Outcome] = []
+        for k in range(first, first + 1 + self.plan.retries):
+            if outcomes and worker is not None:
+                worker.stop()                      # a retry runs in a fresh worker
+            outcome = judge(self._attempt(op, dtypes, lane, worker, k), self.plan.op_timeout_s)
+            outcome.attempt = k
+            outcomes.append(outcome)
+            if outcome.status not in (FAIL, CRASH) or outcome.preflight_check:
+                break
+            if len(outcomes) > 1 and outcome.same_as(outcomes[-2]):
+                break
+        final = outcomes[-1]
+        if len(outcomes) > 1:
+            final.notes.append("retry_rc=" + "->".join(str(o.rc) for o in outcomes))
+        return final
+
+    def _attempt(self, op: str, dtypes, lane: Lane, worker: Worker | None, k: int):
+        out = files.op_dir(self.plan.root, op)
+        out.mkdir(parents=True, exist_ok=True)
+        log = out / f"run.attempt{k}.log"
+        options = self.plan.options.replace(dtypes=dtypes, out=str(out), replay=None)
+        if worker is None:
+            return run_fresh(lane, op, options.to_argv(), self.plan.op_timeout_s, log, out)
+        job = {"op": op, "options": options.to_dict(), "log": str(log),
+               "argv": [*self.plan.argv, f"[{op}]"]}
+        return worker.run(job, self.plan.op_timeout_s, log, out)
+
+    # ---- bookkeeping --------------------------------------------------------------------
+    def _carry_over(self) -> list[Item]:
+        """On resume: finished ops are kept, unfinished ones set aside and run again."""
+        self._resumed: set[str] = set()
+        todo = []
+        for item in self.plan.items:
+            done = files.read_complete(self.plan.root, item.op) if self.resume else None
+            if done is not None:
+                outcome, device = done
+                self.outcomes[item.op], self.devices[item.op] = outcome, device
+                self.summary_rows[item.op] = _summary_rows(item.op, outcome)
+                continue
+            if self.resume and files.set_aside(self.plan.root, item.op) is not None:
+                self._resumed.add(item.op)
+            todo.append(item)
+        if self.outcomes:
+            self._write_tables()
+        return todo
+
+    def _record(self, op: str, outcome: Outcome, device: int) -> None:
+        files.write_complete(self.plan.root, op, outcome, device)
+        with self.lock:
+            self._note_caliber(outcome)
+            self.outcomes[op], self.devices[op] = outcome, device
+            self.summary_rows[op] = _summary_rows(op, outcome)
+            self.done += 1
+            self._write_tables()
+            self._progress_line(op, outcome, device)
+
+    def _note_caliber(self, outcome: Outcome) -> None:
+        """batch.json gets the caliber of the first run that has one (the options decide
+        it; the timer actually used may differ per op and stays in each run.json)."""
+        if getattr(self, "_caliber_noted", False) or outcome.run_dir is None:
+            return
+        try:
+            caliber = load_run(outcome.run_dir).info.get("caliber")
+        except UsageError:
+            return
+        if caliber:
+            doc = files.read_batch_json(self.plan.root)
+            doc.pop("schema_version", None)
+            files.write_batch_json(self.plan.root, {**doc, "caliber": caliber})
+            self._caliber_noted = True
+
+    def _write_tables(self) -> None:
+        rows = []
+        for item in self.plan.items:
+            outcome = self.outcomes.get(item.op)
+            if outcome is None:
+                continue
+            where = self.plan.inventory.get(item.op, {})
+            rows.append({"repo": where.get("repo", "-"), "op": item.op,
+                         "op_file": where.get("file", "-"), "device": self.devices[item.op],
+                         "status": outcome.status, "rc": outcome.rc,
+                         "elapsed_s": round(outcome.elapsed_s, 3),
+                         "rows_total": outcome.rows_total, "rows_success": outcome.rows_success,
+                         "notes": " ".join(outcome.notes), "run_dir": outcome.run_dir or "-",
+                         "reason": outcome.reason})
+        files.write_tables(self.plan.root, rows,
+                           [r for op in self.summary_rows for r in self.summary_rows[op]])
+
+    def _progress_line(self, op: str, outcome: Outcome, device: int) -> None:
+        total = len(self.plan.items)
+        finished = len(self.outcomes)
+        self.echo(f"[{finished:>{len(str(total))}}/{total}] {outcome.status:<8} "
+                  f"{outcome.elapsed_s:6.1f}s rows={outcome.rows_success}/{outcome.rows_total} "
+                  f"{op} [{self.plan.options.backend or 'dev'}:{device}]"
+                  + (f" {' '.join(outcome.notes)}" if outcome.notes else ""))
+        if self.progress is not None:
+            elapsed = time.time() - self.started
+            eta = elapsed / max(self.done, 1) * (total - finished)
+            self.progress(_bar(finished, total, elapsed, eta))
+
+    def _finish(self) -> BatchResult:
+        wall = time.time() - self.started
+        for line in final_summary(self.outcomes, self.plan.left_out, wall):
+            self.echo(line)
+        bad = {FAIL, TIMEOUT, CRASH, POISONED}
+        code = EXIT_FAILED_CASES if any(o.status in bad for o in self.outcomes.values()) \
+            else EXIT_OK
+        return BatchResult(dict(self.outcomes), code, wall)
+
+
+def lane_for(plan: BatchPlan, device: int) -> Lane:
+    """The environment of one device lane: that device alone visible, zlh importable."""
+    env = dict(os.environ)
+    name = plan.options.backend
+    backend = backends.get_backend(name) if name else backends.detect_backend()
+    visible = backend.visible_from_env(env)
+    physical = visible[device] if visible and device < len(visible) else str(device)
+    env = backends.child_env(backend, env, devices=[physical] if backend.visibility_keys else None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ZLH_ROOT, env.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return Lane(python=plan.python, env=env, label=f"{backend.name}:{device}")
+
+
+def _summary_rows(op: str, outcome: Outcome) -> list[dict]:
+    if outcome.run_dir is None:
+        return []
+    try:
+        rows = load_run(outcome.run_dir).rows
+    except UsageError:
+        return []
+    return [{"op": op, "dtype": r.dtype, "shape": r.shape_detail, "torch_ms": r.torch_ms,
+             "gems_ms": r.gems_ms, "speedup": r.speedup, "status": r.status,
+             "op_status": outcome.status} for r in rows]
+
+
+def _bar(done: int, total: int, elapsed: float, eta: float) -> str:
+    width = 30
+    filled = int(width * done / max(total, 1))
+    return (f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
+            f"elapsed {_clock(elapsed)} eta {_clock(eta)}")
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def final_summary(outcomes: dict[str, Outcome], left_out, wall_s: float) -> list[str]:
+    counts = {s: sum(1 for o in outcomes.values() if o.status == s)
+              for s in (PASS, SKIP, FAIL, TIMEOUT, CRASH, POISONED)}
+    lines = [f"batch: {len(outcomes)} ops in {_clock(wall_s)}: " +
+             ", ".join(f"{s} {n}" for s, n in counts.items() if n)]
+    if left_out:
+        lines.append(f"left out: {len(left_out)} ops (skip marks or dismissed; see batch.json)")
+    slowest = sorted(outcomes.items(), key=lambda kv: -kv[1].elapsed_s)[:5]
+    if slowest:
+        lines.append("slowest: " + ", ".join(f"{op} {o.elapsed_s:.1f}s" for op, o in slowest))
+    for op, o in sorted(outcomes.items()):
+        if o.status not in (PASS, SKIP):
+            lines.append(f"  {o.status:<8} {op}: {o.reason}")
+    return lines
+
+
+def run_batch(plan: BatchPlan, echo: Echo = print, progress: Echo | None = None,
+              resume: bool = False) -> BatchResult:
+    plan.root.mkdir(parents=True, exist_ok=True)
+    if not resume:
+        files.write_batch_json(plan.root, plan.to_dict())
+    return Batch(plan, echo, progress, resume).run()

@@ -1,0 +1,108 @@
+"""The files of a batch root, each written atomically.
+
+    batch.json        schema_version, the plan (ops, devices), the bench options, settings
+    ops_status.csv    one row per op, rewritten after every op
+    summary.csv       one row per measured case of every finished op
+    <op>/.complete    the op's final outcome (JSON); present = finished, never run again
+    <op>/run.attempt<k>.log, <op>/<op>_<timestamp>/   the attempts' logs and run directories
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import time
+from pathlib import Path
+
+from ..common.errors import UsageError
+from ..common.files import atomic_write_json, atomic_write_text
+from ..store.rundir import safe_name
+from .outcome import Outcome
+
+SCHEMA_VERSION = 1
+BATCH_JSON = "batch.json"
+COMPLETE = ".complete"
+OPS_STATUS_COLUMNS = ("repo", "op", "op_file", "device", "status", "rc", "elapsed_s",
+                      "rows_total", "rows_success", "notes", "run_dir", "reason")
+SUMMARY_COLUMNS = ("op", "dtype", "shape", "torch_ms", "gems_ms", "speedup", "status",
+                   "op_status")
+
+
+def op_dir(root: Path, op: str) -> Path:
+    return Path(root) / safe_name(op)
+
+
+def write_complete(root: Path, op: str, outcome: Outcome, device: int) -> None:
+    atomic_write_json(op_dir(root, op) / COMPLETE, {"schema_version": SCHEMA_VERSION, "op": op,
+                                                    "device": device, **outcome.to_dict()})
+
+
+def read_complete(root: Path, op: str) -> tuple[Outcome, int] | None:
+    path = op_dir(root, op) / COMPLETE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return Outcome.from_dict(data), int(data.get("device", 0))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"{path} is damaged ({exc}); remove it to run {op} again") from None
+
+
+def set_aside(root: Path, op: str) -> Path | None:
+    """An op directory left by a killed batch: moved under .abandoned/, never mixed with the
+    new attempt and never deleted (it may hold cases measured before the kill)."""
+    source = op_dir(root, op)
+    if not source.exists():
+        return None
+    target_root = Path(root) / ".abandoned"
+    target_root.mkdir(exist_ok=True)
+    target = target_root / f"{source.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    n = 1
+    while target.exists():
+        n += 1
+        target = target_root / f"{source.name}-{time.strftime('%Y%m%d-%H%M%S')}-{n}"
+    shutil.move(str(source), str(target))
+    return target
+
+
+def write_batch_json(root: Path, doc: dict) -> None:
+    atomic_write_json(Path(root) / BATCH_JSON, {"schema_version": SCHEMA_VERSION, **doc})
+
+
+def read_batch_json(root: Path) -> dict:
+    path = Path(root) / BATCH_JSON
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{root} is not a batch root (no {BATCH_JSON})") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path} cannot be read: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("ops"), list):
+        raise UsageError(f"{path} is not a batch description (no list of ops)")
+    if int(doc.get("schema_version", 0)) > SCHEMA_VERSION:
+        raise UsageError(f"{path} was written by a newer zlh (schema {doc['schema_version']})")
+    return doc
+
+
+def ops_status_csv(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=OPS_STATUS_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: row.get(k, "") for k in OPS_STATUS_COLUMNS})
+    return buf.getvalue()
+
+
+def summary_csv(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: row.get(k, "") for k in SUMMARY_COLUMNS})
+    return buf.getvalue()
+
+
+def write_tables(root: Path, status_rows: list[dict], summary_rows: list[dict]) -> None:
+    atomic_write_text(Path(root) / "ops_status.csv", ops_status_csv(status_rows))
+    atomic_write_text(Path(root) / "summary.csv", summary_csv(summary_rows))

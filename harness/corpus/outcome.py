@@ -1,0 +1,177 @@
+"""What became of one op in a corpus run: its status, a one-line reason, and notes.
+
+PASS      at least one case SUCCESS and none FAILED
+FAIL      a case FAILED, or the op could not run (bad input for it, no cases)
+SKIP      every case skipped (the benchmark's own skip marks, an unsupported dtype)
+TIMEOUT   no result within the op timeout (the worker was killed)
+CRASH     the process died (signal, abort, segfault)
+POISONED  the device was unusable afterwards (the worker was replaced)
+"""
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..common import markers
+from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, EXIT_POISONED, EXIT_PREFLIGHT, UsageError
+from ..store.reader import load_run
+from ..store.results import FAILED, SKIPPED, SUCCESS
+
+PASS, FAIL, SKIP, TIMEOUT, CRASH, POISONED = ("PASS", "FAIL", "SKIP", "TIMEOUT", "CRASH",
+                                               "POISONED")
+STATUSES = (PASS, FAIL, SKIP, TIMEOUT, CRASH, POISONED)
+TIMEOUT_RC = 124
+CRASH_RC = -1              # the process ended without an exit status of its own
+# Preflight checks that concern the whole machine, not one op: the batch stops on them
+# (`import*`: this Python cannot import the adapter's library).
+MACHINE_CHECKS = ("backend", "device")
+
+
+@dataclass
+class Attempt:
+    """One try of an op: how its process ended and where its files are."""
+    rc: int
+    elapsed_s: float
+    log: Path
+    run_dir: Path | None
+    message: str = ""          # the last line the op printed (its one-line error)
+    worker_pid: int | None = None
+
+
+@dataclass
+class Outcome:
+    status: str
+    rc: int
+    elapsed_s: float
+    reason: str = ""
+    run_dir: Path | None = None
+    rows_total: int = 0
+    rows_success: int = 0
+    notes: list[str] = field(default_factory=list)
+    attempt: int = 1
+
+    def same_as(self, other: "Outcome") -> bool:
+        """Two identical outcomes in a row stop the retries."""
+        return (self.status, self.rc, self.reason) == (other.status, other.rc, other.reason)
+
+    @property
+    def preflight_check(self) -> str | None:
+        """The machine-wide preflight check that failed, if that is why the op failed."""
+        if self.rc != EXIT_PREFLIGHT or "PREFLIGHT_FAILED check=" not in self.reason:
+            return None
+        check = self.reason.split("PREFLIGHT_FAILED check=", 1)[1].split()[0]
+        return check if check in MACHINE_CHECKS or check.startswith("import") else None
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "rc": self.rc, "elapsed_s": round(self.elapsed_s, 3),
+                "reason": self.reason, "run_dir": str(self.run_dir) if self.run_dir else None,
+                "rows_total": self.rows_total, "rows_success": self.rows_success,
+                "notes": list(self.notes)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Outcome":
+        return cls(status=data["status"], rc=int(data["rc"]), elapsed_s=float(data["elapsed_s"]),
+                   reason=data.get("reason", ""),
+                   run_dir=Path(data["run_dir"]) if data.get("run_dir") else None,
+                   rows_total=int(data.get("rows_total", 0)),
+                   rows_success=int(data.get("rows_success", 0)),
+                   notes=list(data.get("notes", [])))
+
+
+def judge(attempt: Attempt, op_timeout_s: float) -> Outcome:
+    """The status of one attempt, from its exit status and its run directory."""
+    out = Outcome(FAIL, attempt.rc, attempt.elapsed_s, attempt.message, attempt.run_dir)
+    rows = _rows(attempt.run_dir)
+    out.rows_total = len(rows)
+    out.rows_success = sum(1 for r in rows if r.status == SUCCESS)
+    if attempt.rc == TIMEOUT_RC:
+        out.status = TIMEOUT
+        out.reason = (f"no result within the op timeout ({op_timeout_s:g} s): a time problem, "
+                      f"not a verdict on the op")
+    elif attempt.rc == EXIT_POISONED or _run_status(attempt.run_dir) == "poisoned":
+        out.status = POISONED
+        out.reason = _marker_reason(rows, (markers.DEVICE_POISONED, markers.CAPTURE_POISONED)) \
+            or attempt.message or "the device became unusable"
+    elif attempt.rc < 0 or attempt.rc == CRASH_RC or attempt.rc > 128 or \
+            attempt.rc not in (EXIT_OK, EXIT_FAILED_CASES, 2, EXIT_PREFLIGHT):
+        out.status = CRASH
+        out.reason = _crash_reason(attempt)
+    elif attempt.rc in (EXIT_OK, EXIT_FAILED_CASES) and rows:
+        failed = [r for r in rows if r.status == FAILED]
+        skipped = [r for r in rows if r.status == SKIPPED]
+        if failed:
+            out.status = FAIL
+            out.reason = f"{len(failed)} of {len(rows)} cases failed: {_row_reason(failed[0])}"
+        elif out.rows_success:
+            out.status = PASS
+            out.reason = ""
+            if skipped:
+                out.notes.append(f"partial_skip={len(skipped)}")
+        else:
+            out.status = SKIP
+            out.reason = skipped[0].reason if skipped else "no case"
+    elif attempt.rc in (EXIT_OK, EXIT_FAILED_CASES):
+        out.reason = attempt.message or "the op yielded no case"
+    _count_markers(out, rows)
+    return out
+
+
+def dtype_problem(outcome: Outcome) -> bool:
+    """Whether the requested dtypes left the op without a runnable case."""
+    text = outcome.reason.lower()
+    return outcome.status in (SKIP, FAIL) and outcome.rows_success == 0 and "dtype" in text
+
+
+def _rows(run_dir: Path | None):
+    if run_dir is None:
+        return []
+    try:
+        return load_run(run_dir).rows
+    except UsageError:
+        return []
+
+
+def _run_status(run_dir: Path | None) -> str | None:
+    if run_dir is None:
+        return None
+    try:
+        return load_run(run_dir).info.get("status")
+    except UsageError:
+        return None
+
+
+def _row_reason(row) -> str:
+    detail = next((markers.parse_marker(m)[1].get("detail") for m in row.markers
+                   if markers.marker_name(m) == markers.CASE_FAILED), None)
+    where = f"{row.dtype} {row.shape_detail}"
+    return f"{where}: {row.reason}" + (f" ({detail})" if detail else "")
+
+
+def _marker_reason(rows, names) -> str:
+    for row in rows:
+        for line in row.markers:
+            if markers.marker_name(line) in names:
+                return line
+    return ""
+
+
+def _crash_reason(attempt: Attempt) -> str:
+    rc = attempt.rc
+    number = -rc if rc < 0 else rc - 128 if rc > 128 else None
+    if number:
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return f"the process died ({name})" + (f": {attempt.message}" if attempt.message else "")
+    return f"the process ended without a result (rc={rc})" + \
+        (f": {attempt.message}" if attempt.message else "")
+
+
+def _count_markers(out: Outcome, rows) -> None:
+    names = [markers.marker_name(m) for r in rows for m in r.markers]
+    for name, note in ((markers.NO_GRAPH, "graph_fallbacks"),
+                       (markers.REPLAY_FALLBACK, "replay_fallbacks")):
+        if names.count(name):
+            out.notes.append(f"{note}={names.count(name)}")

@@ -1,0 +1,123 @@
+"""Which ops a corpus command runs.
+
+`--all` is the whole corpus of the named checkouts minus functions with an unconditional
+skip mark (unless `--include-skipped`) and minus the dismiss list; `--ops a,b` and
+`--ops-file F` name them. Ops-file lines are `op[:op_file[:dtypes]]` (dtypes comma-separated,
+empty = the op's own set), with `#` comments and blank lines. Dismiss-list lines are
+`[repo:]op  # reason, date`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ..common.errors import UsageError
+
+DEFAULT_DISMISS = Path(__file__).resolve().parents[2] / "recipes" / "dismiss.txt"
+
+
+@dataclass(frozen=True)
+class Item:
+    """One op of a corpus command: its name as the adapter resolves it, and the dtypes asked
+    for it (None: the command's --dtypes, else the op's own)."""
+    op: str
+    dtypes: tuple[str, ...] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.op
+
+
+def parse_ops_file(path: str) -> list[Item]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"ops file {path} cannot be read: {_why(exc)}") from None
+    items = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split(":")
+        if len(parts) > 3 or not parts[0].strip():
+            raise UsageError(f"{path}:{number}: expected op[:op_file[:dtypes]], got {raw.strip()!r}")
+        op = parts[0].strip()
+        op_file = parts[1].strip() if len(parts) > 1 else ""
+        dtypes = tuple(d.strip() for d in parts[2].split(",") if d.strip()) \
+            if len(parts) > 2 else ()
+        if any(" " in p.strip() for p in parts[:2]):
+            raise UsageError(f"{path}:{number}: op names have no spaces: {raw.strip()!r}")
+        items.append(Item(f"{op}:{op_file}" if op_file else op, dtypes or None))
+    return items
+
+
+def parse_dismiss(path: str | Path) -> dict[str, str]:
+    """{op (with `repo:` when given): reason}."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"dismiss list {path} cannot be read: {_why(exc)}") from None
+    out = {}
+    for raw in text.splitlines():
+        name, _, reason = raw.partition("#")
+        if name.strip():
+            out[name.strip()] = reason.strip() or "dismissed"
+    return out
+
+
+def select(adapter, all_ops: bool, ops: Sequence[str] | None, ops_file: str | None,
+           include_skipped: bool = False, dismiss: dict[str, str] | None = None
+           ) -> tuple[list[Item], list[tuple[str, str]]]:
+    """(items to run, [(op, why left out)]). Exactly one of the three forms; names are
+    resolved by the adapter here, so a typo is a usage error before anything runs."""
+    given = sum(bool(x) for x in (all_ops, ops, ops_file))
+    if given != 1:
+        raise UsageError("name the ops with exactly one of --all, --ops a,b,… or --ops-file F")
+    left_out: list[tuple[str, str]] = []
+    if all_ops:
+        items = []
+        for row in adapter.describe_ops():
+            if row.get("unconditional_skip") and not include_skipped:
+                left_out.append((row["op"], "unconditional skip mark"))
+            else:
+                items.append(Item(row["op"]))
+    else:
+        items = parse_ops_file(ops_file) if ops_file else [Item(o) for o in ops]
+    items = _resolve(adapter, items)
+    if dismiss:
+        kept = []
+        for item in items:
+            reason = dismiss.get(item.op) or dismiss.get(f"{adapter.repo_of(item.op)}:{item.op}")
+            if reason:
+                left_out.append((item.op, f"dismissed: {reason}"))
+            else:
+                kept.append(item)
+        items = kept
+    if not items:
+        raise UsageError("the selection is empty: no op left to run" +
+                         (f" ({len(left_out)} left out: skip marks or dismissed)"
+                          if left_out else ""))
+    return items, left_out
+
+
+def _resolve(adapter, items: Iterable[Item]) -> list[Item]:
+    import adapters
+    resolved, seen, unknown = [], set(), []
+    for item in items:
+        try:
+            name = adapter.resolve(item.op)
+        except adapters.UnknownOp as exc:
+            unknown.append(str(exc))
+            continue
+        if name not in seen:
+            seen.add(name)
+            resolved.append(Item(name, item.dtypes))
+    if unknown:
+        more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+        raise UsageError(unknown[0] + more)
+    return resolved
+
+
+def _why(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or str(exc).splitlines()[0]

@@ -1,0 +1,180 @@
+"""Running one op attempt: in a reused worker, or in a fresh `zlh bench` process.
+
+The supervisor owns its worker processes: it starts one per device lane, hands it an op,
+waits at most the op timeout for the answer, and replaces the worker when the op crashed
+it, hung (the worker's whole process group gets SIGTERM, then SIGKILL), or left the device
+unusable. Either way the attempt ends as an `Attempt` (exit status, log, run directory).
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..common.errors import EXIT_POISONED
+from .outcome import CRASH_RC, TIMEOUT_RC, Attempt
+
+GRACE_S = 10.0
+START_TIMEOUT_S = 300.0
+
+
+@dataclass
+class Lane:
+    """How the processes of one device lane start: interpreter and environment."""
+    python: str = sys.executable
+    env: dict = field(default_factory=lambda: dict(os.environ))
+    label: str = "dev0"
+
+
+def last_line(log: Path) -> str:
+    """The op's last one-line error (`zlh: ...`, a PREFLIGHT_FAILED line, or the last line of
+    a traceback), or "" when it printed none."""
+    try:
+        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    errors = [ln for ln in lines if ln.startswith("zlh:") or "PREFLIGHT_FAILED" in ln]
+    if errors:
+        return errors[-1]
+    if any(ln.startswith("Traceback") for ln in lines):
+        return lines[-1]
+    return ""
+
+
+def newest_run_dir(out: Path, before: set[Path]) -> Path | None:
+    runs = sorted(p for p in out.iterdir() if p.is_dir() and (p / "run.json").exists()
+                  and p not in before) if out.is_dir() else []
+    return runs[-1] if runs else None
+
+
+def run_dirs(out: Path) -> set[Path]:
+    return {p for p in out.iterdir() if p.is_dir()} if out.is_dir() else set()
+
+
+class Worker:
+    """A reused worker process (harness.corpus.worker)."""
+
+    def __init__(self, lane: Lane, log: Path):
+        self.lane, self.log = lane, log
+        self.proc: subprocess.Popen | None = None
+        self.pid: int | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "a", encoding="utf-8") as err:
+            self.proc = subprocess.Popen(
+                [self.lane.python, "-m", "harness.corpus.worker"], env=self.lane.env,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
+                bufsize=1, start_new_session=True)
+        ready, _ = self._read(START_TIMEOUT_S)
+        if not ready or not ready.get("ready"):
+            self.stop()
+            raise RuntimeError(f"worker did not start (see {self.log})")
+        self.pid = ready["pid"]
+
+    def run(self, job: dict, timeout_s: float, log: Path, out: Path) -> Attempt:
+        if not self.alive:
+            self.start()
+        before = run_dirs(out)
+        started = time.time()
+        try:
+            self.proc.stdin.write(json.dumps(job) + "\n")
+            self.proc.stdin.flush()
+            reply, ended = self._read(timeout_s)
+        except (BrokenPipeError, OSError):
+            reply, ended = None, "eof"
+        elapsed = time.time() - started
+        if reply is None and ended == "timeout":     # no answer in time: a hang
+            self.stop()
+            rc = TIMEOUT_RC
+        elif reply is None:                          # the worker died under the op
+            rc = self.proc.wait()
+            rc = rc if rc else CRASH_RC
+            self.proc = None
+        else:
+            rc = int(reply["rc"])
+            if rc == EXIT_POISONED:
+                self.stop()
+        return Attempt(rc, elapsed, log, newest_run_dir(out, before), last_line(log), self.pid)
+
+    def _read(self, timeout_s: float) -> tuple[dict | None, str]:
+        """(the next protocol line, "ok"), or (None, "eof") when the worker is gone, or
+        (None, "timeout")."""
+        deadline = time.time() + timeout_s
+        stream = self.proc.stdout
+        while True:
+            remaining = deadline - time.time()
+            if remaining <= 0:
+                return None, "timeout"
+            ready, _, _ = select.select([stream], [], [], min(remaining, 1.0))
+            if ready:
+                line = stream.readline()
+                if not line:
+                    return None, "eof"
+                try:
+                    return json.loads(line), "ok"
+                except ValueError:
+                    continue
+            elif self.proc.poll() is not None:
+                return None, "eof"
+
+    def stop(self, grace_s: float = GRACE_S) -> None:
+        """SIGTERM the worker's process group (it finalises the op's run directory), then
+        SIGKILL what is left."""
+        if self.proc is None:
+            return
+        stop_group(self.proc, grace_s)
+        self.proc = None
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            break
+        try:
+            proc.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    for stream in (proc.stdin, proc.stdout):
+        try:
+            if stream:
+                stream.close()
+        except OSError:
+            pass
+
+
+def run_fresh(lane: Lane, op: str, argv: list[str], timeout_s: float, log: Path,
+              out: Path) -> Attempt:
+    """One op in its own `zlh bench` process (the comparison mode, --fresh-process)."""
+    out.mkdir(parents=True, exist_ok=True)
+    before = run_dirs(out)
+    cmd = [lane.python, "-m", "harness", "bench", op, *argv]
+    started = time.time()
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write(" ".join(cmd) + "\n")
+        handle.flush()
+        proc = subprocess.Popen(cmd, env=lane.env, stdout=handle, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            rc = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            stop_group(proc)
+            rc = TIMEOUT_RC
+        except BaseException:
+            stop_group(proc, grace_s=5.0)
+            raise
+    return Attempt(rc, time.time() - started, log, newest_run_dir(out, before), last_line(log),
+                   proc.pid)

@@ -1,0 +1,128 @@
+"""A worker: one long-lived process that runs ops one after another.
+
+`python -m harness.corpus.worker` reads one job per line on stdin (JSON: op, flat bench
+options, log path, argv) and answers one line per job on its original stdout (JSON: op, rc,
+message, pid). Everything an op prints — zlh's own lines, the library's, the compiler's, even
+at the file-descriptor level — goes to that op's log, so the protocol line is all the
+supervisor reads. Between ops the compiler's in-memory kernel and tuner caches are emptied
+and the adapter drops its per-op state, so each op compiles into its own private cache and
+measures as a fresh `zlh bench` would; what cannot be reset (a poisoned device) ends the
+worker, and the supervisor starts another.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+from ..common.errors import EXIT_OK, EXIT_POISONED, DevicePoisonedError, ZlhError, one_line
+
+PROTOCOL_VERSION = 1
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def _output_to(log: Path):
+    """fd 1 and 2 (and Python's streams) into the op's log for the length of the op."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(log, "a", encoding="utf-8") as handle:
+        os.dup2(handle.fileno(), 1)
+        os.dup2(handle.fileno(), 2)
+        try:
+            yield handle
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+
+
+def run_job(job: dict) -> dict:
+    """One op: run it, keep its output in its log, reset state afterwards."""
+    from ..run.options import BenchOptions
+    from ..run.runner import run_bench
+    rc, message = EXIT_OK, ""
+    log = Path(job["log"])
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with _output_to(log):
+        try:
+            options = BenchOptions.from_flat(**job["options"], argv=job.get("argv"))
+            results = run_bench([job["op"]], options, echo=print,
+                                progress=lambda line: print(line, file=sys.stderr))
+            rc = max((r.exit_code for r in results), default=EXIT_OK)
+        except ZlhError as exc:
+            rc, message = exc.exit_code, exc.message
+            print(f"zlh: {exc.message}", file=sys.stderr)
+        except Exception as exc:  # noqa: BLE001 - reported as the op's failure, worker lives
+            rc, message = 1, f"{type(exc).__name__}: {one_line(exc)}"
+            print(f"zlh: unexpected error: {message}", file=sys.stderr)
+        _reset(job)
+    return {"op": job["op"], "rc": rc, "message": message, "pid": os.getpid()}
+
+
+def _reset(job: dict) -> None:
+    """The state a later op must not inherit: compiled kernels, tuned configs, the adapter's
+    library caches, the device allocator's cache."""
+    import adapters
+    import backends
+    from ..compile.reset import clear_kernel_caches
+    with contextlib.suppress(Exception):
+        clear_kernel_caches()
+    options = job["options"]
+    with contextlib.suppress(Exception):
+        adapters.get_adapter(options.get("adapter") or
+                             adapters.default_adapter_name(options.get("flaggems_dir")),
+                             flaggems_dir=options.get("flaggems_dir")).reset_between_ops()
+    with contextlib.suppress(Exception):
+        backend = (backends.get_backend(options["backend"]) if options.get("backend")
+                   else backends.detect_backend())
+        backend.empty_cache()
+
+
+def _die_with_parent() -> None:
+    """A worker must not outlive its supervisor (a killed batch would otherwise leave it
+    measuring beside the resumed batch's workers): ask Linux for SIGTERM when the parent
+    dies. Elsewhere the worker ends at the end of its current op (stdin closes)."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)          # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def main() -> int:
+    signal.signal(signal.SIGTERM, _terminate)
+    _die_with_parent()
+    protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    # Nothing but protocol lines on the original stdout: stray prints go to stderr.
+    os.dup2(2, 1)
+    protocol.write(json.dumps({"ready": True, "pid": os.getpid(),
+                               "protocol": PROTOCOL_VERSION}) + "\n")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        job = json.loads(line)
+        try:
+            reply = run_job(job)
+        except DevicePoisonedError as exc:
+            reply = {"op": job.get("op"), "rc": EXIT_POISONED, "message": exc.message,
+                     "pid": os.getpid()}
+        protocol.write(json.dumps(reply) + "\n")
+        if reply["rc"] == EXIT_POISONED:
+            return EXIT_POISONED          # the device cannot be trusted in this process
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - run as a process by the supervisor
+    sys.exit(main())
