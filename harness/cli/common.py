@@ -9,6 +9,7 @@ import click
 from click.core import ParameterSource
 
 from ..common import errors
+from ..compile.ir.variants import IR_STAGES
 from ..measure.stopping import StoppingRule
 from ..measure.timers import Budget
 from ..run.options import L2_POLICIES, LEVELS, TIMERS, BenchOptions
@@ -98,10 +99,14 @@ BENCH_OPTIONS = [
                  help="Give this invocation a private FlagGems tuner DB (default: the shared one)."),
     click.option("--no-ir", "ir", is_flag=True, flag_value=False, default=True,
                  help="Do not capture the IR of measured kernels (recorded in the caliber)."),
+    click.option("--ir-stage", type=click.Choice(IR_STAGES), default="ttgir", show_default=True,
+                 help="IR stage the fingerprint covers (also kept beside ttgir/): ttgir where "
+                      "FlagTree's switches act; ptx or llir for switches acting after TTGIR."),
 ]
 BENCH_NAMES = ("adapter", "backend", "device", "dtypes", "shapes", "level", "timer", "repeat",
                "l2", "warmup_ms", "min_samples", "min_time_ms", "max_time_ms",
-               "target_rel_err", "seed", "check", "flaggems_dir", "isolate_tuner_cache", "ir")
+               "target_rel_err", "seed", "check", "flaggems_dir", "isolate_tuner_cache", "ir",
+               "ir_stage")
 
 
 def bench_options(fn):

@@ -97,7 +97,7 @@ class Batch:
 
     # ---- lanes --------------------------------------------------------------------------
     def run(self) -> BatchResult:
-        todo = self._carry_over()
+        todo = self.carry_over()
         lanes = {d: [i for i in todo if device_for(i.op, self.plan.devices) == d]
                  for d in self.plan.devices}
         threads = [threading.Thread(target=self._lane, args=(d, items), daemon=True,
@@ -117,25 +117,31 @@ class Batch:
 
     def _lane(self, device: int, items: list[Item]) -> None:
         lane = lane_for(self.plan, device)
-        worker = None if self.plan.fresh_process else Worker(
-            lane, self.plan.root / ".workers" / f"dev{device}.log")
+        worker = self.worker_for(lane, device)
         try:
             for item in items:
                 if self.stop.is_set():
                     break
-                outcome = self._run_item(item, lane, worker)
+                outcome = self.run_item(item, lane, worker)
                 if outcome is None:
                     break
-                self._record(item.op, outcome, device)
+                self.record(item.op, outcome, device)
         finally:
             if worker is not None:
                 worker.stop()
 
-    def _run_item(self, item: Item, lane: Lane, worker: Worker | None) -> Outcome | None:
+    def worker_for(self, lane: Lane, device: int) -> Worker | None:
+        return None if self.plan.fresh_process else Worker(
+            lane, self.plan.root / ".workers" / f"dev{device}.log")
+
+    def run_item(self, item: Item, lane: Lane, worker: Worker | None,
+                 replay: Path | None = None) -> Outcome | None:
+        """One op with its retries and dtype fallback; None when a machine-wide preflight
+        failure stops the batch."""
         dtypes = item.dtypes if item.dtypes else self.plan.options.dtypes
-        outcome = self._attempts(item.op, dtypes, lane, worker, first=1)
+        outcome = self._attempts(item.op, dtypes, lane, worker, 1, replay)
         if dtypes and dtype_problem(outcome):
-            fallback = self._attempts(item.op, None, lane, worker, first=outcome.attempt + 1)
+            fallback = self._attempts(item.op, None, lane, worker, outcome.attempt + 1, replay)
             fallback.notes.append("dtype_fallback")
             outcome = fallback
         if outcome.preflight_check:
@@ -147,13 +153,14 @@ class Batch:
         return outcome
 
     def _attempts(self, op: str, dtypes, lane: Lane, worker: Worker | None,
-                  first: int) -> Outcome:
+                  first: int, replay: Path | None) -> Outcome:
         """Retries of FAIL and CRASH in a fresh worker; two identical outcomes stop them."""
         outcomes: list[Outcome] = []
         for k in range(first, first + 1 + self.plan.retries):
             if outcomes and worker is not None:
                 worker.stop()                      # a retry runs in a fresh worker
-            outcome = judge(self._attempt(op, dtypes, lane, worker, k), self.plan.op_timeout_s)
+            outcome = judge(self._attempt(op, dtypes, lane, worker, k, replay),
+                            self.plan.op_timeout_s)
             outcome.attempt = k
             outcomes.append(outcome)
             if outcome.status not in (FAIL, CRASH) or outcome.preflight_check:
@@ -165,11 +172,13 @@ class Batch:
             final.notes.append("retry_rc=" + "->".join(str(o.rc) for o in outcomes))
         return final
 
-    def _attempt(self, op: str, dtypes, lane: Lane, worker: Worker | None, k: int):
+    def _attempt(self, op: str, dtypes, lane: Lane, worker: Worker | None, k: int,
+                 replay: Path | None = None):
         out = files.op_dir(self.plan.root, op)
         out.mkdir(parents=True, exist_ok=True)
         log = out / f"run.attempt{k}.log"
-        options = self.plan.options.replace(dtypes=dtypes, out=str(out), replay=None)
+        options = self.plan.options.replace(dtypes=dtypes, out=str(out),
+                                            replay=str(replay) if replay else None)
         if worker is None:
             return run_fresh(lane, op, options.to_argv(), self.plan.op_timeout_s, log, out)
         job = {"op": op, "options": options.to_dict(), "log": str(log),
@@ -177,7 +186,7 @@ class Batch:
         return worker.run(job, self.plan.op_timeout_s, log, out)
 
     # ---- bookkeeping --------------------------------------------------------------------
-    def _carry_over(self) -> list[Item]:
+    def carry_over(self) -> list[Item]:
         """On resume: finished ops are kept, unfinished ones set aside and run again."""
         self._resumed: set[str] = set()
         todo = []
@@ -195,7 +204,7 @@ class Batch:
             self._write_tables()
         return todo
 
-    def _record(self, op: str, outcome: Outcome, device: int) -> None:
+    def record(self, op: str, outcome: Outcome, device: int) -> None:
         files.write_complete(self.plan.root, op, outcome, device)
         with self.lock:
             self._note_caliber(outcome)
@@ -259,14 +268,20 @@ class Batch:
         return BatchResult(dict(self.outcomes), code, wall)
 
 
-def lane_for(plan: BatchPlan, device: int) -> Lane:
-    """The environment of one device lane: that device alone visible, zlh importable."""
+def lane_for(plan: BatchPlan, device: int, overrides: dict | None = None) -> Lane:
+    """The environment of one device lane: that device alone visible, zlh importable, and
+    a side's overrides (None unsets a variable)."""
     env = dict(os.environ)
     name = plan.options.backend
     backend = backends.get_backend(name) if name else backends.detect_backend()
     visible = backend.visible_from_env(env)
     physical = visible[device] if visible and device < len(visible) else str(device)
     env = backends.child_env(backend, env, devices=[physical] if backend.visibility_keys else None)
+    for key, value in (overrides or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = str(value)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (ZLH_ROOT, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     return Lane(python=plan.python, env=env, label=f"{backend.name}:{device}")

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 
 from ..common.errors import UsageError
 from ..measure.stopping import StoppingRule
+from ..compile.ir.variants import IR_STAGES
 from ..measure.timers import TIMER_NAMES, Budget
 
 LEVELS = ("core", "comprehensive")
@@ -43,7 +44,8 @@ OPTIONS = (
     Option("seed", "--seed"), Option("check", "--no-check", "negated"),
     Option("flaggems_dir", "--flaggems-dir"),
     Option("isolate_tuner_cache", "--isolate-tuner-cache", "flag"),
-    Option("ir", "--no-ir", "negated"), Option("out", "--out"), Option("replay", "--replay"),
+    Option("ir", "--no-ir", "negated"), Option("ir_stage", "--ir-stage"),
+    Option("out", "--out"), Option("replay", "--replay"),
     Option("keep_cache", "--keep-cache", "flag"),
 )
 _RULE_FIELDS = ("min_samples", "min_time_ms", "max_time_ms", "target_rel_err")
@@ -74,6 +76,7 @@ class BenchOptions:
     isolate_tuner_cache: bool = False   # private library tuner cache for this invocation
     keep_cache: bool = False            # keep the private Triton (and tuner) caches
     ir: bool = True                     # capture the IR of the variants measured cases launch
+    ir_stage: str = "ttgir"             # the stage the fingerprint covers (ttgir is always kept)
     argv: tuple[str, ...] | None = None
 
     def __post_init__(self):
@@ -183,12 +186,12 @@ def _dtype_tuple(value) -> tuple[str, ...]:
 
 _TYPES = {
     "adapter": str, "backend": str, "shapes": str, "flaggems_dir": str, "replay": str,
-    "out": str, "level": str, "timer": str, "l2": str,
+    "out": str, "level": str, "timer": str, "l2": str, "ir_stage": str,
     "device": int, "repeat": int, "seed": int, "min_samples": int,
     "warmup_ms": float, "min_time_ms": float, "max_time_ms": float, "target_rel_err": float,
     "check": bool, "isolate_tuner_cache": bool, "keep_cache": bool, "ir": bool,
 }
-_CHOICES = {"level": LEVELS, "timer": TIMERS, "l2": L2_POLICIES}
+_CHOICES = {"level": LEVELS, "timer": TIMERS, "l2": L2_POLICIES, "ir_stage": IR_STAGES}
 _MINIMUM = {"device": 0, "repeat": 1, "seed": 0, "min_samples": 1, "warmup_ms": 0.0,
             "min_time_ms": 0.0, "max_time_ms": 0.0, "target_rel_err": 0.0}
 _OPTIONAL = {"adapter", "backend", "shapes", "flaggems_dir", "replay", "device", "dtypes", "argv"}

@@ -121,7 +121,7 @@ class OpRun:
             tuner_cache=plan.caches.tuner_cache, repeat=options.repeat, l2_policy=options.l2,
             warmup_ms=options.budget.warmup_ms, stopping=options.rule.to_dict(),
             autotune_mode="replay" if op in plan.replay_dirs else "record",
-            ir_capture=options.ir)
+            ir_capture=options.ir, ir_stage=options.ir_stage)
         info = _run_info(plan, op, run_dir, device, caliber, started)
         run = cls(plan, op, run_dir, info, caliber, echo, progress)
         run.dir.write_run_json(info)
@@ -148,7 +148,9 @@ class OpRun:
                 "versions": self.info["versions"]})
         self.tuner_hook.install(plan.adapter.tuner_support())
         if plan.options.ir:
-            self.ir = IRCapture(self.dir.path / "ttgir")
+            stage = plan.options.ir_stage
+            self.ir = IRCapture(self.dir.path / "ttgir",
+                                extra_stages=() if stage == "ttgir" else (stage,))
             self.info["ir_hooks"] = self.ir.install()
 
     def measure_cases(self) -> None:

@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Mapping
 
 MISSING = "<missing>"
+# Fields added later, with the value every run written before them had.
+LEGACY_DEFAULTS = {"ir_stage": "ttgir"}
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class Caliber:
     stopping: Mapping[str, Any] = field(default_factory=dict)
     autotune_mode: str = "record"    # record / replay / uncontrolled
     ir_capture: bool = True
+    ir_stage: str = "ttgir"          # the IR stage fingerprints cover
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -42,7 +45,8 @@ class Caliber:
     def from_dict(cls, data: Mapping[str, Any]) -> "Caliber":
         """A stored caliber; a field the writer did not know is `<missing>` (so it differs
         from any real value instead of passing silently)."""
-        return cls(**{name: data.get(name, MISSING) for name in cls.field_names()})
+        return cls(**{name: data.get(name, LEGACY_DEFAULTS.get(name, MISSING))
+                      for name in cls.field_names()})
 
     def with_timer(self, timer: str) -> "Caliber":
         return replace(self, timer=timer)

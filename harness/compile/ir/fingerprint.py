@@ -30,6 +30,12 @@ DEFAULT_SCRUB: tuple[str, ...] = (
     r'(?<=\{)\s*"ttg[.]rlc-[^"]*" = [0-9-]+ : i32\s*(?=\})',  # a stamp alone in its dictionary
     r'(?<=")[^"]*/(?=[^"/]*":[0-9]+:[0-9]+)',         # directory of a source file:line:col
 )
+# Per stage, more of the same kind: where a stage names source files its own way.
+STAGE_SCRUB: dict[str, tuple[str, ...]] = {
+    "llir": (r'(?<=directory: ")[^"]*',),               # DIFile(..., directory: "/tmp/...")
+    "ptx": (r'(?<=")[^"\n]*/(?=[^"/\n]*"\s*$)',),       # .file 1 "/tmp/.../x.py"
+    "amdgcn": (r'(?<=")[^"\n]*/(?=[^"/\n]*"\s*$)',),
+}
 NO_IR = "no IR"
 SETUP_DIR = "_setup"
 MEASURED, SETUP = "measured", "setup"
@@ -103,7 +109,8 @@ def fingerprint(path: str | Path, scrub: Iterable[str] | None = None,
     files = ir_files(path, stage, part)
     if not files:
         return None
-    patterns = compile_scrub(scrub or (), default=default_scrub)
+    extra = (*(STAGE_SCRUB.get(stage, ()) if default_scrub else ()), *(scrub or ()))
+    patterns = compile_scrub(extra, default=default_scrub)
     digest = hashlib.sha256()
     for rel, file in files:
         body = scrub_text(file.read_text(encoding="utf-8", errors="surrogateescape"),
