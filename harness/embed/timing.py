@@ -117,15 +117,23 @@ def time_callable(device: Device, fn: Callable[[], Any], name: str) -> Measureme
         raise CallableError(f"{name} raised {type(exc).__name__}: {failure_detail(exc)}") from exc
 
 
-def measure(fn: Callable[[], Any], *, name: str = "callable", **timing) -> Measurement:
+def measure(fn: Callable[[], Any], *, backend: str | None = None, device: int | None = None,
+            timer: str = "auto", repeat: int = 1, l2: str = "warm",
+            warmup_ms: float | None = None, min_samples: int | None = None,
+            min_time_ms: float | None = None, max_time_ms: float | None = None,
+            target_rel_err: float | None = None, name: str = "callable") -> Measurement:
     """Time `fn` (no arguments) as `zlh bench` times a case's function under test.
 
-    Keywords: backend (None: detected), device, timer ("auto", "graph", "event", "host"),
-    repeat, l2, warmup_ms, min_samples, min_time_ms, max_time_ms, target_rel_err — each
-    checked like the `zlh bench` option of the same name. Returns a `Measurement`: raw
-    samples, median, rel_error, the timer actually used, and `fallback` (the marker line)
-    when graph capture failed and the number is event-timed."""
+    backend None: detected; device None: the current one; a budget left None takes the
+    `zlh bench` default (warmup_ms 100, min_samples 20, min_time_ms 50, max_time_ms 1000,
+    target_rel_err 0.001). Each keyword is checked like the `zlh bench` option of the same
+    name. Returns a `Measurement`: raw samples, median, rel_error, the timer actually used,
+    and `fallback` (the marker line) when graph capture failed and the number is
+    event-timed. `name` labels markers and errors."""
     check_callable(fn)
+    timing = dict(backend=backend, device=device, timer=timer, repeat=repeat, l2=l2,
+                  warmup_ms=warmup_ms, min_samples=min_samples, min_time_ms=min_time_ms,
+                  max_time_ms=max_time_ms, target_rel_err=target_rel_err)
     return time_callable(open_device(**timing), fn, name)
 
 
