@@ -1,5 +1,6 @@
 """Adapters: where cases come from. `get_adapter(name)`; `default_adapter_name()` picks
-FlagGems when a checkout is named or it can be imported here, else the builtin kernels."""
+FlagGems when a checkout is named or it can be imported here, else the builtin kernels.
+`user` holds cases written by the user (`harness.Case`), chosen by `--cases`."""
 from __future__ import annotations
 
 import importlib
@@ -12,6 +13,7 @@ from .base import (Adapter, Case, CaseInputs, MissingShapes, TunerCache, TunerSu
 ADAPTERS = {
     "builtin": "adapters.builtin:BuiltinAdapter",
     "flaggems": "adapters.flaggems:FlagGemsAdapter",
+    "user": "adapters.user:UserAdapter",
 }
 
 

@@ -7,13 +7,27 @@ Embedding:
     run = harness.bench("softmax", adapter="builtin", backend="cpu", min_samples=5)
     run.rows[0].gems_ms, run.run_dir, run.caliber
 
+    m = harness.measure(lambda: my_kernel(x))               # a Measurement
+    cases = harness.Case.sweep(fn=mine, baseline=torch_ref, make_inputs=make,
+                               shapes=[[4096]], dtypes=["float16"])
+    run_a = harness.bench_cases(cases, op="my_op")          # an ordinary run directory
+    run_b = harness.bench_cases(cases, op="my_op", replay=str(run_a.run_dir))
+    report = harness.compare(run_a, run_b)                  # the typed A/B report
+    quick = harness.compare_callables(fa, fb, rounds=5)     # within this process only
+
 `bench` returns a `RunResult` (rows, run directory, caliber, status) and raises
 `harness.ZlhError` subclasses for bad input, each with an `exit_code`.
 """
 from __future__ import annotations
 
-from .common.errors import (CaliberError, DevicePoisonedError, PreflightError, UsageError,
-                            ZlhError)
+from adapters.user import Case
+
+from .ab.report import ABReport, ABRow
+from .common.errors import (CaliberError, CallableError, DevicePoisonedError, PreflightError,
+                            UsageError, ZlhError)
+from .embed.quick import CallableComparison, compare_callables
+from .embed.runs import bench_cases, compare
+from .embed.timing import measure
 from .measure.measurement import Measurement
 from .measure.stopping import StoppingRule
 from .measure.timers import Budget
@@ -39,6 +53,7 @@ def bench_many(ops, *, echo=print, progress=None, **options) -> list[RunResult]:
     return run_bench(list(ops), BenchOptions.from_flat(**options), echo=echo, progress=progress)
 
 
-__all__ = ["bench", "bench_many", "BenchOptions", "RunResult", "Row", "Measurement", "Caliber",
-           "StoppingRule", "Budget", "ZlhError", "UsageError", "PreflightError", "CaliberError",
-           "DevicePoisonedError"]
+__all__ = ["bench", "bench_many", "measure", "bench_cases", "compare", "compare_callables",
+           "Case", "BenchOptions", "RunResult", "Row", "Measurement", "Caliber", "StoppingRule",
+           "Budget", "ABReport", "ABRow", "CallableComparison", "ZlhError", "UsageError",
+           "PreflightError", "CaliberError", "CallableError", "DevicePoisonedError"]

@@ -15,8 +15,8 @@ from ..ab.report import load_report, write_reports
 from ..ab.sides import ABPlan, sides_from_env, sides_from_switch
 from ..common import errors
 from . import main
-from .common import (bench_options, echo_err, given_options, handles_errors, options_from,
-                     parse_bench_args)
+from .common import (bench_options, default_ops, echo_err, given_options, handles_errors,
+                     options_from, parse_bench_args)
 
 
 @main.command()
@@ -111,6 +111,7 @@ def _apply_recipe(recipe: str, args, params: dict, given: dict):
 
 
 def _run_both(args, params: dict, given: dict, root: Path, echo, progress):
+    args = tuple(args) or tuple(default_ops(options_from(given)))
     if not args:
         raise errors.UsageError("name at least one op to run on both sides")
     if params["switch"] and (params["env_a"] or params["env_b"]):

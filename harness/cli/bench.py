@@ -7,11 +7,11 @@ import click
 
 from ..run.runner import run_bench
 from . import main
-from .common import bench_options, echo_err, handles_errors, options_from
+from .common import bench_options, default_ops, echo_err, handles_errors, options_from
 
 
 @main.command()
-@click.argument("ops", nargs=-1, required=True)
+@click.argument("ops", nargs=-1)
 @bench_options
 @click.option("--out", default="runs", show_default=True, metavar="DIR",
               help="Root under which each op gets <DIR>/<op>_<timestamp>/.")
@@ -27,12 +27,13 @@ def bench(ops, out, replay, keep_cache, quiet, **params):
 
     FlagGems op names: `softmax` (test_softmax), `perf_sort:sort` (function:file),
     `name@file`, a node `benchmark/test_x.py::test_y`, or `vllm:NAME` for FlagGems-vllm.
+    With --cases MODULE:ATTR, OPS name the ops of your cases (default: ATTR).
 
     Exit status: 0 all cases ok, 1 some case failed, 2 bad input, 3 preflight failed,
     5 the device became unusable (the run stopped; what was measured is kept).
     """
     options = options_from(params, out=out, replay=replay, keep_cache=keep_cache,
                            argv=["zlh"] + sys.argv[1:])
-    results = run_bench(list(ops), options, echo=click.echo,
+    results = run_bench(list(ops) or default_ops(options), options, echo=click.echo,
                         progress=None if quiet else echo_err)
     sys.exit(max((r.exit_code for r in results), default=0))

@@ -57,9 +57,13 @@ def echo_err(text: str) -> None:
 # Options every `zlh bench` run takes; `zlh ab` passes the ones given on to both sides.
 # Parameter names are BenchOptions' flat names (run/options.py).
 BENCH_OPTIONS = [
-    click.option("--adapter", type=click.Choice(["builtin", "flaggems"]), default=None,
-                 help="Where cases come from. Default: flaggems when a checkout is named "
-                      "(--flaggems-dir, FLAGGEMS_DIR) or flag_gems is importable, else builtin."),
+    click.option("--adapter", type=click.Choice(["builtin", "flaggems", "user"]), default=None,
+                 help="Where cases come from. Default: user with --cases, else flaggems when a "
+                      "checkout is named (--flaggems-dir, FLAGGEMS_DIR) or flag_gems is "
+                      "importable, else builtin."),
+    click.option("--cases", default=None, metavar="MODULE:ATTR",
+                 help="Your own cases (harness.Case objects, a list of them, a function "
+                      "returning them, or a dict op -> cases), e.g. mypkg.bench:cases."),
     click.option("--backend", default=None, metavar="NAME",
                  help="Device runtime: cuda, musa, rocm, ascend, cpu (aliases nvidia, "
                       "mthreads, amd, hip, npu, huawei, host). Default: detected."),
@@ -103,8 +107,8 @@ BENCH_OPTIONS = [
                  help="IR stage the fingerprint covers (also kept beside ttgir/): ttgir where "
                       "FlagTree's switches act; ptx or llir for switches acting after TTGIR."),
 ]
-BENCH_NAMES = ("adapter", "backend", "device", "dtypes", "shapes", "level", "timer", "repeat",
-               "l2", "warmup_ms", "min_samples", "min_time_ms", "max_time_ms",
+BENCH_NAMES = ("adapter", "cases", "backend", "device", "dtypes", "shapes", "level", "timer",
+               "repeat", "l2", "warmup_ms", "min_samples", "min_time_ms", "max_time_ms",
                "target_rel_err", "seed", "check", "flaggems_dir", "isolate_tuner_cache", "ir",
                "ir_stage")
 
@@ -118,6 +122,15 @@ def bench_options(fn):
 def options_from(params: dict, **extra) -> BenchOptions:
     """BenchOptions from a command's parameters (bench names only) plus `extra`."""
     return BenchOptions.from_flat(**{k: params[k] for k in BENCH_NAMES if k in params}, **extra)
+
+
+def default_ops(options: BenchOptions) -> list[str]:
+    """The ops to run when none are named: user cases (`--cases MODULE:ATTR`) run as op
+    ATTR; otherwise none (the plan then says an op is needed)."""
+    if not options.cases:
+        return []
+    from adapters.user import default_op
+    return [default_op(options.cases)]
 
 
 def given_options(ctx: click.Context) -> dict:

@@ -51,6 +51,13 @@ class DevicePoisonedError(ZlhError):
     exit_code = EXIT_POISONED
 
 
+class CallableError(ZlhError):
+    """A callable handed to the Python API (`harness.measure`, `compare_callables`) raised
+    while it was timed; the original exception is the `__cause__`."""
+
+    exit_code = EXIT_FAILED_CASES
+
+
 class CaseFailure(Exception):
     """One case cannot produce a number (broken kernel, wrong result). Other cases go on."""
 

@@ -8,7 +8,7 @@ Such a failure is sorted by the backend:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from backends import FATAL, POISONED
 
@@ -42,7 +42,7 @@ class CaseTimer:
             line = markers.marker(markers.NO_GRAPH, op=op, phase="denylist",
                                   reason="KnownPoisoningOp", **where,
                                   detail=f"{self.backend.name} denies capture for this op")
-            return Timed(self.fallback.measure(fn, scope), [line])
+            return _fell_back(self.fallback.measure(fn, scope), line)
         try:
             return Timed(self.primary.measure(fn, scope))
         except GraphPhaseError as failure:
@@ -66,7 +66,7 @@ class CaseTimer:
             raise DevicePoisonedError(markers.marker(markers.CAPTURE_POISONED, detail=detail,
                                                      **fields))
         line = markers.marker(markers.NO_GRAPH, detail=one_line(cause, 160), **fields)
-        return Timed(self.fallback.measure(fn, scope), [line])
+        return _fell_back(self.fallback.measure(fn, scope), line)
 
     def _settle(self) -> None:
         """Let an aborted capture drain; a failure here surfaces in the next check."""
@@ -74,3 +74,8 @@ class CaseTimer:
             self.backend.synchronize()
         except Exception:  # noqa: BLE001
             pass
+
+
+def _fell_back(measurement: Measurement, line: str) -> Timed:
+    """An event-timed measurement that says why it is not graph-timed."""
+    return Timed(replace(measurement, fallback=line), [line])

@@ -23,6 +23,7 @@ class Measurement:
     calls_per_sample: int = 1        # calls averaged into each sample (graph unroll, batches)
     warmup_calls: int = 0
     repeats: tuple[float, ...] = ()  # medians of independent repeats, when --repeat > 1
+    fallback: str | None = None      # why this was not the requested timer (a marker line)
 
     def __post_init__(self):
         if not self.samples_ms:
@@ -75,6 +76,8 @@ class Measurement:
         }
         if self.repeats:
             out["repeat_medians_ms"] = [_compact(v) for v in self.repeats]
+        if self.fallback:
+            out["fallback"] = self.fallback
         if keep_samples:
             out["samples_ms"] = [_compact(v) for v in self.samples_ms]
         return out
@@ -84,7 +87,8 @@ class Measurement:
         return cls(samples_ms=tuple(data["samples_ms"]), timer=data["timer"],
                    calls_per_sample=data.get("calls_per_sample", 1),
                    warmup_calls=data.get("warmup_calls", 0),
-                   repeats=tuple(data.get("repeat_medians_ms", ())))
+                   repeats=tuple(data.get("repeat_medians_ms", ())),
+                   fallback=data.get("fallback"))
 
 
 def relative_median_error(samples) -> float:

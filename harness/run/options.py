@@ -46,7 +46,7 @@ OPTIONS = (
     Option("isolate_tuner_cache", "--isolate-tuner-cache", "flag"),
     Option("ir", "--no-ir", "negated"), Option("ir_stage", "--ir-stage"),
     Option("out", "--out"), Option("replay", "--replay"),
-    Option("keep_cache", "--keep-cache", "flag"),
+    Option("keep_cache", "--keep-cache", "flag"), Option("cases", "--cases"),
 )
 _RULE_FIELDS = ("min_samples", "min_time_ms", "max_time_ms", "target_rel_err")
 _BUDGET_FIELDS = ("warmup_ms",)
@@ -77,6 +77,7 @@ class BenchOptions:
     keep_cache: bool = False            # keep the private Triton (and tuner) caches
     ir: bool = True                     # capture the IR of the variants measured cases launch
     ir_stage: str = "ttgir"             # the stage the fingerprint covers (ttgir is always kept)
+    cases: str | None = None            # user cases, `module:attr` (implies the user adapter)
     argv: tuple[str, ...] | None = None
 
     def __post_init__(self):
@@ -186,7 +187,7 @@ def _dtype_tuple(value) -> tuple[str, ...]:
 
 _TYPES = {
     "adapter": str, "backend": str, "shapes": str, "flaggems_dir": str, "replay": str,
-    "out": str, "level": str, "timer": str, "l2": str, "ir_stage": str,
+    "out": str, "cases": str, "level": str, "timer": str, "l2": str, "ir_stage": str,
     "device": int, "repeat": int, "seed": int, "min_samples": int,
     "warmup_ms": float, "min_time_ms": float, "max_time_ms": float, "target_rel_err": float,
     "check": bool, "isolate_tuner_cache": bool, "keep_cache": bool, "ir": bool,
@@ -194,7 +195,8 @@ _TYPES = {
 _CHOICES = {"level": LEVELS, "timer": TIMERS, "l2": L2_POLICIES, "ir_stage": IR_STAGES}
 _MINIMUM = {"device": 0, "repeat": 1, "seed": 0, "min_samples": 1, "warmup_ms": 0.0,
             "min_time_ms": 0.0, "max_time_ms": 0.0, "target_rel_err": 0.0}
-_OPTIONAL = {"adapter", "backend", "shapes", "flaggems_dir", "replay", "device", "dtypes", "argv"}
+_OPTIONAL = {"adapter", "backend", "shapes", "flaggems_dir", "replay", "device", "dtypes", "argv",
+             "cases"}
 
 
 def _check(name: str, value: Any) -> Any:

@@ -40,12 +40,15 @@ class BenchPlan:
     cache_root: Path | None = None
 
 
-def plan_bench(ops: Sequence[str], options: BenchOptions) -> BenchPlan:
-    """Check every input before any device work; raise UsageError / PreflightError."""
+def plan_bench(ops: Sequence[str], options: BenchOptions,
+               adapter: adapters.Adapter | None = None) -> BenchPlan:
+    """Check every input before any device work; raise UsageError / PreflightError.
+    `adapter`: an adapter object to use instead of the one the options name (the Python
+    API's user cases)."""
     if not ops:
         raise UsageError("no op given; name at least one op (see `zlh ops` or the README)")
     backend = _backend(options)
-    adapter = _adapter(options)
+    adapter = adapter if adapter is not None else _adapter(options)
     try:
         resolved = list(dict.fromkeys(adapter.resolve(op) for op in ops))
     except adapters.UnknownOp as exc:
@@ -82,10 +85,14 @@ def _backend(options: BenchOptions):
 
 
 def _adapter(options: BenchOptions) -> adapters.Adapter:
+    name = options.adapter or ("user" if options.cases else
+                               adapters.default_adapter_name(options.flaggems_dir))
+    if options.cases and name != "user":
+        raise UsageError(f"--cases names user cases; it cannot be combined with --adapter "
+                         f"{name} (leave --adapter out)")
     try:
-        return adapters.get_adapter(options.adapter or
-                                    adapters.default_adapter_name(options.flaggems_dir),
-                                    flaggems_dir=options.flaggems_dir)
+        return adapters.get_adapter(name, flaggems_dir=options.flaggems_dir,
+                                    cases=options.cases)
     except adapters.UnknownAdapter as exc:
         raise UsageError(str(exc)) from None
 

@@ -52,14 +52,15 @@ class RunResult:
 
 
 def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo = print,
-              progress: Echo | None = None) -> list[RunResult]:
+              progress: Echo | None = None,
+              adapter: adapters.Adapter | None = None) -> list[RunResult]:
     """Plan every op, then run them one after the other. The process environment (cache
     locations, backend switches) is restored afterwards and private caches are removed
-    unless kept."""
+    unless kept. `adapter`: an adapter object instead of the one the options name."""
     saved_env = dict(os.environ)
     plan = None
     try:
-        plan = plan_bench(ops, options)
+        plan = plan_bench(ops, options, adapter)
         return [run_op(plan, op, echo, progress) for op in plan.ops]
     finally:
         os.environ.clear()

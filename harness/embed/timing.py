@@ -1,0 +1,142 @@
+"""`harness.measure`: time one zero-argument callable with `zlh bench`'s timing core.
+
+The same pieces a run uses, in the same order: the backend (named or detected) and its
+device, the timer (`auto`: graph where the backend captures graphs, event where it has
+events, host on the cpu backend), the stopping rule and budget built and checked by
+`BenchOptions`, and `CaseTimer`, so a capture that fails falls back to event timing with
+the `BENCHMARK_DIRECT_NO_CUDAGRAPH` marker (in `Measurement.fallback`), a fatal device error
+fails, and a poisoned device raises `DevicePoisonedError`.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import backends
+
+from ..common.errors import (CallableError, CaseFailure, DevicePoisonedError, PreflightError,
+                             UsageError, ZlhError, failure_detail)
+from ..measure.case_timer import CaseTimer
+from ..measure.measurement import Measurement
+from ..measure.timers import resolve_timer_name
+from ..run.options import BenchOptions
+
+# Keywords of `measure` that configure the timing core (BenchOptions' flat names).
+TIMING_NAMES = ("backend", "device", "timer", "repeat", "l2", "warmup_ms", "min_samples",
+                "min_time_ms", "max_time_ms", "target_rel_err")
+
+
+@dataclass
+class Device:
+    """A backend, its device index and a `CaseTimer` configured from checked options."""
+    backend: Any
+    index: int
+    timer: CaseTimer
+
+    @property
+    def timer_name(self) -> str:
+        return self.timer.timer_name
+
+
+def open_device(**values) -> Device:
+    """Backend, device and timer from `measure`'s keywords; UsageError / PreflightError."""
+    unknown = sorted(set(values) - set(TIMING_NAMES))
+    if unknown:
+        raise UsageError(f"unknown timing option {', '.join(unknown)}; known: "
+                         f"{', '.join(TIMING_NAMES)}")
+    options = BenchOptions.from_flat(**{k: v for k, v in values.items() if v is not None})
+    try:
+        backend = (backends.get_backend(options.backend) if options.backend
+                   else backends.detect_backend())
+    except backends.UnknownBackend as exc:
+        raise UsageError(str(exc)) from None
+    if not backend.is_available():
+        raise PreflightError("backend", f"backend {backend.name} has no usable device here")
+    index = _device_index(backend, options.device)
+    backend.activate(index)
+    try:
+        timer = resolve_timer_name(options.timer, backend)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if options.l2 == "flush" and timer != "event":
+        raise UsageError("l2='flush' needs timer='event' (a graph replays with a warm L2)")
+    return Device(backend, index, CaseTimer(backend, index, timer, options.rule, options.budget,
+                                            options.repeat, flush_l2=options.l2 == "flush"))
+
+
+def _device_index(backend, wanted: int | None) -> int:
+    visible = backend.enumerate_devices()
+    if not visible:
+        raise PreflightError("device", f"backend {backend.name} sees no device")
+    if wanted is not None:
+        if wanted not in visible:
+            raise PreflightError("device", f"device {wanted}: backend {backend.name} sees "
+                                           f"devices {', '.join(map(str, visible))}")
+        return wanted
+    try:                        # the caller's current device, not always the first one
+        current = backend.torch_module().current_device()
+    except Exception:  # noqa: BLE001 - a runtime without the notion: the first device
+        current = None
+    return current if isinstance(current, int) and current in visible else visible[0]
+
+
+def check_callable(fn, what: str = "fn") -> None:
+    """A UsageError unless `fn` can be called with no arguments."""
+    if not callable(fn):
+        raise UsageError(f"{what} must be a callable taking no arguments, got "
+                         f"{type(fn).__name__} {_short(fn)}")
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return                                  # no signature to read (a builtin): trust it
+    try:
+        signature.bind()
+    except TypeError:
+        raise UsageError(f"{what} must take no arguments, but "
+                         f"{getattr(fn, '__name__', type(fn).__name__)} takes {signature}; "
+                         f"wrap it: lambda: {getattr(fn, '__name__', 'fn')}(...)") from None
+
+
+def time_callable(device: Device, fn: Callable[[], Any], name: str) -> Measurement:
+    """One measurement of `fn`; an error it raises is a CallableError (cause kept)."""
+    try:
+        return device.timer.measure(fn, name).measurement
+    except (DevicePoisonedError, UsageError):
+        raise
+    except CaseFailure as exc:
+        raise CallableError(f"{name}: {exc.reason}: {exc.detail}") from exc
+    except ZlhError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the caller's function: one line, cause kept
+        verdict = device.backend.classify_error(exc)
+        problem = device.backend.device_usable() if verdict == backends.FATAL else None
+        if verdict == backends.POISONED or problem:
+            raise DevicePoisonedError(f"{name}: the device became unusable: "
+                                      f"{failure_detail(exc)}") from exc
+        raise CallableError(f"{name} raised {type(exc).__name__}: {failure_detail(exc)}") from exc
+
+
+def measure(fn: Callable[[], Any], *, backend: str | None = None, device: int | None = None,
+            timer: str = "auto", repeat: int = 1, l2: str = "warm",
+            warmup_ms: float | None = None, min_samples: int | None = None,
+            min_time_ms: float | None = None, max_time_ms: float | None = None,
+            target_rel_err: float | None = None, name: str = "callable") -> Measurement:
+    """Time `fn` (no arguments) as `zlh bench` times a case's function under test.
+
+    backend None: detected; device None: the current one; a budget left None takes the
+    `zlh bench` default (warmup_ms 100, min_samples 20, min_time_ms 50, max_time_ms 1000,
+    target_rel_err 0.001). Each keyword is checked like the `zlh bench` option of the same
+    name. Returns a `Measurement`: raw samples, median, rel_error, the timer actually used,
+    and `fallback` (the marker line) when graph capture failed and the number is
+    event-timed. `name` labels markers and errors."""
+    check_callable(fn)
+    timing = dict(backend=backend, device=device, timer=timer, repeat=repeat, l2=l2,
+                  warmup_ms=warmup_ms, min_samples=min_samples, min_time_ms=min_time_ms,
+                  max_time_ms=max_time_ms, target_rel_err=target_rel_err)
+    return time_callable(open_device(**timing), fn, name)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
