@@ -4,6 +4,7 @@
     bench.py   zlh bench
     ab.py      zlh ab, zlh report
     batch.py   zlh batch
+    screen.py  zlh screen
     info.py    zlh ops, show, fingerprint, backends
 """
 from __future__ import annotations
@@ -17,6 +18,6 @@ def main():
     """zlh: operator timing harness for A/B comparison of Triton compiler and FlagGems builds."""
 
 
-from . import ab, batch, bench, info  # noqa: E402,F401  (registers the commands)
+from . import ab, batch, bench, info, screen  # noqa: E402,F401  (registers the commands)
 
 __all__ = ["main"]

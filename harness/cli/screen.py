@@ -1,0 +1,169 @@
+"""`zlh screen`."""
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from ..ab.recipe import load_recipe
+from ..ab.sides import sides_from_env, sides_from_switch
+from ..common import errors
+from ..compile.ir.fingerprint import compile_scrub
+from ..corpus import files as batch_files
+from ..corpus.batch import BatchPlan
+from ..corpus.screen import (Screen, ScreenPlan, read_plan, rescore, summary_lines,
+                             write_ir_changed, write_plan)
+from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
+from . import main
+from .batch import check_devices, corpus_adapter, parse_devices
+from .common import (bench_options, given_options, handles_errors, options_from,
+                     parse_bench_args, split_csv)
+
+SIDE_KEYS = ("switch", "env_a", "env_b", "python_a", "python_b")
+
+
+def sides_of(params: dict):
+    """The two sides from --switch or --env-a/--env-b, with --python-a/--python-b."""
+    if params.get("switch") and (params.get("env_a") or params.get("env_b")):
+        raise errors.UsageError("use either --switch or --env-a/--env-b")
+    if not any(params.get(k) for k in SIDE_KEYS):
+        raise errors.UsageError("say what differs between the sides: --switch NAME=a,b, "
+                                "--env-a/--env-b, --python-a/--python-b or --recipe")
+    a, b = (sides_from_switch(params["switch"]) if params.get("switch")
+            else sides_from_env(params.get("env_a"), params.get("env_b")))
+    for side, python in ((a, params.get("python_a")), (b, params.get("python_b"))):
+        if python:
+            if not Path(python).is_file():
+                raise errors.UsageError(f"interpreter not found: {python}")
+            side.python = python
+            side.description = (side.description + f" python={python}").strip()
+    return a, b
+
+
+def with_recipe(recipe: str | None, params: dict, given: dict) -> tuple[dict, dict]:
+    """A recipe fills what the command line left open; the command line wins."""
+    if not recipe:
+        return params, given
+    spec = load_recipe(recipe)
+    params = dict(params)
+    if not (params.get("all_ops") or params.get("ops") or params.get("ops_file")):
+        params["ops"] = list(spec.get("ops") or ()) or None
+    for key in ("switch", "python_a", "python_b"):
+        params[key] = params.get(key) or spec.get(key)
+    for key in ("env_a", "env_b"):
+        params[key] = tuple(params.get(key) or ()) + tuple(
+            f"{k}={v}" for k, v in (spec.get(key) or {}).items())
+    params["scrub"] = tuple(params.get("scrub") or ()) + tuple(spec.get("scrub") or ())
+    return params, {**parse_bench_args(spec.get("bench_args", []), f"recipe {recipe}"), **given}
+
+
+def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
+    sides = []
+    for label, side in (("a", plan.a), ("b", plan.b)):
+        sides += [f"--env-{label}={k}={v}" for k, v in side.env.items() if v is not None]
+        if side.python != sys.executable:
+            sides.append(f"--python-{label}={side.python}")
+    args = ["zlh", "ab", "--ops-file", str(ir_changed), *sides,
+            *plan.base.options.replace(out="runs").to_argv(),
+            *[f"--scrub={s}" for s in plan.scrub], "--rounds", "3"]
+    return " ".join(shlex.quote(a) for a in args)
+
+
+@main.command()
+@click.option("--all", "all_ops", is_flag=True, help="Every benchmark function of the corpus.")
+@click.option("--ops", multiple=True, callback=split_csv, metavar="A,B", help="These ops.")
+@click.option("--ops-file", default=None, metavar="FILE",
+              help="Ops, one per line: op[:op_file[:dtypes]]; # comments.")
+@click.option("--include-skipped", is_flag=True,
+              help="With --all: also functions with an unconditional skip mark.")
+@click.option("--dismiss", default=None, metavar="FILE", help="Ops left out of --all.")
+@click.option("--vllm", "vllm_dir", default=None, metavar="DIR", envvar="FLAGGEMS_VLLM_DIR",
+              help="Also the FlagGems-vllm checkout. Env: FLAGGEMS_VLLM_DIR.")
+@click.option("--switch", default=None, metavar="NAME=A,B",
+              help="An environment switch: side A gets NAME=A, side B NAME=B.")
+@click.option("--env-a", multiple=True, metavar="K=V", help="Environment for side A.")
+@click.option("--env-b", multiple=True, metavar="K=V", help="Environment for side B.")
+@click.option("--python-a", default=None, metavar="PATH", help="Interpreter for side A.")
+@click.option("--python-b", default=None, metavar="PATH", help="Interpreter for side B.")
+@click.option("--recipe", default=None, metavar="FILE", help="A/B recipe (YAML), see recipes/.")
+@click.option("--scrub", multiple=True, metavar="REGEX", help="Extra IR scrub pattern.")
+@click.option("--devices", default=None, metavar="0,1,…", help="Devices to spread the ops over.")
+@click.option("--op-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
+              help="Seconds one side of an op may take (status TIMEOUT, verdict NO_ROWS).")
+@click.option("--retries", type=click.IntRange(min=0, max=5), default=2, show_default=True,
+              help="Retries of a side that FAILed or CRASHed, each in a fresh worker.")
+@click.option("--fresh-process", is_flag=True, help="Every run in its own zlh bench process.")
+@click.option("--root", default=None, metavar="DIR", help="Default: runs/screen_<timestamp>.")
+@click.option("--resume", default=None, metavar="ROOT", help="Continue a killed screen.")
+@click.option("--rescore", default=None, metavar="ROOT",
+              help="Recompute every verdict of ROOT from its run directories (with --scrub "
+                   "patterns added); keeps screen.tsv.before-rescore.")
+@bench_options
+@click.pass_context
+@handles_errors
+def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, recipe, scrub,
+           devices, op_timeout, retries, fresh_process, root, resume, rescore: str | None,
+           **params):
+    """One pair per op (A records, B replays A's record) and a verdict from the generated
+    code: IR_CHANGED, NO_IR_DIFF, NO_TRITON or NO_ROWS (and BROKEN_BY_B).
+
+    Exit status: 0 screened, 1 some op BROKEN_BY_B, 2 bad input, 3 preflight failed.
+    """
+    if rescore:
+        _check_scrub(scrub)
+        rescored = globals()["rescore"](Path(rescore), list(scrub), click.echo)
+        sys.exit(1 if any(v.broken for v in rescored.values()) else 0)
+    if resume:
+        plan = read_plan(Path(resume))
+        check_devices(plan.base.options.backend, plan.base.devices)
+        sys.exit(_run(plan, resume=True))
+    params = {**params, "all_ops": all_ops, "ops": ops, "ops_file": ops_file}
+    params, given = with_recipe(recipe, params, given_options(ctx))
+    a, b = sides_of(params)
+    scrub = list(params.get("scrub") or scrub)
+    _check_scrub(scrub)
+    adapter = corpus_adapter(given, vllm_dir)
+    dismissed = parse_dismiss(dismiss or DEFAULT_DISMISS) if (dismiss or all_ops) and \
+        (dismiss or DEFAULT_DISMISS.exists()) else {}
+    items, left_out = select(adapter, params["all_ops"], params["ops"], params["ops_file"],
+                             include_skipped, dismissed)
+    options = options_from(given)
+    lanes = check_devices(options.backend, parse_devices(devices))
+    inventory = {r["op"]: {"repo": r.get("repo", adapter.repo_of(r["op"])),
+                           "file": r.get("file", "-")}
+                 for r in adapter.describe_ops(include_hidden=True)}
+    root_path = Path(root or f"runs/screen_{time.strftime('%Y%m%d-%H%M%S')}")
+    if root_path.exists() and any(root_path.iterdir()):
+        raise errors.UsageError(f"--root {root_path} exists and is not empty; use --resume "
+                                f"{root_path} to continue it, or another directory")
+    base = BatchPlan(root=root_path, items=items, devices=lanes, options=options,
+                     op_timeout_s=op_timeout, fresh_process=fresh_process, retries=retries,
+                     argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory)
+    plan = ScreenPlan(root_path, base, a, b, scrub)
+    write_plan(plan)
+    for side in (a, b):
+        batch_files.write_batch_json(plan.root / side.label, plan.side_plan(side).to_dict())
+    click.echo(f"zlh screen: {len(items)} ops, A[{a.description}] vs B[{b.description}], "
+               f"{len(lanes)} device(s) -> {root_path}")
+    sys.exit(_run(plan, resume=False))
+
+
+def _check_scrub(patterns) -> None:
+    try:
+        compile_scrub(patterns)
+    except ValueError as exc:
+        raise errors.UsageError(str(exc)) from None
+
+
+def _run(plan: ScreenPlan, resume: bool) -> int:
+    started = time.time()
+    verdicts = Screen(plan, click.echo, None, resume).run()
+    ir_changed = write_ir_changed(plan, verdicts)
+    for line in summary_lines(plan, verdicts, time.time() - started,
+                              rounds_command(plan, ir_changed)):
+        click.echo(line)
+    click.echo(f"screen.tsv, ir_changed.txt and both sides' batches under {plan.root}")
+    return 1 if any(v.broken for v in verdicts.values()) else 0

@@ -1,0 +1,236 @@
+"""`zlh screen`: one cheap pair per op, a verdict per op, `screen.tsv`.
+
+Per op, on one device, one after the other: side A records, side B replays A's record. Each
+side is an ordinary batch root (`A/`, `B/`: reused workers per side and device, isolation,
+timeouts, retries, `.complete` markers), so a killed screen resumes like a batch. The verdict
+comes from the two run directories (verdict.py) and is recomputed, never run again, by
+`--rescore` (new scrub patterns, fixed rules).
+
+Files under the screen root: screen.json (plan, sides, options, scrub, IR stage),
+screen.tsv (a row per op, rewritten atomically as ops finish), ir_changed.txt, A/ and B/.
+"""
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..ab.sides import Side
+from ..common.errors import PreflightError, UsageError
+from ..common.files import atomic_write_json, atomic_write_text
+from . import files
+from .batch import Batch, BatchPlan, lane_for
+from .outcome import Outcome
+from .selection import Item
+from .sharding import device_for
+from .verdict import (IR_CHANGED, NO_IR_DIFF, NO_ROWS, NO_TRITON, VERDICTS, Verdict, decide,
+                      read_tsv, tsv_row, tsv_text)
+
+SCREEN_JSON = "screen.json"
+SCREEN_TSV = "screen.tsv"
+IR_CHANGED_TXT = "ir_changed.txt"
+Echo = Callable[[str], None]
+
+
+@dataclass
+class ScreenPlan:
+    root: Path
+    base: BatchPlan                 # items, devices, options, timeouts (root unused)
+    a: Side
+    b: Side
+    scrub: list[str] = field(default_factory=list)
+
+    def side_plan(self, side: Side) -> BatchPlan:
+        plan = BatchPlan(**{**vars(self.base), "root": self.root / side.label,
+                            "python": side.python})
+        return plan
+
+    def to_dict(self) -> dict:
+        return {"schema_version": files.SCHEMA_VERSION, "kind": "screen",
+                "batch": self.base.to_dict(), "A": vars(self.a), "B": vars(self.b),
+                "scrub": self.scrub, "ir_stage": self.base.options.ir_stage}
+
+    @classmethod
+    def from_dict(cls, root: Path, doc: dict) -> "ScreenPlan":
+        try:
+            return cls(root=Path(root), base=BatchPlan.from_dict(root, doc["batch"]),
+                       a=Side(**doc["A"]), b=Side(**doc["B"]), scrub=list(doc.get("scrub", [])))
+        except (KeyError, TypeError) as exc:
+            raise UsageError(f"{root}/{SCREEN_JSON} is not a screen plan ({exc})") from None
+
+
+def read_plan(root: Path) -> ScreenPlan:
+    import json
+    path = Path(root) / SCREEN_JSON
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{root} is not a screen root (no {SCREEN_JSON})") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path} cannot be read: {exc}") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{path} is not a screen plan")
+    return ScreenPlan.from_dict(Path(root), doc)
+
+
+class Screen:
+    def __init__(self, plan: ScreenPlan, echo: Echo, progress: Echo | None, resume: bool):
+        self.plan, self.echo, self.progress = plan, echo, progress
+        quiet = (lambda _: None)
+        self.sides = {s.label: Batch(plan.side_plan(s), quiet, None, resume)
+                      for s in (plan.a, plan.b)}
+        self.verdicts: dict[str, Verdict] = {}
+        self.lock = threading.Lock()
+        self.started = time.time()
+
+    def run(self) -> dict[str, Verdict]:
+        side_a, side_b = self.sides["A"], self.sides["B"]
+        side_a.carry_over()
+        side_b.carry_over()
+        for item in self.plan.base.items:           # both sides finished before: verdict only
+            if item.op in side_a.outcomes and item.op in side_b.outcomes:
+                self._verdict(item, side_a.outcomes[item.op], side_b.outcomes[item.op])
+        todo = [i for i in self.plan.base.items if i.op not in self.verdicts]
+        devices = self.plan.base.devices
+        threads = [threading.Thread(target=self._lane, daemon=True, name=f"screen-{d}",
+                                    args=(d, [i for i in todo
+                                              if device_for(i.op, devices) == d]))
+                   for d in devices]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(timeout=0.5)
+        preflight = side_a.preflight or side_b.preflight
+        if preflight:
+            raise PreflightError("screen", preflight)
+        return self.verdicts
+
+    def _lane(self, device: int, items: list[Item]) -> None:
+        lanes, workers = {}, {}
+        for side in (self.plan.a, self.plan.b):
+            batch = self.sides[side.label]
+            lanes[side.label] = lane_for(batch.plan, device, side.env)
+            workers[side.label] = batch.worker_for(lanes[side.label], device)
+        try:
+            for item in items:
+                if any(b.stop.is_set() for b in self.sides.values()):
+                    break
+                if not self._pair(item, device, lanes, workers):
+                    break
+        finally:
+            for worker in workers.values():
+                if worker is not None:
+                    worker.stop()
+
+    def _pair(self, item: Item, device: int, lanes, workers) -> bool:
+        """A records, then B replays A's record; False when a machine-wide preflight failure
+        stops the screen."""
+        side_a, side_b = self.sides["A"], self.sides["B"]
+        a = side_a.outcomes.get(item.op)
+        if a is None:
+            a = side_a.run_item(item, lanes["A"], workers["A"])
+            if a is None:
+                for batch in self.sides.values():
+                    batch.stop.set()
+                return False
+            side_a.record(item.op, a, device)
+        b = None
+        if a.run_dir is not None and a.rows_success:
+            b = side_b.run_item(item, lanes["B"], workers["B"], replay=a.run_dir)
+            if b is None:
+                return False
+            side_b.record(item.op, b, device)
+        self._verdict(item, a, b)
+        return True
+
+    def _verdict(self, item: Item, a: Outcome, b: Outcome | None) -> None:
+        verdict = decide(item.op, a, b, self.plan.scrub, self.plan.base.options.ir_stage)
+        with self.lock:
+            self.verdicts[item.op] = verdict
+            write_table(self.plan, self.verdicts)
+            self._line(verdict)
+
+    def _line(self, v: Verdict) -> None:
+        total = len(self.plan.base.items)
+        times = "/".join("-" if t is None else f"{t:.1f}s" for t in (v.elapsed_a, v.elapsed_b))
+        shown = v.shown_range()
+        self.echo(f"[{len(self.verdicts):>{len(str(total))}}/{total}] {v.verdict:<10} {times:>13} "
+                  f"{v.op}" + (f"  {shown}" if shown else "") + (f"  ({v.note})" if v.note else ""))
+
+
+def write_table(plan: ScreenPlan, verdicts: dict[str, Verdict]) -> None:
+    rows = []
+    for v in verdicts.values():          # in the order ops finished
+        item = next((i for i in plan.base.items if i.op == v.op), None)
+        where = plan.base.inventory.get(v.op, {})
+        dtypes = ",".join(item.dtypes) if item and item.dtypes else \
+            ",".join(plan.base.options.dtypes or ()) or "-"
+        rows.append(tsv_row(v, where.get("file", "-"), dtypes))
+    atomic_write_text(plan.root / SCREEN_TSV, tsv_text(rows))
+
+
+def summary_lines(plan: ScreenPlan, verdicts: dict[str, Verdict], wall_s: float,
+                  rounds_command: str) -> list[str]:
+    counts = {name: sum(1 for v in verdicts.values() if v.verdict == name) for name in VERDICTS}
+    lines = [f"screen: {len(verdicts)} ops in {wall_s:.0f} s: " +
+             ", ".join(f"{k} {n}" for k, n in counts.items() if n)]
+    broken = [v for v in verdicts.values() if v.broken]
+    if broken:
+        lines.append(f"!!! BROKEN_BY_B: {len(broken)} op(s) where B failed cases A ran: " +
+                     ", ".join(v.op for v in broken))
+    changed = sorted((v for v in verdicts.values() if v.verdict == IR_CHANGED),
+                     key=lambda v: -abs(v.median_delta_pct or 0.0))
+    if changed:
+        lines.append("IR_CHANGED, by |median delta|:")
+        lines += [f"  {v.op:<30} {v.shown_range():<40} {v.note}" for v in changed]
+        lines.append(f"rounds on exactly these: {rounds_command}")
+    return lines
+
+
+def write_ir_changed(plan: ScreenPlan, verdicts: dict[str, Verdict]) -> Path:
+    path = plan.root / IR_CHANGED_TXT
+    ops = [v.op for v in sorted(verdicts.values(), key=lambda v: -abs(v.median_delta_pct or 0))
+           if v.verdict == IR_CHANGED]
+    atomic_write_text(path, "".join(f"{op}\n" for op in ops))
+    return path
+
+
+def write_plan(plan: ScreenPlan) -> None:
+    plan.root.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(plan.root / SCREEN_JSON, plan.to_dict())
+
+
+def rescore(root: Path, extra_scrub: list[str], echo: Echo) -> dict[str, Verdict]:
+    """Every verdict again from the stored run directories, with the plan's scrub plus
+    `extra_scrub`; the previous table is kept as screen.tsv.before-rescore."""
+    plan = read_plan(root)
+    plan.scrub = list(dict.fromkeys([*plan.scrub, *extra_scrub]))
+    old = {r["op"]: r.get("verdict", "-") for r in read_tsv(root / SCREEN_TSV)} \
+        if (root / SCREEN_TSV).exists() else {}
+    verdicts = {}
+    for item in plan.base.items:
+        a = files.read_complete(root / "A", item.op)
+        b = files.read_complete(root / "B", item.op)
+        if a is None:
+            continue
+        verdicts[item.op] = decide(item.op, a[0], b[0] if b else None, plan.scrub,
+                                   plan.base.options.ir_stage)
+    if (root / SCREEN_TSV).exists():
+        shutil.copyfile(root / SCREEN_TSV, root / (SCREEN_TSV + ".before-rescore"))
+    write_table(plan, verdicts)
+    write_plan(plan)
+    write_ir_changed(plan, verdicts)
+    for op, v in verdicts.items():
+        if old.get(op) != v.verdict:
+            echo(f"{op} {old.get(op, '-')} -> {v.verdict}")
+    counts = {name: sum(1 for v in verdicts.values() if v.verdict == name) for name in VERDICTS}
+    echo("rescored: " + ", ".join(f"{k} {n}" for k, n in counts.items() if n))
+    return verdicts
+
+
+__all__ = ["ScreenPlan", "Screen", "read_plan", "write_plan", "rescore", "summary_lines",
+           "write_ir_changed", "NO_ROWS", "NO_TRITON", "NO_IR_DIFF", "IR_CHANGED"]

@@ -1,0 +1,214 @@
+"""A screen's verdict for one op, from the run directories of its two sides.
+
+Decided in this order:
+
+1. NO_ROWS     a side ended without a SUCCESS case (crash, timeout, preflight, every case
+               failed or skipped): fix runnability first; a timeout is a time problem.
+2. NO_TRITON   rows measured but no IR on a side: nothing went through Triton, so the switch
+               cannot matter here.
+3. NO_IR_DIFF  identical fingerprints (after scrub): the measured range is this machine's
+               noise floor for the op, never the switch's gain.
+4. IR_CHANGED  otherwise; the note gives kernels and convert_layout counts A->B.
+
+Besides, BROKEN_BY_B flags cases B failed that A ran (a change that breaks shapes must never
+look like "no change"), and SETUP_IR_CHANGED notes a change in set-up kernels only.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..ab.compare import compare_runs
+from ..ab.pairing import row_key
+from ..common.errors import UsageError
+from ..compile.ir.fingerprint import SETUP, convert_layout_total, fingerprint
+from ..store.caliber import Caliber
+from ..store.reader import StoredRun, load_run
+from ..store.results import FAILED, SUCCESS
+from .outcome import TIMEOUT, Outcome
+
+NO_ROWS, NO_TRITON, NO_IR_DIFF, IR_CHANGED = "NO_ROWS", "NO_TRITON", "NO_IR_DIFF", "IR_CHANGED"
+VERDICTS = (IR_CHANGED, NO_IR_DIFF, NO_TRITON, NO_ROWS)
+BROKEN_BY_B = "BROKEN_BY_B"
+SETUP_IR_CHANGED = "SETUP_IR_CHANGED"
+
+
+@dataclass
+class Verdict:
+    op: str
+    verdict: str
+    note: str = ""
+    rows_a: int = 0
+    rows_b: int = 0
+    failed_a: int = 0
+    failed_b: int = 0
+    kernels_a: int | None = None
+    kernels_b: int | None = None
+    cvt_a: int | None = None
+    cvt_b: int | None = None
+    elapsed_a: float | None = None
+    elapsed_b: float | None = None
+    median_delta_pct: float | None = None
+    delta_min_pct: float | None = None
+    delta_max_pct: float | None = None
+    broken_by_b: list[str] = field(default_factory=list)
+    caliber: dict = field(default_factory=dict)
+
+    @property
+    def broken(self) -> bool:
+        return bool(self.broken_by_b)
+
+    def shown_range(self) -> str:
+        """The printing rule: no range for NO_ROWS and NO_TRITON; NO_IR_DIFF's range is this
+        machine's noise floor; IR_CHANGED shows the range and the median delta."""
+        if self.verdict in (NO_ROWS, NO_TRITON) or self.median_delta_pct is None:
+            return ""
+        span = f"{_pct(self.delta_min_pct)} ~ {_pct(self.delta_max_pct)}"
+        if self.verdict == NO_IR_DIFF:
+            return f"noise floor {span}"
+        return f"median {_pct(self.median_delta_pct)}, range {span}"
+
+
+def _load(outcome: Outcome | None) -> StoredRun | None:
+    if outcome is None or outcome.run_dir is None:
+        return None
+    try:
+        return load_run(outcome.run_dir)
+    except UsageError:
+        return None
+
+
+def decide(op: str, a: Outcome | None, b: Outcome | None, scrub=(),
+           stage: str = "ttgir") -> Verdict:
+    run_a, run_b = _load(a), _load(b)
+    v = Verdict(op, NO_ROWS, elapsed_a=a.elapsed_s if a else None,
+                elapsed_b=b.elapsed_s if b else None,
+                caliber=(run_a.info.get("caliber") or {}) if run_a else {})
+    for side, run in (("a", run_a), ("b", run_b)):
+        if run is not None:
+            setattr(v, f"rows_{side}", sum(1 for r in run.rows if r.status == SUCCESS))
+            setattr(v, f"failed_{side}", sum(1 for r in run.rows if r.status == FAILED))
+    v.broken_by_b = broken_by_b(run_a, run_b)
+    if not v.rows_a or not v.rows_b:
+        v.note = _no_rows_note(a, b, v)
+        return _flag(v)
+    _deltas(v, run_a, run_b)
+    fp_a, fp_b = fingerprint(run_a.path, scrub, stage=stage), fingerprint(run_b.path, scrub,
+                                                                          stage=stage)
+    for side, run in (("a", run_a), ("b", run_b)):
+        setattr(v, f"kernels_{side}", _kernels(run))
+        setattr(v, f"cvt_{side}", convert_layout_total(run.path))
+    if fp_a is None or fp_b is None:
+        v.verdict = NO_TRITON
+        missing = " and ".join(s for s, fp in (("A", fp_a), ("B", fp_b)) if fp is None)
+        ir_off = any(r.caliber and r.caliber.ir_capture is False for r in (run_a, run_b))
+        interpreted = any(r.caliber and r.caliber.backend == "cpu" for r in (run_a, run_b))
+        v.note = (f"no {stage} on side {missing}: " +
+                  ("IR capture was off (--no-ir)" if ir_off else
+                   "Triton's interpreter compiles nothing (cpu backend)" if interpreted else
+                   "nothing went through Triton, the switch cannot act here"))
+    elif fp_a == fp_b:
+        v.verdict = NO_IR_DIFF
+        v.note = "identical generated code: the range is this machine's noise floor"
+        setup_a = fingerprint(run_a.path, scrub, part=SETUP)
+        setup_b = fingerprint(run_b.path, scrub, part=SETUP)
+        if setup_a != setup_b:
+            v.note += f"; {SETUP_IR_CHANGED}: only set-up kernels differ"
+    else:
+        v.verdict = IR_CHANGED
+        v.note = (f"kernels {_n(v.kernels_a)}->{_n(v.kernels_b)}, convert_layout "
+                  f"{_n(v.cvt_a)}->{_n(v.cvt_b)}")
+    return _flag(v)
+
+
+def broken_by_b(run_a: StoredRun | None, run_b: StoredRun | None) -> list[str]:
+    """Cases SUCCESS on A and FAILED on B, as `dtype shape`."""
+    if run_a is None or run_b is None:
+        return []
+    ok_a = {row_key(r) for r in run_a.rows if r.status == SUCCESS}
+    return [f"{r.dtype} {r.shape_detail}" for r in run_b.rows
+            if r.status == FAILED and row_key(r) in ok_a]
+
+
+def _flag(v: Verdict) -> Verdict:
+    if v.broken_by_b:
+        shown = ", ".join(v.broken_by_b[:3]) + (" …" if len(v.broken_by_b) > 3 else "")
+        v.note = f"{BROKEN_BY_B} {len(v.broken_by_b)} case(s) B failed that A ran ({shown}); " \
+                 + v.note
+    return v
+
+
+def _no_rows_note(a: Outcome | None, b: Outcome | None, v: Verdict) -> str:
+    parts = []
+    for side, outcome, rows in (("A", a, v.rows_a), ("B", b, v.rows_b)):
+        if rows:
+            continue
+        if outcome is None:
+            parts.append(f"side {side} not run (side A had no rows to replay)")
+        elif outcome.status == TIMEOUT:
+            parts.append(f"side {side} timed out: a time problem, not a verdict on the switch")
+        else:
+            parts.append(f"side {side} {outcome.status}: {outcome.reason or 'no SUCCESS case'}")
+    return "; ".join(parts)
+
+
+def _deltas(v: Verdict, run_a: StoredRun, run_b: StoredRun) -> None:
+    try:
+        summary = compare_runs([(run_a, run_b)]).summary
+    except Exception:  # noqa: BLE001 - a verdict does not need the deltas
+        return
+    for key, attr in (("delta_median_pct", "median_delta_pct"),
+                      ("delta_min_pct", "delta_min_pct"), ("delta_max_pct", "delta_max_pct")):
+        value = summary.get(key)
+        setattr(v, attr, value if isinstance(value, float) and math.isfinite(value) else None)
+
+
+def _kernels(run: StoredRun) -> int | None:
+    ir = run.info.get("ir") or {}
+    return ir.get("measured_variants")
+
+
+def _n(value) -> str:
+    return "-" if value is None else str(value)
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:+.2f}%"
+
+
+TSV_COLUMNS = ("op", "op_file", "dtypes", "rows_a", "rows_b", "failed_a", "failed_b",
+               "kernels_a", "kernels_b", "cvt_a", "cvt_b", "elapsed_a", "elapsed_b",
+               "median_delta_pct", "verdict", "note", *Caliber.field_names())
+
+
+def tsv_row(v: Verdict, op_file: str, dtypes: str) -> dict:
+    row = {"op": v.op, "op_file": op_file, "dtypes": dtypes, "rows_a": v.rows_a,
+           "rows_b": v.rows_b, "failed_a": v.failed_a, "failed_b": v.failed_b,
+           "kernels_a": _n(v.kernels_a), "kernels_b": _n(v.kernels_b), "cvt_a": _n(v.cvt_a),
+           "cvt_b": _n(v.cvt_b),
+           "elapsed_a": "-" if v.elapsed_a is None else f"{v.elapsed_a:.3f}",
+           "elapsed_b": "-" if v.elapsed_b is None else f"{v.elapsed_b:.3f}",
+           "median_delta_pct": "-" if v.median_delta_pct is None or
+           v.verdict in (NO_ROWS, NO_TRITON) else f"{v.median_delta_pct:.4f}",
+           "verdict": v.verdict, "note": v.note}
+    for name in Caliber.field_names():
+        value = v.caliber.get(name, "-")
+        row[name] = value if not isinstance(value, dict) else \
+            ",".join(f"{k}={x}" for k, x in sorted(value.items()))
+    return row
+
+
+def read_tsv(path: Path) -> list[dict]:
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    if not lines:
+        return []
+    header = lines[0].split("\t")
+    return [dict(zip(header, ln.split("\t"))) for ln in lines[1:] if ln.strip()]
+
+
+def tsv_text(rows: list[dict]) -> str:
+    def cell(value) -> str:
+        return str(value).replace("\t", " ").replace("\n", " ")
+    return "\n".join(["\t".join(TSV_COLUMNS)] +
+                     ["\t".join(cell(r.get(c, "-")) for c in TSV_COLUMNS) for r in rows]) + "\n"
