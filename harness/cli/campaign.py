@@ -1,0 +1,90 @@
+"""`zlh partition` and `zlh campaign` (rounds spread over the devices of one host)."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from ..common import errors
+from ..corpus.campaign import merge, plan_campaign, read_campaign, run_cards, write_plan
+from ..corpus.partition import partition, render, weights_from_screen
+from . import main
+from .batch import check_devices, parse_devices
+from .common import handles_errors, split_csv
+
+
+@main.command("partition")
+@click.argument("screen_tsv", type=click.Path(dir_okay=False))
+@click.option("--devices", required=True, metavar="0,1,…", help="Devices to spread over.")
+@click.option("--verdict", "verdicts", multiple=True, default=("IR_CHANGED",),
+              show_default=True, help="Keep ops with this verdict (repeatable).")
+@click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Rounds each op will run (its weight is multiplied by them).")
+@click.option("--format", "fmt", type=click.Choice(["text", "tsv"]), default="text",
+              show_default=True)
+@handles_errors
+def partition_cmd(screen_tsv, devices, verdicts, rounds, fmt):
+    """Plan ops over DEVICES by measured cost (elapsed_a + elapsed_b from a screen.tsv):
+    longest first, each to the least-loaded device; deterministic."""
+    weights, filtered = weights_from_screen(Path(screen_tsv), tuple(verdicts))
+    if not weights:
+        raise errors.UsageError(f"{screen_tsv}: no op with verdict {', '.join(verdicts)}")
+    part = partition(weights, parse_devices(devices), rounds)
+    part.filtered = filtered
+    if part.imputed:
+        click.echo(f"WARNING: no weight for {len(part.imputed)} op(s); the median weight is "
+                   f"used: {', '.join(part.imputed)}", err=True)
+    click.echo(render(part, fmt))
+
+
+@main.group("campaign", invoke_without_command=True)
+@click.option("--screen", "screen_root", default=None, metavar="ROOT",
+              help="The screen whose ops to run rounds on.")
+@click.option("--devices", default=None, metavar="0,1,…", help="Devices, one card each.")
+@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--verdict", "verdicts", multiple=True, default=("IR_CHANGED",),
+              show_default=True, help="Screen verdicts to include (repeatable).")
+@click.option("--extra-ops", multiple=True, callback=split_csv, metavar="A,B",
+              help="More ops (to the least-loaded device).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=3600.0,
+              show_default=True, help="Per-run limit of each card's zlh ab.")
+@click.option("--root", default=None, metavar="DIR", help="Default: runs/campaign_<timestamp>.")
+@click.option("--resume", default=None, metavar="ROOT",
+              help="Continue a killed campaign: each card runs the ops its reports lack.")
+@click.option("--dry-run", is_flag=True, help="Print the plan; run and write nothing.")
+@click.pass_context
+@handles_errors
+def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, timeout_s, root, resume,
+             dry_run):
+    """Rounds on the ops of a screen, spread over the devices of this host by measured cost:
+    one `zlh ab --rounds N` per device, side by side, merged at the end.
+
+    Exit status: 0 every card reported, 1 some card or run failed, 2 bad input, 3 preflight.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if resume:
+        plan = read_campaign(Path(resume))
+    else:
+        if not screen_root or not devices:
+            raise errors.UsageError("give --screen ROOT and --devices 0,1,… (or --resume ROOT)")
+        plan = plan_campaign(Path(root or f"runs/campaign_{time.strftime('%Y%m%d-%H%M%S')}"),
+                             Path(screen_root), parse_devices(devices), rounds,
+                             list(extra_ops or ()), tuple(verdicts), timeout_s)
+    click.echo(render(plan.part))
+    if dry_run:
+        return
+    check_devices(plan.options.backend, plan.devices)
+    if not resume and plan.root.exists() and any(plan.root.iterdir()):
+        raise errors.UsageError(f"--root {plan.root} exists and is not empty; use --resume")
+    write_plan(plan)
+    cards = run_cards(plan, click.echo, resume=bool(resume))
+    doc = merge(plan, cards)
+    click.echo(f"merged: {len(doc['ops_reported'])} ops reported; runs {doc['runs']}, replay "
+               f"fallbacks {doc['replay_fallbacks']}, graph fallbacks {doc['graph_fallbacks']}, "
+               f"poisoned {doc['poisoned']}; failed runs per card {doc['failed_runs_per_card']}")
+    click.echo(f"status.tsv, report.json/csv/html under {plan.root}")
+    failed = any(info["rc"] != 0 for info in cards.values()) or doc["failed_runs_per_card"]
+    sys.exit(1 if failed else 0)

@@ -1,0 +1,205 @@
+"""Rounds over several GPUs: after a screen, the ops worth rounds (IR_CHANGED by default)
+are spread over the devices by their measured cost (partition.py), and one `zlh ab --rounds N`
+runs per device in parallel — each seeing only its device, each with its own isolated tuner
+cache (parallel cards must not share one), each with its own root `card<d>/`. At the end the
+cards are merged: one status.tsv with a device column, one report (JSON, CSV, HTML), failed
+runs per card, fallback and poison totals, wall per card against the plan. A card that fails
+does not stop the others; `--resume` runs, per card, only the ops its reports lack.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..ab.report import ABReport, load_report, report_document, write_reports
+from ..ab.sides import Side
+from ..common.errors import UsageError
+from ..common.files import atomic_write_json, atomic_write_text
+from ..run.options import BenchOptions
+from .batch import lane_for
+from .partition import Partition, partition, render, weights_from_screen
+from .screen import SCREEN_TSV, read_plan
+
+CAMPAIGN_JSON = "campaign.json"
+Echo = Callable[[str], None]
+
+
+@dataclass
+class CampaignPlan:
+    root: Path
+    screen_root: Path
+    devices: list[int]
+    rounds: int
+    part: Partition
+    a: Side
+    b: Side
+    options: BenchOptions
+    scrub: list[str] = field(default_factory=list)
+    timeout_s: float = 3600.0
+
+    def card_root(self, device: int, attempt: int = 0) -> Path:
+        return self.root / (f"card{device}" if not attempt else f"card{device}-r{attempt}")
+
+    def to_dict(self) -> dict:
+        return {"schema_version": 1, "kind": "campaign", "screen": str(self.screen_root),
+                "devices": self.devices, "rounds": self.rounds,
+                "assignment": {str(d): ops for d, ops in self.part.assignment.items()},
+                "weights_s": self.part.weights, "planned_s": {str(d): s for d, s in
+                                                              self.part.loads.items()},
+                "A": vars(self.a), "B": vars(self.b), "options": self.options.to_dict(),
+                "scrub": self.scrub, "timeout_s": self.timeout_s}
+
+
+def plan_campaign(root: Path, screen_root: Path, devices: list[int], rounds: int,
+                  extra_ops: list[str], verdicts: tuple[str, ...] = ("IR_CHANGED",),
+                  timeout_s: float = 3600.0) -> CampaignPlan:
+    screen = read_plan(screen_root)
+    weights, filtered = weights_from_screen(screen_root / SCREEN_TSV, verdicts)
+    if not weights and not extra_ops:
+        raise UsageError(f"{screen_root}: no {'/'.join(verdicts)} op to run rounds on")
+    part = partition(weights, devices, rounds, extra_ops)
+    part.filtered = filtered
+    options = screen.base.options.replace(isolate_tuner_cache=True, device=None, out="runs",
+                                          replay=None)
+    return CampaignPlan(Path(root), Path(screen_root), devices, rounds, part, screen.a,
+                        screen.b, options, list(screen.scrub), timeout_s)
+
+
+def card_command(plan: CampaignPlan, ops: list[str], root: Path) -> list[str]:
+    sides = []
+    for label, side in (("a", plan.a), ("b", plan.b)):
+        sides += [f"--env-{label}={k}={v}" for k, v in side.env.items() if v is not None]
+        if side.python != sys.executable:
+            sides += [f"--python-{label}", side.python]
+    return [sys.executable, "-m", "harness", "ab", *ops, *sides, *plan.options.to_argv(),
+            *[f"--scrub={s}" for s in plan.scrub], "--rounds", str(plan.rounds),
+            "--timeout", str(plan.timeout_s), "--root", str(root), "--quiet"]
+
+
+def done_ops(plan: CampaignPlan, device: int) -> set[str]:
+    done = set()
+    for root in sorted(plan.root.glob(f"card{device}*")):
+        if (root / "report.json").exists():
+            _, reports = load_report(root)
+            done |= {r.op for r in reports}
+    return done
+
+
+def run_cards(plan: CampaignPlan, echo: Echo, resume: bool = False) -> dict[int, dict]:
+    """One `zlh ab` per device, side by side; {device: {"rc", "wall_s", "root", "ops"}}."""
+    results: dict[int, dict] = {}
+
+    def card(device: int, ops: list[str]) -> None:
+        attempt = len(list(plan.root.glob(f"card{device}*"))) if resume else 0
+        root = plan.card_root(device, attempt)
+        root.mkdir(parents=True, exist_ok=True)
+        lane = lane_for(_lane_plan(plan), device)
+        started = time.time()
+        with open(root / "campaign.log", "w", encoding="utf-8") as log:
+            rc = subprocess.run(card_command(plan, ops, root), env=lane.env, stdout=log,
+                                stderr=subprocess.STDOUT).returncode
+        results[device] = {"rc": rc, "wall_s": time.time() - started, "root": str(root),
+                           "ops": ops}
+        echo(f"card {device}: rc={rc} wall {(time.time() - started) / 60:.1f} min "
+             f"(planned {plan.part.loads[device] / 60:.1f}) ops={len(ops)} -> {root}")
+
+    threads = []
+    for device, ops in plan.part.assignment.items():
+        todo = [op for op in ops if op not in done_ops(plan, device)] if resume else ops
+        if todo:
+            threads.append(threading.Thread(target=card, args=(device, todo), daemon=True))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        while thread.is_alive():
+            thread.join(timeout=0.5)
+    return results
+
+
+def _lane_plan(plan: CampaignPlan):
+    from .batch import BatchPlan
+    return BatchPlan(root=plan.root, items=[], devices=plan.devices, options=plan.options)
+
+
+def merge(plan: CampaignPlan, cards: dict[int, dict]) -> dict:
+    """status.tsv (device column), report.json/csv/html over all cards; totals."""
+    status_rows, reports = [], []
+    for device in plan.devices:
+        for root in sorted(plan.root.glob(f"card{device}*")):
+            status = root / "status.tsv"
+            if status.exists():
+                for row in csv.DictReader(io.StringIO(status.read_text()), delimiter="\t"):
+                    status_rows.append({"device": device, **row})
+            if (root / "report.json").exists():
+                reports += load_report(root)[1]
+    reports = _latest_per_op(reports)
+    write_reports(plan.root, reports)
+    from ..ab.html import render_html
+    atomic_write_text(plan.root / "report.html",
+                      render_html({**report_document(plan.root, reports),
+                                   "ops": [r.to_dict() for r in reports]}))
+    columns = ["device", *(status_rows[0].keys() - {"device"} if status_rows else [])]
+    if status_rows:
+        columns = ["device"] + [c for c in status_rows[0] if c != "device"]
+    atomic_write_text(plan.root / "status.tsv",
+                      "\t".join(columns) + "\n" +
+                      "".join("\t".join(str(r.get(c, "")) for c in columns) + "\n"
+                              for r in status_rows))
+    totals = _totals(status_rows)
+    doc = {"cards": {str(d): {**info, "planned_s": plan.part.loads.get(d)}
+                     for d, info in cards.items()}, **totals,
+           "ops_reported": sorted(r.op for r in reports)}
+    atomic_write_json(plan.root / "merged.json", {"schema_version": 1, **doc})
+    return doc
+
+
+def _latest_per_op(reports: list[ABReport]) -> list[ABReport]:
+    by_op: dict[str, ABReport] = {}
+    for report in reports:
+        by_op[report.op] = report
+    return list(by_op.values())
+
+
+def _totals(status_rows: list[dict]) -> dict:
+    def total(key):
+        return sum(int(r.get(key) or 0) for r in status_rows)
+    failed: dict[str, int] = {}
+    for row in status_rows:
+        if str(row.get("rc")) not in ("0", "1"):
+            failed[str(row["device"])] = failed.get(str(row["device"]), 0) + 1
+    return {"runs": len(status_rows), "failed_runs_per_card": failed,
+            "replay_fallbacks": total("replay_fallbacks"),
+            "graph_fallbacks": total("graph_fallbacks"), "poisoned": total("poisoned")}
+
+
+def write_plan(plan: CampaignPlan) -> None:
+    plan.root.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(plan.root / CAMPAIGN_JSON, plan.to_dict())
+    atomic_write_text(plan.root / "plan.tsv", render(plan.part, "tsv"))
+
+
+def read_campaign(root: Path) -> CampaignPlan:
+    path = Path(root) / CAMPAIGN_JSON
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        devices = [int(d) for d in doc["devices"]]
+        assignment = {int(d): list(ops) for d, ops in doc["assignment"].items()}
+        part = Partition({int(d): float(s) for d, s in doc["planned_s"].items()}, assignment,
+                         {k: float(v) for k, v in doc["weights_s"].items()})
+        options = BenchOptions.from_flat(**{k: v for k, v in doc["options"].items()
+                                            if k != "out"})
+        return CampaignPlan(Path(root), Path(doc["screen"]), devices, int(doc["rounds"]), part,
+                            Side(**doc["A"]), Side(**doc["B"]), options,
+                            list(doc.get("scrub", [])), float(doc.get("timeout_s", 3600)))
+    except FileNotFoundError:
+        raise UsageError(f"{root} is not a campaign root (no {CAMPAIGN_JSON})") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"{path} is not a campaign plan ({exc})") from None

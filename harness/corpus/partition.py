@@ -1,0 +1,113 @@
+"""Spreading ops over devices by their measured cost (longest processing time first).
+
+Weight of an op = elapsed_a + elapsed_b from a screen (one pair = two runs); N rounds cost
+weight x N. Ops without a weight get the median weight (and one warning). Greedy: sort by
+(-weight, name), give each op to the device with the least load, ties by device id — the
+same input always gives the same plan.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..common.errors import UsageError
+from .verdict import read_tsv
+
+
+@dataclass
+class Partition:
+    loads: dict[int, float]                     # device -> seconds
+    assignment: dict[int, list[str]]            # device -> ops, in the order given
+    weights: dict[str, float]                   # op -> seconds (rounds included)
+    filtered: list[tuple[str, str]] = field(default_factory=list)   # (op, verdict)
+    imputed: list[str] = field(default_factory=list)
+
+    @property
+    def critical_path_s(self) -> float:
+        return max(self.loads.values()) if self.loads else 0.0
+
+    @property
+    def total_s(self) -> float:
+        return sum(self.weights.values())
+
+    @property
+    def imbalance(self) -> float:
+        mean = self.total_s / len(self.loads) if self.loads else 0.0
+        return self.critical_path_s / mean if mean else 1.0
+
+    @property
+    def heaviest_s(self) -> float:
+        return max(self.weights.values()) if self.weights else 0.0
+
+    @property
+    def lower_bound_s(self) -> float:
+        """No plan beats the heaviest op alone, nor a perfect share of the total."""
+        return max(self.heaviest_s, self.total_s / max(len(self.loads), 1))
+
+    def device_of(self, op: str) -> int:
+        return next(d for d, ops in self.assignment.items() if op in ops)
+
+
+def weights_from_screen(path: Path, verdicts: tuple[str, ...] | None
+                        ) -> tuple[dict[str, float | None], list[tuple[str, str]]]:
+    """({op: seconds or None}, [(op, verdict) filtered out]) from a screen.tsv."""
+    if not Path(path).is_file():
+        raise UsageError(f"{path}: no such screen table (a screen root's screen.tsv)")
+    rows = read_tsv(path)
+    if rows and "verdict" not in rows[0]:
+        raise UsageError(f"{path} is not a screen table (no verdict column)")
+    kept, filtered = {}, []
+    for row in rows:
+        if verdicts and row.get("verdict") not in verdicts:
+            filtered.append((row["op"], row.get("verdict", "-")))
+            continue
+        try:
+            kept[row["op"]] = float(row["elapsed_a"]) + float(row["elapsed_b"])
+        except (KeyError, ValueError):
+            kept[row["op"]] = None
+    return kept, filtered
+
+
+def partition(weights: dict[str, float | None], devices: list[int], rounds: int = 1,
+              extra: list[str] = ()) -> Partition:
+    if not devices:
+        raise UsageError("no devices to partition over")
+    known = [w for w in weights.values() if w is not None]
+    median = statistics.median(known) if known else 1.0
+    imputed = sorted(op for op, w in weights.items() if w is None)
+    full = {op: (w if w is not None else median) * rounds for op, w in weights.items()}
+    loads = {d: 0.0 for d in devices}
+    assignment: dict[int, list[str]] = {d: [] for d in devices}
+    for op in sorted(full, key=lambda o: (-full[o], o)):
+        device = min(devices, key=lambda d: (loads[d], d))
+        assignment[device].append(op)
+        loads[device] += full[op]
+    for op in extra:                            # extra ops: to the least-loaded device
+        if op in full:
+            continue
+        device = min(devices, key=lambda d: (loads[d], d))
+        full[op] = median * rounds
+        assignment[device].append(op)
+        loads[device] += full[op]
+        imputed.append(op)
+    return Partition(loads, assignment, full, imputed=imputed)
+
+
+def render(part: Partition, fmt: str = "text") -> str:
+    if fmt == "tsv":
+        lines = ["device\top\tweight_s"]
+        lines += [f"{d}\t{op}\t{part.weights[op]:.3f}" for d, ops in part.assignment.items()
+                  for op in ops]
+        return "\n".join(lines) + "\n"
+    lines = []
+    for d, ops in part.assignment.items():
+        lines.append(f"device {d}: {len(ops)} ops, {part.loads[d] / 60:.1f} min")
+        lines += [f"    {op:<40} {part.weights[op] / 60:7.2f} min" for op in ops]
+    lines += [f"critical path {part.critical_path_s / 60:.1f} min; single device "
+              f"{part.total_s / 60:.1f} min; imbalance (max/mean load) {part.imbalance:.3f}; "
+              f"lower bound {part.lower_bound_s / 60:.1f} min (heaviest op alone "
+              f"{part.heaviest_s / 60:.1f} min)"]
+    for op, verdict in part.filtered:
+        lines.append(f"filtered out: {op} ({verdict})")
+    return "\n".join(lines)
