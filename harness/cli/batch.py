@@ -40,6 +40,15 @@ def corpus_adapter(params: dict, vllm_dir: str | None):
         raise errors.UsageError(str(exc)) from None
 
 
+def visible_devices(backend_name: str | None) -> list[int]:
+    try:
+        backend = (backends.get_backend(backend_name) if backend_name
+                   else backends.detect_backend())
+    except backends.UnknownBackend as exc:
+        raise errors.UsageError(str(exc)) from None
+    return backend.enumerate_devices() if backend.is_available() else []
+
+
 def check_devices(backend_name: str | None, devices: list[int]) -> list[int]:
     """The devices to use (default: the first visible one); PREFLIGHT_FAILED when the
     backend has no device here or an index is not visible."""

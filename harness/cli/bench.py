@@ -21,8 +21,16 @@ from .common import bench_options, default_ops, echo_err, handles_errors, option
 @click.option("--keep-cache", is_flag=True,
               help="Keep the private Triton compile cache (and tuner DB) after the run.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option("--parallel-sweep", type=click.IntRange(min=2), default=None, metavar="N",
+              help="Record runs: sweep autotune configs on N devices (cases dealt "
+                   "round-robin), merge the records, measure on one device replaying them.")
+@click.option("--sweep-devices", default=None, metavar="0,1,…",
+              help="Devices for --parallel-sweep. Default: the first N visible.")
+@click.option("--case-shard", default=None, hidden=True, metavar="K/N",
+              help="Only every N-th case from the K-th (the shards of a parallel sweep).")
 @handles_errors
-def bench(ops, out, replay, keep_cache, quiet, **params):
+def bench(ops, out, replay, keep_cache, quiet, parallel_sweep, sweep_devices, case_shard,
+          **params):
     """Time OPS (function under test vs torch baseline), one run directory per op.
 
     FlagGems op names: `softmax` (test_softmax), `perf_sort:sort` (function:file),
@@ -33,7 +41,14 @@ def bench(ops, out, replay, keep_cache, quiet, **params):
     5 the device became unusable (the run stopped; what was measured is kept).
     """
     options = options_from(params, out=out, replay=replay, keep_cache=keep_cache,
-                           argv=["zlh"] + sys.argv[1:])
-    results = run_bench(list(ops) or default_ops(options), options, echo=click.echo,
-                        progress=None if quiet else echo_err)
+                           case_shard=case_shard, argv=["zlh"] + sys.argv[1:])
+    ops = list(ops) or default_ops(options)
+    progress = None if quiet else echo_err
+    if parallel_sweep:
+        from ..run.sweep import bench_with_sweep
+        from .batch import parse_devices, visible_devices
+        devices = parse_devices(sweep_devices) or visible_devices(options.backend)
+        results = bench_with_sweep(ops, options, parallel_sweep, devices, click.echo, progress)
+    else:
+        results = run_bench(ops, options, echo=click.echo, progress=progress)
     sys.exit(max((r.exit_code for r in results), default=0))

@@ -47,6 +47,7 @@ OPTIONS = (
     Option("ir", "--no-ir", "negated"), Option("ir_stage", "--ir-stage"),
     Option("out", "--out"), Option("replay", "--replay"),
     Option("keep_cache", "--keep-cache", "flag"), Option("cases", "--cases"),
+    Option("case_shard", "--case-shard"),
 )
 _RULE_FIELDS = ("min_samples", "min_time_ms", "max_time_ms", "target_rel_err")
 _BUDGET_FIELDS = ("warmup_ms",)
@@ -78,6 +79,7 @@ class BenchOptions:
     ir: bool = True                     # capture the IR of the variants measured cases launch
     ir_stage: str = "ttgir"             # the stage the fingerprint covers (ttgir is always kept)
     cases: str | None = None            # user cases, `module:attr` (implies the user adapter)
+    case_shard: str | None = None       # "k/N": only every N-th case from the k-th (sweeps)
     argv: tuple[str, ...] | None = None
 
     def __post_init__(self):
@@ -173,6 +175,13 @@ class BenchOptions:
     def replace(self, **changes) -> "BenchOptions":
         return replace(self, **changes)
 
+    def shard(self) -> tuple[int, int]:
+        """(k, N) of `case_shard`; (0, 1) when the run measures every case."""
+        if not self.case_shard:
+            return 0, 1
+        k, _, n = self.case_shard.partition("/")
+        return int(k), int(n)
+
 
 def _dtype_tuple(value) -> tuple[str, ...]:
     if isinstance(value, str) or not isinstance(value, Sequence) or \
@@ -187,7 +196,7 @@ def _dtype_tuple(value) -> tuple[str, ...]:
 
 _TYPES = {
     "adapter": str, "backend": str, "shapes": str, "flaggems_dir": str, "replay": str,
-    "out": str, "cases": str, "level": str, "timer": str, "l2": str, "ir_stage": str,
+    "out": str, "cases": str, "case_shard": str, "level": str, "timer": str, "l2": str, "ir_stage": str,
     "device": int, "repeat": int, "seed": int, "min_samples": int,
     "warmup_ms": float, "min_time_ms": float, "max_time_ms": float, "target_rel_err": float,
     "check": bool, "isolate_tuner_cache": bool, "keep_cache": bool, "ir": bool,
@@ -196,7 +205,7 @@ _CHOICES = {"level": LEVELS, "timer": TIMERS, "l2": L2_POLICIES, "ir_stage": IR_
 _MINIMUM = {"device": 0, "repeat": 1, "seed": 0, "min_samples": 1, "warmup_ms": 0.0,
             "min_time_ms": 0.0, "max_time_ms": 0.0, "target_rel_err": 0.0}
 _OPTIONAL = {"adapter", "backend", "shapes", "flaggems_dir", "replay", "device", "dtypes", "argv",
-             "cases"}
+             "case_shard", "cases"}
 
 
 def _check(name: str, value: Any) -> Any:
@@ -216,12 +225,19 @@ def _check(name: str, value: Any) -> Any:
         raise UsageError(f"option {name}: {value!r} is not a finite number")
     if name in _MINIMUM and value < _MINIMUM[name]:
         raise UsageError(f"option {name}: {value!r} is below its minimum {_MINIMUM[name]}")
+    if name == "case_shard" and not _valid_shard(value):
+        raise UsageError(f"option case_shard: expected k/N with 0 <= k < N, got {value!r}")
     if name == "seed" and value >= SEED_LIMIT:
         raise UsageError(f"option seed: {value} is out of range (0 .. {SEED_LIMIT - 1})")
     if name in _CHOICES and value not in _CHOICES[name]:
         raise UsageError(f"option {name}: unknown value {value!r}; known: "
                          f"{', '.join(_CHOICES[name])}")
     return value
+
+
+def _valid_shard(text: str) -> bool:
+    k, sep, n = text.partition("/")
+    return bool(sep) and k.isdigit() and n.isdigit() and 0 <= int(k) < int(n)
 
 
 def _text(value) -> str:

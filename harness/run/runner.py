@@ -6,6 +6,7 @@ state of that one run (its directory, run.json, rows) so each step reads as one 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import sys
 import time
@@ -162,12 +163,15 @@ class OpRun:
                                    options.level, plan.backend,
                                    plan.backend.torch_device(plan.device_index))
         seen: dict[tuple, int] = {}
+        shard, shards = options.shard()
         with contextlib.closing(iter(cases)) as cases:   # closes the adapter's contexts
-            while True:
+            for index in itertools.count():
                 seed_everything(options.seed)   # adapters that build inputs while yielding
                 case = next(cases, None)
                 if case is None:
                     break
+                if index % shards != shard:     # another shard's case (parallel sweep)
+                    continue
                 key = (case.variant or case.op, case.dtype, case.shape_detail)
                 self.tuner_hook.begin_case()
                 try:

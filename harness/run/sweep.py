@@ -1,0 +1,131 @@
+"""A parallel autotune sweep: one op's cases dealt round-robin to N record runs, each pinned
+to its own device, their records merged, then the measurement replays the merged record on
+one device (measurement stays serial).
+
+Refused, with a one-line reason, in favour of the ordinary serial sweep when: a replay was
+asked for (nothing to sweep); fewer than 2 devices or shards; fewer than 2 cases; the level
+is not `core` without a shape file (`comprehensive` lets benchmark classes add shapes of
+their own, and a merge missing their keys would replay with holes); any shard fails (a merge
+with holes is never published).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import backends
+
+from ..compile.autotune.merge import merge_records, write_merged
+from ..compile.autotune.records import META_FILE
+from ..store.rundir import safe_name
+from .options import BenchOptions
+
+ZLH_ROOT = str(Path(__file__).resolve().parents[2])
+Echo = Callable[[str], None]
+
+
+class SweepRefused(Exception):
+    """Why a parallel sweep cannot be done; the caller sweeps serially."""
+
+
+def device_env(backend_name: str | None, device: int) -> dict:
+    """This process's environment with only `device` visible (the backend's variable)."""
+    env = dict(os.environ)
+    backend = backends.get_backend(backend_name) if backend_name else backends.detect_backend()
+    visible = backend.visible_from_env(env)
+    physical = visible[device] if visible and device < len(visible) else str(device)
+    env = backends.child_env(backend, env, devices=[physical] if backend.visibility_keys else None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ZLH_ROOT, env.get("PYTHONPATH")) if p)
+    return env
+
+
+def check_sweep(options: BenchOptions, shards: int, devices: list[int],
+                cases: int | None) -> None:
+    """SweepRefused with the reason when a parallel sweep cannot be trusted."""
+    if options.replay:
+        raise SweepRefused("a replay was asked for: nothing to sweep")
+    if shards < 2 or len(devices) < 2:
+        raise SweepRefused(f"needs at least 2 devices and 2 shards (devices {devices}, "
+                           f"shards {shards})")
+    if options.level != "core" and not options.shapes:
+        raise SweepRefused(f"level {options.level}: benchmark classes may add shapes of their "
+                           f"own, and a merged record would miss their keys; use --level core "
+                           f"or a shape file")
+    if cases is not None and cases < 2:
+        raise SweepRefused(f"{cases} case(s): nothing to share out")
+
+
+def parallel_sweep(op: str, options: BenchOptions, shards: int, devices: list[int],
+                   root: Path, echo: Echo, timeout_s: float = 3600.0) -> Path:
+    """Run the shards, merge their records; the merged record directory, or SweepRefused."""
+    shards = min(shards, len(devices))
+    sweep_root = Path(root) / f".sweep-{safe_name(op)}-{time.strftime('%Y%m%d-%H%M%S')}"
+    procs = []
+    started = time.time()
+    for k in range(shards):
+        out = sweep_root / f"shard{k}"
+        out.mkdir(parents=True, exist_ok=True)
+        argv = options.replace(case_shard=f"{k}/{shards}", out=str(out), device=None,
+                               replay=None).to_argv()
+        log = open(out / "sweep.log", "w", encoding="utf-8")
+        procs.append((k, out, log, subprocess.Popen(
+            [sys.executable, "-m", "harness", "bench", op, *argv, "--quiet"],
+            env=device_env(options.backend, devices[k]), stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)))
+    runs = []
+    for k, out, log, proc in procs:
+        try:
+            rc = proc.wait(timeout=max(1.0, timeout_s - (time.time() - started)))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = 124
+        log.close()
+        run = next((p for p in sorted(out.iterdir()) if (p / META_FILE).exists()), None)
+        if rc != 0 or run is None:
+            raise SweepRefused(f"shard {k} on device {devices[k]} failed (rc={rc}, see "
+                               f"{out / 'sweep.log'}); a merge with holes is never published")
+        runs.append(run)
+    records, conflicts, meta = merge_records(runs, options.backend or meta_backend(runs[0]))
+    merged = write_merged(sweep_root / "merged", records, meta, runs, conflicts)
+    echo(f"parallel sweep of {op}: {shards} shards on devices "
+         f"{','.join(map(str, devices[:shards]))} in {time.time() - started:.1f} s, "
+         f"{sum(len(k) for k in records.values())} keys -> {merged}")
+    if conflicts:
+        echo(f"WARNING [sweep] {op}: {len(conflicts)} key(s) with different winners across "
+             f"shards (interference reached the sweep); the first shard's winner is taken: "
+             f"{'; '.join(conflicts[:5])}")
+    return merged
+
+
+def meta_backend(run: Path) -> str:
+    import json
+    return json.loads((run / META_FILE).read_text(encoding="utf-8")).get("backend", "cpu")
+
+
+def bench_with_sweep(ops, options: BenchOptions, shards: int, devices: list[int], echo: Echo,
+                     progress: Echo | None):
+    """Per op: a parallel sweep, then the measurement replaying its merged record; where
+    the sweep is refused or fails, the ordinary run (a serial sweep) with the reason said."""
+    from ..store.reader import load_run
+    from .runner import run_bench
+    results = []
+    for op in ops:
+        try:
+            check_sweep(options, shards, devices, None)
+            merged = parallel_sweep(op, options, shards, devices, Path(options.out), echo)
+            options_op = options.replace(replay=str(merged))
+        except SweepRefused as why:
+            echo(f"parallel sweep of {op} refused: {why}; sweeping serially")
+            options_op = options
+        result = run_bench([op], options_op, echo=echo, progress=progress)[0]
+        missing = (load_run(result.run_dir).info.get("autotune_fallbacks") or {}).get(
+            "key_missing", 0)
+        if options_op is not options and missing:
+            echo(f"WARNING [sweep] {op}: {missing} key(s) the merged record lacked were tuned "
+                 f"live in the measurement")
+        results.append(result)
+    return results
