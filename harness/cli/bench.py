@@ -46,8 +46,10 @@ def bench(ops, out, replay, keep_cache, quiet, parallel_sweep, sweep_devices, ca
     progress = None if quiet else echo_err
     if parallel_sweep:
         from ..run.sweep import bench_with_sweep
-        from .batch import parse_devices, visible_devices
+        from .batch import check_devices, parse_devices, visible_devices
         devices = parse_devices(sweep_devices) or visible_devices(options.backend)
+        if options.backend != "cpu" and len(devices) >= 2:
+            devices = check_devices(options.backend, devices)    # real devices must exist
         results = bench_with_sweep(ops, options, parallel_sweep, devices, click.echo, progress)
     else:
         results = run_bench(ops, options, echo=click.echo, progress=progress)
