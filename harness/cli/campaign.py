@@ -48,6 +48,8 @@ def partition_cmd(screen_tsv, devices, verdicts, rounds, fmt):
               show_default=True, help="Screen verdicts to include (repeatable).")
 @click.option("--extra-ops", multiple=True, callback=split_csv, metavar="A,B",
               help="More ops (to the least-loaded device).")
+@click.option("--only", multiple=True, callback=split_csv, metavar="A,B",
+              help="Only these of the screen's ops (after the verdict filter).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=3600.0,
               show_default=True, help="Per-run limit of each card's zlh ab.")
 @click.option("--root", default=None, metavar="DIR", help="Default: runs/campaign_<timestamp>.")
@@ -56,8 +58,8 @@ def partition_cmd(screen_tsv, devices, verdicts, rounds, fmt):
 @click.option("--dry-run", is_flag=True, help="Print the plan; run and write nothing.")
 @click.pass_context
 @handles_errors
-def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, timeout_s, root, resume,
-             dry_run):
+def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, only, timeout_s, root,
+             resume, dry_run):
     """Rounds on the ops of a screen, spread over the devices of this host by measured cost:
     one `zlh ab --rounds N` per device, side by side, merged at the end.
 
@@ -72,7 +74,7 @@ def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, timeout_s, 
             raise errors.UsageError("give --screen ROOT and --devices 0,1,… (or --resume ROOT)")
         plan = plan_campaign(Path(root or f"runs/campaign_{time.strftime('%Y%m%d-%H%M%S')}"),
                              Path(screen_root), parse_devices(devices), rounds,
-                             list(extra_ops or ()), tuple(verdicts), timeout_s)
+                             list(extra_ops or ()), tuple(verdicts), timeout_s, only)
     click.echo(render(plan.part))
     if dry_run:
         return

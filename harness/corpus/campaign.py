@@ -60,9 +60,12 @@ class CampaignPlan:
 
 def plan_campaign(root: Path, screen_root: Path, devices: list[int], rounds: int,
                   extra_ops: list[str], verdicts: tuple[str, ...] = ("IR_CHANGED",),
-                  timeout_s: float = 3600.0) -> CampaignPlan:
+                  timeout_s: float = 3600.0, only: list[str] | None = None) -> CampaignPlan:
     screen = read_plan(screen_root)
     weights, filtered = weights_from_screen(screen_root / SCREEN_TSV, verdicts)
+    if only:
+        filtered += [(op, "not in --only") for op in weights if op not in only]
+        weights = {op: w for op, w in weights.items() if op in only}
     if not weights and not extra_ops:
         raise UsageError(f"{screen_root}: no {'/'.join(verdicts)} op to run rounds on")
     part = partition(weights, devices, rounds, extra_ops)

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Corpus engine on a GPU machine with real FlagGems (source .fg/env.sh first).
+#   bash tests/device/check_corpus.sh engine   # batch on 2 devices vs 1, screen, partition for 8,
+#                                              # an illegal address mid-batch, a parallel sweep
+#   bash tests/device/check_corpus.sh rounds   # campaign on 2 cards vs the same plan on 1
+# Each mode stays within ~9.5 minutes (steps are time-boxed; a boxed batch keeps what it did).
+# The summary is written to $OUT as it goes; `engine` also leaves $OUT/screen/screen.{json,tsv}
+# for `rounds` (SCREEN=<that folder>).
+set -uo pipefail
+WORK=${WORK:-/tmp/zlh-corpus}
+mode=${1:?engine | rounds}
+source "$(dirname "$0")/common.sh"
+OPS=tests/device/ops60.txt
+FASTB="--level core --dtypes bfloat16 --isolate-tuner-cache --warmup-ms 10 --min-samples 5 --min-time-ms 5 --max-time-ms 50"
+SUM="python3 tests/device/corpus_summary.py"
+step() {  # step LABEL SECONDS CMD...
+  local label=$1 limit=$2; shift 2; local s=$SECONDS
+  timeout "$limit" "$@" > "$WORK/$label.log" 2>&1
+  echo "== $label rc=$? wall=$((SECONDS-s))s"
+}
+{
+nvidia-smi --query-gpu=index,name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+if [ "$mode" = engine ]; then
+  step batch2 150 $ZLH batch --ops-file $OPS --devices 0,1 $FASTB --op-timeout 90 --retries 0 -q --out "$WORK/b2"
+  $SUM batch "$WORK/b2"
+  step batch1 170 $ZLH batch --ops-file $OPS --devices 0 $FASTB --op-timeout 90 --retries 0 -q --out "$WORK/b1"
+  $SUM batch "$WORK/b1" "$WORK/b2"
+  step screen 160 $ZLH screen --ops-file $OPS --switch TRITON_F32_DEFAULT=ieee,tf32x3 --devices 0,1 \
+    $FASTB --op-timeout 90 --retries 0 --root "$WORK/s"
+  $SUM screen "$WORK/s"; tail -n 25 "$WORK/screen.log"
+  $ZLH partition "$WORK/s/screen.tsv" --devices 0,1,2,3,4,5,6,7 --verdict IR_CHANGED \
+    --verdict NO_IR_DIFF --verdict NO_TRITON --verdict NO_ROWS | tail -n 12
+  $ZLH screen --rescore "$WORK/s" --scrub ', inputPrecision = [a-z0-9]+' | tail -n 15
+  mkdir -p "$OUT/screen"; cp "$WORK/s/screen.json" "$WORK/s/screen.tsv" "$OUT/screen/"
+  cp "$WORK/s/screen.tsv.before-rescore" "$OUT/screen/" 2>/dev/null
+  step illegal 45 $ZLH batch --adapter builtin --ops add,fault_illegal_address,softmax \
+    --dtypes float16 --warmup-ms 10 --min-samples 5 --max-time-ms 50 --op-timeout 40 --retries 0 -q --out "$WORK/ill"
+  $SUM batch "$WORK/ill"
+  step sweep 60 $ZLH bench mm $FASTB --parallel-sweep 2 --sweep-devices 0,1 -q --out "$WORK/sw"
+  grep -E "parallel sweep|WARNING" "$WORK/sweep.log"
+else
+  S=${SCREEN:-device-in/screen}
+  ONLY=${ONLY:-mm,addmm,bmm,baddbmm,linear,mv}
+  step campaign2 200 $ZLH campaign --screen "$S" --only "$ONLY" --devices 0,1 --rounds 2 --timeout 150 --root "$WORK/c2"
+  tail -n 8 "$WORK/campaign2.log"
+  step campaign1 370 $ZLH campaign --screen "$S" --only "$ONLY" --devices 0 --rounds 2 --timeout 150 --root "$WORK/c1"
+  tail -n 4 "$WORK/campaign1.log"
+  python3 tests/device/campaign_agreement.py "$WORK/c2" "$WORK/c1"
+fi
+} 2>&1 | tee "$OUT/corpus_$mode.txt"

@@ -1,0 +1,88 @@
+"""Summaries for the corpus device checks.
+
+    python tests/device/corpus_summary.py batch ROOT [ROOT_REFERENCE]
+        per-status counts, ops per minute, reasons of every non-PASS op; with a reference
+        batch (same ops, e.g. one device vs two, reused workers vs fresh processes): status
+        agreement and per-shape gems latency |delta| (median, max) over ops PASS in both
+    python tests/device/corpus_summary.py screen ROOT
+        verdict counts, wall per op pair, an example op per verdict
+"""
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+import sys
+from pathlib import Path
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def batch(root: Path, reference: Path | None = None) -> None:
+    rows = read_csv(root / "ops_status.csv")
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    busy = sum(float(r["elapsed_s"]) for r in rows)
+    plan = json.loads((root / "batch.json").read_text())
+    print(f"{root.name}: {len(rows)}/{len(plan['ops'])} ops finished, {counts}; op time "
+          f"{busy:.0f} s ({60 * len(rows) / busy if busy else 0:.1f} ops/min of op time)")
+    for r in rows:
+        if r["status"] != "PASS":
+            print(f"   {r['status']:<8} {r['op']:<36} {r['notes']:<20} {r['reason'][:150]}")
+    if reference is None:
+        return
+    ref = {r["op"]: r for r in read_csv(reference / "ops_status.csv")}
+    both = [r for r in rows if r["op"] in ref]
+    agree = sum(1 for r in both if r["status"] == ref[r["op"]]["status"])
+    print(f"status agreement with {reference.name}: {agree}/{len(both)}")
+    for r in both:
+        if r["status"] != ref[r["op"]]["status"]:
+            print(f"   differs: {r['op']} {r['status']} vs {ref[r['op']]['status']}")
+    mine = {(s["op"], s["dtype"], s["shape"]): s for s in read_csv(root / "summary.csv")}
+    theirs = {(s["op"], s["dtype"], s["shape"]): s for s in read_csv(reference / "summary.csv")}
+    deltas = []
+    per_op: dict[str, list[float]] = {}
+    for key, s in mine.items():
+        t = theirs.get(key)
+        if t and s["gems_ms"] and t["gems_ms"] and s["status"] == t["status"] == "SUCCESS":
+            d = abs(float(s["gems_ms"]) / float(t["gems_ms"]) - 1) * 100
+            deltas.append(d)
+            per_op.setdefault(key[0], []).append(d)
+    if deltas:
+        print(f"per-shape gems latency |delta| vs {reference.name}: n={len(deltas)} over "
+              f"{len(per_op)} ops, median {statistics.median(deltas):.3f}% max {max(deltas):.3f}%")
+        worst = sorted(per_op.items(), key=lambda kv: -max(kv[1]))[:5]
+        print("   largest: " + ", ".join(f"{op} {max(v):.2f}%" for op, v in worst))
+
+
+def screen(root: Path) -> None:
+    lines = (root / "screen.tsv").read_text().splitlines()
+    header = lines[0].split("\t")
+    rows = [dict(zip(header, ln.split("\t"))) for ln in lines[1:]]
+    counts: dict[str, list[str]] = {}
+    for r in rows:
+        counts.setdefault(r["verdict"], []).append(r["op"])
+    walls = [float(r["elapsed_a"]) + float(r["elapsed_b"]) for r in rows
+             if r["elapsed_a"] not in ("-", "") and r["elapsed_b"] not in ("-", "")]
+    print(f"{root.name}: {len(rows)} ops; " +
+          ", ".join(f"{v} {len(ops)}" for v, ops in counts.items()))
+    if walls:
+        print(f"   wall per op pair: median {statistics.median(walls):.1f} s, total "
+              f"{sum(walls):.0f} s of op time")
+    for verdict, ops in counts.items():
+        example = next(r for r in rows if r["verdict"] == verdict)
+        print(f"   {verdict}: {', '.join(ops)}")
+        print(f"      e.g. {example['op']}: {example['note'][:160]} "
+              f"(median delta {example['median_delta_pct']})")
+
+
+if __name__ == "__main__":
+    kind, *roots = sys.argv[1:]
+    if kind == "batch":
+        batch(Path(roots[0]), Path(roots[1]) if len(roots) > 1 else None)
+    else:
+        screen(Path(roots[0]))
