@@ -120,6 +120,11 @@ class Adapter(ABC):
     def check_shapes(self, op: str, shapes, level: str) -> None:
         """Raise MissingShapes when a shape file cannot serve this op (before any run)."""
 
+    def check_environment(self, environ) -> None:
+        """Refuse (harness.common.errors.UsageError) an environment switch this adapter reads
+        whose value it cannot understand; called before any run directory exists, also for
+        each side of an A/B comparison with that side's environment."""
+
     def prepare(self, ops: Sequence[str], backend, level: str, shapes) -> None:
         """Import and configure what the cases need, before any run directory exists;
         raise harness.common.errors.PreflightError when that cannot work here."""

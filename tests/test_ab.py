@@ -275,13 +275,14 @@ def test_a_run_past_its_timeout_is_killed_and_recorded_as_124(tmp_path):
     assert reports == [] and code == 1
     row = (tmp_path / "ab" / "status.tsv").read_text().splitlines()[1].split("\t")
     assert row[3] == "124"
-    assert any("round 1 side A failed (rc=124)" in ln for ln in lines)
+    assert any("round 1 side A failed (rc=124" in ln for ln in lines)
 
 
 def test_report_is_written_after_each_op_so_an_interrupt_keeps_finished_ops(tmp_path,
                                                                             monkeypatch):
     plan = builtin_plan(tmp_path, rounds=1)
     plan.ops = ["add", "softmax"]
+    (tmp_path / "shapes.yaml").write_text("add: [[4096], [20000]]\nsoftmax: [[4, 64]]\n")
     real_run_side = abmod.run_side
 
     def interrupted_on_softmax(plan, op, *args):
@@ -297,12 +298,15 @@ def test_report_is_written_after_each_op_so_an_interrupt_keeps_finished_ops(tmp_
     assert len(report["rows"]) == 2
 
 
-def test_a_failing_side_says_why(tmp_path):
+def test_a_failing_side_says_why_and_keeps_its_exit_code(tmp_path, monkeypatch):
+    """A run that fails on its own (here: the up-front checks skipped) is reported with its
+    last line, and its bad-input exit code is the A/B's."""
+    monkeypatch.setattr(abmod, "check_plan", lambda plan: None)
     plan = builtin_plan(tmp_path, rounds=1)
     plan.ops = ["layer_norm"]
     lines = []
     reports, code = abmod.run_ab(plan, echo=lines.append)
-    assert reports == [] and code == 1
+    assert reports == [] and code == 2
     assert any("round 1 side A failed (rc=2): zlh: unknown op 'layer_norm'" in ln for ln in lines)
 
 
@@ -317,9 +321,11 @@ def test_replay_mode_runs_side_b_with_side_a_caliber(tmp_path):
     (run_a,) = (tmp_path / "a").iterdir()
     result = CliRunner().invoke(main, ["ab", "--replay", str(run_a), "--root",
                                        str(tmp_path / "b"), "--dtypes", "float16"])
-    assert result.exit_code == 0, result.output
     (run_b,) = (tmp_path / "b" / "add" / "r1_B").glob("add_*")
     assert json.loads((run_b / "run.json").read_text())["dtypes"] == ["float16"]   # overridden
+    # ... so no case pairs with A's float32: nothing compared is not a success
+    assert result.exit_code == 1, result.output
+    assert "!!! add: no case paired between A and B" in result.stderr
     result = CliRunner().invoke(main, ["ab", "--replay", str(run_a), "--root",
                                        str(tmp_path / "c")])
     assert result.exit_code == 0, result.output

@@ -35,6 +35,7 @@ class OpSpec:
     tolerance: dict         # dtype -> max relative error (norm-wise)
     bytes_moved: Callable   # (shape, element_size) -> bytes
     flops: Callable | None = None
+    rank: int | None = None  # sizes a shape must have (None: any number)
 
 
 def _elems(shape) -> int:
@@ -63,7 +64,7 @@ OPS = {
             (torch.randn(shape, dtype=dtype, device=device),)),
         reference=lambda x: torch.softmax(x, dim=-1), kernel="softmax",
         tolerance={"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2},
-        bytes_moved=lambda shape, size: 2 * _elems(shape) * size,
+        bytes_moved=lambda shape, size: 2 * _elems(shape) * size, rank=2,
     ),
     "mm": OpSpec(
         name="mm", shape_desc="M, N, K",
@@ -78,7 +79,7 @@ OPS = {
         tolerance={"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2},
         bytes_moved=lambda shape, size: (shape[0] * shape[2] + shape[2] * shape[1]
                                          + shape[0] * shape[1]) * size,
-        flops=lambda shape: 2.0 * shape[0] * shape[1] * shape[2],
+        flops=lambda shape: 2.0 * shape[0] * shape[1] * shape[2], rank=3,
     ),
 }
 
@@ -141,7 +142,7 @@ class BuiltinAdapter(Adapter):
         spec = OPS[op]
         shape_list = self._shapes_for(spec, shapes, level)
         self._used[op] = {op: {"shapes": copy.deepcopy(shape_list), "shape_desc": spec.shape_desc}}
-        slow = os.environ.get(SLOW_ENV, "0") not in ("", "0")
+        slow = slow_switch(os.environ)
         kernel = getattr(kernels, spec.kernel)
         for dtype_name in dtypes:
             dtype = getattr(torch, dtype_name)
@@ -163,10 +164,17 @@ class BuiltinAdapter(Adapter):
     def check_shapes(self, op: str, shapes, level: str) -> None:
         if op in FAULT_OPS:
             return
-        for shape in self._shapes_for(OPS[op], shapes, level):
+        spec = OPS[op]
+        for shape in self._shapes_for(spec, shapes, level):
             if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
                 raise MissingShapes(f"shape file: {op} shape {shape!r} is not a list of "
                                     f"non-negative integers")
+            if spec.rank is not None and len(shape) != spec.rank:
+                raise MissingShapes(f"shape file: {op} shape {shape!r} needs {spec.rank} "
+                                    f"sizes ({spec.shape_desc})")
+
+    def check_environment(self, environ) -> None:
+        slow_switch(environ)
 
     def _shapes_for(self, spec: OpSpec, shapes, level: str) -> list:
         if shapes is not None:
@@ -186,6 +194,22 @@ class BuiltinAdapter(Adapter):
 
     def identity(self, op: str | None = None) -> dict:
         return {"adapter": self.name, "slow_switch": os.environ.get(SLOW_ENV, "0")}
+
+
+SWITCH_VALUES = {"": False, "0": False, "false": False, "no": False, "off": False,
+                 "1": True, "true": True, "yes": True, "on": True}
+
+
+def slow_switch(environ) -> bool:
+    """ZLH_BUILTIN_SLOW read strictly: 0/1, true/false, yes/no, on/off (any case); anything
+    else is refused, never read as "on"."""
+    value = environ.get(SLOW_ENV, "")
+    try:
+        return SWITCH_VALUES[value.strip().lower()]
+    except KeyError:
+        from harness.common.errors import UsageError
+        raise UsageError(f"{SLOW_ENV}={value!r} is not a switch value; use 0 or 1 (also "
+                         f"true/false, yes/no, on/off)") from None
 
 
 def _metrics(spec: OpSpec, shape, element_size: int, torch_ms: float, gems_ms: float) -> dict:

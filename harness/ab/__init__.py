@@ -1,6 +1,7 @@
 """A/B: paired runs with pinned configs, the caliber guard, pairing, statistics, reports.
 
     sides.py        the two sides (environment, interpreter) and the plan
+    preflight.py    every input checked before the first process (ops, sides, root, ...)
     orchestrate.py  running both sides in fresh processes, rounds, status.tsv
     guard.py        the caliber guard
     pairing.py      which cases pair, output mismatches, annotations

@@ -3,7 +3,8 @@
 Every caliber field must match, except autotune_mode (record vs replay is the point); both
 sides recording is refused, a missing identity is refused, sides pinned to different records
 are refused, and so are runs of different ops. A side that recorded on a shared tuner cache
-gets a warning.
+gets a warning. A run that did not complete (running, abandoned, interrupted, crashed,
+failed, poisoned) is listed under `partial`: refused unless --allow-partial.
 """
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..compile.autotune import records_digest
-from ..store.reader import StoredRun
+from ..store.reader import COMPLETE, StoredRun
 
 
 @dataclass
 class CaliberCheck:
     problems: list[str] = field(default_factory=list)   # refusals
     warnings: list[str] = field(default_factory=list)
+    partial: list[str] = field(default_factory=list)    # sides that did not complete
 
     @property
     def ok(self) -> bool:
@@ -27,6 +29,12 @@ class CaliberCheck:
 def check_caliber(a: StoredRun, b: StoredRun, label: str | None = None) -> CaliberCheck:
     label = label or a.op
     check = CaliberCheck()
+    for side, run in (("A", a), ("B", b)):
+        if run.status != COMPLETE:
+            reason = run.info.get("reason") or ("its process is gone"
+                                                if run.status == "abandoned" else "")
+            check.partial.append(f"[status] {label}: side {side} did not complete (status "
+                                 f"{run.status}{', ' + reason if reason else ''}): {run.path}")
     cal_a, cal_b = a.caliber, b.caliber
     for side, run, cal in (("A", a, cal_a), ("B", b, cal_b)):
         if cal is None:

@@ -6,6 +6,7 @@ of later rounds — replays that record. Rounds alternate which side runs first.
 """
 from __future__ import annotations
 
+import collections
 import os
 import signal
 import subprocess
@@ -16,15 +17,17 @@ from pathlib import Path
 from typing import Callable
 
 from ..common import markers
-from ..common.errors import EXIT_CALIBER, EXIT_FAILED_CASES, EXIT_OK, UsageError
-from ..common.files import atomic_write_json
+from ..common.errors import (EXIT_CALIBER, EXIT_FAILED_CASES, EXIT_OK, EXIT_PREFLIGHT,
+                             EXIT_USAGE, UsageError)
+from ..common.files import atomic_write_json, check_output_dir
 from ..compile.ir import fingerprint
 from ..run.options import BenchOptions
-from ..store.reader import load_run
+from ..store.reader import COMPLETE, StoredRun, load_run
 from ..store.results import FAILED, SUCCESS
 from ..store.rundir import safe_name
 from .compare import compare_runs
 from .guard import CaliberCheck, check_caliber
+from .preflight import check_plan, check_replay
 from .render import render_terminal
 from .report import ABReport, write_reports
 from .sides import ABPlan, Side, env_for
@@ -44,6 +47,25 @@ class RunOutcome:
     elapsed_s: float
     run_dir: Path | None
     log: Path | None = None
+
+    def problem(self) -> str | None:
+        """Why this run cannot be compared (None: it can): an exit status other than 0 (all
+        cases ok) or 1 (some case failed), no run directory, or a run.json that does not
+        say `complete` (a crashed or killed child)."""
+        if self.rc not in (EXIT_OK, EXIT_FAILED_CASES):
+            return f"rc={self.rc}"
+        if self.run_dir is None:
+            return f"rc={self.rc}, no run directory"
+        try:
+            status = load_run(self.run_dir).status
+        except UsageError as exc:
+            return f"rc={self.rc}, {exc.message}"
+        return None if status == COMPLETE else f"rc={self.rc}, status {status}"
+
+    def exit_code(self) -> int:
+        """What the failed run means for `zlh ab`: its own bad-input or preflight code (2, 3)
+        when it gave one, else 1."""
+        return self.rc if self.rc in (EXIT_USAGE, EXIT_PREFLIGHT) else EXIT_FAILED_CASES
 
     def last_words(self) -> str:
         """The last line the run printed (the one-line error of a failed run)."""
@@ -121,8 +143,10 @@ def append_status(root: Path, op: str, outcome: RunOutcome) -> None:
 
 def run_ab(plan: ABPlan, echo: Echo = print,
            progress: Echo | None = None) -> tuple[list[ABReport], int]:
-    """Both sides for every op, rounds, guard, report. Returns (reports, exit code)."""
-    plan.root.mkdir(parents=True, exist_ok=True)
+    """Every input checked, then both sides for every op, rounds, guard, report. Returns
+    (reports, exit code)."""
+    check_plan(plan)
+    check_output_dir(plan.root, "--root", create=True)
     atomic_write_json(plan.root / "plan.json", plan.to_dict())
     reports, code = [], EXIT_OK
     write_reports(plan.root, reports)
@@ -164,10 +188,10 @@ class OpAB:
     def run(self) -> tuple[ABReport | None, int]:
         plan, op = self.plan, self.op
         if not self._run(1, plan.a, None):
-            return None, EXIT_FAILED_CASES
+            return None, self.outcomes[(1, "A")].exit_code()
         record = self.outcomes[(1, "A")].run_dir
         if not self._run(1, plan.b, record):
-            return None, EXIT_FAILED_CASES
+            return None, self.outcomes[(1, "B")].exit_code()
         run_a, run_b = load_run(record), load_run(self.outcomes[(1, "B")].run_dir)
         check = check_caliber(run_a, run_b, op)
         if not guard(check, op, plan.allow_caliber_mismatch, self.echo):
@@ -177,7 +201,7 @@ class OpAB:
         for number in range(2, rounds + 1):
             for side in ((plan.a, plan.b) if number % 2 else (plan.b, plan.a)):
                 if not self._run(number, side, record):
-                    return None, EXIT_FAILED_CASES
+                    return None, self.outcomes[(number, side.label)].exit_code()
         pairs = [(load_run(self.outcomes[(n, "A")].run_dir),
                   load_run(self.outcomes[(n, "B")].run_dir)) for n in range(1, rounds + 1)]
         for number, (later_a, later_b) in enumerate(pairs[1:], start=2):
@@ -192,16 +216,17 @@ class OpAB:
         report.caliber_problems = check.problems
         report.sides["A"]["label"] = plan.a.description or "A"
         report.sides["B"]["label"] = plan.b.description or "B"
-        return report, EXIT_FAILED_CASES if report.output_mismatches else EXIT_OK
+        return report, outcome_code(report, run_a, run_b, self.echo)
 
     def _run(self, number: int, side: Side, replay_from: Path | None) -> bool:
         outcome = run_side(self.plan, self.op, number, side, replay_from)
         self.outcomes[(number, side.label)] = outcome
         self.counter.finished(self.op, outcome)
-        if outcome.rc in (0, EXIT_FAILED_CASES) and outcome.run_dir is not None:
+        problem = outcome.problem()
+        if problem is None:
             return True
-        self.echo(f"!!! {self.op}: round {number} side {side.label} failed (rc={outcome.rc}): "
-                  f"{outcome.last_words()}; no report for this op")
+        self.echo(f"!!! {self.op}: round {number} side {side.label} failed ({problem}): "
+                  f"{outcome.last_words() or 'no output'}; no report for this op")
         return False
 
     def _rounds_after(self, verdict: str) -> int:
@@ -218,15 +243,43 @@ class OpAB:
         return 1
 
 
-def guard(check: CaliberCheck, op: str, allow: bool, echo: Echo) -> bool:
+def guard(check: CaliberCheck, op: str, allow: bool, echo: Echo,
+          allow_partial: bool = False) -> bool:
     """Print the guard's findings; False when the report must be refused."""
     for line in check.warnings + check.problems:
         echo(line)
+    for line in check.partial:
+        echo(("WARNING " if allow_partial else "!!! ") + line)
+    remedies = []
     if check.problems and not allow:
-        echo(f"!!! [caliber] {op}: refusing to report; add --allow-caliber-mismatch once sure "
-             f"the runs are comparable")
+        remedies.append("--allow-caliber-mismatch once sure the runs are comparable")
+    if check.partial and not allow_partial:
+        remedies.append("--allow-partial to compare the cases an unfinished run measured")
+    if remedies:
+        echo(f"!!! [caliber] {op}: refusing to report; add {' or '.join(remedies)}")
         return False
     return True
+
+
+def outcome_code(report: ABReport, run_a: StoredRun, run_b: StoredRun, echo: Echo) -> int:
+    """1 when nothing paired (nothing compared is not a result) or outputs differ; else 0."""
+    if not report.rows:
+        echo(f"!!! {report.op}: no case paired between A and B "
+             f"({why_unpaired(report, run_a, run_b)}); nothing was compared")
+        return EXIT_FAILED_CASES
+    if report.output_mismatches:
+        echo(f"!!! {report.op}: outputs differ between A and B in "
+             f"{len(report.output_mismatches)} case(s) (OUTPUT_MISMATCH in the report)")
+        return EXIT_FAILED_CASES
+    return EXIT_OK
+
+
+def why_unpaired(report: ABReport, run_a: StoredRun, run_b: StoredRun) -> str:
+    empty = [side for side, run in (("A", run_a), ("B", run_b)) if not run.rows]
+    if empty:
+        return f"side {' and '.join(empty)} has no result row"
+    reasons = collections.Counter(u["reason"] for u in report.unpaired)
+    return "; ".join(f"{n} x {reason}" for reason, n in reasons.most_common(3)) or "none"
 
 
 def ir_verdict(dir_a: Path, dir_b: Path, scrub) -> str:
@@ -239,33 +292,41 @@ def ir_verdict(dir_a: Path, dir_b: Path, scrub) -> str:
 
 
 def compare_existing(dir_a, dir_b, allow_caliber_mismatch: bool, echo: Echo,
-                     alpha: float = 0.05, scrub=()) -> tuple[ABReport | None, int]:
+                     alpha: float = 0.05, scrub=(),
+                     allow_partial: bool = False) -> tuple[ABReport | None, int]:
+    if Path(dir_a).resolve() == Path(dir_b).resolve():
+        raise UsageError(f"{dir_a} and {dir_b} are the same run directory; compare two runs")
     run_a, run_b = load_run(dir_a), load_run(dir_b)
     check = check_caliber(run_a, run_b)
-    if not guard(check, run_a.op, allow_caliber_mismatch, echo):
+    if not guard(check, run_a.op, allow_caliber_mismatch, echo, allow_partial):
         return None, EXIT_CALIBER
     report = compare_runs([(run_a, run_b)], alpha)
     report.caliber_problems = check.problems
     report.verdict = ir_verdict(run_a.path, run_b.path, list(scrub))
-    return report, EXIT_FAILED_CASES if report.output_mismatches else EXIT_OK
+    return report, outcome_code(report, run_a, run_b, echo)
 
 
 def replay_against(run_a, given: dict, root: Path, timeout_s: float, echo: Echo,
-                   allow_caliber_mismatch: bool = False, scrub=()) -> tuple[ABReport | None, int]:
+                   allow_caliber_mismatch: bool = False, scrub=(),
+                   allow_partial: bool = False) -> tuple[ABReport | None, int]:
     """`zlh ab --replay RUN_A`: side B now, in a fresh process, replaying A with A's settings
-    (`given`: flat bench options named on the command line, which replace A's)."""
-    info = load_run(run_a).info
-    base = BenchOptions.from_run(info, str(run_a))
+    (`given`: flat bench options named on the command line, which replace A's). Everything
+    is checked before the process starts."""
+    stored = load_run(run_a)
+    base = BenchOptions.from_run(stored.info, str(run_a))
     options = BenchOptions.from_flat(**{**base.to_flat(), **given})
-    op = info.get("op")
+    op = stored.info.get("op")
     if not isinstance(op, str):
         raise UsageError(f"{run_a}: run.json names no op")
     plan = ABPlan(ops=[op], a=Side("A", description=str(run_a)), b=Side("B", description="now"),
                   options=options, root=root, timeout_s=timeout_s)
-    root.mkdir(parents=True, exist_ok=True)
+    check_replay(stored, options, root, allow_partial, plan.b)
+    check_output_dir(root, "--root", create=True)
     outcome = run_side(plan, op, 1, plan.b, Path(run_a))
-    if outcome.rc not in (0, EXIT_FAILED_CASES) or outcome.run_dir is None:
-        echo(f"!!! {op}: side B failed (rc={outcome.rc}): {outcome.last_words()}")
-        return None, EXIT_FAILED_CASES
+    problem = outcome.problem()
+    if problem is not None:
+        echo(f"!!! {op}: side B failed ({problem}): {outcome.last_words() or 'no output'}")
+        return None, outcome.exit_code()
     echo(f"side B: {outcome.run_dir} ({outcome.elapsed_s:.1f} s)")
-    return compare_existing(run_a, outcome.run_dir, allow_caliber_mismatch, echo, scrub=scrub)
+    return compare_existing(run_a, outcome.run_dir, allow_caliber_mismatch, echo, scrub=scrub,
+                            allow_partial=allow_partial)

@@ -73,4 +73,6 @@ def annotations(pairs) -> list[str]:
                 name = markers.marker_name(line)
                 if name in (markers.NO_GRAPH, markers.REPLAY_FALLBACK):
                     notes.add(f"{side}: {name}")
+            for flag in row.gems.flags if row.gems is not None else ():
+                notes.add(f"{side}: {flag}")     # the compared latency's own samples
     return sorted(notes)

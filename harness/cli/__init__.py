@@ -10,10 +10,48 @@
 """
 from __future__ import annotations
 
+import sys
+
 import click
 
+from .common import EXIT_BROKEN_PIPE, quiet_broken_pipe
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+class ZlhGroup(click.Group):
+    """click's own usage errors (a bad option value, a missing argument) as one line on
+    stderr, `zlh: ...`, with click's exit code (2), like every other bad input."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            click.echo(f"zlh: {_one_line(exc)}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("zlh: aborted", err=True)
+            sys.exit(130)
+        except BrokenPipeError:
+            quiet_broken_pipe()
+            sys.exit(EXIT_BROKEN_PIPE)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _one_line(exc: click.ClickException) -> str:
+    message = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, click.UsageError) and ctx is not None:
+        message += f" (see `{ctx.command_path} --help`)"
+    return message
+
+
+@click.group(name="zlh", cls=ZlhGroup,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="zlh", message="zlh %(version)s")
 def main():
     """zlh: operator timing harness for A/B comparison of Triton compiler and FlagGems builds."""

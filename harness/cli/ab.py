@@ -7,43 +7,55 @@ import time
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from ..ab import orchestrate
+from ..ab.preflight import check_scrub
 from ..ab.recipe import load_recipe
 from ..ab.render import render_terminal, to_json
 from ..ab.report import load_report, write_reports
 from ..ab.sides import ABPlan, sides_from_env, sides_from_switch
 from ..common import errors
+from ..common.files import check_output_dir
 from . import main
-from .common import (bench_options, default_ops, echo_err, given_options, handles_errors,
-                     options_from, parse_bench_args)
+from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out, echo_routed,
+                     finite, given_options, handles_errors, not_empty, options_from,
+                     parse_bench_args)
 
 
 @main.command()
 @click.argument("args", nargs=-1)
-@click.option("--replay", "replay_run", default=None, metavar="RUN_A",
+@click.option("--replay", "replay_run", default=None, metavar="RUN_A", callback=not_empty,
               help="Side A is this existing record run; side B is run now replaying its "
                    "configs with its caliber (bench options given here override).")
-@click.option("--switch", default=None, metavar="NAME=A,B",
+@click.option("--switch", default=None, metavar="NAME=A,B", callback=not_empty,
               help="An environment switch: side A gets NAME=A, side B NAME=B.")
 @click.option("--env-a", multiple=True, metavar="K=V", help="Environment for side A (repeatable).")
 @click.option("--env-b", multiple=True, metavar="K=V", help="Environment for side B (repeatable).")
-@click.option("--python-a", default=None, metavar="PATH",
-              help="Interpreter for side A (e.g. a venv with one compiler build).")
-@click.option("--python-b", default=None, metavar="PATH", help="Interpreter for side B.")
-@click.option("--recipe", default=None, metavar="FILE", help="A/B recipe (YAML), see recipes/.")
+@click.option("--python-a", default=None, metavar="PATH", callback=not_empty,
+              help="Interpreter for side A (e.g. a venv with one compiler build); checked "
+                   "before the first run (it must import zlh's dependencies and triton).")
+@click.option("--python-b", default=None, metavar="PATH", callback=not_empty,
+              help="Interpreter for side B.")
+@click.option("--recipe", default=None, metavar="FILE", callback=not_empty,
+              help="A/B recipe (YAML), see recipes/.")
 @click.option("--rounds", type=click.IntRange(min=1), default=None,
               help="Pairs to run; round 1's A records, every other run replays it. Default 1.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=3600.0,
-              show_default=True, help="Per-run limit in seconds (the whole process group is "
-                                      "killed; recorded as rc 124).")
-@click.option("--root", default=None, metavar="DIR",
+              callback=finite, show_default=True,
+              help="Per-run limit in seconds (the whole process group is killed; recorded as "
+                   "rc 124).")
+@click.option("--root", default=None, metavar="DIR", callback=not_empty,
               help="Where runs, status.tsv and reports go. Default: runs/ab_<timestamp>.")
 @click.option("--allow-caliber-mismatch", is_flag=True,
               help="Print caliber problems and report anyway.")
+@click.option("--allow-partial", is_flag=True,
+              help="Compare a run that did not complete (running, abandoned, interrupted, "
+                   "crashed, failed, poisoned): the cases it measured, with a warning.")
 @click.option("--allow-no-ir-diff", is_flag=True,
               help="Keep running rounds although both sides generated identical TTGIR.")
-@click.option("--scrub", multiple=True, metavar="REGEX", help="Extra IR scrub pattern.")
+@click.option("--scrub", multiple=True, metavar="REGEX",
+              help="Extra IR scrub pattern (repeatable), checked before anything runs.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object (rows with delta_pct, summary) instead of tables.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
@@ -55,15 +67,17 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, **params):
     `zlh ab OP... --switch NAME=a,b | --env-a K=V --env-b K=V | --python-a P --python-b P |
     --recipe FILE [--rounds N]` (both sides run here, each run a fresh process).
 
-    delta % = (A / B - 1) x 100: positive means B is faster. Exit status: 0 reported,
-    1 a run failed or outputs differ between sides, 2 bad input, 4 caliber refusal.
+    delta % = (A / B - 1) x 100: positive means B is faster. Every input is checked before
+    the first run. Exit status: 0 reported, 1 a run failed, outputs differ or nothing paired,
+    2 bad input, 3 preflight failed, 4 caliber or unfinished-run refusal.
     """
     lines: list[str] = []
-    echo = lines.append if as_json else click.echo
+    echo = lines.append if as_json else echo_routed
     progress = None if quiet else echo_err
     given = given_options(ctx)
     if recipe:
         args, params, given = _apply_recipe(recipe, args, params, given)
+    check_scrub(params["scrub"])
     root_path = Path(root or f"runs/ab_{time.strftime('%Y%m%d-%H%M%S')}")
     running = any(params.get(k) for k in ("switch", "env_a", "env_b", "python_a", "python_b"))
     if replay_run:
@@ -71,7 +85,7 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, **params):
             raise errors.UsageError("--replay RUN_A takes no ops or side options")
         report, code = orchestrate.replay_against(
             replay_run, given, root_path, params["timeout_s"], echo,
-            params["allow_caliber_mismatch"], params["scrub"])
+            params["allow_caliber_mismatch"], params["scrub"], params["allow_partial"])
         reports = [report] if report else []
         if reports:
             write_reports(root_path, reports)
@@ -79,17 +93,33 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, **params):
         reports, code = _run_both(args, params, given, root_path, echo, progress)
         echo(f"runs, status.tsv and report.json/csv under {root_path}")
     else:
-        if len(args) != 2:
-            raise errors.UsageError("give two run directories (zlh ab RUN_A RUN_B), --replay "
-                                    "RUN_A, or ops with --switch/--env-a/--python-a/--recipe")
-        report, code = orchestrate.compare_existing(args[0], args[1],
-                                                    params["allow_caliber_mismatch"], echo,
-                                                    scrub=params["scrub"])
-        reports = [report] if report else []
-        if reports and root:
-            write_reports(Path(root), reports)
+        reports, code = _compare_two(ctx, args, params, root, echo)
     _print(reports, lines, as_json, printed=running and not replay_run)
     sys.exit(code)
+
+
+def _compare_two(ctx, args, params: dict, root, echo):
+    """`zlh ab RUN_A RUN_B`: options that only apply when zlh runs the sides are refused."""
+    if len(args) != 2:
+        raise errors.UsageError("give two run directories (zlh ab RUN_A RUN_B), --replay "
+                                "RUN_A, or ops with --switch/--env-a/--python-a/--recipe")
+    named = [f"--{name.replace('_', '-')}" for name in (*BENCH_NAMES, "rounds", "timeout_s")
+             if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
+    if named:
+        raise errors.UsageError(f"{', '.join(named).replace('--timeout-s', '--timeout')} "
+                                f"only apply when zlh ab runs the sides; two existing runs are "
+                                f"compared as they were measured")
+    if root:
+        check_output_dir(root, "--root")
+    report, code = orchestrate.compare_existing(args[0], args[1],
+                                                params["allow_caliber_mismatch"], echo,
+                                                scrub=params["scrub"],
+                                                allow_partial=params["allow_partial"])
+    reports = [report] if report else []
+    if reports and root:
+        check_output_dir(root, "--root", create=True)
+        write_reports(Path(root), reports)
+    return reports, code
 
 
 def _apply_recipe(recipe: str, args, params: dict, given: dict):
@@ -105,7 +135,7 @@ def _apply_recipe(recipe: str, args, params: dict, given: dict):
     params["python_a"] = params["python_a"] or spec.get("python_a")
     params["python_b"] = params["python_b"] or spec.get("python_b")
     params["rounds"] = params["rounds"] or spec.get("rounds")
-    params["scrub"] = tuple(params["scrub"]) + tuple(spec.get("scrub", ()))
+    params["scrub"] = tuple(params["scrub"]) + tuple(spec.get("scrub") or ())
     given = {**parse_bench_args(spec.get("bench_args", []), f"recipe {recipe}"), **given}
     return args, params, given
 
@@ -120,13 +150,11 @@ def _run_both(args, params: dict, given: dict, root: Path, echo, progress):
                       else sides_from_env(params["env_a"], params["env_b"]))
     for side, python in ((side_a, params["python_a"]), (side_b, params["python_b"])):
         if python:
-            if not Path(python).exists():
-                raise errors.UsageError(f"interpreter not found: {python}")
             side.python = python
             side.description = (side.description + f" python={python}").strip()
     plan = ABPlan(
-        ops=list(args), a=side_a, b=side_b, options=options_from(given), root=root,
-        rounds=params["rounds"] or 1, timeout_s=params["timeout_s"],
+        ops=list(dict.fromkeys(args)), a=side_a, b=side_b, options=options_from(given),
+        root=root, rounds=params["rounds"] or 1, timeout_s=params["timeout_s"],
         allow_caliber_mismatch=params["allow_caliber_mismatch"],
         allow_no_ir_diff=params["allow_no_ir_diff"], scrub=list(params["scrub"]),
         switch_name=(params["switch"] or "").partition("=")[0])
@@ -136,12 +164,12 @@ def _run_both(args, params: dict, given: dict, root: Path, echo, progress):
 def _print(reports, lines: list[str], as_json: bool, printed: bool) -> None:
     if as_json:
         for line in lines:
-            click.echo(line, err=True)
+            echo_err(line)
         if reports:
-            click.echo(json.dumps(to_json(reports), allow_nan=False, default=str))
+            echo_out(json.dumps(to_json(reports), allow_nan=False, default=str))
     elif not printed:
         for report in reports:
-            click.echo(render_terminal(report, colour=sys.stdout.isatty()))
+            echo_out(render_terminal(report, colour=sys.stdout.isatty()))
 
 
 @main.command()
@@ -149,9 +177,16 @@ def _print(reports, lines: list[str], as_json: bool, printed: bool) -> None:
 @click.option("--html", "html_out", is_flag=True, help="Write ROOT/report.html (self-contained).")
 @handles_errors
 def report(root, html_out):
-    """Print (or render as HTML) the A/B report saved under ROOT by `zlh ab`."""
+    """Print (or render as HTML) the A/B report saved under ROOT by `zlh ab`.
+
+    Exit status: 0 printed, 1 the report holds no op (every op failed or was refused),
+    2 no readable report under ROOT."""
     doc, reports = load_report(root)
+    if not reports:
+        raise errors.RunFailedError(f"{root}: the report holds no op (every op failed or was "
+                                    f"refused; see {Path(root) / 'status.tsv'})", "empty")
     if html_out:
+        check_output_dir(root, "ROOT")
         from ..ab.html import render_html
         from ..common.files import atomic_write_text
         page = render_html({**doc, "ops": [r.to_dict() for r in reports]})

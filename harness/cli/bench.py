@@ -7,15 +7,17 @@ import click
 
 from ..run.runner import run_bench
 from . import main
-from .common import bench_options, default_ops, echo_err, handles_errors, options_from
+from .common import (bench_options, default_ops, echo_err, echo_out, handles_errors, not_empty,
+                     options_from)
 
 
 @main.command()
 @click.argument("ops", nargs=-1)
 @bench_options
-@click.option("--out", default="runs", show_default=True, metavar="DIR",
-              help="Root under which each op gets <DIR>/<op>_<timestamp>/.")
-@click.option("--replay", default=None, metavar="RUN_DIR",
+@click.option("--out", default="runs", show_default=True, metavar="DIR", callback=not_empty,
+              help="Root under which each op gets <DIR>/<op>_<timestamp>/ (made if missing; "
+                   "must be a writable directory).")
+@click.option("--replay", default=None, metavar="RUN_DIR", callback=not_empty,
               help="Force the autotune configs recorded by this record run (or the newest "
                    "<op>_* record run under this directory). Default: record.")
 @click.option("--keep-cache", is_flag=True,
@@ -37,8 +39,9 @@ def bench(ops, out, replay, keep_cache, quiet, parallel_sweep, sweep_devices, ca
     `name@file`, a node `benchmark/test_x.py::test_y`, or `vllm:NAME` for FlagGems-vllm.
     With --cases MODULE:ATTR, OPS name the ops of your cases (default: ATTR).
 
-    Exit status: 0 all cases ok, 1 some case failed, 2 bad input, 3 preflight failed,
-    5 the device became unusable (the run stopped; what was measured is kept).
+    Exit status: 0 all cases ok, 1 some case failed (or the run failed: disk full), 2 bad
+    input, 3 preflight failed, 5 the device became unusable (the run stopped; what was
+    measured is kept), 130/143 interrupted (SIGINT/SIGTERM).
     """
     options = options_from(params, out=out, replay=replay, keep_cache=keep_cache,
                            case_shard=case_shard, argv=["zlh"] + sys.argv[1:])
@@ -50,7 +53,7 @@ def bench(ops, out, replay, keep_cache, quiet, parallel_sweep, sweep_devices, ca
         devices = parse_devices(sweep_devices) or visible_devices(options.backend)
         if options.backend != "cpu" and len(devices) >= 2:
             devices = check_devices(options.backend, devices)    # real devices must exist
-        results = bench_with_sweep(ops, options, parallel_sweep, devices, click.echo, progress)
+        results = bench_with_sweep(ops, options, parallel_sweep, devices, echo_out, progress)
     else:
-        results = run_bench(ops, options, echo=click.echo, progress=progress)
+        results = run_bench(ops, options, echo=echo_out, progress=progress)
     sys.exit(max((r.exit_code for r in results), default=0))

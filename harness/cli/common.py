@@ -1,18 +1,25 @@
-"""What every zlh command shares: one-line errors with exit codes, and the bench options."""
+"""What every zlh command shares: one-line errors with exit codes, output that survives a
+closed pipe, and the bench options."""
 from __future__ import annotations
 
 import functools
+import math
+import os
 import signal
 import sys
 
 import click
 from click.core import ParameterSource
 
+import backends
+
 from ..common import errors
 from ..compile.ir.variants import IR_STAGES
 from ..measure.stopping import StoppingRule
 from ..measure.timers import Budget
 from ..run.options import L2_POLICIES, LEVELS, TIMERS, BenchOptions
+
+EXIT_BROKEN_PIPE = 141          # 128 + SIGPIPE, what a shell tool stopped by `| head` returns
 
 
 def fail(message: str, code: int):
@@ -21,14 +28,16 @@ def fail(message: str, code: int):
 
 
 def _terminate(signum, frame):
-    raise SystemExit(128 + signum)
+    raise errors.Terminated(signum)
 
 
 def handles_errors(fn):
     """User errors become one line on stderr and their exit code; no traceback.
 
     SIGTERM (a timeout, `zlh ab` ending a run) unwinds like an exception, so the run directory
-    is finalised and records and IR are written before the process ends."""
+    is finalised and records and IR are written before the process ends. A reader that went
+    away (`zlh ops | head -1`) ends the command quietly; a write that fails (disk full,
+    read-only file system) is one line naming the file."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         signal.signal(signal.SIGTERM, _terminate)
@@ -38,7 +47,50 @@ def handles_errors(fn):
             fail(exc.message, exc.exit_code)
         except KeyboardInterrupt:
             fail("interrupted; cases measured so far are in the run directory", 130)
+        except errors.Terminated as exc:
+            fail("terminated (SIGTERM); cases measured so far are in the run directory",
+                 exc.code)
+        except BrokenPipeError:
+            quiet_broken_pipe()
+            sys.exit(EXIT_BROKEN_PIPE)
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            fail(f"{where}{errors.write_failure(exc)}", errors.EXIT_FAILED_CASES)
     return wrapper
+
+
+def quiet_broken_pipe(stream=None) -> None:
+    """Point a stream whose reader went away at /dev/null, so that nothing (not even Python's
+    flush at exit) complains about it again."""
+    stream = stream or sys.stdout
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+    except (OSError, ValueError, AttributeError, Exception):  # noqa: BLE001 - no real fd
+        pass
+
+
+def echo_out(text: str) -> None:
+    """A line on stdout that a closed pipe does not stop: the run goes on, its files are
+    the record."""
+    _echo(text, err=False)
+
+
+def echo_err(text: str) -> None:
+    _echo(text, err=True)
+
+
+def _echo(text: str, err: bool) -> None:
+    try:
+        click.echo(text, err=err)
+    except BrokenPipeError:
+        quiet_broken_pipe(sys.stderr if err else sys.stdout)
+
+
+def echo_routed(text: str) -> None:
+    """Refusals and failures (`!!! ...`, `WARNING ...`) to stderr, everything else (reports)
+    to stdout."""
+    _echo(text, err=text.startswith(("!!!", "WARNING")))
 
 
 def split_csv(ctx, param, value):
@@ -47,11 +99,30 @@ def split_csv(ctx, param, value):
     items = []
     for chunk in value:
         items.extend(v.strip() for v in chunk.split(",") if v.strip())
-    return items or None
+    if not items:
+        raise click.BadParameter("an empty list; leave the option out for the defaults")
+    return items
 
 
-def echo_err(text: str) -> None:
-    click.echo(text, err=True)
+def not_empty(ctx, param, value):
+    """An option given as '' is refused rather than read as "not given"."""
+    if value is not None and not str(value).strip():
+        raise click.BadParameter("an empty value; leave the option out for the default")
+    return value
+
+
+def finite(ctx, param, value):
+    """NaN and infinities are not budgets (click's ranges let NaN through)."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number")
+    return value
+
+
+def _backend_help() -> str:
+    names = ", ".join(b.name for b in backends.all_backends())
+    aliases = ", ".join(f"{alias}={b.name}" for b in backends.all_backends()
+                        for alias in b.aliases)
+    return f"Device runtime: {names} (aliases {aliases}). Default: detected."
 
 
 # Options every `zlh bench` run takes; `zlh ab` passes the ones given on to both sides.
@@ -61,17 +132,16 @@ BENCH_OPTIONS = [
                  help="Where cases come from. Default: user with --cases, else flaggems when a "
                       "checkout is named (--flaggems-dir, FLAGGEMS_DIR) or flag_gems is "
                       "importable, else builtin."),
-    click.option("--cases", default=None, metavar="MODULE:ATTR",
+    click.option("--cases", default=None, metavar="MODULE:ATTR", callback=not_empty,
                  help="Your own cases (harness.Case objects, a list of them, a function "
                       "returning them, or a dict op -> cases), e.g. mypkg.bench:cases."),
-    click.option("--backend", default=None, metavar="NAME",
-                 help="Device runtime: cuda, musa, rocm, ascend, cpu (aliases nvidia, "
-                      "mthreads, amd, hip, npu, huawei, host). Default: detected."),
+    click.option("--backend", default=None, metavar="NAME", callback=not_empty,
+                 help=_backend_help()),
     click.option("--device", type=click.IntRange(min=0), default=None,
                  help="Logical device index. Default: the first visible device."),
     click.option("--dtypes", multiple=True, callback=split_csv, metavar="LIST",
                  help="Comma-separated dtypes, e.g. float16,bfloat16. Default: the op's defaults."),
-    click.option("--shapes", "shapes", default=None, metavar="FILE",
+    click.option("--shapes", "shapes", default=None, metavar="FILE", callback=not_empty,
                  help="Shape file (YAML: op or class name -> shapes). Default: the adapter's."),
     click.option("--level", type=click.Choice(LEVELS), default="core", show_default=True,
                  help="Shape set size when no shape file is given."),
@@ -81,15 +151,15 @@ BENCH_OPTIONS = [
                  help="Independent measurements per case; the median of their medians is reported."),
     click.option("--l2", type=click.Choice(L2_POLICIES), default="warm", show_default=True,
                  help="flush: clear L2 before every timed call (event timer only)."),
-    click.option("--warmup-ms", type=click.FloatRange(min=0), default=Budget.warmup_ms,
+    click.option("--warmup-ms", type=click.FloatRange(min=0), callback=finite, default=Budget.warmup_ms,
                  show_default=True, help="Warm-up budget after the discarded first call."),
     click.option("--min-samples", type=click.IntRange(min=1), default=StoppingRule.min_samples,
                  show_default=True, help="Take at least this many samples per timed function."),
-    click.option("--min-time-ms", type=click.FloatRange(min=0), default=StoppingRule.min_time_ms,
+    click.option("--min-time-ms", type=click.FloatRange(min=0), callback=finite, default=StoppingRule.min_time_ms,
                  show_default=True, help="Sample for at least this long per timed function."),
-    click.option("--max-time-ms", type=click.FloatRange(min=0), default=StoppingRule.max_time_ms,
+    click.option("--max-time-ms", type=click.FloatRange(min=0), callback=finite, default=StoppingRule.max_time_ms,
                  show_default=True, help="Hard cap on sampling time per timed function."),
-    click.option("--target-rel-err", type=click.FloatRange(min=0),
+    click.option("--target-rel-err", type=click.FloatRange(min=0), callback=finite,
                  default=StoppingRule.target_rel_err, show_default=True,
                  help="Stop early once the median's relative standard error is below this."),
     click.option("--seed", type=click.IntRange(min=0, max=2 ** 32 - 1), default=0,
@@ -152,8 +222,8 @@ def _probe(**_):
 def parse_bench_args(args, where: str) -> dict:
     """`zlh bench` arguments (a recipe's bench_args) as flat bench options; only the options
     the arguments name."""
-    if not isinstance(args, (list, tuple)) or not all(isinstance(a, (str, int, float))
-                                                      for a in args):
+    if not isinstance(args, (list, tuple)) or not all(
+            isinstance(a, (str, int, float)) and not isinstance(a, bool) for a in args):
         raise errors.UsageError(f"{where}: bench_args must be a list of arguments, e.g. "
                                 f"[--adapter, builtin], got {args!r}")
     try:

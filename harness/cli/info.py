@@ -1,17 +1,23 @@
 """`zlh ops`, `zlh show`, `zlh fingerprint`, `zlh backends`: looking at what is there."""
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import sys
+from pathlib import Path
 
 import click
+from click.core import ParameterSource
 from tabulate import tabulate
 
 from ..common import errors
 from . import main
-from .common import handles_errors
+from .common import echo_err, handles_errors
 
 
 @main.command("ops")
+@click.argument("patterns", nargs=-1)
 @click.option("--adapter", type=click.Choice(["builtin", "flaggems"]), default=None,
               help="Default: flaggems when a checkout is given, else builtin.")
 @click.option("--flaggems-dir", default=None, metavar="DIR", envvar="FLAGGEMS_DIR",
@@ -21,25 +27,69 @@ from .common import handles_errors
 @click.option("--all-builtin", is_flag=True,
               help="Builtin adapter: also the fault-injection ops (fault_raise, fault_abort, "
                    "fault_hang, fault_illegal_address).")
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON object per line (op, file, function, marks, skip marks), untruncated.")
+@click.pass_context
 @handles_errors
-def ops_cmd(adapter, flaggems_dir, vllm_dir, all_builtin):
-    """List the benchmark functions an adapter can run (FlagGems: static scan, no import)."""
+def ops_cmd(ctx, patterns, adapter, flaggems_dir, vllm_dir, all_builtin, as_json):
+    """List the benchmark functions an adapter can run (FlagGems: static scan, no import).
+
+    PATTERNS (optional) keep the functions whose op name, file or function contains one of
+    them (case-insensitive): `zlh ops softmax`. On a terminal, lines are cut to its width
+    (the COLUMNS variable overrides it); --json gives everything.
+    """
     import adapters
     name = adapter or adapters.default_adapter_name(flaggems_dir)
+    if (name != "flaggems" and vllm_dir
+            and ctx.get_parameter_source("vllm_dir") == ParameterSource.COMMANDLINE):
+        raise errors.UsageError("--vllm lists a FlagGems-vllm checkout: it needs the flaggems "
+                                "adapter (--flaggems-dir or --adapter flaggems)")
     try:
         source = adapters.get_adapter(name, flaggems_dir=flaggems_dir, vllm_dir=vllm_dir)
     except adapters.UnknownAdapter as exc:
         raise errors.UsageError(str(exc)) from None
-    rows = source.describe_ops(include_hidden=all_builtin)
-    if rows and "file" not in rows[0]:
+    rows = _matching(source.describe_ops(include_hidden=all_builtin), patterns)
+    if as_json:
         for row in rows:
-            click.echo(row["op"])
+            click.echo(json.dumps(row, sort_keys=False))
         return
-    click.echo(tabulate([[r.get(k, "-") for k in ("op", "file", "function", "marks",
-                                                  "skip_marks")] for r in rows],
-                        headers=["op", "file", "function", "marks", "skip marks"],
-                        tablefmt="plain"))
-    click.echo(f"{len(rows)} benchmark functions", err=True)
+    if rows and "file" not in rows[0]:
+        lines = [row["op"] for row in rows]
+    else:
+        lines = tabulate([[r.get(k, "-") for k in ("op", "file", "function", "marks",
+                                                   "skip_marks")] for r in rows],
+                         headers=["op", "file", "function", "marks", "skip marks"],
+                         tablefmt="plain").splitlines()
+        echo_err(f"{len(rows)} benchmark functions")
+    width = _output_width()
+    for line in lines:
+        click.echo(line if not width or len(line) <= width else line[:width - 1] + "…")
+
+
+def _matching(rows: list[dict], patterns) -> list[dict]:
+    if not patterns:
+        return rows
+    wanted = [p.lower() for p in patterns]
+    keep = [r for r in rows if any(w in " ".join(str(r.get(k, "")) for k in
+                                                 ("op", "file", "function")).lower()
+                                   for w in wanted)]
+    if not keep:
+        from adapters import suggest
+        raise errors.UsageError(f"no op matches {', '.join(map(repr, patterns))}"
+                                f"{suggest(patterns[0], [r['op'] for r in rows])} "
+                                f"({len(rows)} ops; `zlh ops` lists them)")
+    return keep
+
+
+def _output_width() -> int:
+    """Terminal width for `zlh ops` lines: $COLUMNS when set, the terminal's when stdout is
+    one, else 0 (no cut: a pipe or file gets whole lines)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return 0
 
 
 @main.command()
@@ -60,18 +110,27 @@ def show(run_dir):
 def fingerprint(run_dir, scrub):
     """sha256 over the run's .ttgir files (sorted relative path + scrubbed content).
 
-    Prints only the hash; a run without .ttgir prints `no IR` and exits 1.
+    Prints only the hash; a run without .ttgir prints `no IR` and exits 1; a path that is
+    not a run directory (or its ttgir/) exits 2.
     """
-    from ..compile.ir.fingerprint import fingerprint_line
+    from ..compile.ir.fingerprint import compile_scrub, fingerprint_line
     try:
-        line, rc = fingerprint_line(run_dir, list(scrub))
+        compile_scrub(scrub)
     except ValueError as exc:
         raise errors.UsageError(str(exc)) from None
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise errors.UsageError(f"{run_dir} is not a run directory (no such directory)")
+    if not any((path / name).exists() for name in ("run.json", "ttgir", "index.tsv")) and \
+            not any(path.glob("*.ttgir")):
+        raise errors.UsageError(f"{run_dir} is not a run directory (no run.json or ttgir/)")
+    line, rc = fingerprint_line(run_dir, list(scrub))
     click.echo(line)
     sys.exit(rc)
 
 
 @main.command("backends")
+@handles_errors
 def backends_cmd():
     """List the device runtimes zlh knows, their capabilities and whether one is usable here."""
     import backends as registry

@@ -4,6 +4,7 @@ Every error here is printed as one line, without a traceback, by the CLI.
 """
 from __future__ import annotations
 
+import errno
 import os
 import traceback
 
@@ -45,6 +46,27 @@ class CaliberError(ZlhError):
     exit_code = EXIT_CALIBER
 
 
+class RunFailedError(ZlhError):
+    """A run could not go on for a reason outside its cases (the disk filled up, a file could
+    not be written). The run directory is marked `failed` with `reason`; ops after it are not
+    run."""
+
+    exit_code = EXIT_FAILED_CASES
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+class Terminated(SystemExit):
+    """SIGTERM (a timeout, `zlh ab` ending a run): unwinds like Ctrl-C so that the run
+    directory is finalised, and ends the process with 128 + the signal number."""
+
+    def __init__(self, signum: int):
+        super().__init__(128 + signum)
+        self.signum = signum
+
+
 class DevicePoisonedError(ZlhError):
     """The device or process state can no longer be trusted; the run must end now."""
 
@@ -71,6 +93,14 @@ class CaseSkipped(Exception):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
+
+
+def write_failure(exc: OSError) -> str:
+    """A short reason for a failed write: `disk full` for ENOSPC / EDQUOT, else the
+    system's text (`Read-only file system`, `Permission denied`, ...)."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "disk full"
+    return exc.strerror or one_line(exc)
 
 
 def one_line(text: object, limit: int = 240) -> str:

@@ -33,13 +33,38 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
             os.fsync(handle.fileno())
         os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)        # a failed write names the file it was for
         raise
     return path
+
+
+def overwrite_in_place(path: str | os.PathLike, text: str) -> bool:
+    """Last resort when the disk is full: rewrite an existing file in place, which needs no
+    new space, if the new text fits in the space the file already holds. False (nothing
+    written) when it does not fit or the file cannot be opened."""
+    data = text.encode("utf-8")
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if len(data) > max(st.st_size, st.st_blocks * 512):
+            return False
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def json_safe(value):
@@ -62,3 +87,38 @@ def to_json(obj, indent: int | None = 2) -> str:
 
 def atomic_write_json(path: str | os.PathLike, obj) -> Path:
     return atomic_write_text(path, to_json(obj) + "\n")
+
+
+def check_output_dir(path: str | os.PathLike, flag: str, create: bool = False) -> Path:
+    """A directory zlh is about to write under: refused with a one-line UsageError when it is
+    a file (or a device such as /dev/null), cannot be created, or is not writable. With
+    `create`, made (with its parents) now; otherwise only the nearest existing ancestor is
+    checked, so a refusal leaves nothing behind."""
+    from .errors import UsageError
+    target = Path(path)
+    if str(path) == "":
+        raise UsageError(f"{flag}: an empty path is not a directory")
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{flag} {path}: exists and is not a directory")
+    existing = target
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"{flag} {path}: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        why = "read-only file system" if _read_only(existing) else "permission denied"
+        raise UsageError(f"{flag} {path}: cannot write under {existing} ({why})")
+    if create:
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"{flag} {path}: cannot create the directory "
+                             f"({exc.strerror or exc})") from None
+    return target
+
+
+def _read_only(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):
+        return False

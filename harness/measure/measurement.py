@@ -11,6 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import suspect
+
+UNDERSAMPLED = "undersampled"
+
 # Standard error of the median of n normal samples ~= 1.2533 * sigma / sqrt(n);
 # sigma estimated robustly as 1.4826 * MAD.
 _MEDIAN_SE_FACTOR = 1.2533 * 1.4826
@@ -24,6 +28,7 @@ class Measurement:
     warmup_calls: int = 0
     repeats: tuple[float, ...] = ()  # medians of independent repeats, when --repeat > 1
     fallback: str | None = None      # why this was not the requested timer (a marker line)
+    undersampled: bool = False       # a cap stopped sampling before the sample minimum
 
     def __post_init__(self):
         if not self.samples_ms:
@@ -64,6 +69,12 @@ class Measurement:
         when the number is a median of repeats, else from the samples."""
         return relative_median_error(self.repeats if len(self.repeats) > 1 else self.samples_ms)
 
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """Why this number deserves a second look: `undersampled` (a time or sample cap
+        overrode the minimum), `outliers`, `bimodal` (see measure.suspect)."""
+        return (UNDERSAMPLED,) * self.undersampled + suspect.flags(self.samples_ms)
+
     def to_dict(self, keep_samples: bool = True) -> dict:
         out = {
             "timer": self.timer,
@@ -73,6 +84,7 @@ class Measurement:
             "warmup_calls": self.warmup_calls,
             "rel_iqr": round(self.rel_iqr, 6),
             "rel_err": round(self.rel_error, 6),
+            "undersampled": self.undersampled,
         }
         if self.repeats:
             out["repeat_medians_ms"] = [_compact(v) for v in self.repeats]
@@ -88,7 +100,8 @@ class Measurement:
                    calls_per_sample=data.get("calls_per_sample", 1),
                    warmup_calls=data.get("warmup_calls", 0),
                    repeats=tuple(data.get("repeat_medians_ms", ())),
-                   fallback=data.get("fallback"))
+                   fallback=data.get("fallback"),
+                   undersampled=bool(data.get("undersampled", False)))
 
 
 def relative_median_error(samples) -> float:

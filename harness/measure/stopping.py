@@ -34,5 +34,9 @@ class StoppingRule:
             return False
         return relative_median_error(samples) <= self.target_rel_err
 
+    def undersampled(self, n: int) -> bool:
+        """Whether a sample count fell short of the minimum (the time cap stopped first)."""
+        return n < self.min_samples
+
     def to_dict(self) -> dict:
         return asdict(self)

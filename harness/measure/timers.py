@@ -88,7 +88,8 @@ class _TimerBase:
         samples = tuple(s for run in runs for s in run.samples_ms)
         return Measurement(samples, self.name, runs[0].calls_per_sample,
                            sum(r.warmup_calls for r in runs),
-                           repeats=tuple(r.median for r in runs))
+                           repeats=tuple(r.median for r in runs),
+                           undersampled=any(r.undersampled for r in runs))
 
     def _measure_once(self, fn, scope: Scope) -> Measurement:
         with scope():
@@ -139,7 +140,8 @@ class HostTimer(_TimerBase):
         calls = self._calls_per_sample(per_call_ms)
         with scope():
             samples = self._collect(lambda: [self._time_calls(fn, calls) / calls])
-        return Measurement(tuple(samples), self.name, calls, warmup_calls)
+        return Measurement(tuple(samples), self.name, calls, warmup_calls,
+                           undersampled=self.rule.undersampled(len(samples)))
 
 
 class EventTimer(_TimerBase):
@@ -191,7 +193,8 @@ class EventTimer(_TimerBase):
 
         with scope():
             samples = self._collect(take_batch)
-        return Measurement(tuple(samples), self.name, calls, warmup_calls)
+        return Measurement(tuple(samples), self.name, calls, warmup_calls,
+                           undersampled=self.rule.undersampled(len(samples)))
 
 
 class GraphTimer(EventTimer):
@@ -234,7 +237,8 @@ class GraphTimer(EventTimer):
 
         samples = self._collect(take_batch)
         del graph
-        return Measurement(tuple(samples), self.name, unroll, warmup_calls + replays * unroll)
+        return Measurement(tuple(samples), self.name, unroll, warmup_calls + replays * unroll,
+                           undersampled=self.rule.undersampled(len(samples)))
 
     @staticmethod
     def _replay(graph, times: int, phase: str) -> None:
@@ -293,11 +297,15 @@ def resolve_timer_name(requested: str, backend) -> str:
         if backend.supports_graph:
             return GRAPH
         return EVENT if backend.supports_events else HOST
+    usable = " or ".join([t for t, ok in ((GRAPH, backend.supports_graph),
+                                          (EVENT, backend.supports_events), (HOST, True))
+                          if ok] + ["auto"])
     if requested == GRAPH and not backend.supports_graph:
         raise ValueError(f"backend {backend.name} does not support graph capture; "
-                         f"use --timer event or auto")
+                         f"use --timer {usable}")
     if requested == EVENT and not backend.supports_events:
-        raise ValueError(f"backend {backend.name} has no device events; use --timer host or auto")
+        raise ValueError(f"backend {backend.name} has no device events; "
+                         f"use --timer {usable}")
     if requested not in TIMER_NAMES:
         raise ValueError(f"unknown timer {requested!r}; known: auto, {', '.join(TIMER_NAMES)}")
     return requested

@@ -20,6 +20,7 @@ from ..common import markers
 from ..common.errors import (CaseFailure, CaseSkipped, DevicePoisonedError, failure_detail,
                              one_line)
 from ..compile.ir.capture import IRCapture
+from ..measure import suspect
 from ..measure.case_timer import CaseTimer
 from ..store.results import FAILED, SKIPPED, SUCCESS, Row
 from . import outputs
@@ -95,7 +96,7 @@ def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir
     timed_torch = case_timer.measure(baseline, case.op, names, **where)
     timed_gems = case_timer.measure(under_test, case.op, names, scope=scope, **where)
     row.torch, row.gems = timed_torch.measurement, timed_gems.measurement
-    row.markers = timed_torch.markers + timed_gems.markers
+    row.markers = timed_torch.markers + timed_gems.markers + flag_markers(case, row)
     if case.metrics is not None:
         try:
             row.metrics = {k: float(v) for k, v in
@@ -103,6 +104,20 @@ def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir
                            if v is not None}
         except Exception as exc:  # noqa: BLE001 - a metric never costs the latency
             row.extra["metrics_error"] = one_line(exc)
+
+
+def flag_markers(case, row: Row) -> list[str]:
+    """One marker per timed function whose samples deserve a second look."""
+    lines = []
+    for side, measured in (("torch", row.torch), ("gems", row.gems)):
+        if measured is None or not measured.flags:
+            continue
+        lines.append(markers.marker(
+            markers.SAMPLES_FLAGGED, op=case.op, dtype=case.dtype, shape=case.shape_detail,
+            side=side, flags="+".join(measured.flags), n=measured.n,
+            detail=f"max/median {suspect.worst_ratio(measured.samples_ms):.3g}x, median "
+                   f"rel err {100 * measured.rel_error:.2g}%"))
+    return lines
 
 
 def _fail(row: Row, case, reason: str, detail: str) -> None:

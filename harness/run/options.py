@@ -214,6 +214,8 @@ def _check(name: str, value: Any) -> Any:
         return None if value is None else _dtype_tuple(value)
     if name == "argv":
         return None if value is None else tuple(str(a) for a in value)
+    if name == "flaggems_dir" and value == "":
+        value = None                    # an empty checkout variable means unset, as in a shell
     if value is None and name in _OPTIONAL:
         return value
     kind = _TYPES[name]
@@ -221,6 +223,8 @@ def _check(name: str, value: Any) -> Any:
         value = float(value)
     if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
         raise UsageError(f"option {name}: expected {kind.__name__}, got {value!r}")
+    if kind is str and not value.strip():
+        raise UsageError(f"option {name}: an empty value; leave it out for the default")
     if kind is float and not math.isfinite(value):
         raise UsageError(f"option {name}: {value!r} is not a finite number")
     if name in _MINIMUM and value < _MINIMUM[name]:

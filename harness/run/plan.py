@@ -6,6 +6,7 @@ raises UsageError / PreflightError with one line saying what is wrong.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -17,6 +18,7 @@ import adapters
 import backends
 
 from ..common.errors import PreflightError, UsageError
+from ..common.files import check_output_dir
 from ..compile import autotune
 from ..compile.caches import CacheEnv, apply_env, compile_cache
 from ..measure.timers import resolve_timer_name
@@ -41,10 +43,16 @@ class BenchPlan:
 
 
 def plan_bench(ops: Sequence[str], options: BenchOptions,
-               adapter: adapters.Adapter | None = None) -> BenchPlan:
+               adapter: adapters.Adapter | None = None, dry_run: bool = False) -> BenchPlan:
     """Check every input before any device work; raise UsageError / PreflightError.
     `adapter`: an adapter object to use instead of the one the options name (the Python
-    API's user cases)."""
+    API's user cases).
+
+    `dry_run`: only the checks (ops, environment switches, shapes, timer, replay sources,
+    device, dtypes) — no output directory, no caches, no library import; `zlh ab` runs them
+    for each side before it starts a process. The backend is activated either way (it
+    decides the dtypes), which may set environment variables: callers of a dry run keep
+    their environment with `preserved_environ`."""
     if not ops:
         raise UsageError("no op given; name at least one op (see `zlh ops` or the README)")
     backend = _backend(options)
@@ -53,27 +61,60 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
         resolved = list(dict.fromkeys(adapter.resolve(op) for op in ops))
     except adapters.UnknownOp as exc:
         raise UsageError(str(exc)) from None
+    adapter.check_environment(os.environ)
     shape_file = _shape_file(options)
-    try:
-        timer = resolve_timer_name(options.timer, backend)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if options.l2 == "flush" and timer != "event":
-        raise UsageError("--l2 flush needs --timer event (a graph replays with a warm L2)")
+    timer = _timer(options, backend)
+    # Replay sources before the device: a record of another backend is bad input (exit 2)
+    # even on a machine that lacks that backend.
+    replay_dirs = ({op: find_record_run(options.replay, op, backend.name) for op in resolved}
+                   if options.replay else {})
     device_index = _device(backend, adapter, options)
     # Activate before asking the adapter for dtypes: on the cpu backend this switches Triton
     # to its interpreter, which narrows what the kernels support.
     backend.activate(device_index)
     dtypes = {op: _dtypes(adapter, op, backend, options, shape_file) for op in resolved}
-    replay_dirs = ({op: find_record_run(options.replay, op, backend.name) for op in resolved}
-                   if options.replay else {})
+    plan = BenchPlan(resolved, options, backend, device_index, adapter, timer, dtypes,
+                     shape_file, replay_dirs=replay_dirs)
+    if dry_run:
+        return plan
+    check_output_dir(options.out, "--out")
     # Private compile cache (and, if asked, tuner cache) before anything compiles or imports.
-    cache_root = Path(options.out) / f".cache-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-    caches = compile_cache(cache_root).merged(_tuner_cache(adapter, cache_root, options))
-    apply_env(caches.env)
+    plan.cache_root = (Path(options.out) /
+                       f".cache-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+    plan.caches = compile_cache(plan.cache_root).merged(
+        _tuner_cache(adapter, plan.cache_root, options))
+    apply_env(plan.caches.env)
     adapter.prepare(resolved, backend, options.level, shape_file)
-    return BenchPlan(resolved, options, backend, device_index, adapter, timer, dtypes, shape_file,
-                     caches, replay_dirs, cache_root)
+    check_output_dir(options.out, "--out", create=True)
+    return plan
+
+
+@contextlib.contextmanager
+def preserved_environ(environ: dict | None = None):
+    """Run a block with `environ` as the process environment (default: the current one) and
+    restore the environment afterwards, whatever the block set."""
+    saved = dict(os.environ)
+    try:
+        if environ is not None:
+            os.environ.clear()
+            os.environ.update(environ)
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _timer(options: BenchOptions, backend) -> str:
+    try:
+        timer = resolve_timer_name(options.timer, backend)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if options.l2 == "flush" and timer != "event":
+        if not backend.supports_events:
+            raise UsageError(f"--l2 flush needs device events (--timer event), which backend "
+                             f"{backend.name} lacks; leave --l2 at warm")
+        raise UsageError("--l2 flush needs --timer event (a graph replays with a warm L2)")
+    return timer
 
 
 def _backend(options: BenchOptions):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -18,8 +19,8 @@ import adapters
 import backends
 
 from ..common import markers
-from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, DevicePoisonedError, UsageError,
-                             one_line)
+from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, DevicePoisonedError, RunFailedError,
+                             Terminated, UsageError, one_line, write_failure)
 from ..compile import autotune
 from ..compile.caches import remove_private
 from ..compile.ir.capture import IRCapture
@@ -57,12 +58,23 @@ def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo = print,
               adapter: adapters.Adapter | None = None) -> list[RunResult]:
     """Plan every op, then run them one after the other. The process environment (cache
     locations, backend switches) is restored afterwards and private caches are removed
-    unless kept. `adapter`: an adapter object instead of the one the options name."""
+    unless kept. `adapter`: an adapter object instead of the one the options name. A run that
+    fails for a reason outside its cases (disk full) ends the invocation: the ops after it
+    are not run, for the same reason."""
     saved_env = dict(os.environ)
     plan = None
     try:
         plan = plan_bench(ops, options, adapter)
-        return [run_op(plan, op, echo, progress) for op in plan.ops]
+        results = []
+        for number, op in enumerate(plan.ops):
+            try:
+                results.append(run_op(plan, op, echo, progress))
+            except RunFailedError as exc:
+                rest = plan.ops[number + 1:]
+                if rest:
+                    exc.message += f"; not run ({exc.reason}): {', '.join(rest)}"
+                raise
+        return results
     finally:
         os.environ.clear()
         os.environ.update(saved_env)
@@ -74,27 +86,46 @@ def run_op(plan: BenchPlan, op: str, echo: Echo = print,
            progress: Echo | None = None) -> RunResult:
     """One op, top to bottom: run directory and identity, hooks, cases, files, table."""
     run = OpRun.open(plan, op, echo, progress)
-    status = "complete"
+    status, reason, write_error = "complete", "", None
     try:
+        run.announce()               # header line, warnings
         run.install_hooks()          # autotune record or replay; IR capture
         run.measure_cases()          # per case: seed, build, check, time; files rewritten
     except DevicePoisonedError as exc:
         status = "poisoned"
-        run.say(exc.message)
+        run.note(exc.message)
         raise
     except (adapters.MissingShapes, adapters.UnsupportedDtype) as exc:
         status = "usage_error"
         raise UsageError(str(exc)) from None
-    except (KeyboardInterrupt, SystemExit):
-        status = "interrupted"
+    except BrokenPipeError:
+        status, reason = "crashed", "output closed"
+        raise
+    except OSError as exc:           # disk full, read-only file system: the run cannot go on
+        status, reason, write_error = "failed", write_failure(exc), exc
+        run.free_space()
+    except (KeyboardInterrupt, SystemExit) as exc:
+        status, reason = "interrupted", _interruption(exc)
         raise
     except BaseException:
         status = "crashed"
         raise
     finally:
-        run.finish(status)           # records, IR, results, shapes, final run.json
-    run.print_table()
+        run.finish(status, reason)   # records, IR, results, shapes, final run.json
+        if status != "complete":
+            run.print_table(f"status: {status}" + (f" ({reason})" if reason else ""))
+    if status == "complete":
+        run.print_table()
+    write_error = write_error or run.final_write_error
+    if write_error is not None:
+        raise run.failure(write_error, write_failure(write_error))
     return RunResult(op, run.dir.path, run.rows, run.caliber, status)
+
+
+def _interruption(exc: BaseException) -> str:
+    if isinstance(exc, KeyboardInterrupt):
+        return "SIGINT"
+    return "SIGTERM" if isinstance(exc, Terminated) else "exit"
 
 
 class OpRun:
@@ -108,37 +139,74 @@ class OpRun:
         self.started = time.time()
         self.tuner_hook = None
         self.ir: IRCapture | None = None
+        self.final_write_error: OSError | None = None
 
     @classmethod
     def open(cls, plan: BenchPlan, op: str, echo: Echo, progress: Echo | None) -> "OpRun":
+        """The run directory with its first run.json (status running); nothing is left
+        behind when that cannot be written."""
         options, backend, index = plan.options, plan.backend, plan.device_index
         started = time.time()
-        run_dir = RunDir.create(options.out, op, started)
-        device = backend.identity(index)
-        caliber = Caliber(
-            backend=backend.name, device=device.name, timer=plan.timer,
-            bench_level=options.level,
-            shape_mode=(f"file:{plan.shape_file.sha256[:16]}" if plan.shape_file
-                        else plan.adapter.default_shape_mode()),
-            tuner_cache=plan.caches.tuner_cache, repeat=options.repeat, l2_policy=options.l2,
-            warmup_ms=options.budget.warmup_ms, stopping=options.rule.to_dict(),
-            autotune_mode="replay" if op in plan.replay_dirs else "record",
-            ir_capture=options.ir, ir_stage=options.ir_stage)
-        info = _run_info(plan, op, run_dir, device, caliber, started)
-        run = cls(plan, op, run_dir, info, caliber, echo, progress)
-        run.dir.write_run_json(info)
-        run.say(f"zlh bench {op} · adapter={plan.adapter.name} · {backend.name}:{index} "
-                f"{device.name} · timer={plan.timer} · {run_dir.path}")
+        try:
+            run_dir = RunDir.create(options.out, op, started)
+        except OSError as exc:
+            raise RunFailedError(f"{op}: cannot create a run directory under {options.out}: "
+                                 f"{write_failure(exc)}", write_failure(exc)) from None
+        try:
+            device = backend.identity(index)
+            caliber = Caliber(
+                backend=backend.name, device=device.name, timer=plan.timer,
+                bench_level=options.level,
+                shape_mode=(f"file:{plan.shape_file.sha256[:16]}" if plan.shape_file
+                            else plan.adapter.default_shape_mode()),
+                tuner_cache=plan.caches.tuner_cache, repeat=options.repeat,
+                l2_policy=options.l2, warmup_ms=options.budget.warmup_ms,
+                stopping=options.rule.to_dict(),
+                autotune_mode="replay" if op in plan.replay_dirs else "record",
+                ir_capture=options.ir, ir_stage=options.ir_stage, seed=options.seed)
+            info = _run_info(plan, op, run_dir, device, caliber, started)
+            run_dir.write_run_json(info)
+        except BaseException as exc:
+            shutil.rmtree(run_dir.path, ignore_errors=True)
+            if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+                raise RunFailedError(f"{op}: cannot write {exc.filename or run_dir.path}: "
+                                     f"{write_failure(exc)}", write_failure(exc)) from None
+            raise
+        return cls(plan, op, run_dir, info, caliber, echo, progress)
+
+    def announce(self) -> None:
+        plan, op, caliber = self.plan, self.op, self.caliber
+        self.say(f"zlh bench {op} · adapter={plan.adapter.name} · "
+                 f"{plan.backend.name}:{plan.device_index} {caliber.device} · "
+                 f"timer={plan.timer} · {self.dir.path}")
         if caliber.tuner_cache.startswith("shared") and op not in plan.replay_dirs:
-            run.say(f"WARNING [caliber] {op}: recording on a shared tuner cache "
-                    f"{caliber.tuner_cache}: configs may come from earlier runs without "
-                    f"being measured (--isolate-tuner-cache gives this run its own)")
-        return run
+            self.say(f"WARNING [caliber] {op}: recording on a shared tuner cache "
+                     f"{caliber.tuner_cache}: configs may come from earlier runs without "
+                     f"being measured (--isolate-tuner-cache gives this run its own)")
 
     def say(self, text: str) -> None:
         """A line for the user and for run.log."""
         self.echo(text)
         self.dir.log(text)
+
+    def note(self, text: str) -> None:
+        """`say` where a failure to print or log must not replace the error being handled."""
+        with contextlib.suppress(Exception):
+            self.say(text)
+
+    def failure(self, exc: OSError, reason: str) -> RunFailedError:
+        where = exc.filename or self.dir.path
+        marked = ("run.json could not be updated (it reads `running` until its process is "
+                  "gone, then `abandoned`)" if self.final_write_error is not None
+                  else "the run is marked failed")
+        return RunFailedError(f"{self.op}: {reason} writing {where}; {marked}; cases measured "
+                              f"before it are in {self.dir.path}", reason)
+
+    def free_space(self) -> None:
+        """After a failed write: the private compile cache is the one thing of this run that
+        can go (the run ends here), so run.json can still be marked."""
+        if not self.plan.options.keep_cache:
+            remove_private(self.plan.caches)
 
     def install_hooks(self) -> None:
         plan, op = self.plan, self.op
@@ -195,9 +263,10 @@ class OpRun:
             self.progress(f"[{len(self.rows)}] {self.op} {row.dtype} {row.shape_detail} "
                           f"{row.status}{' ' + row.reason if row.reason else ''}")
 
-    def finish(self, status: str) -> None:
+    def finish(self, status: str, reason: str = "") -> None:
         """Records, IR, results and shapes, then the final run.json; each step on its own,
-        so one failing clean-up cannot skip the others or run.json."""
+        so one failing clean-up cannot skip the others or run.json. A failure to write
+        run.json itself is kept in `final_write_error`."""
         problems: list[str] = []
 
         def safely(step):
@@ -218,17 +287,21 @@ class OpRun:
         safely(lambda: self.dir.write_results(self.rows))
         safely(lambda: self.dir.write_shapes(self.plan.adapter.shapes_used(self.op)))
         for line in self.plan.adapter.run_markers(self.op):
-            self.say(line)
-        self._finish_info(status, problems)
-        self.dir.write_run_json(self.info)
+            safely(lambda line=line: self.say(line))
+        safely(lambda: self._finish_info(status, reason, problems))
+        try:
+            self.dir.write_run_json(self.info)
+        except OSError as exc:
+            if not self.dir.write_run_json_in_place(self.info):
+                self.final_write_error = exc
 
-    def _finish_info(self, status: str, problems: list[str]) -> None:
+    def _finish_info(self, status: str, reason: str, problems: list[str]) -> None:
         effective = effective_timer(self.plan.timer, self.rows)
         if effective != self.plan.timer:
-            self.say(markers.marker(markers.ALL_EVENT_TIMED, op=self.op,
-                                    requested=self.plan.timer,
-                                    detail="every measured case fell back: this is an "
-                                           "event-timed run"))
+            self.note(markers.marker(markers.ALL_EVENT_TIMED, op=self.op,
+                                     requested=self.plan.timer,
+                                     detail="every measured case fell back: this is an "
+                                            "event-timed run"))
         self.caliber = self.caliber.with_timer(effective)
         finished = time.time()
         self.info.update({
@@ -240,22 +313,31 @@ class OpRun:
             "finished_at": _iso(finished),
             "wall_s": round(finished - self.started, 3),
         })
+        if reason:
+            self.info["reason"] = reason
         if problems:
             self.info["cleanup_errors"] = problems
         self.info["telemetry"]["after"] = _telemetry(self.plan.backend)
 
-    def print_table(self) -> None:
-        counts = self.info["counts"]
+    def print_table(self, status_line: str | None = None) -> None:
+        """The table and summary (and, for a run that did not complete, its status line) on
+        the console and in run.log. For an unfinished run nothing here may raise: the error
+        that ended it is on its way out."""
+        counts = _counts(self.rows)
+        wall = self.info.get("wall_s", time.time() - self.started)
         summary = (f"{counts[SUCCESS]} ok, {counts[FAILED]} failed, {counts[SKIPPED]} skipped; "
-                   f"{self.info['graph_fallbacks']} graph fallbacks; "
-                   f"wall {self.info['wall_s']:.1f} s")
+                   f"{graph_fallbacks(self.rows)} graph fallbacks; wall {wall:.1f} s")
         colour = sys.stdout.isatty()
-        for text in (*render_rows(self.rows, colour=colour), summary):
-            if text:
-                self.echo(text)
-        for text in (*render_rows(self.rows, colour=False), summary):
-            if text:
-                self.dir.log(text)
+        shown = (*render_rows(self.rows, colour=colour), summary, status_line)
+        logged = (*render_rows(self.rows, colour=False), summary, status_line)
+        with (contextlib.suppress(Exception) if status_line else contextlib.nullcontext()):
+            for text in shown:
+                if text:
+                    self.echo(text)
+        with (contextlib.suppress(Exception) if status_line else contextlib.nullcontext()):
+            for text in logged:
+                if text:
+                    self.dir.log(text)
 
 
 def _run_info(plan: BenchPlan, op: str, run_dir: RunDir, device, caliber: Caliber,

@@ -52,13 +52,22 @@ def normalise(data, origin: str = "shape file") -> dict:
                              f"to shape lists")
     out = {}
     for key, entry in data.items():
+        if not isinstance(key, str) or not key.strip():
+            raise ShapeFileError(f"{origin}: top-level key {key!r} is not an op or class "
+                                 f"name (quote it if it is one)")
         if isinstance(entry, dict):
-            shapes, desc = entry.get("shapes"), str(entry.get("shape_desc", ""))
+            if "shapes" not in entry:
+                raise ShapeFileError(f"{origin}: {key!r} has no `shapes` list (keys: "
+                                     f"{', '.join(map(str, entry)) or 'none'})")
+            shapes, desc = entry.get("shapes"), entry.get("shape_desc", "")
+            if not isinstance(desc, str):
+                raise ShapeFileError(f"{origin}: {key!r} shape_desc must be a string, "
+                                     f"got {desc!r}")
         else:
             shapes, desc = entry, ""
         if not isinstance(shapes, list) or not shapes:
             raise ShapeFileError(f"{origin}: {key!r} needs a non-empty list of shapes")
-        out[str(key)] = {"shapes": [_shape(s, key, origin) for s in shapes], "shape_desc": desc}
+        out[key] = {"shapes": [_shape(s, key, origin) for s in shapes], "shape_desc": desc}
     return out
 
 

@@ -7,7 +7,7 @@ import json
 from tabulate import tabulate
 
 from ..common import markers
-from ..store.reader import ABANDONED, RUNNING, load_run
+from ..store.reader import ABANDONED, COMPLETE, load_run
 from .table import render_rows
 
 
@@ -16,9 +16,12 @@ def show_run(run_dir: str, colour: bool = False) -> str:
     info = run.info
     lines = [f"{info.get('run_id', run.path.name)}  op={run.op}  status={run.status}"
              f"  wall={info.get('wall_s', '-')} s"]
-    if run.status in (RUNNING, ABANDONED):
-        lines.append(f"WARNING: this run did not finish (status {run.status}); its table holds "
-                     f"the cases measured before it stopped")
+    if run.status != COMPLETE:
+        why = f", {info['reason']}" if info.get("reason") else ""
+        lines.append(f"WARNING: this run did not complete (status {run.status}{why}"
+                     f"{'; its process is gone' if run.status == ABANDONED else ''}); its "
+                     f"table holds the cases measured before it stopped, and `zlh ab` "
+                     f"compares it only with --allow-partial")
     device = info.get("device") or {}
     lines.append(f"device: {device.get('name')} ({device.get('arch')}), backend "
                  f"{device.get('backend')}; adapter {(info.get('adapter') or {}).get('adapter')}")
@@ -35,6 +38,11 @@ def show_run(run_dir: str, colour: bool = False) -> str:
     counts = collections.Counter(markers.marker_name(m) for r in run.rows for m in r.markers)
     if counts:
         lines.append("markers: " + ", ".join(f"{n} x{c}" for n, c in counts.most_common()))
+    flags = collections.Counter(f for r in run.rows for f in r.flags)
+    if flags:
+        lines.append("flags: " + ", ".join(f"{n} x{c}" for n, c in flags.most_common()) +
+                     " (undersampled: a cap stopped sampling before --min-samples; outliers, "
+                     "bimodal: see the README)")
     legend, table = render_rows(run.rows, colour=colour)
     lines += [legend, table] if legend else [table]
     return "\n".join(lines)

@@ -1,7 +1,9 @@
 """Terminal presentation of result rows (tabulate). Data and statistics live elsewhere.
 
 Columns whose value is the same on every row fold into one legend line above the table.
-Colour only when the stream is a terminal.
+Colour only when the stream is a terminal. `±%` is the relative standard error of each side's
+median; `flags` names measurements that deserve a second look (`gems:undersampled`,
+`torch:outliers`, ...; see measure.suspect).
 """
 from __future__ import annotations
 
@@ -50,7 +52,9 @@ def render_rows(rows, colour: bool = False) -> tuple[str, str]:
             "gems GB/s": _fmt(row.gbps("gems"), ".1f"),
             "TFLOP/s": _fmt(row.tflops, ".1f"),
             "timer": row.timer,
-            "±%": _fmt(100 * row.gems.rel_error if row.gems else None, ".2f"),
+            "torch ±%": _fmt(100 * row.torch.rel_error if row.torch else None, ".2f"),
+            "gems ±%": _fmt(100 * row.gems.rel_error if row.gems else None, ".2f"),
+            "flags": " ".join(row.flags) or "-",
         })
     columns = [c for c in records[0] if any(r[c] != "-" for r in records)]
     legend = []

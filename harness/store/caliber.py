@@ -31,6 +31,7 @@ class Caliber:
     autotune_mode: str = "record"    # record / replay / uncontrolled
     ir_capture: bool = True
     ir_stage: str = "ttgir"          # the IR stage fingerprints cover
+    seed: int = 0                    # inputs are built from it; another seed, other inputs
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -42,10 +43,14 @@ class Caliber:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Caliber":
-        """A stored caliber; a field the writer did not know is `<missing>` (so it differs
-        from any real value instead of passing silently)."""
-        return cls(**{name: data.get(name, LEGACY_DEFAULTS.get(name, MISSING))
+    def from_dict(cls, data: Mapping[str, Any],
+                  fallback: Mapping[str, Any] | None = None) -> "Caliber":
+        """A stored caliber; a field the writer did not know comes from `fallback` (what an
+        older run.json recorded elsewhere, e.g. its top-level `seed`), else from the value
+        every run before it had, else is `<missing>` (so it differs from any real value
+        instead of passing silently)."""
+        fallback = fallback or {}
+        return cls(**{name: data.get(name, fallback.get(name, LEGACY_DEFAULTS.get(name, MISSING)))
                       for name in cls.field_names()})
 
     def with_timer(self, timer: str) -> "Caliber":

@@ -33,7 +33,11 @@ class StoredRun:
     @property
     def caliber(self) -> Caliber | None:
         data = self.info.get("caliber")
-        return Caliber.from_dict(data) if isinstance(data, dict) and data else None
+        if not isinstance(data, dict) or not data:
+            return None
+        # runs written before the seed joined the caliber recorded it at the top level
+        older = {"seed": self.info["seed"]} if "seed" in self.info else {}
+        return Caliber.from_dict(data, fallback=older)
 
     @property
     def status(self) -> str:

@@ -12,7 +12,7 @@ SUCCESS, FAILED, SKIPPED = "SUCCESS", "FAILED", "SKIPPED"
 
 CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "status", "reason", "torch_ms",
                "gems_ms", "speedup", "torch_gbps", "gems_gbps", "tflops", "timer", "torch_n",
-               "gems_n", "torch_rel_err", "gems_rel_err", "markers")
+               "gems_n", "torch_rel_err", "gems_rel_err", "flags", "markers")
 
 
 @dataclass
@@ -50,6 +50,13 @@ class Row:
         timers = {m.timer for m in (self.torch, self.gems) if m}
         return "+".join(sorted(timers)) if timers else "-"
 
+    @property
+    def flags(self) -> list[str]:
+        """`side:flag` for every measurement that deserves a second look, e.g.
+        `gems:undersampled`, `torch:outliers` (see Measurement.flags)."""
+        return [f"{side}:{flag}" for side, m in (("torch", self.torch), ("gems", self.gems))
+                if m is not None for flag in m.flags]
+
     def gbps(self, which: str) -> float | None:
         return self.metrics.get(f"{which}_gbps")
 
@@ -65,7 +72,7 @@ class Row:
             "torch_ms": self.torch_ms, "gems_ms": self.gems_ms, "speedup": self.speedup,
             "torch_gbps": self.gbps("torch"), "gems_gbps": self.gbps("gems"),
             "tflops": self.tflops, "timer": self.timer,
-            "markers": list(self.markers),
+            "flags": self.flags, "markers": list(self.markers),
             "torch": self.torch.to_dict() if self.torch else None,
             "gems": self.gems.to_dict() if self.gems else None,
             **({"extra": self.extra} if self.extra else {}),
@@ -92,6 +99,7 @@ class Row:
         rec["gems_n"] = self.gems.n if self.gems else None
         rec["torch_rel_err"] = round(self.torch.rel_error, 6) if self.torch else None
         rec["gems_rel_err"] = round(self.gems.rel_error, 6) if self.gems else None
+        rec["flags"] = " ".join(self.flags)
         rec["markers"] = " | ".join(self.markers)
         return rec
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from ..common.files import atomic_write_json, atomic_write_text
+from ..common.files import atomic_write_json, atomic_write_text, overwrite_in_place, to_json
 from .results import rows_to_csv, rows_to_jsonl
 
 SCHEMA_VERSION = 1
@@ -61,6 +61,13 @@ class RunDir:
 
     def write_run_json(self, data: dict) -> None:
         atomic_write_json(self.file(RUN_JSON), {"schema_version": SCHEMA_VERSION, **data})
+
+    def write_run_json_in_place(self, data: dict) -> bool:
+        """When the disk is full: run.json rewritten compactly over itself (see
+        files.overwrite_in_place), so that the run can still be marked; False if it does
+        not fit."""
+        text = to_json({"schema_version": SCHEMA_VERSION, **data}, indent=None) + "\n"
+        return overwrite_in_place(self.file(RUN_JSON), text)
 
     def write_results(self, rows) -> None:
         """Rewrite both result files from all rows so far: each is whole after every case."""

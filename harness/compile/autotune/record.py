@@ -43,11 +43,11 @@ class AutotuneRecorder(_TunerHook):
 
     def uninstall(self) -> None:
         super().uninstall()
-        if self._dirty:
-            self.write()
-        if self._at_exit:
+        if self._at_exit:              # before writing: a failed write is reported once
             atexit.unregister(self._write_at_exit)
             self._at_exit = False
+        if self._dirty:
+            self.write()
 
     @property
     def records(self) -> dict:

@@ -1,0 +1,132 @@
+"""Checks before `zlh ab` starts its first process: everything `zlh bench` would refuse.
+
+A bad op, dtype, backend, shape file, environment switch, interpreter, scrub pattern or
+`--root` would otherwise cost a process per side, leave a `runs/ab_*` behind and come back as
+"side A failed"; here it is one line and the exit code `zlh bench` gives it (2 bad input,
+3 preflight, 4 a run that must not be compared), and nothing is created.
+
+The bench checks run in this process once per side, with that side's environment (a switch
+such as ZLH_BUILTIN_SLOW is read from it); a side with another interpreter, or whose
+environment changes Python's import path, is also asked to import zlh's dependencies.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import backends
+
+from ..common.errors import CaliberError, PreflightError, UsageError, one_line
+from ..common.files import check_output_dir
+from ..compile.ir.fingerprint import compile_scrub
+from ..run.options import BenchOptions
+from ..run.plan import plan_bench, preserved_environ
+from ..store.reader import COMPLETE, StoredRun
+from .sides import ABPlan, Side, env_for
+
+# What a side's interpreter must import to run `zlh bench`.
+IMPORTS = ("harness", "numpy", "yaml", "click", "tabulate", "torch", "triton")
+_PROBE = ("import importlib, sys\n"
+          "print(sys.executable)\n"
+          "for name in sys.argv[1:]:\n"
+          "    try:\n"
+          "        importlib.import_module(name)\n"
+          "    except BaseException as exc:\n"
+          "        print(f'cannot import {name}: {type(exc).__name__}: {exc}'.splitlines()[0])\n"
+          "        sys.exit(3)\n")
+PROBE_TIMEOUT_S = 300.0
+
+
+def check_plan(plan: ABPlan) -> None:
+    """Every input of a two-sided A/B, before the root or any process exists."""
+    check_scrub(plan.scrub)
+    check_output_dir(plan.root, "--root")
+    for op in plan.ops:
+        if (Path(op) / "run.json").is_file():
+            raise UsageError(f"{op} is a run directory, not an op; to compare two existing "
+                             f"runs give them without --switch/--env-*/--python-*/--recipe")
+    for flag, side in (("--python-a", plan.a), ("--python-b", plan.b)):
+        check_side(plan.ops, plan.options, side, flag)
+
+
+def check_side(ops, options: BenchOptions, side: Side, flag: str) -> None:
+    """The bench checks under the side's environment; its interpreter's imports when they
+    can differ from this process's."""
+    env = env_for(side, options.backend)
+    if side.python != sys.executable or any(k.startswith("PYTHON") and k != "PYTHONUNBUFFERED"
+                                             for k in side.env):
+        check_interpreter(side.python, flag, env)
+    with preserved_environ(env):
+        plan_bench(ops, options, dry_run=True)
+
+
+def check_interpreter(python: str, flag: str, env: dict | None = None) -> str:
+    """The interpreter's path once it imports everything a run needs; UsageError when it is
+    not an executable file, PreflightError (exit 3, naming the python) when an import fails."""
+    found = python if os.sep in python else (shutil.which(python) or python)
+    path = Path(found)
+    if not path.exists():
+        raise UsageError(f"{flag} {python}: interpreter not found")
+    if not path.is_file() or not os.access(path, os.X_OK):
+        raise UsageError(f"{flag} {python}: not an executable file")
+    try:
+        proc = subprocess.run([found, "-c", _PROBE, *IMPORTS], env=env, capture_output=True,
+                              text=True, timeout=PROBE_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise PreflightError("interpreter", f"{flag} {python} cannot be run: "
+                                            f"{one_line(exc)}") from None
+    lines = [ln for ln in (proc.stdout + "\n" + proc.stderr).splitlines() if ln.strip()]
+    if proc.returncode != 0:
+        which = lines[0] if lines and proc.stdout.strip() else found
+        why = next((ln for ln in lines if ln.startswith("cannot import")),
+                   lines[-1] if lines else f"exit status {proc.returncode}")
+        raise PreflightError("interpreter", f"{flag} {python} (python: {which}) {why}")
+    return lines[0] if lines else found
+
+
+def check_scrub(patterns) -> None:
+    try:
+        compile_scrub(patterns or ())
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def check_complete(run: StoredRun, where: str, allow_partial: bool) -> None:
+    """A run that did not complete is compared only with --allow-partial (exit 4)."""
+    if run.status != COMPLETE and not allow_partial:
+        raise CaliberError(f"{where}: {describe_status(run)}; add --allow-partial to compare "
+                           f"the cases it measured")
+
+
+def describe_status(run: StoredRun) -> str:
+    status = run.status
+    reason = run.info.get("reason")
+    extra = ("its process is gone" if status == "abandoned" else
+             "still running" if status == "running" else reason or "")
+    return f"the run did not complete (status {status}{', ' + extra if extra else ''})"
+
+
+def check_replay(run: StoredRun, options: BenchOptions, root: Path, allow_partial: bool,
+                 side_b: Side) -> None:
+    """`zlh ab --replay RUN_A`: RUN_A complete, side B's options valid here, the record
+    usable on the backend side B would run on (another backend's record is bad input)."""
+    check_output_dir(root, "--root")
+    check_complete(run, f"--replay {run.path}", allow_partial)
+    recorded = run.caliber.backend if run.caliber else None
+    if recorded in backends.backend_names() and (
+            options.backend is None or _same_backend(options.backend, recorded)):
+        backend = backends.get_backend(recorded)
+        if not backend.is_available():
+            raise UsageError(f"--replay {run.path}: recorded on backend {recorded}, which has "
+                             f"no usable device here; replay it on a {recorded} machine")
+    check_side([run.op], options.replace(replay=str(run.path)), side_b, "--python-b")
+
+
+def _same_backend(name: str, other: str) -> bool:
+    try:
+        return backends.get_backend(name).name == other
+    except backends.UnknownBackend:
+        return False
