@@ -23,11 +23,11 @@ from harness.store.rundir import RunDir
 CALIBER = {"backend": "cuda", "device": "NVIDIA H200", "timer": "graph", "bench_level": "core",
            "shape_mode": "upstream", "tuner_cache": "isolated", "repeat": 1, "l2_policy": "warm",
            "warmup_ms": 100.0, "stopping": {"min_samples": 20}, "autotune_mode": "record",
-           "ir_capture": True}
+           "ir_capture": True, "seed": 0}
 
 
 def make_run(root, name, latencies, caliber=None, mode="record", statuses=None, outputs=None,
-             seed=0, replay_from=None):
+             seed=0, replay_from=None, op="softmax", run_status="complete"):
     """A run directory with one row per shape; samples spread 0.5% around each latency."""
     rng = np.random.default_rng(seed)
     run = RunDir.create(root, name)
@@ -36,7 +36,7 @@ def make_run(root, name, latencies, caliber=None, mode="record", statuses=None, 
         status = (statuses or {}).get(shape, SUCCESS)
         ok = status == SUCCESS
         samples = tuple(float(v) for v in ms * (1 + 0.005 * rng.standard_normal(30))) if ok else ()
-        row = Row(op="softmax", dtype="bfloat16", shape=None, shape_detail=shape, status=status,
+        row = Row(op=op, dtype="bfloat16", shape=None, shape_detail=shape, status=status,
                   reason="" if ok else "boom",
                   torch=Measurement(samples, "graph") if ok else None,
                   gems=Measurement(samples, "graph") if ok else None)
@@ -45,7 +45,7 @@ def make_run(root, name, latencies, caliber=None, mode="record", statuses=None, 
         rows.append(row)
     run.write_results(rows)
     cal = dict(CALIBER, **(caliber or {}), autotune_mode=mode) if caliber is not False else None
-    info = {"op": "softmax", "status": "complete"}
+    info = {"op": op, "status": run_status}
     if replay_from is not None:
         info["autotune_replay_from"] = str(replay_from)
     if cal is not None:
@@ -55,15 +55,49 @@ def make_run(root, name, latencies, caliber=None, mode="record", statuses=None, 
 
 
 @pytest.mark.parametrize("field", [f for f in Caliber.field_names() if f != "autotune_mode"])
-def test_every_caliber_field_is_guarded(tmp_path, field):
+def test_every_caliber_field_is_guarded_on_its_own(tmp_path, field):
+    """B replays A and equals it in every field but one: that field, and nothing else, is
+    the refusal (a check masked by another would go unnoticed otherwise)."""
     other = {"stopping": {"min_samples": 5}, "repeat": 3, "warmup_ms": 1.0,
-             "ir_capture": False}.get(field, "something-else")
+             "ir_capture": False, "seed": 7}.get(field, "something-else")
     a = make_run(tmp_path, "a", {"64x64": 1.0})
-    b = make_run(tmp_path, "b", {"64x64": 1.0}, caliber={field: other}, mode="replay")
+    b = make_run(tmp_path, "b", {"64x64": 1.0}, caliber={field: other}, mode="replay",
+                 replay_from=a)
+    same = make_run(tmp_path, "same", {"64x64": 1.0}, mode="replay", replay_from=a)
+    assert guard.check_caliber(load_run(a), load_run(same)).ok       # the control
     check = guard.check_caliber(load_run(a), load_run(b))
-    assert not check.ok
-    assert any(line.startswith(f"!!! [caliber] softmax: {field} differs: A=") for line in
-               check.problems)
+    shown = json.dumps(other, sort_keys=True) if isinstance(other, dict) else other
+    assert check.problems == [f"!!! [caliber] softmax: {field} differs: "
+                              f"A={guard_value(CALIBER[field])}, B={shown}"]
+
+
+def guard_value(value):
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else value
+
+
+def test_op_differs_is_refused_on_its_own(tmp_path):
+    """Two runs equal in everything but the op they measured."""
+    a = make_run(tmp_path, "a", {"64x64": 1.0}, op="softmax")
+    b = make_run(tmp_path, "b", {"64x64": 1.0}, op="layer_norm", mode="replay", replay_from=a)
+    check = guard.check_caliber(load_run(a), load_run(b))
+    assert check.problems == ["!!! [caliber] softmax: op differs: A=softmax, B=layer_norm"]
+
+
+def test_seed_joined_the_caliber_and_older_runs_still_read(tmp_path):
+    """A run written before the seed was a caliber field has it at the top level of run.json:
+    that value stands in; with neither, the field is <missing> and differs from any seed."""
+    a = make_run(tmp_path, "a", {"64x64": 1.0})
+    old = make_run(tmp_path, "old", {"64x64": 1.0}, mode="replay", replay_from=a)
+    info = json.loads((old / "run.json").read_text())
+    del info["caliber"]["seed"]
+    info["seed"] = 0
+    (old / "run.json").write_text(json.dumps(info))
+    assert load_run(old).caliber.seed == 0 and guard.check_caliber(load_run(a), load_run(old)).ok
+    del info["seed"]
+    (old / "run.json").write_text(json.dumps(info))
+    assert load_run(old).caliber.seed == "<missing>"
+    assert guard.check_caliber(load_run(a), load_run(old)).problems == [
+        "!!! [caliber] softmax: seed differs: A=0, B=<missing>"]
 
 
 def test_missing_identity_and_both_record_are_refused(tmp_path):

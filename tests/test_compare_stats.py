@@ -1,4 +1,5 @@
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -228,3 +229,61 @@ def test_direction_of_a_significant_change_comes_from_its_interval():
     straddling = ShapeStat(delta_pct=-2.0, ci_low_pct=-3.0, ci_high_pct=0.5, p_value=0.01,
                            significant=True)
     assert direction(straddling) == 0 and summarize([straddling])["unchanged"] == 1
+
+
+# --- coverage: the intervals say 95% and mean it ---------------------------------------------
+# Each interval is computed on many synthetic shapes whose true ratio is known; a 95% interval
+# must contain the truth in 93-97% of them (1,000 seeded trials: the binomial standard error
+# is 0.7 points, so a 90% interval, or Student's t replaced by 1.96, falls outside).
+
+TRUE_RATIO = 1.05                       # A is 5% slower than B: delta +5%
+TRUE_DELTA = (TRUE_RATIO - 1) * 100
+
+
+def test_bootstrap_interval_covers_the_true_ratio_95_percent_of_the_time():
+    """shape_stats at its default level (the function compare_runs uses for one round), with
+    a smaller resample count to stay fast: 400 resamples of 100 samples per side."""
+    rng = np.random.default_rng(20261129)
+    trials, n = 1000, 100
+    b = rng.lognormal(0.0, 0.05, (trials, n))
+    a = TRUE_RATIO * rng.lognormal(0.0, 0.05, (trials, n))
+    pairs = [(a[i], b[i], float(np.median(a[i])), float(np.median(b[i]))) for i in range(trials)]
+    found = shape_stats(pairs, n_boot=400)
+    covered = np.mean([s.ci_low_pct <= TRUE_DELTA <= s.ci_high_pct for s in found])
+    assert 0.93 <= covered <= 0.97, covered
+
+
+@pytest.mark.parametrize("rounds", [3, 5])
+def test_rounds_interval_covers_the_true_ratio_95_percent_of_the_time(rounds):
+    """Through compare_runs: per round, A and B latencies with 1% process-to-process noise
+    around the known ratio; each shape's interval is Student's t over its per-round deltas."""
+    from harness.ab.compare import compare_runs
+    from harness.measure.measurement import Measurement
+    from harness.store.reader import StoredRun
+    from harness.store.results import SUCCESS, Row
+
+    rng = np.random.default_rng(rounds)
+    shapes = 1000
+    noise = np.exp(rng.normal(0.0, 0.01, (rounds, 2, shapes)))
+
+    def run(side, latencies):
+        rows = [Row(op="x", dtype="float32", shape=None, shape_detail=str(i), status=SUCCESS,
+                    torch=Measurement((1.0,), "graph"), gems=Measurement((float(ms),), "graph"))
+                for i, ms in enumerate(latencies)]
+        return StoredRun(Path(side), {"op": "x", "status": "complete"}, rows)
+
+    pairs = [(run("a", TRUE_RATIO * noise[r, 0]), run("b", noise[r, 1])) for r in range(rounds)]
+    report = compare_runs(pairs)
+    assert all(row.interval == "rounds" for row in report.rows) and len(report.rows) == shapes
+    covered = np.mean([r.ci_low_pct <= TRUE_DELTA <= r.ci_high_pct for r in report.rows])
+    assert 0.93 <= covered <= 0.97, covered
+
+
+@pytest.mark.parametrize("deltas, critical", [([1.0, 2.0, 3.0], 4.302653),
+                                              ([1.0, 2.0, 3.0, 4.0, 5.0], 2.776445)])
+def test_rounds_interval_half_width_uses_students_t(deltas, critical):
+    """3 rounds: df 2, t = 4.302653; 5 rounds: df 4, t = 2.776445 (not the normal 1.96)."""
+    low, high, _ = rounds_interval(deltas)
+    sd = float(np.std(deltas, ddof=1))
+    assert (high - low) / 2 == pytest.approx(critical * sd / math.sqrt(len(deltas)), rel=1e-6)
+    assert (low + high) / 2 == pytest.approx(float(np.mean(deltas)))

@@ -303,7 +303,8 @@ class FlagGemsAdapter(Adapter):
 
     def describe_ops(self, include_hidden: bool = False) -> list[dict]:
         rows = []
-        for repo in [r for r in ("flaggems", "vllm") if self.dirs.get(r)]:
+        # no checkout at all: the flaggems root's preflight error says what to pass
+        for repo in [r for r in ("flaggems", "vllm") if self.dirs.get(r)] or ["flaggems"]:
             for node in self.corpus(repo).nodes:
                 rows.append({"op": node.qualified, "repo": repo, "file": node.file,
                              "function": node.function, "marks": ",".join(node.marks) or "-",
