@@ -157,10 +157,15 @@ class Backend:
         env.update(self.extra_env)
         return env
 
-    def activate(self, device_index: int) -> None:
-        """Make this backend current in this process (device selection, env the stack reads)."""
+    def activate_env(self) -> None:
+        """The environment part of `activate` only (what the stack reads), no device touched:
+        a process that only checks inputs must not create a device context."""
         for key, value in self.extra_env.items():
             os.environ.setdefault(key, value)
+
+    def activate(self, device_index: int) -> None:
+        """Make this backend current in this process (device selection, env the stack reads)."""
+        self.activate_env()
         self.torch_module().set_device(device_index)
 
     def torch_device(self, index: int) -> str:

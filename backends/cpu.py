@@ -28,10 +28,13 @@ class CpuBackend(Backend):
     def identity(self, index: int) -> DeviceIdentity:
         return DeviceIdentity(index, _cpu_model(), platform.machine() or "unknown", str(index))
 
-    def activate(self, device_index: int) -> None:
+    def activate_env(self) -> None:
         # Triton reads TRITON_INTERPRET when a kernel is decorated, so this must run before
         # any adapter imports its kernels.
         os.environ["TRITON_INTERPRET"] = "1"
+
+    def activate(self, device_index: int) -> None:
+        self.activate_env()
 
     def synchronize(self) -> None:
         return None

@@ -246,7 +246,7 @@ ROWS = [
     R("ab", "r/recA", "r/repB", "--rounds", "3", code=2,
       first="--rounds only apply when zlh ab runs the sides"),
     R("ab", "r/recA", "r/repB", "--dtypes", "float16", "--timeout", "5", code=2,
-      first="--dtypes, --timeout only apply when zlh ab runs the sides"),
+      first="--timeout, --dtypes only apply when zlh ab runs the sides"),
     R("ab", "r/recA", "r/repB", "--scrub", "(", code=2, first="bad scrub pattern '('"),
     R("ab", "r/recA", "r/repB", "--root", "afile", code=2, first="--root afile: exists"),
     # ---- zlh ab OP --switch/--env/--python ---------------------------------------------------

@@ -387,3 +387,37 @@ def test_every_option_has_help_and_backend_help_names_every_alias():
     for backend in backends.all_backends():
         for alias in backend.aliases:
             assert f"{alias}={backend.name}" in flat
+
+
+# ---- interpreters of the two sides ------------------------------------------------------------
+def test_an_interpreter_is_asked_to_import_what_a_run_needs(tmp_path):
+    from harness.ab.preflight import check_interpreter
+    from harness.ab.sides import env_for
+    from harness.common.errors import PreflightError
+    assert check_interpreter(sys.executable, "--python-a", env_for(Side("A"))) == sys.executable
+    lacking = tmp_path / "python"
+    lacking.write_text("#!/bin/sh\necho /opt/other/bin/python\n"
+                       "echo \"cannot import triton: ModuleNotFoundError: No module named "
+                       "'triton'\"\nexit 3\n")
+    lacking.chmod(0o755)
+    with pytest.raises(PreflightError) as caught:
+        check_interpreter(str(lacking), "--python-b")
+    assert caught.value.message == (
+        f"PREFLIGHT_FAILED check=interpreter --python-b {lacking} (python: "
+        f"/opt/other/bin/python) cannot import triton: ModuleNotFoundError: No module named "
+        f"'triton'")
+
+
+def test_a_dry_plan_touches_no_device(monkeypatch):
+    """`zlh ab` checks each side in its own process before the runs: that check must not
+    create a device context (it would hold device memory while the runs measure)."""
+    import backends
+    from harness.run.plan import plan_bench, preserved_environ
+    cpu = type(backends.get_backend("cpu"))
+    monkeypatch.setattr(cpu, "activate", lambda self, index: pytest.fail("device activated"))
+    options = BenchOptions(adapter="builtin", backend="cpu", dtypes=("float16",))
+    with preserved_environ():
+        plan = plan_bench(["add"], options, dry_run=True)
+        assert plan.dtypes == {"add": ["float16"]} and plan.cache_root is None
+        with pytest.raises(UsageError, match="bfloat16 not supported"):   # interpreter env
+            plan_bench(["add"], options.replace(dtypes=("bfloat16",)), dry_run=True)

@@ -7,6 +7,7 @@ of later rounds — replays that record. Rounds alternate which side runs first.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import signal
 import subprocess
@@ -97,12 +98,20 @@ def run_side(plan: ABPlan, op: str, number: int, side: Side,
             rc = TIMEOUT_RC
         except BaseException:          # Ctrl-C or SIGTERM of zlh ab: the run must stop too
             stop_group(proc, grace_s=5.0)
+            with contextlib.suppress(Exception):     # status.tsv still gets its row
+                append_status(plan.root, op, _outcome(out, number, side, proc.returncode,
+                                                      started))
             raise
-    runs = sorted(p for p in out.iterdir() if p.is_dir() and (p / "run.json").exists())
-    outcome = RunOutcome(number, side.label, rc, round(time.time() - started, 3),
-                         runs[-1] if runs else None, out / "bench.log")
+    outcome = _outcome(out, number, side, rc, started)
     append_status(plan.root, op, outcome)
     return outcome
+
+
+def _outcome(out: Path, number: int, side: Side, rc, started: float) -> RunOutcome:
+    runs = sorted(p for p in out.iterdir() if p.is_dir() and (p / "run.json").exists())
+    return RunOutcome(number, side.label, rc if rc is not None else -1,
+                      round(time.time() - started, 3), runs[-1] if runs else None,
+                      out / "bench.log")
 
 
 def stop_group(proc: subprocess.Popen, grace_s: float = 15.0) -> None:

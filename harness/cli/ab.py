@@ -103,12 +103,12 @@ def _compare_two(ctx, args, params: dict, root, echo):
     if len(args) != 2:
         raise errors.UsageError("give two run directories (zlh ab RUN_A RUN_B), --replay "
                                 "RUN_A, or ops with --switch/--env-a/--python-a/--recipe")
-    named = [f"--{name.replace('_', '-')}" for name in (*BENCH_NAMES, "rounds", "timeout_s")
-             if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
+    running_only = {*BENCH_NAMES, "rounds", "timeout_s"}
+    named = [param.opts[0] for param in ctx.command.params if param.name in running_only
+             and ctx.get_parameter_source(param.name) == ParameterSource.COMMANDLINE]
     if named:
-        raise errors.UsageError(f"{', '.join(named).replace('--timeout-s', '--timeout')} "
-                                f"only apply when zlh ab runs the sides; two existing runs are "
-                                f"compared as they were measured")
+        raise errors.UsageError(f"{', '.join(named)} only apply when zlh ab runs the sides; "
+                                f"two existing runs are compared as they were measured")
     if root:
         check_output_dir(root, "--root")
     report, code = orchestrate.compare_existing(args[0], args[1],

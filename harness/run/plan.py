@@ -50,9 +50,9 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
 
     `dry_run`: only the checks (ops, environment switches, shapes, timer, replay sources,
     device, dtypes) — no output directory, no caches, no library import; `zlh ab` runs them
-    for each side before it starts a process. The backend is activated either way (it
-    decides the dtypes), which may set environment variables: callers of a dry run keep
-    their environment with `preserved_environ`."""
+    for each side before it starts a process. The backend's environment is set either way
+    (it decides the dtypes; a dry run touches no device): callers of a dry run keep their
+    environment with `preserved_environ`."""
     if not ops:
         raise UsageError("no op given; name at least one op (see `zlh ops` or the README)")
     backend = _backend(options)
@@ -70,8 +70,12 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
                    if options.replay else {})
     device_index = _device(backend, adapter, options)
     # Activate before asking the adapter for dtypes: on the cpu backend this switches Triton
-    # to its interpreter, which narrows what the kernels support.
-    backend.activate(device_index)
+    # to its interpreter, which narrows what the kernels support. A dry run sets only the
+    # environment: it must not hold a device context while the runs it checked use the device.
+    if dry_run:
+        backend.activate_env()
+    else:
+        backend.activate(device_index)
     dtypes = {op: _dtypes(adapter, op, backend, options, shape_file) for op in resolved}
     plan = BenchPlan(resolved, options, backend, device_index, adapter, timer, dtypes,
                      shape_file, replay_dirs=replay_dirs)
