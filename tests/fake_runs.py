@@ -13,7 +13,7 @@ from harness.store.rundir import RunDir
 CPU_CALIBER = {"backend": "cpu", "device": "host", "timer": "host", "bench_level": "core",
                "shape_mode": "file:0123456789abcdef", "tuner_cache": "none", "repeat": 1,
                "l2_policy": "warm", "warmup_ms": 1.0, "stopping": {"min_samples": 3},
-               "autotune_mode": "record", "ir_capture": True, "seed": 0}
+               "autotune_mode": "record", "ir_capture": True, "ir_stage": "ttgir", "seed": 0}
 
 
 def fake_run(root: Path, name: str, op: str = "add", mode: str = "record",

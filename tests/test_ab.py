@@ -23,7 +23,7 @@ from harness.store.rundir import RunDir
 CALIBER = {"backend": "cuda", "device": "NVIDIA H200", "timer": "graph", "bench_level": "core",
            "shape_mode": "upstream", "tuner_cache": "isolated", "repeat": 1, "l2_policy": "warm",
            "warmup_ms": 100.0, "stopping": {"min_samples": 20}, "autotune_mode": "record",
-           "ir_capture": True, "seed": 0}
+           "ir_capture": True, "ir_stage": "ttgir", "seed": 0}
 
 
 def make_run(root, name, latencies, caliber=None, mode="record", statuses=None, outputs=None,

@@ -178,7 +178,7 @@ ROWS = [
     R(*BENCH, "--timer", "event", code=2, first="no device events; use --timer host or auto"),
     R(*BENCH, "--l2", "flush", code=2, first="backend cpu lacks; leave --l2 at warm"),
     R(*BENCH, "--no-such-option", code=2, first="No such option '--no-such-option'"),
-    R("bench", *FAST, code=2, first="Missing argument 'OPS...'"),
+    R("bench", *FAST, code=2, first="no op given; name at least one op"),
     R("bench", "addd", *SH, *FAST, code=2, first="unknown op 'addd'"),
     R(*BENCH, "--dtypes", "float64", code=2, first="dtype float64 not supported"),
     R(*BENCH, "--dtypes", "bfloat16", code=2, first="dtype bfloat16 not supported"),

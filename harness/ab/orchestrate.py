@@ -225,7 +225,8 @@ class OpAB:
         report.caliber_problems = check.problems
         report.sides["A"]["label"] = plan.a.description or "A"
         report.sides["B"]["label"] = plan.b.description or "B"
-        return report, outcome_code(report, run_a, run_b, self.echo)
+        code = outcome_code(report, run_a, run_b, self.echo)
+        return (report if report.rows else None), code    # nothing paired: no report
 
     def _run(self, number: int, side: Side, replay_from: Path | None) -> bool:
         outcome = run_side(self.plan, self.op, number, side, replay_from)

@@ -23,7 +23,7 @@ from .common import handles_errors, split_csv
 @click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Rounds each op will run (its weight is multiplied by them).")
 @click.option("--format", "fmt", type=click.Choice(["text", "tsv"]), default="text",
-              show_default=True)
+              show_default=True, help="text: a table per device; tsv: one line per op.")
 @handles_errors
 def partition_cmd(screen_tsv, devices, verdicts, rounds, fmt):
     """Plan ops over DEVICES by measured cost (elapsed_a + elapsed_b from a screen.tsv):
@@ -43,7 +43,8 @@ def partition_cmd(screen_tsv, devices, verdicts, rounds, fmt):
 @click.option("--screen", "screen_root", default=None, metavar="ROOT",
               help="The screen whose ops to run rounds on.")
 @click.option("--devices", default=None, metavar="0,1,…", help="Devices, one card each.")
-@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Rounds of each op's zlh ab.")
 @click.option("--verdict", "verdicts", multiple=True, default=("IR_CHANGED",),
               show_default=True, help="Screen verdicts to include (repeatable).")
 @click.option("--extra-ops", multiple=True, callback=split_csv, metavar="A,B",
