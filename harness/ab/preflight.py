@@ -66,25 +66,26 @@ def check_side(ops, options: BenchOptions, side: Side, flag: str) -> None:
 def check_interpreter(python: str, flag: str, env: dict | None = None) -> str:
     """The interpreter's path once it imports everything a run needs; UsageError when it is
     not an executable file, PreflightError (exit 3, naming the python) when an import fails."""
-    found = python if os.sep in python else (shutil.which(python) or python)
-    path = Path(found)
+    found = (python if os.sep in python or Path(python).exists()
+             else shutil.which(python) or python)
+    path = Path(found).absolute()
     if not path.exists():
         raise UsageError(f"{flag} {python}: interpreter not found")
     if not path.is_file() or not os.access(path, os.X_OK):
         raise UsageError(f"{flag} {python}: not an executable file")
     try:
-        proc = subprocess.run([found, "-c", _PROBE, *IMPORTS], env=env, capture_output=True,
+        proc = subprocess.run([str(path), "-c", _PROBE, *IMPORTS], env=env, capture_output=True,
                               text=True, timeout=PROBE_TIMEOUT_S)
     except (OSError, subprocess.SubprocessError) as exc:
         raise PreflightError("interpreter", f"{flag} {python} cannot be run: "
                                             f"{one_line(exc)}") from None
     lines = [ln for ln in (proc.stdout + "\n" + proc.stderr).splitlines() if ln.strip()]
     if proc.returncode != 0:
-        which = lines[0] if lines and proc.stdout.strip() else found
+        which = lines[0] if lines and proc.stdout.strip() else path
         why = next((ln for ln in lines if ln.startswith("cannot import")),
                    lines[-1] if lines else f"exit status {proc.returncode}")
         raise PreflightError("interpreter", f"{flag} {python} (python: {which}) {why}")
-    return lines[0] if lines else found
+    return lines[0] if lines else str(path)
 
 
 def check_scrub(patterns) -> None:

@@ -11,6 +11,7 @@ import adapters
 import backends
 
 from ..common import errors
+from ..common.files import check_output_dir
 from ..corpus.batch import BatchPlan, run_batch
 from ..corpus.files import read_batch_json
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
@@ -126,6 +127,7 @@ def batch(all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devices, o
                      items=items, devices=lanes, options=options, op_timeout_s=op_timeout,
                      fresh_process=fresh_process, retries=retries,
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory)
+    check_output_dir(plan.root, "--out")
     if plan.root.exists() and any(plan.root.iterdir()):
         raise errors.UsageError(f"--out {plan.root} exists and is not empty; use --resume "
                                 f"{plan.root} to continue it, or another directory")

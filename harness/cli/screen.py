@@ -11,6 +11,7 @@ import click
 from ..ab.recipe import load_recipe
 from ..ab.sides import sides_from_env, sides_from_switch
 from ..common import errors
+from ..common.files import check_output_dir
 from ..compile.ir.fingerprint import compile_scrub
 from ..corpus import files as batch_files
 from ..corpus.batch import BatchPlan
@@ -136,6 +137,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
                            "file": r.get("file", "-")}
                  for r in adapter.describe_ops(include_hidden=True)}
     root_path = Path(root or f"runs/screen_{time.strftime('%Y%m%d-%H%M%S')}")
+    check_output_dir(root_path, "--root")
     if root_path.exists() and any(root_path.iterdir()):
         raise errors.UsageError(f"--root {root_path} exists and is not empty; use --resume "
                                 f"{root_path} to continue it, or another directory")

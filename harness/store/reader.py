@@ -59,7 +59,8 @@ def read_info(path) -> dict:
     path = Path(path)
     file = path / RUN_JSON
     if not path.is_dir():
-        raise UsageError(f"{path} is not a run directory (no such directory)")
+        why = "not a directory" if path.exists() else "no such directory"
+        raise UsageError(f"{path} is not a run directory ({why})")
     try:
         info = json.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
