@@ -4,10 +4,14 @@ from __future__ import annotations
 import csv
 import io
 
+from . import nvml, telemetry
 from .base import Backend, TelemetrySample, parse_number
 
 NVIDIA_SMI_QUERY = ("index", "clocks.sm", "clocks.mem", "temperature.gpu", "power.draw",
                     "utilization.gpu")
+# The active clock event (throttle) reasons as a bit mask, NVML's bits; drivers that do not
+# know the field make nvidia-smi fail, and the query without it is tried next.
+NVIDIA_SMI_REASONS = "clocks_throttle_reasons.active"
 
 # Errors after which the kernel's result is meaningless: the case fails.
 CUDA_FATAL = (
@@ -54,9 +58,60 @@ class CudaBackend(Backend):
     def parse_telemetry(self, text: str) -> list[TelemetrySample]:
         return parse_smi_csv(text)
 
+    # ---- pinned telemetry -------------------------------------------------------------------
+    def device_selector(self, index: int, env=None) -> str:
+        """The physical GPU behind logical `index`: its UUID from the runtime when this process
+        already initialised CUDA (exact whatever CUDA_DEVICE_ORDER says), else the entry of
+        CUDA_VISIBLE_DEVICES (an NVML index or UUID; NVML numbers GPUs in PCI bus order, as
+        CUDA does with CUDA_DEVICE_ORDER=PCI_BUS_ID or one GPU model)."""
+        if env is None:
+            uuid = _runtime_uuid(index)
+            if uuid:
+                return uuid
+        return self.physical_device(index, env)
+
+    def telemetry_source(self, index: int, env=None):
+        selector = self.device_selector(index, env)
+        return telemetry.first_source(self.name, (
+            lambda: nvml.NvmlDevice(selector),
+            lambda: telemetry.CommandSource("nvidia-smi", smi_command(selector, True), parse_smi_csv,
+                                            telemetry.only_or_index(selector),
+                                            fallbacks=[smi_command(selector, False)])))
+
+    def clock_reading(self, index: int):
+        """SM clock and throttle reasons through NVML (cached per device; None without it)."""
+        cache = self.__dict__.setdefault("_clock_devices", {})
+        if index not in cache:
+            try:
+                cache[index] = nvml.NvmlDevice(self.device_selector(index))
+            except telemetry.TelemetryUnavailable:
+                cache[index] = None
+        device = cache[index]
+        return device.clock() if device is not None else None
+
+
+def smi_command(selector: str, reasons: bool) -> list[str]:
+    """nvidia-smi for one GPU (`-i` takes an index or a UUID)."""
+    fields = NVIDIA_SMI_QUERY + ((NVIDIA_SMI_REASONS,) if reasons else ())
+    return ["nvidia-smi", "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits",
+            "-i", selector]
+
+
+def _runtime_uuid(index: int) -> str | None:
+    import sys
+    torch = sys.modules.get("torch")
+    try:
+        if torch is None or not torch.cuda.is_initialized():
+            return None
+        uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
+        return f"GPU-{uuid}" if uuid else None
+    except Exception:  # noqa: BLE001 - no runtime answer: the visibility variable decides
+        return None
+
 
 def parse_smi_csv(text: str) -> list[TelemetrySample]:
-    """Rows of `index, sm, mem, temp, power, util`, with or without units or a header."""
+    """Rows of `index, sm, mem, temp, power, util[, reasons mask]`, with or without units or
+    a header; the mask (e.g. 0x0000000000000004) becomes reason names."""
     samples = []
     for row in csv.reader(io.StringIO(text)):
         cells = [c.strip() for c in row]
@@ -65,5 +120,13 @@ def parse_smi_csv(text: str) -> list[TelemetrySample]:
         index, sm, mem, temp, power, util = cells[:6]
         samples.append(TelemetrySample(int(index), parse_number(sm), parse_number(mem),
                                        parse_number(temp), parse_number(power),
-                                       parse_number(util)))
+                                       parse_number(util),
+                                       _reasons(cells[6]) if len(cells) > 6 else None))
     return samples
+
+
+def _reasons(cell: str) -> tuple[str, ...] | None:
+    try:
+        return telemetry.reasons_from_mask(int(cell, 16), nvml.REASON_BITS)
+    except ValueError:
+        return None     # [N/A], [Not Supported]

@@ -3,6 +3,7 @@
     common.py  errors and exit codes, bench options shared by bench and ab
     bench.py   zlh bench
     ab.py      zlh ab, zlh report
+    calibrate.py  zlh calibrate
     info.py    zlh ops, show, fingerprint, backends
 """
 from __future__ import annotations
@@ -16,6 +17,6 @@ def main():
     """zlh: operator timing harness for A/B comparison of Triton compiler and FlagGems builds."""
 
 
-from . import ab, bench, info  # noqa: E402,F401  (registers the commands)
+from . import ab, bench, calibrate, info  # noqa: E402,F401  (registers the commands)
 
 __all__ = ["main"]

@@ -20,9 +20,12 @@ from .common import bench_options, echo_err, handles_errors, options_from
                    "<op>_* record run under this directory). Default: record.")
 @click.option("--keep-cache", is_flag=True,
               help="Keep the private Triton compile cache (and tuner DB) after the run.")
+@click.option("--plant-pct", type=click.FloatRange(min=0), default=None, metavar="X",
+              help="Self-test: add a device spin to the function under test, sized as X% of "
+                   "its latency in the --replay run (0: the spin kernel with no spin).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @handles_errors
-def bench(ops, out, replay, keep_cache, quiet, **params):
+def bench(ops, out, replay, keep_cache, plant_pct, quiet, **params):
     """Time OPS (function under test vs torch baseline), one run directory per op.
 
     FlagGems op names: `softmax` (test_softmax), `perf_sort:sort` (function:file),
@@ -32,7 +35,7 @@ def bench(ops, out, replay, keep_cache, quiet, **params):
     5 the device became unusable (the run stopped; what was measured is kept).
     """
     options = options_from(params, out=out, replay=replay, keep_cache=keep_cache,
-                           argv=["zlh"] + sys.argv[1:])
+                           plant_pct=plant_pct, argv=["zlh"] + sys.argv[1:])
     results = run_bench(list(ops), options, echo=click.echo,
                         progress=None if quiet else echo_err)
     sys.exit(max((r.exit_code for r in results), default=0))

@@ -98,10 +98,17 @@ BENCH_OPTIONS = [
                  help="Give this invocation a private FlagGems tuner DB (default: the shared one)."),
     click.option("--no-ir", "ir", is_flag=True, flag_value=False, default=True,
                  help="Do not capture the IR of measured kernels (recorded in the caliber)."),
+    click.option("--telemetry-interval", type=click.FloatRange(min=0), default=5.0,
+                 show_default=True, metavar="S",
+                 help="Seconds between device telemetry samples (telemetry.tsv); 0: off."),
+    click.option("--retry-throttled", type=click.IntRange(min=0), default=0, show_default=True,
+                 metavar="N", help="Measure a case again, up to N times, while it ran on a "
+                                   "throttled device (clock below usual or a slowdown reason)."),
 ]
 BENCH_NAMES = ("adapter", "backend", "device", "dtypes", "shapes", "level", "timer", "repeat",
                "l2", "warmup_ms", "min_samples", "min_time_ms", "max_time_ms",
-               "target_rel_err", "seed", "check", "flaggems_dir", "isolate_tuner_cache", "ir")
+               "target_rel_err", "seed", "check", "flaggems_dir", "isolate_tuner_cache", "ir",
+               "telemetry_interval", "retry_throttled")
 
 
 def bench_options(fn):

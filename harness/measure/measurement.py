@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from backends.telemetry import ClockReading
+
 # Standard error of the median of n normal samples ~= 1.2533 * sigma / sqrt(n);
 # sigma estimated robustly as 1.4826 * MAD.
 _MEDIAN_SE_FACTOR = 1.2533 * 1.4826
@@ -23,6 +25,7 @@ class Measurement:
     calls_per_sample: int = 1        # calls averaged into each sample (graph unroll, batches)
     warmup_calls: int = 0
     repeats: tuple[float, ...] = ()  # medians of independent repeats, when --repeat > 1
+    clocks: tuple[ClockReading, ...] = ()  # device clock when sampling started and ended
 
     def __post_init__(self):
         if not self.samples_ms:
@@ -75,6 +78,8 @@ class Measurement:
         }
         if self.repeats:
             out["repeat_medians_ms"] = [_compact(v) for v in self.repeats]
+        if self.clocks:
+            out["clocks"] = [c.to_dict() for c in self.clocks]
         if keep_samples:
             out["samples_ms"] = [_compact(v) for v in self.samples_ms]
         return out
@@ -84,7 +89,8 @@ class Measurement:
         return cls(samples_ms=tuple(data["samples_ms"]), timer=data["timer"],
                    calls_per_sample=data.get("calls_per_sample", 1),
                    warmup_calls=data.get("warmup_calls", 0),
-                   repeats=tuple(data.get("repeat_medians_ms", ())))
+                   repeats=tuple(data.get("repeat_medians_ms", ())),
+                   clocks=tuple(ClockReading.from_dict(c) for c in data.get("clocks") or ()))
 
 
 def relative_median_error(samples) -> float:
