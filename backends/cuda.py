@@ -59,33 +59,35 @@ class CudaBackend(Backend):
         return parse_smi_csv(text)
 
     # ---- pinned telemetry -------------------------------------------------------------------
-    def device_selector(self, index: int, env=None) -> str:
-        """The physical GPU behind logical `index`: its UUID from the runtime when this process
-        already initialised CUDA (exact whatever CUDA_DEVICE_ORDER says), else the entry of
-        CUDA_VISIBLE_DEVICES (an NVML index or UUID; NVML numbers GPUs in PCI bus order, as
-        CUDA does with CUDA_DEVICE_ORDER=PCI_BUS_ID or one GPU model)."""
-        if env is None:
-            uuid = _runtime_uuid(index)
-            if uuid:
-                return uuid
-        return self.physical_device(index, env)
+    def device_selectors(self, index: int, env=None) -> list[str]:
+        """Names of the physical GPU behind logical `index`, best first: its UUID from the
+        runtime when this process already initialised CUDA (exact whatever CUDA_DEVICE_ORDER
+        says), then the entry of CUDA_VISIBLE_DEVICES (an NVML index or UUID; NVML numbers
+        GPUs in PCI bus order, as CUDA does with CUDA_DEVICE_ORDER=PCI_BUS_ID or one model)."""
+        mapped = self.physical_device(index, env)
+        uuid = _runtime_uuid(index) if env is None else None
+        return [uuid, mapped] if uuid and uuid != mapped else [mapped]
 
     def telemetry_source(self, index: int, env=None):
-        selector = self.device_selector(index, env)
+        selectors = self.device_selectors(index, env)
         return telemetry.first_source(self.name, (
-            lambda: nvml.NvmlDevice(selector),
-            lambda: telemetry.CommandSource("nvidia-smi", smi_command(selector, True), parse_smi_csv,
-                                            telemetry.only_or_index(selector),
-                                            fallbacks=[smi_command(selector, False)])))
+            *(lambda sel=sel: nvml.NvmlDevice(sel) for sel in selectors),
+            lambda: telemetry.CommandSource(
+                "nvidia-smi", smi_command(selectors[0], True), parse_smi_csv,
+                telemetry.only_or_index(selectors[0]),
+                fallbacks=[smi_command(selectors[0], False)])))
 
     def clock_reading(self, index: int):
         """SM clock and throttle reasons through NVML (cached per device; None without it)."""
         cache = self.__dict__.setdefault("_clock_devices", {})
         if index not in cache:
-            try:
-                cache[index] = nvml.NvmlDevice(self.device_selector(index))
-            except telemetry.TelemetryUnavailable:
-                cache[index] = None
+            cache[index] = None
+            for selector in self.device_selectors(index):
+                try:
+                    cache[index] = nvml.NvmlDevice(selector)
+                    break
+                except telemetry.TelemetryUnavailable:
+                    continue
         device = cache[index]
         return device.clock() if device is not None else None
 

@@ -35,12 +35,14 @@ def test_a_negative_entry_ends_the_visible_list_and_hidden_devices_are_refused()
 
 def test_rocm_hip_indexes_into_what_rocr_left_and_musa_reads_either_key():
     rocm = get_backend("rocm")
-    assert rocm.physical_device(0, {"ROCR_VISIBLE_DEVICES": "2,3", "HIP_VISIBLE_DEVICES": "1"}) == "3"
+    both = {"ROCR_VISIBLE_DEVICES": "2,3", "HIP_VISIBLE_DEVICES": "1"}
+    assert rocm.physical_device(0, both) == "3"
     assert rocm.physical_device(1, {"HIP_VISIBLE_DEVICES": "4,6"}) == "6"
     assert rocm.physical_device(0, {"ROCR_VISIBLE_DEVICES": "GPU-abc"}) == "GPU-abc"
     musa = get_backend("musa")
     assert musa.physical_device(0, {"MTHREADS_VISIBLE_DEVICES": "7"}) == "7"
-    assert musa.physical_device(0, {"MUSA_VISIBLE_DEVICES": "3", "MTHREADS_VISIBLE_DEVICES": "7"}) == "3"
+    both = {"MUSA_VISIBLE_DEVICES": "3", "MTHREADS_VISIBLE_DEVICES": "7"}
+    assert musa.physical_device(0, both) == "3"
 
 
 # ---- vendor tools: command building and parsing ---------------------------------------------
@@ -126,8 +128,9 @@ def test_mthreads_gmi_keeps_only_the_pinned_index(fake_tool, fixture_text):
 
 
 def test_rocm_smi_asks_for_one_card(fake_tool, monkeypatch):
-    monkeypatch.setattr(AmdSmiDevice, "__init__", lambda self, index, module=None: (_ for _ in ()).throw(
-        TelemetryUnavailable("amdsmi not importable (test)")))
+    def no_amdsmi(self, index, module=None):
+        raise TelemetryUnavailable("amdsmi not importable (test)")
+    monkeypatch.setattr(AmdSmiDevice, "__init__", no_amdsmi)
     log = fake_tool("rocm-smi", '{"card1": {"sclk clock speed:": "(1700Mhz)", '
                                 '"mclk clock speed:": "(1600Mhz)", "GPU use (%)": "12"}}')
     sample = get_backend("rocm").telemetry_source(0, {"HIP_VISIBLE_DEVICES": "1"}).read()
@@ -209,3 +212,19 @@ def test_cuda_clock_reading_is_none_without_nvml(no_nvml):
         assert cuda.clock_reading(0) is None
     finally:
         cuda.__dict__.pop("_clock_devices", None)
+
+
+def test_cuda_pins_to_the_runtime_uuid_and_falls_back_to_the_visibility_entry(monkeypatch):
+    import backends.cuda as cuda_module
+    fake = FakeNvml([h200("GPU-aaaa"), h200("GPU-bbbb", sm=1500)])
+    monkeypatch.setattr(nvml, "load", lambda module=None: fake)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    cuda = get_backend("cuda")
+    for uuid, expected in (("GPU-zzzz", 1500.0), ("GPU-aaaa", 1980.0)):
+        monkeypatch.setattr(cuda_module, "_runtime_uuid", lambda index, uuid=uuid: uuid)
+        cuda.__dict__.pop("_clock_devices", None)
+        assert cuda.device_selectors(0) == [uuid, "1"]
+        assert cuda.clock_reading(0).sm_clock_mhz == expected
+        assert cuda.telemetry_source(0).read().sm_clock_mhz == expected
+    cuda.__dict__.pop("_clock_devices", None)
+    assert cuda.device_selectors(0, {"CUDA_VISIBLE_DEVICES": "1"}) == ["1"]   # another env

@@ -163,8 +163,8 @@ def summary_lines(doc: dict) -> list[str]:
     lines = []
     for op in doc["ops"]:
         s = op["summary"]
-        text = (f"{op['op']}: {s['shapes']} shapes, |d| median {_num(s['noise_median_pct'], '.3f')}% "
-                f"max {_num(s['noise_max_pct'], '.3f')}%, detectable (median) "
+        text = (f"{op['op']}: {s['shapes']} shapes, |d| median "
+                f"{_num(s['noise_median_pct'], '.3f')}% max {_num(s['noise_max_pct'], '.3f')}%, detectable (median) "
                 f"{_num(s['detectable_median_pct'], '.3f')}%, significant {s['significant']}")
         if "plant" in s:
             text += (f"; planted {doc['plant_pct']:g}%: detected {_rate(s['plant'])}, "
