@@ -96,6 +96,7 @@ class Backend:
     supports_graph: bool = False
     supports_events: bool = False
     telemetry_command: tuple[str, ...] = ()
+    telemetry_tools: tuple[str, ...] = ()   # what telemetry_source tries, in order (zlh backends)
     capture_deny: frozenset[str] = frozenset()
     # Substrings (lower case) matched against the error text with generic footers removed.
     fatal_patterns: tuple[str, ...] = ()
@@ -314,6 +315,7 @@ class Backend:
             "visibility": ",".join(self.visibility_keys) or "-",
             "graph": self.supports_graph,
             "events": self.supports_events,
-            "telemetry": " ".join(self.telemetry_command[:1]) or "-",
+            "telemetry": (",".join(self.telemetry_tools)
+                          or " ".join(self.telemetry_command[:1]) or "-"),
             "available": self.is_available(),
         }

@@ -45,6 +45,7 @@ class CudaBackend(Backend):
             supports_events=True,
             telemetry_command=("nvidia-smi", "--query-gpu=" + ",".join(NVIDIA_SMI_QUERY),
                                "--format=csv,noheader,nounits"),
+            telemetry_tools=("nvml", "nvidia-smi"),
             fatal_patterns=CUDA_FATAL,
             poisoned_patterns=CUDA_POISONED,
         )

@@ -21,6 +21,7 @@ class RocmBackend(Backend):
             supports_events=True,
             telemetry_command=("rocm-smi", "--showuse", "--showtemp", "--showpower",
                                "--showclocks", "--json"),
+            telemetry_tools=("amdsmi", "rocm-smi"),
             fatal_patterns=CUDA_FATAL + ("hipErrorIllegalAddress".lower(),
                                          "memory access fault"),
             poisoned_patterns=(),

@@ -11,14 +11,15 @@
 #        3 rounds: noise floor and detectable change per shape
 #   bash tests/device/check_telemetry.sh d     # ~8 min on an H200:
 #     d  zlh calibrate --plant-pct 1, then --plant-pct 0.3, same ops, 3 rounds: detection
-#        rate and sign (all shapes, and shapes >= 20 us)
+#        rate and sign (all shapes, and shapes >= 20 us); PLANTS="0.3" runs one of them only
 # Work in $WORK; summaries (telemetry_<part>.txt), report.html and tarballs land in $OUT.
 set -uo pipefail
 WORK=${WORK:-/tmp/zlh-telemetry}
 parts=${1:-abc}
 source "$(dirname "$0")/common.sh"
 SUM="python3 tests/device/telemetry_summary.py"
-BUILTIN="--adapter builtin --dtypes bfloat16"
+BUILTIN=${BUILTIN:-"--adapter builtin --dtypes bfloat16"}
+CASE_DTYPES=${CASE_DTYPES:-bfloat16,float16}     # part b: 3 ops x 4 shapes x 2 dtypes = 24 cases
 if [ -n "${FLAGGEMS_DIR:-}" ]; then
   CAL_OPS="gelu rms_norm cumsum"; CAL_ARGS="--level core --dtypes bfloat16 --isolate-tuner-cache"
 else
@@ -38,10 +39,10 @@ part_a() {
 
 part_b() {
   s=$SECONDS
-  $ZLH bench add softmax mm --adapter builtin --dtypes bfloat16,float16 --telemetry-interval 0 \
+  $ZLH bench add softmax mm --adapter builtin --dtypes $CASE_DTYPES --telemetry-interval 0 \
     --out "$WORK/cases_off" -q > "$WORK/cases_off.log" 2>&1
   echo "b) bench, telemetry off: rc=$? wall=$((SECONDS-s))s"; s=$SECONDS
-  $ZLH bench add softmax mm --adapter builtin --dtypes bfloat16,float16 --telemetry-interval 0.05 \
+  $ZLH bench add softmax mm --adapter builtin --dtypes $CASE_DTYPES --telemetry-interval 0.05 \
     --replay "$WORK/cases_off" --out "$WORK/cases_on" -q > "$WORK/cases_on.log" 2>&1
   echo "b) bench, telemetry every 50 ms (replaying the first run): rc=$? wall=$((SECONDS-s))s"
   $SUM cases "$WORK/cases_off" "$WORK/cases_on"
@@ -58,7 +59,7 @@ part_c() {
 }
 
 part_d() {
-  for pct in 1 0.3; do
+  for pct in ${PLANTS:-1 0.3}; do
     s=$SECONDS
     $ZLH calibrate $CAL_OPS $CAL_ARGS $CAL_BUDGET --rounds 3 --plant-pct $pct \
       --telemetry-interval 2 --root "$WORK/plant_$pct" -q > "$WORK/plant_$pct.log" 2>&1
