@@ -16,7 +16,7 @@ from .report import ABReport, ABRow
 CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "a_ms", "b_ms",
                "delta_pct", "ci_low_pct", "ci_high_pct", "interval", "p_value", "significant",
                "direction", "rounds_min_delta_pct", "rounds_max_delta_pct", "sign_stable",
-               "annotations")
+               "within_noise", "annotations")
 
 
 def _num(value, spec: str) -> str:

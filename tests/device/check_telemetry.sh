@@ -78,5 +78,11 @@ for part in $(echo "$parts" | grep -o .); do
   { "part_$part"; } 2>&1 | tee "$WORK/summary_$part.txt"
   cp "$WORK/summary_$part.txt" "$OUT/telemetry_$part.txt"
 done
-tar czf "$OUT/telemetry_$parts.tgz" --exclude='.cache-*' --exclude='*.ttgir' -C "$WORK" . 2>/dev/null
+dirs=""
+for part in $(echo "$parts" | grep -o .); do
+  case $part in a) dirs="$dirs ab";; b) dirs="$dirs cases_off cases_on";; c) dirs="$dirs floor";;
+    d) dirs="$dirs $(cd "$WORK" && ls -d plant_* 2>/dev/null)";; esac
+done
+tar czf "$OUT/telemetry_$parts.tgz" --exclude='.cache-*' --exclude='*.ttgir' -C "$WORK" $dirs \
+  $(cd "$WORK" && ls *.log summary_*.txt 2>/dev/null)
 ls -la "$OUT" | tail -8
