@@ -13,6 +13,7 @@ from ..ab.recipe import load_recipe
 from ..ab.render import render_terminal, to_json
 from ..ab.report import load_report, write_reports
 from ..ab.sides import ABPlan, sides_from_env, sides_from_switch
+from ..calibrate.noise import NoiseFloor
 from ..common import errors
 from . import main
 from .common import (bench_options, default_ops, echo_err, given_options, handles_errors,
@@ -46,11 +47,14 @@ from .common import (bench_options, default_ops, echo_err, given_options, handle
 @click.option("--scrub", multiple=True, metavar="REGEX", help="Extra IR scrub pattern.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object (rows with delta_pct, summary) instead of tables.")
+@click.option("--noise-floor", "noise_floor", default=None, metavar="FILE",
+              help="calibration.json of an A/A `zlh calibrate`: label each significant delta "
+                   "within its shape's noise floor `within noise`.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @bench_options
 @click.pass_context
 @handles_errors
-def ab(ctx, args, replay_run, recipe, root, as_json, quiet, **params):
+def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, **params):
     """Compare two sides: `zlh ab RUN_A RUN_B`, `zlh ab --replay RUN_A [bench options]`, or
     `zlh ab OP... --switch NAME=a,b | --env-a K=V --env-b K=V | --python-a P --python-b P |
     --recipe FILE [--rounds N]` (both sides run here, each run a fresh process).
@@ -62,6 +66,7 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, **params):
     echo = lines.append if as_json else click.echo
     progress = None if quiet else echo_err
     given = given_options(ctx)
+    floor = NoiseFloor.load(noise_floor) if noise_floor else None
     if recipe:
         args, params, given = _apply_recipe(recipe, args, params, given)
     root_path = Path(root or f"runs/ab_{time.strftime('%Y%m%d-%H%M%S')}")
@@ -72,11 +77,11 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, **params):
         report, code = orchestrate.replay_against(
             replay_run, given, root_path, params["timeout_s"], echo,
             params["allow_caliber_mismatch"], params["scrub"])
-        reports = [report] if report else []
+        reports = _labelled([report] if report else [], floor)
         if reports:
             write_reports(root_path, reports)
     elif running:
-        reports, code = _run_both(args, params, given, root_path, echo, progress)
+        reports, code = _run_both(args, params, given, root_path, echo, progress, floor)
         echo(f"runs, status.tsv and report.json/csv under {root_path}")
     else:
         if len(args) != 2:
@@ -85,7 +90,7 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, **params):
         report, code = orchestrate.compare_existing(args[0], args[1],
                                                     params["allow_caliber_mismatch"], echo,
                                                     scrub=params["scrub"])
-        reports = [report] if report else []
+        reports = _labelled([report] if report else [], floor)
         if reports and root:
             write_reports(Path(root), reports)
     _print(reports, lines, as_json, printed=running and not replay_run)
@@ -110,7 +115,13 @@ def _apply_recipe(recipe: str, args, params: dict, given: dict):
     return args, params, given
 
 
-def _run_both(args, params: dict, given: dict, root: Path, echo, progress):
+def _labelled(reports, floor):
+    for report in reports if floor is not None else ():
+        floor.label(report)
+    return reports
+
+
+def _run_both(args, params: dict, given: dict, root: Path, echo, progress, floor=None):
     args = tuple(args) or tuple(default_ops(options_from(given)))
     if not args:
         raise errors.UsageError("name at least one op to run on both sides")
@@ -129,7 +140,7 @@ def _run_both(args, params: dict, given: dict, root: Path, echo, progress):
         rounds=params["rounds"] or 1, timeout_s=params["timeout_s"],
         allow_caliber_mismatch=params["allow_caliber_mismatch"],
         allow_no_ir_diff=params["allow_no_ir_diff"], scrub=list(params["scrub"]),
-        switch_name=(params["switch"] or "").partition("=")[0])
+        switch_name=(params["switch"] or "").partition("=")[0], noise_floor=floor)
     return orchestrate.run_ab(plan, echo, progress)
 
 
@@ -154,7 +165,9 @@ def report(root, html_out):
     if html_out:
         from ..ab.html import render_html
         from ..common.files import atomic_write_text
-        page = render_html({**doc, "ops": [r.to_dict() for r in reports]})
+        from ..telemetry.chart import for_report
+        page = render_html({**doc, "ops": [r.to_dict() for r in reports],
+                            "telemetry": for_report(root, [r.op for r in reports])})
         click.echo(str(atomic_write_text(Path(root) / "report.html", page)))
         return
     for op_report in reports:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from backends.telemetry import ClockReading
+
 # Standard error of the median of n normal samples ~= 1.2533 * sigma / sqrt(n);
 # sigma estimated robustly as 1.4826 * MAD.
 _MEDIAN_SE_FACTOR = 1.2533 * 1.4826
@@ -24,6 +26,7 @@ class Measurement:
     warmup_calls: int = 0
     repeats: tuple[float, ...] = ()  # medians of independent repeats, when --repeat > 1
     fallback: str | None = None      # why this was not the requested timer (a marker line)
+    clocks: tuple[ClockReading, ...] = ()  # device clock when sampling started and ended
 
     def __post_init__(self):
         if not self.samples_ms:
@@ -78,6 +81,8 @@ class Measurement:
             out["repeat_medians_ms"] = [_compact(v) for v in self.repeats]
         if self.fallback:
             out["fallback"] = self.fallback
+        if self.clocks:
+            out["clocks"] = [c.to_dict() for c in self.clocks]
         if keep_samples:
             out["samples_ms"] = [_compact(v) for v in self.samples_ms]
         return out
@@ -88,7 +93,8 @@ class Measurement:
                    calls_per_sample=data.get("calls_per_sample", 1),
                    warmup_calls=data.get("warmup_calls", 0),
                    repeats=tuple(data.get("repeat_medians_ms", ())),
-                   fallback=data.get("fallback"))
+                   fallback=data.get("fallback"),
+                   clocks=tuple(ClockReading.from_dict(c) for c in data.get("clocks") or ()))
 
 
 def relative_median_error(samples) -> float:

@@ -17,6 +17,7 @@ import adapters
 import backends
 
 from ..common.errors import PreflightError, UsageError
+from ..calibrate.plant import check_plant
 from ..compile import autotune
 from ..compile.caches import CacheEnv, apply_env, compile_cache
 from ..measure.timers import resolve_timer_name
@@ -61,6 +62,7 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
     if options.l2 == "flush" and timer != "event":
         raise UsageError("--l2 flush needs --timer event (a graph replays with a warm L2)")
     device_index = _device(backend, adapter, options)
+    check_plant(options.plant_pct, options.replay, backend)
     # Activate before asking the adapter for dtypes: on the cpu backend this switches Triton
     # to its interpreter, which narrows what the kernels support.
     backend.activate(device_index)

@@ -17,6 +17,8 @@ from typing import Callable, Sequence
 import adapters
 import backends
 
+from .. import telemetry
+from ..calibrate.plant import Plant
 from ..common import markers
 from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, DevicePoisonedError, UsageError,
                              one_line)
@@ -108,6 +110,9 @@ class OpRun:
         self.started = time.time()
         self.tuner_hook = None
         self.ir: IRCapture | None = None
+        self.watcher = telemetry.watch(run_dir.path, plan.backend, plan.device_index,
+                                       plan.options.telemetry_interval)
+        self.plant: Plant | None = None
 
     @classmethod
     def open(cls, plan: BenchPlan, op: str, echo: Echo, progress: Echo | None) -> "OpRun":
@@ -127,6 +132,7 @@ class OpRun:
         info = _run_info(plan, op, run_dir, device, caliber, started)
         run = cls(plan, op, run_dir, info, caliber, echo, progress)
         run.dir.write_run_json(info)
+        run.watcher.start()          # telemetry.tsv (or telemetry.err) in the run directory
         run.say(f"zlh bench {op} · adapter={plan.adapter.name} · {backend.name}:{index} "
                 f"{device.name} · timer={plan.timer} · {run_dir.path}")
         if caliber.tuner_cache.startswith("shared") and op not in plan.replay_dirs:
@@ -164,6 +170,8 @@ class OpRun:
                                    plan.backend.torch_device(plan.device_index))
         seen: dict[tuple, int] = {}
         shard, shards = options.shard()
+        self.plant = Plant.for_run(options.plant_pct, plan.backend, plan.device_index,
+                                   plan.replay_dirs.get(self.op))
         with contextlib.closing(iter(cases)) as cases:   # closes the adapter's contexts
             for index in itertools.count():
                 seed_everything(options.seed)   # adapters that build inputs while yielding
@@ -176,7 +184,9 @@ class OpRun:
                 self.tuner_hook.begin_case()
                 try:
                     row = measure_case(case, case_timer, plan.backend, options.seed,
-                                       options.check, occurrence=seen.get(key, 0), ir=self.ir)
+                                       options.check, occurrence=seen.get(key, 0), ir=self.ir,
+                                       retry_throttled=options.retry_throttled,
+                                       plant=self.plant)
                 finally:
                     tuned_markers = self.tuner_hook.take_markers()
                 row.markers = tuned_markers + row.markers
@@ -206,6 +216,7 @@ class OpRun:
             except Exception as exc:  # noqa: BLE001
                 problems.append(one_line(exc))
 
+        safely(self.watcher.stop)
         hook = self.tuner_hook
         if hook is not None:
             safely(hook.uninstall)
@@ -242,7 +253,11 @@ class OpRun:
         })
         if problems:
             self.info["cleanup_errors"] = problems
-        self.info["telemetry"]["after"] = _telemetry(self.plan.backend)
+        self.info["telemetry"].update(self.watcher.summary(),
+                                      after=_telemetry(self.plan.backend, self.plan.device_index))
+        self.info["throttled_cases"] = sum(1 for r in self.rows if r.throttled)
+        if self.plant is not None:
+            self.info["plant"] = self.plant.run_fields()
 
     def print_table(self) -> None:
         counts = self.info["counts"]
@@ -284,7 +299,7 @@ def _run_info(plan: BenchPlan, op: str, run_dir: RunDir, device, caliber: Calibe
         "host": identity.host(),
         "env": identity.recorded_env(identity.env_prefixes(visibility, adapter.env_prefixes)),
         "started_at": _iso(started),
-        "telemetry": {"before": _telemetry(backend)},
+        "telemetry": {"before": _telemetry(backend, plan.device_index)},
         "caches": {"env": plan.caches.shown(), "kept": options.keep_cache},
     }
 
@@ -307,9 +322,9 @@ def _counts(rows) -> dict:
     return {s: sum(1 for r in rows if r.status == s) for s in (SUCCESS, FAILED, SKIPPED)}
 
 
-def _telemetry(backend):
-    samples = backend.read_telemetry()
-    return [s.to_dict() for s in samples] if samples else None
+def _telemetry(backend, index: int):
+    """One sample of the device this run measures (never every device on the host)."""
+    return telemetry.snapshot(backend, index)
 
 
 def _iso(ts: float) -> str:
