@@ -102,6 +102,8 @@ class Backend:
     fatal_patterns: tuple[str, ...] = ()
     poisoned_patterns: tuple[str, ...] = ()
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    # Corpus skip guards known stale (or verified needed) on this runtime: skip_guards.py.
+    skip_guards: tuple = ()
 
     # ---- identity and enumeration -------------------------------------------------------
     def torch_module(self):

@@ -5,6 +5,7 @@ import json
 
 from . import telemetry
 from .base import Backend, TelemetrySample, parse_number
+from .skip_guards import MUSA_SKIP_GUARDS
 
 MUSA_FATAL = (
     "musa error: an illegal memory access",
@@ -31,6 +32,7 @@ class MusaBackend(Backend):
             capture_deny=frozenset({"unique2"}),
             fatal_patterns=MUSA_FATAL,
             poisoned_patterns=MUSA_POISONED,
+            skip_guards=MUSA_SKIP_GUARDS,
         )
 
     def activate(self, device_index: int) -> None:
