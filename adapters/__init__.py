@@ -8,7 +8,7 @@ import importlib.util
 import os
 
 from .base import (Adapter, Case, CaseInputs, MissingShapes, TunerCache, TunerSupport, UnknownOp,
-                   UnsupportedDtype, suggest)
+                   Unsupported, UnsupportedDtype, suggest)
 
 ADAPTERS = {
     "builtin": "adapters.builtin:BuiltinAdapter",
@@ -51,5 +51,5 @@ def default_adapter_name(flaggems_dir: str | None = None) -> str:
     return "flaggems" if found else "builtin"
 
 
-__all__ = ["Adapter", "Case", "CaseInputs", "TunerSupport", "TunerCache", "UnknownOp", "UnsupportedDtype", "MissingShapes",
+__all__ = ["Adapter", "Case", "CaseInputs", "TunerSupport", "TunerCache", "UnknownOp", "UnsupportedDtype", "MissingShapes", "Unsupported",
            "UnknownAdapter", "adapter_names", "get_adapter", "default_adapter_name", "suggest"]

@@ -74,6 +74,10 @@ class MissingShapes(ValueError):
     pass
 
 
+class Unsupported(ValueError):
+    """The adapter has no such feature (e.g. shape sets derived from a library's own)."""
+
+
 def suggest(name: str, candidates: Sequence[str], n: int = 3) -> str:
     close = difflib.get_close_matches(name, list(candidates), n=n, cutoff=0.5)
     return f"; did you mean {', '.join(close)}?" if close else ""
@@ -172,3 +176,25 @@ class Adapter(ABC):
     def reset_between_ops(self) -> None:
         """Drop per-op state of the adapter's library in a process that runs several ops
         (dispatch caches, allocator caches); the next op must measure as in a fresh one."""
+
+    def inventory(self, verify: bool = False, backend=None,
+                  known_backends=()) -> tuple[tuple[str, ...], list[dict]]:
+        """(columns, rows) for `zlh ops --csv`. `verify`: check that each entry still builds
+        its cases, without timing, on `backend`; `known_backends` own skip-guard tables."""
+        return ("op",), [{"op": op} for op in self.ops()]
+
+    # ---- curated shape sets, for `zlh shapes` --------------------------------------------------
+    def derive_shape_set(self, kind: str, command: str) -> tuple[str, list[str]]:
+        """A shape file derived from the library's own shapes (its text, with the rule in
+        the header) and the library's keys it dropped."""
+        raise Unsupported(f"adapter {self.name} has no shapes of its own to derive a set from")
+
+    def model_shape_set(self, config: dict, tokens, tp: int, lm_head: bool, header) -> str:
+        """A shape file of the shapes a model (its config) runs per forward step of each
+        token count, keyed for this adapter's benchmarks; `header`: its comment lines."""
+        raise Unsupported(f"adapter {self.name} has no model shape sets")
+
+    def unmatched_shape_keys(self, doc: dict) -> dict:
+        """The entries of a shape document whose keys name no op or class of this adapter."""
+        known = set(self.ops())
+        return {k: v for k, v in doc.items() if k not in known}

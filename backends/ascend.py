@@ -1,6 +1,7 @@
 """Huawei Ascend NPUs through torch_npu (`torch.npu`)."""
 from __future__ import annotations
 
+from . import telemetry
 from .base import Backend
 
 ASCEND_FATAL = (
@@ -27,3 +28,7 @@ class AscendBackend(Backend):
     def activate(self, device_index: int) -> None:
         import torch_npu  # noqa: F401 - registers torch.npu
         super().activate(device_index)
+
+    def telemetry_source(self, index: int, env=None):
+        raise telemetry.TelemetryUnavailable("backend ascend: npu-smi has no machine-readable "
+                                             "query; no telemetry")

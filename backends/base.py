@@ -15,6 +15,8 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
 
+from . import telemetry
+
 # Error classes, in order of severity.
 FATAL = "fatal"          # the kernel is broken: fail the case, never report a latency
 POISONED = "poisoned"    # the process can no longer be trusted: stop the run
@@ -65,9 +67,12 @@ class TelemetrySample:
     temp_c: float | None
     power_w: float | None
     util_pct: float | None
+    throttle: tuple[str, ...] | None = None   # reason names (backends.telemetry); None: unknown
 
     def to_dict(self) -> dict:
-        return {name: getattr(self, name) for name in TELEMETRY_FIELDS}
+        out = {name: getattr(self, name) for name in TELEMETRY_FIELDS}
+        out["throttle"] = list(self.throttle) if self.throttle is not None else None
+        return out
 
 
 def parse_number(text) -> float | None:
@@ -91,11 +96,14 @@ class Backend:
     supports_graph: bool = False
     supports_events: bool = False
     telemetry_command: tuple[str, ...] = ()
+    telemetry_tools: tuple[str, ...] = ()   # what telemetry_source tries, in order (zlh backends)
     capture_deny: frozenset[str] = frozenset()
     # Substrings (lower case) matched against the error text with generic footers removed.
     fatal_patterns: tuple[str, ...] = ()
     poisoned_patterns: tuple[str, ...] = ()
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    # Corpus skip guards known stale (or verified needed) on this runtime: skip_guards.py.
+    skip_guards: tuple = ()
 
     # ---- identity and enumeration -------------------------------------------------------
     def torch_module(self):
@@ -262,6 +270,56 @@ class Backend:
         except (subprocess.SubprocessError, OSError, ValueError):
             return None
 
+    # ---- pinned telemetry (backends.telemetry) ----------------------------------------------
+    def physical_device(self, index: int, env: Mapping[str, str] | None = None) -> str:
+        """What the vendor tool calls logical device `index`: its entry in the visibility
+        variable (an index or a UUID), or the index itself when nothing is hidden."""
+        env = os.environ if env is None else env
+        for key in self.visibility_keys:
+            visible = telemetry.visible_list(env.get(key))
+            if visible is not None:
+                return telemetry.map_through(visible, index, key)
+        return str(index)
+
+    def telemetry_source(self, index: int, env: Mapping[str, str] | None = None):
+        """A source whose `read()` returns one TelemetrySample of the physical device behind
+        logical `index`; raises telemetry.TelemetryUnavailable with the reason."""
+        raise telemetry.TelemetryUnavailable(f"backend {self.name} has no device telemetry")
+
+    def clock_reading(self, index: int) -> telemetry.ClockReading | None:
+        """The SM clock and active throttle reasons of logical `index` now, read in-process
+        and cheaply (never a child process); None where the backend has no such reading."""
+        return None
+
+    # ---- a known amount of device work (planted-change self-test) ---------------------------
+    def has_spin(self) -> bool:
+        return callable(getattr(self.torch_module(), "_sleep", None))
+
+    def spin(self, cycles: int) -> None:
+        """Queue a kernel that spins for `cycles` device clock cycles (graph capture takes it)."""
+        sleep = getattr(self.torch_module(), "_sleep", None)
+        if sleep is None:
+            raise NotImplementedError(f"backend {self.name} has no device spin")
+        sleep(int(cycles))
+
+    def spin_cycles_per_ms(self, index: int, probe_ms: float = 1.0) -> float:
+        """Spin cycles per millisecond of device time, measured now (after ~50 ms of spinning,
+        so the clocks have ramped): N / (t(2N) - t(N)) cancels the launch cost."""
+        def timed(cycles: int) -> float:
+            start, end = self.event(), self.event()
+            start.record()
+            self.spin(cycles)
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end)
+
+        guess = 1_000_000 / max(timed(1_000_000), 1e-3)          # cycles per ms, rough
+        timed(int(50 * guess))                                    # ramp the clocks up
+        n = int(probe_ms * guess)
+        once = sorted(timed(n) for _ in range(5))[2]
+        twice = sorted(timed(2 * n) for _ in range(5))[2]
+        return n / max(twice - once, 1e-6)
+
     def describe(self) -> dict:
         return {
             "name": self.name,
@@ -270,6 +328,7 @@ class Backend:
             "visibility": ",".join(self.visibility_keys) or "-",
             "graph": self.supports_graph,
             "events": self.supports_events,
-            "telemetry": " ".join(self.telemetry_command[:1]) or "-",
+            "telemetry": (",".join(self.telemetry_tools)
+                          or " ".join(self.telemetry_command[:1]) or "-"),
             "available": self.is_available(),
         }

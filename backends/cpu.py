@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 
+from . import telemetry
 from .base import Backend, DeviceIdentity
 
 
@@ -38,6 +40,22 @@ class CpuBackend(Backend):
 
     def synchronize(self) -> None:
         return None
+
+    def telemetry_source(self, index: int, env=None):
+        raise telemetry.TelemetryUnavailable("backend cpu: no device telemetry (the host "
+                                             "clock times the interpreter)")
+
+    # The host spins instead of a device: one "cycle" is one nanosecond.
+    def has_spin(self) -> bool:
+        return True
+
+    def spin(self, cycles: int) -> None:
+        end = time.perf_counter_ns() + int(cycles)
+        while time.perf_counter_ns() < end:
+            pass
+
+    def spin_cycles_per_ms(self, index: int, probe_ms: float = 1.0) -> float:
+        return 1e6
 
     def l2_cache_bytes(self, index: int) -> int | None:
         return None

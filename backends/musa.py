@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import json
 
+from . import telemetry
 from .base import Backend, TelemetrySample, parse_number
+from .skip_guards import MUSA_SKIP_GUARDS
 
 MUSA_FATAL = (
     "musa error: an illegal memory access",
@@ -30,6 +32,7 @@ class MusaBackend(Backend):
             capture_deny=frozenset({"unique2"}),
             fatal_patterns=MUSA_FATAL,
             poisoned_patterns=MUSA_POISONED,
+            skip_guards=MUSA_SKIP_GUARDS,
         )
 
     def activate(self, device_index: int) -> None:
@@ -44,6 +47,18 @@ class MusaBackend(Backend):
 
     def parse_telemetry(self, text: str) -> list[TelemetrySample]:
         return parse_gmi_json(text)
+
+    def telemetry_source(self, index: int, env=None):
+        """mthreads-gmi prints every GPU with its index; the pinned one is kept. Throttle
+        reasons are not reported (None)."""
+        selector = self.physical_device(index, env)
+        if not selector.isdigit():
+            raise telemetry.TelemetryUnavailable(
+                f"backend musa: cannot pin device {selector!r} (mthreads-gmi rows carry an "
+                f"index only)")
+        return telemetry.first_source(self.name, (
+            lambda: telemetry.CommandSource("mthreads-gmi", self.telemetry_command,
+                                            parse_gmi_json, telemetry.by_index(selector)),))
 
 
 def _strip_keys(value):

@@ -105,7 +105,7 @@ def test_mthreads_gmi_glued_units_and_trailing_space_keys(fixture_text):
     samples = parse_gmi_json("Some banner\n" + fixture_text("mthreads-gmi-s5000.json"))
     assert [s.to_dict() for s in samples] == [{
         "index": 7, "sm_clock_mhz": 1888.0, "mem_clock_mhz": 2500.0, "temp_c": 36.0,
-        "power_w": 477.68, "util_pct": 87.0}]
+        "power_w": 477.68, "util_pct": 87.0, "throttle": None}]
 
 
 def test_mthreads_gmi_single_gpu_as_dict():
@@ -123,7 +123,8 @@ def test_rocm_smi_json_keys():
             '"mclk clock speed:": "(1600Mhz)", "GPU use (%)": "12"}, "system": {}}')
     (s,) = parse_rocm_smi_json(text)
     assert s.to_dict() == {"index": 0, "sm_clock_mhz": 1700.0, "mem_clock_mhz": 1600.0,
-                           "temp_c": 35.0, "power_w": 91.0, "util_pct": 12.0}
+                           "temp_c": 35.0, "power_w": 91.0, "util_pct": 12.0,
+                           "throttle": None}
 
 
 def test_cpu_backend_is_always_available_and_interprets():

@@ -358,6 +358,23 @@ ROWS = [
     R("campaign", "--screen", "nonexistent", "--devices", "0", code=2,
       first="nonexistent is not a screen root"),
     R("campaign", "--devices", "0", code=2, first="give --screen ROOT and --devices"),
+    # ---- zlh calibrate / shapes, telemetry and plant options --------------------------------------
+    R("calibrate", "addd", *SH, code=2, first="unknown op 'addd'"),
+    R("calibrate", "add", "--rounds", "1", code=2, first="Invalid value for '--rounds'"),
+    R("calibrate", "add", "--plant-pct", "nan", code=2, first="Invalid value for '--plant-pct': nan is not a finite"),
+    R("calibrate", "add", "--plant-pct", "-1", code=2, first="Invalid value for '--plant-pct'"),
+    R("calibrate", "add", *SH, "--root", "afile", code=2, first="--root afile: exists"),
+    R("ab", "add", *SIDES, "--noise-floor", "nonexistent", code=2,
+      first="--noise-floor nonexistent: no such file"),
+    R("ab", "add", *SIDES, "--noise-floor", "afile", code=2, first="cannot be read"),
+    R("shapes", "derive", "--out", "x.yaml", code=2, first="has no shapes of its own"),
+    R("shapes", "check", "nonexistent.yaml", code=2, first="shape file not found"),
+    R("shapes", "model", "nonexistent", "--tokens", "1", "--out", "x.yaml", code=2,
+      first="model config nonexistent cannot be read"),
+    R(*BENCH, "--plant-pct", "1", code=2, first="--plant-pct needs --replay RUN_A"),
+    R(*BENCH, "--telemetry-interval", "nan", code=2, first="Invalid value for '--telemetry-interval': nan"),
+    R(*BENCH, "--retry-throttled", "-1", code=2, first="Invalid value for '--retry-throttled'"),
+    R(*BENCH, "--ir-stage", "banana", code=2, first="Invalid value for '--ir-stage'"),
     R("benchh", "add", code=2, first="No such command 'benchh'. Did you mean 'bench'?"),
 ]
 if Path("/proc").is_dir():

@@ -9,19 +9,17 @@ inside `flag_gems.use_gems(exclude=["zero_"])`). It never times anything.
 """
 from __future__ import annotations
 
-import contextlib
 import importlib
 import importlib.util
-import inspect
 import os
 import sys
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from ..base import Adapter, Case, UnknownOp, UnsupportedDtype
-from . import tuners
-from .cases import (_case_for, _collect, _install_capture, _jsonable, _one_line,
-                    _outcome_exceptions, _status_case, _unsupported)
+from ..base import Adapter, Case, UnknownOp, Unsupported, UnsupportedDtype
+from . import inject, inventory, notices, shapesets, tuners
+from .cases import (_case_for, _install_capture, _jsonable, _one_line, _outcome_exceptions,
+                    _status_case, _unsupported, collecting)
 from .corpus import Corpus, CorpusError, TestNode
 from .marks import expand_calls
 
@@ -48,6 +46,8 @@ class FlagGemsAdapter(Adapter):
         self._nodes: dict[str, TestNode] = {}
         self._loaded: dict[str, object] = {}      # repo -> benchmark.base module
         self._used: dict[str, dict] = {}
+        self._markers: dict[str, list[str]] = {}   # op -> adapter marker lines
+        self._shape_doc: dict | None = None          # the zlh shape file, when one is given
         self._config = None
 
     # ---- static: corpus and names (no import) ------------------------------------------
@@ -170,14 +170,15 @@ class FlagGemsAdapter(Adapter):
         if vendor:
             os.environ.setdefault("GEMS_VENDOR", vendor)
         for repo in sorted({self.node(op).repo for op in ops}):
-            self._load(repo, level, shapes.path if shapes is not None else None)
+            self._load(repo, level, notices.upstream_shape_file(shapes))
 
     # ---- cases -------------------------------------------------------------------------------
     def cases(self, op: str, dtypes: Sequence[str] | None, shapes, level: str, backend,
               device: str) -> Iterator[Case]:
         node = self.node(op)
-        base = self._load(node.repo, level, shapes.path if shapes is not None else None)
-        self._used[op] = {}
+        base = self._load(node.repo, level, notices.upstream_shape_file(shapes))
+        self._used[op], self._markers[op] = {}, []
+        self._shape_doc = shapes.doc if shapes is not None else None
         module_name = node.file[:-3].replace("/", ".")
         try:
             module = importlib.import_module(module_name)
@@ -188,7 +189,12 @@ class FlagGemsAdapter(Adapter):
             yield _status_case(op, "module", "FAIL", f"import {module_name}: {_one_line(exc)}")
             return
         fn = getattr(module, node.function)
-        for call in expand_calls(fn, module):
+        ignored: list[str] = []
+        guards = [g for g in getattr(backend, "skip_guards", ()) if g.stale]
+        calls = expand_calls(fn, module, lambda reason: any(
+            g.matches(node.file, node.function, reason) for g in guards), ignored)
+        self._markers[op] += [notices.guard_marker(op, backend.name, node, r) for r in ignored]
+        for call in calls:
             label = call.id or "-"
             if call.skip:
                 yield _status_case(op, label, "SKIP", call.skip)
@@ -197,27 +203,9 @@ class FlagGemsAdapter(Adapter):
         _empty_cache()
 
     def _call_cases(self, op, fn, call, base, dtypes, label) -> Iterator[Case]:
-        skipped, failed = _outcome_exceptions()
-        params = inspect.signature(fn).parameters
-        unknown = [p for p in params if p not in call.kwargs and p != "monkeypatch"]
-        if unknown:
-            yield _status_case(op, label, "SKIP", f"UNSUPPORTED fixture {', '.join(unknown)}")
-            return
-        import pytest
-        with contextlib.ExitStack() as stack:
-            kwargs = dict(call.kwargs)
-            if "monkeypatch" in params:
-                kwargs["monkeypatch"] = stack.enter_context(pytest.MonkeyPatch.context())
-            try:
-                benches = _collect(fn, kwargs)
-            except skipped as exc:
-                yield _status_case(op, label, "SKIP", _one_line(exc))
-                return
-            except failed as exc:
-                yield _status_case(op, label, "FAIL", _one_line(exc))
-                return
-            except Exception as exc:  # noqa: BLE001
-                yield _status_case(op, label, "FAIL", f"{type(exc).__name__}: {_one_line(exc)}")
+        with collecting(fn, call) as (benches, problem):   # monkeypatch live while timed
+            if problem is not None:
+                yield _status_case(op, label, *problem)
                 return
             if not benches:
                 yield _status_case(op, label, "SKIP", "the test function built no Benchmark")
@@ -253,11 +241,16 @@ class FlagGemsAdapter(Adapter):
         except (failed, Exception) as exc:  # noqa: B014
             yield _status_case(op, bench.op_name, "FAIL", f"init_user_config: {_one_line(exc)}")
             return
-        self._used[op][bench.op_name] = {"shapes": _jsonable(bench.shapes),
+        injection = self._inject(op, bench, base)
+        used = injection.own if injection is not None and not injection.injected and \
+            injection.own else bench.shapes      # what the class's own inputs really use
+        self._used[op][bench.op_name] = {"shapes": _jsonable(used),
                                          "shape_desc": str(bench.shape_desc)}
+        info = {"shapes": injection.note} if injection is not None else {}
         for dtype in bench.to_bench_dtypes:
             dtype_name = str(dtype).replace("torch.", "")
-            inputs = bench.get_input_iter(dtype)
+            inputs = (injection.inputs(dtype) if injection is not None and injection.inputs
+                      else bench.get_input_iter(dtype))
             while True:
                 try:
                     item = next(inputs)
@@ -270,33 +263,31 @@ class FlagGemsAdapter(Adapter):
                     yield _status_case(op, bench.op_name, "FAIL",
                                        f"get_input_iter: {_one_line(exc)}", dtype_name)
                     break
-                yield _case_for(op, bench, dtype_name, item, label)
+                yield _case_for(op, bench, dtype_name, item, label, self._package(op), info)
+
+    def _inject(self, op, bench, base):
+        """With a zlh shape file: give hard-coding classes the file's shapes, or say why not."""
+        if self._shape_doc is None:
+            return None
+        injection = inject.plan(bench, self._shape_doc, base.Benchmark)
+        if injection is not None:
+            line = injection.marker(op, bench.op_name)
+            if line not in self._markers.setdefault(op, []):
+                self._markers[op].append(line)
+        return injection
 
     def run_markers(self, op: str) -> list[str]:
-        """FOREIGN_VENDOR_MODULE when another vendor's backend modules were imported."""
-        vendor = os.environ.get("GEMS_VENDOR")
-        try:
-            import flag_gems
-            vendor = getattr(flag_gems, "vendor_name", vendor)
-        except Exception:  # noqa: BLE001
-            return []
-        backend_dir = Path(flag_gems.__file__).parent / "runtime" / "backend"
-        vendors = sorted(p.name[1:] for p in backend_dir.glob("_*") if p.is_dir())
-        loaded = set()
-        for name in list(sys.modules):
-            root = name.split(".")[-1] if name.startswith("flag_gems.runtime.backend._") else \
-                name.split(".")[0]
-            for other in vendors:
-                if other != vendor and (root == f"_{other}" or
-                                        root.startswith(f"_{other}_")):
-                    loaded.add(other)
-        from harness.common import markers
-        return [markers.marker("FOREIGN_VENDOR_MODULE", active=vendor, loaded=other)
-                for other in sorted(loaded)]
+        """This op's shape-injection and skip-guard markers, then FOREIGN_VENDOR_MODULE when
+        another vendor's backend modules were imported."""
+        return list(self._markers.get(op, [])) + notices.foreign_vendor_markers()
+
+    def _package(self, op: str) -> str:
+        return PACKAGES[self.node(op).repo]
 
     # ---- tuners, tuner cache, inventory -------------------------------------------------
     def tuner_support(self):
-        return tuners.tuner_support()
+        only_vllm = "vllm" in self._loaded and "flaggems" not in self._loaded
+        return tuners.tuner_support(package=PACKAGES["vllm" if only_vllm else "flaggems"])
 
     def tuner_cache(self, root, isolate: bool, environ):
         return tuners.tuner_cache(root, isolate, environ)
@@ -317,6 +308,44 @@ class FlagGemsAdapter(Adapter):
 
     def reset_between_ops(self) -> None:
         _empty_cache()
+
+    def inventory(self, verify: bool = False, backend=None, known_backends=()):
+        """`zlh ops --csv` rows (inventory.py); `verify` imports the first named checkout's
+        benchmark package and builds each function's Benchmarks without timing them."""
+        repos = [r for r in ("flaggems", "vllm") if self.dirs.get(r)]
+        items = inventory.rows([(r, self.root(r)) for r in repos], known_backends)
+        columns = inventory.COLUMNS + (inventory.VERIFY_COLUMNS if verify else ())
+        if verify and items:
+            first = repos[0]
+            vendor = VENDORS.get(getattr(backend, "name", ""))
+            if vendor:
+                os.environ.setdefault("GEMS_VENDOR", vendor)
+            base = self._load(first, "core", None)
+            for item in items:
+                item["collect"], item["collect_detail"] = (
+                    inventory.verify(item["_node"], backend, base.Benchmark)
+                    if item["repo"] == first else
+                    ("not_verified", f"one checkout per process: run again with only {item['repo']}"))
+                _empty_cache()
+        return columns, [{k: v for k, v in item.items() if k != "_node"} for item in items]
+
+    def derive_shape_set(self, kind: str, command: str):
+        root = self.root("flaggems")
+        commit = _commit(root)
+        derived = shapesets.derive(root, kind, f"FlagGems {commit[:8] if commit else '(no commit)'}")
+        return shapesets.render(derived, command), derived.dropped
+
+    def model_shape_set(self, config: dict, tokens, tp: int, lm_head: bool, header) -> str:
+        from . import model_shapes
+        try:
+            doc = model_shapes.from_config(config, list(tokens), tp, lm_head)
+        except model_shapes.ConfigError as exc:
+            raise Unsupported(str(exc)) from None
+        return shapesets.render_document(header, doc)
+
+    def unmatched_shape_keys(self, doc: dict) -> dict:
+        repos = [(self.root(r), r) for r in ("flaggems", "vllm") if self.dirs.get(r)]
+        return shapesets.unmatched(doc, shapesets.KnownNames(repos))
 
     def identity(self, op: str | None = None) -> dict:
         out = {"adapter": self.name}

@@ -3,6 +3,9 @@
 its own `run()` would measure them. Nothing here times anything."""
 from __future__ import annotations
 
+import contextlib
+import inspect
+
 from ..base import Case, CaseInputs
 
 
@@ -75,6 +78,33 @@ def _collect(fn, kwargs) -> list:
         _COLLECTING = previous
 
 
+@contextlib.contextmanager
+def collecting(fn, call):
+    """Call one test function call with `Benchmark.run` collecting. Yields (benchmarks, None),
+    or ([], (kind, reason)) with kind SKIP (unknown fixture, pytest.skip) or FAIL; a
+    `monkeypatch` argument stays live until the block ends."""
+    skipped, failed = _outcome_exceptions()
+    params = inspect.signature(fn).parameters
+    unknown = [p for p in params if p not in call.kwargs and p != "monkeypatch"]
+    if unknown:
+        yield [], ("SKIP", f"UNSUPPORTED fixture {', '.join(unknown)}")
+        return
+    import pytest
+    with contextlib.ExitStack() as stack:
+        kwargs = dict(call.kwargs)
+        if "monkeypatch" in params:
+            kwargs["monkeypatch"] = stack.enter_context(pytest.MonkeyPatch.context())
+        try:
+            outcome = _collect(fn, kwargs), None
+        except skipped as exc:
+            outcome = [], ("SKIP", _one_line(exc))
+        except failed as exc:
+            outcome = [], ("FAIL", _one_line(exc))
+        except Exception as exc:  # noqa: BLE001
+            outcome = [], ("FAIL", f"{type(exc).__name__}: {_one_line(exc)}")
+        yield outcome
+
+
 def _unsupported(bench, benchmark_cls) -> str | None:
     for cls in type(bench).__mro__:
         if cls is benchmark_cls or not isinstance(cls, type) or \
@@ -95,8 +125,12 @@ def _status_case(op: str, detail: str, kind: str, reason: str, dtype: str = "-")
                 skip_reason=reason if kind == "SKIP" else None)
 
 
-def _case_for(op: str, bench, dtype_name: str, item, label: str) -> Case:
-    import flag_gems
+def _case_for(op: str, bench, dtype_name: str, item, label: str, package: str = "flag_gems",
+              info: dict | None = None) -> Case:
+    """`package` is the library whose `use_gems` routes torch ops (flag_gems, or
+    flaggems_vllm for FlagGems-vllm's benchmarks); `info` annotates every case."""
+    import importlib
+    library = importlib.import_module(package)
     args, kwargs = bench.unpack_to_args_kwargs(item)
     detail = _shape_detail(bench.record_shapes(*args, **kwargs))
     if bench.gems_op is not None:
@@ -106,7 +140,7 @@ def _case_for(op: str, bench, dtype_name: str, item, label: str) -> Case:
         exclude = [] if bench.op_name == "zero_" else ["zero_"]
         # A fresh use_gems per entry: it is single-use. The harness enters it around the
         # calls of the function under test only, never around its own device work.
-        context = lambda: flag_gems.use_gems(exclude=exclude)  # noqa: E731
+        context = lambda: library.use_gems(exclude=exclude)  # noqa: E731
     baseline, under_test = bench.torch_op, gems_fn
     if bench.is_backward:
         baseline, under_test = _backward(bench.torch_op), _backward(gems_fn)
@@ -127,7 +161,7 @@ def _case_for(op: str, bench, dtype_name: str, item, label: str) -> Case:
                 baseline=baseline, under_test=under_test, under_test_context=context,
                 metrics=metrics,
                 info={"benchmark": type(bench).__name__, "op_name": bench.op_name,
-                      **({"call": label} if label != "-" else {})})
+                      **({"call": label} if label != "-" else {}), **(info or {})})
 
 
 def _backward(op):

@@ -11,6 +11,8 @@ import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .classes import op_names
+
 NON_OP_MARKS = {"parametrize", "skip", "skipif", "xfail", "usefixtures", "filterwarnings",
                 "timeout", "tryfirst", "trylast"}
 
@@ -28,6 +30,7 @@ class TestNode:
     marks: tuple[str, ...] = ()       # op marks, e.g. ("sort",)
     skip_marks: tuple[str, ...] = ()  # source text of skip / skipif decorators
     parametrized: bool = False
+    op_names: tuple[str, ...] = ()    # `op_name=` of its Benchmark constructors (scan with index)
 
     @property
     def op(self) -> str:
@@ -61,12 +64,15 @@ class Corpus:
     nodes: list[TestNode] = field(default_factory=list)
 
     @classmethod
-    def scan(cls, root: str | Path, repo: str = "flaggems") -> "Corpus":
+    def scan(cls, root: str | Path, repo: str = "flaggems", index=None) -> "Corpus":
+        """Every test function under `root/benchmark`; with a `classes.ClassIndex`, each
+        node also carries the op names its Benchmark constructors are given."""
         root = Path(root)
         bench = root / "benchmark"
         corpus = cls(repo, root)
+        classes = index.benchmark_names() if index is not None else None
         for path in sorted(bench.rglob("test_*.py")):
-            corpus.nodes.extend(_scan_file(repo, root, path))
+            corpus.nodes.extend(_scan_file(repo, root, path, classes))
         return corpus
 
     def resolve(self, name: str) -> TestNode:
@@ -115,7 +121,7 @@ def _decorator_mark(dec: ast.expr) -> tuple[str, ast.expr] | None:
     return None
 
 
-def _scan_file(repo: str, root: Path, path: Path) -> list[TestNode]:
+def _scan_file(repo: str, root: Path, path: Path, classes: set | None = None) -> list[TestNode]:
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (SyntaxError, UnicodeDecodeError):
@@ -145,6 +151,7 @@ def _scan_file(repo: str, root: Path, path: Path) -> list[TestNode]:
                 parametrized = True
             elif mark not in NON_OP_MARKS:
                 marks.append(mark)
+        names = tuple(op_names(stmt, tree, classes)) if classes is not None else ()
         nodes.append(TestNode(repo, root, str(path.relative_to(root)), stmt.name, tuple(marks),
-                              tuple(skips), parametrized))
+                              tuple(skips), parametrized, names))
     return nodes

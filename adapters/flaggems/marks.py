@@ -26,7 +26,9 @@ def _marks(obj) -> list:
     return list(marks) if isinstance(marks, (list, tuple)) else [marks]
 
 
-def skip_reason(marks, module_globals: dict) -> str | None:
+def skip_reason(marks, module_globals: dict, stale=None, ignored: list | None = None) -> str | None:
+    """The first skip that applies. `stale(reason)` true: a `skipif` known to be wrong on
+    this device; it is passed over and its reason appended to `ignored`."""
     for mark in marks:
         if mark.name == "skip":
             return mark.kwargs.get("reason") or (mark.args[0] if mark.args else "skip mark")
@@ -34,7 +36,12 @@ def skip_reason(marks, module_globals: dict) -> str | None:
             conditions = mark.args or (mark.kwargs.get("condition"),)
             for condition in conditions:
                 if _true(condition, module_globals):
-                    return mark.kwargs.get("reason") or f"skipif {condition!r}"
+                    reason = mark.kwargs.get("reason") or f"skipif {condition!r}"
+                    if stale is not None and stale(reason):
+                        if ignored is not None and reason not in ignored:
+                            ignored.append(reason)
+                        break
+                    return reason
     return None
 
 
@@ -45,10 +52,11 @@ def _true(condition, module_globals: dict) -> bool:
     return bool(condition)
 
 
-def expand_calls(fn, module) -> list[Call]:
-    """All calls pytest would make of `fn`: module and function skips, parametrize product."""
+def expand_calls(fn, module, stale=None, ignored: list | None = None) -> list[Call]:
+    """All calls pytest would make of `fn`: module and function skips, parametrize product.
+    `stale` and `ignored`: see `skip_reason`."""
     module_globals = vars(module)
-    base = skip_reason(_marks(module) + _marks(fn), module_globals)
+    base = skip_reason(_marks(module) + _marks(fn), module_globals, stale, ignored)
     axes = []
     for mark in _marks(fn):   # bottom decorator first, as in pytest's ids
         if mark.name != "parametrize":
@@ -68,7 +76,7 @@ def expand_calls(fn, module) -> list[Call]:
             label = param_id or (ids[i] if isinstance(ids, (list, tuple)) and i < len(ids)
                                  else "-".join(_label(v) for v in value))
             axis.append((dict(zip(names, value)), label,
-                         skip_reason(param_marks, module_globals)))
+                         skip_reason(param_marks, module_globals, stale, ignored)))
         axes.append(axis)
     if not axes:
         return [Call({}, "", base)]

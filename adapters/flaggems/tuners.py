@@ -24,13 +24,14 @@ from ..base import TunerCache, TunerSupport
 LIBENTRY_MODULE = "flag_gems.utils.libentry"
 
 
-def tuner_support(import_module: bool = True) -> TunerSupport:
-    """LibTuner and a reset of LibEntry caches; Triton's Autotuner alone when this FlagGems
-    has no libentry module."""
-    module = sys.modules.get(LIBENTRY_MODULE)
+def tuner_support(import_module: bool = True, package: str = "flag_gems") -> TunerSupport:
+    """LibTuner and a reset of LibEntry caches of `package` (flag_gems, or flaggems_vllm,
+    which carries its own copy); Triton's Autotuner alone when it has no libentry module."""
+    name = LIBENTRY_MODULE if package == "flag_gems" else f"{package}.utils.libentry"
+    module = sys.modules.get(name)
     if module is None and import_module:
         try:
-            module = importlib.import_module(LIBENTRY_MODULE)
+            module = importlib.import_module(name)
         except ImportError:
             module = None
     return libentry_support(module) if module is not None else TunerSupport()

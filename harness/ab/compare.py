@@ -71,9 +71,9 @@ def _apply(row: ABRow, stat: stats.ShapeStat, interval: str) -> None:
 def _add_rounds(rows: list[ABRow], summary: dict, deltas, pairs_per_row, n_rounds: int) -> None:
     """Per shape: spread across rounds and per side; per op: per-round median deltas, the
     sign-unstable count and the median side spread."""
-    for row, agg, pairs in zip(rows, stats.round_stats([list(d) for d in zip(*deltas)]),
-                               pairs_per_row):
-        row.rounds = agg
+    for row, agg, pairs, own in zip(rows, stats.round_stats([list(d) for d in zip(*deltas)]),
+                                    pairs_per_row, deltas):
+        row.rounds = dict(agg, deltas_pct=list(own))      # each round's delta, in order
         row.spread_a_pct = stats.side_spread([ra.gems_ms for ra, _ in pairs])
         row.spread_b_pct = stats.side_spread([rb.gems_ms for _, rb in pairs])
     summary["per_round_median_delta_pct"] = [_median([d[i] for d in deltas])

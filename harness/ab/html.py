@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from html import escape
 
+from ..telemetry.chart import clock_svg
+
 # Chart geometry (pixels).
 _LABEL_W = 280      # left column holding "dtype shape" labels
 _PLOT_W = 480       # delta axis
@@ -38,13 +40,14 @@ tr.problem th, tr.problem td { background: #fdecea; }
 .empty { color: #777; font-style: italic; }
 pre { background: #f7f7f7; padding: .5em; overflow-x: auto; font-size: .8em; }
 svg text { font-family: monospace; font-size: 11px; }
+.charts { display: flex; flex-wrap: wrap; gap: 1.5em; align-items: flex-start; }
 """
 
 
 def render_html(report: dict) -> str:
     """The whole page for an A/B report.
 
-    report = {"title", "generated_at", "ops": [op, ...]}; each op carries op, verdict,
+    report = {"title", "generated_at", "ops": [op, ...], "telemetry"?}; each op carries op, verdict,
     caliber, caliber_problems, sides, rows, unpaired, summary and markers (see the module
     that builds the report for the exact fields).
     """
@@ -64,14 +67,15 @@ def render_html(report: dict) -> str:
     ops = report.get("ops") or []
     if not ops:
         parts.append('<p class="empty">no ops in this report</p>')
-    parts.extend(_op_section(op) for op in ops)
+    telemetry = report.get("telemetry") or {}
+    parts.extend(_op_section(op, telemetry) for op in ops)
     parts += ["</body>", "</html>", ""]
     return "\n".join(parts)
 
 
 # --- one op ------------------------------------------------------------------------------
 
-def _op_section(op: dict) -> str:
+def _op_section(op: dict, telemetry: dict | None = None) -> str:
     rows = op.get("rows") or []
     parts = [
         "<section>",
@@ -80,8 +84,11 @@ def _op_section(op: dict) -> str:
         _sides_line(op.get("sides") or {}),
         f'<p class="summary">{_summary_line(op.get("summary") or {})}</p>',
     ]
+    clocks = clock_svg((telemetry or {}).get("points") or [],
+                       ((telemetry or {}).get("windows") or {}).get(op.get("op")))
     if rows:
-        parts.append(_chart(rows))
+        # the clocks while this op ran, beside its deltas (telemetry.tsv of the A/B root)
+        parts.append(f'<div class="charts">{_chart(rows)}{clocks}</div>')
         parts.append(_rows_table(rows))
     else:
         parts.append('<p class="empty">no paired rows</p>')
@@ -111,7 +118,9 @@ def _summary_line(summary: dict) -> str:
             f"{_text(summary.get('slower', 0))} slower, "
             f"{_text(summary.get('unchanged', 0))} unchanged; "
             f"geomean speedup {_num(geomean, '.4f')}x; "
-            f"delta {_pct(summary.get('delta_min_pct'))} .. {_pct(summary.get('delta_max_pct'))}")
+            f"delta {_pct(summary.get('delta_min_pct'))} .. {_pct(summary.get('delta_max_pct'))}"
+            + (f"; {_text(summary['within_noise'])} significant within the noise floor"
+               if summary.get("within_noise") else ""))
 
 
 # --- chart -------------------------------------------------------------------------------
@@ -213,7 +222,7 @@ def _table_row(row: dict) -> str:
         f'<td class="delta">{_pct(row.get("delta_pct"))}</td>',
         _td(ci),
         _td(_num(row.get("p_value"), ".3g")),
-        _td("yes" if row.get("significant") else ""),
+        _td("noise" if row.get("within_noise") else "yes" if row.get("significant") else ""),
         _td(span),
         _td(stable),
         _td(escape("; ".join(str(a) for a in row.get("annotations") or [])), text=True),

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from .. import telemetry
 from ..common import markers
 from ..common.errors import (EXIT_CALIBER, EXIT_FAILED_CASES, EXIT_OK, EXIT_PREFLIGHT,
                              EXIT_USAGE, UsageError)
@@ -82,8 +83,10 @@ def run_side(plan: ABPlan, op: str, number: int, side: Side,
     """One `zlh bench` in a fresh process group; a timeout kills the whole group (rc 124)."""
     out = plan.root / safe_name(op) / f"r{number}_{side.label}"
     out.mkdir(parents=True, exist_ok=True)
+    # The A/B root's own telemetry watches every run: the runs themselves sample none.
     options = plan.options.replace(out=str(out),
-                                   replay=str(replay_from) if replay_from is not None else None)
+                                   replay=str(replay_from) if replay_from is not None else None,
+                                   telemetry_interval=0.0, **side.options)
     cmd = [side.python, "-m", "harness", "bench", op, *options.to_argv()]
     started = time.time()
     with open(out / "bench.log", "w", encoding="utf-8") as log:
@@ -160,15 +163,21 @@ def run_ab(plan: ABPlan, echo: Echo = print,
     reports, code = [], EXIT_OK
     write_reports(plan.root, reports)
     counter = _Counter(len(plan.ops) * 2 * plan.rounds, progress)
-    for op in plan.ops:
-        report, op_code = OpAB(plan, op, echo, counter).run()
-        code = max(code, op_code)
-        if report is not None:
-            reports.append(report)
-            # rewritten after every op: an interrupted A/B keeps the ops it finished
-            write_reports(plan.root, reports)
-            echo(render_terminal(report, colour=sys.stdout.isatty()))
+    with _watch(plan):                  # telemetry.tsv beside status.tsv
+        for op in plan.ops:
+            report, op_code = OpAB(plan, op, echo, counter).run()
+            code = max(code, op_code)
+            if report is not None:
+                reports.append(report)
+                # rewritten after every op: an interrupted A/B keeps the ops it finished
+                write_reports(plan.root, reports)
+                echo(render_terminal(report, colour=sys.stdout.isatty()))
     return reports, code
+
+
+def _watch(plan: ABPlan):
+    return telemetry.watch_for(plan.root, plan.options.backend, plan.options.device,
+                               plan.options.telemetry_interval)
 
 
 class _Counter:
@@ -225,6 +234,8 @@ class OpAB:
         report.caliber_problems = check.problems
         report.sides["A"]["label"] = plan.a.description or "A"
         report.sides["B"]["label"] = plan.b.description or "B"
+        if plan.noise_floor is not None:
+            plan.noise_floor.label(report)
         code = outcome_code(report, run_a, run_b, self.echo)
         return (report if report.rows else None), code    # nothing paired: no report
 
@@ -332,7 +343,8 @@ def replay_against(run_a, given: dict, root: Path, timeout_s: float, echo: Echo,
                   options=options, root=root, timeout_s=timeout_s)
     check_replay(stored, options, root, allow_partial, plan.b)
     check_output_dir(root, "--root", create=True)
-    outcome = run_side(plan, op, 1, plan.b, Path(run_a))
+    with _watch(plan):
+        outcome = run_side(plan, op, 1, plan.b, Path(run_a))
     problem = outcome.problem()
     if problem is not None:
         echo(f"!!! {op}: side B failed ({problem}): {outcome.last_words() or 'no output'}")

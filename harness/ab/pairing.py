@@ -69,6 +69,8 @@ def annotations(pairs) -> list[str]:
         if ra.timer != rb.timer:
             notes.add(f"timer A={ra.timer} B={rb.timer}")
         for side, row in (("A", ra), ("B", rb)):
+            if row.throttled:
+                notes.add(f"{side}: throttled")
             for line in row.markers:
                 name = markers.marker_name(line)
                 if name in (markers.NO_GRAPH, markers.REPLAY_FALLBACK):

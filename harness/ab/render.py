@@ -16,7 +16,7 @@ from .report import ABReport, ABRow
 CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "a_ms", "b_ms",
                "delta_pct", "ci_low_pct", "ci_high_pct", "interval", "p_value", "significant",
                "direction", "rounds_min_delta_pct", "rounds_max_delta_pct", "sign_stable",
-               "annotations")
+               "within_noise", "annotations")
 
 
 def _num(value, spec: str) -> str:
@@ -38,7 +38,8 @@ def _table_entry(report: ABReport, r: ABRow, multi: bool, colour: bool) -> list:
              _num(r.a_ms, ".5f"), _num(r.b_ms, ".5f"),
              _colour(_num(r.delta_pct, "+.2f"), r, colour),
              f"[{_num(r.ci_low_pct, '+.2f')}, {_num(r.ci_high_pct, '+.2f')}]",
-             _num(r.p_value, ".3g"), "yes" if r.significant else "no"]
+             _num(r.p_value, ".3g"),
+             "noise" if r.within_noise else "yes" if r.significant else "no"]
     if multi:
         rd = r.rounds or {}
         entry += [f"{_num(rd.get('min_delta_pct'), '+.2f')}~{_num(rd.get('max_delta_pct'), '+.2f')}",
@@ -79,7 +80,9 @@ def _summary_lines(s: dict) -> list[str]:
              f"{_num(s.get('geomean_speedup'), '.4f')}, delta "
              f"{_num(s.get('delta_min_pct'), '+.2f')}% ~ {_num(s.get('delta_max_pct'), '+.2f')}% "
              f"(median {_num(s.get('delta_median_pct'), '+.2f')}%), faster {s['faster']}, "
-             f"slower {s['slower']}, unchanged {s['unchanged']} (delta > 0: B faster)"]
+             f"slower {s['slower']}, unchanged {s['unchanged']} (delta > 0: B faster)"
+             + (f"; within the noise floor {s['within_noise']}" if s.get("within_noise")
+                else "")]
     if s.get("rounds", 1) == 1:
         lines.append("one round: intervals and p-values see each process's own noise only; "
                      "--rounds 3 or more adds the process-to-process part")

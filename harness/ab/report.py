@@ -38,6 +38,7 @@ class ABRow:
     rounds: dict | None = None           # median/min/max delta across rounds, sign stability
     spread_a_pct: float | None = None
     spread_b_pct: float | None = None
+    within_noise: bool = False           # significant, but inside the machine's noise floor
 
     @classmethod
     def from_dict(cls, data: dict) -> "ABRow":

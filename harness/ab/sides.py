@@ -20,6 +20,7 @@ class Side:
     env: dict = field(default_factory=dict)      # overrides; None value unsets
     python: str = sys.executable
     description: str = ""
+    options: dict = field(default_factory=dict)   # flat bench options for this side only
 
 
 @dataclass
@@ -36,6 +37,7 @@ class ABPlan:
     scrub: list[str] = field(default_factory=list)
     alpha: float = 0.05
     switch_name: str = ""              # the variable a --switch flips, for markers
+    noise_floor: object = None         # calibrate.noise.NoiseFloor: label deltas within it
 
     @property
     def switch(self) -> str:

@@ -6,7 +6,9 @@
     batch.py   zlh batch
     screen.py  zlh screen
     campaign.py  zlh partition, zlh campaign (rounds over devices)
+    calibrate.py  zlh calibrate
     info.py    zlh ops, show, fingerprint, backends
+    shapes.py  zlh shapes derive / check / model
 """
 from __future__ import annotations
 
@@ -57,6 +59,6 @@ def main():
     """zlh: operator timing harness for A/B comparison of Triton compiler and FlagGems builds."""
 
 
-from . import ab, batch, bench, campaign, info, screen  # noqa: E402,F401  (registers the commands)
+from . import ab, batch, bench, calibrate, campaign, info, screen, shapes  # noqa: E402,F401  (registers the commands)
 
 __all__ = ["main"]

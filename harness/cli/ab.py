@@ -15,6 +15,7 @@ from ..ab.recipe import load_recipe
 from ..ab.render import render_terminal, to_json
 from ..ab.report import load_report, write_reports
 from ..ab.sides import ABPlan, sides_from_env, sides_from_switch
+from ..calibrate.noise import NoiseFloor
 from ..common import errors
 from ..common.files import check_output_dir
 from . import main
@@ -58,11 +59,14 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
               help="Extra IR scrub pattern (repeatable), checked before anything runs.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object (rows with delta_pct, summary) instead of tables.")
+@click.option("--noise-floor", "noise_floor", default=None, metavar="FILE",
+              help="calibration.json of an A/A `zlh calibrate`: label each significant delta "
+                   "within its shape's noise floor `within noise`.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @bench_options
 @click.pass_context
 @handles_errors
-def ab(ctx, args, replay_run, recipe, root, as_json, quiet, **params):
+def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, **params):
     """Compare two sides: `zlh ab RUN_A RUN_B`, `zlh ab --replay RUN_A [bench options]`, or
     `zlh ab OP... --switch NAME=a,b | --env-a K=V --env-b K=V | --python-a P --python-b P |
     --recipe FILE [--rounds N]` (both sides run here, each run a fresh process).
@@ -75,6 +79,7 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, **params):
     echo = lines.append if as_json else echo_routed
     progress = None if quiet else echo_err
     given = given_options(ctx)
+    floor = NoiseFloor.load(noise_floor) if noise_floor else None
     if recipe:
         args, params, given = _apply_recipe(recipe, args, params, given)
     check_scrub(params["scrub"])
@@ -86,19 +91,19 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, **params):
         report, code = orchestrate.replay_against(
             replay_run, given, root_path, params["timeout_s"], echo,
             params["allow_caliber_mismatch"], params["scrub"], params["allow_partial"])
-        reports = [report] if report else []
+        reports = _labelled([report] if report else [], floor)
         if reports:
             write_reports(root_path, reports)
     elif running:
-        reports, code = _run_both(args, params, given, root_path, echo, progress)
+        reports, code = _run_both(args, params, given, root_path, echo, progress, floor)
         echo(f"runs, status.tsv and report.json/csv under {root_path}")
     else:
-        reports, code = _compare_two(ctx, args, params, root, echo)
+        reports, code = _compare_two(ctx, args, params, root, echo, floor)
     _print(reports, lines, as_json, printed=running and not replay_run)
     sys.exit(code)
 
 
-def _compare_two(ctx, args, params: dict, root, echo):
+def _compare_two(ctx, args, params: dict, root, echo, floor):
     """`zlh ab RUN_A RUN_B`: options that only apply when zlh runs the sides are refused."""
     if len(args) != 2:
         raise errors.UsageError("give two run directories (zlh ab RUN_A RUN_B), --replay "
@@ -115,7 +120,7 @@ def _compare_two(ctx, args, params: dict, root, echo):
                                                 params["allow_caliber_mismatch"], echo,
                                                 scrub=params["scrub"],
                                                 allow_partial=params["allow_partial"])
-    reports = [report] if report else []
+    reports = _labelled([report] if report else [], floor)
     if reports and root:
         check_output_dir(root, "--root", create=True)
         write_reports(Path(root), reports)
@@ -140,7 +145,13 @@ def _apply_recipe(recipe: str, args, params: dict, given: dict):
     return args, params, given
 
 
-def _run_both(args, params: dict, given: dict, root: Path, echo, progress):
+def _labelled(reports, floor):
+    for report in reports if floor is not None else ():
+        floor.label(report)
+    return reports
+
+
+def _run_both(args, params: dict, given: dict, root: Path, echo, progress, floor=None):
     args = tuple(args) or tuple(default_ops(options_from(given)))
     if not args:
         raise errors.UsageError("name at least one op to run on both sides")
@@ -157,7 +168,7 @@ def _run_both(args, params: dict, given: dict, root: Path, echo, progress):
         root=root, rounds=params["rounds"] or 1, timeout_s=params["timeout_s"],
         allow_caliber_mismatch=params["allow_caliber_mismatch"],
         allow_no_ir_diff=params["allow_no_ir_diff"], scrub=list(params["scrub"]),
-        switch_name=(params["switch"] or "").partition("=")[0])
+        switch_name=(params["switch"] or "").partition("=")[0], noise_floor=floor)
     return orchestrate.run_ab(plan, echo, progress)
 
 
@@ -189,7 +200,9 @@ def report(root, html_out):
         check_output_dir(root, "ROOT")
         from ..ab.html import render_html
         from ..common.files import atomic_write_text
-        page = render_html({**doc, "ops": [r.to_dict() for r in reports]})
+        from ..telemetry.chart import for_report
+        page = render_html({**doc, "ops": [r.to_dict() for r in reports],
+                            "telemetry": for_report(root, [r.op for r in reports])})
         click.echo(str(atomic_write_text(Path(root) / "report.html", page)))
         return
     for op_report in reports:

@@ -7,8 +7,8 @@ import click
 
 from ..run.runner import run_bench
 from . import main
-from .common import (bench_options, default_ops, echo_err, echo_out, handles_errors, not_empty,
-                     options_from)
+from .common import (bench_options, default_ops, echo_err, echo_out, finite, handles_errors,
+                     not_empty, options_from)
 
 
 @main.command()
@@ -22,6 +22,10 @@ from .common import (bench_options, default_ops, echo_err, echo_out, handles_err
                    "<op>_* record run under this directory). Default: record.")
 @click.option("--keep-cache", is_flag=True,
               help="Keep the private Triton compile cache (and tuner DB) after the run.")
+@click.option("--plant-pct", type=click.FloatRange(min=0), default=None, metavar="X",
+              callback=finite,
+              help="Self-test: add a device spin to the function under test, sized as X% of "
+                   "its latency in the --replay run (0: the spin kernel with no spin).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @click.option("--parallel-sweep", type=click.IntRange(min=2), default=None, metavar="N",
               help="Record runs: sweep autotune configs on N devices (cases dealt "
@@ -31,8 +35,8 @@ from .common import (bench_options, default_ops, echo_err, echo_out, handles_err
 @click.option("--case-shard", default=None, hidden=True, metavar="K/N",
               help="Only every N-th case from the K-th (the shards of a parallel sweep).")
 @handles_errors
-def bench(ops, out, replay, keep_cache, quiet, parallel_sweep, sweep_devices, case_shard,
-          **params):
+def bench(ops, out, replay, keep_cache, plant_pct, quiet, parallel_sweep, sweep_devices,
+          case_shard, **params):
     """Time OPS (function under test vs torch baseline), one run directory per op.
 
     FlagGems op names: `softmax` (test_softmax), `perf_sort:sort` (function:file),
@@ -44,7 +48,7 @@ def bench(ops, out, replay, keep_cache, quiet, parallel_sweep, sweep_devices, ca
     measured is kept), 130/143 interrupted (SIGINT/SIGTERM).
     """
     options = options_from(params, out=out, replay=replay, keep_cache=keep_cache,
-                           case_shard=case_shard, argv=["zlh"] + sys.argv[1:])
+                           case_shard=case_shard, plant_pct=plant_pct, argv=["zlh"] + sys.argv[1:])
     ops = list(ops) or default_ops(options)
     progress = None if quiet else echo_err
     if parallel_sweep:

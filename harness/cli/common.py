@@ -181,11 +181,18 @@ BENCH_OPTIONS = [
     click.option("--ir-stage", type=click.Choice(IR_STAGES), default="ttgir", show_default=True,
                  help="IR stage the fingerprint covers (also kept beside ttgir/): ttgir where "
                       "FlagTree's switches act; ptx or llir for switches acting after TTGIR."),
+    click.option("--telemetry-interval", type=click.FloatRange(min=0), default=5.0,
+                 callback=finite,
+                 show_default=True, metavar="S",
+                 help="Seconds between device telemetry samples (telemetry.tsv); 0: off."),
+    click.option("--retry-throttled", type=click.IntRange(min=0), default=0, show_default=True,
+                 metavar="N", help="Measure a case again, up to N times, while it ran on a "
+                                   "throttled device (clock below usual or a slowdown reason)."),
 ]
 BENCH_NAMES = ("adapter", "cases", "backend", "device", "dtypes", "shapes", "level", "timer",
                "repeat", "l2", "warmup_ms", "min_samples", "min_time_ms", "max_time_ms",
                "target_rel_err", "seed", "check", "flaggems_dir", "isolate_tuner_cache", "ir",
-               "ir_stage")
+               "ir_stage", "telemetry_interval", "retry_throttled")
 
 
 def bench_options(fn):

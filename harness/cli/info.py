@@ -27,12 +27,20 @@ from .common import echo_err, handles_errors
 @click.option("--all-builtin", is_flag=True,
               help="Builtin adapter: also the fault-injection ops (fault_raise, fault_abort, "
                    "fault_hang, fault_illegal_address).")
+@click.option("--csv", "as_csv", is_flag=True,
+              help="The inventory as CSV on stdout (repo, op, op_file, function, marked_skip, "
+                   "op_names, ...).")
+@click.option("--verify-collect", is_flag=True,
+              help="With --csv: import each function and build its Benchmarks (no timing); "
+                   "adds collect and collect_detail columns. Needs the library importable.")
 @click.option("--json", "as_json", is_flag=True,
               help="One JSON object per line (op, file, function, marks, skip marks), untruncated.")
 @click.pass_context
 @handles_errors
-def ops_cmd(ctx, patterns, adapter, flaggems_dir, vllm_dir, all_builtin, as_json):
-    """List the benchmark functions an adapter can run (FlagGems: static scan, no import).
+def ops_cmd(ctx, patterns, adapter, flaggems_dir, vllm_dir, all_builtin, as_csv,
+            verify_collect, as_json):
+    """List the benchmark functions an adapter can run (FlagGems: static scan, no import),
+    and the skip guards each backend overrides or keeps.
 
     PATTERNS (optional) keep the functions whose op name, file or function contains one of
     them (case-insensitive): `zlh ops softmax`. On a terminal, lines are cut to its width
@@ -48,6 +56,9 @@ def ops_cmd(ctx, patterns, adapter, flaggems_dir, vllm_dir, all_builtin, as_json
         source = adapters.get_adapter(name, flaggems_dir=flaggems_dir, vllm_dir=vllm_dir)
     except adapters.UnknownAdapter as exc:
         raise errors.UsageError(str(exc)) from None
+    if as_csv or verify_collect:
+        _inventory_csv(source, verify_collect)
+        return
     rows = _matching(source.describe_ops(include_hidden=all_builtin), patterns)
     if as_json:
         for row in rows:
@@ -61,9 +72,39 @@ def ops_cmd(ctx, patterns, adapter, flaggems_dir, vllm_dir, all_builtin, as_json
                          headers=["op", "file", "function", "marks", "skip marks"],
                          tablefmt="plain").splitlines()
         echo_err(f"{len(rows)} benchmark functions")
+        lines += "\n".join(_guard_lines(rows)).splitlines()
     width = _output_width()
     for line in lines:
         click.echo(line if not width or len(line) <= width else line[:width - 1] + "…")
+
+
+def _inventory_csv(source, verify: bool) -> None:
+    import csv
+    import io
+    import backends as registry
+    columns, rows = source.inventory(verify, registry.detect_backend() if verify else None,
+                                     registry.all_backends())
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    click.echo(buffer.getvalue(), nl=False)
+    click.echo(f"{len(rows)} rows", err=True)
+
+
+def _guard_lines(rows) -> list[str]:
+    """Each backend's skip-guard table: stale guards are ignored on that backend (the function
+    runs), kept ones are listed so that they stay."""
+    import backends as registry
+    nodes = {(r.get("file"), r.get("function")) for r in rows}
+    lines = [[b.name, "ignored" if g.stale else "kept", f"{g.file}::{g.function}", g.reason,
+              "yes" if (g.file, g.function) in nodes else "no"]
+             for b in registry.all_backends() for g in b.skip_guards]
+    if not lines:
+        return []
+    return ["", "skip guards per backend (matched on file, function and exact reason):",
+            tabulate(lines, headers=["backend", "guard", "function", "reason", "in corpus"],
+                     tablefmt="plain")]
 
 
 def _matching(rows: list[dict], patterns) -> list[dict]:

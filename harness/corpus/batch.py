@@ -97,6 +97,10 @@ class Batch:
 
     # ---- lanes --------------------------------------------------------------------------
     def run(self) -> BatchResult:
+        with watch_devices(self.plan.root, self.plan):
+            return self._run()
+
+    def _run(self) -> BatchResult:
         todo = self.carry_over()
         lanes = {d: [i for i in todo if device_for(i.op, self.plan.devices) == d]
                  for d in self.plan.devices}
@@ -177,8 +181,10 @@ class Batch:
         out = files.op_dir(self.plan.root, op)
         out.mkdir(parents=True, exist_ok=True)
         log = out / f"run.attempt{k}.log"
+        # The batch samples its devices itself (telemetry.tsv at its root): not each op.
         options = self.plan.options.replace(dtypes=dtypes, out=str(out),
-                                            replay=str(replay) if replay else None)
+                                            replay=str(replay) if replay else None,
+                                            telemetry_interval=0.0)
         if worker is None:
             return run_fresh(lane, op, options.to_argv(), self.plan.op_timeout_s, log, out)
         job = {"op": op, "options": options.to_dict(), "log": str(log),
@@ -266,6 +272,19 @@ class Batch:
         code = EXIT_FAILED_CASES if any(o.status in bad for o in self.outcomes.values()) \
             else EXIT_OK
         return BatchResult(dict(self.outcomes), code, wall)
+
+
+def watch_devices(root: Path, plan: BatchPlan):
+    """telemetry.tsv at the root, one line per device every --telemetry-interval seconds,
+    while the lanes run (telemetry.err says why when it cannot)."""
+    from ..telemetry.recorder import watch
+    name = plan.options.backend
+    try:
+        backend = backends.get_backend(name) if name else backends.detect_backend()
+    except backends.UnknownBackend:
+        backend = None
+    return watch(root, backend, plan.devices if backend is not None else [],
+                 plan.options.telemetry_interval if backend is not None else 0.0)
 
 
 def lane_for(plan: BatchPlan, device: int, overrides: dict | None = None) -> Lane:

@@ -22,7 +22,7 @@ from ..ab.sides import Side
 from ..common.errors import PreflightError, UsageError
 from ..common.files import atomic_write_json, atomic_write_text
 from . import files
-from .batch import Batch, BatchPlan, lane_for
+from .batch import Batch, BatchPlan, lane_for, watch_devices
 from .outcome import Outcome
 from .selection import Item
 from .sharding import device_for
@@ -87,6 +87,10 @@ class Screen:
         self.started = time.time()
 
     def run(self) -> dict[str, Verdict]:
+        with watch_devices(self.plan.root, self.plan.base):
+            return self._run()
+
+    def _run(self) -> dict[str, Verdict]:
         side_a, side_b = self.sides["A"], self.sides["B"]
         side_a.carry_over()
         side_b.carry_over()

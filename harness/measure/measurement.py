@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from backends.telemetry import ClockReading
+
 from . import suspect
 
 UNDERSAMPLED = "undersampled"
@@ -28,6 +30,7 @@ class Measurement:
     warmup_calls: int = 0
     repeats: tuple[float, ...] = ()  # medians of independent repeats, when --repeat > 1
     fallback: str | None = None      # why this was not the requested timer (a marker line)
+    clocks: tuple[ClockReading, ...] = ()  # device clock when sampling started and ended
     undersampled: bool = False       # a cap stopped sampling before the sample minimum
 
     def __post_init__(self):
@@ -90,6 +93,8 @@ class Measurement:
             out["repeat_medians_ms"] = [_compact(v) for v in self.repeats]
         if self.fallback:
             out["fallback"] = self.fallback
+        if self.clocks:
+            out["clocks"] = [c.to_dict() for c in self.clocks]
         if keep_samples:
             out["samples_ms"] = [_compact(v) for v in self.samples_ms]
         return out
@@ -101,6 +106,7 @@ class Measurement:
                    warmup_calls=data.get("warmup_calls", 0),
                    repeats=tuple(data.get("repeat_medians_ms", ())),
                    fallback=data.get("fallback"),
+                   clocks=tuple(ClockReading.from_dict(c) for c in data.get("clocks") or ()),
                    undersampled=bool(data.get("undersampled", False)))
 
 

@@ -78,6 +78,7 @@ class _TimerBase:
         self.rule = rule or StoppingRule()
         self.budget = budget or Budget()
         self.repeat = repeat
+        self.clocks: tuple = ()
 
     # -- the shared skeleton -------------------------------------------------------------
     def measure(self, fn: Callable[[], object], scope: Scope | None = None) -> Measurement:
@@ -89,6 +90,7 @@ class _TimerBase:
         return Measurement(samples, self.name, runs[0].calls_per_sample,
                            sum(r.warmup_calls for r in runs),
                            repeats=tuple(r.median for r in runs),
+                           clocks=tuple(c for r in runs for c in r.clocks),
                            undersampled=any(r.undersampled for r in runs))
 
     def _measure_once(self, fn, scope: Scope) -> Measurement:
@@ -105,12 +107,21 @@ class _TimerBase:
         return self._sample(fn, per_call_ms, warmup_calls, scope)
 
     def _collect(self, take_batch: Callable[[], list[float]]) -> list[float]:
+        """Samples until the rule stops; the device clock is read (backend.clock_reading, an
+        in-process query, None where there is none) just before and just after, outside any
+        timed window, into `self.clocks`."""
+        self.clocks = self._clock()
         samples: list[float] = []
         start = time.perf_counter()
         while True:
             samples.extend(take_batch())
             if self.rule.should_stop(samples, (time.perf_counter() - start) * 1e3):
+                self.clocks += self._clock()
                 return samples
+
+    def _clock(self) -> tuple:
+        reading = self.backend.clock_reading(self.device_index)
+        return (reading,) if reading is not None else ()
 
     def _calls_per_sample(self, per_call_ms: float) -> int:
         if per_call_ms >= self.budget.batch_ms:
@@ -141,6 +152,7 @@ class HostTimer(_TimerBase):
         with scope():
             samples = self._collect(lambda: [self._time_calls(fn, calls) / calls])
         return Measurement(tuple(samples), self.name, calls, warmup_calls,
+                           clocks=self.clocks,
                            undersampled=self.rule.undersampled(len(samples)))
 
 
@@ -194,6 +206,7 @@ class EventTimer(_TimerBase):
         with scope():
             samples = self._collect(take_batch)
         return Measurement(tuple(samples), self.name, calls, warmup_calls,
+                           clocks=self.clocks,
                            undersampled=self.rule.undersampled(len(samples)))
 
 
@@ -238,6 +251,7 @@ class GraphTimer(EventTimer):
         samples = self._collect(take_batch)
         del graph
         return Measurement(tuple(samples), self.name, unroll, warmup_calls + replays * unroll,
+                           clocks=self.clocks,
                            undersampled=self.rule.undersampled(len(samples)))
 
     @staticmethod

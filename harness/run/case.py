@@ -23,6 +23,7 @@ from ..compile.ir.capture import IRCapture
 from ..measure import suspect
 from ..measure.case_timer import CaseTimer
 from ..store.results import FAILED, SKIPPED, SUCCESS, Row
+from ..telemetry import throttle
 from . import outputs
 
 
@@ -34,9 +35,12 @@ def seed_everything(seed: int) -> None:
 
 
 def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
-                 occurrence: int = 0, ir: IRCapture | None = None) -> Row:
+                 occurrence: int = 0, ir: IRCapture | None = None, retry_throttled: int = 0,
+                 plant=None) -> Row:
     """A Row for one case: SUCCESS with both measurements, SKIPPED, or FAILED with a reason
-    and a marker. Only a poisoned device escapes as an exception."""
+    and a marker. Only a poisoned device escapes as an exception. `retry_throttled`: measure
+    a case again (up to this many times) while a timed function ran throttled; `plant`: a
+    calibrate.plant.Plant adding a known device delay to the function under test."""
     row = Row(op=case.op, dtype=case.dtype, shape=case.shape, shape_detail=case.shape_detail,
               status=SUCCESS, occurrence=occurrence, extra=dict(case.info),
               variant=case.variant or "")
@@ -47,7 +51,7 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
         if ir is not None:
             ir.begin_case(case.shape_detail, case.dtype)
         try:
-            _time_case(case, case_timer, seed, check, row, ir)
+            _time_case(case, case_timer, seed, check, row, ir, retry_throttled, plant)
         finally:
             if ir is not None:
                 ir.end_case()
@@ -70,7 +74,8 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
     return row
 
 
-def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir) -> None:
+def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir,
+               retry_throttled: int = 0, plant=None) -> None:
     seed_everything(seed)
     inputs = case.build()
     args, kwargs = inputs.args, inputs.kwargs
@@ -78,6 +83,13 @@ def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir
     under_test = lambda: case.under_test(*args, **kwargs)  # noqa: E731
     if ir is not None:
         under_test = ir.timed(under_test)
+    planted = []
+    if plant is not None:
+        under_test, line = plant.wrap(under_test, (row.variant, row.dtype, row.shape_detail,
+                                                   row.occurrence),
+                                      {"op": case.op, "dtype": case.dtype,
+                                       "shape": case.shape_detail})
+        planted.append(line)
     scope = case.under_test_context or contextlib.nullcontext
     with scope():
         out = under_test()
@@ -91,12 +103,8 @@ def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir
         except AssertionError as exc:
             raise CaseFailure("mismatch", one_line(exc)) from None
     del out
-    where = {"dtype": case.dtype, "shape": case.shape_detail}
-    names = {n for n in (case.op.split(":")[0], case.info.get("op_name")) if n}
-    timed_torch = case_timer.measure(baseline, case.op, names, **where)
-    timed_gems = case_timer.measure(under_test, case.op, names, scope=scope, **where)
-    row.torch, row.gems = timed_torch.measurement, timed_gems.measurement
-    row.markers = timed_torch.markers + timed_gems.markers + flag_markers(case, row)
+    _measure_both(case, case_timer, baseline, under_test, scope, row, retry_throttled)
+    row.markers = planted + row.markers + flag_markers(case, row)
     if case.metrics is not None:
         try:
             row.metrics = {k: float(v) for k, v in
@@ -118,6 +126,28 @@ def flag_markers(case, row: Row) -> list[str]:
             detail=f"max/median {suspect.worst_ratio(measured.samples_ms):.3g}x, median "
                    f"rel err {100 * measured.rel_error:.2g}%"))
     return lines
+
+
+def _measure_both(case, case_timer: CaseTimer, baseline, under_test, scope, row: Row,
+                  retries: int) -> None:
+    """Time the baseline, then the function under test; while either ran throttled (see
+    telemetry.throttle), time both again, up to `retries` more times. The last attempt is
+    kept; every throttled attempt leaves a BENCHMARK_CASE_THROTTLED line."""
+    where = {"dtype": case.dtype, "shape": case.shape_detail}
+    names = {n for n in (case.op.split(":")[0], case.info.get("op_name")) if n}
+    notes: list[str] = []
+    for attempt in range(1, retries + 2):
+        timed_torch = case_timer.measure(baseline, case.op, names, **where)
+        timed_gems = case_timer.measure(under_test, case.op, names, scope=scope, **where)
+        verdicts = throttle.judge({"torch": timed_torch.measurement,
+                                   "gems": timed_gems.measurement})
+        left = retries + 1 - attempt
+        notes += throttle.marker_lines(verdicts, {"op": case.op, **where}, attempt, left)
+        if not throttle.row_flag(verdicts) or left == 0:
+            break
+    row.torch, row.gems = timed_torch.measurement, timed_gems.measurement
+    row.throttled = throttle.row_flag(verdicts)
+    row.markers = timed_torch.markers + timed_gems.markers + notes
 
 
 def _fail(row: Row, case, reason: str, detail: str) -> None:

@@ -48,12 +48,15 @@ OPTIONS = (
     Option("out", "--out"), Option("replay", "--replay"),
     Option("keep_cache", "--keep-cache", "flag"), Option("cases", "--cases"),
     Option("case_shard", "--case-shard"),
+    Option("telemetry_interval", "--telemetry-interval"),
+    Option("retry_throttled", "--retry-throttled"), Option("plant_pct", "--plant-pct"),
 )
 _RULE_FIELDS = ("min_samples", "min_time_ms", "max_time_ms", "target_rel_err")
 _BUDGET_FIELDS = ("warmup_ms",)
 FLAT_NAMES = tuple(o.name for o in OPTIONS)
-# Options that say where a run goes or what it replays, not how it measures.
-LOCATION_NAMES = ("out", "replay", "keep_cache")
+# Options that say where a run goes, what it replays, what watches it or what it plants —
+# not how it measures; a run reproduced from its run.json gets them from its caller.
+LOCATION_NAMES = ("out", "replay", "keep_cache", "telemetry_interval", "plant_pct")
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,9 @@ class BenchOptions:
     ir_stage: str = "ttgir"             # the stage the fingerprint covers (ttgir is always kept)
     cases: str | None = None            # user cases, `module:attr` (implies the user adapter)
     case_shard: str | None = None       # "k/N": only every N-th case from the k-th (sweeps)
+    telemetry_interval: float = 5.0     # seconds between telemetry.tsv samples; 0: off
+    retry_throttled: int = 0            # measure a throttled case again, up to N times
+    plant_pct: float | None = None      # calibrate: device spin sized as % of --replay's latency
     argv: tuple[str, ...] | None = None
 
     def __post_init__(self):
@@ -200,12 +206,14 @@ _TYPES = {
     "device": int, "repeat": int, "seed": int, "min_samples": int,
     "warmup_ms": float, "min_time_ms": float, "max_time_ms": float, "target_rel_err": float,
     "check": bool, "isolate_tuner_cache": bool, "keep_cache": bool, "ir": bool,
+    "telemetry_interval": float, "retry_throttled": int, "plant_pct": float,
 }
 _CHOICES = {"level": LEVELS, "timer": TIMERS, "l2": L2_POLICIES, "ir_stage": IR_STAGES}
 _MINIMUM = {"device": 0, "repeat": 1, "seed": 0, "min_samples": 1, "warmup_ms": 0.0,
-            "min_time_ms": 0.0, "max_time_ms": 0.0, "target_rel_err": 0.0}
+            "min_time_ms": 0.0, "max_time_ms": 0.0, "target_rel_err": 0.0,
+            "telemetry_interval": 0.0, "retry_throttled": 0, "plant_pct": 0.0}
 _OPTIONAL = {"adapter", "backend", "shapes", "flaggems_dir", "replay", "device", "dtypes", "argv",
-             "case_shard", "cases"}
+             "case_shard", "cases", "plant_pct"}
 
 
 def _check(name: str, value: Any) -> Any:

@@ -18,6 +18,7 @@ import adapters
 import backends
 
 from ..common.errors import PreflightError, UsageError
+from ..calibrate.plant import check_plant
 from ..common.files import check_output_dir
 from ..compile import autotune
 from ..compile.caches import CacheEnv, apply_env, compile_cache
@@ -69,6 +70,7 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
     replay_dirs = ({op: find_record_run(options.replay, op, backend.name) for op in resolved}
                    if options.replay else {})
     device_index = _device(backend, adapter, options)
+    check_plant(options.plant_pct, options.replay, backend)
     # Activate before asking the adapter for dtypes: on the cpu backend this switches Triton
     # to its interpreter, which narrows what the kernels support. A dry run sets only the
     # environment: it must not hold a device context while the runs it checked use the device.

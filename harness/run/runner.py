@@ -18,6 +18,8 @@ from typing import Callable, Sequence
 import adapters
 import backends
 
+from .. import telemetry
+from ..calibrate.plant import Plant
 from ..common import markers
 from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, DevicePoisonedError, RunFailedError,
                              Terminated, UsageError, one_line, write_failure)
@@ -32,7 +34,7 @@ from ..store.rundir import RunDir
 from .case import measure_case, seed_everything
 from .options import BenchOptions
 from .plan import BenchPlan, plan_bench
-from .table import render_rows
+from .table import render_rows, summary_line
 
 Echo = Callable[[str], None]
 
@@ -103,9 +105,12 @@ def run_op(plan: BenchPlan, op: str, echo: Echo = print,
         raise
     except OSError as exc:           # disk full, read-only file system: the run cannot go on
         status, reason, write_error = "failed", write_failure(exc), exc
-        run.free_space()
+        if not plan.options.keep_cache:    # room for run.json: the run ends here anyway
+            remove_private(plan.caches)
     except (KeyboardInterrupt, SystemExit) as exc:
-        status, reason = "interrupted", _interruption(exc)
+        status = "interrupted"
+        reason = ("SIGINT" if isinstance(exc, KeyboardInterrupt) else
+                  "SIGTERM" if isinstance(exc, Terminated) else "exit")
         raise
     except BaseException:
         status = "crashed"
@@ -122,12 +127,6 @@ def run_op(plan: BenchPlan, op: str, echo: Echo = print,
     return RunResult(op, run.dir.path, run.rows, run.caliber, status)
 
 
-def _interruption(exc: BaseException) -> str:
-    if isinstance(exc, KeyboardInterrupt):
-        return "SIGINT"
-    return "SIGTERM" if isinstance(exc, Terminated) else "exit"
-
-
 class OpRun:
     """The state of one op's run, and its steps."""
 
@@ -140,6 +139,9 @@ class OpRun:
         self.tuner_hook = None
         self.ir: IRCapture | None = None
         self.final_write_error: OSError | None = None
+        self.watcher = telemetry.watch(run_dir.path, plan.backend, plan.device_index,
+                                       plan.options.telemetry_interval)
+        self.plant: Plant | None = None
 
     @classmethod
     def open(cls, plan: BenchPlan, op: str, echo: Echo, progress: Echo | None) -> "OpRun":
@@ -176,6 +178,7 @@ class OpRun:
 
     def announce(self) -> None:
         plan, op, caliber = self.plan, self.op, self.caliber
+        self.watcher.start()         # telemetry.tsv (or telemetry.err) in the run directory
         self.say(f"zlh bench {op} · adapter={plan.adapter.name} · "
                  f"{plan.backend.name}:{plan.device_index} {caliber.device} · "
                  f"timer={plan.timer} · {self.dir.path}")
@@ -202,12 +205,6 @@ class OpRun:
         return RunFailedError(f"{self.op}: {reason} writing {where}; {marked}; cases measured "
                               f"before it are in {self.dir.path}", reason)
 
-    def free_space(self) -> None:
-        """After a failed write: the private compile cache is the one thing of this run that
-        can go (the run ends here), so run.json can still be marked."""
-        if not self.plan.options.keep_cache:
-            remove_private(self.plan.caches)
-
     def install_hooks(self) -> None:
         plan, op = self.plan, self.op
         if op in plan.replay_dirs:
@@ -232,6 +229,8 @@ class OpRun:
                                    plan.backend.torch_device(plan.device_index))
         seen: dict[tuple, int] = {}
         shard, shards = options.shard()
+        self.plant = Plant.for_run(options.plant_pct, plan.backend, plan.device_index,
+                                   plan.replay_dirs.get(self.op))
         with contextlib.closing(iter(cases)) as cases:   # closes the adapter's contexts
             for index in itertools.count():
                 seed_everything(options.seed)   # adapters that build inputs while yielding
@@ -244,7 +243,9 @@ class OpRun:
                 self.tuner_hook.begin_case()
                 try:
                     row = measure_case(case, case_timer, plan.backend, options.seed,
-                                       options.check, occurrence=seen.get(key, 0), ir=self.ir)
+                                       options.check, occurrence=seen.get(key, 0), ir=self.ir,
+                                       retry_throttled=options.retry_throttled,
+                                       plant=self.plant)
                 finally:
                     tuned_markers = self.tuner_hook.take_markers()
                 row.markers = tuned_markers + row.markers
@@ -275,6 +276,7 @@ class OpRun:
             except Exception as exc:  # noqa: BLE001
                 problems.append(one_line(exc))
 
+        safely(self.watcher.stop)
         hook = self.tuner_hook
         if hook is not None:
             safely(hook.uninstall)
@@ -317,27 +319,24 @@ class OpRun:
             self.info["reason"] = reason
         if problems:
             self.info["cleanup_errors"] = problems
-        self.info["telemetry"]["after"] = _telemetry(self.plan.backend)
+        self.info["telemetry"].update(self.watcher.summary(),
+                                      after=_telemetry(self.plan.backend, self.plan.device_index))
+        self.info["throttled_cases"] = sum(1 for r in self.rows if r.throttled)
+        if self.plant is not None:
+            self.info["plant"] = self.plant.run_fields()
 
     def print_table(self, status_line: str | None = None) -> None:
         """The table and summary (and, for a run that did not complete, its status line) on
         the console and in run.log. For an unfinished run nothing here may raise: the error
         that ended it is on its way out."""
-        counts = _counts(self.rows)
         wall = self.info.get("wall_s", time.time() - self.started)
-        summary = (f"{counts[SUCCESS]} ok, {counts[FAILED]} failed, {counts[SKIPPED]} skipped; "
-                   f"{graph_fallbacks(self.rows)} graph fallbacks; wall {wall:.1f} s")
-        colour = sys.stdout.isatty()
-        shown = (*render_rows(self.rows, colour=colour), summary, status_line)
-        logged = (*render_rows(self.rows, colour=False), summary, status_line)
-        with (contextlib.suppress(Exception) if status_line else contextlib.nullcontext()):
-            for text in shown:
-                if text:
-                    self.echo(text)
-        with (contextlib.suppress(Exception) if status_line else contextlib.nullcontext()):
-            for text in logged:
-                if text:
-                    self.dir.log(text)
+        tail = (summary_line(_counts(self.rows), graph_fallbacks(self.rows), wall), status_line)
+        guard = contextlib.suppress(Exception) if status_line else contextlib.nullcontext()
+        for write, colour in ((self.echo, sys.stdout.isatty()), (self.dir.log, False)):
+            with guard:
+                for text in (*render_rows(self.rows, colour=colour), *tail):
+                    if text:
+                        write(text)
 
 
 def _run_info(plan: BenchPlan, op: str, run_dir: RunDir, device, caliber: Caliber,
@@ -366,7 +365,7 @@ def _run_info(plan: BenchPlan, op: str, run_dir: RunDir, device, caliber: Calibe
         "host": identity.host(),
         "env": identity.recorded_env(identity.env_prefixes(visibility, adapter.env_prefixes)),
         "started_at": _iso(started),
-        "telemetry": {"before": _telemetry(backend)},
+        "telemetry": {"before": _telemetry(backend, plan.device_index)},
         "caches": {"env": plan.caches.shown(), "kept": options.keep_cache},
     }
 
@@ -389,9 +388,9 @@ def _counts(rows) -> dict:
     return {s: sum(1 for r in rows if r.status == s) for s in (SUCCESS, FAILED, SKIPPED)}
 
 
-def _telemetry(backend):
-    samples = backend.read_telemetry()
-    return [s.to_dict() for s in samples] if samples else None
+def _telemetry(backend, index: int):
+    """One sample of the device this run measures (never every device on the host)."""
+    return telemetry.snapshot(backend, index)
 
 
 def _iso(ts: float) -> str:

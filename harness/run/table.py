@@ -67,3 +67,9 @@ def render_rows(rows, colour: bool = False) -> tuple[str, str]:
     table = tabulate([[r[c] for c in columns] for r in records], headers=columns,
                      tablefmt="simple", disable_numparse=True, stralign="right")
     return "  ".join(legend), table
+
+
+def summary_line(counts: dict, graph_fallbacks: int, wall_s: float) -> str:
+    """The line under a run's table: case counts by status, graph fallbacks, wall time."""
+    return (f"{counts[SUCCESS]} ok, {counts['FAILED']} failed, {counts['SKIPPED']} skipped; "
+            f"{graph_fallbacks} graph fallbacks; wall {wall_s:.1f} s")

@@ -12,7 +12,7 @@ SUCCESS, FAILED, SKIPPED = "SUCCESS", "FAILED", "SKIPPED"
 
 CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "status", "reason", "torch_ms",
                "gems_ms", "speedup", "torch_gbps", "gems_gbps", "tflops", "timer", "torch_n",
-               "gems_n", "torch_rel_err", "gems_rel_err", "flags", "markers")
+               "gems_n", "torch_rel_err", "gems_rel_err", "flags", "markers", "throttled")
 
 
 @dataclass
@@ -30,6 +30,7 @@ class Row:
     markers: list[str] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
     variant: str = ""                  # benchmark/call within the op; "" = the op itself
+    throttled: bool | None = None      # measured on a held-back device; None: no clock readings
 
     @property
     def torch_ms(self) -> float | None:
@@ -72,7 +73,7 @@ class Row:
             "torch_ms": self.torch_ms, "gems_ms": self.gems_ms, "speedup": self.speedup,
             "torch_gbps": self.gbps("torch"), "gems_gbps": self.gbps("gems"),
             "tflops": self.tflops, "timer": self.timer,
-            "flags": self.flags, "markers": list(self.markers),
+            "flags": self.flags, "markers": list(self.markers), "throttled": self.throttled,
             "torch": self.torch.to_dict() if self.torch else None,
             "gems": self.gems.to_dict() if self.gems else None,
             **({"extra": self.extra} if self.extra else {}),
@@ -89,7 +90,7 @@ class Row:
             metrics={k: data[k] for k in ("torch_gbps", "gems_gbps", "tflops")
                      if data.get(k) is not None},
             markers=list(data.get("markers", [])), extra=data.get("extra", {}),
-            variant=data.get("variant", ""),
+            variant=data.get("variant", ""), throttled=data.get("throttled"),
         )
 
     def csv_record(self) -> dict:

@@ -1,0 +1,105 @@
+"""Statistics of a calibration: per shape, what identical builds differ by on this machine and
+the smallest change N rounds can detect; for a planted change, whether it was found.
+
+Input is one shape's per-round deltas (delta_pct = (A / B - 1) * 100, as everywhere in zlh).
+
+* noise floor: median and max of |delta| over the rounds (A/A: both sides the same build);
+* spread: s, the standard deviation of the per-round deltas (ddof 1);
+* smallest detectable change at N rounds (80 % power, two-sided alpha 0.05), from the same
+  Student's t that `zlh ab --rounds N` uses for its interval and p-value:
+
+      detectable = (t(1 - alpha/2, N - 1) + t(power, N - 1)) * s / sqrt(N)
+
+  A real change of this size is called significant in about 4 of 5 comparisons of N rounds
+  (before the Holm correction across an op's shapes, which asks a little more when an op has
+  many shapes). With N = 3: (4.303 + 1.061) * s / 1.732 = 3.10 s.
+
+A planted change slows side B, so it is *detected* when the shape is significant with B
+slower (direction -1); significant with B faster is the wrong sign.
+
+Pure numbers; numpy and `ab.stats` only.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from ..ab.stats import t_critical
+
+ALPHA = 0.05
+POWER = 0.8
+TARGET_MIN_MS = 0.02        # the planted-change target counts shapes of at least 20 µs
+
+
+def detectable_pct(sd: float | None, rounds: int, alpha: float = ALPHA,
+                   power: float = POWER) -> float | None:
+    """Smallest change detectable with `power` at `rounds` rounds, given the per-round spread."""
+    if sd is None or rounds < 2 or not math.isfinite(sd):
+        return None
+    df = rounds - 1
+    return (t_critical(df, alpha) + t_critical(df, 2.0 * (1.0 - power))) * sd / math.sqrt(rounds)
+
+
+def shape_floor(deltas: Sequence[float], alpha: float = ALPHA, power: float = POWER) -> dict:
+    """Noise floor, spread and detectable change of one shape's per-round deltas."""
+    d = np.array([v for v in deltas if v is not None and math.isfinite(v)], dtype=float)
+    if d.size == 0:
+        return {"rounds": 0, "noise_median_pct": None, "noise_max_pct": None, "mean_pct": None,
+                "sd_pct": None, "detectable_pct": None}
+    sd = float(d.std(ddof=1)) if d.size >= 2 else None
+    return {"rounds": int(d.size),
+            "noise_median_pct": float(np.median(np.abs(d))),
+            "noise_max_pct": float(np.max(np.abs(d))),
+            "mean_pct": float(d.mean()),
+            "sd_pct": sd,
+            "detectable_pct": detectable_pct(sd, int(d.size), alpha, power)}
+
+
+def plant_outcome(row: dict) -> dict:
+    """For a planted comparison's row (significant, direction): found with the right sign?"""
+    significant = bool(row.get("significant"))
+    direction = row.get("direction") or 0
+    return {"detected": significant and direction < 0, "wrong_sign": significant and direction > 0}
+
+
+def op_summary(shapes: Sequence[dict]) -> dict:
+    """Over an op's shapes: floor median/max, median detectable change, significant count,
+    and for a planted run the detection counts (all shapes, and shapes >= 20 µs)."""
+    medians = [s["noise_median_pct"] for s in shapes if s.get("noise_median_pct") is not None]
+    maxima = [s["noise_max_pct"] for s in shapes if s.get("noise_max_pct") is not None]
+    detect = [s["detectable_pct"] for s in shapes if s.get("detectable_pct") is not None]
+    out = {"shapes": len(shapes),
+           "noise_median_pct": float(np.median(medians)) if medians else None,
+           "noise_max_pct": float(max(maxima)) if maxima else None,
+           "detectable_median_pct": float(np.median(detect)) if detect else None,
+           "significant": sum(1 for s in shapes if s.get("significant"))}
+    if any("detected" in s for s in shapes):
+        out["plant"] = _detection(shapes)
+        out["plant_target"] = _detection([s for s in shapes
+                                          if (s.get("a_ms") or 0) >= TARGET_MIN_MS])
+    return out
+
+
+def _detection(shapes: Sequence[dict]) -> dict:
+    n = len(shapes)
+    found = sum(1 for s in shapes if s.get("detected"))
+    return {"shapes": n, "detected": found,
+            "wrong_sign": sum(1 for s in shapes if s.get("wrong_sign")),
+            "rate": found / n if n else None}
+
+
+def overall(op_summaries: Sequence[dict]) -> dict:
+    """The whole calibration: shape counts summed, floors pooled, detection rates pooled."""
+    out = {"ops": len(op_summaries), "shapes": sum(s["shapes"] for s in op_summaries),
+           "significant": sum(s["significant"] for s in op_summaries)}
+    for key in ("plant", "plant_target"):
+        parts = [s[key] for s in op_summaries if key in s]
+        if parts:
+            n = sum(p["shapes"] for p in parts)
+            found = sum(p["detected"] for p in parts)
+            out[key] = {"shapes": n, "detected": found,
+                        "wrong_sign": sum(p["wrong_sign"] for p in parts),
+                        "rate": found / n if n else None}
+    return out

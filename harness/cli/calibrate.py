@@ -1,0 +1,46 @@
+"""`zlh calibrate`."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from ..calibrate.run import CalibratePlan, calibrate as run_calibration
+from . import main
+from .common import (bench_options, echo_err, finite, given_options, handles_errors,
+                     options_from)
+
+
+@main.command()
+@click.argument("ops", nargs=-1, required=True)
+@click.option("--rounds", type=click.IntRange(min=2), default=3, show_default=True,
+              help="A/A rounds (each a pair of fresh processes); the floor and the detectable "
+                   "change are per shape over these rounds.")
+@click.option("--plant-pct", type=click.FloatRange(min=0, min_open=True), default=None,
+              callback=finite, metavar="X", help="Self-test: slow side B by a device spin of X% of side A's "
+                                "latency and report the shapes found with the right sign.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=3600.0,
+              show_default=True, help="Per-run limit in seconds.")
+@click.option("--root", default=None, metavar="DIR",
+              help="Where runs and calibration.json go. Default: runs/calibrate_<timestamp>.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@bench_options
+@click.pass_context
+@handles_errors
+def calibrate(ctx, ops, rounds, plant_pct, timeout_s, root, quiet, **params):
+    """This machine's noise floor for OPS: A/A (the same build on both sides) through the
+    `zlh ab` machinery, over --rounds; writes ROOT/calibration.json (per shape: |delta| median
+    and max, spread, the smallest change detectable at N rounds) for `zlh ab --noise-floor`.
+    With --plant-pct X, side B is slowed by a known amount on the device instead, and the
+    report counts the shapes detected with the right sign.
+
+    Exit status: 0 calibrated, 1 a run failed, 2 bad input, 4 caliber refusal.
+    """
+    plan = CalibratePlan(
+        ops=list(ops), options=options_from(given_options(ctx)),
+        root=Path(root or f"runs/calibrate_{time.strftime('%Y%m%d-%H%M%S')}"),
+        rounds=rounds, plant_pct=plant_pct, timeout_s=timeout_s)
+    _, code = run_calibration(plan, echo=click.echo, progress=None if quiet else echo_err)
+    sys.exit(code)
