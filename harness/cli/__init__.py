@@ -6,6 +6,7 @@
     batch.py   zlh batch
     screen.py  zlh screen
     campaign.py  zlh partition, zlh campaign (rounds over devices)
+    product.py   zlh campaign prepare | run | reaccount (pre-registered product campaigns)
     info.py    zlh ops, show, fingerprint, backends
 """
 from __future__ import annotations
@@ -19,6 +20,6 @@ def main():
     """zlh: operator timing harness for A/B comparison of Triton compiler and FlagGems builds."""
 
 
-from . import ab, batch, bench, campaign, info, screen  # noqa: E402,F401  (registers the commands)
+from . import ab, batch, bench, campaign, info, product, screen  # noqa: E402,F401  (registers the commands)
 
 __all__ = ["main"]
