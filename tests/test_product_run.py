@@ -339,8 +339,10 @@ def test_contract_checks_the_device_is_idle(tmp_path, monkeypatch, util, ok):
     from harness.corpus.product.freeze import load_frozen
     cpu = backends.get_backend("cpu")
     monkeypatch.setattr(cpu, "telemetry_command", ("fake-smi",))
-    monkeypatch.setattr(cpu, "read_telemetry", lambda timeout_s=10.0: [
+    readings = []
+    monkeypatch.setattr(cpu, "read_telemetry", lambda timeout_s=10.0: readings.append(1) or [
         TelemetrySample(0, 1980.0, 2619.0, 40.0, 120.0, util)])
+    monkeypatch.setattr("harness.corpus.product.contract.IDLE_INTERVAL_S", 0.0)
     frozen = load_frozen(frozen_of(tmp_path, builtin_doc(tmp_path)))
     if ok:
         body = check_contract(frozen)
@@ -352,3 +354,4 @@ def test_contract_checks_the_device_is_idle(tmp_path, monkeypatch, util, ok):
             check_contract(frozen)
         assert "check=device_idle" in str(info.value) and "busy: utilisation 97%" in \
             str(info.value)
+        assert len(readings) == 3                  # busy in every reading

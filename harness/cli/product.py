@@ -58,7 +58,8 @@ def run(frozen_dir, out, resume):
     """Run a frozen plan: the contract, then every task on the one device, serially.
 
     Exit status: 0 terminal, 1 the canary gate failed, 2 bad input, 3 PREFLIGHT_FAILED."""
-    receipt = run_campaign(frozen_dir, out, resume, click.echo)
+    receipt = run_campaign(frozen_dir, out, resume, click.echo,
+                           progress=lambda line: click.echo(line, err=True))
     root = Path(receipt["run_root"])
     counts = ", ".join(f"{c} {n}" for c, n in receipt["counts"].items() if n)
     click.echo(f"campaign {receipt['campaign_id']} --{receipt['selection']}: "

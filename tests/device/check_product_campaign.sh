@@ -44,6 +44,7 @@ for selection in canary all; do
   $ZLH campaign run "$FROZEN" 2>&1 | tee "$WORK/run_$selection.txt"
   rc=${PIPESTATUS[0]}
   echo "run $selection rc=$rc wall=$((SECONDS-T0))s"
+  [[ -f "$FROZEN/run/campaign-receipt.json" ]] || { echo "stopping: no campaign receipt"; break; }
   echo "--- status.csv ($selection)"
   cat "$FROZEN/run/status.csv"
   echo "--- campaign-receipt.json ($selection; zlh file hashes folded)"

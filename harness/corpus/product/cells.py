@@ -14,6 +14,7 @@ import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from ...common import markers
 from ...common.errors import UsageError
@@ -39,6 +40,7 @@ class CampaignContext:
     root: Path
     options: BenchOptions
     python: str = sys.executable
+    progress: Callable[[str], None] | None = None      # a line per finished cell
 
     @property
     def manifest(self):
@@ -80,6 +82,11 @@ def run_cell(ctx: CampaignContext, task: dict, cell: Cell, rnd: str,
                "effective_env": effective_env(ctx.manifest, lane),
                **read_cell(ctx, outcome.run_dir, log)}
     write_receipt(out / CELL_RECEIPT, receipt)
+    if ctx.progress is not None:
+        ctx.progress(f"  {task['task_id']} {rnd}/{cell.name}: {outcome.status} "
+                     f"{outcome.elapsed_s:.1f}s rows={receipt['rows_success']}/"
+                     f"{receipt['rows_total']}" + (f" ({outcome.reason})" if outcome.reason
+                                                   else ""))
     return receipt
 
 

@@ -9,14 +9,16 @@
     import_path      a process with the cells' environment imports the compiler and the
                      library from the frozen paths (the compiler binary's sha256 is recorded)
     visible_devices  exactly the manifest's device count is visible to it (and its name)
-    device_idle      the device's utilisation is below the manifest's bound (skipped, with
-                     the reason recorded, where the backend has no telemetry tool)
+    device_idle      the device's utilisation is at most the manifest's bound in one of
+                     three readings a second apart (skipped, with the reason recorded, where
+                     the backend has no telemetry tool)
 """
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import backends
@@ -29,6 +31,7 @@ from .inventory import corpus_adapter, test_file_problems
 from .receipts import ZLH_ROOT, sha256_file
 
 PROBE_TIMEOUT_S = 300.0
+IDLE_READINGS, IDLE_INTERVAL_S = 3, 1.0
 
 
 def check_contract(frozen: Frozen, python: str = sys.executable) -> dict:
@@ -189,11 +192,18 @@ def _idle(frozen: Frozen, checks: list[dict]) -> dict | None:
         _ok(checks, "device_idle", f"backend {backend.name} has no telemetry tool: not checked",
             status="skipped")
         return None
-    samples = backend.read_telemetry()
-    sample = next((s for s in samples or () if str(s.index) == device.physical_device), None)
-    if sample is None or sample.util_pct is None:
-        raise PreflightError("device_idle", f"no utilisation reading for {backend.name} device "
-                             f"{device.physical_device} ({backend.telemetry_command[0]})")
+    for reading in range(IDLE_READINGS):         # busy means busy in every reading
+        samples = backend.read_telemetry()
+        sample = next((s for s in samples or () if str(s.index) == device.physical_device),
+                      None)
+        if sample is None or sample.util_pct is None:
+            raise PreflightError("device_idle", f"no utilisation reading for {backend.name} "
+                                 f"device {device.physical_device} "
+                                 f"({backend.telemetry_command[0]})")
+        if sample.util_pct <= device.idle_util_pct_max:
+            break
+        if reading + 1 < IDLE_READINGS:
+            time.sleep(IDLE_INTERVAL_S)
     if sample.util_pct > device.idle_util_pct_max:
         raise PreflightError("device_idle", f"{backend.name} device {device.physical_device} "
                              f"is busy: utilisation {sample.util_pct:g}% > "

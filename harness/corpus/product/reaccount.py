@@ -22,7 +22,7 @@ from ...common.errors import UsageError
 from ...common.files import atomic_write_text
 from .classes import CellFacts, Evidence, Rules, classify
 from .manifest import CLASSES
-from .receipts import read_json, sha256_file, write_receipt
+from .receipts import read_json, sha256_file, write_receipt, zlh_files
 from .runner import CAMPAIGN_RECEIPT
 from .scope import ir_scope
 
@@ -48,7 +48,8 @@ def reaccount(run_root: str | Path, out: str | Path, floor: int | None = None) -
     result = {
         "kind": "reaccount", "campaign_id": sealed.get("campaign_id"),
         "selection": sealed.get("selection"), "run_root": str(run_root),
-        "sealed_receipt_sha256": sha256_file(run_root / CAMPAIGN_RECEIPT),
+        "produced_by": {"sealed_campaign_receipt": sha256_file(run_root / CAMPAIGN_RECEIPT),
+                        "zlh_tree_sha256": zlh_files()["tree_sha256"]},
         "sealed_measured_launch_floor": sealed.get("measured_launch_floor"),
         "measured_launch_floor": floor, "task_count": len(rows),
         "sealed_counts": _counts(r["sealed_class"] for r in rows),

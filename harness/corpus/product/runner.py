@@ -37,7 +37,8 @@ Echo = Callable[[str], None]
 
 
 def run_campaign(frozen_dir: str | Path, root: str | Path | None = None, resume: bool = False,
-                 echo: Echo = print, python: str = sys.executable) -> dict:
+                 echo: Echo = print, python: str = sys.executable,
+                 progress: Echo | None = None) -> dict:
     """Run a frozen plan; the campaign receipt (its canary gate says the exit status)."""
     frozen = load_frozen(frozen_dir)
     root = Path(root).resolve() if root else frozen.path / "run"
@@ -50,7 +51,7 @@ def run_campaign(frozen_dir: str | Path, root: str | Path | None = None, resume:
     name = CONTRACT_RECEIPT if not resume else \
         f"contract-receipt.resume-{time.strftime('%Y%m%d-%H%M%S')}.json"
     write_receipt(root / name, contract)
-    ctx = CampaignContext(frozen, root, base_options(frozen), python)
+    ctx = CampaignContext(frozen, root, base_options(frozen), python, progress)
     receipts: dict[str, dict] = {}
     for task in frozen.matrix["tasks"]:
         done = terminal_receipt(root, task["task_id"]) if resume else None
