@@ -223,10 +223,10 @@ def test_resume_after_sigkill_loses_and_repeats_nothing(tmp_path):
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     deadline = time.time() + 120
-    while time.time() < deadline and not list((root / "fault_hang").glob("fault_hang_*")):
+    while time.time() < deadline and not list((root / "fault_hang").glob("fault_hang_*/run.json")):
         time.sleep(0.2)
     assert (root / "add" / ".complete").exists()
-    hung = next((root / "fault_hang").glob("fault_hang_*"))
+    hung = next((root / "fault_hang").glob("fault_hang_*/run.json")).parent
     worker = json.loads((hung / "run.json").read_text())["pid"]
     os.killpg(proc.pid, signal.SIGKILL)                 # the supervisor ...
     os.kill(worker, signal.SIGKILL)                     # ... and its worker: everything

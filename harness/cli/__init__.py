@@ -7,6 +7,7 @@
     screen.py  zlh screen
     campaign.py  zlh partition, zlh campaign (rounds over devices)
     calibrate.py  zlh calibrate
+    product.py   zlh campaign prepare | run | reaccount (pre-registered product campaigns)
     info.py    zlh ops, show, fingerprint, backends
     shapes.py  zlh shapes derive / check / model
 """
@@ -59,6 +60,7 @@ def main():
     """zlh: operator timing harness for A/B comparison of Triton compiler and FlagGems builds."""
 
 
-from . import ab, batch, bench, calibrate, campaign, info, screen, shapes  # noqa: E402,F401  (registers the commands)
+from . import (ab, batch, bench, calibrate, campaign, info, product, screen,  # noqa: E402,F401
+               shapes)  # (registers the commands)
 
 __all__ = ["main"]

@@ -8,4 +8,5 @@ devices, with reused workers), and later the screen and campaigns built on it.
     outcome.py     an op's status (PASS, FAIL, SKIP, TIMEOUT, CRASH, POISONED) and notes
     batch.py       the batch: plan, retries, dtype fallback, resume, devices
     files.py       batch.json, ops_status.csv, summary.csv, .complete markers
+    product/       pre-registered product campaigns (manifest, frozen plan, receipts, classes)
 """

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 DEFAULT_SCRUB: tuple[str, ...] = (
     r', "ttg[.]rlc-[^"]*" = [0-9-]+ : i32(?=\s*\})',   # a stamp closing its dictionary
@@ -103,10 +103,11 @@ def scrub_text(text: str, patterns: Sequence[re.Pattern]) -> str:
 
 def fingerprint(path: str | Path, scrub: Iterable[str] | None = None,
                 default_scrub: bool = True, stage: str = "ttgir",
-                part: str = MEASURED) -> str | None:
+                part: str = MEASURED, keep: Callable[[str], bool] | None = None) -> str | None:
     """sha256 hex of one part of a stage's IR tree under `path` (a run dir or its stage
-    dir), or None when it holds no file. `scrub`: patterns removed besides DEFAULT_SCRUB."""
-    files = ir_files(path, stage, part)
+    dir), or None when it holds no file. `scrub`: patterns removed besides DEFAULT_SCRUB;
+    `keep`: only the files whose relative path it accepts."""
+    files = [(rel, f) for rel, f in ir_files(path, stage, part) if keep is None or keep(rel)]
     if not files:
         return None
     extra = (*(STAGE_SCRUB.get(stage, ()) if default_scrub else ()), *(scrub or ()))

@@ -1,0 +1,92 @@
+"""`zlh campaign prepare | run | reaccount`: pre-registered product campaigns
+(harness/corpus/product)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..corpus.product.canary import check_canary_receipt
+from ..corpus.product.freeze import build_plan, freeze, plan_text
+from ..corpus.product.inventory import corpus_adapter, cross_check
+from ..corpus.product.manifest import SELECTIONS, ManifestError, load_manifest
+from ..corpus.product.reaccount import reaccount
+from ..corpus.product.runner import CAMPAIGN_RECEIPT, STATUS_CSV, run_campaign
+from .campaign import campaign
+from .common import handles_errors
+
+
+@campaign.command("prepare")
+@click.argument("manifest", type=click.Path(dir_okay=False))
+@click.option("--selection", type=click.Choice(SELECTIONS), required=True,
+              help="canary: the canaries in canary order; all: every workload (needs a "
+                   "passing canary receipt).")
+@click.option("--canary-receipt", default=None, metavar="R",
+              help="With --selection all: campaign-receipt.json of this manifest's canary run.")
+@click.option("--out", default="runs", show_default=True, metavar="DIR",
+              help="Where <campaign_id>--<selection>/ is frozen.")
+@click.option("--dry-run", is_flag=True, help="Print the plan and budget; write nothing.")
+@handles_errors
+def prepare(manifest, selection, canary_receipt, out, dry_run):
+    """Validate MANIFEST, check it against the corpus and freeze the plan.
+
+    Exit status: 0 frozen (or planned, with --dry-run), 2 a violation (one line each)."""
+    doc = load_manifest(manifest)
+    problems, resolved = cross_check(doc, corpus_adapter(doc))
+    if problems:
+        raise ManifestError(f"manifest {manifest}", problems)
+    canary_sha = None if dry_run and not canary_receipt else \
+        check_canary_receipt(doc, selection, canary_receipt)
+    matrix, budget = build_plan(doc, selection, resolved, canary_sha)
+    click.echo(plan_text(matrix, budget))
+    if dry_run:
+        return
+    target = freeze(doc, selection, Path(out), matrix, budget)
+    click.echo(f"frozen: {target}")
+    click.echo(f"next: zlh campaign run {target}")
+
+
+@campaign.command("run")
+@click.argument("frozen_dir", type=click.Path(file_okay=False))
+@click.option("--out", default=None, metavar="RUN_ROOT",
+              help="Where the run goes. Default: FROZEN_DIR/run.")
+@click.option("--resume", is_flag=True,
+              help="Continue a run: tasks with a terminal receipt are kept.")
+@handles_errors
+def run(frozen_dir, out, resume):
+    """Run a frozen plan: the contract, then every task on the one device, serially.
+
+    Exit status: 0 terminal, 1 the canary gate failed, 2 bad input, 3 PREFLIGHT_FAILED."""
+    receipt = run_campaign(frozen_dir, out, resume, click.echo,
+                           progress=lambda line: click.echo(line, err=True))
+    root = Path(receipt["run_root"])
+    counts = ", ".join(f"{c} {n}" for c, n in receipt["counts"].items() if n)
+    click.echo(f"campaign {receipt['campaign_id']} --{receipt['selection']}: "
+               f"{receipt['status']}, {receipt['task_count']} task(s): {counts}")
+    click.echo(f"{root / STATUS_CSV}\n{root / CAMPAIGN_RECEIPT}")
+    gate = receipt.get("canary_gate")
+    if gate is not None:
+        click.echo("canary gate: " + ("PASS" if gate["pass"] else
+                                      "FAIL: " + "; ".join(gate["failures"])))
+        if not gate["pass"]:
+            sys.exit(1)
+
+
+@campaign.command("reaccount")
+@click.argument("run_root", type=click.Path(file_okay=False))
+@click.option("--out", required=True, metavar="DIR", help="Where the re-account goes (outside "
+                                                          "RUN_ROOT).")
+@click.option("--measured-launch-floor", "floor", type=click.IntRange(min=0), default=None,
+              help="Count a measured variant only above this many launches. Default: the "
+                   "floor the run was sealed with.")
+@handles_errors
+def reaccount_cmd(run_root, out, floor):
+    """Classify a sealed run again from its receipts with another launch floor."""
+    result = reaccount(run_root, out, floor)
+    for row in result["tasks"]:
+        if row["changed"]:
+            click.echo(f"{row['task_id']} {row['sealed_class']} -> {row['new_class']}: "
+                       f"{row['new_reason']}")
+    click.echo(f"reaccount at floor {result['measured_launch_floor']}: {result['task_count']} "
+               f"task(s), {len(result['changed'])} changed; {Path(out) / 'reaccount-matrix.csv'}")

@@ -1,0 +1,147 @@
+"""The frozen plan: `<out>/<campaign_id>--<selection>/`, built in a staging directory beside
+it and renamed into place, so it either exists whole or not at all, and never twice.
+
+    manifest.json     the manifest, byte for byte
+    manifest.sha256   its sha256 (`<hex>  manifest.json`)
+    task-matrix.json  the tasks in run order, resolved op names, timeouts (canonical JSON)
+    budget.json       processes and the time bound (canonical JSON)
+    ops.txt           one `op:op_file:dtypes` per task (the ops-file of batch and screen)
+    shapes.yaml       the protocol's shape file, when it names one
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from tabulate import tabulate
+
+from ...common.errors import UsageError
+from .manifest import Manifest, load_manifest
+from .receipts import SCHEMA_VERSION, canonical, read_json, sha256_file
+
+MANIFEST, MANIFEST_SHA, MATRIX, BUDGET, OPS, SHAPES = (
+    "manifest.json", "manifest.sha256", "task-matrix.json", "budget.json", "ops.txt",
+    "shapes.yaml")
+
+
+def frozen_name(manifest: Manifest, selection: str) -> str:
+    return f"{manifest.campaign_id}--{selection}"
+
+
+def build_plan(manifest: Manifest, selection: str, resolved: dict[str, str],
+               canary_sha: str | None = None) -> tuple[dict, dict]:
+    """(task matrix, budget) for one selection."""
+    p = manifest.protocol
+    tasks = []
+    for ordinal, w in enumerate(manifest.selected(selection), 1):
+        spec = w.correctness
+        tasks.append({
+            "ordinal": ordinal, "task_id": w.id, "op": w.op, "op_file": w.op_file,
+            "op_name": resolved.get(w.id, w.op_name), "family": w.family, "cost": w.cost,
+            "canary": w.canary, "dtypes": list(w.dtypes or p.dtypes),
+            "timeout_s": p.timeouts_s[w.cost],
+            "correctness": None if spec is None else {
+                "file": spec.file, "k": spec.k,
+                "node_ids": list(spec.node_ids) if spec.node_ids else None,
+                "reason": spec.reason},
+            "inventory_override_reason": w.inventory_override_reason})
+    head = {"schema_version": SCHEMA_VERSION, "campaign_id": manifest.campaign_id,
+            "selection": selection, "manifest_sha256": manifest.sha256}
+    matrix = {**head, "kind": "task-matrix", "canary_receipt_sha256": canary_sha,
+              "adapter": p.adapter, "device": vars(manifest.device),
+              "cells": [{"name": c.name, "role": c.role, "env": c.env} for c in p.cells],
+              "timed_cells": list(p.timed_cells), "code_change": p.code_change,
+              "measured_launch_floor": p.measured_launch_floor,
+              "shapes_sha256": sha256_file(p.shapes) if p.shapes else None, "tasks": tasks}
+    return matrix, _budget(manifest, head, tasks)
+
+
+def _budget(manifest: Manifest, head: dict, tasks: list[dict]) -> dict:
+    """Processes each task may start and the time bound they imply (timeouts, not guesses)."""
+    cells, timed = len(manifest.protocol.cells), len(manifest.protocol.timed_cells)
+    processes = bound = 0
+    for task in tasks:
+        tests = cells if task["correctness"] else 0
+        n = cells + timed + tests
+        processes += n
+        bound += n * task["timeout_s"]
+    return {**head, "kind": "budget", "task_count": len(tasks), "devices": 1,
+            "serial_measurement": True, "processes_max": processes, "bound_s": bound,
+            "bound_h": round(bound / 3600.0, 3),
+            "per_cost": {c: sum(1 for t in tasks if t["cost"] == c)
+                         for c in manifest.protocol.timeouts_s},
+            "note": "an upper bound from the timeouts: a schedule, not a measurement"}
+
+
+def freeze(manifest: Manifest, selection: str, out: Path, matrix: dict, budget: dict) -> Path:
+    """Write the frozen plan into a staging directory and rename it into place; an existing
+    target is refused (a frozen plan is never rewritten)."""
+    out = Path(out).resolve()
+    target = out / frozen_name(manifest, selection)
+    if target.exists():
+        raise UsageError(f"{target} exists: a frozen plan is never rewritten (use another "
+                         f"--out or campaign_id)")
+    out.mkdir(parents=True, exist_ok=True)
+    stage = out / f".{target.name}.staging-{os.getpid()}"
+    if stage.exists():
+        shutil.rmtree(stage)
+    try:
+        stage.mkdir()
+        shutil.copyfile(manifest.path, stage / MANIFEST)
+        if sha256_file(stage / MANIFEST) != manifest.sha256:
+            raise UsageError(f"{manifest.path} changed while it was being frozen")
+        (stage / MANIFEST_SHA).write_text(f"{manifest.sha256}  {MANIFEST}\n", encoding="utf-8")
+        (stage / MATRIX).write_text(canonical(matrix), encoding="utf-8")
+        (stage / BUDGET).write_text(canonical(budget), encoding="utf-8")
+        (stage / OPS).write_text(ops_text(matrix), encoding="utf-8")
+        if manifest.protocol.shapes:
+            shutil.copyfile(manifest.protocol.shapes, stage / SHAPES)
+        os.rename(stage, target)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    return target
+
+
+def ops_text(matrix: dict) -> str:
+    return "".join(f"{t['op']}:{t['op_file'] or ''}:{','.join(t['dtypes'])}\n"
+                   for t in matrix["tasks"])
+
+
+def plan_text(matrix: dict, budget: dict) -> str:
+    rows = [(t["ordinal"], t["task_id"], t["op_name"], t["family"], t["cost"],
+             f"{t['timeout_s']:g}", ",".join(t["dtypes"]), "yes" if t["canary"] else "",
+             "tests" if t["correctness"] else "output gate")
+            for t in matrix["tasks"]]
+    table = tabulate(rows, headers=("#", "task", "op", "family", "cost", "timeout s", "dtypes",
+                                    "canary", "correctness"))
+    cells = ", ".join(f"{c['name']} ({c['role']})" for c in matrix["cells"])
+    return (f"campaign {matrix['campaign_id']} --{matrix['selection']}: {budget['task_count']} "
+            f"task(s); cells {cells}; timed {', '.join(matrix['timed_cells'])}; code change by "
+            f"{matrix['code_change']}\n{table}\nbudget: at most {budget['processes_max']} "
+            f"processes, bound {budget['bound_s']:g} s ({budget['bound_h']:g} h) on one "
+            f"device, serial")
+
+
+@dataclass
+class Frozen:
+    path: Path
+    manifest: Manifest
+    matrix: dict
+    budget: dict
+
+
+def load_frozen(path: str | Path) -> Frozen:
+    """A frozen plan as written by `zlh campaign prepare` (its hashes are the contract's)."""
+    path = Path(path).resolve()
+    missing = [n for n in (MANIFEST, MANIFEST_SHA, MATRIX, BUDGET) if not (path / n).is_file()]
+    if missing:
+        raise UsageError(f"{path} is not a frozen campaign plan (missing {', '.join(missing)}; "
+                         f"make one with zlh campaign prepare)")
+    manifest = load_manifest(path / MANIFEST)
+    matrix, budget = read_json(path / MATRIX, "task matrix"), read_json(path / BUDGET, "budget")
+    if not isinstance(matrix.get("tasks"), list):
+        raise UsageError(f"{path / MATRIX}: no task list")
+    return Frozen(path, manifest, matrix, budget)

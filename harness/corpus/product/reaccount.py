@@ -1,0 +1,121 @@
+"""`zlh campaign reaccount RUN_ROOT --out DIR`: a sealed campaign run classified again from its
+receipts with another measured launch floor, without a device and without writing inside it.
+
+Every receipt is first checked against the sha256 its parent sealed (a changed receipt is
+refused). Then each cell's IR scope is recomputed from its run directory with the new floor,
+and the task's stored evidence (correctness, statuses, round deltas) goes through the same
+classifier. The floor the run was sealed with reproduces the sealed classes. A new floor can
+only take a code-change claim away: a task that now shows a change but was never given round
+b comes out X (round b missing), never guessed.
+
+    DIR/reaccount-receipt.json   counts before and after, changed tasks, one entry per task
+    DIR/reaccount-matrix.csv     task_id, op, family, sealed_class, new_class, changed,
+                                 convert counts of baseline and candidate before and after
+"""
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from ...common.errors import UsageError
+from ...common.files import atomic_write_text
+from .classes import CellFacts, Evidence, Rules, classify
+from .manifest import CLASSES
+from .receipts import read_json, sha256_file, write_receipt, zlh_files
+from .runner import CAMPAIGN_RECEIPT
+from .scope import ir_scope
+
+MATRIX_COLUMNS = ("task_id", "op", "family", "sealed_class", "new_class", "changed",
+                  "sealed_convert_baseline", "sealed_convert_candidate", "new_convert_baseline",
+                  "new_convert_candidate", "new_reason")
+
+
+def reaccount(run_root: str | Path, out: str | Path, floor: int | None = None) -> dict:
+    run_root, out = Path(run_root).resolve(), Path(out).resolve()
+    sealed = read_json(run_root / CAMPAIGN_RECEIPT, "campaign receipt (a sealed run root?)")
+    if sealed.get("kind") != "campaign" or sealed.get("status") != "TERMINAL":
+        raise UsageError(f"{run_root}: not a sealed campaign run (no terminal campaign receipt)")
+    if out == run_root or run_root in out.parents:
+        raise UsageError(f"--out {out} is inside the sealed run {run_root}; write elsewhere")
+    floor = sealed.get("measured_launch_floor", 0) if floor is None else floor
+    ir = sealed.get("ir") or {}
+    rows = []
+    shas = sealed.get("produced_by", {}).get("tasks") or {}
+    for task_id in (sealed.get("claim_scope") or {}).get("tasks") or sorted(shas):
+        task = _verified(run_root / "tasks" / task_id / "task-receipt.json", shas.get(task_id))
+        rows.append(_task(run_root, task, floor, ir.get("scrub") or (), ir.get("stage", "ttgir")))
+    result = {
+        "kind": "reaccount", "campaign_id": sealed.get("campaign_id"),
+        "selection": sealed.get("selection"), "run_root": str(run_root),
+        "produced_by": {"sealed_campaign_receipt": sha256_file(run_root / CAMPAIGN_RECEIPT),
+                        "zlh_tree_sha256": zlh_files()["tree_sha256"]},
+        "sealed_measured_launch_floor": sealed.get("measured_launch_floor"),
+        "measured_launch_floor": floor, "task_count": len(rows),
+        "sealed_counts": _counts(r["sealed_class"] for r in rows),
+        "new_counts": _counts(r["new_class"] for r in rows),
+        "changed": [r["task_id"] for r in rows if r["changed"]],
+        "note": "derived from the sealed receipts and run directories: no new measurement, "
+                "and no sealed receipt is replaced",
+        "tasks": rows}
+    out.mkdir(parents=True, exist_ok=True)
+    write_receipt(out / "reaccount-receipt.json", result)
+    atomic_write_text(out / "reaccount-matrix.csv", matrix_csv(rows))
+    return result
+
+
+def _verified(path: Path, sha: str | None) -> dict:
+    if not path.is_file():
+        raise UsageError(f"{path}: sealed receipt missing")
+    if sha is not None and sha256_file(path) != sha:
+        raise UsageError(f"{path}: changed since the run was sealed (sha256 differs)")
+    return read_json(path)
+
+
+def _task(root: Path, task: dict, floor: int, scrub, stage: str) -> dict:
+    rules = Rules.from_dict(task["rules"])
+    sealed = task.get("produced_by") or {}
+    facts: dict[str, dict] = {"a": {}, "b": {}}
+    convert: dict[str, dict] = {"sealed": {}, "new": {}}
+    for key, rel in (task.get("receipts") or {}).items():
+        rnd, _, cell = key.partition("/")
+        receipt = _verified(root / rel, sealed.get(rel))
+        if rnd not in facts:
+            continue
+        run_dir = root / receipt["run_dir"] if receipt.get("run_dir") else None
+        scope = ir_scope(run_dir, floor, scrub, stage) if run_dir else receipt.get("ir_scope")
+        facts[rnd][cell] = CellFacts.from_receipt({**receipt, "ir_scope": scope})
+        if rnd == "a":
+            convert["sealed"][cell] = (receipt.get("ir_scope") or {}).get("convert_count")
+            convert["new"][cell] = (scope or {}).get("convert_count")
+    rounds = task.get("rounds") or {}
+    evidence = Evidence(dict(task.get("correctness") or {}), facts["a"], facts["b"],
+                        (rounds.get("a") or {}).get("delta_median_pct"),
+                        (rounds.get("b") or {}).get("delta_median_pct"),
+                        dict(task.get("correctness_reasons") or {}))
+    decision = classify(evidence, rules)
+    base, cand = rules.baseline, rules.candidate
+    return {"task_id": task["task_id"], "op": task.get("op_name"), "family": task.get("family"),
+            "sealed_class": task.get("class"), "new_class": decision.cls,
+            "changed": decision.cls != task.get("class"), "sealed_reason": task.get("reason"),
+            "new_rule": decision.code, "new_reason": decision.reason,
+            "sealed_convert": convert["sealed"], "new_convert": convert["new"],
+            "baseline": base, "candidate": cand}
+
+
+def _counts(values) -> dict:
+    values = list(values)
+    return {c: values.count(c) for c in CLASSES}
+
+
+def matrix_csv(rows: list[dict]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(MATRIX_COLUMNS)
+    for r in rows:
+        b, c = r["baseline"], r["candidate"]
+        writer.writerow([r["task_id"], r["op"], r["family"], r["sealed_class"], r["new_class"],
+                         "yes" if r["changed"] else "no", r["sealed_convert"].get(b),
+                         r["sealed_convert"].get(c), r["new_convert"].get(b),
+                         r["new_convert"].get(c), r["new_reason"]])
+    return buffer.getvalue()

@@ -1,0 +1,104 @@
+"""Receipts: canonical JSON written atomically, each carrying schema_version and the sha256 of
+the files that produced it.
+
+Canonical means sorted keys, two-space indent, LF line ends and no NaN, so the same content
+always has the same bytes and the same hash. zlh's own source files are hashed as they are on
+disk; `.gitattributes` pins them (and manifests, shape files) to LF so a checkout on another
+system hashes the same (`HASHED_SUFFIXES` lists what receipts hash).
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from pathlib import Path
+
+from ...common.errors import UsageError
+from ...common.files import atomic_write_text, json_safe
+
+SCHEMA_VERSION = 1
+TERMINAL = "TERMINAL"
+ZLH_ROOT = Path(__file__).resolve().parents[3]
+ZLH_PACKAGES = ("harness", "adapters", "backends")
+# Suffixes of the files receipts hash: zlh's sources, manifests and plans, shape files.
+HASHED_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".csv", ".tsv", ".sh")
+STATUS_COLUMNS = ("task_id", "op", "family", "class", "reason")
+
+
+def canonical(value) -> str:
+    """The one text of a JSON value: sorted keys, indent 2, trailing LF, NaN as null."""
+    return json.dumps(json_safe(value), indent=2, sort_keys=True, allow_nan=False,
+                      ensure_ascii=False) + "\n"
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def sha256_or_none(path: str | Path | None) -> str | None:
+    return sha256_file(path) if path is not None and Path(path).is_file() else None
+
+
+def write_receipt(path: str | Path, receipt: dict) -> str:
+    """Write a receipt atomically (schema_version added when absent); return its sha256."""
+    text = canonical({"schema_version": SCHEMA_VERSION, **receipt})
+    atomic_write_text(path, text)
+    return sha256_bytes(text.encode("utf-8"))
+
+
+def read_json(path: str | Path, what: str = "receipt") -> dict:
+    """A JSON object from disk, or UsageError naming the file."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such {what}") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"{path}: {what} cannot be read ({exc})") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{path}: {what} is not a JSON object")
+    return doc
+
+
+def zlh_files(root: Path = ZLH_ROOT) -> dict:
+    """sha256 of every zlh source file (harness/, adapters/, backends/) and of the list."""
+    files = {}
+    for package in ZLH_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            if "__pycache__" not in path.parts:
+                files[path.relative_to(root).as_posix()] = sha256_file(path)
+    listing = "".join(f"{sha}  {rel}\n" for rel, sha in sorted(files.items()))
+    return {"tree_sha256": sha256_bytes(listing.encode("utf-8")), "files": files}
+
+
+def relative(path: str | Path | None, root: Path) -> str | None:
+    """`path` relative to `root` when inside it (receipts stay valid when a run is moved)."""
+    if path is None:
+        return None
+    path = Path(path)
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def status_csv_text(rows: list[dict]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=STATUS_COLUMNS, lineterminator="\n",
+                            extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(row)
+    return out.getvalue()
+
+
+def write_status_csv(path: Path, rows: list[dict]) -> None:
+    atomic_write_text(path, status_csv_text(rows))

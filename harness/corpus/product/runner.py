@@ -1,0 +1,126 @@
+"""`zlh campaign run FROZEN_DIR`: the contract, then every task serially on the one device,
+then the campaign receipt.
+
+    <run root>/contract-receipt.json      what the contract observed (one more per resume)
+    <run root>/tasks/<task>/...           cells, correctness, task-receipt.json
+    <run root>/status.csv                 task_id, op, family, class, reason (after each task)
+    <run root>/campaign-receipt.json      counts per class, TERMINAL, the canary gate, the
+                                          claim scope, sha256 of everything that produced it
+
+The run root (default `<FROZEN_DIR>/run`) must not exist unless `--resume`; a resumed run
+keeps every task with a terminal receipt and sets the others' partial directories aside
+under `.abandoned/` (never deleted) before running them again.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from ...common.errors import UsageError
+from .cells import CampaignContext, base_options
+from .classes import Rules
+from .contract import check_contract
+from .freeze import BUDGET, MANIFEST, MATRIX, load_frozen
+from .gate import evaluate
+from .manifest import CLASSES
+from .receipts import (TERMINAL, read_json, sha256_file, write_receipt, write_status_csv,
+                       zlh_files)
+from .tasks import TASK_RECEIPT, run_task
+
+CAMPAIGN_RECEIPT = "campaign-receipt.json"
+CONTRACT_RECEIPT = "contract-receipt.json"
+STATUS_CSV = "status.csv"
+Echo = Callable[[str], None]
+
+
+def run_campaign(frozen_dir: str | Path, root: str | Path | None = None, resume: bool = False,
+                 echo: Echo = print, python: str = sys.executable,
+                 progress: Echo | None = None) -> dict:
+    """Run a frozen plan; the campaign receipt (its canary gate says the exit status)."""
+    frozen = load_frozen(frozen_dir)
+    root = Path(root).resolve() if root else frozen.path / "run"
+    if root.exists() and not resume:
+        raise UsageError(f"{root} exists: continue it with --resume, or give another --out")
+    if resume and not (root / CONTRACT_RECEIPT).is_file():
+        raise UsageError(f"--resume: {root} holds no campaign run to continue")
+    contract = check_contract(frozen, python)
+    root.mkdir(parents=True, exist_ok=True)
+    name = CONTRACT_RECEIPT if not resume else \
+        f"contract-receipt.resume-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    write_receipt(root / name, contract)
+    ctx = CampaignContext(frozen, root, base_options(frozen), python, progress)
+    receipts: dict[str, dict] = {}
+    for task in frozen.matrix["tasks"]:
+        done = terminal_receipt(root, task["task_id"]) if resume else None
+        receipt = done or _fresh_task(ctx, task)
+        receipts[task["task_id"]] = receipt
+        write_status_csv(root / STATUS_CSV, [status_row(r) for r in receipts.values()])
+        echo(task_line(receipt) + (" (kept from before the resume)" if done else ""))
+    receipt = campaign_receipt(ctx, receipts)
+    write_receipt(root / CAMPAIGN_RECEIPT, receipt)
+    return receipt
+
+
+def _fresh_task(ctx: CampaignContext, task: dict) -> dict:
+    task_dir = ctx.root / "tasks" / task["task_id"]
+    if task_dir.exists():
+        aside = ctx.root / ".abandoned" / f"{task['task_id']}-{time.strftime('%Y%m%d-%H%M%S')}"
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(task_dir), str(aside))
+    return run_task(ctx, task)
+
+
+def terminal_receipt(root: Path, task_id: str) -> dict | None:
+    path = root / "tasks" / task_id / TASK_RECEIPT
+    if not path.is_file():
+        return None
+    try:
+        receipt = read_json(path)
+    except UsageError:
+        return None
+    return receipt if receipt.get("class") in CLASSES else None
+
+
+def status_row(receipt: dict) -> dict:
+    return {"task_id": receipt["task_id"], "op": receipt["op_name"],
+            "family": receipt["family"], "class": receipt["class"],
+            "reason": receipt["reason"]}
+
+
+def task_line(receipt: dict) -> str:
+    return (f"CAMPAIGN_TASK task={receipt['task_id']} class={receipt['class']} "
+            f"reason={receipt['reason']}")
+
+
+def campaign_receipt(ctx: CampaignContext, receipts: dict[str, dict]) -> dict:
+    frozen, manifest = ctx.frozen, ctx.manifest
+    classes = {tid: r["class"] for tid, r in receipts.items()}
+    selection = frozen.matrix["selection"]
+    gate = evaluate(manifest.protocol.gate, manifest.protocol.canary_order, classes) \
+        if selection == "canary" else None
+    contracts = sorted(p.name for p in ctx.root.glob("contract-receipt*.json"))
+    return {
+        "kind": "campaign", "campaign_id": manifest.campaign_id, "selection": selection,
+        "status": TERMINAL, "manifest_sha256": manifest.sha256, "task_count": len(receipts),
+        "counts": {c: sum(1 for v in classes.values() if v == c) for c in CLASSES},
+        "classes": classes, "canary_gate": gate,
+        "rules": Rules.from_protocol(manifest.protocol).to_dict(),
+        "measured_launch_floor": manifest.protocol.measured_launch_floor,
+        "ir": {"stage": ctx.options.ir_stage, "scrub": list(manifest.protocol.scrub)},
+        "claim_scope": {
+            "claim": manifest.claim, "tasks": list(receipts),
+            "device": vars(manifest.device),
+            "sources": {n: s.commit for n, s in manifest.sources.items() if s},
+            "limits": "these workloads, this device and these commits under this protocol; "
+                      "nothing about other devices, shapes or builds"},
+        "frozen_dir": str(frozen.path), "run_root": str(ctx.root),
+        "produced_by": {
+            "frozen": {n: sha256_file(frozen.path / n) for n in (MANIFEST, MATRIX, BUDGET)},
+            "contract": {n: sha256_file(ctx.root / n) for n in contracts},
+            "tasks": {tid: sha256_file(ctx.root / "tasks" / tid / TASK_RECEIPT)
+                      for tid in receipts},
+            "zlh": zlh_files()},
+    }
