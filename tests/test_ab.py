@@ -236,7 +236,9 @@ def test_cli_refuses_mismatched_calibers_with_exit_4(tmp_path):
     assert "delta" not in result.output                       # no report
     allowed = CliRunner().invoke(main, ["ab", str(a), str(b), "--allow-caliber-mismatch"])
     assert allowed.exit_code == 0 and "timer differs" in allowed.output
-    assert "summary: 1 shapes" in allowed.output
+    # these runs hold no IR: the printing rule shows why instead of a range
+    assert "verdict: NO_IR" in allowed.output and "no latency range is printed" in allowed.output
+    assert "summary:" not in allowed.output
 
 
 def test_cli_json_has_rows_and_summary(tmp_path):
@@ -437,3 +439,41 @@ def test_terminal_colour_follows_the_direction_not_the_delta_sign():
     text = render_terminal(report, colour=True)
     assert click.style("+0.40", fg="red") in text
     assert click.style("+0.40", fg="green") not in text
+
+
+def with_ir(run: Path, text: str = "module {}\n") -> Path:
+    (run / "ttgir/s/k").mkdir(parents=True, exist_ok=True)
+    (run / "ttgir/s/k/w4s3.ttgir").write_text(text)
+    return run
+
+
+def test_identical_ir_labels_the_range_as_noise_floor(tmp_path):
+    a = with_ir(make_run(tmp_path, "a", {"s1": 1.0, "s2": 2.0}))
+    b = with_ir(make_run(tmp_path, "b", {"s1": 1.0, "s2": 2.0}, mode="replay", replay_from=a))
+    result = CliRunner().invoke(main, ["ab", str(a), str(b)])
+    assert result.exit_code == 0, result.output
+    assert "verdict: NO_IR_DIFF" in result.output
+    with_ir(b, "module { changed }\n")
+    result = CliRunner().invoke(main, ["ab", str(a), str(b)])
+    assert "verdict: IR_CHANGED" in result.output and "summary: 2 shapes" in result.output
+
+
+def test_broken_by_b_exits_1_and_is_in_the_report(tmp_path):
+    a = with_ir(make_run(tmp_path, "a", {"s1": 1.0, "s2": 2.0}))
+    b = with_ir(make_run(tmp_path, "b", {"s1": 1.0, "s2": 2.0}, mode="replay", replay_from=a,
+                         statuses={"s2": FAILED}), "module { changed }\n")
+    result = CliRunner().invoke(main, ["ab", str(a), str(b), "--root", str(tmp_path / "r")])
+    assert result.exit_code == 1
+    assert "!!! BROKEN_BY_B op=softmax: B failed 1 case(s) A ran: bfloat16 s2" in result.stderr
+    report = json.loads((tmp_path / "r/report.json").read_text())
+    assert report["ops"][0]["broken_by_b"] == ["bfloat16 s2"]
+
+
+def test_ops_file_for_ab(tmp_path):
+    from harness.cli.ab import _ops_from_file
+    path = tmp_path / "ir_changed.txt"
+    path.write_text("mm\n# comment\nbmm\n")
+    assert _ops_from_file(str(path)) == ("mm", "bmm")
+    path.write_text("mm::bfloat16\n")
+    result = CliRunner().invoke(main, ["ab", "--ops-file", str(path), "--switch", "X=0,1"])
+    assert result.exit_code == 2 and "per-op dtypes" in result.output

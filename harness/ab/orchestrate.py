@@ -29,6 +29,7 @@ from ..store.results import FAILED, SUCCESS
 from ..store.rundir import safe_name
 from .compare import compare_runs
 from .guard import CaliberCheck, check_caliber
+from .pairing import broken_by_b
 from .preflight import check_plan, check_replay
 from .render import render_terminal
 from .report import ABReport, write_reports
@@ -37,6 +38,7 @@ from .sides import ABPlan, Side, env_for
 STATUS_COLUMNS = ("round", "op", "side", "rc", "elapsed_s", "rows_ok", "rows_failed",
                   "replay_fallbacks", "graph_fallbacks", "poisoned", "run_dir")
 NO_IR_DIFF = "SWITCH_NO_IR_DIFF"
+BROKEN_BY_B = "BROKEN_BY_B"
 TIMEOUT_RC = 124
 Echo = Callable[[str], None]
 
@@ -236,6 +238,7 @@ class OpAB:
         report.sides["B"]["label"] = plan.b.description or "B"
         if plan.noise_floor is not None:
             plan.noise_floor.label(report)
+        report.broken_by_b = sorted({case for a, b in pairs for case in broken_by_b(a, b)})
         code = outcome_code(report, run_a, run_b, self.echo)
         return (report if report.rows else None), code    # nothing paired: no report
 
@@ -283,7 +286,12 @@ def guard(check: CaliberCheck, op: str, allow: bool, echo: Echo,
 
 
 def outcome_code(report: ABReport, run_a: StoredRun, run_b: StoredRun, echo: Echo) -> int:
-    """1 when nothing paired (nothing compared is not a result) or outputs differ; else 0."""
+    """1 when nothing paired (nothing compared is not a result), when B failed cases A ran
+    (BROKEN_BY_B) or when outputs differ; else 0."""
+    if report.broken_by_b:
+        shown = ", ".join(report.broken_by_b[:5]) + (" …" if len(report.broken_by_b) > 5 else "")
+        echo(f"!!! {BROKEN_BY_B} op={report.op}: B failed {len(report.broken_by_b)} case(s) A "
+             f"ran: {shown}")
     if not report.rows:
         echo(f"!!! {report.op}: no case paired between A and B "
              f"({why_unpaired(report, run_a, run_b)}); nothing was compared")
@@ -292,7 +300,7 @@ def outcome_code(report: ABReport, run_a: StoredRun, run_b: StoredRun, echo: Ech
         echo(f"!!! {report.op}: outputs differ between A and B in "
              f"{len(report.output_mismatches)} case(s) (OUTPUT_MISMATCH in the report)")
         return EXIT_FAILED_CASES
-    return EXIT_OK
+    return EXIT_FAILED_CASES if report.broken_by_b else EXIT_OK
 
 
 def why_unpaired(report: ABReport, run_a: StoredRun, run_b: StoredRun) -> str:
@@ -324,6 +332,7 @@ def compare_existing(dir_a, dir_b, allow_caliber_mismatch: bool, echo: Echo,
     report = compare_runs([(run_a, run_b)], alpha)
     report.caliber_problems = check.problems
     report.verdict = ir_verdict(run_a.path, run_b.path, list(scrub))
+    report.broken_by_b = broken_by_b(run_a, run_b)
     return report, outcome_code(report, run_a, run_b, echo)
 
 

@@ -63,6 +63,17 @@ def output_mismatches(rounds: list[tuple[StoredRun, StoredRun]]) -> list[dict]:
     return found
 
 
+def broken_by_b(run_a: StoredRun | None, run_b: StoredRun | None) -> list[str]:
+    """Cases SUCCESS on A and FAILED on B, as `dtype shape`: a change that breaks shapes
+    must never read as "no change"."""
+    if run_a is None or run_b is None:
+        return []
+    from ..store.results import FAILED
+    ok_a = {row_key(r) for r in run_a.rows if r.status == SUCCESS}
+    return [f"{r.dtype} {r.shape_detail}" for r in run_b.rows
+            if r.status == FAILED and row_key(r) in ok_a]
+
+
 def annotations(pairs) -> list[str]:
     notes = set()
     for ra, rb in pairs:

@@ -48,11 +48,34 @@ def _table_entry(report: ABReport, r: ABRow, multi: bool, colour: bool) -> list:
     return entry
 
 
+NO_RANGE = ("no IR captured on a side: nothing went through Triton (or IR capture was off), "
+            "so the switch cannot act here; no latency range is printed (the numbers are in "
+            "report.json/csv)")
+
+
 def render_terminal(report: ABReport, colour: bool = False) -> str:
+    """The printing rule: for NO_IR (no IR on a side) no latency table or range — it would
+    read as a conclusion — unless the runs were interpreted on the cpu backend (no compiled
+    IR to judge there); for NO_IR_DIFF the range is labelled as this machine's noise floor."""
     lines = [f"== {report.op}: A={report.sides['A'].get('run_dir')}  "
              f"B={report.sides['B'].get('run_dir')}"]
     if report.verdict:
         lines.append(f"verdict: {report.verdict}")
+    if report.verdict == "NO_IR" and report.caliber.get("backend") != "cpu":
+        lines.append(NO_RANGE)
+        return "\n".join(lines + _problem_lines(report))
+    if report.verdict == "NO_IR":
+        lines.append("interpreted (cpu backend): no compiled IR to judge; host-clock "
+                     "interpreter times, they show the harness works, not a GPU's speed")
+    lines += _table_lines(report, colour)
+    summary = _summary_lines(report.summary)
+    if summary and str(report.verdict).startswith("SWITCH_NO_IR_DIFF"):
+        summary[0] = "noise floor (identical generated code): " + summary[0]
+    lines += summary
+    return "\n".join(lines + _problem_lines(report))
+
+
+def _table_lines(report: ABReport, colour: bool) -> list[str]:
     multi = any(r.rounds for r in report.rows)
     headers = ["dtype", "shape", "A ms", "B ms", "delta %",
                "95% CI (rounds)" if any(r.interval == "rounds" for r in report.rows)
@@ -61,16 +84,22 @@ def render_terminal(report: ABReport, colour: bool = False) -> str:
         headers += ["rounds min~max", "sign stable"]
     headers.append("notes")
     table = [_table_entry(report, r, multi, colour) for r in report.rows]
-    lines.append(tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True)
-                 if table else "(no paired rows)")
-    lines += _summary_lines(report.summary)
+    return [tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True)
+            if table else "(no paired rows)"]
+
+
+def _problem_lines(report: ABReport) -> list[str]:
+    lines = []
+    if report.broken_by_b:
+        lines.append(f"!!! BROKEN_BY_B op={report.op}: B failed {len(report.broken_by_b)} "
+                     f"case(s) A ran: {', '.join(report.broken_by_b[:5])}")
     for u in report.unpaired:
         lines.append(f"unpaired: side {u['side']} {u['dtype']} {u['shape_detail']} "
                      f"{u['status']}: {u['reason']}")
     for m in report.output_mismatches:
         lines.append(f"!!! OUTPUT_MISMATCH op={report.op} round={m['round']} "
                      f"dtype={m['dtype']} shape={m['shape_detail']}: {m['reason']}")
-    return "\n".join(lines)
+    return lines
 
 
 def _summary_lines(s: dict) -> list[str]:

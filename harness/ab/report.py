@@ -61,6 +61,7 @@ class ABReport:
     markers: list[str] = field(default_factory=list)
     verdict: str | None = None
     caliber_problems: list[str] = field(default_factory=list)
+    broken_by_b: list[str] = field(default_factory=list)   # cases B failed that A ran
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -63,10 +63,13 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
               help="calibration.json of an A/A `zlh calibrate`: label each significant delta "
                    "within its shape's noise floor `within noise`.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option("--ops-file", default=None, metavar="FILE", callback=not_empty,
+              help="The ops to run on both sides, one per line (e.g. a screen's "
+                   "ir_changed.txt); # comments.")
 @bench_options
 @click.pass_context
 @handles_errors
-def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, **params):
+def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, ops_file, **params):
     """Compare two sides: `zlh ab RUN_A RUN_B`, `zlh ab --replay RUN_A [bench options]`, or
     `zlh ab OP... --switch NAME=a,b | --env-a K=V --env-b K=V | --python-a P --python-b P |
     --recipe FILE [--rounds N]` (both sides run here, each run a fresh process).
@@ -80,6 +83,8 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, **param
     progress = None if quiet else echo_err
     given = given_options(ctx)
     floor = NoiseFloor.load(noise_floor) if noise_floor else None
+    if ops_file:
+        args = tuple(args) + _ops_from_file(ops_file)
     if recipe:
         args, params, given = _apply_recipe(recipe, args, params, given)
     check_scrub(params["scrub"])
@@ -101,6 +106,20 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, **param
         reports, code = _compare_two(ctx, args, params, root, echo, floor)
     _print(reports, lines, as_json, printed=running and not replay_run)
     sys.exit(code)
+
+
+def _ops_from_file(path: str) -> tuple[str, ...]:
+    """Op names from an ops file; per-op dtypes belong to batch and screen (zlh ab runs every
+    op with the same bench options)."""
+    from ..corpus.selection import parse_ops_file
+    items = parse_ops_file(path)
+    with_dtypes = [i.op for i in items if i.dtypes]
+    if with_dtypes:
+        raise errors.UsageError(f"{path}: per-op dtypes ({', '.join(with_dtypes[:3])}) are for "
+                                f"zlh batch and zlh screen; zlh ab takes --dtypes for every op")
+    if not items:
+        raise errors.UsageError(f"{path} names no op")
+    return tuple(i.op for i in items)
 
 
 def _compare_two(ctx, args, params: dict, root, echo, floor):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..ab.compare import compare_runs
-from ..ab.pairing import row_key
+from ..ab.pairing import broken_by_b
 from ..common.errors import UsageError
 from ..compile.ir.fingerprint import SETUP, convert_layout_total, fingerprint
 from ..store.caliber import Caliber
@@ -120,15 +120,6 @@ def decide(op: str, a: Outcome | None, b: Outcome | None, scrub=(),
         v.note = (f"kernels {_n(v.kernels_a)}->{_n(v.kernels_b)}, convert_layout "
                   f"{_n(v.cvt_a)}->{_n(v.cvt_b)}")
     return _flag(v)
-
-
-def broken_by_b(run_a: StoredRun | None, run_b: StoredRun | None) -> list[str]:
-    """Cases SUCCESS on A and FAILED on B, as `dtype shape`."""
-    if run_a is None or run_b is None:
-        return []
-    ok_a = {row_key(r) for r in run_a.rows if r.status == SUCCESS}
-    return [f"{r.dtype} {r.shape_detail}" for r in run_b.rows
-            if r.status == FAILED and row_key(r) in ok_a]
 
 
 def _flag(v: Verdict) -> Verdict:
