@@ -1,17 +1,15 @@
 """The two sides of an A/B comparison and the plan that runs them."""
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import backends
+from ..run.child_env import child_environment
 
 from ..common.errors import UsageError
 from ..run.options import BenchOptions
 
-ZLH_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 @dataclass
@@ -78,17 +76,4 @@ def sides_from_env(env_a, env_b) -> tuple[Side, Side]:
 def env_for(side: Side, backend_name: str | None = None) -> dict:
     """The parent's environment with the side's overrides; with a named backend, only that
     backend's visibility variables survive (another vendor's must not leak into the child)."""
-    env = dict(os.environ)
-    if backend_name:
-        try:
-            env = backends.child_env(backends.get_backend(backend_name), env)
-        except backends.UnknownBackend:
-            pass                        # the child reports the unknown name itself
-    for key, value in side.env.items():
-        if value is None:
-            env.pop(key, None)
-        else:
-            env[key] = str(value)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (ZLH_ROOT, env.get("PYTHONPATH")) if p)
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
+    return child_environment(backend_name, overrides=side.env)

@@ -15,8 +15,9 @@ from ..common.files import check_output_dir
 from ..compile.ir.fingerprint import compile_scrub
 from ..corpus import files as batch_files
 from ..corpus.batch import BatchPlan
-from ..corpus.screen import (Screen, ScreenPlan, read_plan, rescore, summary_lines,
+from ..corpus.screen import (Screen, ScreenPlan, read_plan, summary_lines,
                              write_ir_changed, write_plan)
+from ..corpus.screen import rescore as rescore_root
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
 from . import main
 from .batch import check_devices, corpus_adapter, parse_devices
@@ -115,7 +116,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
     """
     if rescore:
         _check_scrub(scrub)
-        rescored = globals()["rescore"](Path(rescore), list(scrub), click.echo)
+        rescored = rescore_root(Path(rescore), list(scrub), click.echo)
         sys.exit(1 if any(v.broken for v in rescored.values()) else 0)
     if resume:
         plan = read_plan(Path(resume))

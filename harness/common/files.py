@@ -122,3 +122,20 @@ def _read_only(path: Path) -> bool:
         return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
     except (OSError, AttributeError):
         return False
+
+
+def read_json_object(path: str | os.PathLike, missing: str) -> dict:
+    """A JSON object from `path`, or one UsageError line: `missing` when there is no file,
+    else what is wrong with it."""
+    from .errors import UsageError
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(missing) from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        first = str(exc).strip().splitlines()
+        raise UsageError(f"{path} cannot be read: {first[0] if first else exc}") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{path} is not a JSON object (found {type(doc).__name__})")
+    return doc

@@ -9,7 +9,6 @@ more with its own. Each finished op writes `.complete`; `--resume` runs only the
 """
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -21,15 +20,15 @@ import backends
 
 from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, PreflightError, UsageError
 from ..run.options import BenchOptions
-from ..store.reader import load_run
+from ..store.reader import load_run_or_none
 from . import files
 from .outcome import (CRASH, FAIL, PASS, POISONED, SKIP, TIMEOUT, Outcome, dtype_problem,
                       judge)
 from .selection import Item
 from .sharding import device_for
+from ..run.child_env import child_environment
 from .supervisor import Lane, Worker, run_fresh
 
-ZLH_ROOT = str(Path(__file__).resolve().parents[2])
 Echo = Callable[[str], None]
 
 
@@ -225,10 +224,8 @@ class Batch:
         it; the timer actually used may differ per op and stays in each run.json)."""
         if getattr(self, "_caliber_noted", False) or outcome.run_dir is None:
             return
-        try:
-            caliber = load_run(outcome.run_dir).info.get("caliber")
-        except UsageError:
-            return
+        run = load_run_or_none(outcome.run_dir)
+        caliber = run.info.get("caliber") if run is not None else None
         if caliber:
             doc = files.read_batch_json(self.plan.root)
             doc.pop("schema_version", None)
@@ -290,29 +287,13 @@ def watch_devices(root: Path, plan: BatchPlan):
 def lane_for(plan: BatchPlan, device: int, overrides: dict | None = None) -> Lane:
     """The environment of one device lane: that device alone visible, zlh importable, and
     a side's overrides (None unsets a variable)."""
-    env = dict(os.environ)
-    name = plan.options.backend
-    backend = backends.get_backend(name) if name else backends.detect_backend()
-    visible = backend.visible_from_env(env)
-    physical = visible[device] if visible and device < len(visible) else str(device)
-    env = backends.child_env(backend, env, devices=[physical] if backend.visibility_keys else None)
-    for key, value in (overrides or {}).items():
-        if value is None:
-            env.pop(key, None)
-        else:
-            env[key] = str(value)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (ZLH_ROOT, env.get("PYTHONPATH")) if p)
-    env["PYTHONUNBUFFERED"] = "1"
-    return Lane(python=plan.python, env=env, label=f"{backend.name}:{device}")
+    env = child_environment(plan.options.backend, device, overrides, detect=True)
+    return Lane(python=plan.python, env=env, label=f"{plan.options.backend or 'dev'}:{device}")
 
 
 def _summary_rows(op: str, outcome: Outcome) -> list[dict]:
-    if outcome.run_dir is None:
-        return []
-    try:
-        rows = load_run(outcome.run_dir).rows
-    except UsageError:
-        return []
+    run = load_run_or_none(outcome.run_dir)
+    rows = run.rows if run is not None else []
     return [{"op": op, "dtype": r.dtype, "shape": r.shape_detail, "torch_ms": r.torch_ms,
              "gems_ms": r.gems_ms, "speedup": r.speedup, "status": r.status,
              "op_status": outcome.status} for r in rows]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import subprocess
 import sys
 import threading
@@ -22,7 +21,7 @@ from typing import Callable
 from ..ab.report import ABReport, load_report, report_document, write_reports
 from ..ab.sides import Side
 from ..common.errors import UsageError
-from ..common.files import atomic_write_json, atomic_write_text
+from ..common.files import atomic_write_json, atomic_write_text, read_json_object
 from ..run.options import BenchOptions
 from .batch import lane_for
 from .partition import Partition, partition, render, weights_from_screen
@@ -191,8 +190,8 @@ def write_plan(plan: CampaignPlan) -> None:
 
 def read_campaign(root: Path) -> CampaignPlan:
     path = Path(root) / CAMPAIGN_JSON
+    doc = read_json_object(path, f"{root} is not a campaign root (no {CAMPAIGN_JSON})")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
         devices = [int(d) for d in doc["devices"]]
         assignment = {int(d): list(ops) for d, ops in doc["assignment"].items()}
         part = Partition({int(d): float(s) for d, s in doc["planned_s"].items()}, assignment,
@@ -202,7 +201,5 @@ def read_campaign(root: Path) -> CampaignPlan:
         return CampaignPlan(Path(root), Path(doc["screen"]), devices, int(doc["rounds"]), part,
                             Side(**doc["A"]), Side(**doc["B"]), options,
                             list(doc.get("scrub", [])), float(doc.get("timeout_s", 3600)))
-    except FileNotFoundError:
-        raise UsageError(f"{root} is not a campaign root (no {CAMPAIGN_JSON})") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UsageError(f"{path} is not a campaign plan ({exc})") from None

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from ..common.errors import UsageError
-from ..common.files import atomic_write_json, atomic_write_text
+from ..common.files import atomic_write_json, atomic_write_text, read_json_object
 from ..store.rundir import safe_name
 from .outcome import Outcome
 
@@ -72,13 +72,8 @@ def write_batch_json(root: Path, doc: dict) -> None:
 
 def read_batch_json(root: Path) -> dict:
     path = Path(root) / BATCH_JSON
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{root} is not a batch root (no {BATCH_JSON})") from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path} cannot be read: {exc}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("ops"), list):
+    doc = read_json_object(path, f"{root} is not a batch root (no {BATCH_JSON})")
+    if not isinstance(doc.get("ops"), list):
         raise UsageError(f"{path} is not a batch description (no list of ops)")
     if int(doc.get("schema_version", 0)) > SCHEMA_VERSION:
         raise UsageError(f"{path} was written by a newer zlh (schema {doc['schema_version']})")

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..common import markers
-from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, EXIT_POISONED, EXIT_PREFLIGHT, UsageError
-from ..store.reader import load_run
+from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, EXIT_POISONED, EXIT_PREFLIGHT
+from ..store.reader import load_run_or_none
 from ..store.results import FAILED, SKIPPED, SUCCESS
 
 PASS, FAIL, SKIP, TIMEOUT, CRASH, POISONED = ("PASS", "FAIL", "SKIP", "TIMEOUT", "CRASH",
@@ -124,21 +124,13 @@ def dtype_problem(outcome: Outcome) -> bool:
 
 
 def _rows(run_dir: Path | None):
-    if run_dir is None:
-        return []
-    try:
-        return load_run(run_dir).rows
-    except UsageError:
-        return []
+    run = load_run_or_none(run_dir)
+    return run.rows if run is not None else []
 
 
 def _run_status(run_dir: Path | None) -> str | None:
-    if run_dir is None:
-        return None
-    try:
-        return load_run(run_dir).info.get("status")
-    except UsageError:
-        return None
+    run = load_run_or_none(run_dir)
+    return run.info.get("status") if run is not None else None
 
 
 def _row_reason(row) -> str:

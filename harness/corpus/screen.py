@@ -20,7 +20,7 @@ from typing import Callable
 
 from ..ab.sides import Side
 from ..common.errors import PreflightError, UsageError
-from ..common.files import atomic_write_json, atomic_write_text
+from ..common.files import atomic_write_json, atomic_write_text, read_json_object
 from . import files
 from .batch import Batch, BatchPlan, lane_for, watch_devices
 from .outcome import Outcome
@@ -63,16 +63,8 @@ class ScreenPlan:
 
 
 def read_plan(root: Path) -> ScreenPlan:
-    import json
-    path = Path(root) / SCREEN_JSON
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{root} is not a screen root (no {SCREEN_JSON})") from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path} cannot be read: {exc}") from None
-    if not isinstance(doc, dict):
-        raise UsageError(f"{path} is not a screen plan")
+    doc = read_json_object(Path(root) / SCREEN_JSON,
+                           f"{root} is not a screen root (no {SCREEN_JSON})")
     return ScreenPlan.from_dict(Path(root), doc)
 
 

@@ -10,37 +10,23 @@ with holes is never published).
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Callable
 
-import backends
-
 from ..compile.autotune.merge import merge_records, write_merged
 from ..compile.autotune.records import META_FILE
 from ..store.rundir import safe_name
+from .child_env import child_environment
 from .options import BenchOptions
 
-ZLH_ROOT = str(Path(__file__).resolve().parents[2])
 Echo = Callable[[str], None]
 
 
 class SweepRefused(Exception):
     """Why a parallel sweep cannot be done; the caller sweeps serially."""
-
-
-def device_env(backend_name: str | None, device: int) -> dict:
-    """This process's environment with only `device` visible (the backend's variable)."""
-    env = dict(os.environ)
-    backend = backends.get_backend(backend_name) if backend_name else backends.detect_backend()
-    visible = backend.visible_from_env(env)
-    physical = visible[device] if visible and device < len(visible) else str(device)
-    env = backends.child_env(backend, env, devices=[physical] if backend.visibility_keys else None)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (ZLH_ROOT, env.get("PYTHONPATH")) if p)
-    return env
 
 
 def check_sweep(options: BenchOptions, shards: int, devices: list[int],
@@ -74,7 +60,7 @@ def parallel_sweep(op: str, options: BenchOptions, shards: int, devices: list[in
         log = open(out / "sweep.log", "w", encoding="utf-8")
         procs.append((k, out, log, subprocess.Popen(
             [sys.executable, "-m", "harness", "bench", op, *argv, "--quiet"],
-            env=device_env(options.backend, devices[k]), stdout=log, stderr=subprocess.STDOUT,
+            env=child_environment(options.backend, devices[k], detect=True), stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True)))
     runs = []
     for k, out, log, proc in procs:

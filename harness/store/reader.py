@@ -102,6 +102,17 @@ def load_run(path) -> StoredRun:
     return StoredRun(path, info, read_rows(results) if results.exists() else [])
 
 
+def load_run_or_none(path) -> StoredRun | None:
+    """A run directory, or None when there is none or it cannot be read (for summaries that
+    go on without it)."""
+    if path is None:
+        return None
+    try:
+        return load_run(path)
+    except UsageError:
+        return None
+
+
 def find_runs(root, op: str, mode: str | None = None) -> list[Path]:
     """Run directories of `op` directly under `root`, oldest first (by start time); with
     `mode`, only those whose autotune mode is that ("record", "replay"). Unreadable

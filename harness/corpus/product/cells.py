@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Callable
 
 from ...common import markers
-from ...common.errors import UsageError
 from ...run.options import BenchOptions
-from ...store.reader import load_run
+from ...store.reader import load_run_or_none
 from ...store.results import SUCCESS
 from ..outcome import judge
 from ..supervisor import run_fresh
@@ -130,21 +129,13 @@ def read_cell(ctx: CampaignContext, run_dir: Path | None, log: Path | None) -> d
 
 
 def _rows(run_dir: Path | None):
-    if run_dir is None:
-        return []
-    try:
-        return load_run(run_dir).rows
-    except UsageError:
-        return []
+    run = load_run_or_none(run_dir)
+    return run.rows if run is not None else []
 
 
 def _info(run_dir: Path | None) -> dict:
-    if run_dir is None:
-        return {}
-    try:
-        return load_run(run_dir).info
-    except UsageError:
-        return {}
+    run = load_run_or_none(run_dir)
+    return run.info if run is not None else {}
 
 
 def _hashes(run_dir: Path | None, log: Path | None, root: Path) -> dict:
