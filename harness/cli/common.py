@@ -118,6 +118,15 @@ def finite(ctx, param, value):
     return value
 
 
+def gate_option(ctx, param, value):
+    """`--fail-on` values as regression gates (harness/ab/gate.py)."""
+    from ..ab.gate import parse_gates
+    try:
+        return parse_gates(value)
+    except errors.UsageError as exc:
+        raise click.BadParameter(exc.message) from None
+
+
 def _backend_help() -> str:
     names = ", ".join(b.name for b in backends.all_backends())
     aliases = ", ".join(f"{alias}={b.name}" for b in backends.all_backends()

@@ -86,6 +86,12 @@ def to_json(obj, indent: int | None = 2) -> str:
 
 
 def atomic_write_json(path: str | os.PathLike, obj) -> Path:
+    """A JSON document, atomically; an object gets `schema_version` (when it has none) and
+    `zlh_version` first (see schema.py): every JSON file zlh writes goes through here or
+    through `schema.stamp`."""
+    if isinstance(obj, dict):
+        from .schema import stamp
+        obj = stamp(obj)
     return atomic_write_text(path, to_json(obj) + "\n")
 
 

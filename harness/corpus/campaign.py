@@ -23,6 +23,7 @@ from ..ab.report import ABReport, load_report, report_document, write_reports
 from ..ab.sides import Side
 from ..common.errors import UsageError
 from ..common.files import atomic_write_json, atomic_write_text
+from ..common.schema import check_readable
 from ..run.options import BenchOptions
 from .batch import lane_for
 from .partition import Partition, partition, render, weights_from_screen
@@ -192,7 +193,7 @@ def write_plan(plan: CampaignPlan) -> None:
 def read_campaign(root: Path) -> CampaignPlan:
     path = Path(root) / CAMPAIGN_JSON
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = check_readable(json.loads(path.read_text(encoding="utf-8")), str(path))
         devices = [int(d) for d in doc["devices"]]
         assignment = {int(d): list(ops) for d, ops in doc["assignment"].items()}
         part = Partition({int(d): float(s) for d, s in doc["planned_s"].items()}, assignment,

@@ -21,6 +21,7 @@ from typing import Callable
 from ..ab.sides import Side
 from ..common.errors import PreflightError, UsageError
 from ..common.files import atomic_write_json, atomic_write_text
+from ..common.schema import check_readable
 from . import files
 from .batch import Batch, BatchPlan, lane_for, watch_devices
 from .outcome import Outcome
@@ -73,6 +74,7 @@ def read_plan(root: Path) -> ScreenPlan:
         raise UsageError(f"{path} cannot be read: {exc}") from None
     if not isinstance(doc, dict):
         raise UsageError(f"{path} is not a screen plan")
+    check_readable(doc, str(path))
     return ScreenPlan.from_dict(Path(root), doc)
 
 

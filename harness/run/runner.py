@@ -362,6 +362,7 @@ def _run_info(plan: BenchPlan, op: str, run_dir: RunDir, device, caliber: Calibe
         "device": {**device.to_dict(), "backend": backend.name,
                    "l2_bytes": backend.l2_cache_bytes(plan.device_index)},
         "versions": identity.versions(adapter.version_packages),
+        "compiler": plan.compiler,
         "host": identity.host(),
         "env": identity.recorded_env(identity.env_prefixes(visibility, adapter.env_prefixes)),
         "started_at": _iso(started),
