@@ -10,6 +10,7 @@ import math
 
 from tabulate import tabulate
 
+from ..common import style
 from ..common.files import json_safe
 from .report import ABReport, ABRow
 
@@ -61,7 +62,7 @@ def render_terminal(report: ABReport, colour: bool = False) -> str:
         headers += ["rounds min~max", "sign stable"]
     headers.append("notes")
     table = [_table_entry(report, r, multi, colour) for r in report.rows]
-    lines.append(tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True)
+    lines.append(tabulate(table, headers=headers, tablefmt=style.tablefmt(), disable_numparse=True)
                  if table else "(no paired rows)")
     lines += _summary_lines(report.summary)
     for u in report.unpaired:

@@ -18,6 +18,7 @@ from ..ab.sides import ABPlan, sides_from_env, sides_from_switch
 from ..calibrate.noise import NoiseFloor
 from ..common import errors
 from ..common.files import check_output_dir
+from ..common import style
 from ..common.schema import stamp
 from . import main
 from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out, echo_routed,
@@ -39,7 +40,8 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
                    "before the first run (it must import zlh's dependencies and triton).")
 @click.option("--python-b", default=None, metavar="PATH", callback=not_empty,
               help="Interpreter for side B.")
-@click.option("--recipe", default=None, metavar="FILE", callback=not_empty,
+@click.option("--recipe", default=None, metavar="FILE",
+              type=click.Path(), callback=not_empty,
               help="A/B recipe (YAML), see recipes/.")
 @click.option("--rounds", type=click.IntRange(min=1), default=None,
               help="Pairs to run; round 1's A records, every other run replays it. Default 1.")
@@ -47,7 +49,8 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
               callback=finite, show_default=True,
               help="Per-run limit in seconds (the whole process group is killed; recorded as "
                    "rc 124).")
-@click.option("--root", default=None, metavar="DIR", callback=not_empty,
+@click.option("--root", default=None, metavar="DIR",
+              type=click.Path(), callback=not_empty,
               help="Where runs, status.tsv and reports go. Default: runs/ab_<timestamp>.")
 @click.option("--allow-caliber-mismatch", is_flag=True,
               help="Print caliber problems and report anyway.")
@@ -61,6 +64,7 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object (rows with delta_pct, summary) instead of tables.")
 @click.option("--noise-floor", "noise_floor", default=None, metavar="FILE",
+              type=click.Path(),
               help="calibration.json of an A/A `zlh calibrate`: label each significant delta "
                    "within its shape's noise floor `within noise`.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
@@ -190,7 +194,7 @@ def _print(reports, lines: list[str], as_json: bool, printed: bool, extra=None) 
                                 default=str))
     elif not printed:
         for report in reports:
-            echo_out(render_terminal(report, colour=sys.stdout.isatty()))
+            echo_out(render_terminal(report, colour=style.colour()))
 
 
 @main.command()
@@ -216,4 +220,4 @@ def report(root, html_out):
         click.echo(str(atomic_write_text(Path(root) / "report.html", page)))
         return
     for op_report in reports:
-        click.echo(render_terminal(op_report, colour=sys.stdout.isatty()))
+        echo_out(render_terminal(op_report, colour=style.colour()))
