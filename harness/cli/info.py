@@ -110,7 +110,7 @@ def _guard_lines(rows) -> list[str]:
         return []
     return ["", "skip guards per backend (matched on file, function and exact reason):",
             tabulate(lines, headers=["backend", "guard", "function", "reason", "in corpus"],
-                     tablefmt="plain")]
+                     tablefmt=style.tablefmt("plain"))]
 
 
 def _matching(rows: list[dict], patterns) -> list[dict]:
