@@ -1,4 +1,7 @@
-"""Device runtimes. `get_backend(name)` is the only way in; nothing else names a vendor."""
+"""Device runtimes. `get_backend(name)` is the only way in; nothing else names a vendor.
+
+Other packages add backends through the entry point group `zlh.backends`; they are used when
+named (`--backend NAME`), never picked by `detect_backend`."""
 from __future__ import annotations
 
 from .ascend import AscendBackend
@@ -12,29 +15,60 @@ from .rocm import RocmBackend
 _BACKENDS: dict[str, Backend] = {
     b.name: b for b in (CudaBackend(), MusaBackend(), RocmBackend(), AscendBackend(), CpuBackend())
 }
-_ALIASES = {alias: b.name for b in _BACKENDS.values() for alias in b.aliases}
+BUILTIN = tuple(_BACKENDS)
+_PLUGINS: dict[tuple[str, str], Backend] = {}     # (entry point name, value) -> instance
+PLUGIN_ERRORS: dict[str, str] = {}                # entry point name -> why it did not load
 
 
 class UnknownBackend(ValueError):
     pass
 
 
+def _registry() -> dict[str, Backend]:
+    """The built-ins, then the backends other packages register under the entry point group
+    `zlh.backends` (a class or an instance of `Backend`; a built-in name cannot be taken
+    over). A plugin that does not load is left out, and why is kept in PLUGIN_ERRORS."""
+    from harness.common.plugins import BACKENDS as GROUP, entry_points
+    found = dict(_BACKENDS)
+    for point in entry_points(GROUP):
+        key = (point.name, point.value)
+        if key not in _PLUGINS:
+            try:
+                loaded = point.load()
+                backend = loaded() if isinstance(loaded, type) else loaded
+                if not isinstance(backend, Backend):
+                    raise TypeError(f"{type(backend).__name__} is not a backends.Backend")
+            except Exception as exc:  # noqa: BLE001 - one broken plugin must not stop zlh
+                PLUGIN_ERRORS[point.name] = f"{point.value}: {type(exc).__name__}: {exc}"
+                continue
+            backend.name = backend.name or point.name
+            _PLUGINS[key] = backend
+        found.setdefault(_PLUGINS[key].name, _PLUGINS[key])
+    return found
+
+
+def _aliases(found: dict[str, Backend]) -> dict[str, str]:
+    return {alias: b.name for b in found.values() for alias in b.aliases if alias not in found}
+
+
 def backend_names() -> list[str]:
-    return list(_BACKENDS)
+    return list(_registry())
 
 
 def all_backends() -> list[Backend]:
-    return list(_BACKENDS.values())
+    return list(_registry().values())
 
 
 def get_backend(name: str) -> Backend:
+    found = _registry()
     key = (name or "").strip().lower()
-    key = _ALIASES.get(key, key)
-    if key not in _BACKENDS:
-        aliases = ", ".join(sorted(_ALIASES))
-        raise UnknownBackend(f"unknown backend {name!r}; known: {', '.join(sorted(_BACKENDS))} "
-                             f"(aliases: {aliases})")
-    return _BACKENDS[key]
+    key = _aliases(found).get(key, key)
+    if key not in found:
+        aliases = ", ".join(sorted(_aliases(found)))
+        why = f"; plugin {key} did not load: {PLUGIN_ERRORS[key]}" if key in PLUGIN_ERRORS else ""
+        raise UnknownBackend(f"unknown backend {name!r}; known: {', '.join(sorted(found))} "
+                             f"(aliases: {aliases}){why}")
+    return found[key]
 
 
 def detect_backend() -> Backend:

@@ -16,7 +16,9 @@ Embedding:
     quick = harness.compare_callables(fa, fb, rounds=5)     # within this process only
 
 `bench` returns a `RunResult` (rows, run directory, caliber, status) and raises
-`harness.ZlhError` subclasses for bad input, each with an `exit_code`.
+`harness.ZlhError` subclasses for bad input, each with an `exit_code`. Nothing is printed
+unless asked (`echo=print`, `progress=print`); warnings go to the `zlh` logger, silent until
+the application configures logging.
 """
 from __future__ import annotations
 
@@ -35,25 +37,28 @@ from .run.options import BenchOptions
 from .run.runner import RunResult, run_bench
 from .store.caliber import Caliber
 from .store.results import Row
+from .version import __version__
 
 
-def bench(op: str, *, echo=print, progress=None, **options) -> RunResult:
+def bench(op: str, *, echo=None, progress=None, **options) -> RunResult:
     """Run one op; keyword arguments are BenchOptions' flat names (`dtypes`, `backend`,
-    `min_samples`, `warmup_ms`, ...), each type-checked."""
+    `min_samples`, `warmup_ms`, ...), each type-checked. Prints nothing unless asked:
+    `echo=print` shows the header, markers and table (run.log has them either way),
+    `progress=print` a line per case."""
     if not isinstance(op, str):
         raise UsageError(f"op must be a name (a string), got {op!r}")
     options.setdefault("argv", ["harness.bench", op])
     return run_bench([op], BenchOptions.from_flat(**options), echo=echo, progress=progress)[0]
 
 
-def bench_many(ops, *, echo=print, progress=None, **options) -> list[RunResult]:
+def bench_many(ops, *, echo=None, progress=None, **options) -> list[RunResult]:
     if isinstance(ops, str) or not all(isinstance(op, str) for op in ops):
         raise UsageError(f"ops must be a list of names, got {ops!r}")
     options.setdefault("argv", ["harness.bench_many", *ops])
     return run_bench(list(ops), BenchOptions.from_flat(**options), echo=echo, progress=progress)
 
 
-__all__ = ["bench", "bench_many", "measure", "bench_cases", "compare", "compare_callables",
+__all__ = ["__version__", "bench", "bench_many", "measure", "bench_cases", "compare", "compare_callables",
            "Case", "BenchOptions", "RunResult", "Row", "Measurement", "Caliber", "StoppingRule",
            "Budget", "ABReport", "ABRow", "CallableComparison", "ZlhError", "UsageError",
            "PreflightError", "CaliberError", "CallableError", "DevicePoisonedError"]

@@ -25,6 +25,7 @@ from harness.compile.autotune.records import _key_token
 from harness.compile.caches import apply_env, compile_cache
 from harness.common.errors import UsageError
 from harness.common.markers import parse_marker
+from harness.version import __version__ as harness_version
 
 ROOT = Path(__file__).resolve().parent.parent
 META = {"backend": "cpu", "provider": "builtin", "op": "double"}
@@ -490,7 +491,7 @@ def test_uninstall_restores_and_only_one_hook_at_a_time(tmp_path):
     recorder.uninstall()
     assert Autotuner.__dict__["run"] is original
     assert json.loads((tmp_path / "A" / "autotune" / "records.json").read_text()) == {
-        "schema_version": 1, "kernels": {}}
+        "schema_version": 1, "zlh_version": harness_version, "kernels": {}}
 
 
 # --- FlagGems' LibTuner and LibEntry (stand-ins) ---------------------------------------

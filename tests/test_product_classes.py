@@ -16,6 +16,7 @@ from harness.corpus.product.manifest import Gate
 from harness.corpus.product.receipts import (HASHED_SUFFIXES, canonical, sha256_file,
                                              write_receipt, zlh_files)
 from harness.corpus.product.scope import ir_scope
+from harness.version import __version__ as harness_version
 
 from product_fakes import ROOT, Spec, make_run
 
@@ -178,7 +179,8 @@ def test_receipts_are_canonical_and_their_hash_is_the_files(tmp_path):
     b = write_receipt(tmp_path / "b.json", {"kind": "x", "a": [1.5, float("nan")], "b": 1})
     assert a == b == sha256_file(tmp_path / "a.json")
     doc = json.loads((tmp_path / "a.json").read_text())
-    assert doc == {"schema_version": 1, "a": [1.5, None], "b": 1, "kind": "x"}
+    assert doc == {"schema_version": 1, "zlh_version": harness_version, "a": [1.5, None],
+                   "b": 1, "kind": "x"}
     assert (tmp_path / "a.json").read_bytes().endswith(b"}\n")
     assert canonical(doc) == (tmp_path / "a.json").read_text()
 

@@ -1,7 +1,7 @@
 """The builtin adapter: three Triton kernels written here, each against its torch reference.
 
 It lets zlh run and be tested without FlagGems, on a GPU or on the CPU through Triton's
-interpreter. `ZLH_BUILTIN_SLOW=1` (read when cases are built) makes every kernel do more
+interpreter. It needs a Triton: the installed compiler build, or `pip install 'zlh[triton]'`. `ZLH_BUILTIN_SLOW=1` (read when cases are built) makes every kernel do more
 work for the same result, for demonstrating A/B comparisons.
 """
 from __future__ import annotations

@@ -2,9 +2,11 @@
 
 Every caliber field must match, except autotune_mode (record vs replay is the point); both
 sides recording is refused, a missing identity is refused, sides pinned to different records
-are refused, and so are runs of different ops. A side that recorded on a shared tuner cache
-gets a warning. A run that did not complete (running, abandoned, interrupted, crashed,
-failed, poisoned) is listed under `partial`: refused unless --allow-partial.
+are refused, and so are runs of different ops, and a compiler build that changed between
+runs of one interpreter (store/compiler.py). A side that recorded on a shared tuner cache
+gets a warning, and so do different interpreters running one compiler build. A run that did
+not complete (running, abandoned, interrupted, crashed, failed, poisoned) is listed under
+`partial`: refused unless --allow-partial.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..compile.autotune import records_digest
+from ..store.compiler import compiler_findings
 from ..store.reader import COMPLETE, StoredRun
 
 
@@ -55,6 +58,9 @@ def check_caliber(a: StoredRun, b: StoredRun, label: str | None = None) -> Calib
     if not _same_record(source_a, source_b):
         check.problems.append(f"!!! [caliber] {label}: configs not pinned to the same record: "
                               f"A uses {_describe(source_a)}, B uses {_describe(source_b)}")
+    problems, warnings = compiler_findings(label, a.info, b.info)
+    check.problems += problems
+    check.warnings += warnings
     if a.op != b.op:
         check.problems.append(f"!!! [caliber] {label}: op differs: A={a.op}, B={b.op}")
     return check

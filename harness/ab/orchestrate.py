@@ -11,14 +11,13 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from .. import telemetry
-from ..common import markers
+from ..common import markers, style
 from ..common.errors import (EXIT_CALIBER, EXIT_FAILED_CASES, EXIT_OK, EXIT_PREFLIGHT,
                              EXIT_USAGE, UsageError)
 from ..common.files import atomic_write_json, check_output_dir
@@ -173,7 +172,7 @@ def run_ab(plan: ABPlan, echo: Echo = print,
                 reports.append(report)
                 # rewritten after every op: an interrupted A/B keeps the ops it finished
                 write_reports(plan.root, reports)
-                echo(render_terminal(report, colour=sys.stdout.isatty()))
+                echo(render_terminal(report, colour=style.colour()))
     return reports, code
 
 

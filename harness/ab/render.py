@@ -10,6 +10,7 @@ import math
 
 from tabulate import tabulate
 
+from ..common import style
 from ..common.files import json_safe
 from .report import ABReport, ABRow
 
@@ -84,7 +85,7 @@ def _table_lines(report: ABReport, colour: bool) -> list[str]:
         headers += ["rounds min~max", "sign stable"]
     headers.append("notes")
     table = [_table_entry(report, r, multi, colour) for r in report.rows]
-    return [tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True)
+    return [tabulate(table, headers=headers, tablefmt=style.tablefmt(), disable_numparse=True)
             if table else "(no paired rows)"]
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..common.errors import UsageError
 from ..common.files import atomic_write_json, atomic_write_text
+from ..common.schema import check_readable
 
 SCHEMA_VERSION = 1
 
@@ -109,6 +110,7 @@ def load_report(root) -> tuple[dict, list[ABReport]]:
         raise UsageError(f"{root}: no report.json (run `zlh ab` with this root first)") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise UsageError(f"{path} cannot be read: {str(exc).splitlines()[0]}") from None
+    check_readable(doc, str(path), SCHEMA_VERSION)
     if not isinstance(doc, dict) or not isinstance(doc.get("ops", []), list):
         raise UsageError(f"{path} is not a zlh A/B report (an object with a list `ops` was "
                          f"expected)")

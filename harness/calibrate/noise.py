@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..common.errors import UsageError
+from ..common.schema import check_readable
 
 KIND = "calibration"
 
@@ -42,6 +43,7 @@ class NoiseFloor:
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise UsageError(f"--noise-floor {path} cannot be read: "
                              f"{str(exc).splitlines()[0]}") from None
+        check_readable(doc, f"--noise-floor {path}")
         if not isinstance(doc, dict) or doc.get("kind") != KIND or \
                 not isinstance(doc.get("ops"), list):
             raise UsageError(f"--noise-floor {path} is not a zlh calibration.json")

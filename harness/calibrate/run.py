@@ -25,6 +25,7 @@ from tabulate import tabulate
 
 from ..ab.orchestrate import run_ab
 from ..ab.sides import ABPlan, Side
+from ..common import style
 from ..common.files import atomic_write_json
 from ..run.options import BenchOptions
 from ..store.reader import load_run
@@ -142,7 +143,7 @@ def render(doc: dict) -> list[str]:
                        "WRONG SIGN" if s["wrong_sign"] else "no"] if planted
                       else ["yes" if s["significant"] else "no"])
             table.append(entry)
-    lines = [tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True)
+    lines = [tabulate(table, headers=headers, tablefmt=style.tablefmt(), disable_numparse=True)
              if table else "(no shapes)"]
     lines.append(machine_line(doc.get("machine") or {}))
     lines += summary_lines(doc)

@@ -10,6 +10,10 @@
     product.py   zlh campaign prepare | run | reaccount (pre-registered product campaigns)
     info.py    zlh ops, show, fingerprint, backends
     shapes.py  zlh shapes derive / check / model
+    output.py  --color, -v, -q, --format on every command; shell completion helpers
+
+Shell completion is click's: `eval "$(_ZLH_COMPLETE=bash_source zlh)"` (zsh: zsh_source,
+fish: fish_source).
 """
 from __future__ import annotations
 
@@ -17,7 +21,8 @@ import sys
 
 import click
 
-from .common import EXIT_BROKEN_PIPE, quiet_broken_pipe
+from . import output
+from .common import EXIT_BROKEN_PIPE, echo_err, quiet_broken_pipe
 
 
 class ZlhGroup(click.Group):
@@ -26,6 +31,7 @@ class ZlhGroup(click.Group):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
              **extra):
+        output.reset(echo_err)          # the zlh logger on stderr, colour and tables: auto
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
         try:
@@ -62,5 +68,7 @@ def main():
 
 from . import (ab, batch, bench, calibrate, campaign, info, product, screen,  # noqa: E402,F401
                shapes)  # (registers the commands)
+
+output.install(main)    # --color, -v, -q and --format on the commands (output.py)
 
 __all__ = ["main"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from ..ab import orchestrate
+from ..ab import gate, orchestrate
 from ..ab.preflight import check_scrub
 from ..ab.recipe import load_recipe
 from ..ab.render import render_terminal, to_json
@@ -18,10 +18,12 @@ from ..ab.sides import ABPlan, sides_from_env, sides_from_switch
 from ..calibrate.noise import NoiseFloor
 from ..common import errors
 from ..common.files import check_output_dir
+from ..common import style
+from ..common.schema import stamp
 from . import main
 from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out, echo_routed,
-                     finite, given_options, handles_errors, not_empty, options_from,
-                     parse_bench_args)
+                     finite, gate_option, given_options, handles_errors, not_empty,
+                     options_from, parse_bench_args)
 
 
 @main.command()
@@ -38,7 +40,8 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
                    "before the first run (it must import zlh's dependencies and triton).")
 @click.option("--python-b", default=None, metavar="PATH", callback=not_empty,
               help="Interpreter for side B.")
-@click.option("--recipe", default=None, metavar="FILE", callback=not_empty,
+@click.option("--recipe", default=None, metavar="FILE",
+              type=click.Path(), callback=not_empty,
               help="A/B recipe (YAML), see recipes/.")
 @click.option("--rounds", type=click.IntRange(min=1), default=None,
               help="Pairs to run; round 1's A records, every other run replays it. Default 1.")
@@ -46,7 +49,8 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
               callback=finite, show_default=True,
               help="Per-run limit in seconds (the whole process group is killed; recorded as "
                    "rc 124).")
-@click.option("--root", default=None, metavar="DIR", callback=not_empty,
+@click.option("--root", default=None, metavar="DIR",
+              type=click.Path(), callback=not_empty,
               help="Where runs, status.tsv and reports go. Default: runs/ab_<timestamp>.")
 @click.option("--allow-caliber-mismatch", is_flag=True,
               help="Print caliber problems and report anyway.")
@@ -60,23 +64,31 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object (rows with delta_pct, summary) instead of tables.")
 @click.option("--noise-floor", "noise_floor", default=None, metavar="FILE",
+              type=click.Path(),
               help="calibration.json of an A/A `zlh calibrate`: label each significant delta "
                    "within its shape's noise floor `within noise`.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option("--fail-on", "fail_on", multiple=True, callback=gate_option,
+              metavar="slower:PCT|geomean:PCT|broken",
+              help="CI gate (repeatable): exit 6 when a shape is significantly slower on B by "
+                   "more than PCT % (slower:2%), an op's geomean is (geomean:1%), or B failed "
+                   "a case A ran (broken).")
 @click.option("--ops-file", default=None, metavar="FILE", callback=not_empty,
               help="The ops to run on both sides, one per line (e.g. a screen's "
                    "ir_changed.txt); # comments.")
 @bench_options
 @click.pass_context
 @handles_errors
-def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, ops_file, **params):
+def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on, ops_file,
+       **params):
     """Compare two sides: `zlh ab RUN_A RUN_B`, `zlh ab --replay RUN_A [bench options]`, or
     `zlh ab OP... --switch NAME=a,b | --env-a K=V --env-b K=V | --python-a P --python-b P |
     --recipe FILE [--rounds N]` (both sides run here, each run a fresh process).
 
     delta % = (A / B - 1) x 100: positive means B is faster. Every input is checked before
     the first run. Exit status: 0 reported, 1 a run failed, outputs differ or nothing paired,
-    2 bad input, 3 preflight failed, 4 caliber or unfinished-run refusal.
+    2 bad input, 3 preflight failed, 4 caliber or unfinished-run refusal, 6 a --fail-on gate
+    tripped.
     """
     lines: list[str] = []
     echo = lines.append if as_json else echo_routed
@@ -104,8 +116,10 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, ops_fil
         echo(f"runs, status.tsv and report.json/csv under {root_path}")
     else:
         reports, code = _compare_two(ctx, args, params, root, echo, floor)
-    _print(reports, lines, as_json, printed=running and not replay_run)
-    sys.exit(code)
+    found = gate.violations(fail_on, reports)
+    _print(reports, lines, as_json, printed=running and not replay_run,
+           extra={"fail_on": gate.to_json(fail_on, found)} if fail_on else None)
+    sys.exit(gate.exit_code(code, found, echo_err))
 
 
 def _ops_from_file(path: str) -> tuple[str, ...]:
@@ -191,15 +205,16 @@ def _run_both(args, params: dict, given: dict, root: Path, echo, progress, floor
     return orchestrate.run_ab(plan, echo, progress)
 
 
-def _print(reports, lines: list[str], as_json: bool, printed: bool) -> None:
+def _print(reports, lines: list[str], as_json: bool, printed: bool, extra=None) -> None:
     if as_json:
         for line in lines:
             echo_err(line)
         if reports:
-            echo_out(json.dumps(to_json(reports), allow_nan=False, default=str))
+            echo_out(json.dumps(stamp({**to_json(reports), **(extra or {})}), allow_nan=False,
+                                default=str))
     elif not printed:
         for report in reports:
-            echo_out(render_terminal(report, colour=sys.stdout.isatty()))
+            echo_out(render_terminal(report, colour=style.colour()))
 
 
 @main.command()
@@ -225,4 +240,4 @@ def report(root, html_out):
         click.echo(str(atomic_write_text(Path(root) / "report.html", page)))
         return
     for op_report in reports:
-        click.echo(render_terminal(op_report, colour=sys.stdout.isatty()))
+        echo_out(render_terminal(op_report, colour=style.colour()))

@@ -16,7 +16,7 @@ from ..corpus.batch import BatchPlan, run_batch
 from ..corpus.files import read_batch_json
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
 from . import main
-from .common import bench_options, echo_err, handles_errors, options_from, split_csv
+from .common import bench_options, handles_errors, options_from, split_csv
 
 
 def parse_devices(text: str | None) -> list[int] | None:
@@ -75,14 +75,15 @@ def check_devices(backend_name: str | None, devices: list[int]) -> list[int]:
 @click.option("--all", "all_ops", is_flag=True, help="Every benchmark function of the corpus.")
 @click.option("--ops", multiple=True, callback=split_csv, metavar="A,B",
               help="These ops (comma-separated, repeatable).")
-@click.option("--ops-file", default=None, metavar="FILE",
+@click.option("--ops-file", default=None, metavar="FILE", type=click.Path(),
               help="Ops, one per line: op[:op_file[:dtypes]]; # comments.")
 @click.option("--include-skipped", is_flag=True,
               help="With --all: also functions with an unconditional skip mark.")
-@click.option("--dismiss", default=None, metavar="FILE",
+@click.option("--dismiss", default=None, metavar="FILE", type=click.Path(),
               help=f"Ops left out of --all, one `[repo:]op  # reason, date` per line. "
                    f"Default: {DEFAULT_DISMISS.name} in recipes/.")
-@click.option("--vllm", "vllm_dir", default=None, metavar="DIR", envvar="FLAGGEMS_VLLM_DIR",
+@click.option("--vllm", "vllm_dir", default=None, metavar="DIR",
+              type=click.Path(), envvar="FLAGGEMS_VLLM_DIR",
               help="Also the FlagGems-vllm checkout (vllm:NAME ops). Env: FLAGGEMS_VLLM_DIR.")
 @click.option("--devices", default=None, metavar="0,1,…",
               help="Devices to spread the ops over (one serial lane each). Default: the first.")
@@ -92,9 +93,9 @@ def check_devices(backend_name: str | None, devices: list[int]) -> list[int]:
               help="Retries of an op that FAILed or CRASHed, each in a fresh worker.")
 @click.option("--fresh-process", is_flag=True,
               help="Run every op in its own zlh bench process instead of reused workers.")
-@click.option("--out", default=None, metavar="DIR",
+@click.option("--out", default=None, metavar="DIR", type=click.Path(),
               help="Batch root. Default: runs/batch_<timestamp>.")
-@click.option("--resume", default=None, metavar="BATCH_DIR",
+@click.option("--resume", default=None, metavar="BATCH_DIR", type=click.Path(),
               help="Continue a killed batch: finished ops are kept, the others run again.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @bench_options

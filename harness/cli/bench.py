@@ -5,19 +5,25 @@ import sys
 
 import click
 
+from ..common import log
+from ..common.files import to_json
+from ..common.schema import stamp
 from ..run.runner import run_bench
 from . import main
 from .common import (bench_options, default_ops, echo_err, echo_out, finite, handles_errors,
                      not_empty, options_from)
+from .output import complete_ops
 
 
 @main.command()
-@click.argument("ops", nargs=-1)
+@click.argument("ops", nargs=-1, shell_complete=complete_ops)
 @bench_options
-@click.option("--out", default="runs", show_default=True, metavar="DIR", callback=not_empty,
+@click.option("--out", default="runs", show_default=True, metavar="DIR",
+              type=click.Path(), callback=not_empty,
               help="Root under which each op gets <DIR>/<op>_<timestamp>/ (made if missing; "
                    "must be a writable directory).")
 @click.option("--replay", default=None, metavar="RUN_DIR", callback=not_empty,
+              type=click.Path(),
               help="Force the autotune configs recorded by this record run (or the newest "
                    "<op>_* record run under this directory). Default: record.")
 @click.option("--keep-cache", is_flag=True,
@@ -27,6 +33,10 @@ from .common import (bench_options, default_ops, echo_err, echo_out, finite, han
               help="Self-test: add a device spin to the function under test, sized as X% of "
                    "its latency in the --replay run (0: the spin kernel with no spin).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object instead of tables: each run's directory, status, "
+                   "caliber and rows (raw samples are in results.jsonl); warnings stay on "
+                   "stderr.")
 @click.option("--parallel-sweep", type=click.IntRange(min=2), default=None, metavar="N",
               help="Record runs: sweep autotune configs on N devices (cases dealt "
                    "round-robin), merge the records, measure on one device replaying them.")
@@ -35,8 +45,8 @@ from .common import (bench_options, default_ops, echo_err, echo_out, finite, han
 @click.option("--case-shard", default=None, hidden=True, metavar="K/N",
               help="Only every N-th case from the K-th (the shards of a parallel sweep).")
 @handles_errors
-def bench(ops, out, replay, keep_cache, plant_pct, quiet, parallel_sweep, sweep_devices,
-          case_shard, **params):
+def bench(ops, out, replay, keep_cache, plant_pct, quiet, as_json, parallel_sweep,
+          sweep_devices, case_shard, **params):
     """Time OPS (function under test vs torch baseline), one run directory per op.
 
     FlagGems op names: `softmax` (test_softmax), `perf_sort:sort` (function:file),
@@ -50,14 +60,25 @@ def bench(ops, out, replay, keep_cache, plant_pct, quiet, parallel_sweep, sweep_
     options = options_from(params, out=out, replay=replay, keep_cache=keep_cache,
                            case_shard=case_shard, plant_pct=plant_pct, argv=["zlh"] + sys.argv[1:])
     ops = list(ops) or default_ops(options)
-    progress = None if quiet else echo_err
+    progress = None if quiet else log.progress
+    echo = warnings_only if as_json else echo_out
     if parallel_sweep:
         from ..run.sweep import bench_with_sweep
         from .batch import check_devices, parse_devices, visible_devices
         devices = parse_devices(sweep_devices) or visible_devices(options.backend)
         if options.backend != "cpu" and len(devices) >= 2:
             devices = check_devices(options.backend, devices)    # real devices must exist
-        results = bench_with_sweep(ops, options, parallel_sweep, devices, echo_out, progress)
+        results = bench_with_sweep(ops, options, parallel_sweep, devices, echo, progress)
     else:
-        results = run_bench(ops, options, echo=echo_out, progress=progress)
-    sys.exit(max((r.exit_code for r in results), default=0))
+        results = run_bench(ops, options, echo=echo, progress=progress)
+    code = max((r.exit_code for r in results), default=0)
+    if as_json:
+        echo_out(to_json(stamp({"runs": [r.to_dict() for r in results], "exit_code": code}),
+                         indent=None))
+    sys.exit(code)
+
+
+def warnings_only(text: str) -> None:
+    """With --json, stdout holds the JSON alone: warnings and refusals still reach stderr."""
+    if text.startswith(("WARNING", "!!!")):
+        echo_err(text)

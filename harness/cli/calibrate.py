@@ -23,7 +23,7 @@ from .common import (bench_options, echo_err, finite, given_options, handles_err
                                 "latency and report the shapes found with the right sign.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=3600.0,
               show_default=True, help="Per-run limit in seconds.")
-@click.option("--root", default=None, metavar="DIR",
+@click.option("--root", default=None, metavar="DIR", type=click.Path(),
               help="Where runs and calibration.json go. Default: runs/calibrate_<timestamp>.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @bench_options

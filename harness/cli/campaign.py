@@ -41,6 +41,7 @@ def partition_cmd(screen_tsv, devices, verdicts, rounds, fmt):
 
 @main.group("campaign", invoke_without_command=True)
 @click.option("--screen", "screen_root", default=None, metavar="ROOT",
+              type=click.Path(),
               help="The screen whose ops to run rounds on.")
 @click.option("--devices", default=None, metavar="0,1,…", help="Devices, one card each.")
 @click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True,
@@ -53,8 +54,9 @@ def partition_cmd(screen_tsv, devices, verdicts, rounds, fmt):
               help="Only these of the screen's ops (after the verdict filter).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=3600.0,
               show_default=True, help="Per-run limit of each card's zlh ab.")
-@click.option("--root", default=None, metavar="DIR", help="Default: runs/campaign_<timestamp>.")
-@click.option("--resume", default=None, metavar="ROOT",
+@click.option("--root", default=None, metavar="DIR",
+              type=click.Path(), help="Default: runs/campaign_<timestamp>.")
+@click.option("--resume", default=None, metavar="ROOT", type=click.Path(),
               help="Continue a killed campaign: each card runs the ops its reports lack.")
 @click.option("--dry-run", is_flag=True, help="Print the plan; run and write nothing.")
 @click.pass_context

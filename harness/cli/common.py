@@ -13,11 +13,12 @@ from click.core import ParameterSource
 
 import backends
 
-from ..common import errors
+from ..common import errors, style
 from ..compile.ir.variants import IR_STAGES
 from ..measure.stopping import StoppingRule
 from ..measure.timers import Budget
 from ..run.options import L2_POLICIES, LEVELS, TIMERS, BenchOptions
+from .output import AdapterName, complete_backends
 
 EXIT_BROKEN_PIPE = 141          # 128 + SIGPIPE, what a shell tool stopped by `| head` returns
 
@@ -82,7 +83,7 @@ def echo_err(text: str) -> None:
 
 def _echo(text: str, err: bool) -> None:
     try:
-        click.echo(text, err=err)
+        click.echo(text, err=err, color=style.forced())
     except BrokenPipeError:
         quiet_broken_pipe(sys.stderr if err else sys.stdout)
 
@@ -118,6 +119,15 @@ def finite(ctx, param, value):
     return value
 
 
+def gate_option(ctx, param, value):
+    """`--fail-on` values as regression gates (harness/ab/gate.py)."""
+    from ..ab.gate import parse_gates
+    try:
+        return parse_gates(value)
+    except errors.UsageError as exc:
+        raise click.BadParameter(exc.message) from None
+
+
 def _backend_help() -> str:
     names = ", ".join(b.name for b in backends.all_backends())
     aliases = ", ".join(f"{alias}={b.name}" for b in backends.all_backends()
@@ -128,20 +138,22 @@ def _backend_help() -> str:
 # Options every `zlh bench` run takes; `zlh ab` passes the ones given on to both sides.
 # Parameter names are BenchOptions' flat names (run/options.py).
 BENCH_OPTIONS = [
-    click.option("--adapter", type=click.Choice(["builtin", "flaggems", "user"]), default=None,
-                 help="Where cases come from. Default: user with --cases, else flaggems when a "
+    click.option("--adapter", type=AdapterName(), default=None,
+                 help="Where cases come from: builtin, flaggems, user or an installed plugin's "
+                      "adapter. Default: user with --cases, else flaggems when a "
                       "checkout is named (--flaggems-dir, FLAGGEMS_DIR) or flag_gems is "
                       "importable, else builtin."),
     click.option("--cases", default=None, metavar="MODULE:ATTR", callback=not_empty,
                  help="Your own cases (harness.Case objects, a list of them, a function "
                       "returning them, or a dict op -> cases), e.g. mypkg.bench:cases."),
     click.option("--backend", default=None, metavar="NAME", callback=not_empty,
-                 help=_backend_help()),
+                 shell_complete=complete_backends, help=_backend_help()),
     click.option("--device", type=click.IntRange(min=0), default=None,
                  help="Logical device index. Default: the first visible device."),
     click.option("--dtypes", multiple=True, callback=split_csv, metavar="LIST",
                  help="Comma-separated dtypes, e.g. float16,bfloat16. Default: the op's defaults."),
     click.option("--shapes", "shapes", default=None, metavar="FILE", callback=not_empty,
+                 type=click.Path(),
                  help="Shape file (YAML: op or class name -> shapes). Default: the adapter's."),
     click.option("--level", type=click.Choice(LEVELS), default="core", show_default=True,
                  help="Shape set size when no shape file is given."),
@@ -173,6 +185,7 @@ BENCH_OPTIONS = [
     click.option("--no-check", "check", is_flag=True, flag_value=False, default=True,
                  help="Skip the comparison with the baseline's output."),
     click.option("--flaggems-dir", default=None, metavar="DIR", envvar="FLAGGEMS_DIR",
+                 type=click.Path(),
                  help="FlagGems checkout (holds benchmark/ and src/). Env: FLAGGEMS_DIR."),
     click.option("--isolate-tuner-cache", is_flag=True,
                  help="Give this invocation a private FlagGems tuner DB (default: the shared one)."),

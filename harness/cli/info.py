@@ -11,18 +11,24 @@ import click
 from click.core import ParameterSource
 from tabulate import tabulate
 
-from ..common import errors
+from ..common import errors, style
+from ..common.files import to_json
+from ..common.schema import stamp
 from . import main
-from .common import echo_err, handles_errors
+from .common import echo_err, echo_out, handles_errors
+from .output import AdapterName
 
 
 @main.command("ops")
 @click.argument("patterns", nargs=-1)
-@click.option("--adapter", type=click.Choice(["builtin", "flaggems"]), default=None,
-              help="Default: flaggems when a checkout is given, else builtin.")
-@click.option("--flaggems-dir", default=None, metavar="DIR", envvar="FLAGGEMS_DIR",
+@click.option("--adapter", type=AdapterName(exclude=("user",)), default=None,
+              help="builtin, flaggems or an installed plugin's adapter. Default: flaggems when "
+                   "a checkout is given, else builtin.")
+@click.option("--flaggems-dir", default=None, metavar="DIR",
+              type=click.Path(), envvar="FLAGGEMS_DIR",
               help="FlagGems checkout. Env: FLAGGEMS_DIR.")
-@click.option("--vllm", "vllm_dir", default=None, metavar="DIR", envvar="FLAGGEMS_VLLM_DIR",
+@click.option("--vllm", "vllm_dir", default=None, metavar="DIR",
+              type=click.Path(), envvar="FLAGGEMS_VLLM_DIR",
               help="Also list a FlagGems-vllm checkout. Env: FLAGGEMS_VLLM_DIR.")
 @click.option("--all-builtin", is_flag=True,
               help="Builtin adapter: also the fault-injection ops (fault_raise, fault_abort, "
@@ -62,7 +68,7 @@ def ops_cmd(ctx, patterns, adapter, flaggems_dir, vllm_dir, all_builtin, as_csv,
     rows = _matching(source.describe_ops(include_hidden=all_builtin), patterns)
     if as_json:
         for row in rows:
-            click.echo(json.dumps(row, sort_keys=False))
+            click.echo(json.dumps(stamp(row), sort_keys=False))
         return
     if rows and "file" not in rows[0]:
         lines = [row["op"] for row in rows]
@@ -70,7 +76,7 @@ def ops_cmd(ctx, patterns, adapter, flaggems_dir, vllm_dir, all_builtin, as_csv,
         lines = tabulate([[r.get(k, "-") for k in ("op", "file", "function", "marks",
                                                    "skip_marks")] for r in rows],
                          headers=["op", "file", "function", "marks", "skip marks"],
-                         tablefmt="plain").splitlines()
+                         tablefmt=style.tablefmt("plain")).splitlines()
         echo_err(f"{len(rows)} benchmark functions")
         lines += "\n".join(_guard_lines(rows)).splitlines()
     width = _output_width()
@@ -104,7 +110,7 @@ def _guard_lines(rows) -> list[str]:
         return []
     return ["", "skip guards per backend (matched on file, function and exact reason):",
             tabulate(lines, headers=["backend", "guard", "function", "reason", "in corpus"],
-                     tablefmt="plain")]
+                     tablefmt=style.tablefmt("plain"))]
 
 
 def _matching(rows: list[dict], patterns) -> list[dict]:
@@ -135,11 +141,20 @@ def _output_width() -> int:
 
 @main.command()
 @click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the run as one JSON object: run.json (`run`), its status and rows.")
 @handles_errors
-def show(run_dir):
+def show(run_dir, as_json):
     """Print a run's table, caliber, autotune mode and marker counts."""
+    if as_json:
+        from ..store.reader import load_run
+        run = load_run(run_dir)
+        echo_out(to_json(stamp({"run_dir": str(run.path), "status": run.status,
+                                "run": run.info, "rows": [r.to_dict() for r in run.rows]}),
+                         indent=None))
+        return
     from ..run.show import show_run
-    click.echo(show_run(run_dir, colour=sys.stdout.isatty()))
+    echo_out(show_run(run_dir, colour=style.colour()))
 
 
 @main.command()
@@ -171,9 +186,21 @@ def fingerprint(run_dir, scrub):
 
 
 @main.command("backends")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object: the backends (plugins included) and the adapters.")
 @handles_errors
-def backends_cmd():
-    """List the device runtimes zlh knows, their capabilities and whether one is usable here."""
+def backends_cmd(as_json):
+    """List the device runtimes zlh knows (built-in and plugins), their capabilities and
+    whether one is usable here, and the registered adapters."""
+    import adapters
     import backends as registry
-    rows = [b.describe() for b in registry.all_backends()]
-    click.echo(tabulate(rows, headers="keys", tablefmt="simple"))
+    builtin = set(registry.BUILTIN)
+    rows = [{**b.describe(), "plugin": b.name not in builtin} for b in registry.all_backends()]
+    for name, why in registry.PLUGIN_ERRORS.items():
+        echo_err(f"WARNING backend plugin {name} cannot be loaded: {why}")
+    names = adapters.adapter_names()
+    if as_json:
+        echo_out(to_json(stamp({"backends": rows, "adapters": names}), indent=None))
+        return
+    echo_out(tabulate(rows, headers="keys", tablefmt=style.tablefmt()))
+    echo_out(f"adapters: {', '.join(names)}")

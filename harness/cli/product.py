@@ -22,9 +22,10 @@ from .common import handles_errors
 @click.option("--selection", type=click.Choice(SELECTIONS), required=True,
               help="canary: the canaries in canary order; all: every workload (needs a "
                    "passing canary receipt).")
-@click.option("--canary-receipt", default=None, metavar="R",
+@click.option("--canary-receipt", default=None, metavar="R", type=click.Path(),
               help="With --selection all: campaign-receipt.json of this manifest's canary run.")
 @click.option("--out", default="runs", show_default=True, metavar="DIR",
+              type=click.Path(),
               help="Where <campaign_id>--<selection>/ is frozen.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and budget; write nothing.")
 @handles_errors
@@ -49,7 +50,7 @@ def prepare(manifest, selection, canary_receipt, out, dry_run):
 
 @campaign.command("run")
 @click.argument("frozen_dir", type=click.Path(file_okay=False))
-@click.option("--out", default=None, metavar="RUN_ROOT",
+@click.option("--out", default=None, metavar="RUN_ROOT", type=click.Path(),
               help="Where the run goes. Default: FROZEN_DIR/run.")
 @click.option("--resume", is_flag=True,
               help="Continue a run: tasks with a terminal receipt are kept.")
@@ -75,7 +76,8 @@ def run(frozen_dir, out, resume):
 
 @campaign.command("reaccount")
 @click.argument("run_root", type=click.Path(file_okay=False))
-@click.option("--out", required=True, metavar="DIR", help="Where the re-account goes (outside "
+@click.option("--out", required=True, metavar="DIR",
+              type=click.Path(), help="Where the re-account goes (outside "
                                                           "RUN_ROOT).")
 @click.option("--measured-launch-floor", "floor", type=click.IntRange(min=0), default=None,
               help="Count a measured variant only above this many launches. Default: the "

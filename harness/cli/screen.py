@@ -77,12 +77,14 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @main.command()
 @click.option("--all", "all_ops", is_flag=True, help="Every benchmark function of the corpus.")
 @click.option("--ops", multiple=True, callback=split_csv, metavar="A,B", help="These ops.")
-@click.option("--ops-file", default=None, metavar="FILE",
+@click.option("--ops-file", default=None, metavar="FILE", type=click.Path(),
               help="Ops, one per line: op[:op_file[:dtypes]]; # comments.")
 @click.option("--include-skipped", is_flag=True,
               help="With --all: also functions with an unconditional skip mark.")
-@click.option("--dismiss", default=None, metavar="FILE", help="Ops left out of --all.")
-@click.option("--vllm", "vllm_dir", default=None, metavar="DIR", envvar="FLAGGEMS_VLLM_DIR",
+@click.option("--dismiss", default=None, metavar="FILE",
+              type=click.Path(), help="Ops left out of --all.")
+@click.option("--vllm", "vllm_dir", default=None, metavar="DIR",
+              type=click.Path(), envvar="FLAGGEMS_VLLM_DIR",
               help="Also the FlagGems-vllm checkout. Env: FLAGGEMS_VLLM_DIR.")
 @click.option("--switch", default=None, metavar="NAME=A,B",
               help="An environment switch: side A gets NAME=A, side B NAME=B.")
@@ -90,7 +92,8 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.option("--env-b", multiple=True, metavar="K=V", help="Environment for side B.")
 @click.option("--python-a", default=None, metavar="PATH", help="Interpreter for side A.")
 @click.option("--python-b", default=None, metavar="PATH", help="Interpreter for side B.")
-@click.option("--recipe", default=None, metavar="FILE", help="A/B recipe (YAML), see recipes/.")
+@click.option("--recipe", default=None, metavar="FILE",
+              type=click.Path(), help="A/B recipe (YAML), see recipes/.")
 @click.option("--scrub", multiple=True, metavar="REGEX", help="Extra IR scrub pattern.")
 @click.option("--devices", default=None, metavar="0,1,…", help="Devices to spread the ops over.")
 @click.option("--op-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
@@ -98,9 +101,11 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.option("--retries", type=click.IntRange(min=0, max=5), default=2, show_default=True,
               help="Retries of a side that FAILed or CRASHed, each in a fresh worker.")
 @click.option("--fresh-process", is_flag=True, help="Every run in its own zlh bench process.")
-@click.option("--root", default=None, metavar="DIR", help="Default: runs/screen_<timestamp>.")
-@click.option("--resume", default=None, metavar="ROOT", help="Continue a killed screen.")
-@click.option("--rescore", default=None, metavar="ROOT",
+@click.option("--root", default=None, metavar="DIR",
+              type=click.Path(), help="Default: runs/screen_<timestamp>.")
+@click.option("--resume", default=None, metavar="ROOT",
+              type=click.Path(), help="Continue a killed screen.")
+@click.option("--rescore", default=None, metavar="ROOT", type=click.Path(),
               help="Recompute every verdict of ROOT from its run directories (with --scrub "
                    "patterns added); keeps screen.tsv.before-rescore.")
 @bench_options

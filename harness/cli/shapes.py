@@ -10,6 +10,7 @@ from ..common import errors
 from ..common.files import atomic_write_text
 from . import main
 from .common import handles_errors, split_csv
+from .output import AdapterName
 
 KINDS = ("single", "multi")
 
@@ -29,13 +30,15 @@ def shapes():
 
 
 @shapes.command()
-@click.option("--flaggems-dir", default=None, metavar="DIR", envvar="FLAGGEMS_DIR",
+@click.option("--flaggems-dir", default=None, metavar="DIR",
+              type=click.Path(), envvar="FLAGGEMS_DIR",
               help="FlagGems checkout (its benchmark/core_shapes.yaml). Env: FLAGGEMS_DIR.")
 @click.option("--kind", type=click.Choice(KINDS), default=None,
               help="single: one shape per key; multi: up to three. Default: from --out's name "
                    "(single unless it contains 'multi').")
-@click.option("--out", required=True, metavar="FILE", help="Shape file to write.")
-@click.option("--adapter", type=click.Choice(["builtin", "flaggems"]), default=None,
+@click.option("--out", required=True, metavar="FILE",
+              type=click.Path(), help="Shape file to write.")
+@click.option("--adapter", type=AdapterName(exclude=("user",)), default=None,
               help="Default: flaggems when a checkout is given.")
 @handles_errors
 def derive(flaggems_dir, kind, out, adapter):
@@ -63,12 +66,14 @@ def unmatched_path(path: str) -> Path:
 
 
 @shapes.command()
-@click.argument("file", metavar="FILE")
-@click.option("--flaggems-dir", default=None, metavar="DIR", envvar="FLAGGEMS_DIR",
+@click.argument("file", metavar="FILE", type=click.Path())
+@click.option("--flaggems-dir", default=None, metavar="DIR",
+              type=click.Path(), envvar="FLAGGEMS_DIR",
               help="FlagGems checkout. Env: FLAGGEMS_DIR.")
-@click.option("--vllm", "vllm_dir", default=None, metavar="DIR", envvar="FLAGGEMS_VLLM_DIR",
+@click.option("--vllm", "vllm_dir", default=None, metavar="DIR",
+              type=click.Path(), envvar="FLAGGEMS_VLLM_DIR",
               help="Also match a FlagGems-vllm checkout. Env: FLAGGEMS_VLLM_DIR.")
-@click.option("--adapter", type=click.Choice(["builtin", "flaggems"]), default=None,
+@click.option("--adapter", type=AdapterName(exclude=("user",)), default=None,
               help="Default: flaggems when a checkout is given.")
 @handles_errors
 def check(file, flaggems_dir, vllm_dir, adapter):
@@ -97,7 +102,7 @@ def check(file, flaggems_dir, vllm_dir, adapter):
 
 
 @shapes.command()
-@click.argument("config", metavar="CONFIG")
+@click.argument("config", metavar="CONFIG", type=click.Path())
 @click.option("--tokens", required=True, callback=split_csv, multiple=True, metavar="LIST",
               help="Tokens per forward step, comma-separated: prompt tokens (prefill) or "
                    "batch size (decode), e.g. 1,16,64,256.")
@@ -105,8 +110,9 @@ def check(file, flaggems_dir, vllm_dir, adapter):
               help="Tensor-parallel degree: shards heads, dense and shared MLPs, vocabulary.")
 @click.option("--lm-head/--no-lm-head", default=True, show_default=True,
               help="Include the LM head GEMM (prefill computes it for the last token only).")
-@click.option("--out", required=True, metavar="FILE", help="Shape file to write.")
-@click.option("--adapter", type=click.Choice(["builtin", "flaggems"]), default="flaggems",
+@click.option("--out", required=True, metavar="FILE",
+              type=click.Path(), help="Shape file to write.")
+@click.option("--adapter", type=AdapterName(exclude=("user",)), default="flaggems",
               show_default=True, help="Whose benchmark keys to write.")
 @handles_errors
 def model(config, tokens, tp, lm_head, out, adapter):

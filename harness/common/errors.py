@@ -14,6 +14,7 @@ EXIT_USAGE = 2
 EXIT_PREFLIGHT = 3
 EXIT_CALIBER = 4
 EXIT_POISONED = 5
+EXIT_REGRESSION = 6         # `zlh ab --fail-on ...`: a gate found a regression
 
 
 class ZlhError(Exception):

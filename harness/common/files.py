@@ -86,6 +86,12 @@ def to_json(obj, indent: int | None = 2) -> str:
 
 
 def atomic_write_json(path: str | os.PathLike, obj) -> Path:
+    """A JSON document, atomically; an object gets `schema_version` (when it has none) and
+    `zlh_version` first (see schema.py): every JSON file zlh writes goes through here or
+    through `schema.stamp`."""
+    if isinstance(obj, dict):
+        from .schema import stamp
+        obj = stamp(obj)
     return atomic_write_text(path, to_json(obj) + "\n")
 
 
@@ -126,7 +132,7 @@ def _read_only(path: Path) -> bool:
 
 def read_json_object(path: str | os.PathLike, missing: str) -> dict:
     """A JSON object from `path`, or one UsageError line: `missing` when there is no file,
-    else what is wrong with it."""
+    else what is wrong with it (also: written with a newer schema than this zlh reads)."""
     from .errors import UsageError
     path = Path(path)
     try:
@@ -138,4 +144,5 @@ def read_json_object(path: str | os.PathLike, missing: str) -> dict:
         raise UsageError(f"{path} cannot be read: {first[0] if first else exc}") from None
     if not isinstance(doc, dict):
         raise UsageError(f"{path} is not a JSON object (found {type(doc).__name__})")
-    return doc
+    from .schema import check_readable
+    return check_readable(doc, str(path))

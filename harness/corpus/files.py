@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..common.errors import UsageError
 from ..common.files import atomic_write_json, atomic_write_text, read_json_object
+from ..common.schema import check_readable
 from ..store.rundir import safe_name
 from .outcome import Outcome
 
@@ -41,7 +42,7 @@ def write_complete(root: Path, op: str, outcome: Outcome, device: int) -> None:
 def read_complete(root: Path, op: str) -> tuple[Outcome, int] | None:
     path = op_dir(root, op) / COMPLETE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = check_readable(json.loads(path.read_text(encoding="utf-8")), str(path))
         return Outcome.from_dict(data), int(data.get("device", 0))
     except FileNotFoundError:
         return None
@@ -75,8 +76,6 @@ def read_batch_json(root: Path) -> dict:
     doc = read_json_object(path, f"{root} is not a batch root (no {BATCH_JSON})")
     if not isinstance(doc.get("ops"), list):
         raise UsageError(f"{path} is not a batch description (no list of ops)")
-    if int(doc.get("schema_version", 0)) > SCHEMA_VERSION:
-        raise UsageError(f"{path} was written by a newer zlh (schema {doc['schema_version']})")
     return doc
 
 

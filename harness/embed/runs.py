@@ -26,7 +26,7 @@ from ..store.reader import StoredRun, load_run
 DEFAULT_OP = "cases"
 
 
-def bench_cases(cases: Any, *, op: str | None = None, echo: Callable[[str], None] = print,
+def bench_cases(cases: Any, *, op: str | None = None, echo: Callable[[str], None] | None = None,
                 progress: Callable[[str], None] | None = None, **options) -> RunResult:
     """Run user cases into `<out>/<op>_<timestamp>/`.
 
@@ -34,7 +34,9 @@ def bench_cases(cases: Any, *, op: str | None = None, echo: Callable[[str], None
     `{op: cases}` (then `op` picks one), or a `"module:attr"` string naming any of those —
     a string is stored in run.json, so `zlh ab --replay` can run the other side from the
     command line. `op` defaults to the attribute's name, else "cases". Other keywords are
-    `zlh bench`'s options (`out`, `replay`, `backend`, `min_samples`, ...)."""
+    `zlh bench`'s options (`out`, `replay`, `backend`, `min_samples`, ...). Prints nothing
+    unless asked (`echo=print`: header, markers and table; `progress=print`: a line per
+    case)."""
     if options.get("adapter") not in (None, "user"):
         raise UsageError(f"bench_cases runs user cases; adapter={options['adapter']!r} does "
                          f"not apply")

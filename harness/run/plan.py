@@ -23,6 +23,7 @@ from ..common.files import check_output_dir
 from ..compile import autotune
 from ..compile.caches import CacheEnv, apply_env, compile_cache
 from ..measure.timers import resolve_timer_name
+from ..store.compiler import compiler_identity
 from ..store.reader import find_runs, read_info
 from .options import BenchOptions
 from .shapes import ShapeFile, ShapeFileError, load_shape_file
@@ -41,6 +42,7 @@ class BenchPlan:
     caches: CacheEnv = field(default_factory=CacheEnv)
     replay_dirs: dict = field(default_factory=dict)  # op -> record run directory
     cache_root: Path | None = None
+    compiler: dict | None = None        # which distribution provides `triton` (run.json)
 
 
 def plan_bench(ops: Sequence[str], options: BenchOptions,
@@ -70,6 +72,7 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
     replay_dirs = ({op: find_record_run(options.replay, op, backend.name) for op in resolved}
                    if options.replay else {})
     device_index = _device(backend, adapter, options)
+    compiler = _compiler()
     check_plant(options.plant_pct, options.replay, backend)
     # Activate before asking the adapter for dtypes: on the cpu backend this switches Triton
     # to its interpreter, which narrows what the kernels support. A dry run sets only the
@@ -80,7 +83,7 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
         backend.activate(device_index)
     dtypes = {op: _dtypes(adapter, op, backend, options, shape_file) for op in resolved}
     plan = BenchPlan(resolved, options, backend, device_index, adapter, timer, dtypes,
-                     shape_file, replay_dirs=replay_dirs)
+                     shape_file, replay_dirs=replay_dirs, compiler=compiler)
     if dry_run:
         return plan
     check_output_dir(options.out, "--out")
@@ -167,6 +170,18 @@ def _device(backend, adapter, options: BenchOptions) -> int:
         raise PreflightError("device", f"--device {options.device}: backend {backend.name} "
                                        f"sees devices {', '.join(map(str, visible))}")
     return options.device if options.device is not None else visible[0]
+
+
+def _compiler() -> dict:
+    """The compiler under test: which installed distribution provides `triton` here (zlh never
+    installs one over it). None found is a preflight failure."""
+    found = compiler_identity()
+    if found is None:
+        raise PreflightError("triton", f"this Python cannot import triton (python: "
+                                       f"{sys.executable}): install the compiler build to "
+                                       f"measure (FlagTree, pytorch-triton-rocm, ...) or "
+                                       f"upstream Triton with `pip install 'zlh[triton]'`")
+    return found
 
 
 def _dtypes(adapter, op: str, backend, options: BenchOptions, shape_file):

@@ -9,29 +9,29 @@ import contextlib
 import itertools
 import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
 import adapters
-import backends
 
 from .. import telemetry
 from ..calibrate.plant import Plant
-from ..common import markers
+from ..common import log, markers, style
 from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, DevicePoisonedError, RunFailedError,
                              Terminated, UsageError, one_line, write_failure)
 from ..compile import autotune
 from ..compile.caches import remove_private
 from ..compile.ir.capture import IRCapture
 from ..measure.case_timer import CaseTimer
-from ..store import identity
 from ..store.caliber import Caliber
 from ..store.results import FAILED, SKIPPED, SUCCESS, Row
 from ..store.rundir import RunDir
+from ..store.compiler import describe as describe_compiler
 from .case import measure_case, seed_everything
+from .library_log import LibraryLog
+from .run_info import iso_time, run_info, telemetry_sample
 from .options import BenchOptions
 from .plan import BenchPlan, plan_bench
 from .table import render_rows, summary_line
@@ -54,19 +54,33 @@ class RunResult:
     def ok(self) -> list[Row]:
         return [r for r in self.rows if r.status == SUCCESS]
 
+    def to_dict(self, samples: bool = False) -> dict:
+        """For JSON output: the run's identity, caliber and rows (raw samples only with
+        `samples`; results.jsonl always has them)."""
+        rows = [row.to_dict() for row in self.rows]
+        for row in rows if not samples else ():
+            for side in ("torch", "gems"):
+                if row.get(side):
+                    row[side].pop("samples_ms", None)
+        return {"op": self.op, "run_dir": str(self.run_dir), "status": self.status,
+                "exit_code": self.exit_code, "caliber": self.caliber.to_dict(), "rows": rows}
 
-def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo = print,
+
+def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = None,
               progress: Echo | None = None,
               adapter: adapters.Adapter | None = None) -> list[RunResult]:
     """Plan every op, then run them one after the other. The process environment (cache
     locations, backend switches) is restored afterwards and private caches are removed
-    unless kept. `adapter`: an adapter object instead of the one the options name. A run that
+    unless kept. `echo` gets the header, marker and table lines (None: nothing is printed;
+    run.log has them all), `progress` a line per case. `adapter`: an adapter object instead
+    of the one the options name. A run that
     fails for a reason outside its cases (disk full) ends the invocation: the ops after it
     are not run, for the same reason."""
     saved_env = dict(os.environ)
     plan = None
     try:
         plan = plan_bench(ops, options, adapter)
+        log.debug(f"compiler under test: {describe_compiler(plan.compiler)}")
         results = []
         for number, op in enumerate(plan.ops):
             try:
@@ -84,7 +98,7 @@ def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo = print,
             remove_private(plan.caches, plan.cache_root)
 
 
-def run_op(plan: BenchPlan, op: str, echo: Echo = print,
+def run_op(plan: BenchPlan, op: str, echo: Echo | None = None,
            progress: Echo | None = None) -> RunResult:
     """One op, top to bottom: run directory and identity, hooks, cases, files, table."""
     run = OpRun.open(plan, op, echo, progress)
@@ -92,7 +106,8 @@ def run_op(plan: BenchPlan, op: str, echo: Echo = print,
     try:
         run.announce()               # header line, warnings
         run.install_hooks()          # autotune record or replay; IR capture
-        run.measure_cases()          # per case: seed, build, check, time; files rewritten
+        with run.library_log:        # other libraries' log lines: to run.log, once each
+            run.measure_cases()      # per case: seed, build, check, time; files rewritten
     except DevicePoisonedError as exc:
         status = "poisoned"
         run.note(exc.message)
@@ -142,6 +157,7 @@ class OpRun:
         self.watcher = telemetry.watch(run_dir.path, plan.backend, plan.device_index,
                                        plan.options.telemetry_interval)
         self.plant: Plant | None = None
+        self.library_log = LibraryLog(self.dir.log)
 
     @classmethod
     def open(cls, plan: BenchPlan, op: str, echo: Echo, progress: Echo | None) -> "OpRun":
@@ -166,7 +182,7 @@ class OpRun:
                 stopping=options.rule.to_dict(),
                 autotune_mode="replay" if op in plan.replay_dirs else "record",
                 ir_capture=options.ir, ir_stage=options.ir_stage, seed=options.seed)
-            info = _run_info(plan, op, run_dir, device, caliber, started)
+            info = run_info(plan, op, run_dir, device, caliber, started)
             run_dir.write_run_json(info)
         except BaseException as exc:
             shutil.rmtree(run_dir.path, ignore_errors=True)
@@ -188,8 +204,9 @@ class OpRun:
                      f"being measured (--isolate-tuner-cache gives this run its own)")
 
     def say(self, text: str) -> None:
-        """A line for the user and for run.log."""
-        self.echo(text)
+        """A line for the user (when there is one to tell) and for run.log."""
+        if self.echo is not None:
+            self.echo(text)
         self.dir.log(text)
 
     def note(self, text: str) -> None:
@@ -290,12 +307,24 @@ class OpRun:
         safely(lambda: self.dir.write_shapes(self.plan.adapter.shapes_used(self.op)))
         for line in self.plan.adapter.run_markers(self.op):
             safely(lambda line=line: self.say(line))
+        safely(self._library_log_summary)
         safely(lambda: self._finish_info(status, reason, problems))
         try:
             self.dir.write_run_json(self.info)
         except OSError as exc:
             if not self.dir.write_run_json_in_place(self.info):
                 self.final_write_error = exc
+
+    def _library_log_summary(self) -> None:
+        """Repeated library log lines counted in run.log; run.json says how many there were."""
+        summary = self.library_log.summary()
+        if not summary["records"]:
+            return
+        for line in self.library_log.repeated():
+            self.dir.log(line)
+        self.info["library_log"] = summary
+        log.progress(f"{self.op}: {summary['records']} log line(s) of other libraries "
+                     f"({summary['distinct']} distinct) went to {self.dir.file('run.log')}")
 
     def _finish_info(self, status: str, reason: str, problems: list[str]) -> None:
         effective = effective_timer(self.plan.timer, self.rows)
@@ -312,7 +341,7 @@ class OpRun:
             "timer_requested": self.plan.timer,
             "graph_fallbacks": graph_fallbacks(self.rows),
             "counts": _counts(self.rows),
-            "finished_at": _iso(finished),
+            "finished_at": iso_time(finished),
             "wall_s": round(finished - self.started, 3),
         })
         if reason:
@@ -320,7 +349,7 @@ class OpRun:
         if problems:
             self.info["cleanup_errors"] = problems
         self.info["telemetry"].update(self.watcher.summary(),
-                                      after=_telemetry(self.plan.backend, self.plan.device_index))
+                                      after=telemetry_sample(self.plan.backend, self.plan.device_index))
         self.info["throttled_cases"] = sum(1 for r in self.rows if r.throttled)
         if self.plant is not None:
             self.info["plant"] = self.plant.run_fields()
@@ -332,42 +361,14 @@ class OpRun:
         wall = self.info.get("wall_s", time.time() - self.started)
         tail = (summary_line(_counts(self.rows), graph_fallbacks(self.rows), wall), status_line)
         guard = contextlib.suppress(Exception) if status_line else contextlib.nullcontext()
-        for write, colour in ((self.echo, sys.stdout.isatty()), (self.dir.log, False)):
+        for write, colour, fmt in ((self.echo, style.colour(), style.tablefmt()),
+                                   (self.dir.log, False, "simple")):
+            if write is None:
+                continue
             with guard:
-                for text in (*render_rows(self.rows, colour=colour), *tail):
+                for text in (*render_rows(self.rows, colour=colour, tablefmt=fmt), *tail):
                     if text:
                         write(text)
-
-
-def _run_info(plan: BenchPlan, op: str, run_dir: RunDir, device, caliber: Caliber,
-              started: float) -> dict:
-    options, backend, adapter = plan.options, plan.backend, plan.adapter
-    visibility = [k for b in backends.all_backends() for k in b.visibility_keys]
-    return {
-        "run_id": run_dir.path.name,
-        "op": op,
-        "status": "running",
-        "pid": os.getpid(),
-        "command": list(options.argv) if options.argv is not None else list(sys.argv),
-        "cwd": str(Path.cwd()),
-        "adapter": adapter.identity(op),
-        "options": options.to_dict(),
-        "caliber": caliber.to_dict(),
-        "dtypes": plan.dtypes[op],
-        "shape_file": plan.shape_file.path if plan.shape_file else None,
-        "seed": options.seed,
-        "output_check": ("against the baseline" if options.check and adapter.checks_outputs
-                         else "none"),
-        "budget": options.budget.to_dict(),
-        "device": {**device.to_dict(), "backend": backend.name,
-                   "l2_bytes": backend.l2_cache_bytes(plan.device_index)},
-        "versions": identity.versions(adapter.version_packages),
-        "host": identity.host(),
-        "env": identity.recorded_env(identity.env_prefixes(visibility, adapter.env_prefixes)),
-        "started_at": _iso(started),
-        "telemetry": {"before": _telemetry(backend, plan.device_index)},
-        "caches": {"env": plan.caches.shown(), "kept": options.keep_cache},
-    }
 
 
 def effective_timer(requested: str, rows: Sequence[Row]) -> str:
@@ -386,12 +387,3 @@ def graph_fallbacks(rows: Sequence[Row]) -> int:
 
 def _counts(rows) -> dict:
     return {s: sum(1 for r in rows if r.status == s) for s in (SUCCESS, FAILED, SKIPPED)}
-
-
-def _telemetry(backend, index: int):
-    """One sample of the device this run measures (never every device on the host)."""
-    return telemetry.snapshot(backend, index)
-
-
-def _iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(ts))

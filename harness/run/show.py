@@ -6,7 +6,7 @@ import json
 
 from tabulate import tabulate
 
-from ..common import markers
+from ..common import markers, style
 from ..store.reader import ABANDONED, COMPLETE, load_run
 from .table import render_rows
 
@@ -28,7 +28,7 @@ def show_run(run_dir: str, colour: bool = False) -> str:
     caliber = info.get("caliber") or {}
     lines.append(tabulate([[k, json.dumps(v) if isinstance(v, dict) else v]
                            for k, v in caliber.items()], headers=["caliber", "value"],
-                          tablefmt="simple"))
+                          tablefmt=style.tablefmt()))
     fallbacks = info.get("autotune_fallbacks")
     if fallbacks is not None:
         lines.append(f"autotune: {info.get('autotune_mode')} from "
@@ -43,6 +43,6 @@ def show_run(run_dir: str, colour: bool = False) -> str:
         lines.append("flags: " + ", ".join(f"{n} x{c}" for n, c in flags.most_common()) +
                      " (undersampled: a cap stopped sampling before --min-samples; outliers, "
                      "bimodal: see the README)")
-    legend, table = render_rows(run.rows, colour=colour)
+    legend, table = render_rows(run.rows, colour=colour, tablefmt=style.tablefmt())
     lines += [legend, table] if legend else [table]
     return "\n".join(lines)

@@ -33,8 +33,9 @@ def _colour_speedup(text: str, value, colour: bool) -> str:
     return text
 
 
-def render_rows(rows, colour: bool = False) -> tuple[str, str]:
-    """(legend line, table). The legend holds the columns identical across all rows."""
+def render_rows(rows, colour: bool = False, tablefmt: str = "simple") -> tuple[str, str]:
+    """(legend line, table). The legend holds the columns identical across all rows.
+    `tablefmt`: tabulate's format (`github` for markdown)."""
     if not rows:
         return "", "(no cases)"
     records = []
@@ -65,7 +66,7 @@ def render_rows(rows, colour: bool = False) -> tuple[str, str]:
                 legend.append(f"{col}={values.pop()}")
                 columns.remove(col)
     table = tabulate([[r[c] for c in columns] for r in records], headers=columns,
-                     tablefmt="simple", disable_numparse=True, stralign="right")
+                     tablefmt=tablefmt, disable_numparse=True, stralign="right")
     return "  ".join(legend), table
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..common.errors import UsageError
+from ..common.schema import check_readable
 from .caliber import Caliber
 from .results import Row
 from .rundir import RESULTS_JSONL, RUN_JSON, safe_name
@@ -70,7 +71,7 @@ def read_info(path) -> dict:
     if not isinstance(info, dict):
         raise UsageError(f"{file} is not a run description (a JSON object was expected, "
                          f"found {type(info).__name__})")
-    return info
+    return check_readable(info, str(file))
 
 
 def read_rows(file) -> list[Row]:
@@ -88,6 +89,7 @@ def read_rows(file) -> list[Row]:
             data = json.loads(line)
             if not isinstance(data, dict):
                 raise ValueError(f"a JSON {type(data).__name__}, not an object")
+            check_readable(data, f"{file}: line {number}")
             rows.append(Row.from_dict(data))
         except (ValueError, KeyError, TypeError) as exc:
             what = f"missing field {exc}" if isinstance(exc, KeyError) else _first_line(exc)

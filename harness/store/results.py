@@ -6,6 +6,7 @@ import io
 from dataclasses import dataclass, field
 
 from ..common.files import to_json
+from ..common.schema import stamp
 from ..measure.measurement import Measurement
 
 SUCCESS, FAILED, SKIPPED = "SUCCESS", "FAILED", "SKIPPED"
@@ -106,7 +107,8 @@ class Row:
 
 
 def rows_to_jsonl(rows) -> str:
-    return "".join(to_json(r.to_dict(), indent=None) + "\n" for r in rows)
+    """One row per line, each carrying schema_version and zlh_version."""
+    return "".join(to_json(stamp(r.to_dict()), indent=None) + "\n" for r in rows)
 
 
 def rows_to_csv(rows) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from ..common.files import atomic_write_json, atomic_write_text, overwrite_in_place, to_json
+from ..common.schema import stamp
 from .results import rows_to_csv, rows_to_jsonl
 
 SCHEMA_VERSION = 1
@@ -66,7 +67,7 @@ class RunDir:
         """When the disk is full: run.json rewritten compactly over itself (see
         files.overwrite_in_place), so that the run can still be marked; False if it does
         not fit."""
-        text = to_json({"schema_version": SCHEMA_VERSION, **data}, indent=None) + "\n"
+        text = to_json(stamp({"schema_version": SCHEMA_VERSION, **data}), indent=None) + "\n"
         return overwrite_in_place(self.file(RUN_JSON), text)
 
     def write_results(self, rows) -> None:

@@ -17,6 +17,7 @@ import numbers
 from pathlib import Path
 
 from ...common.errors import UsageError, one_line
+from ...common.schema import check_readable
 from ...store.reader import StoredRun, read_info
 
 SCHEMA_VERSION = 1
@@ -171,7 +172,7 @@ def _read_json(path: Path, where: str):
         raise UsageError(f"{where}: cannot read {path.name}: {one_line(exc)}") from None
     if not isinstance(data, dict):
         raise UsageError(f"{where}: {path.name} is not a JSON object")
-    return data
+    return check_readable(data, f"{where}: {path.name}", SCHEMA_VERSION)
 
 
 def _run_json_mode(path: Path):

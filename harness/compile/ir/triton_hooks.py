@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import functools
 import threading
-import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
+from ...common import log
 from .variants import Variant, describe
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def warn_once(message: str) -> None:
     """One warning per distinct message per process: a missing hook is not news twice."""
     if message not in _warned:
         _warned.add(message)
-        warnings.warn(message, RuntimeWarning, stacklevel=3)
+        log.warning(f"WARNING {message}")
 
 
 # --------------------------------------------------------------------------- sweep marking

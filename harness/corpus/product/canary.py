@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from ...common.errors import UsageError
+from ...common.schema import check_readable
 from .manifest import Manifest, ManifestError
 from .receipts import SCHEMA_VERSION, TERMINAL, sha256_file
 
@@ -42,6 +43,7 @@ def check_canary_receipt(manifest: Manifest, selection: str, path: str | None) -
         raise UsageError(f"--canary-receipt {path}: cannot be read ({exc})") from None
     if not isinstance(receipt, dict):
         raise UsageError(f"--canary-receipt {path}: not a JSON object")
+    check_readable(receipt, f"--canary-receipt {path}")
     problems = canary_problems(manifest, receipt)
     if problems:
         raise ManifestError(f"--canary-receipt {path}", problems)

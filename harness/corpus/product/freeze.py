@@ -19,6 +19,7 @@ from tabulate import tabulate
 
 from ...common.errors import UsageError
 from .manifest import Manifest, load_manifest
+from ...common.schema import stamp
 from .receipts import SCHEMA_VERSION, canonical, read_json, sha256_file
 
 MANIFEST, MANIFEST_SHA, MATRIX, BUDGET, OPS, SHAPES = (
@@ -47,8 +48,8 @@ def build_plan(manifest: Manifest, selection: str, resolved: dict[str, str],
                 "node_ids": list(spec.node_ids) if spec.node_ids else None,
                 "reason": spec.reason},
             "inventory_override_reason": w.inventory_override_reason})
-    head = {"schema_version": SCHEMA_VERSION, "campaign_id": manifest.campaign_id,
-            "selection": selection, "manifest_sha256": manifest.sha256}
+    head = stamp({"schema_version": SCHEMA_VERSION, "campaign_id": manifest.campaign_id,
+                  "selection": selection, "manifest_sha256": manifest.sha256})
     matrix = {**head, "kind": "task-matrix", "canary_receipt_sha256": canary_sha,
               "adapter": p.adapter, "device": vars(manifest.device),
               "cells": [{"name": c.name, "role": c.role, "env": c.env} for c in p.cells],

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ...common.errors import UsageError
 from ...common.files import atomic_write_text, json_safe
+from ...common.schema import check_readable, stamp
 
 SCHEMA_VERSION = 1
 TERMINAL = "TERMINAL"
@@ -50,7 +51,7 @@ def sha256_or_none(path: str | Path | None) -> str | None:
 
 def write_receipt(path: str | Path, receipt: dict) -> str:
     """Write a receipt atomically (schema_version added when absent); return its sha256."""
-    text = canonical({"schema_version": SCHEMA_VERSION, **receipt})
+    text = canonical(stamp({"schema_version": SCHEMA_VERSION, **receipt}))
     atomic_write_text(path, text)
     return sha256_bytes(text.encode("utf-8"))
 
@@ -65,7 +66,7 @@ def read_json(path: str | Path, what: str = "receipt") -> dict:
         raise UsageError(f"{path}: {what} cannot be read ({exc})") from None
     if not isinstance(doc, dict):
         raise UsageError(f"{path}: {what} is not a JSON object")
-    return doc
+    return check_readable(doc, str(path))
 
 
 def zlh_files(root: Path = ZLH_ROOT) -> dict:

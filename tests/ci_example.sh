@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# A CI gate for a compiler or library change, runnable on a CPU as it is (the builtin kernels
+# under Triton's interpreter; the builtin slow switch plays the change under test):
+#
+#   bash tests/ci_example.sh [OUT_DIR]          # default runs/ci_example
+#
+# 1. A/A — the same build on both sides — must pass the gates (exit 0).
+# 2. A planted regression (ZLH_BUILTIN_SLOW=1 on side B) must trip them: zlh ab exits 6.
+# Each step keeps its `--json` document; the summary below is read from it with python, as a
+# CI job would (jq works as well: jq -r '.fail_on.regressions[]' OUT_DIR/regression.json).
+# On a GPU, replace the switch with the change under test (--switch FLAGTREE_X=0,1,
+# --python-a/-b, --recipe) and --backend cpu with your backend; keep the gates.
+set -euo pipefail
+out="${1:-runs/ci_example}"
+rm -rf "$out"
+mkdir -p "$out"
+printf 'mm: [[32, 32, 32]]\nsoftmax: [[16, 200]]\n' > "$out/shapes.yaml"
+bench=(--adapter builtin --backend cpu --shapes "$out/shapes.yaml" --warmup-ms 30
+       --min-samples 15 --min-time-ms 0 --max-time-ms 400)
+gates=(--fail-on slower:5% --fail-on geomean:5% --fail-on broken)
+
+gate() {   # gate NAME SWITCH: one A/B with the gates; prints and returns zlh ab's exit status
+    local rc=0
+    zlh ab mm softmax --switch "$2" --rounds 3 "${bench[@]}" "${gates[@]}" \
+        --root "$out/$1" --json -q > "$out/$1.json" || rc=$?
+    python3 - "$out/$1.json" "$1" "$rc" <<'EOF'
+import json, sys
+path, name, rc = sys.argv[1], sys.argv[2], int(sys.argv[3])
+doc = json.load(open(path))
+assert doc["schema_version"] == 1, doc["schema_version"]
+print(f"== {name}: zlh ab exit {rc} (zlh {doc['zlh_version']}, "
+      f"gates {', '.join(doc['fail_on']['gates'])})")
+for row in doc["rows"]:
+    print(f"   {row['op']:8} {row['shape_detail']:10} A {row['a_ms']:8.3f} ms  "
+          f"B {row['b_ms']:8.3f} ms  delta {row['delta_pct']:+7.2f} %  "
+          f"direction {row['direction']:+d}")
+for op in doc["ops"]:
+    print(f"   {op['op']:8} geomean speedup B vs A {op['summary']['geomean_speedup']:.3f}")
+for line in doc["fail_on"]["regressions"]:
+    print(f"   {line}")
+EOF
+    return "$rc"
+}
+
+rc_aa=0; gate aa ZLH_BUILTIN_SLOW=0,0 || rc_aa=$?
+rc_slow=0; gate regression ZLH_BUILTIN_SLOW=0,1 || rc_slow=$?
+
+if [ "$rc_aa" -eq 0 ] && [ "$rc_slow" -eq 6 ]; then
+    echo "ci_example: OK (A/A passed the gates, the planted regression exited 6)"
+else
+    echo "ci_example: FAILED (A/A exit $rc_aa, want 0; regression exit $rc_slow, want 6)"
+    exit 1
+fi
