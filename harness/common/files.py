@@ -146,3 +146,17 @@ def read_json_object(path: str | os.PathLike, missing: str) -> dict:
         raise UsageError(f"{path} is not a JSON object (found {type(doc).__name__})")
     from .schema import check_readable
     return check_readable(doc, str(path))
+
+
+def csv_text(columns, rows) -> str:
+    """CSV with a header: one line per row (a mapping), the given columns in order; a
+    missing value is empty, keys outside the columns are left out."""
+    import csv
+    import io
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n",
+                            extrasaction="ignore", restval="")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(row)
+    return buf.getvalue()

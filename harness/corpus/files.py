@@ -8,15 +8,13 @@
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 import shutil
 import time
 from pathlib import Path
 
 from ..common.errors import UsageError
-from ..common.files import atomic_write_json, atomic_write_text, read_json_object
+from ..common.files import atomic_write_json, atomic_write_text, csv_text, read_json_object
 from ..common.schema import check_readable
 from ..store.rundir import safe_name
 from .outcome import Outcome
@@ -79,24 +77,6 @@ def read_batch_json(root: Path) -> dict:
     return doc
 
 
-def ops_status_csv(rows: list[dict]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=OPS_STATUS_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: row.get(k, "") for k in OPS_STATUS_COLUMNS})
-    return buf.getvalue()
-
-
-def summary_csv(rows: list[dict]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: row.get(k, "") for k in SUMMARY_COLUMNS})
-    return buf.getvalue()
-
-
 def write_tables(root: Path, status_rows: list[dict], summary_rows: list[dict]) -> None:
-    atomic_write_text(Path(root) / "ops_status.csv", ops_status_csv(status_rows))
-    atomic_write_text(Path(root) / "summary.csv", summary_csv(summary_rows))
+    atomic_write_text(Path(root) / "ops_status.csv", csv_text(OPS_STATUS_COLUMNS, status_rows))
+    atomic_write_text(Path(root) / "summary.csv", csv_text(SUMMARY_COLUMNS, summary_rows))

@@ -8,14 +8,12 @@ system hashes the same (`HASHED_SUFFIXES` lists what receipts hash).
 """
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 from pathlib import Path
 
 from ...common.errors import UsageError
-from ...common.files import atomic_write_text, json_safe
+from ...common.files import atomic_write_text, csv_text, json_safe
 from ...common.schema import check_readable, stamp
 
 SCHEMA_VERSION = 1
@@ -92,13 +90,7 @@ def relative(path: str | Path | None, root: Path) -> str | None:
 
 
 def status_csv_text(rows: list[dict]) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=STATUS_COLUMNS, lineterminator="\n",
-                            extrasaction="ignore")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow(row)
-    return out.getvalue()
+    return csv_text(STATUS_COLUMNS, rows)
 
 
 def write_status_csv(path: Path, rows: list[dict]) -> None:
