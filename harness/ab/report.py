@@ -6,14 +6,12 @@ terminal table, CSV, JSON and HTML — reads it; none re-derives it from the del
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from ..common.errors import UsageError
-from ..common.files import atomic_write_json, atomic_write_text
-from ..common.schema import check_readable
+from ..common.files import atomic_write_json, atomic_write_text, read_json_object
 
 SCHEMA_VERSION = 1
 
@@ -104,14 +102,9 @@ def write_reports(root: Path, reports: list[ABReport]) -> None:
 def load_report(root) -> tuple[dict, list[ABReport]]:
     """(the report.json document, its op reports), or UsageError naming what is wrong."""
     path = Path(root) / "report.json"
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{root}: no report.json (run `zlh ab` with this root first)") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(f"{path} cannot be read: {str(exc).splitlines()[0]}") from None
-    check_readable(doc, str(path), SCHEMA_VERSION)
-    if not isinstance(doc, dict) or not isinstance(doc.get("ops", []), list):
+    doc = read_json_object(path, f"{root}: no report.json (run `zlh ab` with this root first)",
+                           "a zlh A/B report")
+    if not isinstance(doc.get("ops", []), list):
         raise UsageError(f"{path} is not a zlh A/B report (an object with a list `ops` was "
                          f"expected)")
     try:

@@ -130,9 +130,10 @@ def _read_only(path: Path) -> bool:
         return False
 
 
-def read_json_object(path: str | os.PathLike, missing: str) -> dict:
+def read_json_object(path: str | os.PathLike, missing: str, what: str = "a JSON object") -> dict:
     """A JSON object from `path`, or one UsageError line: `missing` when there is no file,
-    else what is wrong with it (also: written with a newer schema than this zlh reads)."""
+    `<path> is not <what> (a JSON object was expected, found <type>)` when it holds something
+    else, else what is wrong with it (also: written with a newer schema than this zlh reads)."""
     from .errors import UsageError
     path = Path(path)
     try:
@@ -143,7 +144,8 @@ def read_json_object(path: str | os.PathLike, missing: str) -> dict:
         first = str(exc).strip().splitlines()
         raise UsageError(f"{path} cannot be read: {first[0] if first else exc}") from None
     if not isinstance(doc, dict):
-        raise UsageError(f"{path} is not a JSON object (found {type(doc).__name__})")
+        raise UsageError(f"{path} is not {what} (a JSON object was expected, found "
+                         f"{type(doc).__name__})")
     from .schema import check_readable
     return check_readable(doc, str(path))
 

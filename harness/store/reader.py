@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..common.errors import UsageError
+from ..common.files import read_json_object
 from ..common.schema import check_readable
 from .caliber import Caliber
 from .results import Row
@@ -62,16 +63,8 @@ def read_info(path) -> dict:
     if not path.is_dir():
         why = "not a directory" if path.exists() else "no such directory"
         raise UsageError(f"{path} is not a run directory ({why})")
-    try:
-        info = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{path} is not a run directory (no {RUN_JSON})") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(f"{file} cannot be read: {_first_line(exc)}") from None
-    if not isinstance(info, dict):
-        raise UsageError(f"{file} is not a run description (a JSON object was expected, "
-                         f"found {type(info).__name__})")
-    return check_readable(info, str(file))
+    return read_json_object(file, f"{path} is not a run directory (no {RUN_JSON})",
+                            "a run description")
 
 
 def read_rows(file) -> list[Row]:
