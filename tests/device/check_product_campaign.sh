@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A pre-registered product campaign on real FlagGems (source .fg/env.sh first):
 #   bash tests/device/check_product_campaign.sh
-# Eight float32 workloads (mm, addmm, bmm, softmax, add, layer_norm, gelu, rms_norm), canaries
-# softmax, add, mm; cells TRITON_F32_DEFAULT=ieee (baseline) and tf32x3 (candidate), code
+# Eight workloads in $DTYPE (default bfloat16; mm, addmm, bmm, softmax, add, layer_norm, gelu,
+# rms_norm), canaries softmax, add, mm (see product_manifest.py for why not float32); cells TRITON_F32_DEFAULT=ieee (baseline) and tf32x3 (candidate), code
 # change by fingerprint. prepare canary -> run -> prepare all (with the canary receipt) -> run,
 # then re-account the sealed run at floors 0 and 1. Prints status.csv and the campaign
 # receipt of each run; receipts, plans and logs land in $OUT/product_campaign/.
@@ -32,14 +32,15 @@ step() { echo "== $1 (t=$((SECONDS-T0))s)"; }
 step "manifest"
 MANIFEST=$(python3 tests/device/product_manifest.py "$WORK") || exit 1
 $ZLH campaign prepare "$MANIFEST" --selection all --dry-run | tail -12
+CID=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["campaign_id"])' "$MANIFEST")
 
 for selection in canary all; do
   step "prepare $selection"
   extra=()
-  [[ $selection == all ]] && extra=(--canary-receipt "$WORK/frozen/h200-f32-tf32x3-v1--canary/run/campaign-receipt.json")
+  [[ $selection == all ]] && extra=(--canary-receipt "$WORK/frozen/$CID--canary/run/campaign-receipt.json")
   $ZLH campaign prepare "$MANIFEST" --selection "$selection" --out "$WORK/frozen" "${extra[@]}" \
     || { echo "prepare $selection failed"; break; }
-  FROZEN="$WORK/frozen/h200-f32-tf32x3-v1--$selection"
+  FROZEN="$WORK/frozen/$CID--$selection"
   step "run $selection"
   $ZLH campaign run "$FROZEN" 2>&1 | tee "$WORK/run_$selection.txt"
   rc=${PIPESTATUS[0]}
@@ -58,7 +59,7 @@ PY
   [[ $rc -eq 0 ]] || { echo "stopping: run $selection exited $rc"; break; }
 done
 
-ROOT="$WORK/frozen/h200-f32-tf32x3-v1--all/run"
+ROOT="$WORK/frozen/$CID--all/run"
 if [[ -f "$ROOT/campaign-receipt.json" ]]; then
   for floor in 0 1; do
     step "reaccount floor $floor"

@@ -21,14 +21,14 @@ SUM="python3 tests/device/telemetry_summary.py"
 BUILTIN=${BUILTIN:-"--adapter builtin --dtypes bfloat16"}
 CASE_DTYPES=${CASE_DTYPES:-bfloat16,float16}     # part b: 3 ops x 4 shapes x 2 dtypes = 24 cases
 if [ -n "${FLAGGEMS_DIR:-}" ]; then
-  CAL_OPS="gelu rms_norm cumsum"; CAL_ARGS="--level core --dtypes bfloat16 --isolate-tuner-cache"
+  CAL_OPS=${CAL_OPS:-"gelu rms_norm cumsum"}; CAL_ARGS="--level core --dtypes bfloat16 --isolate-tuner-cache"
 else
   CAL_OPS="add softmax mm"; CAL_ARGS="$BUILTIN"
 fi
-CAL_BUDGET="--warmup-ms 50 --max-time-ms 300 --no-ir --timeout 240"
+CAL_BUDGET=${CAL_BUDGET:-"--warmup-ms 50 --max-time-ms 300 --no-ir --timeout 240"}
 
 part_a() {
-  s=$SECONDS
+  s=$SECONDS; rm -rf "$WORK/ab"
   $ZLH ab add softmax mm $BUILTIN --switch ZLH_BUILTIN_SLOW=0,1 --telemetry-interval 1 \
     --timeout 240 --root "$WORK/ab" > "$WORK/ab.log" 2>&1
   echo "a) zlh ab rc=$? wall=$((SECONDS-s))s"
@@ -38,7 +38,7 @@ part_a() {
 }
 
 part_b() {
-  s=$SECONDS
+  s=$SECONDS; rm -rf "$WORK/cases_off" "$WORK/cases_on"
   $ZLH bench add softmax mm --adapter builtin --dtypes $CASE_DTYPES --telemetry-interval 0 \
     --out "$WORK/cases_off" -q > "$WORK/cases_off.log" 2>&1
   echo "b) bench, telemetry off: rc=$? wall=$((SECONDS-s))s"; s=$SECONDS
@@ -50,7 +50,7 @@ part_b() {
 }
 
 part_c() {
-  s=$SECONDS
+  s=$SECONDS; rm -rf "$WORK/floor"
   $ZLH calibrate $CAL_OPS $CAL_ARGS $CAL_BUDGET --rounds 3 --telemetry-interval 2 \
     --root "$WORK/floor" -q > "$WORK/floor.log" 2>&1
   echo "c) zlh calibrate $CAL_OPS rc=$? wall=$((SECONDS-s))s"
@@ -60,7 +60,7 @@ part_c() {
 
 part_d() {
   for pct in ${PLANTS:-1 0.3}; do
-    s=$SECONDS
+    s=$SECONDS; rm -rf "$WORK/plant_$pct"
     $ZLH calibrate $CAL_OPS $CAL_ARGS $CAL_BUDGET --rounds 3 --plant-pct $pct \
       --telemetry-interval 2 --root "$WORK/plant_$pct" -q > "$WORK/plant_$pct.log" 2>&1
     echo "d) zlh calibrate --plant-pct $pct rc=$? wall=$((SECONDS-s))s"

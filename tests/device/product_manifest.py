@@ -2,11 +2,18 @@
 
     python3 tests/device/product_manifest.py WORK_DIR
 
-Eight FlagGems workloads in float32, three canaries, the switch TRITON_F32_DEFAULT: baseline
-`ieee`, candidate `tf32x3`. Correctness is the output gate against the baseline cell (the
-staged FlagGems tree has no tests/ folder for its accuracy tests). tf32x3 changes the TTGIR of kernels with a `tl.dot` (mm, addmm,
-bmm) and leaves elementwise, reduction and norm kernels alone, so the first group should get
-round b and a timed class (G, C or R) and the second B. Code change by fingerprint.
+Eight FlagGems workloads in $DTYPE (default bfloat16), three canaries, the switch
+TRITON_F32_DEFAULT: baseline `ieee`, candidate `tf32x3`. Correctness is the output gate against
+the baseline cell (the staged FlagGems tree has no tests/ folder for its accuracy tests).
+Code change by fingerprint.
+
+Why bfloat16: with Triton 3.6 the switch changes the TTGIR of FlagGems' bfloat16 `tl.dot`
+kernels (mm, addmm, bmm: an `inputPrecision` attribute on the dot; seen in a device screen)
+and leaves elementwise, reduction and norm kernels alone, so the first group should get round
+b and a timed class (G, C or R) and the second B. In float32 FlagGems' mm, addmm and bmm pass
+`allow_tf32=False` to every `tl.dot`, and on the H200 (Triton 3.6) the float32 canary mm kept
+its fingerprint under tf32x3: class B, the canary gate failed, exit 1 — the tool was right and
+that pre-registered expectation wrong. DTYPE=float32 reproduces it.
 
 Identities: FlagGems from $FLAGGEMS_DIR (its COMMIT file). A PyPI Triton wheel carries no
 commit: unless COMPILER_COMMIT is set, the compiler identity directory is stamped with the
@@ -71,9 +78,11 @@ def main() -> int:
     from harness.corpus.product.contract import source_commit
     from harness.corpus.product.receipts import ZLH_ROOT
     zlh_commit = source_commit(ZLH_ROOT) or ""
+    dtype = os.environ.get("DTYPE", "bfloat16")
+    short = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}[dtype]
     doc = {
-        "schema_version": 1, "campaign_id": "h200-f32-tf32x3-v1",
-        "claim": "H200, FlagGems float32 core shapes: generated-code response to "
+        "schema_version": 1, "campaign_id": f"h200-{short}-tf32x3-v1",
+        "claim": f"H200, FlagGems {dtype} core shapes: generated-code response to "
                  "TRITON_F32_DEFAULT=tf32x3 against ieee, with same-config latency",
         "sources": {"compiler": compiler(work),
                     "library": {"commit": (flaggems / "COMMIT").read_text().split()[0],
@@ -89,7 +98,7 @@ def main() -> int:
                        "env": {"TRITON_F32_DEFAULT": "tf32x3"}}],
             "timed_cells": ["ieee", "tf32x3"], "canary_order": ["softmax", "add", "mm"],
             "fresh_process_per_op_cell": True, "one_physical_device": True,
-            "serial_measurement": True, "timer": "graph", "dtypes": ["float32"],
+            "serial_measurement": True, "timer": "graph", "dtypes": [dtype],
             "timeouts_s": {"light": 150, "medium": 200, "heavy": 300},
             "code_change": "fingerprint", "measured_launch_floor": 0,
             "shapes": shapes(work, flaggems),
