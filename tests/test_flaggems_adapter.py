@@ -178,6 +178,25 @@ def test_preflight_failures(tmp_path):
     assert not (tmp_path / "runs").exists()               # nothing started
 
 
+def test_a_wrong_vllm_checkout_names_where_it_was_set(tmp_path, monkeypatch):
+    """A FLAGGEMS_VLLM_DIR left pointing at a missing folder stops a batch before anything
+    runs, and the line says which checkout and which setting, not just a path."""
+    monkeypatch.setenv("FLAGGEMS_VLLM_DIR", str(tmp_path / "gone"))
+    result = CliRunner().invoke(main, ["batch", "--adapter", "flaggems", "--flaggems-dir",
+                                       str(FAKE), "--ops", "vllm:softmax",
+                                       "--out", str(tmp_path / "b")])
+    assert result.exit_code == 3, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert "FlagGems-vllm checkout" in line and "FLAGGEMS_VLLM_DIR" in line
+    assert str(tmp_path / "gone") in line and "Traceback" not in result.output
+    assert not (tmp_path / "b").exists()
+    monkeypatch.delenv("FLAGGEMS_VLLM_DIR")
+    result = CliRunner().invoke(main, ["batch", "--adapter", "flaggems", "--flaggems-dir",
+                                       str(FAKE), "--ops", "vllm:softmax",
+                                       "--out", str(tmp_path / "b")])
+    assert result.exit_code == 3 and "pass --vllm DIR or set FLAGGEMS_VLLM_DIR" in result.output
+
+
 def test_a_named_checkout_selects_the_flaggems_adapter(tmp_path, monkeypatch):
     """Without --adapter, naming a checkout means FlagGems: a machine that cannot import it
     gets the preflight's reason, not "unknown op for adapter builtin"."""

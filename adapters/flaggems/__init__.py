@@ -54,15 +54,16 @@ class FlagGemsAdapter(Adapter):
     def root(self, repo: str = "flaggems") -> Path:
         from harness.common.errors import PreflightError
         directory = self.dirs.get(repo)
-        env = FLAGGEMS_DIR_ENV if repo == "flaggems" else FLAGGEMS_VLLM_DIR_ENV
+        label = "FlagGems" if repo == "flaggems" else "FlagGems-vllm"
+        option, env = (("--flaggems-dir", FLAGGEMS_DIR_ENV) if repo == "flaggems"
+                       else ("--vllm", FLAGGEMS_VLLM_DIR_ENV))
         if not directory:
-            raise PreflightError("flaggems_dir", f"no {repo} checkout given: pass --flaggems-dir"
-                                 f"{'' if repo == 'flaggems' else '/--flaggems-vllm-dir'} "
-                                 f"or set {env}")
+            raise PreflightError("flaggems_dir", f"no {label} checkout given: pass {option} DIR "
+                                                 f"or set {env}")
         root = Path(directory).expanduser().resolve()
         if not (root / "benchmark").is_dir():
-            raise PreflightError("flaggems_dir", f"{root} has no benchmark/ directory "
-                                                 f"(is it a FlagGems checkout?)")
+            raise PreflightError("flaggems_dir", f"{label} checkout {root} (set by {option} or "
+                                                 f"{env}) has no benchmark/ directory")
         return root
 
     def corpus(self, repo: str = "flaggems") -> Corpus:
