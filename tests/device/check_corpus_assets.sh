@@ -14,6 +14,7 @@
 set -uo pipefail
 WORK=${WORK:-/tmp/zlh-assets}
 LIMIT=${LIMIT:-230}
+ASSETS_PARTS=${ASSETS_PARTS:-abc}   # which of the parts below to run
 PARTS=${PARTS:-2}
 source "$(dirname "$0")/common.sh"
 # the vllm checkout only where it is staged: a FLAGGEMS_VLLM_DIR naming a missing folder is a
@@ -94,9 +95,9 @@ vllm_part() {     # (c)
 
 {
 start=$SECONDS
-screen_part &
-inject_part > "$WORK/inject_part.txt" 2>&1 &
-vllm_part > "$WORK/vllm_part.txt" 2>&1 &
+[[ $ASSETS_PARTS == *a* ]] && screen_part &
+[[ $ASSETS_PARTS == *b* ]] && inject_part > "$WORK/inject_part.txt" 2>&1 &
+[[ $ASSETS_PARTS == *c* ]] && vllm_part > "$WORK/vllm_part.txt" 2>&1 &
 wait
 echo "all parts done: wall=$((SECONDS - start))s"
 echo "== (a) shapes/single.yaml vs core_shapes.yaml (same ops, same load, ${LIMIT}s per process)"
@@ -104,11 +105,11 @@ echo "== (a) shapes/single.yaml vs core_shapes.yaml (same ops, same load, ${LIMI
 $SUMMARY sets "$WORK/single" "$WORK/core" $OPS > "$WORK/assets_sets.txt" 2>&1
 cat "$WORK/assets_sets.txt"
 echo "== (b) injected classes"
-cat "$WORK/inject_part.txt"
+cat "$WORK/inject_part.txt" 2>/dev/null
 $SUMMARY inject "$WORK/inject" "$WORK/misfit" > "$WORK/assets_inject.txt" 2>&1
 cut -c1-220 "$WORK/assets_inject.txt" | head -60
 echo "== (c) FlagGems-vllm"
-cat "$WORK/vllm_part.txt"
+cat "$WORK/vllm_part.txt" 2>/dev/null
 $SUMMARY rows "$WORK/vllm" > "$WORK/assets_vllm.txt" 2>&1
 tail -2 "$WORK/assets_vllm.txt"
 echo "total wall=$((SECONDS - start))s"
