@@ -113,6 +113,11 @@ class BenchOptions:
         budget = values.get("budget") or Budget()
         rule_kw = {k: checked.pop(k) for k in _RULE_FIELDS if k in checked}
         budget_kw = {k: checked.pop(k) for k in _BUDGET_FIELDS if k in checked}
+        low = rule_kw.get("min_time_ms", rule.min_time_ms)
+        high = rule_kw.get("max_time_ms", rule.max_time_ms)
+        if high < low:
+            raise UsageError(f"--max-time-ms {high:g} is below --min-time-ms {low:g}; "
+                             f"give a --min-time-ms at most {high:g}")
         try:
             if rule_kw:
                 rule = replace(rule, **rule_kw,
