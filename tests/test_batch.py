@@ -130,7 +130,8 @@ def test_fault_ops_give_every_status_and_workers_are_reused(tmp_path):
     assert (tmp_path / "batch/fault_raise/run.attempt2.log").exists()
 
     def pid(op):
-        return json.loads((Path(rows[op]["run_dir"]) / "run.json").read_text())["pid"]
+        return json.loads((tmp_path / "batch" / rows[op]["run_dir"] / "run.json").read_text()
+                          )["pid"]
     first_raise = sorted((tmp_path / "batch/fault_raise").glob("fault_raise_*"))[0]
     assert pid("add") == json.loads((first_raise / "run.json").read_text())["pid"]
     assert pid("softmax") != pid("add")             # the crash and the hang replaced it
@@ -173,7 +174,7 @@ def test_dtype_fallback_runs_the_op_with_its_own_dtypes(tmp_path):
     assert result.exit_code == 0, result.output
     row = status_rows(tmp_path / "batch")["add"]
     assert row["status"] == PASS and "dtype_fallback" in row["notes"]
-    info = json.loads((Path(row["run_dir"]) / "run.json").read_text())
+    info = json.loads((tmp_path / "batch" / row["run_dir"] / "run.json").read_text())
     assert info["dtypes"] == ["float32"]
 
 
@@ -213,6 +214,35 @@ def test_bad_batch_inputs(tmp_path):
 
 
 # ---- resume -----------------------------------------------------------------------------
+def test_a_moved_batch_resumes_from_anywhere_with_its_rows(tmp_path, monkeypatch):
+    """Run directories are named relative to the batch root: a root made with a relative
+    --out, moved (or copied to another machine) and resumed from another directory keeps the
+    finished ops' rows in summary.csv. Options beside --resume are refused, not ignored."""
+    first, later = tmp_path / "first", tmp_path / "later"
+    first.mkdir(), later.mkdir()
+    monkeypatch.chdir(first)
+    result = CliRunner().invoke(main, ["batch", "--adapter", "builtin", "--backend", "cpu",
+                                       "--shapes", str(shapes_file(tmp_path)), *FAST,
+                                       "--ops", "add,softmax", "--out", "b"])
+    assert result.exit_code == 0, result.output
+    import shutil
+    shutil.rmtree(first / "b" / "softmax")                  # as if killed before softmax ran
+    (first / "b").rename(tmp_path / "moved")
+    monkeypatch.chdir(later)
+    root = tmp_path / "moved"
+    result = CliRunner().invoke(main, ["batch", "--resume", str(root), "--op-timeout", "5"])
+    assert result.exit_code == 2 and "leave out --op-timeout" in result.output
+    result = CliRunner().invoke(main, ["batch", "--resume", str(root), "-q"])
+    assert result.exit_code == 0, result.output
+    rows = status_rows(root)
+    assert {op: r["status"] for op, r in rows.items()} == {"add": PASS, "softmax": PASS}
+    for op, row in rows.items():
+        assert not Path(row["run_dir"]).is_absolute() and (root / row["run_dir"]).is_dir()
+    with open(root / "summary.csv", newline="") as handle:
+        measured = [r["op"] for r in csv.DictReader(handle)]
+    assert measured.count("add") == 1 and measured.count("softmax") == 1
+
+
 def test_resume_after_sigkill_loses_and_repeats_nothing(tmp_path):
     shapes = shapes_file(tmp_path)
     root = tmp_path / "b"

@@ -144,7 +144,7 @@ def test_cpu_end_to_end_screen(tmp_path):
     assert "interpreter compiles nothing" in rows["add"]["note"]
     # side B replayed side A's record, each side is an ordinary batch root
     b_run = json.loads((root / "B/add/.complete").read_text())["run_dir"]
-    info = json.loads((Path(b_run) / "run.json").read_text())
+    info = json.loads((root / "B" / b_run / "run.json").read_text())   # relative to B/
     assert info["autotune_mode"] == "replay" and "/A/add/" in info["autotune_replay_from"]
     assert (root / "A/ops_status.csv").exists() and (root / "B/batch.json").exists()
     assert (root / "ir_changed.txt").read_text() == ""
@@ -158,7 +158,7 @@ def test_rescore_with_a_new_scrub_and_resume(tmp_path):
     result = screen_cli(tmp_path, "--ops", "add", "--switch", "X=0,1", "--root", str(root))
     assert result.exit_code == 0, result.output
     for side, text in (("A", TTGIR), ("B", TTGIR.replace("@k()", "@k() attributes {stamp = 7}"))):
-        run = Path(json.loads((root / side / "add/.complete").read_text())["run_dir"])
+        run = root / side / json.loads((root / side / "add/.complete").read_text())["run_dir"]
         (run / "ttgir/64/k").mkdir(parents=True, exist_ok=True)
         (run / "ttgir/64/k/w4s3.ttgir").write_text(text)
     lines = []

@@ -16,7 +16,7 @@ from ..corpus.batch import BatchPlan, run_batch
 from ..corpus.files import read_batch_json
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
 from . import main
-from .common import bench_options, handles_errors, options_from, split_csv
+from .common import bench_options, handles_errors, options_from, refuse_beside, split_csv
 
 
 def parse_devices(text: str | None) -> list[int] | None:
@@ -99,8 +99,9 @@ def check_devices(backend_name: str | None, devices: list[int]) -> list[int]:
               help="Continue a killed batch: finished ops are kept, the others run again.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @bench_options
+@click.pass_context
 @handles_errors
-def batch(all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devices, op_timeout,
+def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devices, op_timeout,
           retries, fresh_process, out, resume, quiet, **params):
     """Run many ops, each in its own run directory: isolated, resumable, over devices.
 
@@ -111,6 +112,7 @@ def batch(all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devices, o
     if resume:
         if all_ops or ops or ops_file:
             raise errors.UsageError("--resume BATCH_DIR takes its ops from the batch; name none")
+        refuse_beside(ctx, "resume", allowed=("quiet",))
         plan = BatchPlan.from_dict(Path(resume), read_batch_json(Path(resume)))
         check_devices(plan.options.backend, plan.devices)
         result = run_batch(plan, click.echo, progress, resume=True)

@@ -12,7 +12,7 @@ from ..corpus.campaign import merge, plan_campaign, read_campaign, run_cards, wr
 from ..corpus.partition import partition, render, weights_from_screen
 from . import main
 from .batch import check_devices, parse_devices
-from .common import handles_errors, split_csv
+from .common import handles_errors, refuse_beside, split_csv
 
 
 @main.command("partition")
@@ -71,6 +71,7 @@ def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, only, timeo
     if ctx.invoked_subcommand is not None:
         return
     if resume:
+        refuse_beside(ctx, "resume", allowed=("dry_run",))
         plan = read_campaign(Path(resume))
     else:
         if not screen_root or not devices:

@@ -228,6 +228,24 @@ def default_ops(options: BenchOptions) -> list[str]:
     return [default_op(options.cases)]
 
 
+def refuse_beside(ctx: click.Context, mode: str, allowed: tuple[str, ...] = ()) -> None:
+    """`--resume ROOT` (or `--rescore ROOT`) takes its plan and options from ROOT: any other
+    option named on the command line would be ignored without a word, so it is refused by
+    name. Environment variables are not counted: they are set for a shell, not for this call."""
+    ignored = [_flag(param) for param in ctx.command.params
+               if param.name not in (mode, *allowed)
+               and ctx.get_parameter_source(param.name) == ParameterSource.COMMANDLINE]
+    if ignored:
+        flag = "--" + mode.replace("_", "-")
+        raise errors.UsageError(f"{flag} ROOT works from what ROOT holds; leave out "
+                                f"{', '.join(ignored)} (it would be ignored)")
+
+
+def _flag(param: click.Parameter) -> str:
+    names = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
+    return names[0] if names else param.name
+
+
 def given_options(ctx: click.Context) -> dict:
     """The bench options named on this command line (or by their environment variable)."""
     given = {}

@@ -22,7 +22,7 @@ from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
 from . import main
 from .batch import check_devices, corpus_adapter, parse_devices
 from .common import (bench_options, given_options, handles_errors, options_from,
-                     parse_bench_args, split_csv)
+                     parse_bench_args, refuse_beside, split_csv)
 
 SIDE_KEYS = ("switch", "env_a", "env_b", "python_a", "python_b")
 
@@ -120,10 +120,12 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
     Exit status: 0 screened, 1 some op BROKEN_BY_B, 2 bad input, 3 preflight failed.
     """
     if rescore:
+        refuse_beside(ctx, "rescore", allowed=("scrub",))
         _check_scrub(scrub)
         rescored = rescore_root(Path(rescore), list(scrub), click.echo)
         sys.exit(1 if any(v.broken for v in rescored.values()) else 0)
     if resume:
+        refuse_beside(ctx, "resume")
         plan = read_plan(Path(resume))
         check_devices(plan.base.options.backend, plan.base.devices)
         sys.exit(_run(plan, resume=True))

@@ -244,7 +244,7 @@ class Batch:
                          "status": outcome.status, "rc": outcome.rc,
                          "elapsed_s": round(outcome.elapsed_s, 3),
                          "rows_total": outcome.rows_total, "rows_success": outcome.rows_success,
-                         "notes": " ".join(outcome.notes), "run_dir": outcome.run_dir or "-",
+                         "notes": " ".join(outcome.notes), "run_dir": files.relative_run_dir(self.plan.root, outcome.run_dir),
                          "reason": outcome.reason})
         files.write_tables(self.plan.root, rows,
                            [r for op in self.summary_rows for r in self.summary_rows[op]])

@@ -32,16 +32,34 @@ def op_dir(root: Path, op: str) -> Path:
     return Path(root) / safe_name(op)
 
 
+def relative_run_dir(root: Path, run_dir: Path | None) -> str:
+    """A run directory as the batch files name it: relative to the batch root, so a root
+    that is moved or copied elsewhere (another machine, a resume from another directory)
+    still finds its runs; "-" for none."""
+    if run_dir is None:
+        return "-"
+    try:
+        return str(Path(run_dir).resolve().relative_to(Path(root).resolve()))
+    except ValueError:
+        return str(Path(run_dir).resolve())
+
+
 def write_complete(root: Path, op: str, outcome: Outcome, device: int) -> None:
+    doc = outcome.to_dict()
+    if outcome.run_dir is not None:
+        doc["run_dir"] = relative_run_dir(root, outcome.run_dir)
     atomic_write_json(op_dir(root, op) / COMPLETE, {"schema_version": SCHEMA_VERSION, "op": op,
-                                                    "device": device, **outcome.to_dict()})
+                                                    "device": device, **doc})
 
 
 def read_complete(root: Path, op: str) -> tuple[Outcome, int] | None:
     path = op_dir(root, op) / COMPLETE
     try:
         data = check_readable(json.loads(path.read_text(encoding="utf-8")), str(path))
-        return Outcome.from_dict(data), int(data.get("device", 0))
+        outcome = Outcome.from_dict(data)
+        if outcome.run_dir is not None and not outcome.run_dir.is_absolute():
+            outcome.run_dir = Path(root) / outcome.run_dir
+        return outcome, int(data.get("device", 0))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as exc:
