@@ -3,17 +3,24 @@
     python tests/device/corpus_summary.py batch ROOT [ROOT_REFERENCE]
         per-status counts, ops per minute, reasons of every non-PASS op; with a reference
         batch (same ops, e.g. one device vs two, reused workers vs fresh processes): status
-        agreement and per-shape gems latency |delta| (median, max) over ops PASS in both
+        agreement and per-shape gems latency |delta| (median, max) over ops PASS in both.
+        Also the overhead per op beyond its own run (elapsed in ops_status.csv minus the run's
+        wall_s in run.json: worker hand-over, resets, files; with --fresh-process also the
+        interpreter and library start) and the time the whole corpus (CORPUS_OPS, default
+        1100 ops) would take at this batch's median op time on its devices.
     python tests/device/corpus_summary.py screen ROOT
-        verdict counts, wall per op pair, an example op per verdict
+        verdict counts, wall per op pair, an example op per verdict, the corpus extrapolation
 """
 from __future__ import annotations
 
 import csv
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
+
+CORPUS_OPS = int(os.environ.get("CORPUS_OPS", "1100"))
 
 
 def read_csv(path: Path) -> list[dict]:
@@ -33,6 +40,7 @@ def batch(root: Path, reference: Path | None = None) -> None:
     for r in rows:
         if r["status"] != "PASS":
             print(f"   {r['status']:<8} {r['op']:<36} {r['notes']:<20} {r['reason'][:150]}")
+    overhead(root, rows, len(plan.get("devices") or [0]))
     if reference is None:
         return
     ref = {r["op"]: r for r in read_csv(reference / "ops_status.csv")}
@@ -59,6 +67,27 @@ def batch(root: Path, reference: Path | None = None) -> None:
         print("   largest: " + ", ".join(f"{op} {max(v):.2f}%" for op, v in worst))
 
 
+def overhead(root: Path, rows: list[dict], devices: int) -> None:
+    """Per op: elapsed (supervisor's clock) minus the run's own wall_s (run.json)."""
+    extra, elapsed = [], []
+    for r in rows:
+        elapsed.append(float(r["elapsed_s"]))
+        run = root / r["run_dir"] if r["run_dir"] not in ("", "-") else None
+        try:
+            wall = json.loads((run / "run.json").read_text())["wall_s"] if run else None
+        except (OSError, ValueError, KeyError):
+            wall = None
+        if wall is not None:
+            extra.append(float(r["elapsed_s"]) - float(wall))
+    if extra:
+        print(f"   overhead per op beyond its run: median {statistics.median(extra):.2f} s, "
+              f"max {max(extra):.2f} s (n={len(extra)})")
+    if elapsed:
+        hours = CORPUS_OPS * statistics.median(elapsed) / devices / 3600
+        print(f"   corpus of {CORPUS_OPS} ops at the median op time "
+              f"{statistics.median(elapsed):.1f} s on {devices} device(s): {hours:.2f} h")
+
+
 def screen(root: Path) -> None:
     lines = (root / "screen.tsv").read_text().splitlines()
     header = lines[0].split("\t")
@@ -72,7 +101,8 @@ def screen(root: Path) -> None:
           ", ".join(f"{v} {len(ops)}" for v, ops in counts.items()))
     if walls:
         print(f"   wall per op pair: median {statistics.median(walls):.1f} s, total "
-              f"{sum(walls):.0f} s of op time")
+              f"{sum(walls):.0f} s of op time; corpus of {CORPUS_OPS} ops on one device at "
+              f"the median pair: {CORPUS_OPS * statistics.median(walls) / 3600:.2f} h")
     for verdict, ops in counts.items():
         example = next(r for r in rows if r["verdict"] == verdict)
         print(f"   {verdict}: {', '.join(ops)}")
