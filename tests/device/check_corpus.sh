@@ -11,7 +11,9 @@ WORK=${WORK:-/tmp/zlh-corpus}
 mode=${1:?engine | rounds}
 source "$(dirname "$0")/common.sh"
 OPS=tests/device/ops60.txt
-FASTB="--level core --dtypes bfloat16 --isolate-tuner-cache --warmup-ms 10 --min-samples 5 --min-time-ms 5 --max-time-ms 50"
+# SHAPES=shapes/single.yaml (one shape per op) makes every step several times cheaper; the boxes
+# (seconds) can be set from the environment: BOX_B2 BOX_B1 BOX_SCREEN BOX_C2 BOX_C1.
+FASTB="--level core --dtypes bfloat16 --isolate-tuner-cache --warmup-ms 10 --min-samples 5 --min-time-ms 5 --max-time-ms 50${SHAPES:+ --shapes $SHAPES}"
 SUM="python3 tests/device/corpus_summary.py"
 step() {  # step LABEL SECONDS CMD...
   local label=$1 limit=$2; shift 2; local s=$SECONDS
@@ -21,11 +23,11 @@ step() {  # step LABEL SECONDS CMD...
 {
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 if [ "$mode" = engine ]; then
-  step batch2 150 $ZLH batch --ops-file $OPS --devices 0,1 $FASTB --op-timeout 90 --retries 0 -q --out "$WORK/b2"
+  step batch2 ${BOX_B2:-150} $ZLH batch --ops-file $OPS --devices 0,1 $FASTB --op-timeout 90 --retries 0 -q --out "$WORK/b2"
   $SUM batch "$WORK/b2"
-  step batch1 170 $ZLH batch --ops-file $OPS --devices 0 $FASTB --op-timeout 90 --retries 0 -q --out "$WORK/b1"
+  step batch1 ${BOX_B1:-170} $ZLH batch --ops-file $OPS --devices 0 $FASTB --op-timeout 90 --retries 0 -q --out "$WORK/b1"
   $SUM batch "$WORK/b1" "$WORK/b2"
-  step screen 160 $ZLH screen --ops-file $OPS --switch TRITON_F32_DEFAULT=ieee,tf32x3 --devices 0,1 \
+  step screen ${BOX_SCREEN:-160} $ZLH screen --ops-file $OPS --switch TRITON_F32_DEFAULT=ieee,tf32x3 --devices 0,1 \
     $FASTB --op-timeout 90 --retries 0 --root "$WORK/s"
   $SUM screen "$WORK/s"; tail -n 25 "$WORK/screen.log"
   $ZLH partition "$WORK/s/screen.tsv" --devices 0,1,2,3,4,5,6,7 --verdict IR_CHANGED \
@@ -41,9 +43,9 @@ if [ "$mode" = engine ]; then
 else
   S=${SCREEN:-device-in/screen}
   ONLY=${ONLY:-mm,addmm,bmm,baddbmm,linear,mv}
-  step campaign2 200 $ZLH campaign --screen "$S" --only "$ONLY" --devices 0,1 --rounds 2 --timeout 150 --root "$WORK/c2"
+  step campaign2 ${BOX_C2:-200} $ZLH campaign --screen "$S" --only "$ONLY" --devices 0,1 --rounds 2 --timeout 150 --root "$WORK/c2"
   tail -n 8 "$WORK/campaign2.log"
-  step campaign1 370 $ZLH campaign --screen "$S" --only "$ONLY" --devices 0 --rounds 2 --timeout 150 --root "$WORK/c1"
+  step campaign1 ${BOX_C1:-370} $ZLH campaign --screen "$S" --only "$ONLY" --devices 0 --rounds 2 --timeout 150 --root "$WORK/c1"
   tail -n 4 "$WORK/campaign1.log"
   python3 tests/device/campaign_agreement.py "$WORK/c2" "$WORK/c1"
 fi
