@@ -105,6 +105,15 @@ VIOLATIONS = [
     (_set(["workloads", 0, "correctness"], {"file": "t.py", "node_ids": ["t.py::a"],
                                             "reason": "r"}), "give file or node_ids, not both"),
     (_set(["workloads", 0, "correctness"], {}), "give file (optionally with k) or node_ids"),
+    # values of the wrong type where names are compared are violations, not a crash
+    (_set([P, "cells", 0, "role"], ["baseline"]), "protocol.cells[0].role: must be a non-empty"),
+    (_set([P, "cells", 1, "name"], {"n": 1}), "protocol.cells[1].name: must be a non-empty"),
+    (_set(["workloads", 1, "id"], ["x"]), "workloads[1].id: must be a non-empty string"),
+    (_set(["workloads", 1, "op"], ["x"]), "workloads[1].op: must be a non-empty string"),
+    (_set(["workloads", 1, "op_file"], ["x"]), "workloads[1].op_file: must be a non-empty"),
+    (_set([P, "timeouts_s", "light"], 1e9), "protocol.timeouts_s.light: must be <= 604800"),
+    (_set([P, "cells", 0, "env"], {"ZLH_BUILTIN_SLOW": "0\0"}), "holds a NUL character"),
+    (_set(["device", "physical_device"], "0,1"), "device.physical_device: must name one device"),
 ]
 
 
@@ -139,6 +148,20 @@ def test_a_manifest_that_is_not_json_is_one_line(tmp_path):
     assert len(result.output.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e400"])
+def test_a_manifest_number_must_be_finite(tmp_path, literal):
+    doc = builtin_doc(tmp_path)
+    doc["protocol"]["thresholds"] = {"good_pct": "HERE"}
+    (tmp_path / "m.json").write_text(json.dumps(doc).replace('"HERE"', literal))
+    result = prepare(tmp_path / "m.json", "--selection", "canary", "--out", tmp_path / "out")
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("zlh: manifest "), result.output
+    assert ("is not a JSON number" in lines[0] if literal != "1e400" else
+            "protocol.thresholds.good_pct: must be a finite number, got inf" in lines[0])
+    assert not (tmp_path / "out").exists()
+
+
 def test_library_import_path_must_be_inside_its_checkout(tmp_path):
     doc = flaggems_doc(tmp_path)
     doc["sources"]["library"]["import_from"] = "/somewhere/else"
@@ -151,11 +174,25 @@ CORPUS = [
      "workloads[0] (add): not in the corpus: unknown op 'add:elementwise'"),
     (lambda d: d["workloads"][2].update(dtypes=["bfloat16"]), "workloads[2] (mm).dtypes:"),
     (lambda d: d["protocol"].update(dtypes=["int8"]), "protocol.dtypes (for add):"),
+    # what each cell's zlh bench would refuse is refused before anything is frozen
+    (lambda d: d["protocol"].update(shapes="/nonexistent/shapes.yaml"),
+     "protocol.shapes: shape file not found: /nonexistent/shapes.yaml"),
+    (lambda d: Path(d["protocol"]["shapes"]).write_text("add: [[4]]\nmm: [[8, 8]]\n"),
+     "workloads[2] (mm): shape file: mm shape [8, 8] needs 3 sizes (M, N, K)"),
+    (lambda d: Path(d["protocol"]["shapes"]).write_text("add: [[-4]]\n"),
+     "protocol.shapes: "),
+    (lambda d: d["protocol"]["cells"][2]["env"].update(ZLH_BUILTIN_SLOW="banana"),
+     "protocol.cells[2].env: ZLH_BUILTIN_SLOW='banana' is not a switch value"),
+    (lambda d: d["protocol"].update(timer="graph"),
+     "protocol.timer: backend cpu does not support graph capture"),
+    (lambda d: d["protocol"]["bench"].update(l2="flush"), "protocol.timer: --l2 flush needs"),
 ]
 
 
 @pytest.mark.parametrize("change,expected", CORPUS, ids=["missing", "op_file", "dtype",
-                                                          "protocol_dtype"])
+                                                          "protocol_dtype", "shapes_missing",
+                                                          "shape_rank", "shape_negative",
+                                                          "cell_switch", "timer", "l2"])
 def test_every_workload_is_checked_against_the_corpus(tmp_path, change, expected):
     result = prepare(write(tmp_path / "m.json", mutated(builtin_doc(tmp_path), change)),
                      "--selection", "canary", "--dry-run")

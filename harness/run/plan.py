@@ -66,7 +66,7 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
         raise UsageError(str(exc)) from None
     adapter.check_environment(os.environ)
     shape_file = _shape_file(options)
-    timer = _timer(options, backend)
+    timer = check_timer(options, backend)
     # Replay sources before the device: a record of another backend is bad input (exit 2)
     # even on a machine that lacks that backend.
     replay_dirs = ({op: find_record_run(options.replay, op, backend.name) for op in resolved}
@@ -113,7 +113,8 @@ def preserved_environ(environ: dict | None = None):
         os.environ.update(saved)
 
 
-def _timer(options: BenchOptions, backend) -> str:
+def check_timer(options: BenchOptions, backend) -> str:
+    """The timer a run uses on `backend`; UsageError when it (or --l2 flush) cannot work."""
     try:
         timer = resolve_timer_name(options.timer, backend)
     except ValueError as exc:

@@ -2,6 +2,7 @@
 naming its field path (`protocol.cells[1].role: ...`)."""
 from __future__ import annotations
 
+import math
 import re
 
 
@@ -64,9 +65,10 @@ class Checker:
         if value is None and optional:
             return None
         kinds = (int,) if integer else (int, float)
-        if isinstance(value, bool) or not isinstance(value, kinds) or value != value:
-            self.bad(where, ("must be an integer" if integer else "must be a number")
-                     if key in doc else "missing")
+        if isinstance(value, bool) or not isinstance(value, kinds) or \
+                (isinstance(value, float) and not math.isfinite(value)):
+            kind = "an integer" if integer else "a finite number"
+            self.bad(where, f"must be {kind}, got {value!r}" if key in doc else "missing")
             return None
         if low is not None and (value <= low if strict_low else value < low):
             self.bad(where, f"must be {'>' if strict_low else '>='} {low:g}, got {value!r}")

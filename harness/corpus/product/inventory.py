@@ -3,6 +3,10 @@ dtypes within the adapter's vocabulary, its accuracy tests present in the librar
 
 A workload may carry `inventory_override_reason` to be run although the corpus scan does not
 list it or marks it skipped; the reason is frozen into the task matrix and its receipt.
+
+What every cell's `zlh bench` would refuse is refused here, before anything is frozen: the
+shape file (readable, serving each op), each cell's environment switches, the timer and L2
+policy on the manifest's backend.
 """
 from __future__ import annotations
 
@@ -12,6 +16,9 @@ import adapters
 import backends
 
 from ...common.errors import UsageError, ZlhError
+from ...run.options import BenchOptions
+from ...run.plan import check_timer
+from ...run.shapes import ShapeFileError, load_shape_file
 from .manifest import Manifest, Workload
 
 
@@ -31,7 +38,7 @@ def cross_check(manifest: Manifest, adapter) -> tuple[list[str], dict[str, str]]
         rows = {r["op"]: r for r in adapter.describe_ops(include_hidden=True)}
     except ZlhError as exc:
         return [f"corpus: {exc.message}"], {}
-    problems: list[str] = []
+    problems, shapes = _protocol_problems(manifest, adapter, backend)
     resolved: dict[str, str] = {}
     for i, w in enumerate(manifest.workloads):
         where = f"workloads[{i}] ({w.id})"
@@ -48,9 +55,42 @@ def cross_check(manifest: Manifest, adapter) -> tuple[list[str], dict[str, str]]
             problems.append(f"{where}: the corpus marks it skipped ({row.get('skip_marks')}); "
                             f"give inventory_override_reason to run it anyway")
         problems += _dtype_problems(adapter, backend, name, w, manifest, where)
+        problems += _shape_problems(adapter, name, shapes, manifest, where)
         resolved[w.id] = name
     problems += test_file_problems(manifest)
     return problems, resolved
+
+
+def _protocol_problems(manifest: Manifest, adapter, backend) -> tuple[list[str], object]:
+    """(violations, the loaded shape file or None): shape file, cell switches, timer."""
+    p, problems, shapes = manifest.protocol, [], None
+    if p.shapes:
+        try:
+            shapes = load_shape_file(p.shapes)
+        except ShapeFileError as exc:
+            problems.append(f"protocol.shapes: {exc}")
+            shapes = False
+    for i, cell in enumerate(p.cells):
+        try:
+            adapter.check_environment({k: v for k, v in cell.env.items() if v is not None})
+        except ZlhError as exc:
+            problems.append(f"protocol.cells[{i}].env: {exc.message}")
+    try:
+        check_timer(BenchOptions.from_flat(timer=p.timer, l2=p.bench.get("l2", "warm")),
+                    backend)
+    except ZlhError as exc:
+        problems.append(f"protocol.timer: {exc.message}")
+    return problems, shapes
+
+
+def _shape_problems(adapter, name: str, shapes, manifest: Manifest, where: str) -> list[str]:
+    if shapes is False:                 # the shape file itself is already a violation
+        return []
+    try:
+        adapter.check_shapes(name, shapes, manifest.protocol.bench.get("level", "core"))
+    except adapters.MissingShapes as exc:
+        return [f"{where}: {exc}"]
+    return []
 
 
 def _dtype_problems(adapter, backend, name: str, w: Workload, manifest: Manifest,

@@ -17,6 +17,7 @@ from .validate_protocol import check_protocol
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 SHA = re.compile(r"^[0-9a-f]{40}$")
+ONE_DEVICE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 TOP_KEYS = {"schema_version", "campaign_id", "claim", "sources", "device", "protocol",
             "workloads", "notes"}
 SOURCE_KEYS = {"commit", "path", "package", "import_from", "binary"}
@@ -27,9 +28,14 @@ WORKLOAD_KEYS = {"id", "op", "op_file", "family", "cost", "canary", "correctness
 CORRECTNESS_KEYS = {"file", "k", "node_ids", "reason"}
 
 
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number (write a finite number)")
+
+
 def parse_document(data: bytes, where: str) -> dict:
+    """Strict JSON: NaN and Infinity are refused (no JSON zlh reads or writes holds them)."""
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError) as exc:
         raise UsageError(f"manifest {where}: not JSON ({exc})") from None
     if not isinstance(doc, dict):
@@ -105,7 +111,10 @@ def _device(c: Checker, doc: dict) -> None:
             backends.get_backend(name)
         except backends.UnknownBackend as exc:
             c.bad("device.backend", str(exc))
-    c.text(device, "physical_device", "device.physical_device")
+    physical = c.text(device, "physical_device", "device.physical_device")
+    if physical is not None and not ONE_DEVICE.match(physical):
+        c.bad("device.physical_device", f"must name one device (an index or a UUID), got "
+              f"{physical!r}")
     count = c.number(device, "visible_device_count", "device.visible_device_count",
                      optional=True, integer=True)
     if count is not None and count != 1:
@@ -177,6 +186,8 @@ def _unique(c: Checker, workloads: list[dict]) -> None:
     seen_targets: dict = {}
     for i, w in enumerate(workloads):
         wid, target = w.get("id"), (w.get("op"), w.get("op_file"))
+        if not all(isinstance(v, (str, type(None))) for v in (wid, *target)):
+            continue                    # a field of the wrong type is its own violation
         if wid in seen_ids:
             c.bad(f"workloads[{i}].id", f"{wid!r} repeats workloads[{seen_ids[wid]}]")
         seen_ids.setdefault(wid, i)

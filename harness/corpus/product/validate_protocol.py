@@ -15,6 +15,7 @@ PROTOCOL_KEYS = {"adapter", "cells", "timed_cells", "canary_order", "fresh_proce
                  "one_physical_device", "serial_measurement", "timer", "dtypes", "timeouts_s",
                  "code_change", "measured_launch_floor", "scrub", "bench", "shapes",
                  "thresholds", "canary_gate"}
+MAX_TIMEOUT_S = 7 * 24 * 3600.0    # a week per run: beyond it, a typo rather than a plan
 PROMISES = ("fresh_process_per_op_cell", "one_physical_device", "serial_measurement")
 # Bench options a manifest may set for every cell; the others are protocol fields of their
 # own or forced (isolated tuner cache, IR capture, output check, out, replay).
@@ -50,7 +51,7 @@ def _cells(c: Checker, p: dict) -> list[str]:
     if not isinstance(cells, list) or len(cells) < 2:
         c.bad("protocol.cells", "must list at least a baseline and a candidate cell")
         return []
-    names, roles = [], []
+    names, roles, envs = [], [], {}
     for i, cell in enumerate(cells):
         where = f"protocol.cells[{i}]"
         if not isinstance(cell, dict):
@@ -65,18 +66,21 @@ def _cells(c: Checker, p: dict) -> list[str]:
                 c.bad(f"{where}.env.{key}", "not an environment variable name")
             elif value is not None and not isinstance(value, str):
                 c.bad(f"{where}.env.{key}", f"must be a string or null (unset), got {value!r}")
-        if name in names:
+            elif value is not None and "\0" in value:
+                c.bad(f"{where}.env.{key}", "holds a NUL character (no environment can)")
+        if name is not None and name in names:
             c.bad(f"{where}.name", f"{name!r} repeats an earlier cell")
         names.append(name)
         roles.append(role)
+        if role is not None and env is not None:
+            envs.setdefault(role, env)
     if roles and roles[0] != BASELINE:
         c.bad("protocol.cells[0].role", "the first cell is the baseline (it records; the "
               "others replay it)")
     for role in (BASELINE, CANDIDATE):
         if roles.count(role) != 1:
             c.bad("protocol.cells", f"needs exactly one {role} cell, has {roles.count(role)}")
-    envs = {cell.get("role"): cell.get("env") for cell in cells if isinstance(cell, dict)}
-    if isinstance(envs.get(BASELINE), dict) and envs.get(BASELINE) == envs.get(CANDIDATE):
+    if BASELINE in envs and envs.get(BASELINE) == envs.get(CANDIDATE):
         c.bad("protocol.cells", "the candidate's env equals the baseline's: nothing differs")
     return [n for n in names if n]
 
@@ -88,8 +92,8 @@ def _timed(c: Checker, p: dict, names: list[str]) -> None:
     for name in timed:
         if name not in names:
             c.bad("protocol.timed_cells", f"{name!r} is not a cell")
-    cells = [x for x in p["cells"] if isinstance(x, dict)]
-    wanted = {x.get("name") for x in cells if x.get("role") in (BASELINE, CANDIDATE)}
+    cells = [x for x in p["cells"] if isinstance(x, dict) and isinstance(x.get("name"), str)]
+    wanted = {x["name"] for x in cells if x.get("role") in (BASELINE, CANDIDATE)}
     if set(timed) != wanted:
         c.bad("protocol.timed_cells", f"must be the baseline and the candidate cell "
               f"({', '.join(sorted(n for n in wanted if n))}), got {', '.join(timed)}")
@@ -101,7 +105,8 @@ def _timeouts(c: Checker, p: dict) -> None:
         return
     c.keys(timeouts, set(COSTS), "protocol.timeouts_s")
     for cost in COSTS:
-        c.number(timeouts, cost, f"protocol.timeouts_s.{cost}", low=0, strict_low=True)
+        c.number(timeouts, cost, f"protocol.timeouts_s.{cost}", low=0, strict_low=True,
+                 high=MAX_TIMEOUT_S)
 
 
 def _scrub(c: Checker, p: dict) -> None:
@@ -137,10 +142,11 @@ def _thresholds(c: Checker, p: dict) -> None:
 
 def _canaries(c: Checker, p: dict, workloads: list[dict]) -> set[str]:
     order = c.strings(p, "canary_order", "protocol.canary_order")
-    canaries = {w.get("id") for w in workloads if w.get("canary") is True}
+    canaries = {w.get("id") for w in workloads
+                if w.get("canary") is True and isinstance(w.get("id"), str)}
     if order is None:
         return canaries
-    ids = {w.get("id") for w in workloads}
+    ids = {w.get("id") for w in workloads if isinstance(w.get("id"), str)}
     for name in order:
         if name not in ids:
             c.bad("protocol.canary_order", f"{name!r} is not a workload id")
