@@ -307,6 +307,40 @@ def test_contract_refuses_before_anything_runs(tmp_path, damage, check):
     refused(frozen, check)
 
 
+def _edit_json(path: Path, change):
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("name,change,expected", [
+    ("task-matrix.json", lambda m: m["tasks"][0].update(timeout_s=1),
+     "task-matrix.json: tasks[0].timeout_s is 1, the manifest gives 120"),
+    ("task-matrix.json", lambda m: m["tasks"][0].update(timeout_s="x"), "tasks[0].timeout_s"),
+    ("task-matrix.json", lambda m: m["tasks"][0].update(task_id="zzz"),
+     "tasks[0].task_id is 'zzz', the manifest gives 'add'"),
+    ("task-matrix.json", lambda m: m.update(tasks=[]), "tasks has 0 entries, the manifest gives 1"),
+    ("task-matrix.json", lambda m: m.update(tasks=[{}]), "tasks[0].canary is '<missing>'"),
+    ("task-matrix.json", lambda m: m.update(tasks=["add"]), "tasks[0] is 'add'"),
+    ("task-matrix.json", lambda m: m.update(selection=["x"]), "selection ['x'] is not one of"),
+    ("task-matrix.json", lambda m: m["cells"].pop(), "cells has 2 entries, the manifest gives 3"),
+    ("budget.json", lambda b: b.update(bound_s=1), "budget.json: bound_s is 1"),
+], ids=["timeout", "timeout_str", "task_id", "no_tasks", "empty_task", "task_str", "selection",
+        "cells", "budget"])
+def test_an_edited_plan_is_refused_before_anything_runs(tmp_path, name, change, expected):
+    frozen = frozen_of(tmp_path, builtin_doc(tmp_path))
+    _edit_json(frozen / name, change)
+    output = refused(frozen, "frozen_hash")
+    assert expected in output and len(output.strip().splitlines()) == 1, output
+
+
+def test_an_edited_op_name_is_refused(tmp_path):
+    frozen = frozen_of(tmp_path, builtin_doc(tmp_path))
+    _edit_json(frozen / "task-matrix.json", lambda m: m["tasks"][0].update(op_name="softmax"))
+    assert "task add: add resolves to add, the task matrix names softmax" in \
+        refused(frozen, "targets")
+
+
 def test_contract_checks_targets_in_the_frozen_library(tmp_path):
     frozen = frozen_of(tmp_path, flaggems_doc(tmp_path))
     (tmp_path / "FlagGems/tests/test_accuracy.py").unlink()

@@ -26,7 +26,7 @@ import backends
 from ...common.errors import PreflightError, ZlhError, one_line
 from ...store.identity import git_commit
 from .environment import cell_lane
-from .freeze import BUDGET, MATRIX, MANIFEST, MANIFEST_SHA, SHAPES, Frozen
+from .freeze import BUDGET, MATRIX, MANIFEST, MANIFEST_SHA, SHAPES, Frozen, plan_difference
 from .inventory import corpus_adapter, test_file_problems
 from .receipts import ZLH_ROOT, sha256_file
 
@@ -72,6 +72,9 @@ def _frozen_hashes(frozen: Frozen, checks: list[dict]) -> None:
         if have != want:
             raise PreflightError("frozen_hash", f"{frozen.path / SHAPES} hashes to {have}, "
                                  f"the task matrix names {want}")
+    edited = plan_difference(frozen)
+    if edited:
+        raise PreflightError("frozen_hash", f"{frozen.path / edited} (edited after prepare?)")
     _ok(checks, "frozen_hash", f"manifest sha256 {sha}")
 
 
@@ -108,13 +111,17 @@ def _targets(frozen: Frozen, checks: list[dict]) -> None:
     import adapters
     adapter = corpus_adapter(frozen.manifest)
     for task in frozen.matrix["tasks"]:
+        wanted = frozen.manifest.workload(task["task_id"]).op_name
         try:
-            adapter.resolve(task["op_name"])
+            resolved = adapter.resolve(wanted)
         except (adapters.UnknownOp, ZlhError) as exc:
             if task.get("inventory_override_reason"):
                 continue
-            raise PreflightError("targets", f"task {task['task_id']}: {task['op_name']} does not "
+            raise PreflightError("targets", f"task {task['task_id']}: {wanted} does not "
                                  f"resolve: {getattr(exc, 'message', exc)}") from None
+        if resolved != task["op_name"]:
+            raise PreflightError("targets", f"task {task['task_id']}: {wanted} resolves to "
+                                 f"{resolved}, the task matrix names {task['op_name']}")
     problems = test_file_problems(frozen.manifest)
     if problems:
         raise PreflightError("targets", problems[0])

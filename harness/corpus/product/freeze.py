@@ -18,7 +18,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from ...common.errors import UsageError
-from .manifest import Manifest, load_manifest
+from .manifest import SELECTIONS, Manifest, load_manifest
 from ...common.schema import stamp
 from .receipts import SCHEMA_VERSION, canonical, read_json, sha256_file
 
@@ -32,8 +32,10 @@ def frozen_name(manifest: Manifest, selection: str) -> str:
 
 
 def build_plan(manifest: Manifest, selection: str, resolved: dict[str, str],
-               canary_sha: str | None = None) -> tuple[dict, dict]:
-    """(task matrix, budget) for one selection."""
+               canary_sha: str | None = None, shapes: Path | None = None
+               ) -> tuple[dict, dict]:
+    """(task matrix, budget) for one selection; `shapes`: the copy of the protocol's shape
+    file to hash (default: the file the manifest names)."""
     p = manifest.protocol
     tasks = []
     for ordinal, w in enumerate(manifest.selected(selection), 1):
@@ -55,7 +57,8 @@ def build_plan(manifest: Manifest, selection: str, resolved: dict[str, str],
               "cells": [{"name": c.name, "role": c.role, "env": c.env} for c in p.cells],
               "timed_cells": list(p.timed_cells), "code_change": p.code_change,
               "measured_launch_floor": p.measured_launch_floor,
-              "shapes_sha256": sha256_file(p.shapes) if p.shapes else None, "tasks": tasks}
+              "shapes_sha256": sha256_file(shapes or p.shapes) if p.shapes else None,
+              "tasks": tasks}
     return matrix, _budget(manifest, head, tasks)
 
 
@@ -146,3 +149,48 @@ def load_frozen(path: str | Path) -> Frozen:
     if not isinstance(matrix.get("tasks"), list):
         raise UsageError(f"{path / MATRIX}: no task list")
     return Frozen(path, manifest, matrix, budget)
+
+
+def plan_difference(frozen: Frozen) -> str | None:
+    """Where the frozen task matrix or budget differs from the plan its manifest gives (an
+    edited task, timeout, cell or count), or None when both are what prepare wrote."""
+    m = frozen.matrix
+    if m.get("selection") not in SELECTIONS:
+        return f"{MATRIX}: selection {m.get('selection')!r} is not one of {', '.join(SELECTIONS)}"
+    resolved = {t.get("task_id"): t.get("op_name") for t in m["tasks"] if isinstance(t, dict)}
+    shapes = frozen.path / SHAPES if frozen.manifest.protocol.shapes else None
+    matrix, budget = build_plan(frozen.manifest, m["selection"], resolved,
+                                m.get("canary_receipt_sha256"), shapes)
+    for name, have, want in ((MATRIX, m, matrix), (BUDGET, frozen.budget, budget)):
+        where = first_difference({k: v for k, v in have.items() if k != "zlh_version"},
+                                 {k: v for k, v in want.items() if k != "zlh_version"})
+        if where is not None:
+            return f"{name}: {where}"
+    return None
+
+
+def first_difference(have, want, where: str = "") -> str | None:
+    """The first path at which two JSON values differ, with both values."""
+    if isinstance(have, dict) and isinstance(want, dict):
+        for key in sorted(set(have) | set(want), key=str):
+            found = first_difference(have.get(key, "<missing>"), want.get(key, "<missing>"),
+                                     f"{where}.{key}" if where else str(key))
+            if found:
+                return found
+        return None
+    if isinstance(have, list) and isinstance(want, list):
+        if len(have) != len(want):
+            return f"{where} has {len(have)} entries, the manifest gives {len(want)}"
+        for i, (a, b) in enumerate(zip(have, want)):
+            found = first_difference(a, b, f"{where}[{i}]")
+            if found:
+                return found
+        return None
+    if have != want or type(have) is not type(want):
+        return f"{where or 'the document'} is {_short(have)}, the manifest gives {_short(want)}"
+    return None
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
