@@ -341,6 +341,52 @@ def test_an_edited_op_name_is_refused(tmp_path):
         refused(frozen, "targets")
 
 
+def _sealed_canary(tmp_path, fake) -> Path:
+    fake({})
+    doc = fake_doc(tmp_path)
+    doc["protocol"]["canary_order"] = ["add"]
+    doc["protocol"]["canary_gate"] = {"classes": {"add": ["B"]}}
+    frozen = frozen_of(tmp_path, doc)
+    result = cli("run", frozen)
+    assert result.exit_code == 0, result.output
+    return frozen / "run"
+
+
+@pytest.mark.parametrize("change,expected", [
+    (lambda r: r.update(produced_by=[]), "produced_by.tasks must be an object"),
+    (lambda r: r["produced_by"].update(tasks=["add"]), "produced_by.tasks must be an object"),
+    (lambda r: r["claim_scope"].update(tasks=[1]), "claim_scope.tasks must be a list"),
+    (lambda r: r.update(measured_launch_floor="x"), "measured_launch_floor must be a whole"),
+    (lambda r: r.update(ir="x"), "ir must be an object with stage and scrub"),
+    (lambda r: r["produced_by"]["tasks"].pop("add"), "no sha256 sealed for it"),
+], ids=["produced_by", "task_shas", "scope_tasks", "floor", "ir", "unsealed_task"])
+def test_reaccount_refuses_a_campaign_receipt_of_another_shape(tmp_path, fake, change,
+                                                                expected):
+    root = _sealed_canary(tmp_path, fake)
+    _edit_json(root / "campaign-receipt.json", change)
+    result = cli("reaccount", root, "--out", tmp_path / "re")
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("zlh: ") and expected in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "re").exists()
+
+
+def test_product_commands_refuse_an_output_directory_they_cannot_use(tmp_path, fake):
+    root = _sealed_canary(tmp_path, fake)
+    (tmp_path / "afile").write_text("x")
+    for args in (("reaccount", root, "--out", tmp_path / "afile"),
+                 ("reaccount", root, "--out", tmp_path / "afile/sub"),
+                 ("run", root.parent, "--out", tmp_path / "afile"),
+                 ("prepare", tmp_path / "f.json", "--selection", "canary", "--out",
+                  tmp_path / "afile")):
+        result = cli(*args)
+        assert result.exit_code == 2, result.output
+        assert result.output.startswith("zlh: --out ") and "afile" in result.output
+    for args in (("reaccount", root, "--out", ""), ("run", root.parent, "--out", "")):
+        result = cli(*args)
+        assert result.exit_code == 2 and "'--out': an empty value" in result.output
+
+
 def test_contract_checks_targets_in_the_frozen_library(tmp_path):
     frozen = frozen_of(tmp_path, flaggems_doc(tmp_path))
     (tmp_path / "FlagGems/tests/test_accuracy.py").unlink()

@@ -14,7 +14,8 @@ from ..corpus.product.manifest import SELECTIONS, ManifestError, load_manifest
 from ..corpus.product.reaccount import reaccount
 from ..corpus.product.runner import CAMPAIGN_RECEIPT, STATUS_CSV, run_campaign
 from .campaign import campaign
-from .common import handles_errors
+from ..common.files import check_output_dir
+from .common import handles_errors, not_empty
 
 
 @campaign.command("prepare")
@@ -23,9 +24,10 @@ from .common import handles_errors
               help="canary: the canaries in canary order; all: every workload (needs a "
                    "passing canary receipt).")
 @click.option("--canary-receipt", default=None, metavar="R", type=click.Path(),
+              callback=not_empty,
               help="With --selection all: campaign-receipt.json of this manifest's canary run.")
 @click.option("--out", default="runs", show_default=True, metavar="DIR",
-              type=click.Path(),
+              type=click.Path(), callback=not_empty,
               help="Where <campaign_id>--<selection>/ is frozen.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and budget; write nothing.")
 @handles_errors
@@ -34,6 +36,8 @@ def prepare(manifest, selection, canary_receipt, out, dry_run):
 
     Exit status: 0 frozen (or planned, with --dry-run), 2 a violation (one line each)."""
     doc = load_manifest(manifest)
+    if not dry_run:
+        check_output_dir(out, "--out")
     problems, resolved = cross_check(doc, corpus_adapter(doc))
     if problems:
         raise ManifestError(f"manifest {manifest}", problems)
@@ -50,7 +54,7 @@ def prepare(manifest, selection, canary_receipt, out, dry_run):
 
 @campaign.command("run")
 @click.argument("frozen_dir", type=click.Path(file_okay=False))
-@click.option("--out", default=None, metavar="RUN_ROOT", type=click.Path(),
+@click.option("--out", default=None, metavar="RUN_ROOT", type=click.Path(), callback=not_empty,
               help="Where the run goes. Default: FROZEN_DIR/run.")
 @click.option("--resume", is_flag=True,
               help="Continue a run: tasks with a terminal receipt are kept.")
@@ -76,7 +80,7 @@ def run(frozen_dir, out, resume):
 
 @campaign.command("reaccount")
 @click.argument("run_root", type=click.Path(file_okay=False))
-@click.option("--out", required=True, metavar="DIR",
+@click.option("--out", required=True, metavar="DIR", callback=not_empty,
               type=click.Path(), help="Where the re-account goes (outside "
                                                           "RUN_ROOT).")
 @click.option("--measured-launch-floor", "floor", type=click.IntRange(min=0), default=None,

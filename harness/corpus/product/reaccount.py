@@ -19,7 +19,7 @@ import io
 from pathlib import Path
 
 from ...common.errors import UsageError
-from ...common.files import atomic_write_text
+from ...common.files import atomic_write_text, check_output_dir
 from .classes import CellFacts, Evidence, Rules, classify
 from .manifest import CLASSES
 from .receipts import read_json, sha256_file, write_receipt, zlh_files
@@ -38,13 +38,13 @@ def reaccount(run_root: str | Path, out: str | Path, floor: int | None = None) -
         raise UsageError(f"{run_root}: not a sealed campaign run (no terminal campaign receipt)")
     if out == run_root or run_root in out.parents:
         raise UsageError(f"--out {out} is inside the sealed run {run_root}; write elsewhere")
-    floor = sealed.get("measured_launch_floor", 0) if floor is None else floor
-    ir = sealed.get("ir") or {}
+    check_output_dir(out, "--out")
+    task_ids, shas, ir = _sealed_fields(sealed, run_root / CAMPAIGN_RECEIPT)
+    floor = sealed["measured_launch_floor"] if floor is None else floor
     rows = []
-    shas = sealed.get("produced_by", {}).get("tasks") or {}
-    for task_id in (sealed.get("claim_scope") or {}).get("tasks") or sorted(shas):
+    for task_id in task_ids or sorted(shas):
         task = _verified(run_root / "tasks" / task_id / "task-receipt.json", shas.get(task_id))
-        rows.append(_task(run_root, task, floor, ir.get("scrub") or (), ir.get("stage", "ttgir")))
+        rows.append(_task(run_root, task, floor, ir["scrub"], ir["stage"]))
     result = {
         "kind": "reaccount", "campaign_id": sealed.get("campaign_id"),
         "selection": sealed.get("selection"), "run_root": str(run_root),
@@ -58,16 +58,43 @@ def reaccount(run_root: str | Path, out: str | Path, floor: int | None = None) -
         "note": "derived from the sealed receipts and run directories: no new measurement, "
                 "and no sealed receipt is replaced",
         "tasks": rows}
-    out.mkdir(parents=True, exist_ok=True)
+    check_output_dir(out, "--out", create=True)
     write_receipt(out / "reaccount-receipt.json", result)
     atomic_write_text(out / "reaccount-matrix.csv", matrix_csv(rows))
     return result
 
 
+def _sealed_fields(sealed: dict, path: Path) -> tuple[list[str], dict, dict]:
+    """(task ids, {task id: sealed sha256}, {scrub, stage}) of a campaign receipt, each field
+    checked: a receipt edited into another shape is refused with the field it lacks."""
+    def bad(field: str, expected: str):
+        return UsageError(f"{path}: {field} must be {expected} (not a receipt zlh sealed)")
+    produced = sealed.get("produced_by")
+    shas = produced.get("tasks") if isinstance(produced, dict) else None
+    if not isinstance(shas, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                             for k, v in shas.items()):
+        raise bad("produced_by.tasks", "an object of task id -> sha256")
+    scope = sealed.get("claim_scope")
+    tasks = scope.get("tasks") if isinstance(scope, dict) else None
+    if not isinstance(tasks, list) or not all(isinstance(t, str) for t in tasks):
+        raise bad("claim_scope.tasks", "a list of task ids")
+    floor = sealed.get("measured_launch_floor")
+    if isinstance(floor, bool) or not isinstance(floor, int) or floor < 0:
+        raise bad("measured_launch_floor", "a whole number >= 0")
+    ir = sealed.get("ir")
+    if not isinstance(ir, dict) or not isinstance(ir.get("stage"), str) or \
+            not isinstance(ir.get("scrub"), list):
+        raise bad("ir", "an object with stage and scrub")
+    return tasks, shas, ir
+
+
 def _verified(path: Path, sha: str | None) -> dict:
     if not path.is_file():
         raise UsageError(f"{path}: sealed receipt missing")
-    if sha is not None and sha256_file(path) != sha:
+    if sha is None:
+        raise UsageError(f"{path}: no sha256 sealed for it (its parent receipt does not name "
+                         f"it)")
+    if sha256_file(path) != sha:
         raise UsageError(f"{path}: changed since the run was sealed (sha256 differs)")
     return read_json(path)
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from ...common.errors import UsageError
+from ...common.files import check_output_dir
 from .cells import CampaignContext, base_options
 from .classes import Rules
 from .contract import check_contract
@@ -41,7 +42,9 @@ def run_campaign(frozen_dir: str | Path, root: str | Path | None = None, resume:
                  progress: Echo | None = None) -> dict:
     """Run a frozen plan; the campaign receipt (its canary gate says the exit status)."""
     frozen = load_frozen(frozen_dir)
+    flag = "--out" if root else "FROZEN_DIR/run"
     root = Path(root).resolve() if root else frozen.path / "run"
+    check_output_dir(root, flag)
     if root.exists() and not resume:
         raise UsageError(f"{root} exists: continue it with --resume, or give another --out")
     if resume and not (root / CONTRACT_RECEIPT).is_file():
