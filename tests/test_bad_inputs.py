@@ -64,6 +64,12 @@ RECIPES = {
     "slowbanana.yaml": "ops: [add]\nenv_b: {ZLH_BUILTIN_SLOW: banana}\n",
     "badop.yaml": "ops: [addd]\nswitch: ZLH_BUILTIN_SLOW=0,1\n",
 }
+SCREEN_HEAD = "op\top_file\tdtypes\telapsed_a\telapsed_b\tverdict\n"
+SCREENS = {
+    "noop.tsv": "verdict\telapsed_a\nIR_CHANGED\t1\n",
+    "dup.tsv": SCREEN_HEAD + "add\t\tfloat32\t1\t2\tIR_CHANGED\n" * 2,
+    "empty.tsv": "",
+}
 REPORTS = {
     "list": "[]",
     "opsstr": '{"schema_version": 1, "ops": "add"}',
@@ -86,11 +92,12 @@ def _damaged(root: Path, name: str, base: Path, run_json=None, results=None) -> 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
     root = tmp_path_factory.mktemp("bad_inputs")
-    for folder, files in (("sh", SHAPE_FILES), ("rc", RECIPES)):
+    for folder, files in (("sh", SHAPE_FILES), ("rc", RECIPES), ("pt", SCREENS)):
         (root / folder).mkdir()
         for name, text in files.items():
             (root / folder / name).write_text(text)
     (root / "sh" / "binary.yaml").write_bytes(b"\xff\xfe add")
+    (root / "pt" / "binary.tsv").write_bytes(b"\xff\xfe op\tverdict\n")
     for name, text in REPORTS.items():
         (root / "rep" / name).mkdir(parents=True)
         (root / "rep" / name / "report.json").write_text(text)
@@ -372,6 +379,31 @@ ROWS = [
     R("campaign", "--screen", "nonexistent", "--devices", "0", code=2,
       first="nonexistent is not a screen root"),
     R("campaign", "--devices", "0", code=2, first="give --screen ROOT and --devices"),
+    R("partition", "pt/binary.tsv", "--devices", "0", code=2,
+      first="pt/binary.tsv: screen table cannot be read"),
+    R("partition", "pt/noop.tsv", "--devices", "0", code=2,
+      first="pt/noop.tsv is not a screen table (no op column)"),
+    R("partition", "pt/dup.tsv", "--devices", "0,1", code=2,
+      first="pt/dup.tsv: op 'add' appears twice (lines 2 and 3); one row per op"),
+    R("partition", "pt/empty.tsv", "--devices", "0", code=2, first="no op with verdict"),
+    R("campaign", "--screen", "pt", "--devices", "0", code=2, first="pt is not a screen root"),
+    # ---- zlh campaign prepare | run | reaccount ---------------------------------------------------
+    R("campaign", "prepare", "rc/list.yaml", "--selection", "canary", code=2,
+      first="manifest rc/list.yaml: not JSON"),
+    R("campaign", "prepare", "nonexistent.json", "--selection", "canary", code=2,
+      first="manifest nonexistent.json: cannot be read (No such file or directory)"),
+    R("campaign", "prepare", "afile", "--selection", "canary", "--out", "", code=2,
+      first="'--out': an empty value"),
+    R("campaign", "run", "plain", code=2, first="plain is not a frozen campaign plan"),
+    R("campaign", "run", "afile", code=2, first="Directory 'afile' is a file"),
+    R("campaign", "run", "plain", "--out", "", code=2, first="'--out': an empty value"),
+    R("campaign", "reaccount", "plain", "--out", "re", code=2,
+      first="no such campaign receipt (a sealed run root?)"),
+    R("campaign", "reaccount", "rep/list", "--out", "re", code=2,
+      first="no such campaign receipt"),
+    R("campaign", "reaccount", "plain", "--out", "", code=2, first="'--out': an empty value"),
+    R("campaign", "reaccount", "plain", "--out", "re", "--measured-launch-floor", "-1",
+      code=2, first="Invalid value for '--measured-launch-floor'"),
     # ---- zlh calibrate / shapes, telemetry and plant options --------------------------------------
     R("calibrate", "addd", *SH, code=2, first="unknown op 'addd'"),
     R("calibrate", "add", "--rounds", "1", code=2, first="Invalid value for '--rounds'"),
@@ -387,6 +419,14 @@ ROWS = [
       first="model config nonexistent cannot be read"),
     R(*BENCH, "--plant-pct", "1", code=2, first="--plant-pct needs --replay RUN_A"),
     R(*BENCH, "--telemetry-interval", "nan", code=2, first="Invalid value for '--telemetry-interval': nan"),
+    R(*BENCH, "--telemetry-interval", "1e308", code=2,
+      first="Invalid value for '--telemetry-interval': 1e+308 is not in the range 0<=x<=3600"),
+    R("calibrate", "add", "--plant-pct", "1e308", code=2,
+      first="Invalid value for '--plant-pct': 1e+308 is not in the range 0<x<=1000"),
+    R(*BENCH, "--plant-pct", "5000", "--replay", "r/recA", code=2,
+      first="Invalid value for '--plant-pct'"),
+    R("calibrate", "add", *SH, "--root", "", code=2, first="'--root': an empty value"),
+    R("ab", "add", *SIDES, "--noise-floor", "", code=2, first="'--noise-floor': an empty value"),
     R(*BENCH, "--retry-throttled", "-1", code=2, first="Invalid value for '--retry-throttled'"),
     R(*BENCH, "--ir-stage", "banana", code=2, first="Invalid value for '--ir-stage'"),
     R("benchh", "add", code=2, first="No such command 'benchh'. Did you mean 'bench'?"),

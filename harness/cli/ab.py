@@ -64,7 +64,7 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object (rows with delta_pct, summary) instead of tables.")
 @click.option("--noise-floor", "noise_floor", default=None, metavar="FILE",
-              type=click.Path(),
+              type=click.Path(), callback=not_empty,
               help="calibration.json of an A/A `zlh calibrate`: label each significant delta "
                    "within its shape's noise floor `within noise`.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")

@@ -28,7 +28,7 @@ from .output import complete_ops
                    "<op>_* record run under this directory). Default: record.")
 @click.option("--keep-cache", is_flag=True,
               help="Keep the private Triton compile cache (and tuner DB) after the run.")
-@click.option("--plant-pct", type=click.FloatRange(min=0), default=None, metavar="X",
+@click.option("--plant-pct", type=click.FloatRange(min=0, max=1000), default=None, metavar="X",
               callback=finite,
               help="Self-test: add a device spin to the function under test, sized as X% of "
                    "its latency in the --replay run (0: the spin kernel with no spin).")

@@ -10,7 +10,7 @@ import click
 from ..calibrate.run import CalibratePlan, calibrate as run_calibration
 from . import main
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
-                     options_from)
+                     not_empty, options_from)
 
 
 @main.command()
@@ -18,12 +18,12 @@ from .common import (bench_options, echo_err, finite, given_options, handles_err
 @click.option("--rounds", type=click.IntRange(min=2), default=3, show_default=True,
               help="A/A rounds (each a pair of fresh processes); the floor and the detectable "
                    "change are per shape over these rounds.")
-@click.option("--plant-pct", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--plant-pct", type=click.FloatRange(min=0, min_open=True, max=1000), default=None,
               callback=finite, metavar="X", help="Self-test: slow side B by a device spin of X% of side A's "
                                 "latency and report the shapes found with the right sign.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=3600.0,
               show_default=True, help="Per-run limit in seconds.")
-@click.option("--root", default=None, metavar="DIR", type=click.Path(),
+@click.option("--root", default=None, metavar="DIR", type=click.Path(), callback=not_empty,
               help="Where runs and calibration.json go. Default: runs/calibrate_<timestamp>.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @bench_options

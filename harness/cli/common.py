@@ -194,7 +194,7 @@ BENCH_OPTIONS = [
     click.option("--ir-stage", type=click.Choice(IR_STAGES), default="ttgir", show_default=True,
                  help="IR stage the fingerprint covers (also kept beside ttgir/): ttgir where "
                       "FlagTree's switches act; ptx or llir for switches acting after TTGIR."),
-    click.option("--telemetry-interval", type=click.FloatRange(min=0), default=5.0,
+    click.option("--telemetry-interval", type=click.FloatRange(min=0, max=3600), default=5.0,
                  callback=finite,
                  show_default=True, metavar="S",
                  help="Seconds between device telemetry samples (telemetry.tsv); 0: off."),

@@ -7,6 +7,7 @@ same input always gives the same plan.
 """
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,18 +56,31 @@ def weights_from_screen(path: Path, verdicts: tuple[str, ...] | None
     if not Path(path).is_file():
         raise UsageError(f"{path}: no such screen table (a screen root's screen.tsv)")
     rows = read_tsv(path)
-    if rows and "verdict" not in rows[0]:
-        raise UsageError(f"{path} is not a screen table (no verdict column)")
-    kept, filtered = {}, []
-    for row in rows:
+    missing = [c for c in ("op", "verdict") if rows and c not in rows[0]]
+    if missing:
+        raise UsageError(f"{path} is not a screen table (no {' or '.join(missing)} column)")
+    kept, filtered, seen = {}, [], {}
+    for line, row in enumerate(rows, 2):
+        if row["op"] in seen:
+            raise UsageError(f"{path}: op {row['op']!r} appears twice (lines {seen[row['op']]} "
+                             f"and {line}); one row per op")
+        seen[row["op"]] = line
         if verdicts and row.get("verdict") not in verdicts:
             filtered.append((row["op"], row.get("verdict", "-")))
             continue
-        try:
-            kept[row["op"]] = float(row["elapsed_a"]) + float(row["elapsed_b"])
-        except (KeyError, ValueError):
-            kept[row["op"]] = None
+        kept[row["op"]] = _weight(row)
     return kept, filtered
+
+
+def _weight(row: dict) -> float | None:
+    """elapsed_a + elapsed_b in seconds; None (the median is used) when either is not a
+    finite number >= 0."""
+    try:
+        total = float(row["elapsed_a"]) + float(row["elapsed_b"])
+    except (KeyError, ValueError):
+        return None
+    ok = math.isfinite(total) and float(row["elapsed_a"]) >= 0 and float(row["elapsed_b"]) >= 0
+    return total if ok else None
 
 
 def partition(weights: dict[str, float | None], devices: list[int], rounds: int = 1,

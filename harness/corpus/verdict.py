@@ -191,7 +191,12 @@ def tsv_row(v: Verdict, op_file: str, dtypes: str) -> dict:
 
 
 def read_tsv(path: Path) -> list[dict]:
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    """The rows of a screen table; UsageError naming the file when it cannot be read."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: screen table cannot be read "
+                         f"({getattr(exc, 'strerror', None) or exc})") from None
     if not lines:
         return []
     header = lines[0].split("\t")
