@@ -64,11 +64,13 @@ RECIPES = {
     "slowbanana.yaml": "ops: [add]\nenv_b: {ZLH_BUILTIN_SLOW: banana}\n",
     "badop.yaml": "ops: [addd]\nswitch: ZLH_BUILTIN_SLOW=0,1\n",
 }
+FAKE_FG = Path(__file__).resolve().parent / "fixtures" / "fake_flaggems"
 SCREEN_HEAD = "op\top_file\tdtypes\telapsed_a\telapsed_b\tverdict\n"
 SCREENS = {
     "noop.tsv": "verdict\telapsed_a\nIR_CHANGED\t1\n",
     "dup.tsv": SCREEN_HEAD + "add\t\tfloat32\t1\t2\tIR_CHANGED\n" * 2,
     "empty.tsv": "",
+    "cut.tsv": SCREEN_HEAD + "add\t\tfloat32\t1\t2\tIR_CHANGED\nsoftmax\t\tfl\n",
 }
 REPORTS = {
     "list": "[]",
@@ -221,7 +223,7 @@ ROWS = [
           ("add", "typo.yaml", "has no `shapes` list (keys: shape)"),
           ("add", "binary.yaml", "cannot be read"),
           ("add", "missing.yaml", "shape file not found"))],
-    R("bench", "add", "--shapes", "sh", *FAST, code=2, first="shape file not found: sh"),
+    R("bench", "add", "--shapes", "sh", *FAST, code=2, first="shape file sh is not a regular file"),
     # ---- zlh bench --replay -----------------------------------------------------------------
     R(*BENCH, "--replay", "nonexistent", code=2, first="no such run directory"),
     R(*BENCH, "--replay", "r/cuda", "--backend", "cpu", code=2,
@@ -386,6 +388,8 @@ ROWS = [
     R("partition", "pt/dup.tsv", "--devices", "0,1", code=2,
       first="pt/dup.tsv: op 'add' appears twice (lines 2 and 3); one row per op"),
     R("partition", "pt/empty.tsv", "--devices", "0", code=2, first="no op with verdict"),
+    R("partition", "pt/cut.tsv", "--devices", "0", code=2,
+      first="pt/cut.tsv: line 3 has 3 fields, the header 6 (a cut or edited table)"),
     R("campaign", "--screen", "pt", "--devices", "0", code=2, first="pt is not a screen root"),
     # ---- zlh campaign prepare | run | reaccount ---------------------------------------------------
     R("campaign", "prepare", "rc/list.yaml", "--selection", "canary", code=2,
@@ -415,6 +419,15 @@ ROWS = [
     R("ab", "add", *SIDES, "--noise-floor", "afile", code=2, first="cannot be read"),
     R("shapes", "derive", "--out", "x.yaml", code=2, first="has no shapes of its own"),
     R("shapes", "check", "nonexistent.yaml", code=2, first="shape file not found"),
+    R("shapes", "check", "sh", code=2, first="shape file sh is not a regular file"),
+    R("shapes", "derive", "--flaggems-dir", str(FAKE_FG), "--out", "sh", code=2,
+      first="--out sh: exists and is a directory"),
+    R("shapes", "derive", "--flaggems-dir", str(FAKE_FG), "--out", "sh/add.yaml/x.yaml",
+      code=2, first="sh/add.yaml: exists and is not a directory"),
+    R("shapes", "derive", "--flaggems-dir", str(FAKE_FG), "--out", "", code=2,
+      first="--out: an empty path is not a file"),
+    R("campaign", "prepare", "", "--selection", "canary", code=2,
+      first="manifest: an empty path; name the manifest file"),
     R("shapes", "model", "nonexistent", "--tokens", "1", "--out", "x.yaml", code=2,
       first="model config nonexistent cannot be read"),
     R(*BENCH, "--plant-pct", "1", code=2, first="--plant-pct needs --replay RUN_A"),

@@ -424,3 +424,23 @@ def test_a_dry_plan_touches_no_device(monkeypatch):
         assert plan.dtypes == {"add": ["float16"]} and plan.cache_root is None
         with pytest.raises(UsageError, match="bfloat16 not supported"):   # interpreter env
             plan_bench(["add"], options.replace(dtypes=("bfloat16",)), dry_run=True)
+
+
+def test_an_output_file_that_is_a_device_or_fifo_is_refused_not_replaced(tmp_path):
+    """Atomic writes rename a temporary file over the target: run as root on a device node
+    such as /dev/null, that would replace the node itself. A target that exists and is not a
+    regular file is refused, and a folder that takes no new file (as /proc) too."""
+    from harness.common.errors import UsageError
+    from harness.common.files import check_output_file
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match="exists and is not a regular file"):
+        check_output_file(fifo, "--out")
+    assert fifo.exists() and not fifo.is_file()
+    with pytest.raises(UsageError, match="exists and is a directory"):
+        check_output_file(tmp_path, "--out")
+    if Path("/proc/self").is_dir():
+        with pytest.raises(UsageError, match="cannot create a file in /proc"):
+            check_output_file("/proc/zlh-test.yaml", "--out")
+    assert check_output_file(tmp_path / "new" / "x.yaml", "--out") == tmp_path / "new" / "x.yaml"
+    assert not (tmp_path / "new").exists()                # nothing created by the check

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..common import errors
-from ..common.files import atomic_write_text
+from ..common.files import atomic_write_text, check_output_file
 from . import main
 from .common import handles_errors, split_csv
 from .output import AdapterName
@@ -44,6 +44,7 @@ def shapes():
 def derive(flaggems_dir, kind, out, adapter):
     """Write a shape set derived from upstream's core shapes (the rule is in its header)."""
     import adapters
+    check_output_file(out, "--out")
     kind = kind or ("multi" if "multi" in Path(out).name else "single")
     source = _adapter(adapter, flaggems_dir)
     command = f"zlh shapes derive --flaggems-dir {flaggems_dir} --kind {kind} --out {out}"
@@ -120,6 +121,7 @@ def model(config, tokens, tp, lm_head, out, adapter):
     in YAML) for the given token counts, keyed for the adapter's benchmarks."""
     import adapters
     import yaml
+    check_output_file(out, "--out")
     try:
         fields = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
         counts = [int(t) for t in tokens]

@@ -123,6 +123,27 @@ def check_output_dir(path: str | os.PathLike, flag: str, create: bool = False) -
     return target
 
 
+def check_output_file(path: str | os.PathLike, flag: str) -> Path:
+    """A file zlh is about to write (atomically, beside it): refused with a one-line
+    UsageError when the path is empty, is a directory or a device (/dev/null), or its folder
+    cannot take a new file. Nothing is created."""
+    from .errors import UsageError
+    target = Path(path)
+    if str(path) == "":
+        raise UsageError(f"{flag}: an empty path is not a file")
+    if target.exists() and not target.is_file():
+        kind = "a directory" if target.is_dir() else "not a regular file"
+        raise UsageError(f"{flag} {path}: exists and is {kind}")
+    folder = check_output_dir(target.parent, f"{flag} {path}:")
+    if folder.is_dir():
+        try:                                 # /proc and the like: a folder that takes no file
+            tempfile.TemporaryFile(dir=folder).close()
+        except OSError as exc:
+            raise UsageError(f"{flag} {path}: cannot create a file in {folder} "
+                             f"({exc.strerror or exc})") from None
+    return target
+
+
 def _read_only(path: Path) -> bool:
     try:
         return bool(os.statvfs(path).f_flag & os.ST_RDONLY)

@@ -200,7 +200,16 @@ def read_tsv(path: Path) -> list[dict]:
     if not lines:
         return []
     header = lines[0].split("\t")
-    return [dict(zip(header, ln.split("\t"))) for ln in lines[1:] if ln.strip()]
+    rows = []
+    for number, line in enumerate(lines[1:], 2):
+        if not line.strip():
+            continue
+        cells = line.split("\t")
+        if len(cells) != len(header):
+            raise UsageError(f"{path}: line {number} has {len(cells)} fields, the header "
+                             f"{len(header)} (a cut or edited table)")
+        rows.append(dict(zip(header, cells)))
+    return rows
 
 
 def tsv_text(rows: list[dict]) -> str:

@@ -32,7 +32,8 @@ class ShapeFile:
 def load_shape_file(path: str) -> ShapeFile:
     file = Path(path)
     if not file.is_file():
-        raise ShapeFileError(f"shape file not found: {path}")
+        raise ShapeFileError(f"shape file not found: {path}" if not file.exists() else
+                             f"shape file {path} is not a regular file")
     try:
         raw = file.read_bytes()
         data = yaml.safe_load(raw.decode("utf-8"))

@@ -158,6 +158,8 @@ class ManifestError(UsageError):
 def load_manifest(path: str | Path) -> Manifest:
     """Read, validate and type a manifest; ManifestError lists every violation."""
     from .validate import parse_document, violations
+    if str(path) == "":
+        raise UsageError("manifest: an empty path; name the manifest file")
     path = Path(path)
     try:
         data = path.read_bytes()
