@@ -298,6 +298,9 @@ def test_contract_passes_and_records_what_it_saw(tmp_path, monkeypatch):
     (lambda f, t: (f / "manifest.sha256").write_text("0" * 64 + "  manifest.json\n"),
      "frozen_hash"),
     (lambda f, t: (f / "shapes.yaml").write_text("add: [[1]]\n"), "frozen_hash"),
+    (lambda f, t: (f / "manifest.json").write_text("{not json"), "frozen_hash"),
+    (lambda f, t: _edit_json(f / "manifest.json", lambda m: m.update(claim="another")),
+     "frozen_hash"),
     (lambda f, t: (t / "compiler-src/COMMIT").write_text("3" * 40), "source_commit"),
     (lambda f, t: shutil.rmtree(t / "compiler-src"), "source_commit"),
 ])

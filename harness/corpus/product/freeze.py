@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from ...common.errors import UsageError
+from ...common.errors import PreflightError, UsageError
 from .manifest import SELECTIONS, Manifest, load_manifest
 from ...common.schema import stamp
 from .receipts import SCHEMA_VERSION, canonical, read_json, sha256_file
@@ -144,6 +144,13 @@ def load_frozen(path: str | Path) -> Frozen:
     if missing:
         raise UsageError(f"{path} is not a frozen campaign plan (missing {', '.join(missing)}; "
                          f"make one with zlh campaign prepare)")
+    # the manifest's bytes against its recorded hash first: an edited manifest is the same
+    # contract failure whether or not the edit left it readable
+    recorded = (path / MANIFEST_SHA).read_text(encoding="utf-8", errors="replace").split()
+    sha = sha256_file(path / MANIFEST)
+    if not recorded or recorded[0] != sha:
+        raise PreflightError("frozen_hash", f"{path / MANIFEST_SHA} names manifest sha256 "
+                             f"{recorded[0] if recorded else None}, {MANIFEST} hashes to {sha}")
     manifest = load_manifest(path / MANIFEST)
     matrix, budget = read_json(path / MATRIX, "task matrix"), read_json(path / BUDGET, "budget")
     if not isinstance(matrix.get("tasks"), list):
