@@ -87,7 +87,7 @@ def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, only, timeo
         raise errors.UsageError(f"--root {plan.root} exists and is not empty; use --resume")
     write_plan(plan)
     cards = run_cards(plan, click.echo, resume=bool(resume))
-    doc = merge(plan, cards)
+    doc = merge(plan, cards, lambda line: click.echo(line, err=True))
     click.echo(f"merged: {len(doc['ops_reported'])} ops reported; runs {doc['runs']}, replay "
                f"fallbacks {doc['replay_fallbacks']}, graph fallbacks {doc['graph_fallbacks']}, "
                f"poisoned {doc['poisoned']}; failed runs per card {doc['failed_runs_per_card']}")

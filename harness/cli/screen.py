@@ -128,6 +128,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
         refuse_beside(ctx, "resume")
         plan = read_plan(Path(resume))
         check_devices(plan.base.options.backend, plan.base.devices)
+        _mend_sides(plan)
         sys.exit(_run(plan, resume=True))
     params = {**params, "all_ops": all_ops, "ops": ops, "ops_file": ops_file}
     params, given = with_recipe(recipe, params, given_options(ctx))
@@ -159,6 +160,21 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
     click.echo(f"zlh screen: {len(items)} ops, A[{a.description}] vs B[{b.description}], "
                f"{len(lanes)} device(s) -> {root_path}")
     sys.exit(_run(plan, resume=False))
+
+
+def _mend_sides(plan: ScreenPlan) -> None:
+    """A side's batch.json is derived from screen.json: one that is missing or unreadable
+    (its side directory deleted, the file damaged) is written again from the plan; the
+    finished ops the side still holds are kept."""
+    for side in (plan.a, plan.b):
+        try:
+            batch_files.read_batch_json(plan.root / side.label)
+        except errors.UsageError as exc:
+            click.echo(f"zlh screen: {side.label}/{batch_files.BATCH_JSON} written again from "
+                       f"{plan.root}/screen.json ({exc})", err=True)
+            (plan.root / side.label).mkdir(parents=True, exist_ok=True)
+            batch_files.write_batch_json(plan.root / side.label,
+                                         plan.side_plan(side).to_dict())
 
 
 def _check_scrub(patterns) -> None:

@@ -18,6 +18,7 @@ from typing import Callable
 
 import backends
 
+from ..common.fields import Fields
 from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, PreflightError, UsageError
 from ..run.options import BenchOptions
 from ..store.reader import load_run_or_none
@@ -28,6 +29,7 @@ from .selection import Item
 from .sharding import device_for
 from ..run.child_env import child_environment
 from .supervisor import Lane, Worker, run_fresh
+from .threads import run_lanes
 
 Echo = Callable[[str], None]
 
@@ -56,21 +58,36 @@ class BatchPlan:
                 "inventory": self.inventory}
 
     @classmethod
-    def from_dict(cls, root: Path, doc: dict) -> "BatchPlan":
-        try:
-            return cls(root=Path(root),
-                       items=[Item(o["op"], tuple(o["dtypes"]) if o.get("dtypes") else None)
-                              for o in doc["ops"]],
-                       devices=[int(d) for d in doc["devices"]],
-                       options=BenchOptions.from_flat(**{k: v for k, v in doc["options"].items()
-                                                         if k != "out"}),
-                       op_timeout_s=float(doc["op_timeout_s"]),
-                       fresh_process=bool(doc["fresh_process"]), retries=int(doc["retries"]),
-                       python=doc.get("python") or sys.executable, argv=list(doc["command"]),
-                       left_out=[(d["op"], d["why"]) for d in doc.get("left_out", [])],
-                       inventory=dict(doc.get("inventory", {})))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise UsageError(f"{root}/batch.json is not a batch plan ({exc})") from None
+    def from_dict(cls, root: Path, doc: dict, where: str | None = None) -> "BatchPlan":
+        """The plan batch.json holds; a field of the wrong type (an edited or damaged file)
+        is one UsageError line naming the field and what it should hold."""
+        f = Fields(doc, where or f"{root}/{files.BATCH_JSON}")
+        f.objects("ops")
+        items = [_item(f.at("ops", n)) for n in range(len(doc["ops"]))]
+        devices = doc.get("devices")
+        if not isinstance(devices, list) or not devices or any(
+                isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in devices) \
+                or len(set(devices)) != len(devices):
+            raise f._bad("devices", "a non-empty list of distinct device indices", devices)
+        options = f.object("options")
+        left_out = f.objects("left_out", [])
+        lf = [Fields(d, f"{f.where}: left_out[{n}]") for n, d in enumerate(left_out)]
+        return cls(root=Path(root), items=items, devices=list(devices),
+                   options=BenchOptions.from_flat(**{k: v for k, v in options.items()
+                                                     if k != "out"}),
+                   op_timeout_s=f.number("op_timeout_s", low=1),
+                   fresh_process=f.bool("fresh_process"), retries=f.int("retries", low=0),
+                   python=f.str("python", "") or sys.executable, argv=f.strs("command"),
+                   left_out=[(d.str("op"), d.str("why")) for d in lf],
+                   inventory=f.object("inventory", {}))
+
+
+def _item(f: Fields) -> Item:
+    dtypes = f.get("dtypes", None)
+    if dtypes is not None and not (isinstance(dtypes, list) and dtypes and
+                                   all(isinstance(d, str) and d for d in dtypes)):
+        raise f._bad("dtypes", "null or a non-empty list of dtype names", dtypes)
+    return Item(f.str("op", empty=False), tuple(dtypes) if dtypes else None)
 
 
 @dataclass
@@ -103,17 +120,8 @@ class Batch:
         todo = self.carry_over()
         lanes = {d: [i for i in todo if device_for(i.op, self.plan.devices) == d]
                  for d in self.plan.devices}
-        threads = [threading.Thread(target=self._lane, args=(d, items), daemon=True,
-                                    name=f"lane-{d}") for d, items in lanes.items() if items]
-        for thread in threads:
-            thread.start()
-        try:
-            for thread in threads:
-                while thread.is_alive():
-                    thread.join(timeout=0.5)
-        except KeyboardInterrupt:
-            self.stop.set()
-            raise
+        run_lanes([(f"lane-{d}", self._lane, (d, items)) for d, items in lanes.items()
+                   if items], self.stop.set)
         if self.preflight:
             raise PreflightError("batch", self.preflight)
         return self._finish()

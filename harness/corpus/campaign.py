@@ -12,7 +12,6 @@ import csv
 import io
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from ..run.options import BenchOptions
 from .batch import lane_for
 from .partition import Partition, partition, render, weights_from_screen
 from .screen import SCREEN_TSV, read_plan
+from .threads import run_lanes
 
 CAMPAIGN_JSON = "campaign.json"
 Echo = Callable[[str], None]
@@ -86,13 +86,35 @@ def card_command(plan: CampaignPlan, ops: list[str], root: Path) -> list[str]:
             "--timeout", str(plan.timeout_s), "--root", str(root), "--quiet"]
 
 
-def done_ops(plan: CampaignPlan, device: int) -> set[str]:
+def done_ops(plan: CampaignPlan, device: int, echo: Echo | None = None) -> set[str]:
     done = set()
     for root in sorted(plan.root.glob(f"card{device}*")):
-        if (root / "report.json").exists():
-            _, reports = load_report(root)
-            done |= {r.op for r in reports}
+        done |= {r.op for r in card_files(root, echo)[1]}
     return done
+
+
+def card_files(root: Path, echo: Echo | None) -> tuple[list[dict], list[ABReport]]:
+    """(status rows, op reports) of one card directory. A file that cannot be read (damaged,
+    edited) adds nothing and says so on one line: the card's other file and the other cards'
+    results are still merged, and `--resume` runs the ops it lacks again."""
+    rows: list[dict] = []
+    reports: list[ABReport] = []
+    try:
+        if (root / "status.tsv").exists():
+            text = (root / "status.tsv").read_text(encoding="utf-8")
+            rows = list(csv.DictReader(io.StringIO(text), delimiter="\t"))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        _left_out(echo, root / "status.tsv", exc)
+    try:
+        reports = load_report(root)[1] if (root / "report.json").exists() else []
+    except UsageError as exc:
+        _left_out(echo, root / "report.json", exc)
+    return rows, reports
+
+
+def _left_out(echo: Echo | None, path: Path, exc: BaseException) -> None:
+    if echo is not None:
+        echo(f"zlh campaign: {path} left out of the merge: {str(exc).splitlines()[0]}")
 
 
 def run_cards(plan: CampaignPlan, echo: Echo, resume: bool = False) -> dict[int, dict]:
@@ -113,16 +135,12 @@ def run_cards(plan: CampaignPlan, echo: Echo, resume: bool = False) -> dict[int,
         echo(f"card {device}: rc={rc} wall {(time.time() - started) / 60:.1f} min "
              f"(planned {plan.part.loads[device] / 60:.1f}) ops={len(ops)} -> {root}")
 
-    threads = []
+    lanes = []
     for device, ops in plan.part.assignment.items():
         todo = [op for op in ops if op not in done_ops(plan, device)] if resume else ops
         if todo:
-            threads.append(threading.Thread(target=card, args=(device, todo), daemon=True))
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        while thread.is_alive():
-            thread.join(timeout=0.5)
+            lanes.append((f"card-{device}", card, (device, todo)))
+    run_lanes(lanes, lambda: None)
     return results
 
 
@@ -131,17 +149,14 @@ def _lane_plan(plan: CampaignPlan):
     return BatchPlan(root=plan.root, items=[], devices=plan.devices, options=plan.options)
 
 
-def merge(plan: CampaignPlan, cards: dict[int, dict]) -> dict:
+def merge(plan: CampaignPlan, cards: dict[int, dict], echo: Echo | None = None) -> dict:
     """status.tsv (device column), report.json/csv/html over all cards; totals."""
     status_rows, reports = [], []
     for device in plan.devices:
         for root in sorted(plan.root.glob(f"card{device}*")):
-            status = root / "status.tsv"
-            if status.exists():
-                for row in csv.DictReader(io.StringIO(status.read_text()), delimiter="\t"):
-                    status_rows.append({"device": device, **row})
-            if (root / "report.json").exists():
-                reports += load_report(root)[1]
+            rows, card_reports = card_files(root, echo)
+            status_rows += [{"device": device, **row} for row in rows]
+            reports += card_reports
     reports = _latest_per_op(reports)
     write_reports(plan.root, reports)
     from ..ab.html import render_html

@@ -56,13 +56,18 @@ def read_complete(root: Path, op: str) -> tuple[Outcome, int] | None:
     path = op_dir(root, op) / COMPLETE
     try:
         data = check_readable(json.loads(path.read_text(encoding="utf-8")), str(path))
-        outcome = Outcome.from_dict(data)
+        if not isinstance(data, dict):
+            raise ValueError(f"a JSON object was expected, found {type(data).__name__}")
+        outcome = Outcome.from_dict(data, "")
         if outcome.run_dir is not None and not outcome.run_dir.is_absolute():
             outcome.run_dir = Path(root) / outcome.run_dir
-        return outcome, int(data.get("device", 0))
+        device = data.get("device", 0)
+        if isinstance(device, bool) or not isinstance(device, int) or device < 0:
+            raise ValueError(f"field device: expected a device index, got {device!r}")
+        return outcome, device
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, UsageError) as exc:
         raise UsageError(f"{path} is damaged ({exc}); remove it to run {op} again") from None
 
 

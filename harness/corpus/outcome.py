@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..common import markers
+from ..common.fields import Fields
 from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, EXIT_POISONED, EXIT_PREFLIGHT
 from ..store.reader import load_run_or_none
 from ..store.results import FAILED, SKIPPED, SUCCESS
@@ -70,13 +71,20 @@ class Outcome:
                 "notes": list(self.notes)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Outcome":
-        return cls(status=data["status"], rc=int(data["rc"]), elapsed_s=float(data["elapsed_s"]),
-                   reason=data.get("reason", ""),
-                   run_dir=Path(data["run_dir"]) if data.get("run_dir") else None,
-                   rows_total=int(data.get("rows_total", 0)),
-                   rows_success=int(data.get("rows_success", 0)),
-                   notes=list(data.get("notes", [])))
+    def from_dict(cls, data: dict, where: str = ".complete") -> "Outcome":
+        f = Fields(data, where)
+        status = f.str("status")
+        if status not in STATUSES:
+            raise f._bad("status", " or ".join(STATUSES), status)
+        run_dir = f.get("run_dir", None)
+        if run_dir is not None and not isinstance(run_dir, str):
+            raise f._bad("run_dir", "null or a path", run_dir)
+        return cls(status=status, rc=f.int("rc"), elapsed_s=f.number("elapsed_s", low=0),
+                   reason=f.str("reason", ""),
+                   run_dir=Path(run_dir) if run_dir else None,
+                   rows_total=f.int("rows_total", 0, low=0),
+                   rows_success=f.int("rows_success", 0, low=0),
+                   notes=f.strs("notes", []))
 
 
 def judge(attempt: Attempt, op_timeout_s: float) -> Outcome:

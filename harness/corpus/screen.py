@@ -20,12 +20,14 @@ from typing import Callable
 
 from ..ab.sides import Side
 from ..common.errors import PreflightError, UsageError
+from ..common.fields import Fields
 from ..common.files import atomic_write_json, atomic_write_text, read_json_object
 from . import files
 from .batch import Batch, BatchPlan, lane_for, watch_devices
 from .outcome import Outcome
 from .selection import Item
 from .sharding import device_for
+from .threads import run_lanes
 from .verdict import (IR_CHANGED, NO_IR_DIFF, NO_ROWS, NO_TRITON, VERDICTS, Verdict, decide,
                       read_tsv, tsv_row, tsv_text)
 
@@ -55,11 +57,22 @@ class ScreenPlan:
 
     @classmethod
     def from_dict(cls, root: Path, doc: dict) -> "ScreenPlan":
-        try:
-            return cls(root=Path(root), base=BatchPlan.from_dict(root, doc["batch"]),
-                       a=Side(**doc["A"]), b=Side(**doc["B"]), scrub=list(doc.get("scrub", [])))
-        except (KeyError, TypeError) as exc:
-            raise UsageError(f"{root}/{SCREEN_JSON} is not a screen plan ({exc})") from None
+        f = Fields(doc, f"{root}/{SCREEN_JSON}")
+        base = BatchPlan.from_dict(root, f.object("batch"), where=f"{f.where}: batch")
+        return cls(root=Path(root), base=base, a=_side(f, "A"), b=_side(f, "B"),
+                   scrub=f.strs("scrub", []))
+
+
+def _side(f: Fields, label: str) -> Side:
+    doc = f.object(label)
+    env = doc.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(k, str) and (v is None or
+                                                                   isinstance(v, str))
+                                            for k, v in env.items()):
+        raise f._bad(f"{label}.env", "an object of NAME: value strings", env)
+    s = Fields(doc, f"{f.where}: {label}")
+    return Side(label=s.str("label", label), env=dict(env), python=s.str("python"),
+                description=s.str("description", ""), options=s.object("options", {}))
 
 
 def read_plan(root: Path) -> ScreenPlan:
@@ -91,15 +104,9 @@ class Screen:
                 self._verdict(item, side_a.outcomes[item.op], side_b.outcomes[item.op])
         todo = [i for i in self.plan.base.items if i.op not in self.verdicts]
         devices = self.plan.base.devices
-        threads = [threading.Thread(target=self._lane, daemon=True, name=f"screen-{d}",
-                                    args=(d, [i for i in todo
-                                              if device_for(i.op, devices) == d]))
-                   for d in devices]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(timeout=0.5)
+        run_lanes([(f"screen-{d}", self._lane,
+                    (d, [i for i in todo if device_for(i.op, devices) == d])) for d in devices],
+                  lambda: [b.stop.set() for b in self.sides.values()])
         preflight = side_a.preflight or side_b.preflight
         if preflight:
             raise PreflightError("screen", preflight)

@@ -1,0 +1,80 @@
+"""Typed fields of a JSON object zlh wrote and reads back (a plan, an op's outcome).
+
+A file edited by hand or damaged on disk must end in one line that names the file, the field
+and what was expected, never in a TypeError deep inside the command. `Fields(doc, where)`
+reads one field at a time, raising UsageError(`<where>: field <name>: expected <what>, got
+<value>`).
+"""
+from __future__ import annotations
+
+import math
+
+from .errors import UsageError
+
+_MISSING = object()
+
+
+class Fields:
+    def __init__(self, doc: dict, where: str):
+        self.doc, self.where = doc, where
+
+    def _bad(self, name: str, what: str, value) -> UsageError:
+        shown = "nothing" if value is _MISSING else repr(value)[:60]
+        where = f"{self.where}: " if self.where else ""
+        return UsageError(f"{where}field {name}: expected {what}, got {shown}")
+
+    def get(self, name: str, default=_MISSING):
+        value = self.doc.get(name, default)
+        if value is _MISSING:
+            raise self._bad(name, "a value", value)
+        return value
+
+    def str(self, name: str, default=_MISSING, empty: bool = True) -> str:
+        value = self.get(name, default)
+        if not isinstance(value, str) or (not empty and not value):
+            raise self._bad(name, "a string" if empty else "a non-empty string", value)
+        return value
+
+    def int(self, name: str, default=_MISSING, low: int | None = None) -> int:
+        value = self.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, int) or \
+                (low is not None and value < low):
+            raise self._bad(name, "an integer" + (f" >= {low}" if low is not None else ""),
+                            value)
+        return value
+
+    def number(self, name: str, default=_MISSING, low: float | None = None) -> float:
+        value = self.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                not math.isfinite(value) or (low is not None and value < low):
+            raise self._bad(name, "a finite number" + (f" >= {low:g}" if low is not None
+                                                        else ""), value)
+        return float(value)
+
+    def bool(self, name: str, default=_MISSING) -> bool:
+        value = self.get(name, default)
+        if not isinstance(value, bool):
+            raise self._bad(name, "true or false", value)
+        return value
+
+    def strs(self, name: str, default=_MISSING) -> list[str]:
+        value = self.get(name, default)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self._bad(name, "a list of strings", value)
+        return list(value)
+
+    def objects(self, name: str, default=_MISSING) -> list[dict]:
+        value = self.get(name, default)
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise self._bad(name, "a list of objects", value)
+        return list(value)
+
+    def object(self, name: str, default=_MISSING) -> dict:
+        value = self.get(name, default)
+        if not isinstance(value, dict):
+            raise self._bad(name, "an object", value)
+        return value
+
+    def at(self, name: str, index: int) -> "Fields":
+        """The fields of the index-th object of list `name`."""
+        return Fields(self.doc[name][index], f"{self.where}: {name}[{index}]")
