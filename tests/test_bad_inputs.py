@@ -64,6 +64,10 @@ RECIPES = {
     "slowbanana.yaml": "ops: [add]\nenv_b: {ZLH_BUILTIN_SLOW: banana}\n",
     "badop.yaml": "ops: [addd]\nswitch: ZLH_BUILTIN_SLOW=0,1\n",
 }
+OPS_FILES = {
+    "dtypo.txt": "add::float99\n",
+    "twice.txt": "add::float32\nadd::float16\n",
+}
 FAKE_FG = Path(__file__).resolve().parent / "fixtures" / "fake_flaggems"
 SCREEN_HEAD = "op\top_file\tdtypes\telapsed_a\telapsed_b\tverdict\n"
 SCREENS = {
@@ -94,7 +98,8 @@ def _damaged(root: Path, name: str, base: Path, run_json=None, results=None) -> 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
     root = tmp_path_factory.mktemp("bad_inputs")
-    for folder, files in (("sh", SHAPE_FILES), ("rc", RECIPES), ("pt", SCREENS)):
+    for folder, files in (("sh", SHAPE_FILES), ("rc", RECIPES), ("pt", SCREENS),
+                          ("of", OPS_FILES)):
         (root / folder).mkdir()
         for name, text in files.items():
             (root / folder / name).write_text(text)
@@ -360,6 +365,15 @@ ROWS = [
     R("batch", "--ops", "add", "--out", "/dev/null", code=2, first="--out /dev/null: exists"),
     R("batch", "--ops-file", "nonexistent", code=2, first="ops file nonexistent cannot be read"),
     R("batch", "--ops", "add", "--devices", "x", code=2, first="--devices expects indices"),
+    R("batch", "--ops", "add", "--devices", "\u0663", code=2, first="--devices expects indices"),
+    R("batch", "--ops-file", "of/dtypo.txt", code=2,
+      first="of/dtypo.txt:1: unknown dtype float99 (torch dtype names"),
+    R("batch", "--ops-file", "of/twice.txt", code=2,
+      first="op add is named twice with different dtypes"),
+    R("batch", "--ops", "add", "--dtypes", "float99", code=2,
+      first="--dtypes: unknown dtype float99"),
+    R("screen", "--ops", "add", "--switch", "X=0,1", "--dtypes", "float99", code=2,
+      first="--dtypes: unknown dtype float99"),
     R("batch", "--resume", "nonexistent", code=2, first="nonexistent is not a batch root"),
     R("batch", "--resume", "nonexistent", "--devices", "0,1", code=2,
       first="--resume ROOT works from what ROOT holds; leave out --devices"),

@@ -14,7 +14,7 @@ from ..common import errors
 from ..common.files import check_output_dir
 from ..corpus.batch import BatchPlan, run_batch
 from ..corpus.files import read_batch_json
-from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
+from ..corpus.selection import DEFAULT_DISMISS, check_dtype_names, parse_dismiss, select
 from . import main
 from .common import bench_options, handles_errors, options_from, refuse_beside, split_csv
 
@@ -24,6 +24,8 @@ def parse_devices(text: str | None) -> list[int] | None:
         return None
     try:
         devices = [int(d) for d in text.split(",") if d.strip()]
+        if not text.replace(",", "").strip().isascii():
+            raise ValueError(text)
     except ValueError:
         raise errors.UsageError(f"--devices expects indices such as 0,1,2, got {text!r}") \
             from None
@@ -122,6 +124,7 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devic
         (dismiss or DEFAULT_DISMISS.exists()) else {}
     items, left_out = select(adapter, all_ops, ops, ops_file, include_skipped, dismissed)
     options = options_from(params)
+    check_dtype_names(options.dtypes, "--dtypes")
     lanes = check_devices(options.backend, parse_devices(devices))
     inventory = {r["op"]: {"repo": r.get("repo", adapter.repo_of(r["op"])),
                            "file": r.get("file", "-")}

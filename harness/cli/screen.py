@@ -18,7 +18,7 @@ from ..corpus.batch import BatchPlan
 from ..corpus.screen import (Screen, ScreenPlan, read_plan, summary_lines,
                              write_ir_changed, write_plan)
 from ..corpus.screen import rescore as rescore_root
-from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
+from ..corpus.selection import DEFAULT_DISMISS, check_dtype_names, parse_dismiss, select
 from . import main
 from .batch import check_devices, corpus_adapter, parse_devices
 from .common import (bench_options, given_options, handles_errors, options_from,
@@ -141,6 +141,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
     items, left_out = select(adapter, params["all_ops"], params["ops"], params["ops_file"],
                              include_skipped, dismissed)
     options = options_from(given)
+    check_dtype_names(options.dtypes, "--dtypes")
     lanes = check_devices(options.backend, parse_devices(devices))
     inventory = {r["op"]: {"repo": r.get("repo", adapter.repo_of(r["op"])),
                            "file": r.get("file", "-")}

@@ -44,12 +44,25 @@ def parse_ops_file(path: str) -> list[Item]:
             raise UsageError(f"{path}:{number}: expected op[:op_file[:dtypes]], got {raw.strip()!r}")
         op = parts[0].strip()
         op_file = parts[1].strip() if len(parts) > 1 else ""
-        dtypes = tuple(d.strip() for d in parts[2].split(",") if d.strip()) \
+        dtypes = tuple(dict.fromkeys(d.strip() for d in parts[2].split(",") if d.strip())) \
             if len(parts) > 2 else ()
         if any(" " in p.strip() for p in parts[:2]):
             raise UsageError(f"{path}:{number}: op names have no spaces: {raw.strip()!r}")
+        check_dtype_names(dtypes, f"{path}:{number}")
         items.append(Item(f"{op}:{op_file}" if op_file else op, dtypes or None))
     return items
+
+
+def check_dtype_names(names, where: str) -> None:
+    """UsageError when a name is no torch dtype (a typo): without this, an op that lacks
+    the dtype falls back to its own dtypes and the typo goes unnoticed."""
+    if not names:
+        return
+    import torch
+    bad = [n for n in names if not isinstance(getattr(torch, n, None), torch.dtype)]
+    if bad:
+        raise UsageError(f"{where}: unknown dtype {', '.join(bad)} (torch dtype names, e.g. "
+                         f"float16, bfloat16, float32)")
 
 
 def parse_dismiss(path: str | Path) -> dict[str, str]:
@@ -103,15 +116,18 @@ def select(adapter, all_ops: bool, ops: Sequence[str] | None, ops_file: str | No
 
 def _resolve(adapter, items: Iterable[Item]) -> list[Item]:
     import adapters
-    resolved, seen, unknown = [], set(), []
+    resolved, seen, unknown = [], {}, []
     for item in items:
         try:
             name = adapter.resolve(item.op)
         except adapters.UnknownOp as exc:
             unknown.append(str(exc))
             continue
+        if name in seen and seen[name] != item.dtypes:
+            raise UsageError(f"op {name} is named twice with different dtypes; name it once "
+                             f"(op::dtype,dtype in an ops file)")
         if name not in seen:
-            seen.add(name)
+            seen[name] = item.dtypes
             resolved.append(Item(name, item.dtypes))
     if unknown:
         more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
