@@ -13,10 +13,9 @@ from ..ab.sides import sides_from_env, sides_from_switch
 from ..common import errors
 from ..common.files import check_output_dir
 from ..compile.ir.fingerprint import compile_scrub
-from ..corpus import files as batch_files
 from ..corpus.batch import BatchPlan
-from ..corpus.screen import (Screen, ScreenPlan, read_plan, summary_lines,
-                             write_ir_changed, write_plan)
+from ..corpus.screen import (Screen, ScreenPlan, mend_side_plans, read_plan, summary_lines,
+                             write_ir_changed, write_plan, write_side_plan)
 from ..corpus.screen import rescore as rescore_root
 from ..corpus.selection import DEFAULT_DISMISS, check_dtype_names, parse_dismiss, select
 from . import main
@@ -128,7 +127,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
         refuse_beside(ctx, "resume")
         plan = read_plan(Path(resume))
         check_devices(plan.base.options.backend, plan.base.devices)
-        _mend_sides(plan)
+        mend_side_plans(plan, lambda line: click.echo(line, err=True))
         sys.exit(_run(plan, resume=True))
     params = {**params, "all_ops": all_ops, "ops": ops, "ops_file": ops_file}
     params, given = with_recipe(recipe, params, given_options(ctx))
@@ -157,25 +156,10 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
     plan = ScreenPlan(root_path, base, a, b, scrub)
     write_plan(plan)
     for side in (a, b):
-        batch_files.write_batch_json(plan.root / side.label, plan.side_plan(side).to_dict())
+        write_side_plan(plan, side)
     click.echo(f"zlh screen: {len(items)} ops, A[{a.description}] vs B[{b.description}], "
                f"{len(lanes)} device(s) -> {root_path}")
     sys.exit(_run(plan, resume=False))
-
-
-def _mend_sides(plan: ScreenPlan) -> None:
-    """A side's batch.json is derived from screen.json: one that is missing or unreadable
-    (its side directory deleted, the file damaged) is written again from the plan; the
-    finished ops the side still holds are kept."""
-    for side in (plan.a, plan.b):
-        try:
-            batch_files.read_batch_json(plan.root / side.label)
-        except errors.UsageError as exc:
-            click.echo(f"zlh screen: {side.label}/{batch_files.BATCH_JSON} written again from "
-                       f"{plan.root}/screen.json ({exc})", err=True)
-            (plan.root / side.label).mkdir(parents=True, exist_ok=True)
-            batch_files.write_batch_json(plan.root / side.label,
-                                         plan.side_plan(side).to_dict())
 
 
 def _check_scrub(patterns) -> None:

@@ -18,7 +18,8 @@ class Fields:
     def __init__(self, doc: dict, where: str):
         self.doc, self.where = doc, where
 
-    def _bad(self, name: str, what: str, value) -> UsageError:
+    def error(self, name: str, what: str, value) -> UsageError:
+        """The UsageError for field `name`: expected `what`, got `value`."""
         shown = "nothing" if value is _MISSING else repr(value)[:60]
         where = f"{self.where}: " if self.where else ""
         return UsageError(f"{where}field {name}: expected {what}, got {shown}")
@@ -26,20 +27,20 @@ class Fields:
     def get(self, name: str, default=_MISSING):
         value = self.doc.get(name, default)
         if value is _MISSING:
-            raise self._bad(name, "a value", value)
+            raise self.error(name, "a value", value)
         return value
 
     def str(self, name: str, default=_MISSING, empty: bool = True) -> str:
         value = self.get(name, default)
         if not isinstance(value, str) or (not empty and not value):
-            raise self._bad(name, "a string" if empty else "a non-empty string", value)
+            raise self.error(name, "a string" if empty else "a non-empty string", value)
         return value
 
     def int(self, name: str, default=_MISSING, low: int | None = None) -> int:
         value = self.get(name, default)
         if isinstance(value, bool) or not isinstance(value, int) or \
                 (low is not None and value < low):
-            raise self._bad(name, "an integer" + (f" >= {low}" if low is not None else ""),
+            raise self.error(name, "an integer" + (f" >= {low}" if low is not None else ""),
                             value)
         return value
 
@@ -47,32 +48,32 @@ class Fields:
         value = self.get(name, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or \
                 not math.isfinite(value) or (low is not None and value < low):
-            raise self._bad(name, "a finite number" + (f" >= {low:g}" if low is not None
+            raise self.error(name, "a finite number" + (f" >= {low:g}" if low is not None
                                                         else ""), value)
         return float(value)
 
     def bool(self, name: str, default=_MISSING) -> bool:
         value = self.get(name, default)
         if not isinstance(value, bool):
-            raise self._bad(name, "true or false", value)
+            raise self.error(name, "true or false", value)
         return value
 
     def strs(self, name: str, default=_MISSING) -> list[str]:
-        value = self.get(name, default)
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self._bad(name, "a list of strings", value)
-        return list(value)
+        return self._list(name, default, str, "a list of strings")
 
     def objects(self, name: str, default=_MISSING) -> list[dict]:
+        return self._list(name, default, dict, "a list of objects")
+
+    def _list(self, name: str, default, kind: type, what: str) -> list:
         value = self.get(name, default)
-        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-            raise self._bad(name, "a list of objects", value)
+        if not isinstance(value, list) or not all(isinstance(v, kind) for v in value):
+            raise self.error(name, what, value)
         return list(value)
 
     def object(self, name: str, default=_MISSING) -> dict:
         value = self.get(name, default)
         if not isinstance(value, dict):
-            raise self._bad(name, "an object", value)
+            raise self.error(name, "an object", value)
         return value
 
     def at(self, name: str, index: int) -> "Fields":

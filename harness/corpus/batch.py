@@ -19,7 +19,7 @@ from typing import Callable
 import backends
 
 from ..common.fields import Fields
-from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, PreflightError, UsageError
+from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, PreflightError
 from ..run.options import BenchOptions
 from ..store.reader import load_run_or_none
 from . import files
@@ -68,7 +68,7 @@ class BatchPlan:
         if not isinstance(devices, list) or not devices or any(
                 isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in devices) \
                 or len(set(devices)) != len(devices):
-            raise f._bad("devices", "a non-empty list of distinct device indices", devices)
+            raise f.error("devices", "a non-empty list of distinct device indices", devices)
         options = f.object("options")
         left_out = f.objects("left_out", [])
         lf = [Fields(d, f"{f.where}: left_out[{n}]") for n, d in enumerate(left_out)]
@@ -86,7 +86,7 @@ def _item(f: Fields) -> Item:
     dtypes = f.get("dtypes", None)
     if dtypes is not None and not (isinstance(dtypes, list) and dtypes and
                                    all(isinstance(d, str) and d for d in dtypes)):
-        raise f._bad("dtypes", "null or a non-empty list of dtype names", dtypes)
+        raise f.error("dtypes", "null or a non-empty list of dtype names", dtypes)
     return Item(f.str("op", empty=False), tuple(dtypes) if dtypes else None)
 
 
@@ -252,7 +252,8 @@ class Batch:
                          "status": outcome.status, "rc": outcome.rc,
                          "elapsed_s": round(outcome.elapsed_s, 3),
                          "rows_total": outcome.rows_total, "rows_success": outcome.rows_success,
-                         "notes": " ".join(outcome.notes), "run_dir": files.relative_run_dir(self.plan.root, outcome.run_dir),
+                         "notes": " ".join(outcome.notes),
+                         "run_dir": files.relative_run_dir(self.plan.root, outcome.run_dir),
                          "reason": outcome.reason})
         files.write_tables(self.plan.root, rows,
                            [r for op in self.summary_rows for r in self.summary_rows[op]])

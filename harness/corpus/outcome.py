@@ -75,10 +75,10 @@ class Outcome:
         f = Fields(data, where)
         status = f.str("status")
         if status not in STATUSES:
-            raise f._bad("status", " or ".join(STATUSES), status)
+            raise f.error("status", " or ".join(STATUSES), status)
         run_dir = f.get("run_dir", None)
         if run_dir is not None and not isinstance(run_dir, str):
-            raise f._bad("run_dir", "null or a path", run_dir)
+            raise f.error("run_dir", "null or a path", run_dir)
         return cls(status=status, rc=f.int("rc"), elapsed_s=f.number("elapsed_s", low=0),
                    reason=f.str("reason", ""),
                    run_dir=Path(run_dir) if run_dir else None,

@@ -76,11 +76,10 @@ def _weight(row: dict) -> float | None:
     """elapsed_a + elapsed_b in seconds; None (the median is used) when either is not a
     finite number >= 0."""
     try:
-        total = float(row["elapsed_a"]) + float(row["elapsed_b"])
+        a, b = float(row["elapsed_a"]), float(row["elapsed_b"])
     except (KeyError, ValueError):
         return None
-    ok = math.isfinite(total) and float(row["elapsed_a"]) >= 0 and float(row["elapsed_b"]) >= 0
-    return total if ok else None
+    return a + b if math.isfinite(a + b) and a >= 0 and b >= 0 else None
 
 
 def partition(weights: dict[str, float | None], devices: list[int], rounds: int = 1,

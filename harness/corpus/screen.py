@@ -69,7 +69,7 @@ def _side(f: Fields, label: str) -> Side:
     if not isinstance(env, dict) or not all(isinstance(k, str) and (v is None or
                                                                    isinstance(v, str))
                                             for k, v in env.items()):
-        raise f._bad(f"{label}.env", "an object of NAME: value strings", env)
+        raise f.error(f"{label}.env", "an object of NAME: value strings", env)
     s = Fields(doc, f"{f.where}: {label}")
     return Side(label=s.str("label", label), env=dict(env), python=s.str("python"),
                 description=s.str("description", ""), options=s.object("options", {}))
@@ -205,6 +205,25 @@ def write_ir_changed(plan: ScreenPlan, verdicts: dict[str, Verdict]) -> Path:
 def write_plan(plan: ScreenPlan) -> None:
     plan.root.mkdir(parents=True, exist_ok=True)
     atomic_write_json(plan.root / SCREEN_JSON, plan.to_dict())
+
+
+def write_side_plan(plan: ScreenPlan, side: Side) -> None:
+    """A side's batch.json, derived from the screen plan."""
+    (plan.root / side.label).mkdir(parents=True, exist_ok=True)
+    files.write_batch_json(plan.root / side.label, plan.side_plan(side).to_dict())
+
+
+def mend_side_plans(plan: ScreenPlan, echo: Echo) -> None:
+    """A side's batch.json that is missing or unreadable (its side directory deleted, the
+    file damaged) is written again from screen.json; the finished ops the side still holds
+    are kept."""
+    for side in (plan.a, plan.b):
+        try:
+            files.read_batch_json(plan.root / side.label)
+        except UsageError as exc:
+            echo(f"zlh screen: {side.label}/{files.BATCH_JSON} written again from "
+                 f"{plan.root}/{SCREEN_JSON} ({exc})")
+            write_side_plan(plan, side)
 
 
 def rescore(root: Path, extra_scrub: list[str], echo: Echo) -> dict[str, Verdict]:
