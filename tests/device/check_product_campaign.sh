@@ -7,11 +7,18 @@
 # then re-account the sealed run at floors 0 and 1. Prints status.csv and the campaign
 # receipt of each run; receipts, plans and logs land in $OUT/product_campaign/.
 # About 8 minutes on one H200 (each cell is a fresh process: ~11 s of it is import flag_gems).
+# RESUME=1 continues a call that its time box ended (same machine, same WORK): the manifest
+# and frozen plans already there are kept and each run goes on with `campaign run --resume`.
 set -uo pipefail
 WORK=${WORK:-/tmp/zlh-product}
 source "$(dirname "$0")/common.sh"
 : "${FLAGGEMS_DIR:?source .fg/env.sh first (FLAGGEMS_DIR)}"
-rm -rf "$WORK" && mkdir -p "$WORK"
+if [[ "${RESUME:-0}" == 1 && -f "$WORK/manifest.json" ]]; then
+  echo "resuming in $WORK"
+else
+  RESUME=0
+  rm -rf "$WORK" && mkdir -p "$WORK"
+fi
 DEST="$OUT/product_campaign"
 mkdir -p "$DEST"
 STAMPED=""
@@ -30,19 +37,25 @@ T0=$SECONDS
 step() { echo "== $1 (t=$((SECONDS-T0))s)"; }
 
 step "manifest"
-MANIFEST=$(python3 tests/device/product_manifest.py "$WORK") || exit 1
+if [[ $RESUME == 1 ]]; then MANIFEST=$WORK/manifest.json
+else MANIFEST=$(python3 tests/device/product_manifest.py "$WORK") || exit 1; fi
 $ZLH campaign prepare "$MANIFEST" --selection all --dry-run | tail -12
 CID=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["campaign_id"])' "$MANIFEST")
 
 for selection in canary all; do
-  step "prepare $selection"
-  extra=()
-  [[ $selection == all ]] && extra=(--canary-receipt "$WORK/frozen/$CID--canary/run/campaign-receipt.json")
-  $ZLH campaign prepare "$MANIFEST" --selection "$selection" --out "$WORK/frozen" "${extra[@]}" \
-    || { echo "prepare $selection failed"; break; }
   FROZEN="$WORK/frozen/$CID--$selection"
-  step "run $selection"
-  $ZLH campaign run "$FROZEN" 2>&1 | tee "$WORK/run_$selection.txt"
+  resume=()
+  if [[ -d "$FROZEN" ]]; then
+    resume=(--resume)
+  else
+    step "prepare $selection"
+    extra=()
+    [[ $selection == all ]] && extra=(--canary-receipt "$WORK/frozen/$CID--canary/run/campaign-receipt.json")
+    $ZLH campaign prepare "$MANIFEST" --selection "$selection" --out "$WORK/frozen" "${extra[@]}" \
+      || { echo "prepare $selection failed"; break; }
+  fi
+  step "run $selection ${resume[*]}"
+  $ZLH campaign run "$FROZEN" "${resume[@]}" 2>&1 | tee -a "$WORK/run_$selection.txt"
   rc=${PIPESTATUS[0]}
   echo "run $selection rc=$rc wall=$((SECONDS-T0))s"
   [[ -f "$FROZEN/run/campaign-receipt.json" ]] || { echo "stopping: no campaign receipt"; break; }
