@@ -3,6 +3,9 @@
 #   bash tests/device/check_corpus.sh engine   # batch on 2 devices vs 1, screen, partition for 8,
 #                                              # an illegal address mid-batch, a parallel sweep
 #   bash tests/device/check_corpus.sh rounds   # campaign on 2 cards vs the same plan on 1
+#   bash tests/device/check_corpus.sh screen1  # one GPU: screen of the 60 ops, rescore, partition
+#                                              # for 8 devices, and a switch acting after TTGIR
+#                                              # (TRITON_DEFAULT_FP_FUSION) at --ir-stage ttgir vs ptx
 # Each mode stays within ~9.5 minutes (steps are time-boxed; a boxed batch keeps what it did).
 # The summary is written to $OUT as it goes; `engine` also leaves $OUT/screen/screen.{json,tsv}
 # for `rounds` (SCREEN=<that folder>).
@@ -40,6 +43,23 @@ if [ "$mode" = engine ]; then
   $SUM batch "$WORK/ill"
   step sweep 60 $ZLH bench mm $FASTB --parallel-sweep 2 --sweep-devices 0,1 -q --out "$WORK/sw"
   grep -E "parallel sweep|WARNING" "$WORK/sweep.log"
+elif [ "$mode" = screen1 ]; then
+  step screen ${BOX_SCREEN:-330} $ZLH screen --ops-file $OPS --switch TRITON_F32_DEFAULT=ieee,tf32x3 --devices 0 \
+    $FASTB --op-timeout 90 --retries 0 --root "$WORK/s"
+  $SUM screen "$WORK/s"; tail -n 30 "$WORK/screen.log"
+  $ZLH partition "$WORK/s/screen.tsv" --devices 0,1,2,3,4,5,6,7 --verdict IR_CHANGED \
+    --verdict NO_IR_DIFF --verdict NO_TRITON --verdict NO_ROWS | tail -n 14
+  $ZLH screen --rescore "$WORK/s" --scrub ', inputPrecision = [a-z0-9]+' | tail -n 20
+  mkdir -p "$OUT/screen"; cp "$WORK/s/screen.json" "$WORK/s/screen.tsv" "$WORK/s/ir_changed.txt" "$OUT/screen/"
+  cp "$WORK/s/screen.tsv.before-rescore" "$OUT/screen/" 2>/dev/null
+  # A switch that acts after TTGIR: FMA contraction is an LLVM/PTX option.
+  FUSE=${FUSE_OPS:-gelu,layer_norm,rms_norm,sigmoid,mul}
+  for stage in ttgir ptx; do
+    step fuse_$stage ${BOX_FUSE:-80} $ZLH screen --ops "$FUSE" --switch TRITON_DEFAULT_FP_FUSION=1,0 --devices 0 \
+      $FASTB --op-timeout 60 --retries 0 --ir-stage $stage --root "$WORK/fuse_$stage"
+    echo "--- --ir-stage $stage"; cut -f1,8-11,14-16 "$WORK/fuse_$stage/screen.tsv"
+  done
+  cp "$WORK/fuse_ttgir/screen.tsv" "$OUT/screen/fuse_ttgir.tsv"; cp "$WORK/fuse_ptx/screen.tsv" "$OUT/screen/fuse_ptx.tsv"
 else
   S=${SCREEN:-device-in/screen}
   ONLY=${ONLY:-mm,addmm,bmm,baddbmm,linear,mv}
