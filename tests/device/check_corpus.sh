@@ -3,6 +3,10 @@
 #   bash tests/device/check_corpus.sh engine   # batch on 2 devices vs 1, screen, partition for 8,
 #                                              # an illegal address mid-batch, a parallel sweep
 #   bash tests/device/check_corpus.sh rounds   # campaign on 2 cards vs the same plan on 1
+#   bash tests/device/check_corpus.sh all      # `zlh batch --all` at core on DEVICES (default 0);
+#                                              # a second call on the same machine resumes it
+#   bash tests/device/check_corpus.sh reuse    # 30 ops with reused workers vs --fresh-process:
+#                                              # ops/min, overhead per op, per-shape |delta|
 #   bash tests/device/check_corpus.sh screen1  # one GPU: screen of the 60 ops, rescore, partition
 #                                              # for 8 devices, and a switch acting after TTGIR
 #                                              # (TRITON_DEFAULT_FP_FUSION) at --ir-stage ttgir vs ptx
@@ -43,6 +47,25 @@ if [ "$mode" = engine ]; then
   $SUM batch "$WORK/ill"
   step sweep 60 $ZLH bench mm $FASTB --parallel-sweep 2 --sweep-devices 0,1 -q --out "$WORK/sw"
   grep -E "parallel sweep|WARNING" "$WORK/sweep.log"
+elif [ "$mode" = all ]; then
+  R=$WORK/all
+  if [ -f "$R/batch.json" ]; then
+    step all ${BOX_ALL:-540} $ZLH batch --resume "$R" -q
+  else
+    step all ${BOX_ALL:-540} $ZLH batch --all --devices ${DEVICES:-0} $FASTB --op-timeout 120 --retries 1 -q --out "$R"
+  fi
+  $SUM batch "$R"
+  cp "$R/ops_status.csv" "$OUT/all_ops_status.csv"
+  tar czf "$OUT/all_root.tgz" -C "$WORK" all    # the batch root, to carry into a later call
+elif [ "$mode" = reuse ]; then
+  # Pointwise ops first (no autotuner: both batches run the same configs), then reductions.
+  grep -v '^#' $OPS | grep -E -x -f <(printf '%s\n' gelu softmax log_softmax layer_norm rms_norm sum mean max \
+    min argmax amax prod cumsum exp sin cos relu silu sigmoid tanh mul sub div abs neg rsqrt erf clamp \
+    isnan logical_and eq minimum) | head -n ${REUSE_OPS:-30} > "$WORK/ops30.txt"
+  step reused ${BOX_REUSED:-150} $ZLH batch --ops-file "$WORK/ops30.txt" --devices 0 $FASTB --op-timeout 90 --retries 0 -q --out "$WORK/reused"
+  step fresh ${BOX_FRESH:-420} $ZLH batch --ops-file "$WORK/ops30.txt" --devices 0 $FASTB --op-timeout 90 --retries 0 -q --fresh-process --out "$WORK/fresh"
+  $SUM batch "$WORK/reused"
+  $SUM batch "$WORK/fresh" "$WORK/reused"
 elif [ "$mode" = screen1 ]; then
   step screen ${BOX_SCREEN:-330} $ZLH screen --ops-file $OPS --switch TRITON_F32_DEFAULT=ieee,tf32x3 --devices 0 \
     $FASTB --op-timeout 90 --retries 0 --root "$WORK/s"
