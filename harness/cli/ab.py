@@ -226,6 +226,11 @@ def report(root, html_out):
 
     Exit status: 0 printed, 1 the report holds no op (every op failed or was refused),
     2 no readable report under ROOT."""
+    if not (Path(root) / "report.json").exists():
+        from ..corpus.files import corpus_root_hint
+        hint = corpus_root_hint(root, "an A/B root")
+        if hint:
+            raise errors.UsageError(hint)
     doc, reports = load_report(root)
     if not reports:
         raise errors.RunFailedError(f"{root}: the report holds no op (every op failed or was "

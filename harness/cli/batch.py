@@ -7,40 +7,30 @@ from pathlib import Path
 
 import click
 
-import adapters
 import backends
 
 from ..common import errors
 from ..common.files import check_output_dir
 from ..corpus.batch import BatchPlan, run_batch
-from ..corpus.files import read_batch_json
-from ..corpus.selection import DEFAULT_DISMISS, check_dtype_names, parse_dismiss, select
+from ..corpus.check import check_plan, check_root, corpus_adapter
+from ..corpus.files import BATCH_JSON, check_tables, read_batch_json
+from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
 from . import main
-from .common import bench_options, handles_errors, options_from, refuse_beside, split_csv
+from .common import (bench_options, echo_err, fail, finite, handles_errors, not_empty,
+                     options_from, refuse_beside, split_csv)
 
 
 def parse_devices(text: str | None) -> list[int] | None:
-    if not text:
+    """`--devices 0,1,…`: None when not given; '' or an empty element is refused."""
+    if text is None:
         return None
-    try:
-        devices = [int(d) for d in text.split(",") if d.strip()]
-        if not text.replace(",", "").strip().isascii():
-            raise ValueError(text)
-    except ValueError:
-        raise errors.UsageError(f"--devices expects indices such as 0,1,2, got {text!r}") \
-            from None
-    if not devices or any(d < 0 for d in devices) or len(set(devices)) != len(devices):
+    parts = [d.strip() for d in text.split(",")]
+    if not all(d.isascii() and d.isdigit() for d in parts):
+        raise errors.UsageError(f"--devices expects indices such as 0,1,2, got {text!r}")
+    devices = [int(d) for d in parts]
+    if len(set(devices)) != len(devices):
         raise errors.UsageError(f"--devices expects distinct non-negative indices, got {text!r}")
     return devices
-
-
-def corpus_adapter(params: dict, vllm_dir: str | None):
-    name = params.get("adapter") or adapters.default_adapter_name(params.get("flaggems_dir"))
-    try:
-        return adapters.get_adapter(name, flaggems_dir=params.get("flaggems_dir"),
-                                    vllm_dir=vllm_dir)
-    except adapters.UnknownAdapter as exc:
-        raise errors.UsageError(str(exc)) from None
 
 
 def visible_devices(backend_name: str | None) -> list[int]:
@@ -87,17 +77,19 @@ def check_devices(backend_name: str | None, devices: list[int]) -> list[int]:
 @click.option("--vllm", "vllm_dir", default=None, metavar="DIR",
               type=click.Path(), envvar="FLAGGEMS_VLLM_DIR",
               help="Also the FlagGems-vllm checkout (vllm:NAME ops). Env: FLAGGEMS_VLLM_DIR.")
-@click.option("--devices", default=None, metavar="0,1,…",
+@click.option("--devices", default=None, metavar="0,1,…", callback=not_empty,
               help="Devices to spread the ops over (one serial lane each). Default: the first.")
 @click.option("--op-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
+              callback=finite,
               help="Seconds an op may take before its worker is killed (status TIMEOUT).")
 @click.option("--retries", type=click.IntRange(min=0, max=5), default=2, show_default=True,
               help="Retries of an op that FAILed or CRASHed, each in a fresh worker.")
 @click.option("--fresh-process", is_flag=True,
               help="Run every op in its own zlh bench process instead of reused workers.")
-@click.option("--out", default=None, metavar="DIR", type=click.Path(),
+@click.option("--out", default=None, metavar="DIR", type=click.Path(), callback=not_empty,
               help="Batch root. Default: runs/batch_<timestamp>.")
 @click.option("--resume", default=None, metavar="BATCH_DIR", type=click.Path(),
+              callback=not_empty,
               help="Continue a killed batch: finished ops are kept, the others run again.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @bench_options
@@ -111,36 +103,71 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devic
     completed), 2 bad input, 3 preflight failed.
     """
     progress = None if quiet or not sys.stderr.isatty() else _overwrite
-    if resume:
+    if resume is not None:
         if all_ops or ops or ops_file:
             raise errors.UsageError("--resume BATCH_DIR takes its ops from the batch; name none")
-        refuse_beside(ctx, "resume", allowed=("quiet",))
-        plan = BatchPlan.from_dict(Path(resume), read_batch_json(Path(resume)))
+        refuse_beside(ctx, "resume", allowed=("quiet", "vllm_dir"))
+        plan = resumed_plan(Path(resume), vllm_dir)
         check_devices(plan.options.backend, plan.devices)
-        result = run_batch(plan, click.echo, progress, resume=True)
-        sys.exit(result.exit_code)
-    adapter = corpus_adapter(params, vllm_dir)
-    dismissed = parse_dismiss(dismiss or DEFAULT_DISMISS) if (dismiss or all_ops) and \
-        (dismiss or DEFAULT_DISMISS.exists()) else {}
-    items, left_out = select(adapter, all_ops, ops, ops_file, include_skipped, dismissed)
+        sys.exit(interrupted_hint(plan.root, "batch", lambda: run_batch(
+            plan, click.echo, progress, resume=True, warn=echo_err)).exit_code)
     options = options_from(params)
-    check_dtype_names(options.dtypes, "--dtypes")
+    adapter = corpus_adapter(options, vllm_dir)
+    dismissed = parse_dismiss(dismiss or DEFAULT_DISMISS) if (dismiss or all_ops) and \
+        (dismiss or DEFAULT_DISMISS.exists()) else None
+    items, left_out = select(adapter, all_ops, ops, ops_file, include_skipped, dismissed,
+                             warn=echo_err)
     lanes = check_devices(options.backend, parse_devices(devices))
     inventory = {r["op"]: {"repo": r.get("repo", adapter.repo_of(r["op"])),
                            "file": r.get("file", "-")}
                  for r in adapter.describe_ops(include_hidden=True)}
-    plan = BatchPlan(root=Path(out or f"runs/batch_{time.strftime('%Y%m%d-%H%M%S')}"),
+    plan = BatchPlan(root=Path(out if out is not None else
+                               f"runs/batch_{time.strftime('%Y%m%d-%H%M%S')}"),
                      items=items, devices=lanes, options=options, op_timeout_s=op_timeout,
                      fresh_process=fresh_process, retries=retries,
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory)
-    check_output_dir(plan.root, "--out")
-    if plan.root.exists() and any(plan.root.iterdir()):
-        raise errors.UsageError(f"--out {plan.root} exists and is not empty; use --resume "
-                                f"{plan.root} to continue it, or another directory")
+    check_plan(plan, adapter)
+    new_root(plan.root, "--out")
     click.echo(f"zlh batch: {len(items)} ops on {len(lanes)} device(s) "
                f"({'fresh processes' if fresh_process else 'reused workers'}) -> {plan.root}")
-    result = run_batch(plan, click.echo, progress)
+    result = interrupted_hint(plan.root, "batch", lambda: run_batch(plan, click.echo, progress,
+                                                                     warn=echo_err))
     sys.exit(result.exit_code)
+
+
+def resumed_plan(root: Path, vllm_dir: str | None) -> BatchPlan:
+    """The plan of a batch root, checked like a new one (one line for what would fail every
+    op); a screen's side is refused (its B side replays A per op: resume the screen)."""
+    check_root(root, "batch", "--resume")
+    doc = read_batch_json(root)
+    side = doc.get("screen_side") or (root.name in ("A", "B") and
+                                      (root.parent / "screen.json").is_file() and root.name)
+    if side:
+        raise errors.UsageError(f"{root} is side {side} of the screen {root.parent}; resume "
+                                f"the screen: zlh screen --resume {root.parent}")
+    plan = BatchPlan.from_dict(root, doc)
+    where = f"{root}/{BATCH_JSON}"
+    check_plan(plan, corpus_adapter(plan.options, vllm_dir, where), where, resolve=True)
+    check_tables(root)
+    return plan
+
+
+def new_root(root: Path, flag: str) -> None:
+    """A new corpus root: an empty (or new) writable directory, made now."""
+    check_output_dir(root, flag)
+    if root.exists() and any(root.iterdir()):
+        raise errors.UsageError(f"{flag} {root} exists and is not empty; use --resume "
+                                f"{root} to continue it, or another directory")
+    check_output_dir(root, flag, create=True)
+
+
+def interrupted_hint(root: Path, verb: str, run):
+    """Ctrl-C ends a corpus command with one line saying what is kept and how to go on."""
+    try:
+        return run()
+    except KeyboardInterrupt:
+        fail(f"interrupted; finished ops are kept under {root}: zlh {verb} --resume {root} "
+             f"runs the others", 130)
 
 
 def _overwrite(line: str) -> None:

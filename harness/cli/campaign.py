@@ -9,10 +9,11 @@ import click
 
 from ..common import errors
 from ..corpus.campaign import merge, plan_campaign, read_campaign, run_cards, write_plan
+from ..corpus.check import check_root
 from ..corpus.partition import partition, render, weights_from_screen
 from . import main
-from .batch import check_devices, parse_devices
-from .common import handles_errors, refuse_beside, split_csv
+from .batch import check_devices, interrupted_hint, new_root, parse_devices
+from .common import echo_err, finite, handles_errors, not_empty, refuse_beside, split_csv
 
 
 @main.command("partition")
@@ -41,9 +42,10 @@ def partition_cmd(screen_tsv, devices, verdicts, rounds, fmt):
 
 @main.group("campaign", invoke_without_command=True)
 @click.option("--screen", "screen_root", default=None, metavar="ROOT",
-              type=click.Path(),
+              type=click.Path(), callback=not_empty,
               help="The screen whose ops to run rounds on.")
-@click.option("--devices", default=None, metavar="0,1,…", help="Devices, one card each.")
+@click.option("--devices", default=None, metavar="0,1,…", callback=not_empty,
+              help="Devices, one card each.")
 @click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True,
               help="Rounds of each op's zlh ab.")
 @click.option("--verdict", "verdicts", multiple=True, default=("IR_CHANGED",),
@@ -53,10 +55,10 @@ def partition_cmd(screen_tsv, devices, verdicts, rounds, fmt):
 @click.option("--only", multiple=True, callback=split_csv, metavar="A,B",
               help="Only these of the screen's ops (after the verdict filter).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=3600.0,
-              show_default=True, help="Per-run limit of each card's zlh ab.")
-@click.option("--root", default=None, metavar="DIR",
+              show_default=True, callback=finite, help="Per-run limit of each card's zlh ab.")
+@click.option("--root", default=None, metavar="DIR", callback=not_empty,
               type=click.Path(), help="Default: runs/campaign_<timestamp>.")
-@click.option("--resume", default=None, metavar="ROOT", type=click.Path(),
+@click.option("--resume", default=None, metavar="ROOT", type=click.Path(), callback=not_empty,
               help="Continue a killed campaign: each card runs the ops its reports lack.")
 @click.option("--dry-run", is_flag=True, help="Print the plan; run and write nothing.")
 @click.pass_context
@@ -70,24 +72,27 @@ def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, only, timeo
     """
     if ctx.invoked_subcommand is not None:
         return
-    if resume:
+    if resume is not None:
         refuse_beside(ctx, "resume", allowed=("dry_run",))
-        plan = read_campaign(Path(resume))
+        plan = read_campaign(check_root(resume, "campaign", "--resume"))
     else:
         if not screen_root or not devices:
             raise errors.UsageError("give --screen ROOT and --devices 0,1,… (or --resume ROOT)")
-        plan = plan_campaign(Path(root or f"runs/campaign_{time.strftime('%Y%m%d-%H%M%S')}"),
-                             Path(screen_root), parse_devices(devices), rounds,
-                             list(extra_ops or ()), tuple(verdicts), timeout_s, only)
+        plan = plan_campaign(Path(root if root is not None else
+                                  f"runs/campaign_{time.strftime('%Y%m%d-%H%M%S')}"),
+                             check_root(screen_root, "screen", "--screen"),
+                             parse_devices(devices), rounds, list(extra_ops or ()),
+                             tuple(verdicts), timeout_s, only)
     click.echo(render(plan.part))
     if dry_run:
         return
     check_devices(plan.options.backend, plan.devices)
-    if not resume and plan.root.exists() and any(plan.root.iterdir()):
-        raise errors.UsageError(f"--root {plan.root} exists and is not empty; use --resume")
+    if resume is None:
+        new_root(plan.root, "--root")
     write_plan(plan)
-    cards = run_cards(plan, click.echo, resume=bool(resume))
-    doc = merge(plan, cards, lambda line: click.echo(line, err=True))
+    cards = interrupted_hint(plan.root, "campaign",
+                             lambda: run_cards(plan, click.echo, resume=resume is not None))
+    doc = merge(plan, cards, echo_err)
     click.echo(f"merged: {len(doc['ops_reported'])} ops reported; runs {doc['runs']}, replay "
                f"fallbacks {doc['replay_fallbacks']}, graph fallbacks {doc['graph_fallbacks']}, "
                f"poisoned {doc['poisoned']}; failed runs per card {doc['failed_runs_per_card']}")

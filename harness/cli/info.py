@@ -146,6 +146,11 @@ def _output_width() -> int:
 @handles_errors
 def show(run_dir, as_json):
     """Print a run's table, caliber, autotune mode and marker counts."""
+    if not (Path(run_dir) / "run.json").exists():
+        from ..corpus.files import corpus_root_hint
+        hint = corpus_root_hint(run_dir, "a run directory")
+        if hint:
+            raise errors.UsageError(hint)
     if as_json:
         from ..store.reader import load_run
         run = load_run(run_dir)

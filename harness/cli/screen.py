@@ -11,17 +11,17 @@ import click
 from ..ab.recipe import load_recipe
 from ..ab.sides import sides_from_env, sides_from_switch
 from ..common import errors
-from ..common.files import check_output_dir
 from ..compile.ir.fingerprint import compile_scrub
 from ..corpus.batch import BatchPlan
 from ..corpus.screen import (Screen, ScreenPlan, mend_side_plans, read_plan, summary_lines,
                              write_ir_changed, write_plan, write_side_plan)
 from ..corpus.screen import rescore as rescore_root
-from ..corpus.selection import DEFAULT_DISMISS, check_dtype_names, parse_dismiss, select
+from ..corpus.check import check_interpreter, check_plan, check_root, corpus_adapter
+from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
 from . import main
-from .batch import check_devices, corpus_adapter, parse_devices
-from .common import (bench_options, given_options, handles_errors, options_from,
-                     parse_bench_args, refuse_beside, split_csv)
+from .batch import check_devices, interrupted_hint, new_root, parse_devices
+from .common import (bench_options, echo_err, finite, given_options, handles_errors,
+                     not_empty, options_from, parse_bench_args, refuse_beside, split_csv)
 
 SIDE_KEYS = ("switch", "env_a", "env_b", "python_a", "python_b")
 
@@ -37,8 +37,7 @@ def sides_of(params: dict):
             else sides_from_env(params.get("env_a"), params.get("env_b")))
     for side, python in ((a, params.get("python_a")), (b, params.get("python_b"))):
         if python:
-            if not Path(python).is_file():
-                raise errors.UsageError(f"interpreter not found: {python}")
+            check_interpreter(python, f"--python-{side.label.lower()}")
             side.python = python
             side.description = (side.description + f" python={python}").strip()
     return a, b
@@ -94,17 +93,19 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.option("--recipe", default=None, metavar="FILE",
               type=click.Path(), help="A/B recipe (YAML), see recipes/.")
 @click.option("--scrub", multiple=True, metavar="REGEX", help="Extra IR scrub pattern.")
-@click.option("--devices", default=None, metavar="0,1,…", help="Devices to spread the ops over.")
+@click.option("--devices", default=None, metavar="0,1,…", callback=not_empty,
+              help="Devices to spread the ops over.")
 @click.option("--op-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
+              callback=finite,
               help="Seconds one side of an op may take (status TIMEOUT, verdict NO_ROWS).")
 @click.option("--retries", type=click.IntRange(min=0, max=5), default=2, show_default=True,
               help="Retries of a side that FAILed or CRASHed, each in a fresh worker.")
 @click.option("--fresh-process", is_flag=True, help="Every run in its own zlh bench process.")
-@click.option("--root", default=None, metavar="DIR",
+@click.option("--root", default=None, metavar="DIR", callback=not_empty,
               type=click.Path(), help="Default: runs/screen_<timestamp>.")
-@click.option("--resume", default=None, metavar="ROOT",
+@click.option("--resume", default=None, metavar="ROOT", callback=not_empty,
               type=click.Path(), help="Continue a killed screen.")
-@click.option("--rescore", default=None, metavar="ROOT", type=click.Path(),
+@click.option("--rescore", default=None, metavar="ROOT", type=click.Path(), callback=not_empty,
               help="Recompute every verdict of ROOT from its run directories (with --scrub "
                    "patterns added); keeps screen.tsv.before-rescore.")
 @bench_options
@@ -118,41 +119,43 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
 
     Exit status: 0 screened, 1 some op BROKEN_BY_B, 2 bad input, 3 preflight failed.
     """
-    if rescore:
+    if rescore is not None:
         refuse_beside(ctx, "rescore", allowed=("scrub",))
         _check_scrub(scrub)
-        rescored = rescore_root(Path(rescore), list(scrub), click.echo)
+        rescored = rescore_root(check_root(rescore, "screen", "--rescore"), list(scrub),
+                                click.echo, echo_err)
         sys.exit(1 if any(v.broken for v in rescored.values()) else 0)
-    if resume:
-        refuse_beside(ctx, "resume")
-        plan = read_plan(Path(resume))
+    if resume is not None:
+        refuse_beside(ctx, "resume", allowed=("vllm_dir",))
+        plan = read_plan(check_root(resume, "screen", "--resume"))
+        where = f"{resume}/screen.json"
+        check_plan(plan.base, corpus_adapter(plan.base.options, vllm_dir, where), where,
+                   (plan.a.python, plan.b.python), resolve=True)
         check_devices(plan.base.options.backend, plan.base.devices)
-        mend_side_plans(plan, lambda line: click.echo(line, err=True))
+        mend_side_plans(plan, echo_err)
         sys.exit(_run(plan, resume=True))
     params = {**params, "all_ops": all_ops, "ops": ops, "ops_file": ops_file}
     params, given = with_recipe(recipe, params, given_options(ctx))
     a, b = sides_of(params)
     scrub = list(params.get("scrub") or scrub)
     _check_scrub(scrub)
-    adapter = corpus_adapter(given, vllm_dir)
-    dismissed = parse_dismiss(dismiss or DEFAULT_DISMISS) if (dismiss or all_ops) and \
-        (dismiss or DEFAULT_DISMISS.exists()) else {}
-    items, left_out = select(adapter, params["all_ops"], params["ops"], params["ops_file"],
-                             include_skipped, dismissed)
     options = options_from(given)
-    check_dtype_names(options.dtypes, "--dtypes")
+    adapter = corpus_adapter(options, vllm_dir)
+    dismissed = parse_dismiss(dismiss or DEFAULT_DISMISS) if (dismiss or all_ops) and \
+        (dismiss or DEFAULT_DISMISS.exists()) else None
+    items, left_out = select(adapter, params["all_ops"], params["ops"], params["ops_file"],
+                             include_skipped, dismissed, warn=echo_err)
     lanes = check_devices(options.backend, parse_devices(devices))
     inventory = {r["op"]: {"repo": r.get("repo", adapter.repo_of(r["op"])),
                            "file": r.get("file", "-")}
                  for r in adapter.describe_ops(include_hidden=True)}
-    root_path = Path(root or f"runs/screen_{time.strftime('%Y%m%d-%H%M%S')}")
-    check_output_dir(root_path, "--root")
-    if root_path.exists() and any(root_path.iterdir()):
-        raise errors.UsageError(f"--root {root_path} exists and is not empty; use --resume "
-                                f"{root_path} to continue it, or another directory")
+    root_path = Path(root if root is not None else
+                     f"runs/screen_{time.strftime('%Y%m%d-%H%M%S')}")
     base = BatchPlan(root=root_path, items=items, devices=lanes, options=options,
                      op_timeout_s=op_timeout, fresh_process=fresh_process, retries=retries,
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory)
+    check_plan(base, adapter, pythons=(a.python, b.python))
+    new_root(root_path, "--root")
     plan = ScreenPlan(root_path, base, a, b, scrub)
     write_plan(plan)
     for side in (a, b):
@@ -171,7 +174,8 @@ def _check_scrub(patterns) -> None:
 
 def _run(plan: ScreenPlan, resume: bool) -> int:
     started = time.time()
-    verdicts = Screen(plan, click.echo, None, resume).run()
+    verdicts = interrupted_hint(plan.root, "screen",
+                                lambda: Screen(plan, click.echo, None, resume).run())
     ir_changed = write_ir_changed(plan, verdicts)
     for line in summary_lines(plan, verdicts, time.time() - started,
                               rounds_command(plan, ir_changed)):

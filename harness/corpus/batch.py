@@ -19,12 +19,13 @@ from typing import Callable
 import backends
 
 from ..common.fields import Fields
-from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, PreflightError
+from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, PreflightError, UsageError
 from ..run.options import BenchOptions
 from ..store.reader import load_run_or_none
 from . import files
 from .outcome import (CRASH, FAIL, PASS, POISONED, SKIP, TIMEOUT, Outcome, dtype_problem,
                       judge)
+from .check import MAX_RETRIES
 from .selection import Item
 from .sharding import device_for
 from ..run.child_env import child_environment
@@ -64,22 +65,39 @@ class BatchPlan:
         f = Fields(doc, where or f"{root}/{files.BATCH_JSON}")
         f.objects("ops")
         items = [_item(f.at("ops", n)) for n in range(len(doc["ops"]))]
-        devices = doc.get("devices")
-        if not isinstance(devices, list) or not devices or any(
-                isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in devices) \
-                or len(set(devices)) != len(devices):
-            raise f.error("devices", "a non-empty list of distinct device indices", devices)
-        options = f.object("options")
         left_out = f.objects("left_out", [])
         lf = [Fields(d, f"{f.where}: left_out[{n}]") for n, d in enumerate(left_out)]
-        return cls(root=Path(root), items=items, devices=list(devices),
-                   options=BenchOptions.from_flat(**{k: v for k, v in options.items()
-                                                     if k != "out"}),
+        inventory = f.object("inventory", {})
+        if not all(isinstance(v, dict) for v in inventory.values()):
+            raise f.error("inventory", "an object of op: {repo, file}", inventory)
+        retries = f.int("retries", low=0)
+        if retries > MAX_RETRIES:
+            raise f.error("retries", f"an integer from 0 to {MAX_RETRIES}", retries)
+        return cls(root=Path(root), items=items, devices=device_list(f, "devices"),
+                   options=options_field(f, "options"),
                    op_timeout_s=f.number("op_timeout_s", low=1),
-                   fresh_process=f.bool("fresh_process"), retries=f.int("retries", low=0),
+                   fresh_process=f.bool("fresh_process"), retries=retries,
                    python=f.str("python", "") or sys.executable, argv=f.strs("command"),
-                   left_out=[(d.str("op"), d.str("why")) for d in lf],
-                   inventory=f.object("inventory", {}))
+                   left_out=[(d.str("op"), d.str("why")) for d in lf], inventory=inventory)
+
+
+def device_list(f: Fields, name: str) -> list[int]:
+    """A stored list of devices: non-empty, distinct, non-negative indices."""
+    devices = f.get(name)
+    if not isinstance(devices, list) or not devices or any(
+            isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in devices) \
+            or len(set(devices)) != len(devices):
+        raise f.error(name, "a non-empty list of distinct device indices", devices)
+    return list(devices)
+
+
+def options_field(f: Fields, name: str) -> BenchOptions:
+    """Stored bench options (without `out`); a bad one names the file and the field."""
+    stored = f.object(name)
+    try:
+        return BenchOptions.from_flat(**{k: v for k, v in stored.items() if k != "out"})
+    except UsageError as exc:
+        raise UsageError(f"{f.where}: field {name}: {exc.message}") from None
 
 
 def _item(f: Fields) -> Item:
@@ -100,8 +118,10 @@ class BatchResult:
 class Batch:
     """The state of one batch: finished outcomes, the tables, progress."""
 
-    def __init__(self, plan: BatchPlan, echo: Echo, progress: Echo | None, resume: bool):
+    def __init__(self, plan: BatchPlan, echo: Echo, progress: Echo | None, resume: bool,
+                 warn: Echo | None = None):
         self.plan, self.echo, self.progress, self.resume = plan, echo, progress, resume
+        self.warn = warn or _stderr
         self.lock = threading.Lock()
         self.outcomes: dict[str, Outcome] = {}
         self.devices: dict[str, int] = {}
@@ -205,6 +225,13 @@ class Batch:
         todo = []
         for item in self.plan.items:
             done = files.read_complete(self.plan.root, item.op) if self.resume else None
+            problem = done and files.run_problem(item.op, done[0])
+            if problem:
+                self.warn(f"WARNING: {files.op_dir(self.plan.root, item.op) / files.COMPLETE} "
+                          f"names run {files.relative_run_dir(self.plan.root, done[0].run_dir)},"
+                          f" which {problem}; {item.op} runs again (its folder is kept under "
+                          f"{self.plan.root / '.abandoned'})")
+                done = None
             if done is not None:
                 outcome, device = done
                 self.outcomes[item.op], self.devices[item.op] = outcome, device
@@ -336,9 +363,13 @@ def final_summary(outcomes: dict[str, Outcome], left_out, wall_s: float) -> list
     return lines
 
 
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def run_batch(plan: BatchPlan, echo: Echo = print, progress: Echo | None = None,
-              resume: bool = False) -> BatchResult:
+              resume: bool = False, warn: Echo | None = None) -> BatchResult:
     plan.root.mkdir(parents=True, exist_ok=True)
     if not resume:
         files.write_batch_json(plan.root, plan.to_dict())
-    return Batch(plan, echo, progress, resume).run()
+    return Batch(plan, echo, progress, resume, warn).run()

@@ -20,11 +20,15 @@ from typing import Callable
 from ..ab.report import ABReport, load_report, report_document, write_reports
 from ..ab.sides import Side
 from ..common.errors import UsageError
+from ..common.fields import Fields
 from ..common.files import atomic_write_json, atomic_write_text, read_json_object
+from ..compile.ir.fingerprint import compile_scrub
 from ..run.options import BenchOptions
-from .batch import lane_for
+from .batch import BatchPlan, device_list, lane_for, options_field
+from .check import check_plan, corpus_adapter
 from .partition import Partition, partition, render, weights_from_screen
-from .screen import SCREEN_TSV, read_plan
+from .screen import SCREEN_TSV, read_plan, side_from
+from .selection import Item
 from .threads import run_lanes
 
 CAMPAIGN_JSON = "campaign.json"
@@ -63,6 +67,11 @@ def plan_campaign(root: Path, screen_root: Path, devices: list[int], rounds: int
     screen = read_plan(screen_root)
     weights, filtered = weights_from_screen(screen_root / SCREEN_TSV, verdicts)
     if only:
+        screened = set(weights) | {op for op, _ in filtered}
+        unknown = [op for op in only if op not in screened]
+        if unknown:
+            raise UsageError(f"--only {', '.join(unknown)}: not an op of the screen "
+                             f"{screen_root} (see its screen.tsv)")
         filtered += [(op, "not in --only") for op in weights if op not in only]
         weights = {op: w for op, w in weights.items() if op in only}
     if not weights and not extra_ops:
@@ -71,8 +80,10 @@ def plan_campaign(root: Path, screen_root: Path, devices: list[int], rounds: int
     part.filtered = filtered
     options = screen.base.options.replace(isolate_tuner_cache=True, device=None, out="runs",
                                           replay=None)
-    return CampaignPlan(Path(root), Path(screen_root), devices, rounds, part, screen.a,
+    plan = CampaignPlan(Path(root), Path(screen_root), devices, rounds, part, screen.a,
                         screen.b, options, list(screen.scrub), timeout_s)
+    check_campaign(plan)
+    return plan
 
 
 def card_command(plan: CampaignPlan, ops: list[str], root: Path) -> list[str]:
@@ -145,7 +156,6 @@ def run_cards(plan: CampaignPlan, echo: Echo, resume: bool = False) -> dict[int,
 
 
 def _lane_plan(plan: CampaignPlan):
-    from .batch import BatchPlan
     return BatchPlan(root=plan.root, items=[], devices=plan.devices, options=plan.options)
 
 
@@ -204,17 +214,46 @@ def write_plan(plan: CampaignPlan) -> None:
 
 
 def read_campaign(root: Path) -> CampaignPlan:
+    """The plan campaign.json holds, field by field (one line naming the field when it was
+    edited or damaged), its ops and options checked as a new campaign's are."""
     path = Path(root) / CAMPAIGN_JSON
     doc = read_json_object(path, f"{root} is not a campaign root (no {CAMPAIGN_JSON})")
+    f = Fields(doc, str(path))
+    devices = device_list(f, "devices")
+    assignment: dict[int, list[str]] = {}
+    for key, ops in f.object("assignment").items():
+        if not (key.isascii() and key.isdigit() and int(key) in devices):
+            raise f.error("assignment", f"an object keyed by the devices {devices}", key)
+        if not isinstance(ops, list) or not all(isinstance(o, str) and o for o in ops):
+            raise f.error(f"assignment.{key}", "a list of op names", ops)
+        assignment[int(key)] = list(ops)
+    ops = [op for d in sorted(assignment) for op in assignment[d]]
+    weights = _seconds(f, "weights_s", ops)
+    planned = {int(k): v for k, v in _seconds(f, "planned_s", map(str, assignment)).items()}
+    options = options_field(f, "options")
+    plan = CampaignPlan(Path(root), Path(f.str("screen", empty=False)), devices,
+                        f.int("rounds", low=1), Partition(planned, assignment, weights),
+                        side_from(f, "A"), side_from(f, "B"), options, f.strs("scrub", []),
+                        f.number("timeout_s", 3600.0, low=1))
     try:
-        devices = [int(d) for d in doc["devices"]]
-        assignment = {int(d): list(ops) for d, ops in doc["assignment"].items()}
-        part = Partition({int(d): float(s) for d, s in doc["planned_s"].items()}, assignment,
-                         {k: float(v) for k, v in doc["weights_s"].items()})
-        options = BenchOptions.from_flat(**{k: v for k, v in doc["options"].items()
-                                            if k != "out"})
-        return CampaignPlan(Path(root), Path(doc["screen"]), devices, int(doc["rounds"]), part,
-                            Side(**doc["A"]), Side(**doc["B"]), options,
-                            list(doc.get("scrub", [])), float(doc.get("timeout_s", 3600)))
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise UsageError(f"{path} is not a campaign plan ({exc})") from None
+        compile_scrub(plan.scrub)
+    except ValueError as exc:
+        raise f.error("scrub", f"valid patterns ({exc})", plan.scrub) from None
+    check_campaign(plan, str(path))
+    return plan
+
+
+def _seconds(f: Fields, name: str, keys) -> dict[str, float]:
+    """An object of finite seconds >= 0 holding (at least) every one of `keys`."""
+    seconds = Fields(f.object(name), f"{f.where}: {name}")
+    return {k: seconds.number(k, low=0) for k in dict.fromkeys(keys)}
+
+
+def check_campaign(plan: CampaignPlan, where: str = "") -> None:
+    """What would make every card fail, one line now: an op twice or unknown to the adapter,
+    options or interpreters that cannot run (the checks of a batch plan)."""
+    ops = [op for d in sorted(plan.part.assignment) for op in plan.part.assignment[d]]
+    batch = BatchPlan(root=plan.root, items=[Item(op) for op in ops], devices=plan.devices,
+                      options=plan.options)
+    adapter = corpus_adapter(plan.options, None, where)    # the adapter reads its own env
+    check_plan(batch, adapter, where, (plan.a.python, plan.b.python), resolve=True)

@@ -13,9 +13,11 @@ import shutil
 import time
 from pathlib import Path
 
-from ..common.errors import UsageError
-from ..common.files import atomic_write_json, atomic_write_text, csv_text, read_json_object
+from ..common.errors import UsageError, one_line
+from ..common.files import (atomic_write_json, atomic_write_text, check_output_file, csv_text,
+                            read_json_object)
 from ..common.schema import check_readable
+from ..store.reader import load_run
 from ..store.rundir import safe_name
 from .outcome import Outcome
 
@@ -54,6 +56,9 @@ def write_complete(root: Path, op: str, outcome: Outcome, device: int) -> None:
 
 def read_complete(root: Path, op: str) -> tuple[Outcome, int] | None:
     path = op_dir(root, op) / COMPLETE
+    if op_dir(root, op).exists() and not op_dir(root, op).is_dir():
+        raise UsageError(f"{op_dir(root, op)} is a file where the folder of op {op} belongs; "
+                         f"move it away to run {op} again")
     try:
         data = check_readable(json.loads(path.read_text(encoding="utf-8")), str(path))
         if not isinstance(data, dict):
@@ -69,6 +74,21 @@ def read_complete(root: Path, op: str) -> tuple[Outcome, int] | None:
         return None
     except (OSError, ValueError, KeyError, TypeError, UsageError) as exc:
         raise UsageError(f"{path} is damaged ({exc}); remove it to run {op} again") from None
+
+
+def run_problem(op: str, outcome: Outcome) -> str | None:
+    """Why the run directory a finished op's outcome names cannot give its measured rows
+    (gone, damaged, another op's run), or None. An outcome without rows is not checked."""
+    if outcome.run_dir is None or not outcome.rows_total:
+        return None
+    try:
+        run = load_run(outcome.run_dir)
+    except UsageError as exc:
+        return "is missing" if not Path(outcome.run_dir).exists() else \
+            f"cannot be read ({one_line(exc.message, 160)})"
+    if run.op != op:
+        return f"is a run of {run.op}, not of {op}"
+    return None
 
 
 def set_aside(root: Path, op: str) -> Path | None:
@@ -100,6 +120,33 @@ def read_batch_json(root: Path) -> dict:
     return doc
 
 
+def check_tables(root: Path) -> None:
+    """The tables a resumed batch rewrites: a folder or a device in their place is refused
+    now, in one line, rather than after the first op."""
+    for name in ("ops_status.csv", "summary.csv"):
+        check_output_file(Path(root) / name, "batch table")
+
+
 def write_tables(root: Path, status_rows: list[dict], summary_rows: list[dict]) -> None:
     atomic_write_text(Path(root) / "ops_status.csv", csv_text(OPS_STATUS_COLUMNS, status_rows))
     atomic_write_text(Path(root) / "summary.csv", csv_text(SUMMARY_COLUMNS, summary_rows))
+
+
+def corpus_root_hint(path: str | Path, reader: str) -> str | None:
+    """What a corpus root (or a batch op's folder) given to `zlh report` or `zlh show`
+    holds instead, and where to look; None for any other path."""
+    root = Path(path)
+    runs = sorted(p.name for p in root.glob("*_*") if (p / "run.json").is_file()) \
+        if root.is_dir() else []
+    if (root / "campaign.json").is_file():
+        return f"{root} is a campaign root: `zlh report {root}` prints its merged report"
+    if (root / "screen.json").is_file():
+        return (f"{root} is a screen root, not {reader}: its verdicts are in screen.tsv; each "
+                f"side's runs are under {root}/A and {root}/B (zlh show {root}/A/<op>/<run>)")
+    if (root / BATCH_JSON).is_file():
+        return (f"{root} is a batch root, not {reader}: see ops_status.csv and summary.csv; "
+                f"one op's run: zlh show {root}/<op>/<op>_<timestamp>")
+    if (root / COMPLETE).is_file() or any(root.glob("run.attempt*.log")):
+        newest = f" (newest: zlh show {root / runs[-1]})" if runs else ""
+        return f"{root} is the folder of one op of a batch, not {reader}{newest}"
+    return None

@@ -61,6 +61,8 @@ def weights_from_screen(path: Path, verdicts: tuple[str, ...] | None
         raise UsageError(f"{path} is not a screen table (no {' or '.join(missing)} column)")
     kept, filtered, seen = {}, [], {}
     for line, row in enumerate(rows, 2):
+        if not row["op"].strip():
+            raise UsageError(f"{path}: line {line} has no op name")
         if row["op"] in seen:
             raise UsageError(f"{path}: op {row['op']!r} appears twice (lines {seen[row['op']]} "
                              f"and {line}); one row per op")

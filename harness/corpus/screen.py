@@ -21,7 +21,9 @@ from typing import Callable
 from ..ab.sides import Side
 from ..common.errors import PreflightError, UsageError
 from ..common.fields import Fields
-from ..common.files import atomic_write_json, atomic_write_text, read_json_object
+from ..common.files import (atomic_write_json, atomic_write_text, check_output_file,
+                            read_json_object)
+from ..compile.ir.fingerprint import compile_scrub
 from . import files
 from .batch import Batch, BatchPlan, lane_for, watch_devices
 from .outcome import Outcome
@@ -59,11 +61,17 @@ class ScreenPlan:
     def from_dict(cls, root: Path, doc: dict) -> "ScreenPlan":
         f = Fields(doc, f"{root}/{SCREEN_JSON}")
         base = BatchPlan.from_dict(root, f.object("batch"), where=f"{f.where}: batch")
-        return cls(root=Path(root), base=base, a=_side(f, "A"), b=_side(f, "B"),
-                   scrub=f.strs("scrub", []))
+        scrub = f.strs("scrub", [])
+        try:
+            compile_scrub(scrub)
+        except ValueError as exc:
+            raise f.error("scrub", f"valid patterns ({exc})", scrub) from None
+        return cls(root=Path(root), base=base, a=side_from(f, "A"), b=side_from(f, "B"),
+                   scrub=scrub)
 
 
-def _side(f: Fields, label: str) -> Side:
+def side_from(f: Fields, label: str) -> Side:
+    """Side `label` of a stored plan (screen.json, campaign.json), field by field."""
     doc = f.object(label)
     env = doc.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(k, str) and (v is None or
@@ -210,7 +218,8 @@ def write_plan(plan: ScreenPlan) -> None:
 def write_side_plan(plan: ScreenPlan, side: Side) -> None:
     """A side's batch.json, derived from the screen plan."""
     (plan.root / side.label).mkdir(parents=True, exist_ok=True)
-    files.write_batch_json(plan.root / side.label, plan.side_plan(side).to_dict())
+    files.write_batch_json(plan.root / side.label, {**plan.side_plan(side).to_dict(),
+                                                     "screen_side": side.label})
 
 
 def mend_side_plans(plan: ScreenPlan, echo: Echo) -> None:
@@ -226,22 +235,39 @@ def mend_side_plans(plan: ScreenPlan, echo: Echo) -> None:
             write_side_plan(plan, side)
 
 
-def rescore(root: Path, extra_scrub: list[str], echo: Echo) -> dict[str, Verdict]:
+def rescore(root: Path, extra_scrub: list[str], echo: Echo,
+            warn: Echo | None = None) -> dict[str, Verdict]:
     """Every verdict again from the stored run directories, with the plan's scrub plus
-    `extra_scrub`; the previous table is kept as screen.tsv.before-rescore."""
+    `extra_scrub`; the previous table is kept as screen.tsv.before-rescore. An op without a
+    finished side A, or whose run directory is gone or damaged, is said on `warn`."""
+    warn = warn or echo
     plan = read_plan(root)
     plan.scrub = list(dict.fromkeys([*plan.scrub, *extra_scrub]))
-    old = {r["op"]: r.get("verdict", "-") for r in read_tsv(root / SCREEN_TSV)} \
-        if (root / SCREEN_TSV).exists() else {}
-    verdicts = {}
+    for name in (SCREEN_TSV, SCREEN_TSV + ".before-rescore", IR_CHANGED_TXT):
+        check_output_file(root / name, "screen file")
+    old = _old_verdicts(root / SCREEN_TSV, warn)
+    verdicts, unfinished = {}, []
     for item in plan.base.items:
         a = files.read_complete(root / "A", item.op)
         b = files.read_complete(root / "B", item.op)
         if a is None:
+            unfinished.append(item.op)
             continue
+        for label, side in (("A", a), ("B", b)):
+            problem = side and files.run_problem(item.op, side[0])
+            if problem:
+                warn(f"WARNING: {files.op_dir(root / label, item.op) / files.COMPLETE} "
+                     f"names run {side[0].run_dir}, which {problem}; the verdict is decided "
+                     f"without it (zlh screen --resume {root} runs it again)")
         verdicts[item.op] = decide(item.op, a[0], b[0] if b else None, plan.scrub,
                                    plan.base.options.ir_stage)
-    if (root / SCREEN_TSV).exists():
+    if not verdicts:
+        raise UsageError(f"{root}: no op has a finished side A (A/<op>/{files.COMPLETE}); "
+                         f"nothing to rescore (zlh screen --resume {root} runs them)")
+    if unfinished:
+        warn(f"WARNING: {len(unfinished)} op(s) without a finished side A keep no row: "
+             f"{', '.join(unfinished)} (zlh screen --resume {root} runs them)")
+    if (root / SCREEN_TSV).is_file():
         shutil.copyfile(root / SCREEN_TSV, root / (SCREEN_TSV + ".before-rescore"))
     write_table(plan, verdicts)
     write_plan(plan)
@@ -252,6 +278,18 @@ def rescore(root: Path, extra_scrub: list[str], echo: Echo) -> dict[str, Verdict
     counts = {name: sum(1 for v in verdicts.values() if v.verdict == name) for name in VERDICTS}
     echo("rescored: " + ", ".join(f"{k} {n}" for k, n in counts.items() if n))
     return verdicts
+
+
+def _old_verdicts(path: Path, warn: Echo) -> dict[str, str]:
+    """{op: verdict} of the table a rescore replaces; a damaged one is said and read as
+    empty (the rescore writes it anew from the run directories)."""
+    if not path.exists():
+        return {}
+    try:
+        return {r.get("op", "-"): r.get("verdict", "-") for r in read_tsv(path)}
+    except UsageError as exc:
+        warn(f"WARNING: {exc.message}; previous verdicts shown as -")
+        return {}
 
 
 __all__ = ["ScreenPlan", "Screen", "read_plan", "write_plan", "rescore", "summary_lines",

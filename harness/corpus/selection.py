@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
-from ..common.errors import UsageError
+from ..common.errors import UsageError, one_line
 
 DEFAULT_DISMISS = Path(__file__).resolve().parents[2] / "recipes" / "dismiss.txt"
 
@@ -30,10 +30,7 @@ class Item:
 
 
 def parse_ops_file(path: str) -> list[Item]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"ops file {path} cannot be read: {_why(exc)}") from None
+    text = _read(path, "ops file")
     items = []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
@@ -65,25 +62,40 @@ def check_dtype_names(names, where: str) -> None:
                          f"float16, bfloat16, float32)")
 
 
-def parse_dismiss(path: str | Path) -> dict[str, str]:
-    """{op (with `repo:` when given): reason}."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"dismiss list {path} cannot be read: {_why(exc)}") from None
-    out = {}
-    for raw in text.splitlines():
+class DismissList(dict):
+    """{op (with `repo:` when given): reason}; `where[op]` is the `file:line` naming it."""
+
+    def __init__(self):
+        super().__init__()
+        self.where: dict[str, str] = {}
+
+
+def parse_dismiss(path: str | Path) -> DismissList:
+    text = _read(path, "dismiss list")
+    out = DismissList()
+    for number, raw in enumerate(text.splitlines(), 1):
         name, _, reason = raw.partition("#")
         if name.strip():
             out[name.strip()] = reason.strip() or "dismissed"
+            out.where.setdefault(name.strip(), f"{path}:{number}")
     return out
 
 
+def _read(path: str | Path, what: str) -> str:
+    """A text input file (UTF-8, a byte-order mark dropped), or one UsageError line."""
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{what} {path} cannot be read: {_why(exc)}") from None
+
+
 def select(adapter, all_ops: bool, ops: Sequence[str] | None, ops_file: str | None,
-           include_skipped: bool = False, dismiss: dict[str, str] | None = None
+           include_skipped: bool = False, dismiss: dict[str, str] | None = None,
+           warn: Callable[[str], None] | None = None
            ) -> tuple[list[Item], list[tuple[str, str]]]:
     """(items to run, [(op, why left out)]). Exactly one of the three forms; names are
-    resolved by the adapter here, so a typo is a usage error before anything runs."""
+    resolved by the adapter here, so a typo is a usage error before anything runs. `warn`
+    gets one line per op named twice and per dismiss entry that matches no op."""
     given = sum(bool(x) for x in (all_ops, ops, ops_file))
     if given != 1:
         raise UsageError("name the ops with exactly one of --all, --ops a,b,… or --ops-file F")
@@ -97,7 +109,9 @@ def select(adapter, all_ops: bool, ops: Sequence[str] | None, ops_file: str | No
                 items.append(Item(row["op"]))
     else:
         items = parse_ops_file(ops_file) if ops_file else [Item(o) for o in ops]
-    items = _resolve(adapter, items)
+    items = _resolve(adapter, items, warn)
+    if dismiss and warn is not None:
+        _unmatched_dismissals(adapter, dismiss, warn)
     if dismiss:
         kept = []
         for item in items:
@@ -114,18 +128,33 @@ def select(adapter, all_ops: bool, ops: Sequence[str] | None, ops_file: str | No
     return items, left_out
 
 
-def _resolve(adapter, items: Iterable[Item]) -> list[Item]:
+def _unmatched_dismissals(adapter, dismiss: dict[str, str], warn) -> None:
+    """A dismiss entry naming no op of the corpus (a typo, a renamed op) dismisses nothing:
+    said once per entry, with its file and line."""
+    names = set()
+    for row in adapter.describe_ops(include_hidden=True):
+        names |= {row["op"], f"{row.get('repo', adapter.repo_of(row['op']))}:{row['op']}"}
+    where = getattr(dismiss, "where", {})
+    for name in dismiss:
+        if name not in names:
+            warn(f"WARNING: {where.get(name, 'dismiss list')}: dismiss entry {name!r} matches "
+                 f"no op of the corpus; it dismisses nothing (check the name)")
+
+
+def _resolve(adapter, items: Iterable[Item], warn=None) -> list[Item]:
     import adapters
     resolved, seen, unknown = [], {}, []
     for item in items:
         try:
             name = adapter.resolve(item.op)
         except adapters.UnknownOp as exc:
-            unknown.append(str(exc))
+            unknown.append(one_line(exc, 300))
             continue
         if name in seen and seen[name] != item.dtypes:
             raise UsageError(f"op {name} is named twice with different dtypes; name it once "
                              f"(op::dtype,dtype in an ops file)")
+        if name in seen and warn is not None:
+            warn(f"WARNING: op {name} is named twice; it runs once")
         if name not in seen:
             seen[name] = item.dtypes
             resolved.append(Item(name, item.dtypes))

@@ -1,0 +1,101 @@
+"""A corpus plan checked before any op runs.
+
+What would fail every op the same way — an adapter or backend that does not exist, a dtype
+name that is no torch dtype, a shape file that is not there, a timer the backend lacks, an
+interpreter that is not a program, an op the adapter does not know, an op listed twice —
+is one usage line now, not one FAIL per op after its retries. The same checks run on a new
+plan (from the command line) and on a resumed one (from the files of its root), so an edited
+or damaged batch.json, screen.json or campaign.json is refused the way a bad option is.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import adapters
+import backends
+
+from ..common.errors import UsageError, one_line
+from ..run.options import BenchOptions
+from ..run.plan import check_timer
+from ..run.shapes import ShapeFileError, load_shape_file
+from .selection import check_dtype_names
+
+MAX_RETRIES = 5                 # the --retries range of the corpus commands
+
+
+def corpus_adapter(options: BenchOptions, vllm_dir: str | None, where: str = ""):
+    """The adapter the options name (default: flaggems when a checkout is named, else
+    builtin); UsageError for an unknown name or --cases beside another adapter."""
+    name = options.adapter or ("user" if options.cases else
+                               adapters.default_adapter_name(options.flaggems_dir))
+    if options.cases and name != "user":
+        raise UsageError(f"{_prefix(where)}--cases names user cases; it cannot be combined "
+                         f"with --adapter {name} (leave --adapter out)")
+    config = {"cases": options.cases} if options.cases else {}
+    try:
+        return adapters.get_adapter(name, flaggems_dir=options.flaggems_dir,
+                                    vllm_dir=vllm_dir, **config)
+    except adapters.UnknownAdapter as exc:
+        raise UsageError(_prefix(where) + str(exc)) from None
+
+
+def check_plan(plan, adapter, where: str = "", pythons: tuple[str, ...] = (),
+               resolve: bool = False) -> None:
+    """UsageError (one line, prefixed with `where`, the file a resumed plan came from) for
+    whatever in `plan` (a BatchPlan) would make every op fail; `resolve`: also ask the
+    adapter for every op's name (a new plan's names were resolved when it was selected)."""
+    p = _prefix(where)
+    if not plan.items:
+        raise UsageError(f"{p}no op to run")
+    seen = set()
+    for item in plan.items:
+        if item.op in seen:
+            raise UsageError(f"{p}op {item.op} is listed twice; each op runs once")
+        seen.add(item.op)
+        check_dtype_names(item.dtypes, f"{p}op {item.op}")
+    check_dtype_names(plan.options.dtypes, f"{where}: options.dtypes" if where else "--dtypes")
+    if plan.options.device is not None:
+        raise UsageError(f"{p}--device {plan.options.device}: a corpus command spreads its "
+                         f"ops over --devices 0,1,… (one lane each); leave --device out")
+    if not 0 <= plan.retries <= MAX_RETRIES:
+        raise UsageError(f"{p}retries {plan.retries}: expected 0 to {MAX_RETRIES}")
+    try:
+        backend = (backends.get_backend(plan.options.backend) if plan.options.backend
+                   else backends.detect_backend())
+    except backends.UnknownBackend as exc:
+        raise UsageError(p + str(exc)) from None
+    try:
+        check_timer(plan.options, backend)
+        if plan.options.shapes:
+            load_shape_file(plan.options.shapes)
+    except (UsageError, ShapeFileError) as exc:
+        raise UsageError(p + str(exc)) from None
+    for python in (*pythons, plan.python):
+        check_interpreter(python, where)
+    if resolve:
+        for item in plan.items:
+            try:
+                adapter.resolve(item.op)
+            except adapters.UnknownOp as exc:
+                raise UsageError(p + one_line(exc, 300)) from None
+
+
+def check_interpreter(python: str, where: str = "") -> None:
+    if not (Path(python).is_file() and os.access(python, os.X_OK)):
+        why = "not found" if not Path(python).exists() else "is not an executable file"
+        raise UsageError(f"{_prefix(where)}interpreter {python} {why}")
+
+
+def check_root(path: str | os.PathLike, kind: str, flag: str) -> Path:
+    """A root to resume or read: refused in one line when it is a file or is missing."""
+    root = Path(path)
+    if str(path) == "":
+        raise UsageError(f"{flag}: an empty path is not a {kind} root")
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"{flag} {path} is a file, not a {kind} root")
+    return root
+
+
+def _prefix(where: str) -> str:
+    return f"{where}: " if where else ""
