@@ -4,6 +4,7 @@ the canary gate's exit status, resume, re-accounting with another launch floor, 
 accuracy tests through pytest, and the contract checks (with the real probe)."""
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -371,6 +372,31 @@ def test_reaccount_refuses_a_campaign_receipt_of_another_shape(tmp_path, fake, c
     assert result.exit_code == 2, result.output
     assert result.output.startswith("zlh: ") and expected in result.output, result.output
     assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "re").exists()
+
+
+@pytest.mark.parametrize("change,expected", [
+    (lambda t: t.update(rules="x"), "rules must be an object"),
+    (lambda t: t["rules"].update(cells=[]), "rules.cells must be a non-empty list"),
+    (lambda t: t["rules"].update(good_pct="5"), "rules.good_pct must be a finite number"),
+    (lambda t: t.update(receipts=["a/off"]), "receipts must be an object of strings"),
+    (lambda t: t.update(rounds=[]), "rounds must be an object"),
+    (lambda t: t.pop("task_id"), "task_id must be present"),
+], ids=["rules", "no_cells", "good_pct", "receipts", "rounds", "task_id"])
+def test_reaccount_refuses_a_resealed_task_receipt_of_another_shape(tmp_path, fake, change,
+                                                                    expected):
+    """A task receipt edited and sealed again (its sha256 updated in the campaign receipt)
+    is still refused by the field it lacks, not met as a KeyError or TypeError."""
+    root = _sealed_canary(tmp_path, fake)
+    task = root / "tasks" / "add" / "task-receipt.json"
+    _edit_json(task, change)
+    digest = hashlib.sha256(task.read_bytes()).hexdigest()
+    _edit_json(root / "campaign-receipt.json",
+               lambda r: r["produced_by"]["tasks"].update(add=digest))
+    result = cli("reaccount", root, "--out", tmp_path / "re")
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("zlh: ") and expected in result.output, result.output
+    assert "task-receipt.json" in result.output
     assert not (tmp_path / "re").exists()
 
 

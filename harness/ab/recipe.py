@@ -6,7 +6,9 @@ and YAML reads `off`/`no`/`yes` as booleans (`env_a: {X: off}` would set X=False
 """
 from __future__ import annotations
 
+from ..common.documents import loads_yaml
 from ..common.errors import UsageError
+from ..common.files import read_text
 from ..compile.ir.fingerprint import compile_scrub
 
 KEYS = ("name", "description", "ops", "switch", "env_a", "env_b", "python_a", "python_b",
@@ -17,8 +19,7 @@ TEXT_KEYS = ("name", "description", "switch", "python_a", "python_b", "check_ups
 def load_recipe(path: str) -> dict:
     import yaml
     try:
-        with open(path, encoding="utf-8") as handle:
-            spec = yaml.safe_load(handle)
+        spec = loads_yaml(read_text(path))
     except OSError as exc:
         raise UsageError(f"recipe {path} cannot be read: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
@@ -28,6 +29,8 @@ def load_recipe(path: str) -> dict:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise UsageError(f"recipe {path} is not valid YAML{where}: {problem}") from None
+    except ValueError as exc:
+        raise UsageError(f"recipe {path}: {exc}") from None
     if not isinstance(spec, dict):
         raise UsageError(f"recipe {path}: top level must be a mapping")
     unknown = set(spec) - set(KEYS)
@@ -78,6 +81,8 @@ def _check_env(env, where: str) -> None:
             raise UsageError(f"{where}: {name!r} is not a variable name")
         if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):
             raise UsageError(f"{where}.{name} is {value!r}, not a string{_hint(value)}")
+        if "\0" in name or "\0" in str(value):
+            raise UsageError(f"{where}.{name}: an environment variable cannot hold a NUL byte")
 
 
 def _hint(value) -> str:

@@ -10,11 +10,13 @@ gets no label.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..common.documents import loads_json
 from ..common.errors import UsageError
+from ..common.fields import Fields
+from ..common.files import read_text
 from ..common.schema import check_readable
 
 KIND = "calibration"
@@ -36,13 +38,14 @@ class NoiseFloor:
     def load(cls, path) -> "NoiseFloor":
         """From a calibration.json; UsageError naming what is wrong."""
         try:
-            doc = json.loads(Path(path).read_text(encoding="utf-8"))
+            doc = loads_json(read_text(path))
         except FileNotFoundError:
             raise UsageError(f"--noise-floor {path}: no such file (run zlh calibrate first)") \
                 from None
         except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise UsageError(f"--noise-floor {path} cannot be read: "
-                             f"{str(exc).splitlines()[0]}") from None
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else \
+                str(exc).splitlines()[0]
+            raise UsageError(f"--noise-floor {path} cannot be read: {why}") from None
         check_readable(doc, f"--noise-floor {path}")
         if not isinstance(doc, dict) or doc.get("kind") != KIND or \
                 not isinstance(doc.get("ops"), list):
@@ -50,13 +53,21 @@ class NoiseFloor:
         if doc.get("plant_pct"):
             raise UsageError(f"--noise-floor {path} is a planted-change self-test, not an A/A "
                              f"noise floor; run zlh calibrate without --plant-pct")
+        f = Fields(doc, f"--noise-floor {path}")
         floors = {}
-        for op in doc["ops"]:
-            for shape in op.get("shapes") or ():
+        for number, op in enumerate(f.objects("ops")):
+            of = f.at("ops", number)
+            name = of.str("op")
+            for index, shape in enumerate(of.objects("shapes", [])):
+                sf = of.at("shapes", index)
+                for key in ("dtype", "shape_detail"):
+                    sf.str(key)
+                sf.str("variant", "")
+                sf.int("occurrence", 0, low=0)
                 value = shape.get("noise_max_pct")
-                if isinstance(value, (int, float)):
-                    floors[shape_key(op.get("op"), shape)] = float(value)
-        return cls(str(path), floors, doc.get("machine") or {})
+                if value is not None:
+                    floors[shape_key(name, shape)] = sf.number("noise_max_pct", low=0)
+        return cls(str(path), floors, f.object("machine", {}))
 
     def floor_for(self, op: str, row) -> float | None:
         return self.floors.get(shape_key(op, row))

@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from ..common import errors
-from ..common.files import atomic_write_text, check_output_file
+from ..common.documents import loads_yaml
+from ..common.files import atomic_write_text, check_output_file, read_text
 from . import main
 from .common import handles_errors, split_csv
 from .output import AdapterName
@@ -86,7 +87,7 @@ def check(file, flaggems_dir, vllm_dir, adapter):
         shape_file = load_shape_file(file)
     except ShapeFileError as exc:
         raise errors.UsageError(str(exc)) from None
-    raw = yaml.safe_load(Path(file).read_text(encoding="utf-8"))
+    raw = loads_yaml(Path(file).read_text(encoding="utf-8"))
     unmatched = _adapter(adapter, flaggems_dir, vllm_dir).unmatched_shape_keys(shape_file.doc)
     target = unmatched_path(file)
     if not unmatched:
@@ -123,14 +124,16 @@ def model(config, tokens, tp, lm_head, out, adapter):
     import yaml
     check_output_file(out, "--out")
     try:
-        fields = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
         counts = [int(t) for t in tokens]
-    except OSError as exc:
-        raise errors.UsageError(f"model config {config} cannot be read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise errors.UsageError(f"model config {config} is not JSON or YAML: {exc}") from None
     except ValueError:
         raise errors.UsageError(f"--tokens takes integers, got {','.join(tokens)}") from None
+    try:
+        fields = loads_yaml(read_text(config))
+    except OSError as exc:
+        raise errors.UsageError(f"model config {config} cannot be read: {exc.strerror}") from None
+    except (yaml.YAMLError, ValueError) as exc:
+        raise errors.UsageError(f"model config {config} is not JSON or YAML: "
+                                f"{errors.one_line(exc)}") from None
     if not isinstance(fields, dict) or any(t < 1 for t in counts):
         raise errors.UsageError(f"model config {config} must be a mapping and --tokens positive")
     header = [f"# Model shapes of {fields.get('model_type', Path(config).stem)} "

@@ -3,7 +3,9 @@
 A file edited by hand or damaged on disk must end in one line that names the file, the field
 and what was expected, never in a TypeError deep inside the command. `Fields(doc, where)`
 reads one field at a time, raising UsageError(`<where>: field <name>: expected <what>, got
-<value>`).
+<value>`). A dotted name (`produced_by.tasks`) reads a field of a nested object; when an
+object on the way is missing or of another type, the field itself is reported missing. A
+reader with its own wording overrides `error`.
 """
 from __future__ import annotations
 
@@ -24,8 +26,13 @@ class Fields:
         where = f"{self.where}: " if self.where else ""
         return UsageError(f"{where}field {name}: expected {what}, got {shown}")
 
+    @staticmethod
+    def missing(value) -> bool:
+        """Whether `value`, as `error` gets it, stands for a field that is not there."""
+        return value is _MISSING
+
     def get(self, name: str, default=_MISSING):
-        value = self.doc.get(name, default)
+        value = _lookup(self.doc, name, default)
         if value is _MISSING:
             raise self.error(name, "a value", value)
         return value
@@ -61,6 +68,15 @@ class Fields:
     def strs(self, name: str, default=_MISSING) -> list[str]:
         return self._list(name, default, str, "a list of strings")
 
+    def numbers(self, name: str, default=_MISSING) -> list[float]:
+        """A list of finite numbers (booleans are not numbers)."""
+        value = self.get(name, default)
+        if not isinstance(value, list) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                for v in value):
+            raise self.error(name, "a list of finite numbers", value)
+        return list(value)
+
     def objects(self, name: str, default=_MISSING) -> list[dict]:
         return self._list(name, default, dict, "a list of objects")
 
@@ -76,6 +92,24 @@ class Fields:
             raise self.error(name, "an object", value)
         return value
 
+    def str_map(self, name: str, default=_MISSING) -> dict[str, str]:
+        """An object whose keys and values are all strings (e.g. id -> sha256)."""
+        value = self.get(name, default)
+        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                  for k, v in value.items()):
+            raise self.error(name, "an object of strings", value)
+        return dict(value)
+
     def at(self, name: str, index: int) -> "Fields":
         """The fields of the index-th object of list `name`."""
         return Fields(self.doc[name][index], f"{self.where}: {name}[{index}]")
+
+
+def _lookup(doc, name: str, default):
+    """doc[name]; for a dotted name absent as a key, the path through nested objects."""
+    if not isinstance(doc, dict):
+        return default
+    if name in doc or "." not in name:
+        return doc.get(name, default)
+    head, _, rest = name.partition(".")
+    return _lookup(doc.get(head), rest, default)

@@ -6,9 +6,11 @@ files get the usual permissions (0666 minus the umask), not mkstemp's private 06
 """
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -151,14 +153,34 @@ def _read_only(path: Path) -> bool:
         return False
 
 
+def read_bytes(path: str | os.PathLike) -> bytes:
+    """The bytes of a regular file. A FIFO or a device is an OSError (`not a regular file`),
+    a directory one too (`Is a directory`): reading them would wait for a writer forever or
+    never end (/dev/zero). Readers turn the OSError into their one line."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a pipe or device)", str(path))
+        return handle.read()
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """The UTF-8 text of a regular file (see read_bytes); UnicodeDecodeError otherwise."""
+    return read_bytes(path).decode("utf-8")
+
+
 def read_json_object(path: str | os.PathLike, missing: str, what: str = "a JSON object") -> dict:
     """A JSON object from `path`, or one UsageError line: `missing` when there is no file,
     `<path> is not <what> (a JSON object was expected, found <type>)` when it holds something
     else, else what is wrong with it (also: written with a newer schema than this zlh reads)."""
+    from .documents import loads_json
     from .errors import UsageError
     path = Path(path)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = loads_json(read_text(path))
     except FileNotFoundError:
         raise UsageError(missing) from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:

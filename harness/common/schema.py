@@ -35,7 +35,7 @@ def major(version) -> int | None:
         return version
     if isinstance(version, str):
         head = version.split(".", 1)[0]
-        return int(head) if head.isdigit() else None
+        return int(head) if head.isascii() and head.isdigit() else None
     return None
 
 

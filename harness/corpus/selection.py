@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from ..common.errors import UsageError, one_line
+from ..common.files import read_bytes
 
 DEFAULT_DISMISS = Path(__file__).resolve().parents[2] / "recipes" / "dismiss.txt"
 
@@ -84,7 +85,7 @@ def parse_dismiss(path: str | Path) -> DismissList:
 def _read(path: str | Path, what: str) -> str:
     """A text input file (UTF-8, a byte-order mark dropped), or one UsageError line."""
     try:
-        return Path(path).read_text(encoding="utf-8-sig")
+        return read_bytes(path).decode("utf-8-sig")     # a FIFO is refused, not waited on
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{what} {path} cannot be read: {_why(exc)}") from None
 

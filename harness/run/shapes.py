@@ -17,6 +17,8 @@ from pathlib import Path
 
 import yaml
 
+from ..common.documents import loads_yaml
+
 
 class ShapeFileError(ValueError):
     pass
@@ -36,9 +38,11 @@ def load_shape_file(path: str) -> ShapeFile:
                              f"shape file {path} is not a regular file")
     try:
         raw = file.read_bytes()
-        data = yaml.safe_load(raw.decode("utf-8"))
+        data = loads_yaml(raw.decode("utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise ShapeFileError(f"shape file {path} cannot be read: {exc}") from exc
+    except ValueError as exc:
+        raise ShapeFileError(f"shape file {path}: {exc}") from exc
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}" if where is not None else ""
@@ -60,6 +64,11 @@ def normalise(data, origin: str = "shape file") -> dict:
             if "shapes" not in entry:
                 raise ShapeFileError(f"{origin}: {key!r} has no `shapes` list (keys: "
                                      f"{', '.join(map(str, entry)) or 'none'})")
+            unknown = sorted(map(str, set(entry) - {"shapes", "shape_desc"}))
+            if unknown:                 # a misspelt key would be dropped without a word
+                raise ShapeFileError(f"{origin}: {key!r} has an unknown key "
+                                     f"{', '.join(unknown)} (an entry takes shapes and "
+                                     f"shape_desc)")
             shapes, desc = entry.get("shapes"), entry.get("shape_desc", "")
             if not isinstance(desc, str):
                 raise ShapeFileError(f"{origin}: {key!r} shape_desc must be a string, "

@@ -5,21 +5,23 @@ Every command that looks at a finished (or unfinished) run goes through `load_ru
 """
 from __future__ import annotations
 
-import json
 import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..common.documents import loads_json
 from ..common.errors import UsageError
+from ..common.fields import Fields
 from ..common.files import read_json_object
 from ..common.schema import check_readable
 from .caliber import Caliber
-from .results import Row
+from .results import FAILED, SKIPPED, SUCCESS, Row
 from .rundir import RESULTS_JSONL, RUN_JSON, safe_name
 
 # run.json statuses; `abandoned` is derived: `running`, but its process is gone.
 RUNNING, COMPLETE, ABANDONED = "running", "complete", "abandoned"
+STATUSES = (SUCCESS, FAILED, SKIPPED)
 
 
 @dataclass
@@ -63,8 +65,42 @@ def read_info(path) -> dict:
     if not path.is_dir():
         why = "not a directory" if path.exists() else "no such directory"
         raise UsageError(f"{path} is not a run directory ({why})")
-    return read_json_object(file, f"{path} is not a run directory (no {RUN_JSON})",
+    info = read_json_object(file, f"{path} is not a run directory (no {RUN_JSON})",
                             "a run description")
+    return _info_fields(info, str(file))
+
+
+# run.json fields readers take apart, by type; each may be absent (older runs). `caliber`
+# is not here: one that is not an object is a run without identity (the caliber guard's
+# refusal, exit 4).
+_INFO_TEXT = ("op", "status", "autotune_mode", "autotune_replay_from", "started_at")
+_INFO_OBJECTS = ("device", "versions", "compiler", "host", "telemetry", "autotune_fallbacks",
+                 "ir", "adapter")
+
+
+def _info_fields(info: dict, where: str) -> dict:
+    f = Fields(info, where)
+    for name in _INFO_TEXT:
+        if info.get(name) is not None:
+            f.str(name)
+    for name in _INFO_OBJECTS:
+        if info.get(name) is not None:
+            f.object(name)
+    if info.get("pid") is not None:
+        f.int("pid")
+    if isinstance(info.get("caliber"), dict):
+        _caliber_fields(Fields(info["caliber"], f"{where}: caliber"))
+    return info
+
+
+def _caliber_fields(f: Fields) -> None:
+    """The caliber's fields, where present (older runs lack some), of the types zlh writes:
+    a damaged one is bad input (exit 2), not a caliber that merely differs."""
+    present = [name for name in Caliber.field_names() if f.doc.get(name) is not None]
+    kinds = {"repeat": f.int, "seed": f.int, "warmup_ms": f.number, "stopping": f.object,
+             "ir_capture": f.bool}
+    for name in present:
+        kinds.get(name, f.str)(name)
 
 
 def read_rows(file) -> list[Row]:
@@ -79,15 +115,45 @@ def read_rows(file) -> list[Row]:
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            data = loads_json(line)
             if not isinstance(data, dict):
                 raise ValueError(f"a JSON {type(data).__name__}, not an object")
             check_readable(data, f"{file}: line {number}")
-            rows.append(Row.from_dict(data))
+            rows.append(Row.from_dict(_row_fields(data, f"{file}: line {number}")))
         except (ValueError, KeyError, TypeError) as exc:
             what = f"missing field {exc}" if isinstance(exc, KeyError) else _first_line(exc)
             raise UsageError(f"{file}: line {number} is not a result row ({what})") from None
     return rows
+
+
+class _RowFields(Fields):
+    def error(self, name: str, what: str, value) -> UsageError:
+        why = f"missing field {name!r}" if self.missing(value) else \
+            f"field {name}: expected {what}, got {repr(value)[:60]}"
+        return UsageError(f"{self.where} is not a result row ({why})")
+
+
+def _row_fields(data: dict, where: str) -> dict:
+    """A result row whose fields are of the types zlh writes (a row edited or damaged on
+    disk is refused with the field, not misread or ended in a TypeError)."""
+    f = _RowFields(data, where)
+    for name in ("op", "dtype", "shape_detail"):
+        f.str(name)
+    for name in ("variant", "reason"):
+        f.str(name, "")
+    if f.str("status") not in STATUSES:
+        raise f.error("status", " or ".join(STATUSES), data["status"])
+    f.int("occurrence", 0, low=0)
+    f.strs("markers", [])
+    f.object("extra", {})
+    if data.get("throttled") is not None:
+        f.bool("throttled")
+    for side in ("torch", "gems"):
+        if data.get(side) is not None:
+            f.object(side)
+            f.numbers(f"{side}.samples_ms")
+            f.str(f"{side}.timer")
+    return data
 
 
 def load_run(path) -> StoredRun:

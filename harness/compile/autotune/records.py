@@ -16,7 +16,10 @@ import json
 import numbers
 from pathlib import Path
 
+from ...common.documents import loads_json
 from ...common.errors import UsageError, one_line
+from ...common.fields import Fields
+from ...common.files import read_text
 from ...common.schema import check_readable
 from ...store.reader import StoredRun, read_info
 
@@ -160,14 +163,38 @@ def load_record_dir(record_dir, backend: str) -> tuple[dict, dict]:
         raise UsageError(f"{where}: record run has no {RECORDS_FILE.as_posix()}")
     if not isinstance(records.get("kernels"), dict):
         raise UsageError(f"{where}: {RECORDS_FILE.as_posix()} has no 'kernels' table")
+    _check_configs(records["kernels"], f"{where}: {RECORDS_FILE.as_posix()}")
     return meta, records
+
+
+def _check_configs(kernels: dict, where: str) -> None:
+    """Every recorded config is of the form `config_to_dict` writes: a record edited or
+    damaged on disk is refused before anything runs, not met as a failed case."""
+    for kernel, table in kernels.items():
+        if not isinstance(table, dict):
+            raise UsageError(f"{where}: kernel {kernel}: expected an object of key -> config, "
+                             f"got {_short(table)}")
+        for key, entry in table.items():
+            f = Fields(entry if isinstance(entry, dict) else {}, f"{where}: {kernel} {key}")
+            if not isinstance(entry, dict):
+                raise f.error("config", "an object", entry)
+            f.object("kwargs")
+            for name in _CONFIG_FIELDS[:4]:
+                if entry.get(name) is not None:
+                    f.int(name, low=0)
+            f.bool("pre_hook", False)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _read_json(path: Path, where: str):
     if not path.exists():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads_json(read_text(path))
     except (OSError, ValueError) as exc:
         raise UsageError(f"{where}: cannot read {path.name}: {one_line(exc)}") from None
     if not isinstance(data, dict):

@@ -2,10 +2,11 @@
 run of this very manifest (same campaign_id, same manifest sha256) whose gate passed."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from ...common.documents import loads_json
 from ...common.errors import UsageError
+from ...common.files import read_text
 from ...common.schema import check_readable
 from .manifest import Manifest, ManifestError
 from .receipts import SCHEMA_VERSION, TERMINAL, sha256_file
@@ -38,7 +39,7 @@ def check_canary_receipt(manifest: Manifest, selection: str, path: str | None) -
         raise UsageError("--selection all needs --canary-receipt R: the campaign receipt of "
                          "a terminal canary run of this manifest whose gate passed")
     try:
-        receipt = json.loads(Path(path).read_text(encoding="utf-8"))
+        receipt = loads_json(read_text(path))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise UsageError(f"--canary-receipt {path}: cannot be read ({exc})") from None
     if not isinstance(receipt, dict):

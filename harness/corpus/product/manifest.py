@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...common.errors import UsageError
+from ...common.files import read_bytes
 from .receipts import sha256_bytes
 
 MANIFEST_SCHEMA = 1
@@ -162,7 +163,7 @@ def load_manifest(path: str | Path) -> Manifest:
         raise UsageError("manifest: an empty path; name the manifest file")
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = read_bytes(path)
     except OSError as exc:
         raise UsageError(f"manifest {path}: cannot be read ({exc.strerror or exc})") from None
     doc = parse_document(data, str(path))

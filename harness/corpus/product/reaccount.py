@@ -19,6 +19,7 @@ import io
 from pathlib import Path
 
 from ...common.errors import UsageError
+from ...common.fields import Fields
 from ...common.files import atomic_write_text, check_output_dir
 from .classes import CellFacts, Evidence, Rules, classify
 from .manifest import CLASSES
@@ -43,7 +44,8 @@ def reaccount(run_root: str | Path, out: str | Path, floor: int | None = None) -
     floor = sealed["measured_launch_floor"] if floor is None else floor
     rows = []
     for task_id in task_ids or sorted(shas):
-        task = _verified(run_root / "tasks" / task_id / "task-receipt.json", shas.get(task_id))
+        path = run_root / "tasks" / task_id / "task-receipt.json"
+        task = _task_fields(_verified(path, shas.get(task_id)), path)
         rows.append(_task(run_root, task, floor, ir["scrub"], ir["stage"]))
     result = {
         "kind": "reaccount", "campaign_id": sealed.get("campaign_id"),
@@ -64,28 +66,27 @@ def reaccount(run_root: str | Path, out: str | Path, floor: int | None = None) -
     return result
 
 
+class _Sealed(Fields):
+    """The fields of a sealed campaign receipt; one of another shape is refused with the field
+    it lacks, as a receipt zlh did not seal."""
+    EXPECTED = {"produced_by.tasks": "an object of task id -> sha256",
+                "claim_scope.tasks": "a list of task ids",
+                "measured_launch_floor": "a whole number >= 0",
+                "ir": "an object with stage and scrub"}
+
+    def error(self, name: str, what: str, value) -> UsageError:
+        what = self.EXPECTED.get(name, "present" if self.missing(value) else what)
+        return UsageError(f"{self.where}: {name} must be {what} (not a receipt zlh sealed)")
+
+
 def _sealed_fields(sealed: dict, path: Path) -> tuple[list[str], dict, dict]:
-    """(task ids, {task id: sealed sha256}, {scrub, stage}) of a campaign receipt, each field
-    checked: a receipt edited into another shape is refused with the field it lacks."""
-    def bad(field: str, expected: str):
-        return UsageError(f"{path}: {field} must be {expected} (not a receipt zlh sealed)")
-    produced = sealed.get("produced_by")
-    shas = produced.get("tasks") if isinstance(produced, dict) else None
-    if not isinstance(shas, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                             for k, v in shas.items()):
-        raise bad("produced_by.tasks", "an object of task id -> sha256")
-    scope = sealed.get("claim_scope")
-    tasks = scope.get("tasks") if isinstance(scope, dict) else None
-    if not isinstance(tasks, list) or not all(isinstance(t, str) for t in tasks):
-        raise bad("claim_scope.tasks", "a list of task ids")
-    floor = sealed.get("measured_launch_floor")
-    if isinstance(floor, bool) or not isinstance(floor, int) or floor < 0:
-        raise bad("measured_launch_floor", "a whole number >= 0")
-    ir = sealed.get("ir")
-    if not isinstance(ir, dict) or not isinstance(ir.get("stage"), str) or \
-            not isinstance(ir.get("scrub"), list):
-        raise bad("ir", "an object with stage and scrub")
-    return tasks, shas, ir
+    """(task ids, {task id: sealed sha256}, {scrub, stage}) of a campaign receipt."""
+    f = _Sealed(sealed, str(path))
+    shas = f.str_map("produced_by.tasks")
+    tasks = f.strs("claim_scope.tasks")
+    f.int("measured_launch_floor", low=0)
+    f.object("ir")
+    return tasks, shas, {"stage": f.str("ir.stage"), "scrub": f.strs("ir.scrub")}
 
 
 def _verified(path: Path, sha: str | None) -> dict:
@@ -97,6 +98,26 @@ def _verified(path: Path, sha: str | None) -> dict:
     if sha256_file(path) != sha:
         raise UsageError(f"{path}: changed since the run was sealed (sha256 differs)")
     return read_json(path)
+
+
+def _task_fields(task: dict, path: Path) -> dict:
+    """A task receipt whose fields the re-account reads are of the types zlh seals."""
+    f = _Sealed(task, str(path))
+    f.str("task_id", empty=False)
+    f.object("rules")
+    f.strs("rules.cells")
+    if not task["rules"]["cells"]:
+        raise f.error("rules.cells", "a non-empty list of cell names", [])
+    for name in ("rules.candidate", "rules.code_change"):
+        f.str(name)
+    f.strs("rules.controls")
+    f.number("rules.good_pct")
+    f.number("rules.regression_pct")
+    f.str_map("receipts", {})
+    f.str_map("produced_by", {})
+    for name in ("rounds", "correctness", "correctness_reasons"):
+        f.object(name, {})
+    return task
 
 
 def _task(root: Path, task: dict, floor: int, scrub, stage: str) -> dict:

@@ -12,8 +12,9 @@ import hashlib
 import json
 from pathlib import Path
 
+from ...common.documents import loads_json
 from ...common.errors import UsageError
-from ...common.files import atomic_write_text, csv_text, json_safe
+from ...common.files import atomic_write_text, csv_text, json_safe, read_text
 from ...common.schema import check_readable, stamp
 
 SCHEMA_VERSION = 1
@@ -57,7 +58,7 @@ def write_receipt(path: str | Path, receipt: dict) -> str:
 def read_json(path: str | Path, what: str = "receipt") -> dict:
     """A JSON object from disk, or UsageError naming the file."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        doc = loads_json(read_text(path))
     except FileNotFoundError:
         raise UsageError(f"{path}: no such {what}") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:

@@ -6,10 +6,10 @@ process per op cell, one physical device, serial measurement must all be true).
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import PurePosixPath
 
+from ...common.documents import loads_json
 from ...common.errors import UsageError
 from .fields import Checker
 from .manifest import COSTS, MANIFEST_SCHEMA
@@ -28,14 +28,10 @@ WORKLOAD_KEYS = {"id", "op", "op_file", "family", "cost", "canary", "correctness
 CORRECTNESS_KEYS = {"file", "k", "node_ids", "reason"}
 
 
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not a JSON number (write a finite number)")
-
-
 def parse_document(data: bytes, where: str) -> dict:
     """Strict JSON: NaN and Infinity are refused (no JSON zlh reads or writes holds them)."""
     try:
-        doc = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+        doc = loads_json(data.decode("utf-8"), constants=False)
     except (UnicodeDecodeError, ValueError) as exc:
         raise UsageError(f"manifest {where}: not JSON ({exc})") from None
     if not isinstance(doc, dict):

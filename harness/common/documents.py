@@ -1,0 +1,119 @@
+"""JSON and YAML documents a person wrote or a disk may have damaged, parsed strictly.
+
+Two things the parsers accept without a word are refused here:
+
+* a key given twice in one object or mapping: the parser keeps the last value and the first
+  is lost (a shape file naming `mm:` twice measures only the second list);
+* a document nested deeper than any zlh reads (`MAX_DEPTH`), or a YAML alias that refers to
+  itself (`a: &x [*x]`): the parser, or the code walking the result, would end in a
+  RecursionError instead of a message.
+
+Both are a ValueError with one line; every reader already turns a ValueError into its own
+`zlh: FILE …` line and exit code.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+MAX_DEPTH = 64          # zlh's deepest document (a product manifest) nests 6 levels
+
+
+def loads_json(text: str, *, constants: bool = True) -> Any:
+    """json.loads, refusing duplicate keys and deep nesting; without `constants`, also the
+    NaN and Infinity literals (strict JSON has neither)."""
+    extra = {} if constants else {"parse_constant": _no_constant}
+    try:
+        value = json.loads(text, object_pairs_hook=_unique_pairs, **extra)
+    except RecursionError:
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep") from None
+    check_depth(value)
+    return value
+
+
+def loads_yaml(text: str, unique_keys: bool = True) -> Any:
+    """yaml.safe_load, refusing duplicate keys, deep nesting and aliases to themselves.
+    YAML syntax errors stay yaml.YAMLError (their readers name the line). `unique_keys=False`
+    reads a file another program owns as that program does (the last value of a key wins)."""
+    import yaml
+    try:
+        value = yaml.load(text, Loader=_UniqueKeyLoader if unique_keys  # noqa: S506 - safe
+                          else yaml.SafeLoader)
+    except RecursionError:
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep") from None
+    check_depth(value)
+    return value
+
+
+def yaml_problem(exc: Exception) -> str:
+    """One line for a YAML error: `at line N: <problem>`."""
+    mark = getattr(exc, "problem_mark", None)
+    at = f"at line {mark.line + 1}: " if mark is not None else ""
+    problem = getattr(exc, "problem", None) or str(exc).strip().splitlines()[0]
+    return f"{at}{problem}"
+
+
+def check_depth(value: Any, depth: int = 0, path: tuple = ()) -> None:
+    """ValueError when containers nest deeper than MAX_DEPTH or contain themselves."""
+    if not isinstance(value, (dict, list, tuple)):
+        return
+    if id(value) in path:
+        raise ValueError("a YAML alias refers to the node that contains it")
+    if depth >= MAX_DEPTH:
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
+    items = value.values() if isinstance(value, dict) else value
+    for item in items:
+        check_depth(item, depth + 1, path + (id(value),))
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number (write a finite number)")
+
+
+def _unique_pairs(pairs) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"key {key!r} appears twice in one object (the first would be "
+                             f"lost)")
+        out[key] = value
+    return out
+
+
+def _loader():
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        """SafeLoader whose mappings refuse a key given twice."""
+
+        def construct_mapping(self, node, deep=False):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue                # `<<: *base` may be overridden on purpose
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    line = seen.get(key)
+                except TypeError:           # an unhashable key: SafeLoader says so itself
+                    break
+                if line is not None:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} appears twice (first at line {line}; the "
+                                    f"first would be lost)", key_node.start_mark)
+                seen[key] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
+class _LazyLoader:
+    """The loader class, built on first use (PyYAML is imported only when YAML is read)."""
+    _cls = None
+
+    def __call__(self, stream):
+        if _LazyLoader._cls is None:
+            _LazyLoader._cls = _loader()
+        return _LazyLoader._cls(stream)
+
+
+_UniqueKeyLoader = _LazyLoader()
