@@ -46,6 +46,7 @@ class FlagGemsAdapter(Adapter):
         self._nodes: dict[str, TestNode] = {}
         self._loaded: dict[str, object] = {}      # repo -> benchmark.base module
         self._used: dict[str, dict] = {}
+        self._checked_files: set[Path] = set()     # core_shapes.yaml files that parse
         self._markers: dict[str, list[str]] = {}   # op -> adapter marker lines
         self._shape_doc: dict | None = None          # the zlh shape file, when one is given
         self._config = None
@@ -103,6 +104,18 @@ class FlagGemsAdapter(Adapter):
         return True, ""
 
     # ---- dtypes and shapes ---------------------------------------------------------------
+    def check_shapes(self, op: str, shapes, level: str) -> None:
+        """Without a shape file the benchmark reads the checkout's core_shapes.yaml: one
+        that cannot be read fails the checkout (PREFLIGHT_FAILED), not every case."""
+        path = self.root(self.node(op).repo) / "benchmark" / "core_shapes.yaml"
+        if shapes is None and path.exists() and path not in self._checked_files:
+            from harness.common.errors import PreflightError
+            try:
+                shapesets.core_shapes(path)
+            except Unsupported as exc:
+                raise PreflightError("flaggems_dir", str(exc)) from None
+            self._checked_files.add(path)
+
     def dtypes(self, op: str, backend) -> list[str]:
         import torch
         return sorted(n for n, v in vars(torch).items() if isinstance(v, torch.dtype))

@@ -58,6 +58,16 @@ def _get(config: dict, *names, default=None):
     raise ConfigError(f"model config has none of {', '.join(names)}")
 
 
+def _count(config: dict, *names, default=None, low: int = 1) -> int:
+    """A size from the config: a whole number >= `low` (0 where a count may be absent), or a
+    ConfigError naming the field (never a ValueError or a division by zero later)."""
+    value = _get(config, *names, default=default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        name = next((n for n in names if config.get(n) is not None), names[0])
+        raise ConfigError(f"model config {name}={value!r} is not a whole number >= {low}")
+    return value
+
+
 def _shard(value: int, tp: int, what: str) -> int:
     if value % tp:
         raise ConfigError(f"{what}={value} is not divisible by --tp {tp}")
@@ -67,21 +77,22 @@ def _shard(value: int, tp: int, what: str) -> int:
 def from_config(config: dict, tokens: list[int], tp: int = 1, lm_head: bool = True) -> dict:
     """The shape document of one forward step per token count (see the module docstring)."""
     doc = ShapeDoc()
-    hidden = int(_get(config, "hidden_size"))
-    heads = _shard(int(_get(config, "num_attention_heads")), tp, "num_attention_heads")
-    experts = int(_get(config, "n_routed_experts", "num_experts", "num_local_experts", default=0))
-    dense_layers = int(config.get("first_k_dense_replace", 0 if experts else 1))
+    hidden = _count(config, "hidden_size")
+    heads = _shard(_count(config, "num_attention_heads"), tp, "num_attention_heads")
+    experts = _count(config, "n_routed_experts", "num_experts", "num_local_experts", default=0,
+                     low=0)
+    dense_layers = _count(config, "first_k_dense_replace", default=0 if experts else 1, low=0)
     for t in tokens:
         for n, k in _attention(config, hidden, heads, tp):
             doc.add("mm", [1, t, n, k])
         if dense_layers:
-            inter = _shard(int(_get(config, "intermediate_size")), tp, "intermediate_size")
+            inter = _shard(_count(config, "intermediate_size"), tp, "intermediate_size")
             doc.add("mm", [1, t, 2 * inter, hidden])
             doc.add("mm", [1, t, hidden, inter])
         if experts:
             _moe(doc, config, t, hidden, experts, tp)
         if lm_head:
-            vocab = _shard(int(_get(config, "vocab_size")), tp, "vocab_size")
+            vocab = _shard(_count(config, "vocab_size"), tp, "vocab_size")
             doc.add("mm", [1, t, vocab, hidden])
     return doc.document()
 
@@ -89,28 +100,29 @@ def from_config(config: dict, tokens: list[int], tp: int = 1, lm_head: bool = Tr
 def _attention(config: dict, hidden: int, heads: int, tp: int) -> list[tuple[int, int]]:
     """(N, K) of the attention projections."""
     if config.get("kv_lora_rank"):
-        nope, rope = int(_get(config, "qk_nope_head_dim")), int(_get(config, "qk_rope_head_dim"))
-        v_dim, kv_rank = int(_get(config, "v_head_dim")), int(config["kv_lora_rank"])
-        q_rank = config.get("q_lora_rank")
-        q = [(int(q_rank), hidden), (heads * (nope + rope), int(q_rank))] if q_rank else \
+        nope, rope = _count(config, "qk_nope_head_dim"), _count(config, "qk_rope_head_dim")
+        v_dim, kv_rank = _count(config, "v_head_dim"), _count(config, "kv_lora_rank")
+        q_rank = _count(config, "q_lora_rank") if config.get("q_lora_rank") else None
+        q = [(q_rank, hidden), (heads * (nope + rope), q_rank)] if q_rank else \
             [(heads * (nope + rope), hidden)]
         return q + [(kv_rank + rope, hidden), (heads * (nope + v_dim), kv_rank),
                     (hidden, heads * v_dim)]
-    head_dim = int(config.get("head_dim") or hidden // int(_get(config, "num_attention_heads")))
-    kv_heads = _shard(int(_get(config, "num_key_value_heads", "num_attention_heads")), tp,
+    head_dim = _count(config, "head_dim") if config.get("head_dim") is not None else \
+        hidden // _count(config, "num_attention_heads")
+    kv_heads = _shard(_count(config, "num_key_value_heads", "num_attention_heads"), tp,
                       "num_key_value_heads")
     return [((heads + 2 * kv_heads) * head_dim, hidden), (hidden, heads * head_dim)]
 
 
 def _moe(doc: ShapeDoc, config: dict, t: int, hidden: int, experts: int, tp: int) -> None:
-    inter = int(_get(config, "moe_intermediate_size", "intermediate_size"))
-    topk = int(_get(config, "num_experts_per_tok", "moe_topk"))
+    inter = _count(config, "moe_intermediate_size", "intermediate_size")
+    topk = _count(config, "num_experts_per_tok", "moe_topk")
     doc.add("router_gemm", [t, experts, hidden])
     doc.add("mm", [1, t, experts, hidden])
     for cls in MOE_CLASSES:
         doc.add(cls, [t, experts, hidden, inter, topk])
     doc.add("moe_sum", [t, topk, hidden])
-    shared = int(config.get("n_shared_experts") or 0)
+    shared = _count(config, "n_shared_experts", default=0, low=0)
     if shared:
         shared_inter = _shard(inter * shared, tp, "n_shared_experts * moe_intermediate_size")
         doc.add("mm", [1, t, 2 * shared_inter, hidden])

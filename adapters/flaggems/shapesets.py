@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from ..base import Unsupported
 from .classes import ROOT_CLASS, ClassIndex
 from .corpus import Corpus
 
@@ -87,10 +88,29 @@ class KnownNames:
             any(fnmatch.fnmatchcase(key, p) for p in self.patterns)
 
 
+def core_shapes(path: Path) -> dict:
+    """The checkout's core_shapes.yaml as a mapping; Unsupported (one line) when it cannot be
+    read or is not a mapping."""
+    from harness.common.documents import loads_yaml, yaml_problem
+    from harness.common.errors import one_line
+    from harness.common.files import read_text
+    try:
+        core = loads_yaml(read_text(path), unique_keys=False)   # as FlagGems reads it
+    except OSError as exc:
+        raise Unsupported(f"{path} cannot be read: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise Unsupported(f"{path} is not valid YAML {yaml_problem(exc)}") from None
+    except ValueError as exc:
+        raise Unsupported(f"{path} cannot be read: {one_line(exc)}") from None
+    if core is not None and not isinstance(core, dict):
+        raise Unsupported(f"{path}: top level must be a mapping of op or class names")
+    return core or {}
+
+
 def derive(root: str | Path, kind: str, source: str = "") -> DerivedSet:
     root = Path(root)
     known = KnownNames([(root, "flaggems")])
-    core = yaml.safe_load((root / "benchmark" / "core_shapes.yaml").read_text(encoding="utf-8"))
+    core = core_shapes(root / "benchmark" / "core_shapes.yaml")
     out = DerivedSet(kind, source=source)
     for key, entry in (core or {}).items():
         shapes = entry.get("shapes") if isinstance(entry, dict) else None

@@ -36,14 +36,29 @@ _PROBE = ("import importlib, sys\n"
           "        importlib.import_module(name)\n"
           "    except BaseException as exc:\n"
           "        print(f'cannot import {name}: {type(exc).__name__}: {exc}'.splitlines()[0])\n"
-          "        sys.exit(3)\n")
+          "        sys.exit(3)\n"
+          "print('ZLH_PROBE_OK')\n")
 PROBE_TIMEOUT_S = 300.0
+
+
+# Files an A/B writes at the top of its root: a root holding one of them holds an earlier
+# A/B (or calibration), whose report and status a new one would replace or mix with its own.
+AB_ROOT_FILES = ("plan.json", "report.json", "status.tsv", "calibration.json")
+
+
+def check_new_root(root: Path) -> None:
+    """`--root` is a writable directory that holds no earlier A/B."""
+    check_output_dir(root, "--root")
+    found = [name for name in AB_ROOT_FILES if (Path(root) / name).exists()]
+    if found:
+        raise UsageError(f"--root {root} already holds an A/B ({', '.join(found)}); a new one "
+                         f"would replace its report: give a new --root")
 
 
 def check_plan(plan: ABPlan) -> None:
     """Every input of a two-sided A/B, before the root or any process exists."""
     check_scrub(plan.scrub)
-    check_output_dir(plan.root, "--root")
+    check_new_root(plan.root)
     for op in plan.ops:
         if (Path(op) / "run.json").is_file():
             raise UsageError(f"{op} is a run directory, not an op; to compare two existing "
@@ -85,6 +100,9 @@ def check_interpreter(python: str, flag: str, env: dict | None = None) -> str:
         why = next((ln for ln in lines if ln.startswith("cannot import")),
                    lines[-1] if lines else f"exit status {proc.returncode}")
         raise PreflightError("interpreter", f"{flag} {python} (python: {which}) {why}")
+    if "ZLH_PROBE_OK" not in proc.stdout.splitlines():
+        raise PreflightError("interpreter", f"{flag} {python} (python: {path}) did not run the "
+                                            f"import check (is it a Python interpreter?)")
     return lines[0] if lines else str(path)
 
 
@@ -114,8 +132,11 @@ def check_replay(run: StoredRun, options: BenchOptions, root: Path, allow_partia
                  side_b: Side) -> None:
     """`zlh ab --replay RUN_A`: RUN_A complete, side B's options valid here, the record
     usable on the backend side B would run on (another backend's record is bad input)."""
-    check_output_dir(root, "--root")
+    check_new_root(root)
     check_complete(run, f"--replay {run.path}", allow_partial)
+    if run.caliber is None:             # the guard would refuse side B after running it
+        raise CaliberError(f"--replay {run.path}: its run.json has no caliber, so side B "
+                           f"would have no identity to be compared with")
     recorded = run.caliber.backend if run.caliber else None
     if recorded in backends.backend_names() and (
             options.backend is None or _same_backend(options.backend, recorded)):

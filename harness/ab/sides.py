@@ -48,21 +48,33 @@ class ABPlan:
 
 
 def parse_assignments(items, what: str) -> dict:
+    """NAME=VALUE items as a mapping; a name given twice (the first would be lost), a blank
+    name and a NUL byte (no environment can hold one) are refused."""
     env = {}
     for item in items or ():
         name, sep, value = item.partition("=")
-        if not sep or not name:
+        if not sep or not name.strip():
             raise UsageError(f"{what} expects NAME=VALUE, got {item!r}")
+        _check_env_text(name, value, what)
+        if name in env and env[name] != value:
+            raise UsageError(f"{what}: {name} is given twice ({name}={env[name]} and "
+                             f"{item}); give it once")
         env[name] = value
     return env
+
+
+def _check_env_text(name: str, value: str, what: str) -> None:
+    if "\0" in name or "\0" in value:
+        raise UsageError(f"{what}: {name!r}: an environment variable cannot hold a NUL byte")
 
 
 def sides_from_switch(spec: str) -> tuple[Side, Side]:
     """`NAME=a,b` -> side A with NAME=a, side B with NAME=b."""
     name, sep, values = spec.partition("=")
     parts = values.split(",")
-    if not sep or not name or len(parts) != 2:
+    if not sep or not name.strip() or len(parts) != 2:
         raise UsageError(f"--switch expects NAME=A_VALUE,B_VALUE, got {spec!r}")
+    _check_env_text(name, values, "--switch")
     return (Side("A", {name: parts[0]}, description=f"{name}={parts[0]}"),
             Side("B", {name: parts[1]}, description=f"{name}={parts[1]}"))
 

@@ -10,7 +10,7 @@ import click
 from click.core import ParameterSource
 
 from ..ab import gate, orchestrate
-from ..ab.preflight import check_scrub
+from ..ab.preflight import check_new_root, check_scrub
 from ..ab.recipe import load_recipe
 from ..ab.render import render_terminal, to_json
 from ..ab.report import load_report, write_reports
@@ -148,7 +148,7 @@ def _compare_two(ctx, args, params: dict, root, echo, floor):
         raise errors.UsageError(f"{', '.join(named)} only apply when zlh ab runs the sides; "
                                 f"two existing runs are compared as they were measured")
     if root:
-        check_output_dir(root, "--root")
+        check_new_root(Path(root))
     report, code = orchestrate.compare_existing(args[0], args[1],
                                                 params["allow_caliber_mismatch"], echo,
                                                 scrub=params["scrub"],
@@ -166,10 +166,10 @@ def _apply_recipe(recipe: str, args, params: dict, given: dict):
     params = dict(params)
     args = tuple(args) or tuple(spec.get("ops", ()))
     params["switch"] = params["switch"] or spec.get("switch")
-    params["env_a"] = tuple(params["env_a"]) + tuple(
-        f"{k}={v}" for k, v in (spec.get("env_a") or {}).items())
-    params["env_b"] = tuple(params["env_b"]) + tuple(
-        f"{k}={v}" for k, v in (spec.get("env_b") or {}).items())
+    for key in ("env_a", "env_b"):              # a variable the command line sets wins
+        named = {item.partition("=")[0] for item in params[key]}
+        params[key] = tuple(f"{k}={v}" for k, v in (spec.get(key) or {}).items()
+                            if k not in named) + tuple(params[key])
     params["python_a"] = params["python_a"] or spec.get("python_a")
     params["python_b"] = params["python_b"] or spec.get("python_b")
     params["rounds"] = params["rounds"] or spec.get("rounds")

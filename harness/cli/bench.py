@@ -6,6 +6,7 @@ import sys
 import click
 
 from ..common import log
+from ..common.errors import UsageError
 from ..common.files import to_json
 from ..common.schema import stamp
 from ..run.runner import run_bench
@@ -62,6 +63,9 @@ def bench(ops, out, replay, keep_cache, plant_pct, quiet, as_json, parallel_swee
     ops = list(ops) or default_ops(options)
     progress = None if quiet else log.progress
     echo = warnings_only if as_json else echo_out
+    if sweep_devices is not None and not parallel_sweep:
+        raise UsageError("--sweep-devices needs --parallel-sweep N (it names the devices of "
+                         "the sweep)")
     if parallel_sweep:
         from ..run.sweep import bench_with_sweep
         from .batch import check_devices, parse_devices, visible_devices

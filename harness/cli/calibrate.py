@@ -22,7 +22,7 @@ from .common import (bench_options, echo_err, finite, given_options, handles_err
               callback=finite, metavar="X", help="Self-test: slow side B by a device spin of X% of side A's "
                                 "latency and report the shapes found with the right sign.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=3600.0,
-              show_default=True, help="Per-run limit in seconds.")
+              callback=finite, show_default=True, help="Per-run limit in seconds.")
 @click.option("--root", default=None, metavar="DIR", type=click.Path(), callback=not_empty,
               help="Where runs and calibration.json go. Default: runs/calibrate_<timestamp>.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
