@@ -52,10 +52,12 @@ def bench(op: str, *, echo=None, progress=None, **options) -> RunResult:
 
 
 def bench_many(ops, *, echo=None, progress=None, **options) -> list[RunResult]:
-    if isinstance(ops, str) or not all(isinstance(op, str) for op in ops):
+    names = list(ops) if not isinstance(ops, (str, bytes)) and hasattr(ops, "__iter__") \
+        else None
+    if names is None or not all(isinstance(op, str) for op in names):
         raise UsageError(f"ops must be a list of names, got {ops!r}")
-    options.setdefault("argv", ["harness.bench_many", *ops])
-    return run_bench(list(ops), BenchOptions.from_flat(**options), echo=echo, progress=progress)
+    options.setdefault("argv", ["harness.bench_many", *names])
+    return run_bench(names, BenchOptions.from_flat(**options), echo=echo, progress=progress)
 
 
 __all__ = ["__version__", "bench", "bench_many", "measure", "bench_cases", "compare", "compare_callables",

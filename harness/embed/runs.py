@@ -9,6 +9,7 @@ statistics (`harness.ab.compare.compare_runs`), then the IR verdict.
 """
 from __future__ import annotations
 
+from os import PathLike
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -17,8 +18,10 @@ from adapters.user import UserAdapter, default_op
 from ..ab.compare import compare_runs
 from ..ab.guard import check_caliber
 from ..ab.orchestrate import ir_verdict
+from ..ab.preflight import check_scrub
 from ..ab.report import ABReport, write_reports
 from ..common.errors import CaliberError, UsageError
+from ..common.files import check_output_dir
 from ..run.options import BenchOptions
 from ..run.runner import RunResult, run_bench
 from ..store.reader import StoredRun, load_run
@@ -67,11 +70,15 @@ def compare(run_a, run_b, *, allow_caliber_mismatch: bool = False, alpha: float 
     mismatch raises `CaliberError` (exit code 4) unless `allow_caliber_mismatch`, which
     lists the problems in `report.caliber_problems`. Warnings and problems go to `echo`.
     With `root`, report.json and report.csv are written there (`zlh report ROOT` reads
-    them)."""
+    them). Every argument is checked before a run is read or a file written."""
+    scrub = _compare_arguments(allow_caliber_mismatch, alpha, scrub, root)
     sides_a, sides_b = _runs(run_a, "run_a"), _runs(run_b, "run_b")
     if len(sides_a) != len(sides_b):
         raise UsageError(f"run_a has {len(sides_a)} rounds, run_b {len(sides_b)}; give one "
                          f"run per round on each side")
+    for a, b in zip(sides_a, sides_b):
+        if a.resolve() == b.resolve():
+            raise UsageError(f"{a} and {b} are the same run directory; compare two runs")
     pairs = [(load_run(a), load_run(b)) for a, b in zip(sides_a, sides_b)]
     first_a = pairs[0][0]
     check = check_caliber(*pairs[0])
@@ -91,9 +98,24 @@ def compare(run_a, run_b, *, allow_caliber_mismatch: bool = False, alpha: float 
     report.caliber_problems = problems
     report.verdict = ir_verdict(first_a.path, pairs[0][1].path, list(scrub))
     if root is not None:
-        Path(root).mkdir(parents=True, exist_ok=True)
-        write_reports(Path(root), [report])
+        write_reports(check_output_dir(root, "root", create=True), [report])
     return report
+
+
+def _compare_arguments(allow, alpha, scrub, root) -> list[str]:
+    """`compare`'s keywords, type-checked; the scrub patterns as a list."""
+    if not isinstance(allow, bool):
+        raise UsageError(f"allow_caliber_mismatch must be True or False, got {allow!r}")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        raise UsageError(f"alpha must be a number between 0 and 1, got {alpha!r}")
+    if not isinstance(scrub, (list, tuple)) or not all(isinstance(p, str) for p in scrub):
+        raise UsageError(f"scrub must be a list of regular expressions, got {scrub!r}")
+    check_scrub(list(scrub))
+    if root is not None:
+        if not isinstance(root, (str, PathLike)):
+            raise UsageError(f"root must be a directory path, got {type(root).__name__}")
+        check_output_dir(root, "root")
+    return list(scrub)
 
 
 def _runs(value, what: str) -> list[Path]:

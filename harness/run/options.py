@@ -109,8 +109,8 @@ class BenchOptions:
                              f"{', '.join(FLAT_NAMES)}")
         checked = {k: (_check(k, v) if k in _RULE_FIELDS + _BUDGET_FIELDS else v)
                    for k, v in values.items() if k not in ("rule", "budget")}
-        rule = values.get("rule") or StoppingRule()
-        budget = values.get("budget") or Budget()
+        rule = _instance("rule", values.get("rule"), StoppingRule)
+        budget = _instance("budget", values.get("budget"), Budget)
         rule_kw = {k: checked.pop(k) for k in _RULE_FIELDS if k in checked}
         budget_kw = {k: checked.pop(k) for k in _BUDGET_FIELDS if k in checked}
         low = rule_kw.get("min_time_ms", rule.min_time_ms)
@@ -194,6 +194,17 @@ class BenchOptions:
         return int(k), int(n)
 
 
+def _instance(name: str, value, kind: type):
+    """`rule` / `budget`: an instance of its class, or None for the default."""
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        raise UsageError(f"option {name}: expected a harness.{kind.__name__}, got "
+                         f"{type(value).__name__} (or give its fields as keywords, e.g. "
+                         f"min_samples=5)")
+    return value
+
+
 def _dtype_tuple(value) -> tuple[str, ...]:
     if isinstance(value, str) or not isinstance(value, Sequence) or \
             not all(isinstance(v, str) for v in value):
@@ -217,6 +228,7 @@ _CHOICES = {"level": LEVELS, "timer": TIMERS, "l2": L2_POLICIES, "ir_stage": IR_
 _MINIMUM = {"device": 0, "repeat": 1, "seed": 0, "min_samples": 1, "warmup_ms": 0.0,
             "min_time_ms": 0.0, "max_time_ms": 0.0, "target_rel_err": 0.0,
             "telemetry_interval": 0.0, "retry_throttled": 0, "plant_pct": 0.0}
+_MAXIMUM = {"telemetry_interval": 3600.0, "plant_pct": 1000.0}   # as the command line's
 _OPTIONAL = {"adapter", "backend", "shapes", "flaggems_dir", "replay", "device", "dtypes", "argv",
              "case_shard", "cases", "plant_pct"}
 
@@ -226,6 +238,8 @@ def _check(name: str, value: Any) -> Any:
     if name == "dtypes":
         return None if value is None else _dtype_tuple(value)
     if name == "argv":
+        if value is not None and (isinstance(value, str) or not isinstance(value, Sequence)):
+            raise UsageError(f"option argv: expected a list of arguments, got {value!r}")
         return None if value is None else tuple(str(a) for a in value)
     if name == "flaggems_dir" and value == "":
         value = None                    # an empty checkout variable means unset, as in a shell
@@ -242,6 +256,8 @@ def _check(name: str, value: Any) -> Any:
         raise UsageError(f"option {name}: {value!r} is not a finite number")
     if name in _MINIMUM and value < _MINIMUM[name]:
         raise UsageError(f"option {name}: {value!r} is below its minimum {_MINIMUM[name]}")
+    if name in _MAXIMUM and value > _MAXIMUM[name]:
+        raise UsageError(f"option {name}: {value!r} is above its maximum {_MAXIMUM[name]:g}")
     if name == "case_shard" and not _valid_shard(value):
         raise UsageError(f"option case_shard: expected k/N with 0 <= k < N, got {value!r}")
     if name == "seed" and value >= SEED_LIMIT:

@@ -76,6 +76,10 @@ def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = Non
     of the one the options name. A run that
     fails for a reason outside its cases (disk full) ends the invocation: the ops after it
     are not run, for the same reason."""
+    for name, value in (("echo", echo), ("progress", progress)):
+        if value is not None and not callable(value):
+            raise UsageError(f"{name} must be a function taking one line (e.g. print) or None, "
+                             f"got {type(value).__name__}")
     saved_env = dict(os.environ)
     plan = None
     try:
