@@ -232,3 +232,21 @@ def test_ops_lists_the_corpus_without_importing():
                for ln in lines)
     assert any("skipif(True" in ln for ln in lines if ln.startswith("skipif_true"))
     assert "flag_gems" not in sys.modules
+
+
+def test_a_benchmark_file_that_does_not_parse_is_said_not_dropped_silently(tmp_path):
+    """A test file of the checkout that Python cannot parse (a merge conflict left in it, a
+    wrong encoding) takes its functions out of the corpus; `zlh ops` says which file and why,
+    once, and lists the rest."""
+    tree = tmp_path / "fg"
+    shutil.copytree(FAKE, tree)
+    (tree / "benchmark" / "test_conflict.py").write_text("<<<<<<< HEAD\ndef test_x():\n")
+    (tree / "benchmark" / "test_latin1.py").write_bytes(b"# caf\xe9\ndef test_y(): pass\n")
+    result = CliRunner().invoke(main, ["ops", "--flaggems-dir", str(tree)])
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.output.splitlines() if line.startswith("WARNING")]
+    assert len(warnings) == 2, result.output
+    assert "benchmark/test_conflict.py cannot be read (SyntaxError line 1)" in warnings[0]
+    assert "benchmark/test_latin1.py cannot be read (UnicodeDecodeError)" in warnings[1]
+    assert "left out of the corpus" in warnings[0]
+    assert "softmax" in result.output and "Traceback" not in result.output

@@ -131,3 +131,21 @@ def test_triton_is_only_an_extra():
     assert any('extra == "test"' in r for r in triton)
     assert any(r.startswith("jsonschema") and 'extra == "test"' in r for r in requires)
     assert importlib.metadata.version("zlh") == __version__
+
+
+def test_a_garbled_version_is_refused_not_read_as_unversioned(two_runs, tmp_path):
+    """`schema_version: "x"` is damage, not an older file: one line, exit 2."""
+    with pytest.raises(UsageError, match=r"x: schema_version 'x' is not a version number"):
+        check_readable({"schema_version": "x"}, "x")
+    for bad in ([1], True, "v2", 1.5):
+        with pytest.raises(UsageError, match="is not a version number"):
+            check_readable({"schema_version": bad}, "doc")
+    _, run_a, _ = two_runs
+    copy = tmp_path / "garbled"
+    copy.mkdir()
+    info = json.loads((run_a.run_dir / "run.json").read_text())
+    (copy / "run.json").write_text(json.dumps(dict(info, schema_version="x")))
+    result = CliRunner().invoke(main, ["show", str(copy)])
+    assert result.exit_code == 2, result.output
+    assert "schema_version 'x' is not a version number" in result.stderr
+    assert "Traceback" not in result.output

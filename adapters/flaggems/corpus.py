@@ -11,6 +11,8 @@ import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.common import log
+
 from .classes import op_names
 
 NON_OP_MARKS = {"parametrize", "skip", "skipif", "xfail", "usefixtures", "filterwarnings",
@@ -72,7 +74,13 @@ class Corpus:
         corpus = cls(repo, root)
         classes = index.benchmark_names() if index is not None else None
         for path in sorted(bench.rglob("test_*.py")):
-            corpus.nodes.extend(_scan_file(repo, root, path, classes))
+            try:
+                corpus.nodes.extend(_scan_file(repo, root, path, classes))
+            except (SyntaxError, UnicodeDecodeError) as exc:
+                where = f" line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+                log.warning(f"WARNING {repo}: {path.relative_to(root)} cannot be read "
+                            f"({type(exc).__name__}{where}): its benchmark functions are left "
+                            f"out of the corpus")
         return corpus
 
     def resolve(self, name: str) -> TestNode:
@@ -122,11 +130,8 @@ def _decorator_mark(dec: ast.expr) -> tuple[str, ast.expr] | None:
 
 
 def _scan_file(repo: str, root: Path, path: Path, classes: set | None = None) -> list[TestNode]:
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except (SyntaxError, UnicodeDecodeError):
-        return []
     source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source, filename=str(path))
     module_skips = []
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark"

@@ -41,9 +41,13 @@ def major(version) -> int | None:
 
 def check_readable(doc, where: str, known: int = SCHEMA_VERSION):
     """`doc` itself, or UsageError when it was written with a newer major schema version
-    than this zlh reads. Documents without a version (older files) are read as they are."""
+    than this zlh reads, or one that is not a version number at all. Documents without a version
+    (older files) are read as they are."""
     if isinstance(doc, dict):
         found = major(doc.get("schema_version"))
+        if found is None and doc.get("schema_version") is not None:
+            raise UsageError(f"{where}: schema_version {doc['schema_version']!r:.40} is not a "
+                             f"version number (the file is damaged)")
         if found is not None and found > known:
             writer = doc.get("zlh_version") or "a newer zlh"
             raise UsageError(f"{where}: schema_version {doc.get('schema_version')} is newer "
