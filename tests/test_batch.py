@@ -270,3 +270,33 @@ def test_resume_after_sigkill_loses_and_repeats_nothing(tmp_path):
     assert "resumed" in rows["fault_hang"]["notes"]
     assert len(list((root / ".abandoned").glob("fault_hang-*"))) == 1   # kept, set aside
     assert len(list((root / "softmax").glob("softmax_*"))) == 1
+
+
+def test_a_root_in_use_is_refused_and_freed_when_its_holder_is_killed(tmp_path):
+    """A --resume (or a rescore, or a second screen) of a root whose command still runs is one
+    line naming the holder, not a second writer; SIGKILL of the holder frees the root at once."""
+    root = tmp_path / "busy"
+    cmd = [sys.executable, "-m", "harness", "batch", "--adapter", "builtin", "--backend", "cpu",
+           "--shapes", str(shapes_file(tmp_path)), *FAST, "--ops", "fault_hang",
+           "--op-timeout", "4", "--retries", "0", "-q", "--out", str(root)]
+    holder = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not (root / "fault_hang").exists():
+            time.sleep(0.2)
+        assert (root / "fault_hang").exists(), "the batch never started its op"
+        result = CliRunner().invoke(main, ["batch", "--resume", str(root), "-q"])
+        assert result.exit_code == 2, result.output
+        line = result.output.strip()
+        assert line.count("\n") == 0 and f"is in use by zlh batch, pid {holder.pid}" in line
+        assert "Traceback" not in result.output
+    finally:
+        os.killpg(holder.pid, signal.SIGKILL)
+        holder.wait()
+    result = CliRunner().invoke(main, ["batch", "--resume", str(root), "-q"])
+    assert result.exit_code == 1, result.output                # ran again: TIMEOUT, no refusal
+    assert status_rows(root)["fault_hang"]["status"] == TIMEOUT
+    # the root is free again once that command has ended, in this same process too
+    result = CliRunner().invoke(main, ["batch", "--resume", str(root), "-q"])
+    assert "in use" not in result.output

@@ -14,6 +14,7 @@ from ..common.files import check_output_dir
 from ..corpus.batch import BatchPlan, run_batch
 from ..corpus.check import check_plan, check_root, corpus_adapter
 from ..corpus.files import BATCH_JSON, check_tables, read_batch_json
+from ..corpus.lock import claim_root, release_root
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
 from . import main
 from .common import (bench_options, echo_err, fail, finite, handles_errors, not_empty,
@@ -109,6 +110,7 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devic
         refuse_beside(ctx, "resume", allowed=("quiet", "vllm_dir"))
         plan = resumed_plan(Path(resume), vllm_dir)
         check_devices(plan.options.backend, plan.devices)
+        hold_root(plan.root, "batch")
         sys.exit(interrupted_hint(plan.root, "batch", lambda: run_batch(
             plan, click.echo, progress, resume=True, warn=echo_err)).exit_code)
     options = options_from(params)
@@ -127,7 +129,7 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devic
                      fresh_process=fresh_process, retries=retries,
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory)
     check_plan(plan, adapter)
-    new_root(plan.root, "--out")
+    new_root(plan.root, "--out", "batch")
     click.echo(f"zlh batch: {len(items)} ops on {len(lanes)} device(s) "
                f"({'fresh processes' if fresh_process else 'reused workers'}) -> {plan.root}")
     result = interrupted_hint(plan.root, "batch", lambda: run_batch(plan, click.echo, progress,
@@ -152,13 +154,22 @@ def resumed_plan(root: Path, vllm_dir: str | None) -> BatchPlan:
     return plan
 
 
-def new_root(root: Path, flag: str) -> None:
-    """A new corpus root: an empty (or new) writable directory, made now."""
+def new_root(root: Path, flag: str, verb: str) -> None:
+    """A new corpus root: an empty (or new) writable directory, made now and held by this
+    process (lock.py)."""
     check_output_dir(root, flag)
     if root.exists() and any(root.iterdir()):
         raise errors.UsageError(f"{flag} {root} exists and is not empty; use --resume "
                                 f"{root} to continue it, or another directory")
     check_output_dir(root, flag, create=True)
+    hold_root(root, verb)
+
+
+def hold_root(root: Path, verb: str) -> None:
+    """This command holds `root` until it ends (corpus/lock.py): a second command on the same
+    root is one line, not interleaved writes."""
+    claim_root(root, verb)
+    click.get_current_context().call_on_close(lambda: release_root(root))
 
 
 def interrupted_hint(root: Path, verb: str, run):

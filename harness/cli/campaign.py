@@ -12,7 +12,7 @@ from ..corpus.campaign import merge, plan_campaign, read_campaign, run_cards, wr
 from ..corpus.check import check_root
 from ..corpus.partition import partition, render, weights_from_screen
 from . import main
-from .batch import check_devices, interrupted_hint, new_root, parse_devices
+from .batch import check_devices, hold_root, interrupted_hint, new_root, parse_devices
 from .common import echo_err, finite, handles_errors, not_empty, refuse_beside, split_csv
 
 
@@ -88,7 +88,8 @@ def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, only, timeo
         return
     check_devices(plan.options.backend, plan.devices)
     if resume is None:
-        new_root(plan.root, "--root")
+        new_root(plan.root, "--root", "campaign")
+    hold_root(plan.root, "campaign")
     write_plan(plan)
     cards = interrupted_hint(plan.root, "campaign",
                              lambda: run_cards(plan, click.echo, resume=resume is not None))

@@ -19,7 +19,7 @@ from ..corpus.screen import rescore as rescore_root
 from ..corpus.check import check_interpreter, check_plan, check_root, corpus_adapter
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
 from . import main
-from .batch import check_devices, interrupted_hint, new_root, parse_devices
+from .batch import check_devices, hold_root, interrupted_hint, new_root, parse_devices
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
                      not_empty, options_from, parse_bench_args, refuse_beside, split_csv)
 
@@ -122,8 +122,9 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
     if rescore is not None:
         refuse_beside(ctx, "rescore", allowed=("scrub",))
         _check_scrub(scrub)
-        rescored = rescore_root(check_root(rescore, "screen", "--rescore"), list(scrub),
-                                click.echo, echo_err)
+        rescore_path = check_root(rescore, "screen", "--rescore")
+        hold_root(rescore_path, "screen")
+        rescored = rescore_root(rescore_path, list(scrub), click.echo, echo_err)
         sys.exit(1 if any(v.broken for v in rescored.values()) else 0)
     if resume is not None:
         refuse_beside(ctx, "resume", allowed=("vllm_dir",))
@@ -132,6 +133,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
         check_plan(plan.base, corpus_adapter(plan.base.options, vllm_dir, where), where,
                    (plan.a.python, plan.b.python), resolve=True)
         check_devices(plan.base.options.backend, plan.base.devices)
+        hold_root(plan.root, "screen")
         mend_side_plans(plan, echo_err)
         sys.exit(_run(plan, resume=True))
     params = {**params, "all_ops": all_ops, "ops": ops, "ops_file": ops_file}
@@ -155,7 +157,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
                      op_timeout_s=op_timeout, fresh_process=fresh_process, retries=retries,
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory)
     check_plan(base, adapter, pythons=(a.python, b.python))
-    new_root(root_path, "--root")
+    new_root(root_path, "--root", "screen")
     plan = ScreenPlan(root_path, base, a, b, scrub)
     write_plan(plan)
     for side in (a, b):
