@@ -7,6 +7,9 @@
 #                                              # a second call on the same machine resumes it
 #   bash tests/device/check_corpus.sh reuse    # 30 ops with reused workers vs --fresh-process:
 #                                              # ops/min, overhead per op, per-shape |delta|
+#   bash tests/device/check_corpus.sh sweep    # two GPUs: parallel autotune sweep vs serial for
+#                                              # SWEEP_OPS (mm: LibTuner; layer_norm: @triton.autotune):
+#                                              # wall, conflicts, A/A of the two measurements
 #   bash tests/device/check_corpus.sh screen1  # one GPU: screen of the 60 ops, rescore, partition
 #                                              # for 8 devices, and a switch acting after TTGIR
 #                                              # (TRITON_DEFAULT_FP_FUSION) at --ir-stage ttgir vs ptx
@@ -66,6 +69,17 @@ elif [ "$mode" = reuse ]; then
   step fresh ${BOX_FRESH:-420} $ZLH batch --ops-file "$WORK/ops30.txt" --devices 0 $FASTB --op-timeout 90 --retries 0 -q --fresh-process --out "$WORK/fresh"
   $SUM batch "$WORK/reused"
   $SUM batch "$WORK/fresh" "$WORK/reused"
+elif [ "$mode" = sweep ]; then
+  for op in ${SWEEP_OPS:-mm layer_norm}; do
+    step par_$op ${BOX_SWEEP:-200} $ZLH bench $op $FASTB --parallel-sweep 2 --sweep-devices 0,1 -q --out "$WORK/sw/$op-par"
+    grep -E "parallel sweep|WARNING" "$WORK/par_$op.log"
+    step ser_$op ${BOX_SWEEP:-200} $ZLH bench $op $FASTB -q --out "$WORK/sw/$op-ser"
+    par=$(ls -d "$WORK/sw/$op-par"/${op}_* 2>/dev/null | head -n 1)
+    ser=$(ls -d "$WORK/sw/$op-ser"/${op}_* 2>/dev/null | head -n 1)
+    if [[ -n "$par" && -n "$ser" ]]; then   # same op measured with the merged record vs the serial one
+      $ZLH ab "$par" "$ser" --allow-caliber-mismatch --root "$WORK/sw/$op-ab" 2>&1 | tail -n 20
+    fi
+  done
 elif [ "$mode" = screen1 ]; then
   step screen ${BOX_SCREEN:-330} $ZLH screen --ops-file $OPS --switch TRITON_F32_DEFAULT=ieee,tf32x3 --devices 0 \
     $FASTB --op-timeout 90 --retries 0 --root "$WORK/s"
