@@ -72,6 +72,8 @@ FAKE_FG = Path(__file__).resolve().parent / "fixtures" / "fake_flaggems"
 SCREEN_HEAD = "op\top_file\tdtypes\telapsed_a\telapsed_b\tverdict\n"
 SCREENS = {
     "noop.tsv": "verdict\telapsed_a\nIR_CHANGED\t1\n",
+    "headonly.tsv": "verdict\telapsed_a\n",
+    "nul.tsv": SCREEN_HEAD + "ad\x00d\t\tfloat32\t1\t2\tIR_CHANGED\n",
     "dup.tsv": SCREEN_HEAD + "add\t\tfloat32\t1\t2\tIR_CHANGED\n" * 2,
     "empty.tsv": "",
     "cut.tsv": SCREEN_HEAD + "add\t\tfloat32\t1\t2\tIR_CHANGED\nsoftmax\t\tfl\n",
@@ -399,6 +401,10 @@ ROWS = [
       first="pt/binary.tsv: screen table cannot be read"),
     R("partition", "pt/noop.tsv", "--devices", "0", code=2,
       first="pt/noop.tsv is not a screen table (no op column)"),
+    R("partition", "pt/headonly.tsv", "--devices", "0", code=2,
+      first="pt/headonly.tsv is not a screen table (no op column)"),
+    R("partition", "pt/nul.tsv", "--devices", "0", code=2,
+      first="pt/nul.tsv: line 2: the op name holds a control character"),
     R("partition", "pt/dup.tsv", "--devices", "0,1", code=2,
       first="pt/dup.tsv: op 'add' appears twice (lines 2 and 3); one row per op"),
     R("partition", "pt/empty.tsv", "--devices", "0", code=2, first="no op with verdict"),

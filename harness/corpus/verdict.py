@@ -200,6 +200,8 @@ def read_tsv(path: Path) -> list[dict]:
     if not lines:
         return []
     header = lines[0].split("\t")
+    if "op" not in header:
+        raise UsageError(f"{path} is not a screen table (no op column)")
     rows = []
     for number, line in enumerate(lines[1:], 2):
         if not line.strip():
@@ -208,7 +210,11 @@ def read_tsv(path: Path) -> list[dict]:
         if len(cells) != len(header):
             raise UsageError(f"{path}: line {number} has {len(cells)} fields, the header "
                              f"{len(header)} (a cut or edited table)")
-        rows.append(dict(zip(header, cells)))
+        row = dict(zip(header, cells))
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in row["op"]):
+            raise UsageError(f"{path}: line {number}: the op name holds a control character "
+                             f"({row['op']!r:.60})")
+        rows.append(row)
     return rows
 
 
