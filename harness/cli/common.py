@@ -17,6 +17,7 @@ from ..common import errors, style
 from ..compile.ir.variants import IR_STAGES
 from ..measure.stopping import StoppingRule
 from ..measure.timers import Budget
+from ..common.process import die_with_parent_if_asked
 from ..run.options import L2_POLICIES, LEVELS, TIMERS, BenchOptions
 from .output import AdapterName, complete_backends
 
@@ -42,6 +43,7 @@ def handles_errors(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         signal.signal(signal.SIGTERM, _terminate)
+        die_with_parent_if_asked()       # a `zlh bench` a corpus command started
         try:
             return fn(*args, **kwargs)
         except errors.ZlhError as exc:

@@ -19,7 +19,8 @@ from typing import Callable
 import backends
 
 from ..common.fields import Fields
-from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, PreflightError, UsageError
+from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, PreflightError, RunFailedError,
+                             UsageError, write_failure)
 from ..run.options import BenchOptions
 from ..store.reader import load_run_or_none
 from . import files
@@ -130,11 +131,25 @@ class Batch:
         self.preflight: str | None = None
         self.started = time.time()
         self.done = 0
+        self.resume_command = f"zlh batch --resume {plan.root}"
 
     # ---- lanes --------------------------------------------------------------------------
     def run(self) -> BatchResult:
-        with watch_devices(self.plan.root, self.plan):
-            return self._run()
+        try:
+            with watch_devices(self.plan.root, self.plan):
+                return self._run()
+        except OSError as exc:
+            if isinstance(exc, BrokenPipeError):
+                raise
+            raise self.cannot_write(exc.filename or self.plan.root, write_failure(exc)) \
+                from None
+
+    def cannot_write(self, where, reason: str) -> RunFailedError:
+        """A write that failed (disk full, read-only file system) ends the command: the op it
+        cut short is not recorded as finished, so a resume runs it again."""
+        return RunFailedError(f"{where}: {reason}; finished ops are kept under "
+                              f"{self.plan.root}: free space (or make it writable), then "
+                              f"{self.resume_command}", reason)
 
     def _run(self) -> BatchResult:
         todo = self.carry_over()
@@ -190,8 +205,11 @@ class Batch:
         for k in range(first, first + 1 + self.plan.retries):
             if outcomes and worker is not None:
                 worker.stop()                      # a retry runs in a fresh worker
-            outcome = judge(self._attempt(op, dtypes, lane, worker, k, replay),
-                            self.plan.op_timeout_s)
+            attempt = self._attempt(op, dtypes, lane, worker, k, replay)
+            if attempt.write_failure:
+                self.stop.set()
+                raise self.cannot_write(f"op {op}", attempt.write_failure)
+            outcome = judge(attempt, self.plan.op_timeout_s)
             outcome.attempt = k
             outcomes.append(outcome)
             if outcome.status not in (FAIL, CRASH) or outcome.preflight_check:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..common.process import child_env
+from .lock import held_fds
 from ..ab.report import ABReport, load_report, report_document, write_reports
 from ..ab.sides import Side
 from ..common.errors import UsageError
@@ -139,8 +141,9 @@ def run_cards(plan: CampaignPlan, echo: Echo, resume: bool = False) -> dict[int,
         lane = lane_for(_lane_plan(plan), device)
         started = time.time()
         with open(root / "campaign.log", "w", encoding="utf-8") as log:
-            rc = subprocess.run(card_command(plan, ops, root), env=lane.env, stdout=log,
-                                stderr=subprocess.STDOUT).returncode
+            rc = subprocess.run(card_command(plan, ops, root), env=child_env(lane.env),
+                                stdout=log, stderr=subprocess.STDOUT,
+                                pass_fds=held_fds()).returncode
         results[device] = {"rc": rc, "wall_s": time.time() - started, "root": str(root),
                            "ops": ops}
         echo(f"card {device}: rc={rc} wall {(time.time() - started) / 60:.1f} min "

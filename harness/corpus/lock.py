@@ -5,11 +5,16 @@ its process lives; the file names the holder's pid and command. A second command
 root — a `--resume` of a batch that is still running, two batches started into the same `--out`
 at once, a `--rescore` while the screen writes its table — ends with one line instead of
 interleaving writes. The kernel drops the lock when the holder dies, however it dies (SIGKILL
-included), so a killed batch resumes at once; the file itself stays and means nothing then.
+included); the file itself stays and means nothing then. The holder's workers and `zlh bench`
+children inherit the lock, so a root stays held until the last of them has ended too (they end
+with their parent, finishing their run directory first): a resume right after a kill waits for
+them a few seconds rather than measuring beside them.
 """
 from __future__ import annotations
 
 import os
+import re
+import time
 from pathlib import Path
 
 from ..common.errors import UsageError
@@ -20,6 +25,7 @@ except ImportError:          # no flock on this platform: roots are not guarded
     fcntl = None
 
 LOCK_NAME = ".zlh-lock"
+LEFTOVER_WAIT_S = 30.0       # how long the children of a dead holder may take to end
 _HELD: dict[str, int] = {}
 
 
@@ -33,16 +39,50 @@ def claim_root(root: Path, verb: str) -> None:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
         raise UsageError(f"{root}: cannot create {LOCK_NAME} ({exc.strerror})") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    if not _lock(fd, LEFTOVER_WAIT_S):
         holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+        if not _holder_alive(fd):
+            holder += " (ended; processes it started still run)"
         os.close(fd)
         raise UsageError(f"{root} is in use by {holder}; wait for it to end (or stop it), "
                          f"then run zlh {verb} --resume {root}") from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"zlh {verb}, pid {os.getpid()}\n".encode(), 0)
     _HELD[key] = fd
+
+
+def _lock(fd: int, wait_s: float) -> bool:
+    """Take the lock; when the pid the file names is gone (a killed holder whose children
+    still finish their runs), wait for them up to `wait_s`."""
+    deadline = time.time() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError:
+            pass
+        if _holder_alive(fd) or time.time() > deadline:
+            return False
+        time.sleep(0.2)
+
+
+def _holder_alive(fd: int) -> bool:
+    match = re.search(r"pid (\d+)", os.pread(fd, 200, 0).decode("utf-8", "replace"))
+    if match is None:
+        return True
+    try:
+        os.kill(int(match.group(1)), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def held_fds() -> tuple[int, ...]:
+    """The lock descriptors this process holds: handed to its children, which keep the roots
+    held until they end."""
+    return tuple(_HELD.values())
 
 
 def release_root(root: Path) -> None:

@@ -38,6 +38,7 @@ class Attempt:
     run_dir: Path | None
     message: str = ""          # the last line the op printed (its one-line error)
     worker_pid: int | None = None
+    write_failure: str = ""    # the run could not write its files (disk full, read-only)
 
 
 @dataclass

@@ -95,6 +95,8 @@ class Screen:
         quiet = (lambda _: None)
         self.sides = {s.label: Batch(plan.side_plan(s), quiet, None, resume)
                       for s in (plan.a, plan.b)}
+        for side in self.sides.values():
+            side.resume_command = f"zlh screen --resume {plan.root}"
         self.verdicts: dict[str, Verdict] = {}
         self.lock = threading.Lock()
         self.started = time.time()

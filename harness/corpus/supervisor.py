@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..common.errors import EXIT_POISONED
+from ..common.process import child_env
+from .lock import held_fds
 from .outcome import CRASH_RC, TIMEOUT_RC, Attempt
 
 GRACE_S = 10.0
@@ -75,7 +77,7 @@ class Worker:
             self.proc = subprocess.Popen(
                 [self.lane.python, "-m", "harness.corpus.worker"], env=self.lane.env,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
-                bufsize=1, start_new_session=True)
+                bufsize=1, start_new_session=True, pass_fds=held_fds())
         ready, _ = self._read(START_TIMEOUT_S)
         if not ready or not ready.get("ready"):
             self.stop()
@@ -105,7 +107,9 @@ class Worker:
             rc = int(reply["rc"])
             if rc == EXIT_POISONED:
                 self.stop()
-        return Attempt(rc, elapsed, log, newest_run_dir(out, before), last_line(log), self.pid)
+        run_dir = newest_run_dir(out, before)
+        return Attempt(rc, elapsed, log, run_dir, last_line(log), self.pid,
+                       (reply or {}).get("write_failure") or failed_write(run_dir))
 
     def _read(self, timeout_s: float) -> tuple[dict | None, str]:
         """(the next protocol line, "ok"), or (None, "eof") when the worker is gone, or
@@ -166,8 +170,9 @@ def run_fresh(lane: Lane, op: str, argv: list[str], timeout_s: float, log: Path,
     with open(log, "a", encoding="utf-8") as handle:
         handle.write(" ".join(cmd) + "\n")
         handle.flush()
-        proc = subprocess.Popen(cmd, env=lane.env, stdout=handle, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(cmd, env=child_env(lane.env), stdout=handle,
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                pass_fds=held_fds())
         try:
             rc = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -176,5 +181,19 @@ def run_fresh(lane: Lane, op: str, argv: list[str], timeout_s: float, log: Path,
         except BaseException:
             stop_group(proc, grace_s=5.0)
             raise
-    return Attempt(rc, time.time() - started, log, newest_run_dir(out, before), last_line(log),
-                   proc.pid)
+    run_dir = newest_run_dir(out, before)
+    return Attempt(rc, time.time() - started, log, run_dir, last_line(log), proc.pid,
+                   failed_write(run_dir))
+
+
+def failed_write(run_dir: Path | None) -> str:
+    """The reason a run ended because it could not write its files (`status: failed` in its
+    run.json: disk full, read-only file system), or ""."""
+    if run_dir is None:
+        return ""
+    try:
+        info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    return str(info.get("reason") or "write failed") \
+        if isinstance(info, dict) and info.get("status") == "failed" else ""

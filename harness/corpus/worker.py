@@ -18,13 +18,15 @@ import signal
 import sys
 from pathlib import Path
 
-from ..common.errors import EXIT_OK, EXIT_POISONED, DevicePoisonedError, ZlhError, one_line
+from ..common.errors import (EXIT_OK, EXIT_POISONED, DevicePoisonedError, RunFailedError,
+                             Terminated, ZlhError, one_line)
+from ..common.process import die_with_parent
 
 PROTOCOL_VERSION = 1
 
 
 def _terminate(signum, frame):
-    raise SystemExit(128 + signum)
+    raise Terminated(signum)      # the op's run.json says why: SIGTERM
 
 
 @contextlib.contextmanager
@@ -51,7 +53,7 @@ def run_job(job: dict) -> dict:
     """One op: run it, keep its output in its log, reset state afterwards."""
     from ..run.options import BenchOptions
     from ..run.runner import run_bench
-    rc, message = EXIT_OK, ""
+    rc, message, reason = EXIT_OK, "", ""
     log = Path(job["log"])
     log.parent.mkdir(parents=True, exist_ok=True)
     with _output_to(log):
@@ -62,12 +64,15 @@ def run_job(job: dict) -> dict:
             rc = max((r.exit_code for r in results), default=EXIT_OK)
         except ZlhError as exc:
             rc, message = exc.exit_code, exc.message
+            if isinstance(exc, RunFailedError):      # disk full, read-only: not the op's fault
+                reason = exc.reason
             print(f"zlh: {exc.message}", file=sys.stderr)
         except Exception as exc:  # noqa: BLE001 - reported as the op's failure, worker lives
             rc, message = 1, f"{type(exc).__name__}: {one_line(exc)}"
             print(f"zlh: unexpected error: {message}", file=sys.stderr)
         _reset(job)
-    return {"op": job["op"], "rc": rc, "message": message, "pid": os.getpid()}
+    return {"op": job["op"], "rc": rc, "message": message, "pid": os.getpid(),
+            "write_failure": reason}
 
 
 def _reset(job: dict) -> None:
@@ -89,21 +94,9 @@ def _reset(job: dict) -> None:
         backend.empty_cache()
 
 
-def _die_with_parent() -> None:
-    """A worker must not outlive its supervisor (a killed batch would otherwise leave it
-    measuring beside the resumed batch's workers): ask Linux for SIGTERM when the parent
-    dies. Elsewhere the worker ends at the end of its current op (stdin closes)."""
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)          # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 def main() -> int:
     signal.signal(signal.SIGTERM, _terminate)
-    _die_with_parent()
+    die_with_parent()
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     # Nothing but protocol lines on the original stdout: stray prints go to stderr.
     os.dup2(2, 1)

@@ -1,0 +1,40 @@
+"""Child processes that must not outlive the command that started them.
+
+A corpus command's workers and `zlh bench` children measure on its devices: when the command
+is killed (SIGKILL included) they must stop too, or they would measure beside the resumed
+command's own. On Linux a child asks for SIGTERM when its parent goes (PR_SET_PDEATHSIG); a
+`zlh bench` started by a corpus command finds ZLH_PARENT_PID in its environment and does so at
+start. Elsewhere a child ends at the end of its current op.
+"""
+from __future__ import annotations
+
+import os
+import signal
+
+PARENT_ENV = "ZLH_PARENT_PID"
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """SIGTERM to this process when its parent dies; when `parent` (the pid expected) is
+    already gone, now."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)          # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if parent is not None and os.getppid() != parent:     # it died before prctl took hold
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def die_with_parent_if_asked() -> None:
+    """At the start of a command: follow ZLH_PARENT_PID (and drop it, so that this process's
+    own children do not inherit the request)."""
+    value = os.environ.pop(PARENT_ENV, "")
+    if value.isdigit():
+        die_with_parent(int(value))
+
+
+def child_env(env: dict) -> dict:
+    """`env` for a child that must end with this process."""
+    return {**env, PARENT_ENV: str(os.getpid())}
