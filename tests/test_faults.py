@@ -87,7 +87,7 @@ def test_a_run_that_failed_to_write_is_seen_from_its_run_json(tmp_path):
 
 def test_a_worker_ended_by_sigterm_records_sigterm():
     with pytest.raises(Terminated) as info:
-        worker._terminate(signal.SIGTERM, None)
+        worker._raise_terminated(signal.SIGTERM)
     assert info.value.code == 128 + signal.SIGTERM
 
 

@@ -17,7 +17,7 @@ from ..common import errors, style
 from ..compile.ir.variants import IR_STAGES
 from ..measure.stopping import StoppingRule
 from ..measure.timers import Budget
-from ..common.process import die_with_parent_if_asked
+from ..common.process import die_with_parent_if_asked, terminate_handler
 from ..run.options import L2_POLICIES, LEVELS, TIMERS, BenchOptions
 from .output import AdapterName, complete_backends
 
@@ -29,7 +29,7 @@ def fail(message: str, code: int):
     sys.exit(code)
 
 
-def _terminate(signum, frame):
+def _raise_terminated(signum):
     raise errors.Terminated(signum)
 
 
@@ -42,7 +42,7 @@ def handles_errors(fn):
     read-only file system) is one line naming the file."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        signal.signal(signal.SIGTERM, _terminate)
+        signal.signal(signal.SIGTERM, terminate_handler(_raise_terminated))
         die_with_parent_if_asked()       # a `zlh bench` a corpus command started
         try:
             return fn(*args, **kwargs)

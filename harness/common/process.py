@@ -38,3 +38,17 @@ def die_with_parent_if_asked() -> None:
 def child_env(env: dict) -> dict:
     """`env` for a child that must end with this process."""
     return {**env, PARENT_ENV: str(os.getpid())}
+
+
+def terminate_handler(raise_in_owner):
+    """A SIGTERM handler for the process installing it. A copy of this process made by
+    `os.fork` without exec (an op's code can do that) must not unwind through zlh's own code
+    when it gets SIGTERM: it would finalise, and overwrite, the run directory of the process
+    it was copied from. It ends at once instead, with 128 + the signal number."""
+    owner = os.getpid()
+
+    def handler(signum, frame):
+        if os.getpid() != owner:
+            os._exit(128 + signum)
+        raise_in_owner(signum)
+    return handler

@@ -106,6 +106,9 @@ def judge(attempt: Attempt, op_timeout_s: float) -> Outcome:
             attempt.rc not in (EXIT_OK, EXIT_FAILED_CASES, 2, EXIT_PREFLIGHT):
         out.status = CRASH
         out.reason = _crash_reason(attempt)
+    elif unfinished(attempt.run_dir):
+        out.status = CRASH
+        out.reason = f"the run did not finish ({unfinished(attempt.run_dir)})"
     elif attempt.rc in (EXIT_OK, EXIT_FAILED_CASES) and rows:
         failed = [r for r in rows if r.status == FAILED]
         skipped = [r for r in rows if r.status == SKIPPED]
@@ -122,6 +125,8 @@ def judge(attempt: Attempt, op_timeout_s: float) -> Outcome:
             out.reason = skipped[0].reason if skipped else "no case"
     elif attempt.rc in (EXIT_OK, EXIT_FAILED_CASES):
         out.reason = attempt.message or "the op yielded no case"
+    if out.status != PASS and not out.reason:
+        out.reason = f"exit status {attempt.rc} and no error line (see {attempt.log.name})"
     _count_markers(out, rows)
     return out
 
@@ -142,6 +147,17 @@ def _run_status(run_dir: Path | None) -> str | None:
     return run.info.get("status") if run is not None else None
 
 
+def unfinished(run_dir: Path | None) -> str:
+    """`status (reason)` of a run directory whose run.json says it did not finish — still
+    `running` (its process vanished: os._exit), `interrupted` or `crashed` — or ""."""
+    run = load_run_or_none(run_dir)
+    status = run.info.get("status") if run is not None else None
+    if status not in ("running", "interrupted", "crashed"):
+        return ""
+    reason = run.info.get("reason")
+    return f"run.json: {status}" + (f", {reason}" if reason else "")
+
+
 def _row_reason(row) -> str:
     detail = next((markers.parse_marker(m)[1].get("detail") for m in row.markers
                    if markers.marker_name(m) == markers.CASE_FAILED), None)
@@ -159,13 +175,16 @@ def _marker_reason(rows, names) -> str:
 
 def _crash_reason(attempt: Attempt) -> str:
     rc = attempt.rc
-    number = -rc if rc < 0 else rc - 128 if rc > 128 else None
+    number = None if rc == CRASH_RC else -rc if rc < 0 else rc - 128 if rc > 128 else None
     if number:
         try:
             name = signal.Signals(number).name
         except ValueError:
             name = f"signal {number}"
         return f"the process died ({name})" + (f": {attempt.message}" if attempt.message else "")
+    if rc == CRASH_RC:
+        return "the process ended without a result" + \
+            (f": {attempt.message}" if attempt.message else "")
     return f"the process ended without a result (rc={rc})" + \
         (f": {attempt.message}" if attempt.message else "")
 

@@ -24,6 +24,7 @@ from .outcome import CRASH_RC, TIMEOUT_RC, Attempt
 
 GRACE_S = 10.0
 START_TIMEOUT_S = 300.0
+LOG_TAIL_BYTES = 1 << 20      # where an op's last error line is looked for
 
 
 @dataclass
@@ -36,11 +37,14 @@ class Lane:
 
 def last_line(log: Path) -> str:
     """The op's last one-line error (`zlh: ...`, a PREFLIGHT_FAILED line, or the last line of
-    a traceback), or "" when it printed none."""
+    a traceback) in the log's last MiB, or "" when it printed none."""
     try:
-        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+        with open(log, "rb") as handle:       # its end only: an op may print gigabytes
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - LOG_TAIL_BYTES))
+            text = handle.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     errors = [ln for ln in lines if ln.startswith("zlh:") or "PREFLIGHT_FAILED" in ln]
     if errors:
         return errors[-1]
@@ -102,6 +106,7 @@ class Worker:
         elif reply is None:                          # the worker died under the op
             rc = self.proc.wait()
             rc = rc if rc else CRASH_RC
+            kill_leftovers(self.proc)                # what the op started must not outlive it
             self.proc = None
         else:
             rc = int(reply["rc"])
@@ -152,12 +157,25 @@ def stop_group(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:
             break
         except subprocess.TimeoutExpired:
             continue
+    kill_leftovers(proc)
     for stream in (proc.stdin, proc.stdout):
         try:
             if stream:
                 stream.close()
         except OSError:
             pass
+
+
+def kill_leftovers(proc: subprocess.Popen) -> None:
+    """SIGKILL what is left of an ended process's group (it leads its own session): the
+    children an op started and did not end. A child that started a session of its own is out
+    of reach."""
+    if proc.pid <= 1 or proc.pid == os.getpgrp():     # not a group of its own
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def run_fresh(lane: Lane, op: str, argv: list[str], timeout_s: float, log: Path,
@@ -175,6 +193,7 @@ def run_fresh(lane: Lane, op: str, argv: list[str], timeout_s: float, log: Path,
                                 pass_fds=held_fds())
         try:
             rc = proc.wait(timeout=timeout_s)
+            kill_leftovers(proc)
         except subprocess.TimeoutExpired:
             stop_group(proc)
             rc = TIMEOUT_RC

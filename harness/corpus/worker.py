@@ -20,12 +20,13 @@ from pathlib import Path
 
 from ..common.errors import (EXIT_OK, EXIT_POISONED, DevicePoisonedError, RunFailedError,
                              Terminated, ZlhError, one_line)
-from ..common.process import die_with_parent
+from ..common.process import die_with_parent, terminate_handler
+from .outcome import CRASH_RC
 
 PROTOCOL_VERSION = 1
 
 
-def _terminate(signum, frame):
+def _raise_terminated(signum):
     raise Terminated(signum)      # the op's run.json says why: SIGTERM
 
 
@@ -41,8 +42,9 @@ def _output_to(log: Path):
         try:
             yield handle
         finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(OSError, ValueError):   # the op may have closed it
+                    stream.flush()
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
             for fd in saved:
@@ -66,13 +68,24 @@ def run_job(job: dict) -> dict:
             rc, message = exc.exit_code, exc.message
             if isinstance(exc, RunFailedError):      # disk full, read-only: not the op's fault
                 reason = exc.reason
-            print(f"zlh: {exc.message}", file=sys.stderr)
+            _say(f"zlh: {exc.message}")
+        except SystemExit as exc:
+            if isinstance(exc, Terminated):
+                raise
+            rc, message = CRASH_RC, f"the op called sys.exit({exc.code!r})"   # worker lives
+            _say(f"zlh: {message}")
         except Exception as exc:  # noqa: BLE001 - reported as the op's failure, worker lives
             rc, message = 1, f"{type(exc).__name__}: {one_line(exc)}"
-            print(f"zlh: unexpected error: {message}", file=sys.stderr)
+            _say(f"zlh: unexpected error: {message}")
         _reset(job)
     return {"op": job["op"], "rc": rc, "message": message, "pid": os.getpid(),
             "write_failure": reason}
+
+
+def _say(line: str) -> None:
+    """A line for the op's log; none when the op closed this process's stderr."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr)
 
 
 def _reset(job: dict) -> None:
@@ -95,14 +108,18 @@ def _reset(job: dict) -> None:
 
 
 def main() -> int:
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGTERM, terminate_handler(_raise_terminated))
     die_with_parent()
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
-    # Nothing but protocol lines on the original stdout: stray prints go to stderr.
+    jobs = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    # Nothing but protocol lines on the original stdout: stray prints go to stderr. The jobs
+    # come on a private copy of stdin: an op that reads or closes fd 0 cannot take them.
     os.dup2(2, 1)
+    with open(os.devnull, "rb") as null:
+        os.dup2(null.fileno(), 0)
     protocol.write(json.dumps({"ready": True, "pid": os.getpid(),
                                "protocol": PROTOCOL_VERSION}) + "\n")
-    for line in sys.stdin:
+    for line in jobs:
         if not line.strip():
             continue
         job = json.loads(line)

@@ -6,6 +6,7 @@ state of that one run (its directory, run.json, rows) so each step reads as one 
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
 import shutil
@@ -123,6 +124,9 @@ def run_op(plan: BenchPlan, op: str, echo: Echo | None = None,
         status, reason = "crashed", "output closed"
         raise
     except OSError as exc:           # disk full, read-only file system: the run cannot go on
+        if exc.errno == errno.EBADF:     # the op closed this process's stdout/stderr
+            status, reason = "crashed", "output closed"
+            raise
         status, reason, write_error = "failed", write_failure(exc), exc
         if not plan.options.keep_cache:    # room for run.json: the run ends here anyway
             remove_private(plan.caches)
