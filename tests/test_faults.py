@@ -23,6 +23,7 @@ from harness.corpus import batch as batchmod
 from harness.corpus import lock, supervisor, worker
 from harness.corpus.outcome import Attempt
 from harness.corpus.selection import Item
+from procs import alive
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
@@ -40,14 +41,6 @@ def wait_for(pattern: str, seconds: float = 60) -> None:
     while time.time() < deadline and not glob.glob(pattern):
         time.sleep(0.02)
     assert glob.glob(pattern), f"never appeared: {pattern}"
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 def statuses(root: Path) -> dict[str, str]:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from harness.corpus.outcome import CRASH, CRASH_RC, Attempt, judge
+from procs import alive
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
@@ -73,14 +74,6 @@ cases = {name: _case(name, fn) for name, fn in [
     ("close_in", close_in), ("child_then_exit", child_then_exit), ("fork_copy", fork_copy),
     ("ok2", ok)]}
 '''
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 def run_batch(tmp_path: Path, ops: str, *args: str) -> tuple[Path, dict, list[int]]:
