@@ -53,8 +53,7 @@ class Fields:
 
     def number(self, name: str, default=_MISSING, low: float | None = None) -> float:
         value = self.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-                not math.isfinite(value) or (low is not None and value < low):
+        if not _finite_number(value) or (low is not None and value < low):
             raise self.error(name, "a finite number" + (f" >= {low:g}" if low is not None
                                                         else ""), value)
         return float(value)
@@ -66,23 +65,18 @@ class Fields:
         return value
 
     def strs(self, name: str, default=_MISSING) -> list[str]:
-        return self._list(name, default, str, "a list of strings")
+        return self._list(name, default, lambda v: isinstance(v, str), "a list of strings")
 
     def numbers(self, name: str, default=_MISSING) -> list[float]:
         """A list of finite numbers (booleans are not numbers)."""
-        value = self.get(name, default)
-        if not isinstance(value, list) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                for v in value):
-            raise self.error(name, "a list of finite numbers", value)
-        return list(value)
+        return self._list(name, default, _finite_number, "a list of finite numbers")
 
     def objects(self, name: str, default=_MISSING) -> list[dict]:
-        return self._list(name, default, dict, "a list of objects")
+        return self._list(name, default, lambda v: isinstance(v, dict), "a list of objects")
 
-    def _list(self, name: str, default, kind: type, what: str) -> list:
+    def _list(self, name: str, default, accepts, what: str) -> list:
         value = self.get(name, default)
-        if not isinstance(value, list) or not all(isinstance(v, kind) for v in value):
+        if not isinstance(value, list) or not all(accepts(v) for v in value):
             raise self.error(name, what, value)
         return list(value)
 
@@ -103,6 +97,12 @@ class Fields:
     def at(self, name: str, index: int) -> "Fields":
         """The fields of the index-th object of list `name`."""
         return Fields(self.doc[name][index], f"{self.where}: {name}[{index}]")
+
+
+def _finite_number(value) -> bool:
+    """An int or float, finite, and not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and \
+        math.isfinite(value)
 
 
 def _lookup(doc, name: str, default):

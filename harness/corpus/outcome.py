@@ -91,14 +91,17 @@ class Outcome:
 def judge(attempt: Attempt, op_timeout_s: float) -> Outcome:
     """The status of one attempt, from its exit status and its run directory."""
     out = Outcome(FAIL, attempt.rc, attempt.elapsed_s, attempt.message, attempt.run_dir)
-    rows = _rows(attempt.run_dir)
+    run = load_run_or_none(attempt.run_dir)        # read once: rows, status, reason
+    rows = run.rows if run is not None else []
+    unfinished = _unfinished(run)
     out.rows_total = len(rows)
     out.rows_success = sum(1 for r in rows if r.status == SUCCESS)
     if attempt.rc == TIMEOUT_RC:
         out.status = TIMEOUT
         out.reason = (f"no result within the op timeout ({op_timeout_s:g} s): a time problem, "
                       f"not a verdict on the op")
-    elif attempt.rc == EXIT_POISONED or _run_status(attempt.run_dir) == "poisoned":
+    elif attempt.rc == EXIT_POISONED or (run is not None and
+                                         run.info.get("status") == "poisoned"):
         out.status = POISONED
         out.reason = _marker_reason(rows, (markers.DEVICE_POISONED, markers.CAPTURE_POISONED)) \
             or attempt.message or "the device became unusable"
@@ -106,9 +109,9 @@ def judge(attempt: Attempt, op_timeout_s: float) -> Outcome:
             attempt.rc not in (EXIT_OK, EXIT_FAILED_CASES, 2, EXIT_PREFLIGHT):
         out.status = CRASH
         out.reason = _crash_reason(attempt)
-    elif unfinished(attempt.run_dir):
+    elif unfinished:
         out.status = CRASH
-        out.reason = f"the run did not finish ({unfinished(attempt.run_dir)})"
+        out.reason = f"the run did not finish ({unfinished})"
     elif attempt.rc in (EXIT_OK, EXIT_FAILED_CASES) and rows:
         failed = [r for r in rows if r.status == FAILED]
         skipped = [r for r in rows if r.status == SKIPPED]
@@ -137,20 +140,9 @@ def dtype_problem(outcome: Outcome) -> bool:
     return outcome.status in (SKIP, FAIL) and outcome.rows_success == 0 and "dtype" in text
 
 
-def _rows(run_dir: Path | None):
-    run = load_run_or_none(run_dir)
-    return run.rows if run is not None else []
-
-
-def _run_status(run_dir: Path | None) -> str | None:
-    run = load_run_or_none(run_dir)
-    return run.info.get("status") if run is not None else None
-
-
-def unfinished(run_dir: Path | None) -> str:
-    """`status (reason)` of a run directory whose run.json says it did not finish — still
+def _unfinished(run) -> str:
+    """`status (reason)` of a stored run whose run.json says it did not finish — still
     `running` (its process vanished: os._exit), `interrupted` or `crashed` — or ""."""
-    run = load_run_or_none(run_dir)
     status = run.info.get("status") if run is not None else None
     if status not in ("running", "interrupted", "crashed"):
         return ""

@@ -17,8 +17,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..common.errors import EXIT_POISONED
+from ..common.errors import EXIT_POISONED, UsageError
 from ..common.process import child_env
+from ..store.reader import read_info
 from .lock import held_fds
 from .outcome import CRASH_RC, TIMEOUT_RC, Attempt
 
@@ -211,8 +212,7 @@ def failed_write(run_dir: Path | None) -> str:
     if run_dir is None:
         return ""
     try:
-        info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        info = read_info(run_dir)
+    except UsageError:
         return ""
-    return str(info.get("reason") or "write failed") \
-        if isinstance(info, dict) and info.get("status") == "failed" else ""
+    return str(info.get("reason") or "write failed") if info.get("status") == "failed" else ""
