@@ -16,7 +16,7 @@ from ..corpus.batch import BatchPlan
 from ..corpus.screen import (Screen, ScreenPlan, mend_side_plans, read_plan, summary_lines,
                              write_ir_changed, write_plan, write_side_plan)
 from ..corpus.screen import rescore as rescore_root
-from ..corpus.check import check_interpreter, check_plan, check_root, corpus_adapter
+from ..corpus.check import check_executable, check_plan, check_root, corpus_adapter
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
 from . import main
 from .batch import check_devices, hold_root, interrupted_hint, new_root, parse_devices
@@ -37,7 +37,7 @@ def sides_of(params: dict):
             else sides_from_env(params.get("env_a"), params.get("env_b")))
     for side, python in ((a, params.get("python_a")), (b, params.get("python_b"))):
         if python:
-            check_interpreter(python, f"--python-{side.label.lower()}")
+            check_executable(python, f"--python-{side.label.lower()}")
             side.python = python
             side.description = (side.description + f" python={python}").strip()
     return a, b

@@ -72,7 +72,7 @@ def check_plan(plan, adapter, where: str = "", pythons: tuple[str, ...] = (),
     except (UsageError, ShapeFileError) as exc:
         raise UsageError(p + str(exc)) from None
     for python in (*pythons, plan.python):
-        check_interpreter(python, where)
+        check_executable(python, where)
     if resolve:
         for item in plan.items:
             try:
@@ -81,7 +81,10 @@ def check_plan(plan, adapter, where: str = "", pythons: tuple[str, ...] = (),
                 raise UsageError(p + one_line(exc, 300)) from None
 
 
-def check_interpreter(python: str, where: str = "") -> None:
+def check_executable(python: str, where: str = "") -> None:
+    """An interpreter path that exists and may be run (without starting it: a corpus plan
+    names an interpreter resolved when the plan was made; `zlh ab` probes its imports in
+    ab/preflight.check_interpreter)."""
     if not (Path(python).is_file() and os.access(python, os.X_OK)):
         why = "not found" if not Path(python).exists() else "is not an executable file"
         raise UsageError(f"{_prefix(where)}interpreter {python} {why}")
