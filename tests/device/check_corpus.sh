@@ -10,6 +10,9 @@
 #   bash tests/device/check_corpus.sh sweep    # two GPUs: parallel autotune sweep vs serial for
 #                                              # SWEEP_OPS (mm: LibTuner; layer_norm: @triton.autotune):
 #                                              # wall, conflicts, A/A of the two measurements
+#   bash tests/device/check_corpus.sh screen60 # one GPU: the whole 60-op screen (resumable), partition
+#                                              # for 8 devices; rounds3: zlh ab --rounds 3 on its
+#                                              # ir_changed.txt (SCREEN=folder holding it)
 #   bash tests/device/check_corpus.sh screen1  # one GPU: screen of the 60 ops, rescore, partition
 #                                              # for 8 devices, and a switch acting after TTGIR
 #                                              # (TRITON_DEFAULT_FP_FUSION) at --ir-stage ttgir vs ptx
@@ -59,7 +62,8 @@ elif [ "$mode" = all ]; then
   fi
   $SUM batch "$R"
   cp "$R/ops_status.csv" "$OUT/all_ops_status.csv"
-  tar czf "$OUT/all_root.tgz" -C "$WORK" all    # the batch root, to carry into a later call
+  # KEEP_ROOT=1: the batch root too, to carry into a later call (can pass the 16 MiB a file may have)
+  [ "${KEEP_ROOT:-0}" = 1 ] && tar czf "$OUT/all_root.tgz" -C "$WORK" all
 elif [ "$mode" = reuse ]; then
   # Pointwise ops first (no autotuner: both batches run the same configs), then reductions.
   grep -v '^#' $OPS | grep -E -x -f <(printf '%s\n' gelu softmax log_softmax layer_norm rms_norm sum mean max \
@@ -80,6 +84,26 @@ elif [ "$mode" = sweep ]; then
       $ZLH ab "$par" "$ser" --allow-caliber-mismatch --root "$WORK/sw/$op-ab" 2>&1 | tail -n 20
     fi
   done
+elif [ "$mode" = screen60 ]; then
+  # The whole 60-op screen on one GPU, resumable: a second call on the same machine continues it.
+  R=$WORK/s60
+  if [ -f "$R/screen.json" ]; then
+    step screen60 ${BOX_SCREEN:-540} $ZLH screen --resume "$R"
+  else
+    step screen60 ${BOX_SCREEN:-540} $ZLH screen --ops-file $OPS --switch TRITON_F32_DEFAULT=ieee,tf32x3 --devices 0 \
+      $FASTB --op-timeout ${OP_TIMEOUT:-60} --retries 0 --root "$R"
+  fi
+  $SUM screen "$R"; tail -n 30 "$WORK/screen60.log"
+  $ZLH partition "$R/screen.tsv" --devices 0,1,2,3,4,5,6,7 --verdict IR_CHANGED \
+    --verdict NO_IR_DIFF --verdict NO_TRITON --verdict NO_ROWS | tail -n 14
+  mkdir -p "$OUT/screen"; cp "$R/screen.json" "$R/screen.tsv" "$R/ir_changed.txt" "$OUT/screen/" 2>/dev/null
+elif [ "$mode" = rounds3 ]; then
+  # zlh ab --rounds 3 on a screen's IR_CHANGED list (SCREEN: the folder holding ir_changed.txt).
+  S=${SCREEN:-$WORK/s60}
+  step rounds3 ${BOX_R3:-300} $ZLH ab --ops-file "$S/ir_changed.txt" --switch TRITON_F32_DEFAULT=ieee,tf32x3 \
+    $FASTB --rounds 3 --timeout 150 --root "$WORK/r3"
+  tail -n 60 "$WORK/rounds3.log"
+  mkdir -p "$OUT/r3"; cp "$WORK/r3/status.tsv" "$OUT/r3/" 2>/dev/null; cp "$WORK/r3"/report.* "$OUT/r3/" 2>/dev/null
 elif [ "$mode" = screen1 ]; then
   step screen ${BOX_SCREEN:-330} $ZLH screen --ops-file $OPS --switch TRITON_F32_DEFAULT=ieee,tf32x3 --devices 0 \
     $FASTB --op-timeout 90 --retries 0 --root "$WORK/s"
