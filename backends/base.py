@@ -227,6 +227,17 @@ class Backend:
         if hasattr(module, "empty_cache"):
             module.empty_cache()
 
+    def memory_held(self) -> int | None:
+        """Bytes of device memory this process's allocator still holds (reserved), or None
+        where the runtime does not say."""
+        module = self.torch_module()
+        if not hasattr(module, "memory_reserved"):
+            return None
+        try:
+            return int(module.memory_reserved())
+        except Exception:  # noqa: BLE001 - a runtime without an allocator figure
+            return None
+
     def device_usable(self) -> str | None:
         """None when the device still runs work after an error, else the error text."""
         import torch

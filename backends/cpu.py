@@ -69,6 +69,9 @@ class CpuBackend(Backend):
     def empty_cache(self) -> None:
         return None
 
+    def memory_held(self) -> int | None:
+        return None
+
 
 def _cpu_model() -> str:
     try:

@@ -117,6 +117,25 @@ def test_broken_by_b_is_flagged_whatever_the_verdict(sides):
     assert v.note.startswith(f"{BROKEN_BY_B} 1 case(s) B failed that A ran (float16 128)")
 
 
+
+def test_a_failed_input_builder_on_b_breaks_the_cases_it_took_with_it(sides):
+    """B's input builder raised after its first shape (out of memory, say): one FAILED row
+    named after the op, and A's second shape never built on B. That is BROKEN_BY_B, not a
+    quiet IR difference."""
+    a = run_dir(sides[0], "op", ttgir=TTGIR)
+    b = run_dir(sides[1], "op", {"64": 1.0, "op": 1.0}, ttgir=TTGIR + "// fewer kernels\n",
+                statuses={"op": FAILED})
+    v = decide("op", outcome(a), outcome(b))
+    assert v.broken and v.broken_by_b == ["float16 128 (not run on B)"]
+    assert v.note.startswith(f"{BROKEN_BY_B} 1 case(s) B failed that A ran")
+
+
+def test_a_case_b_lacks_without_any_failure_is_not_broken(sides):
+    a = run_dir(sides[0], "op", ttgir=TTGIR)
+    b = run_dir(sides[1], "op", {"64": 1.0}, ttgir=TTGIR)
+    assert decide("op", outcome(a), outcome(b)).broken_by_b == []
+
+
 SHAPES = "add: [[64]]\nsoftmax: [[4, 64]]\n"
 FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
 

@@ -6,6 +6,8 @@ checking their set-up. Hidden from `zlh ops` unless asked for (`--all-builtin`).
     fault_hang             the function under test never returns
     fault_illegal_address  a kernel reads far out of bounds (GPU only): the device context
                            is unusable afterwards
+    fault_hold_memory      the function under test keeps 2 GiB of device memory alive after
+                           the op (a module-level cache that never empties; GPU only)
 """
 from __future__ import annotations
 
@@ -17,7 +19,10 @@ import torch
 
 from ..base import Case, CaseInputs
 
-FAULT_OPS = ("fault_abort", "fault_hang", "fault_illegal_address", "fault_raise")
+FAULT_OPS = ("fault_abort", "fault_hang", "fault_hold_memory", "fault_illegal_address",
+             "fault_raise")
+HELD_BYTES = 2 << 30
+_held: list = []       # what fault_hold_memory keeps alive, as a leaking library cache would
 
 
 def _raise(x):
@@ -38,14 +43,22 @@ def _illegal_address(x):
     return kernels.read_far_out_of_bounds(x)
 
 
+def _hold_memory(x):
+    if not _held:
+        _held.append(torch.empty(HELD_BYTES, dtype=torch.uint8, device=x.device))
+    return x + 1
+
+
 _FUNCTIONS: dict[str, Callable] = {"fault_raise": _raise, "fault_abort": _abort,
-                                   "fault_hang": _hang, "fault_illegal_address": _illegal_address}
+                                   "fault_hang": _hang, "fault_illegal_address": _illegal_address,
+                                   "fault_hold_memory": _hold_memory}
+GPU_ONLY = ("fault_illegal_address", "fault_hold_memory")
 
 
 def fault_case(op: str, backend, device: str) -> Case:
     skip = None
-    if op == "fault_illegal_address" and not backend.supports_events:
-        skip = f"{op} needs a GPU (backend {backend.name} has no device kernels to break)"
+    if op in GPU_ONLY and not backend.supports_events:
+        skip = f"{op} needs a GPU (backend {backend.name} has no device memory or kernels)"
     return Case(op=op, dtype="float32", shape=[1024], shape_detail="1024",
                 build=lambda: CaseInputs((torch.randn(1024, device=device),)),
                 baseline=lambda x: x + 1, under_test=_FUNCTIONS[op], skip_reason=skip,

@@ -64,14 +64,28 @@ def output_mismatches(rounds: list[tuple[StoredRun, StoredRun]]) -> list[dict]:
 
 
 def broken_by_b(run_a: StoredRun | None, run_b: StoredRun | None) -> list[str]:
-    """Cases SUCCESS on A and FAILED on B, as `dtype shape`: a change that breaks shapes
-    must never read as "no change"."""
+    """Cases SUCCESS on A that B failed, as `dtype shape`: a change that breaks shapes must
+    never read as "no change". A failure before B's cases were known (the benchmark's input
+    builder raised: a FAILED row named after the op, the shapes after it never built) takes
+    the A cases B then lacks with it: they are listed too, as `dtype shape (not run on B)`."""
     if run_a is None or run_b is None:
         return []
     from ..store.results import FAILED
-    ok_a = {row_key(r) for r in run_a.rows if r.status == SUCCESS}
-    return [f"{r.dtype} {r.shape_detail}" for r in run_b.rows
-            if r.status == FAILED and row_key(r) in ok_a]
+    failed_b = [r for r in run_b.rows if r.status == FAILED]
+    if not failed_b:
+        return []
+    keys_b = {row_key(r) for r in run_b.rows}
+    failed_keys = {row_key(r) for r in failed_b}
+    found = []
+    for ra in run_a.rows:
+        if ra.status != SUCCESS:
+            continue
+        key = row_key(ra)
+        if key in failed_keys:
+            found.append(f"{ra.dtype} {ra.shape_detail}")
+        elif key not in keys_b:
+            found.append(f"{ra.dtype} {ra.shape_detail} (not run on B)")
+    return found
 
 
 def annotations(pairs) -> list[str]:

@@ -29,6 +29,12 @@ CRASH_RC = -1              # the process ended without an exit status of its own
 MACHINE_CHECKS = ("backend", "device")
 
 
+GIB = 1 << 30
+# Device memory a reused worker may still hold after an op's reset; beyond it the worker is
+# replaced, so that no later op runs short of memory an earlier one kept alive.
+MEMORY_HELD_LIMIT = GIB
+
+
 @dataclass
 class Attempt:
     """One try of an op: how its process ended and where its files are."""
@@ -39,6 +45,7 @@ class Attempt:
     message: str = ""          # the last line the op printed (its one-line error)
     worker_pid: int | None = None
     write_failure: str = ""    # the run could not write its files (disk full, read-only)
+    memory_held: int = 0       # device memory (bytes) the worker still held after the reset
 
 
 @dataclass
@@ -131,6 +138,8 @@ def judge(attempt: Attempt, op_timeout_s: float) -> Outcome:
     if out.status != PASS and not out.reason:
         out.reason = f"exit status {attempt.rc} and no error line (see {attempt.log.name})"
     _count_markers(out, rows)
+    if attempt.memory_held:          # the worker was replaced before the next op
+        out.notes.append(f"memory_held={attempt.memory_held / GIB:.1f}GiB")
     return out
 
 

@@ -2,8 +2,8 @@
 
 The supervisor owns its worker processes: it starts one per device lane, hands it an op,
 waits at most the op timeout for the answer, and replaces the worker when the op crashed
-it, hung (the worker's whole process group gets SIGTERM, then SIGKILL), or left the device
-unusable. Either way the attempt ends as an `Attempt` (exit status, log, run directory).
+it, hung (the worker's whole process group gets SIGTERM, then SIGKILL), left the device
+unusable, or kept device memory alive past its reset. Either way the attempt ends as an `Attempt` (exit status, log, run directory).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from ..common.errors import EXIT_POISONED, UsageError
 from ..common.process import child_env
 from ..store.reader import read_info
 from .lock import held_fds
-from .outcome import CRASH_RC, TIMEOUT_RC, Attempt
+from .outcome import CRASH_RC, MEMORY_HELD_LIMIT, TIMEOUT_RC, Attempt
 
 GRACE_S = 10.0
 START_TIMEOUT_S = 300.0
@@ -58,6 +58,13 @@ def newest_run_dir(out: Path, before: set[Path]) -> Path | None:
     runs = sorted(p for p in out.iterdir() if p.is_dir() and (p / "run.json").exists()
                   and p not in before) if out.is_dir() else []
     return runs[-1] if runs else None
+
+
+def held_too_much(reply: dict) -> int:
+    """The device memory a worker's answer says it still held after the op's reset, when that
+    is more than a later op may be left without (else 0)."""
+    held = reply.get("held_bytes")
+    return held if isinstance(held, int) and held > MEMORY_HELD_LIMIT else 0
 
 
 def run_dirs(out: Path) -> set[Path]:
@@ -111,11 +118,12 @@ class Worker:
             self.proc = None
         else:
             rc = int(reply["rc"])
-            if rc == EXIT_POISONED:
-                self.stop()
+            if rc == EXIT_POISONED or held_too_much(reply):
+                self.stop()                          # the next op gets a fresh worker
         run_dir = newest_run_dir(out, before)
         return Attempt(rc, elapsed, log, run_dir, last_line(log), self.pid,
-                       (reply or {}).get("write_failure") or failed_write(run_dir))
+                       (reply or {}).get("write_failure") or failed_write(run_dir),
+                       held_too_much(reply or {}))
 
     def _read(self, timeout_s: float) -> tuple[dict | None, str]:
         """(the next protocol line, "ok"), or (None, "eof") when the worker is gone, or

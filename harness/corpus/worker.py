@@ -2,16 +2,17 @@
 
 `python -m harness.corpus.worker` reads one job per line on stdin (JSON: op, flat bench
 options, log path, argv) and answers one line per job on its original stdout (JSON: op, rc,
-message, pid). Everything an op prints — zlh's own lines, the library's, the compiler's, even
+message, pid, held_bytes). Everything an op prints — zlh's own lines, the library's, the compiler's, even
 at the file-descriptor level — goes to that op's log, so the protocol line is all the
 supervisor reads. Between ops the compiler's in-memory kernel and tuner caches are emptied
 and the adapter drops its per-op state, so each op compiles into its own private cache and
-measures as a fresh `zlh bench` would; what cannot be reset (a poisoned device) ends the
-worker, and the supervisor starts another.
+measures as a fresh `zlh bench` would; what cannot be reset (a poisoned device, device memory
+the op keeps alive) ends the worker, and the supervisor starts another.
 """
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -21,7 +22,7 @@ from pathlib import Path
 from ..common.errors import (EXIT_OK, EXIT_POISONED, DevicePoisonedError, RunFailedError,
                              Terminated, ZlhError, one_line)
 from ..common.process import die_with_parent, terminate_handler
-from .outcome import CRASH_RC
+from .outcome import CRASH_RC, GIB, MEMORY_HELD_LIMIT
 
 PROTOCOL_VERSION = 1
 
@@ -77,9 +78,9 @@ def run_job(job: dict) -> dict:
         except Exception as exc:  # noqa: BLE001 - reported as the op's failure, worker lives
             rc, message = 1, f"{type(exc).__name__}: {one_line(exc)}"
             _say(f"zlh: unexpected error: {message}")
-        _reset(job)
+        held = _reset(job)
     return {"op": job["op"], "rc": rc, "message": message, "pid": os.getpid(),
-            "write_failure": reason}
+            "write_failure": reason, "held_bytes": held}
 
 
 def _say(line: str) -> None:
@@ -88,9 +89,11 @@ def _say(line: str) -> None:
         print(line, file=sys.stderr)
 
 
-def _reset(job: dict) -> None:
+def _reset(job: dict) -> int | None:
     """The state a later op must not inherit: compiled kernels, tuned configs, the adapter's
-    library caches, the device allocator's cache."""
+    library caches, the device allocator's cache. Returns the device memory still held
+    afterwards (bytes; None where the runtime does not say): memory something of the op's
+    keeps alive, which a later op on this device would run short of."""
     import adapters
     import backends
     from ..compile.reset import clear_kernel_caches
@@ -101,10 +104,18 @@ def _reset(job: dict) -> None:
         adapters.get_adapter(options.get("adapter") or
                              adapters.default_adapter_name(options.get("flaggems_dir")),
                              flaggems_dir=options.get("flaggems_dir")).reset_between_ops()
-    with contextlib.suppress(Exception):
+    gc.collect()               # cycles (an exception's frames, graphs) still holding tensors
+    try:
         backend = (backends.get_backend(options["backend"]) if options.get("backend")
                    else backends.detect_backend())
         backend.empty_cache()
+        held = backend.memory_held()
+    except Exception:  # noqa: BLE001 - a broken device is the supervisor's to judge
+        return None
+    if held and held > MEMORY_HELD_LIMIT:
+        _say(f"zlh: {held / GIB:.1f} GiB of device memory still held after the op's reset: "
+             f"this worker is replaced before the next op")
+    return held
 
 
 def main() -> int:

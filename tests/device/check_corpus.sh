@@ -13,6 +13,7 @@
 #   bash tests/device/check_corpus.sh screen60 # one GPU: the whole 60-op screen (resumable), partition
 #                                              # for 8 devices; rounds3: zlh ab --rounds 3 on its
 #                                              # ir_changed.txt (SCREEN=folder holding it)
+#   bash tests/device/check_corpus.sh holdmem  # fault_hold_memory mid-batch: the worker is replaced
 #   bash tests/device/check_corpus.sh screen1  # one GPU: screen of the 60 ops, rescore, partition
 #                                              # for 8 devices, and a switch acting after TTGIR
 #                                              # (TRITON_DEFAULT_FP_FUSION) at --ir-stage ttgir vs ptx
@@ -86,11 +87,11 @@ elif [ "$mode" = sweep ]; then
   done
 elif [ "$mode" = screen60 ]; then
   # The whole 60-op screen on one GPU, resumable: a second call on the same machine continues it.
-  R=$WORK/s60
+  R=${SCREEN_ROOT:-$WORK/s60}
   if [ -f "$R/screen.json" ]; then
     step screen60 ${BOX_SCREEN:-540} $ZLH screen --resume "$R"
   else
-    step screen60 ${BOX_SCREEN:-540} $ZLH screen --ops-file $OPS --switch TRITON_F32_DEFAULT=ieee,tf32x3 --devices 0 \
+    step screen60 ${BOX_SCREEN:-540} $ZLH screen --ops-file ${SCREEN_OPS:-$OPS} --switch TRITON_F32_DEFAULT=ieee,tf32x3 --devices 0 \
       $FASTB --op-timeout ${OP_TIMEOUT:-60} --retries 0 --root "$R"
   fi
   $SUM screen "$R"; tail -n 30 "$WORK/screen60.log"
@@ -100,10 +101,19 @@ elif [ "$mode" = screen60 ]; then
 elif [ "$mode" = rounds3 ]; then
   # zlh ab --rounds 3 on a screen's IR_CHANGED list (SCREEN: the folder holding ir_changed.txt).
   S=${SCREEN:-$WORK/s60}
-  step rounds3 ${BOX_R3:-300} $ZLH ab --ops-file "$S/ir_changed.txt" --switch TRITON_F32_DEFAULT=ieee,tf32x3 \
+  step rounds3 ${BOX_R3:-300} $ZLH ab --ops-file "${R3_OPS:-$S/ir_changed.txt}" --switch TRITON_F32_DEFAULT=ieee,tf32x3 \
     $FASTB --rounds 3 --timeout 150 --root "$WORK/r3"
   tail -n 60 "$WORK/rounds3.log"
   mkdir -p "$OUT/r3"; cp "$WORK/r3/status.tsv" "$OUT/r3/" 2>/dev/null; cp "$WORK/r3"/report.* "$OUT/r3/" 2>/dev/null
+elif [ "$mode" = holdmem ]; then
+  # A reused worker left holding device memory is replaced before the next op.
+  step holdmem 60 $ZLH batch --adapter builtin --ops add,fault_hold_memory,softmax --dtypes float16 \
+    --warmup-ms 10 --min-samples 5 --max-time-ms 50 --op-timeout 40 --retries 0 -q --out "$WORK/hold"
+  $SUM batch "$WORK/hold"; cut -d, -f2,5,10 "$WORK/hold/ops_status.csv"
+  grep -h "still held" "$WORK"/hold/*/run.attempt*.log
+  for op in add fault_hold_memory softmax; do   # the worker's pid per op (softmax: a new one)
+    echo "$op pid $(grep -ho '"pid": [0-9]*' "$WORK"/hold/$op/${op}_*/run.json | head -n 1)"
+  done
 elif [ "$mode" = screen1 ]; then
   step screen ${BOX_SCREEN:-330} $ZLH screen --ops-file $OPS --switch TRITON_F32_DEFAULT=ieee,tf32x3 --devices 0 \
     $FASTB --op-timeout 90 --retries 0 --root "$WORK/s"

@@ -1,0 +1,72 @@
+"""A reused worker that still holds device memory after an op's reset is replaced before the
+next op, and the op's notes say so. The worker here is a stand-in speaking the worker
+protocol (a CPU has no device allocator to fill)."""
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import textwrap
+
+from harness.corpus.outcome import GIB, MEMORY_HELD_LIMIT, judge
+from harness.corpus.supervisor import Lane, Worker, held_too_much
+
+STAND_IN = textwrap.dedent("""
+    import json, os, sys
+    print(json.dumps({"ready": True, "pid": os.getpid(), "protocol": 1}), flush=True)
+    for line in sys.stdin:
+        job = json.loads(line)
+        held = {"hold": 2 << 30, "small": 64 << 20}.get(job["op"], 0)
+        print(json.dumps({"op": job["op"], "rc": 0, "message": "", "pid": os.getpid(),
+                          "write_failure": "", "held_bytes": held}), flush=True)
+""")
+
+
+def stand_in_worker(tmp_path) -> Worker:
+    script = tmp_path / "stand_in.py"
+    script.write_text(STAND_IN)
+    python = tmp_path / "python"         # called as `python -m harness.corpus.worker`
+    python.write_text(f"#!/bin/sh\nexec {sys.executable} {script}\n")
+    python.chmod(python.stat().st_mode | stat.S_IXUSR)
+    return Worker(Lane(python=str(python), env=dict(os.environ)), tmp_path / "worker.log")
+
+
+def run(worker, tmp_path, op):
+    log = tmp_path / f"{op}.log"
+    log.write_text("")
+    return worker.run({"op": op, "options": {}, "log": str(log)}, 20, log, tmp_path / op)
+
+
+def test_a_worker_holding_memory_after_an_op_is_replaced_and_the_op_noted(tmp_path):
+    worker = stand_in_worker(tmp_path)
+    try:
+        first = run(worker, tmp_path, "add")
+        small = run(worker, tmp_path, "small")        # under the limit: the worker stays
+        assert small.worker_pid == first.worker_pid and small.memory_held == 0
+        held = run(worker, tmp_path, "hold")
+        assert held.worker_pid == first.worker_pid    # the op itself ran in the same worker
+        assert held.memory_held == 2 << 30
+        assert not worker.alive                       # ...which is gone before the next op
+        after = run(worker, tmp_path, "add")
+        assert after.worker_pid != first.worker_pid and after.memory_held == 0
+    finally:
+        worker.stop()
+    notes = judge(held, 60).notes
+    assert "memory_held=2.0GiB" in notes
+    assert not any(n.startswith("memory_held") for n in judge(small, 60).notes)
+
+
+def test_only_a_whole_number_above_the_limit_counts_as_held():
+    assert held_too_much({"held_bytes": MEMORY_HELD_LIMIT + 1}) == MEMORY_HELD_LIMIT + 1
+    assert held_too_much({"held_bytes": MEMORY_HELD_LIMIT}) == 0
+    for reply in ({}, {"held_bytes": None}, {"held_bytes": "3"}, {"held_bytes": 2.5 * GIB}):
+        assert held_too_much(reply) == 0
+
+
+def test_the_worker_reports_what_the_allocator_holds_after_its_reset(tmp_path):
+    """The real worker on the cpu backend: no allocator figure, so nothing is held."""
+    from harness.corpus.worker import run_job
+    log = tmp_path / "op.log"
+    reply = run_job({"op": "nosuchop", "options": {"adapter": "builtin", "backend": "cpu",
+                                                   "out": str(tmp_path)}, "log": str(log)})
+    assert reply["held_bytes"] is None and reply["rc"] != 0
