@@ -250,3 +250,20 @@ def test_a_benchmark_file_that_does_not_parse_is_said_not_dropped_silently(tmp_p
     assert "benchmark/test_latin1.py cannot be read (UnicodeDecodeError)" in warnings[1]
     assert "left out of the corpus" in warnings[0]
     assert "softmax" in result.output and "Traceback" not in result.output
+
+
+def test_a_second_op_in_the_same_process_gets_its_own_dtypes_and_level(tmp_path):
+    """A reused worker runs op after op in one process, and the benchmark package binds
+    upstream's Config once, at import: each run's dtypes, level and shape file must still be
+    the ones that run asked for, never the previous run's."""
+    first, _ = bench(tmp_path / "one", "softmax", "--dtypes", "float16")
+    assert first.exit_code == 0, first.output
+    second, (run_dir,) = bench(tmp_path / "two", "softmax")          # the op's own dtypes
+    assert second.exit_code == 0, second.output
+    assert sorted({r.dtype for r in rows_of(run_dir)}) == ["float16", "float32"]
+    third, (run_dir,) = bench(tmp_path / "three", "softmax", "--dtypes", "float32")
+    assert third.exit_code == 0, third.output
+    assert {r.dtype for r in rows_of(run_dir)} == {"float32"}
+    import benchmark.base
+    import benchmark.conftest
+    assert benchmark.base.Config is benchmark.conftest.Config       # one Config for all

@@ -158,8 +158,15 @@ class FlagGemsAdapter(Adapter):
         except Exception as exc:  # noqa: BLE001 - any import failure is a preflight failure
             raise PreflightError("import_flag_gems", f"python {sys.executable} cannot import "
                                  f"{package} from {root}: {_one_line(exc)}") from None
-        # base.py binds `Config` from conftest at import: install ours first.
-        conftest.Config = conftest.BenchConfig()
+        # base.py (and any benchmark module) binds `Config` from conftest at import, once per
+        # process: install one Config before that, and from then on reset that same object for
+        # each run (a later run in the process, e.g. a reused worker's next op, writes where
+        # the benchmarks read).
+        if isinstance(conftest.Config, conftest.BenchConfig):
+            vars(conftest.Config).clear()
+            vars(conftest.Config).update(vars(conftest.BenchConfig()))
+        else:
+            conftest.Config = conftest.BenchConfig()
         self._config = conftest.Config
         self._configure(level, shape_file, root)
         base = importlib.import_module("benchmark.base")
