@@ -37,3 +37,38 @@ def test_log_strips_colour(tmp_path):
     run = RunDir.create(tmp_path, "x")
     run.log("\x1b[32m1.5\x1b[0m")
     assert (run.path / "run.log").read_text() == "1.5\n"
+
+
+def test_op_names_map_to_distinct_directory_names():
+    """FlagGems has `acos` and its in-place `acos_`, `func:op` names and plain ones: no two
+    op names may share a run directory, a batch's op directory or its .complete marker."""
+    from harness.store.rundir import safe_name
+    names = ["acos", "acos_", "_acos", "perf_sort:sort", "perf_sort_sort", "a b", "a_b",
+             "vllm:x/y", "vllm_x_y", ".hidden", "_hidden", ""]
+    forms = [safe_name(n) for n in names]
+    assert len(set(forms)) == len(names)
+    assert safe_name("acos_") == "acos_" and safe_name("softmax") == "softmax"
+    assert safe_name("perf_sort:sort").startswith("perf_sort_sort-")
+    for form in forms:
+        assert form and not form.startswith(".") and "/" not in form and ":" not in form
+    assert safe_name("perf_sort:sort") == safe_name("perf_sort:sort")      # stable
+
+
+def test_find_runs_tells_an_op_from_its_in_place_twin_and_finds_older_names(tmp_path):
+    """`acos`'s run directories are `acos_<stamp>`, `acos_`'s `acos__<stamp>`: each op finds
+    its own (run.json's op decides), and a run written under the older naming, which
+    dropped the trailing `_`, is still found."""
+    from harness.store.reader import find_runs
+    now = 1_800_000_000.0
+    mine = RunDir.create(tmp_path, "acos", now)
+    mine.write_run_json({"op": "acos", "status": "complete", "started_at": "1"})
+    twin = RunDir.create(tmp_path, "acos_", now)
+    twin.write_run_json({"op": "acos_", "status": "complete", "started_at": "2"})
+    legacy = tmp_path / "perf_sort_sort_20270115-080000"          # before the one-to-one form
+    RunDir(legacy).path.mkdir()
+    RunDir(legacy).write_run_json({"op": "perf_sort:sort", "status": "complete",
+                                   "started_at": "3"})
+    assert twin.path.name.startswith("acos__")
+    assert find_runs(tmp_path, "acos") == [mine.path]
+    assert find_runs(tmp_path, "acos_") == [twin.path]
+    assert find_runs(tmp_path, "perf_sort:sort") == [legacy]

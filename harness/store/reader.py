@@ -5,6 +5,7 @@ Every command that looks at a finished (or unfinished) run goes through `load_ru
 """
 from __future__ import annotations
 
+import glob
 import os
 import socket
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from ..common.files import read_json_object
 from ..common.schema import check_readable
 from .caliber import Caliber
 from .results import FAILED, SKIPPED, SUCCESS, Row
-from .rundir import RESULTS_JSONL, RUN_JSON, safe_name
+from .rundir import RESULTS_JSONL, RUN_JSON, legacy_safe_name, safe_name
 
 # run.json statuses; `abandoned` is derived: `running`, but its process is gone.
 RUNNING, COMPLETE, ABANDONED = "running", "complete", "abandoned"
@@ -180,7 +181,9 @@ def find_runs(root, op: str, mode: str | None = None) -> list[Path]:
     directories are passed over."""
     root = Path(root)
     found = []
-    for path in root.glob(f"{safe_name(op)}_*") if root.is_dir() else []:
+    candidates = ({p for name in {safe_name(op), legacy_safe_name(op)}
+                   for p in root.glob(f"{glob.escape(name)}_*")} if root.is_dir() else set())
+    for path in candidates:
         try:
             run = StoredRun(path, read_info(path), [])
         except UsageError:

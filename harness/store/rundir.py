@@ -11,6 +11,7 @@ Reading one back is `store.reader`'s job.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import time
@@ -33,6 +34,19 @@ _UNSAFE = re.compile(r"[^\w.\-]+")
 
 
 def safe_name(text: str) -> str:
+    """The file-name form of an op name, one name to one form: a name of letters, digits,
+    `_`, `.` and `-` (not starting with `.`) stays as it is; any other (`func:op`, a path, a
+    space) has those characters replaced by `_` and gets 8 hex digits of the name's sha1, so
+    that `acos` and `acos_`, or `a:b` and `a_b`, never share a directory."""
+    cleaned = _UNSAFE.sub("_", text)
+    if cleaned == text and text and not text.startswith("."):
+        return text
+    digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{cleaned.strip('_.') or 'op'}-{digest}"
+
+
+def legacy_safe_name(text: str) -> str:
+    """The form run directories had before `safe_name` became one-to-one (still found)."""
     return _UNSAFE.sub("_", text).strip("_") or "op"
 
 
