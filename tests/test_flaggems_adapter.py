@@ -267,3 +267,19 @@ def test_a_second_op_in_the_same_process_gets_its_own_dtypes_and_level(tmp_path)
     import benchmark.base
     import benchmark.conftest
     assert benchmark.base.Config is benchmark.conftest.Config       # one Config for all
+
+
+def test_the_test_modules_autouse_fixtures_run_around_the_measurement(tmp_path):
+    """An autouse fixture of the benchmark's own module (upstream's FLA benchmarks install
+    Triton's allocator that way) runs before the cases are built and stays set up while they
+    are timed; one needing a fixture zlh cannot give is a named SKIP."""
+    result, (run_dir,) = bench(tmp_path, "needs_alloc")
+    assert result.exit_code == 0, result.output
+    rows = rows_of(run_dir)
+    assert rows and all(r.status == SUCCESS for r in rows), [r.reason for r in rows]
+    import benchmark.test_autouse as module
+    assert module.STATE["events"][:1] == ["set up"] and module.STATE["events"][-1] == "torn down"
+    result, (run_dir,) = bench(tmp_path / "req", "needs_request")
+    (row,) = rows_of(run_dir)
+    assert row.status == SKIPPED
+    assert "UNSUPPORTED fixture _per_test (autouse) needs request" in row.reason

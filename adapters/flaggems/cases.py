@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import sys
 
 from ..base import Case, CaseInputs
 
@@ -78,11 +79,49 @@ def _collect(fn, kwargs) -> list:
         _COLLECTING = previous
 
 
+def _fixture_marker(obj):
+    """pytest's marker on a fixture definition (pytest 8.4+ and older), else None."""
+    return (getattr(obj, "_fixture_function_marker", None) or
+            getattr(obj, "_pytestfixturefunction", None))
+
+
+def module_autouse_fixtures(fn) -> list:
+    """The autouse fixtures the test function's own module defines (e.g. one that installs
+    Triton's allocator), as plain functions, in definition order. conftest.py's are
+    upstream's harness chores (device cache clearing, query mode) and are not run."""
+    module = sys.modules.get(getattr(fn, "__module__", ""), None)
+    found = []
+    for obj in vars(module).values() if module is not None else ():
+        marker = _fixture_marker(obj)
+        if marker is None or not getattr(marker, "autouse", False):
+            continue
+        unwrap = getattr(obj, "_get_wrapped_function", None)
+        found.append(unwrap() if callable(unwrap) else getattr(obj, "__wrapped__", obj))
+    return found
+
+
+def _enter_fixture(stack: contextlib.ExitStack, fixture, monkeypatch) -> None:
+    """Run a fixture's set-up now and its tear-down (a generator's rest) when `stack` ends."""
+    params = inspect.signature(fixture).parameters
+    unknown = [p for p in params if p != "monkeypatch"]
+    if unknown:
+        raise _FixtureUnsupported(f"{fixture.__name__} (autouse) needs {', '.join(unknown)}")
+    result = fixture(**({"monkeypatch": monkeypatch()} if params else {}))
+    if inspect.isgenerator(result):
+        next(result, None)
+        stack.callback(next, result, None)
+
+
+class _FixtureUnsupported(Exception):
+    pass
+
+
 @contextlib.contextmanager
 def collecting(fn, call):
     """Call one test function call with `Benchmark.run` collecting. Yields (benchmarks, None),
-    or ([], (kind, reason)) with kind SKIP (unknown fixture, pytest.skip) or FAIL; a
-    `monkeypatch` argument stays live until the block ends."""
+    or ([], (kind, reason)) with kind SKIP (unknown fixture, pytest.skip) or FAIL. The test
+    module's autouse fixtures run first, as pytest runs them; they and a `monkeypatch`
+    argument stay live until the block ends (the cases are timed inside it)."""
     skipped, failed = _outcome_exceptions()
     params = inspect.signature(fn).parameters
     unknown = [p for p in params if p not in call.kwargs and p != "monkeypatch"]
@@ -92,8 +131,29 @@ def collecting(fn, call):
     import pytest
     with contextlib.ExitStack() as stack:
         kwargs = dict(call.kwargs)
+        patches = []
+
+        def monkeypatch():
+            if not patches:
+                patches.append(stack.enter_context(pytest.MonkeyPatch.context()))
+            return patches[0]
         if "monkeypatch" in params:
-            kwargs["monkeypatch"] = stack.enter_context(pytest.MonkeyPatch.context())
+            kwargs["monkeypatch"] = monkeypatch()
+        try:
+            for fixture in module_autouse_fixtures(fn):
+                _enter_fixture(stack, fixture, monkeypatch)
+        except _FixtureUnsupported as exc:
+            yield [], ("SKIP", f"UNSUPPORTED fixture {exc}")
+            return
+        except skipped as exc:
+            yield [], ("SKIP", _one_line(exc))
+            return
+        except failed as exc:
+            yield [], ("FAIL", f"autouse fixture: {_one_line(exc)}")
+            return
+        except Exception as exc:  # noqa: BLE001
+            yield [], ("FAIL", f"autouse fixture: {type(exc).__name__}: {_one_line(exc)}")
+            return
         try:
             outcome = _collect(fn, kwargs), None
         except skipped as exc:
