@@ -136,6 +136,20 @@ def test_a_case_b_lacks_without_any_failure_is_not_broken(sides):
     assert decide("op", outcome(a), outcome(b)).broken_by_b == []
 
 
+
+def test_a_verdict_from_a_side_that_timed_out_says_so(sides):
+    """Both sides reached one case before the op timeout: the code comparison stands on that
+    case, and the note must say the sides were cut short."""
+    a = run_dir(sides[0], "op", {"64": 1.0}, ttgir=TTGIR)
+    b = run_dir(sides[1], "op", {"64": 1.0}, ttgir=TTGIR + "// other\n")
+    v = decide("op", Outcome(TIMEOUT, 124, 60.0, "no result", a, 1, 1),
+               Outcome(TIMEOUT, 124, 60.0, "no result", b, 1, 1))
+    assert v.verdict == IR_CHANGED
+    assert v.note == ("kernels 1->1, convert_layout 0->0; side A TIMEOUT after 1 case(s): the "
+                      "verdict covers those; side B TIMEOUT after 1 case(s): the verdict "
+                      "covers those")
+    assert "TIMEOUT" not in decide("op", outcome(a), outcome(b)).note
+
 SHAPES = "add: [[64]]\nsoftmax: [[4, 64]]\n"
 FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
 

@@ -26,7 +26,7 @@ from ..compile.ir.fingerprint import SETUP, convert_layout_total, fingerprint
 from ..store.caliber import Caliber
 from ..store.reader import StoredRun, load_run
 from ..store.results import FAILED, SUCCESS
-from .outcome import TIMEOUT, Outcome
+from .outcome import FAIL, PASS, SKIP, TIMEOUT, Outcome
 
 NO_ROWS, NO_TRITON, NO_IR_DIFF, IR_CHANGED = "NO_ROWS", "NO_TRITON", "NO_IR_DIFF", "IR_CHANGED"
 VERDICTS = (IR_CHANGED, NO_IR_DIFF, NO_TRITON, NO_ROWS)
@@ -119,7 +119,17 @@ def decide(op: str, a: Outcome | None, b: Outcome | None, scrub=(),
         v.verdict = IR_CHANGED
         v.note = (f"kernels {_n(v.kernels_a)}->{_n(v.kernels_b)}, convert_layout "
                   f"{_n(v.cvt_a)}->{_n(v.cvt_b)}")
+    v.note += _cut_short(a, b, v)
     return _flag(v)
+
+
+def _cut_short(a: Outcome, b: Outcome, v: Verdict) -> str:
+    """A side that has rows but did not end PASS/FAIL (it timed out, crashed): the verdict
+    covers only the cases it reached — say so."""
+    parts = [f"side {side} {outcome.status} after {rows} case(s): the verdict covers those"
+             for side, outcome, rows in (("A", a, v.rows_a), ("B", b, v.rows_b))
+             if outcome is not None and outcome.status not in (PASS, FAIL, SKIP)]
+    return "".join(f"; {p}" for p in parts)
 
 
 def _flag(v: Verdict) -> Verdict:
