@@ -16,7 +16,7 @@ from backends.skip_guards import MUSA_SKIP_GUARDS, SkipGuard, stale_guard
 from conftest import FIXTURES
 from harness.cli import main
 from harness.run.shapes import load_shape_file
-from harness.store.reader import read_rows
+from harness.store.reader import find_runs, read_rows
 from harness.store.results import SKIPPED, SUCCESS
 
 FAKE = FIXTURES / "fake_flaggems"
@@ -230,7 +230,7 @@ def test_vllm_ops_run_under_their_own_library(tmp_path, monkeypatch):
     monkeypatch.delenv("FLAGGEMS_DIR", raising=False)
     result = zlh("bench", "vllm:rms_norm_vllm", "--out", tmp_path / "runs", *FAST)
     assert result.exit_code == 0, result.output
-    (run_dir,) = (tmp_path / "runs").glob("vllm_rms_norm_vllm_*")
+    (run_dir,) = find_runs(tmp_path / "runs", "vllm:rms_norm_vllm")
     rows = read_rows(run_dir / "results.jsonl")
     assert [r.shape_detail for r in rows] == ["4x32", "8x64"]
     assert all(r.status == SUCCESS for r in rows)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from ..base import Adapter, Case, UnknownOp, Unsupported, UnsupportedDtype
-from . import inject, inventory, notices, shapesets, tuners
+from . import inject, inventory, notices, shapesets, tuners, upstream_config
 from .cases import (_case_for, _install_capture, _jsonable, _one_line, _outcome_exceptions,
                     _status_case, _unsupported, collecting)
 from .corpus import Corpus, CorpusError, TestNode
@@ -146,7 +146,8 @@ class FlagGemsAdapter(Adapter):
             if path.is_dir() and str(path) not in sys.path:
                 sys.path.insert(0, str(path))
         if repo in self._loaded:
-            self._configure(level, shape_file, root)
+            self._config = upstream_config.configure(sys.modules["benchmark.conftest"], level,
+                                                     shape_file, root)
             return self._loaded[repo]
         if package in sys.modules and not tuners.follow_environment():
             raise PreflightError("tuner_cache", "this FlagGems keeps its tuner DB where it was "
@@ -158,31 +159,11 @@ class FlagGemsAdapter(Adapter):
         except Exception as exc:  # noqa: BLE001 - any import failure is a preflight failure
             raise PreflightError("import_flag_gems", f"python {sys.executable} cannot import "
                                  f"{package} from {root}: {_one_line(exc)}") from None
-        # base.py (and any benchmark module) binds `Config` from conftest at import, once per
-        # process: install one Config before that, and from then on reset that same object for
-        # each run (a later run in the process, e.g. a reused worker's next op, writes where
-        # the benchmarks read).
-        if isinstance(conftest.Config, conftest.BenchConfig):
-            vars(conftest.Config).clear()
-            vars(conftest.Config).update(vars(conftest.BenchConfig()))
-        else:
-            conftest.Config = conftest.BenchConfig()
-        self._config = conftest.Config
-        self._configure(level, shape_file, root)
+        self._config = upstream_config.configure(conftest, level, shape_file, root)
         base = importlib.import_module("benchmark.base")
         _install_capture(base.Benchmark)
         self._loaded[repo] = base
         return base
-
-    def _configure(self, level: str, shape_file: str | None, root: Path) -> None:
-        consts = importlib.import_module("benchmark.consts")
-        config = self._config
-        config.bench_level = consts.BenchLevel(level)
-        config.mode = consts.BenchMode.KERNEL   # unused: zlh times; kept for code that reads it
-        config.query = False
-        config.user_desired_dtypes = None
-        config.user_desired_metrics = None
-        config.shape_file = shape_file or str(root / "benchmark" / "core_shapes.yaml")
 
     def prepare(self, ops, backend, level: str, shapes) -> None:
         """Name the vendor (FlagGems reads GEMS_VENDOR at import), then import and configure
