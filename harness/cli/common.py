@@ -2,6 +2,7 @@
 closed pipe, and the bench options."""
 from __future__ import annotations
 
+import errno
 import functools
 import math
 import os
@@ -58,8 +59,19 @@ def handles_errors(fn):
             sys.exit(EXIT_BROKEN_PIPE)
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
+            if exc.errno == errno.ELOOP:         # a path the user named loops: bad input
+                fail(f"{where}{SYMLINK_LOOP}", errors.EXIT_USAGE)
             fail(f"{where}{errors.write_failure(exc)}", errors.EXIT_FAILED_CASES)
+        except RuntimeError as exc:
+            # pathlib's resolve() (Python < 3.13) reports a symbolic link loop this way
+            loop = str(exc).partition("Symlink loop from ")[2]
+            if not loop:
+                raise
+            fail(f"{loop.strip(chr(39))}: {SYMLINK_LOOP}", errors.EXIT_USAGE)
     return wrapper
+
+
+SYMLINK_LOOP = "a symbolic link loop (the link leads back to itself); name a real path"
 
 
 def quiet_broken_pipe(stream=None) -> None:
