@@ -86,8 +86,12 @@ def compile_scrub(extra: Iterable[str] = (), default: bool = True) -> list[re.Pa
     for pattern in patterns:
         try:
             compiled.append(re.compile(pattern))
-        except re.error as exc:
-            raise ValueError(f"bad scrub pattern {pattern!r}: {exc}") from None
+        except (re.error, OverflowError, RecursionError) as exc:
+            # OverflowError: a repeat count past the engine's limit (`a{99999999999}`);
+            # RecursionError: groups nested thousands deep
+            shown = pattern if len(pattern) <= 80 else pattern[:77] + "..."
+            why = str(exc) or type(exc).__name__
+            raise ValueError(f"bad scrub pattern {shown!r}: {why}") from None
     return compiled
 
 
