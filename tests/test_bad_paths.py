@@ -1,6 +1,8 @@
 """Paths that are not what they claim to be, wherever zlh reads or writes: a FIFO in place of
 a file inside a run directory or a root (refused, never waited on), a symbolic link that loops
-(one line, exit 2, not pathlib's RuntimeError), and device lists with absurdly long numbers.
+(one line, exit 2, not pathlib's RuntimeError), a name longer than the file system allows
+(exit 2, not 1 as a failed write), an environment value no process can be started with, and
+device lists with absurdly long numbers.
 
 Same contract as test_bad_inputs.py: one first line on stderr starting `zlh: `, the exit
 code, no traceback. Each row runs under an alarm, so a read that would block fails the test
@@ -47,6 +49,8 @@ def workspace(tmp_path_factory):
     _fifo_in(root, rec, "records", "autotune/records.json")
     (root / "loop").symlink_to("loop")
     (root / "nowhere").symlink_to(root / "no" / "such" / "target")
+    (root / "bigenv.yaml").write_text("ops: [add]\nenv_a: {X: '1'}\nenv_b: {X: '%s'}\n"
+                                      % ("v" * 140000))
     return root
 
 
@@ -77,6 +81,13 @@ ROWS = [
       first=f"--root loop: {NOWHERE}"),
     R("shapes", "model", "m.json", "--tokens", "1", "--out", "loop", code=2,
       first=f"--out loop: {NOWHERE}"),
+    # ---- a name too long for the file system; an environment value too long to pass -----
+    R("ab", "x" * 300, "--env-b", "X=1", *SH, *FAST, code=2,
+      first="a name longer than the file system allows", id="ab op of 300 characters"),
+    R("ab", "r/rec", "x" * 300, code=2, first="a name longer than the file system allows",
+      id="ab run dir of 300 characters"),
+    R("ab", "--recipe", "bigenv.yaml", code=2,
+      first="NAME=VALUE is 140002 bytes; a process takes at most 131071 per variable"),
     # ---- device lists: a number too long to be an index ---------------------------------
     *[R(*cmd, "--devices", "0" * 5000, code=2, first="--devices expects indices such as 0,1,2",
         id=f"{cmd[0]} --devices 0*5000")
