@@ -196,6 +196,13 @@ ROWS = [
     R("ab", "r/rec", "r/rep", "--root", "oldab", code=2, first="already holds an A/B"),
     R("ab", "--replay", "r/rec", "--root", "oldab", code=2, first="already holds an A/B"),
     R("calibrate", "add", *SH, *FAST, "--root", "oldab", code=2, first="already holds an A/B"),
+    # ---- scrub patterns the regex engine refuses with something else than re.error ---------
+    R("fingerprint", "r/rec", "--scrub", "a{99999999999}", code=2,
+      first="bad scrub pattern 'a{99999999999}': the repetition number is too large"),
+    R("ab", "r/rec", "r/rep", "--scrub", "a{99999999999}", code=2,
+      first="bad scrub pattern 'a{99999999999}'"),
+    R("ab", "add", *SIDES, "--scrub", "(" * 5000 + ")" * 5000, code=2,
+      first="bad scrub pattern '((((", id="ab --scrub nested 5000 deep"),
     # ---- numbers ----------------------------------------------------------------------------
     R("calibrate", "add", *SH, "--timeout", "nan", code=2,
       first="Invalid value for '--timeout': nan is not a finite number"),

@@ -8,7 +8,7 @@ import stat
 import sys
 import textwrap
 
-from harness.corpus.outcome import GIB, MEMORY_HELD_LIMIT, judge
+from harness.corpus.outcome import CRASH_RC, GIB, MEMORY_HELD_LIMIT, judge
 from harness.corpus.supervisor import Lane, Worker, held_too_much
 
 STAND_IN = textwrap.dedent("""
@@ -70,3 +70,15 @@ def test_the_worker_reports_what_the_allocator_holds_after_its_reset(tmp_path):
     reply = run_job({"op": "nosuchop", "options": {"adapter": "builtin", "backend": "cpu",
                                                    "out": str(tmp_path)}, "log": str(log)})
     assert reply["held_bytes"] is None and reply["rc"] != 0
+
+
+def test_a_worker_that_never_starts_is_a_crashed_attempt_not_a_traceback(tmp_path):
+    python = tmp_path / "python"         # exits at once, saying why, before `ready`
+    python.write_text("#!/bin/sh\necho 'zlh: cannot import torch' >&2\nexit 1\n")
+    python.chmod(python.stat().st_mode | stat.S_IXUSR)
+    worker = Worker(Lane(python=str(python), env=dict(os.environ)), tmp_path / "worker.log")
+    attempt = run(worker, tmp_path, "add")
+    assert attempt.rc == CRASH_RC and attempt.run_dir is None
+    assert attempt.message.startswith("worker did not start (see ")
+    assert attempt.message.endswith(": zlh: cannot import torch")
+    assert not worker.alive

@@ -10,6 +10,7 @@ from ..common.documents import loads_yaml
 from ..common.errors import UsageError
 from ..common.files import read_text
 from ..compile.ir.fingerprint import compile_scrub
+from .sides import check_env_text
 
 KEYS = ("name", "description", "ops", "switch", "env_a", "env_b", "python_a", "python_b",
         "rounds", "scrub", "bench_args", "check_upstream")
@@ -83,6 +84,7 @@ def _check_env(env, where: str) -> None:
             raise UsageError(f"{where}.{name} is {value!r}, not a string{_hint(value)}")
         if "\0" in name or "\0" in str(value):
             raise UsageError(f"{where}.{name}: an environment variable cannot hold a NUL byte")
+        check_env_text(name, str(value), where)
 
 
 def _hint(value) -> str:

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from ..common.errors import UsageError
+from ..common.fields import Fields
 from ..common.files import atomic_write_json, atomic_write_text, read_json_object
 
 SCHEMA_VERSION = 1
@@ -40,7 +41,9 @@ class ABRow:
     within_noise: bool = False           # significant, but inside the machine's noise floor
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ABRow":
+    def from_dict(cls, data: dict, where: str = "") -> "ABRow":
+        if where:
+            _check_row(data, where)
         known = {f.name for f in fields(cls)}
         row = cls(**{k: v for k, v in data.items() if k in known})
         if "direction" not in data:          # a report written before directions were stored
@@ -66,15 +69,88 @@ class ABReport:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ABReport":
+    def from_dict(cls, data: dict, where: str = "") -> "ABReport":
+        """An op report from its JSON object; with `where` (a file read back), every field
+        the report views read is checked first: UsageError `<where>: field F: expected ...`."""
         if not isinstance(data, dict) or not isinstance(data.get("rows", []), list):
             raise ValueError("an op report must be an object with a list of rows")
+        if where:
+            _check_report(data, where)
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
-        values["rows"] = [ABRow.from_dict(r) for r in data.get("rows", [])]
+        values["rows"] = [ABRow.from_dict(r, f"{where}: rows[{i}]" if where else "")
+                          for i, r in enumerate(data.get("rows", []))]
         values.setdefault("caliber", {})
         values.setdefault("sides", {"A": {}, "B": {}})
         return cls(**values)
+
+
+def _optional_number(f: Fields, name: str) -> None:
+    if f.get(name, None) is not None:
+        f.number(name)
+
+
+def _check_row(data, where: str) -> None:
+    if not isinstance(data, dict):
+        raise UsageError(f"{where}: expected an object, got {data!r:.60}")
+    f = Fields(data, where)
+    for name in ("variant", "dtype", "shape_detail"):
+        f.str(name)
+    f.int("occurrence", 0, low=0)
+    for name in ("a_ms", "b_ms", "delta_pct", "ci_low_pct", "ci_high_pct", "p_value",
+                 "spread_a_pct", "spread_b_pct"):
+        _optional_number(f, name)
+    for name in ("significant", "within_noise"):
+        f.bool(name, False)
+    if f.int("direction", 0) not in (-1, 0, 1):
+        raise f.error("direction", "-1, 0 or 1", data["direction"])
+    for name in ("interval", "timer_a", "timer_b"):
+        f.str(name, "-")
+    f.strs("annotations", [])
+    rounds = data.get("rounds")
+    if rounds is not None:
+        f.object("rounds")
+        r = Fields(rounds, f"{where}: rounds")
+        for name in ("median_delta_pct", "min_delta_pct", "max_delta_pct"):
+            _optional_number(r, name)
+
+
+def _check_report(data: dict, where: str) -> None:
+    f = Fields(data, where)
+    f.str("op", empty=False)
+    f.object("caliber", {})
+    sides = f.object("sides", {"A": {}, "B": {}})
+    for side in ("A", "B"):
+        Fields(sides, f"{where}: sides").object(side)
+    for name in ("unpaired", "output_mismatches"):
+        for i, entry in enumerate(f.objects(name, [])):
+            keys = ("side", "dtype", "shape_detail", "status", "reason") \
+                if name == "unpaired" else ("round", "dtype", "shape_detail", "reason")
+            for key in keys:
+                Fields(entry, f"{where}: {name}[{i}]").get(key)
+    for name in ("markers", "caliber_problems", "broken_by_b"):
+        f.strs(name, [])
+    if f.get("verdict", None) is not None:
+        f.str("verdict")
+    summary = Fields(f.object("summary", {}), f"{where}: summary")
+    for name in ("geomean_speedup", "delta_min_pct", "delta_max_pct", "delta_median_pct"):
+        _optional_number(summary, name)
+    if summary.int("n", 0, low=0):
+        for name in ("faster", "slower", "unchanged"):
+            summary.int(name, low=0)
+    summary.int("within_noise", 0, low=0)
+    if summary.int("rounds", 1, low=1) > 1:
+        per_round = summary.get("per_round_median_delta_pct")
+        if not isinstance(per_round, list) or not all(
+                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+                for v in per_round):
+            raise summary.error("per_round_median_delta_pct", "a list of numbers or nulls",
+                                per_round)
+        summary.int("sign_unstable", low=0)
+        spread = Fields(summary.object("side_spread_median_pct"),
+                        f"{where}: summary: side_spread_median_pct")
+        for side in ("A", "B"):
+            _optional_number(spread, side)
 
 
 def _direction_of(row: ABRow) -> int:
@@ -108,7 +184,8 @@ def load_report(root) -> tuple[dict, list[ABReport]]:
         raise UsageError(f"{path} is not a zlh A/B report (an object with a list `ops` was "
                          f"expected)")
     try:
-        reports = [ABReport.from_dict(op) for op in doc.get("ops", [])]
+        reports = [ABReport.from_dict(op, f"{path}: ops[{i}]")
+                   for i, op in enumerate(doc.get("ops", []))]
     except (TypeError, ValueError, AttributeError) as exc:
         raise UsageError(f"{path}: an op report is malformed ({exc})") from None
     return doc, reports

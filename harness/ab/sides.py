@@ -55,7 +55,7 @@ def parse_assignments(items, what: str) -> dict:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise UsageError(f"{what} expects NAME=VALUE, got {item!r}")
-        _check_env_text(name, value, what)
+        check_env_text(name, value, what)
         if name in env and env[name] != value:
             raise UsageError(f"{what}: {name} is given twice ({name}={env[name]} and "
                              f"{item}); give it once")
@@ -63,9 +63,16 @@ def parse_assignments(items, what: str) -> dict:
     return env
 
 
-def _check_env_text(name: str, value: str, what: str) -> None:
+ENV_MAX_BYTES = 131071     # Linux's MAX_ARG_STRLEN less the NUL: one NAME=VALUE string
+
+
+def check_env_text(name: str, value: str, what: str) -> None:
     if "\0" in name or "\0" in value:
         raise UsageError(f"{what}: {name!r}: an environment variable cannot hold a NUL byte")
+    size = len(f"{name}={value}".encode("utf-8", "surrogateescape"))
+    if size > ENV_MAX_BYTES:              # the side's process could not even be started
+        raise UsageError(f"{what}: {name[:40]!r}: NAME=VALUE is {size} bytes; a process takes "
+                         f"at most {ENV_MAX_BYTES} per variable")
 
 
 def sides_from_switch(spec: str) -> tuple[Side, Side]:
@@ -74,7 +81,7 @@ def sides_from_switch(spec: str) -> tuple[Side, Side]:
     parts = values.split(",")
     if not sep or not name.strip() or len(parts) != 2:
         raise UsageError(f"--switch expects NAME=A_VALUE,B_VALUE, got {spec!r}")
-    _check_env_text(name, values, "--switch")
+    check_env_text(name, values, "--switch")
     return (Side("A", {name: parts[0]}, description=f"{name}={parts[0]}"),
             Side("B", {name: parts[1]}, description=f"{name}={parts[1]}"))
 

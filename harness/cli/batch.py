@@ -21,13 +21,16 @@ from .common import (bench_options, echo_err, fail, finite, handles_errors, not_
                      options_from, refuse_beside, split_csv)
 
 
+MAX_DEVICE_DIGITS = 5       # a device index beyond 99999 is a typo, not a device
+
+
 def parse_devices(text: str | None) -> list[int] | None:
     """`--devices 0,1,…`: None when not given; '' or an empty element is refused."""
     if text is None:
         return None
     parts = [d.strip() for d in text.split(",")]
-    if not all(d.isascii() and d.isdigit() for d in parts):
-        raise errors.UsageError(f"--devices expects indices such as 0,1,2, got {text!r}")
+    if not all(d.isascii() and d.isdigit() and len(d) <= MAX_DEVICE_DIGITS for d in parts):
+        raise errors.UsageError(f"--devices expects indices such as 0,1,2, got {text[:60]!r}")
     devices = [int(d) for d in parts]
     if len(set(devices)) != len(devices):
         raise errors.UsageError(f"--devices expects distinct non-negative indices, got {text!r}")

@@ -2,6 +2,7 @@
 closed pipe, and the bench options."""
 from __future__ import annotations
 
+import errno
 import functools
 import math
 import os
@@ -57,9 +58,28 @@ def handles_errors(fn):
             quiet_broken_pipe()
             sys.exit(EXIT_BROKEN_PIPE)
         except OSError as exc:
-            where = f"{exc.filename}: " if exc.filename else ""
+            where = f"{_shortened(exc.filename)}: " if exc.filename else ""
+            if exc.errno in BAD_PATH:            # a path (or op name) the user gave: bad input
+                fail(f"{where}{BAD_PATH[exc.errno]}", errors.EXIT_USAGE)
             fail(f"{where}{errors.write_failure(exc)}", errors.EXIT_FAILED_CASES)
+        except RuntimeError as exc:
+            # pathlib's resolve() (Python < 3.13) reports a symbolic link loop this way
+            loop = str(exc).partition("Symlink loop from ")[2]
+            if not loop:
+                raise
+            fail(f"{loop.strip(chr(39))}: {SYMLINK_LOOP}", errors.EXIT_USAGE)
     return wrapper
+
+
+SYMLINK_LOOP = "a symbolic link loop (the link leads back to itself); name a real path"
+BAD_PATH = {errno.ELOOP: SYMLINK_LOOP,
+            errno.ENAMETOOLONG: "a name longer than the file system allows (a path, or an op "
+                                "name that becomes one)"}
+
+
+def _shortened(name, limit: int = 160) -> str:
+    text = str(name)
+    return text if len(text) <= limit else text[:limit // 2] + "..." + text[-limit // 2:]
 
 
 def quiet_broken_pipe(stream=None) -> None:

@@ -87,7 +87,7 @@ def check(file, flaggems_dir, vllm_dir, adapter):
         shape_file = load_shape_file(file)
     except ShapeFileError as exc:
         raise errors.UsageError(str(exc)) from None
-    raw = loads_yaml(Path(file).read_text(encoding="utf-8"))
+    raw = loads_yaml(read_text(file))
     unmatched = _adapter(adapter, flaggems_dir, vllm_dir).unmatched_shape_keys(shape_file.doc)
     target = unmatched_path(file)
     if not unmatched:

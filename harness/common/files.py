@@ -106,6 +106,7 @@ def check_output_dir(path: str | os.PathLike, flag: str, create: bool = False) -
     target = Path(path)
     if str(path) == "":
         raise UsageError(f"{flag}: an empty path is not a directory")
+    _refuse_broken_link(target, flag, path)
     if target.exists() and not target.is_dir():
         raise UsageError(f"{flag} {path}: exists and is not a directory")
     existing = target
@@ -133,6 +134,7 @@ def check_output_file(path: str | os.PathLike, flag: str) -> Path:
     target = Path(path)
     if str(path) == "":
         raise UsageError(f"{flag}: an empty path is not a file")
+    _refuse_broken_link(target, flag, path)
     if target.exists() and not target.is_file():
         kind = "a directory" if target.is_dir() else "not a regular file"
         raise UsageError(f"{flag} {path}: exists and is {kind}")
@@ -146,6 +148,15 @@ def check_output_file(path: str | os.PathLike, flag: str) -> Path:
     return target
 
 
+def _refuse_broken_link(target: Path, flag: str, path) -> None:
+    """A symbolic link that leads nowhere (a loop, a missing target): `exists()` says False
+    and writing through it would fail later with a less useful error."""
+    from .errors import UsageError
+    if target.is_symlink() and not target.exists():
+        raise UsageError(f"{flag} {path}: a symbolic link that leads nowhere (a loop or a "
+                         f"missing target)")
+
+
 def _read_only(path: Path) -> bool:
     try:
         return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
@@ -153,23 +164,42 @@ def _read_only(path: Path) -> bool:
         return False
 
 
-def read_bytes(path: str | os.PathLike) -> bytes:
-    """The bytes of a regular file. A FIFO or a device is an OSError (`not a regular file`),
-    a directory one too (`Is a directory`): reading them would wait for a writer forever or
-    never end (/dev/zero). Readers turn the OSError into their one line."""
+def _open_regular(path: str | os.PathLike):
+    """A binary handle on a regular file. A FIFO or a device is an OSError (`not a regular
+    file`), a directory one too (`Is a directory`): reading them would wait for a writer
+    forever or never end (/dev/zero). Readers turn the OSError into their one line."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as handle:
-        mode = os.fstat(fd).st_mode
+    handle = os.fdopen(fd, "rb")
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        handle.close()
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-        if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, "not a regular file (a pipe or device)", str(path))
+        raise OSError(errno.EINVAL, "not a regular file (a pipe or device)", str(path))
+    return handle
+
+
+def read_bytes(path: str | os.PathLike) -> bytes:
+    """The bytes of a regular file (see _open_regular)."""
+    with _open_regular(path) as handle:
         return handle.read()
 
 
-def read_text(path: str | os.PathLike) -> str:
-    """The UTF-8 text of a regular file (see read_bytes); UnicodeDecodeError otherwise."""
-    return read_bytes(path).decode("utf-8")
+def read_text(path: str | os.PathLike, errors: str = "strict") -> str:
+    """The UTF-8 text of a regular file (see read_bytes); UnicodeDecodeError otherwise
+    (`errors` as for bytes.decode)."""
+    return read_bytes(path).decode("utf-8", errors)
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """sha256 of a regular file, read in chunks (see _open_regular: a FIFO is refused, not
+    waited on)."""
+    import hashlib
+    digest = hashlib.sha256()
+    with _open_regular(path) as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def read_json_object(path: str | os.PathLike, missing: str, what: str = "a JSON object") -> dict:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..common.files import read_text
 from ..common.process import child_env
 from .lock import held_fds
 from ..ab.report import ABReport, load_report, report_document, write_reports
@@ -114,7 +115,7 @@ def card_files(root: Path, echo: Echo | None) -> tuple[list[dict], list[ABReport
     reports: list[ABReport] = []
     try:
         if (root / "status.tsv").exists():
-            text = (root / "status.tsv").read_text(encoding="utf-8")
+            text = read_text(root / "status.tsv")
             rows = list(csv.DictReader(io.StringIO(text), delimiter="\t"))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         _left_out(echo, root / "status.tsv", exc)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..common.errors import UsageError, one_line
 from ..common.files import (atomic_write_json, atomic_write_text, check_output_file, csv_text,
-                            read_json_object)
+                            read_json_object, read_text)
 from ..common.schema import check_readable
 from ..store.reader import load_run
 from ..store.rundir import safe_name
@@ -60,7 +60,7 @@ def read_complete(root: Path, op: str) -> tuple[Outcome, int] | None:
         raise UsageError(f"{op_dir(root, op)} is a file where the folder of op {op} belongs; "
                          f"move it away to run {op} again")
     try:
-        data = check_readable(json.loads(path.read_text(encoding="utf-8")), str(path))
+        data = check_readable(json.loads(read_text(path)), str(path))
         if not isinstance(data, dict):
             raise ValueError(f"a JSON object was expected, found {type(data).__name__}")
         outcome = Outcome.from_dict(data, "")

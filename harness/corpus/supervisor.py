@@ -71,6 +71,10 @@ def run_dirs(out: Path) -> set[Path]:
     return {p for p in out.iterdir() if p.is_dir()} if out.is_dir() else set()
 
 
+class WorkerStartError(RuntimeError):
+    """A worker process exited, or said something else, before it was ready."""
+
+
 class Worker:
     """A reused worker process (harness.corpus.worker)."""
 
@@ -93,12 +97,17 @@ class Worker:
         ready, _ = self._read(START_TIMEOUT_S)
         if not ready or not ready.get("ready"):
             self.stop()
-            raise RuntimeError(f"worker did not start (see {self.log})")
+            said = last_line(self.log)
+            raise WorkerStartError(f"worker did not start (see {self.log})"
+                                   f"{': ' + said if said else ''}")
         self.pid = ready["pid"]
 
     def run(self, job: dict, timeout_s: float, log: Path, out: Path) -> Attempt:
         if not self.alive:
-            self.start()
+            try:
+                self.start()
+            except WorkerStartError as exc:   # the op crashed before it began: retried in
+                return Attempt(CRASH_RC, 0.0, log, None, str(exc))   # a fresh worker
         before = run_dirs(out)
         started = time.time()
         try:

@@ -22,6 +22,7 @@ from pathlib import Path
 from ..ab.compare import compare_runs
 from ..ab.pairing import broken_by_b
 from ..common.errors import UsageError
+from ..common.files import read_text
 from ..compile.ir.fingerprint import SETUP, convert_layout_total, fingerprint
 from ..store.caliber import Caliber
 from ..store.reader import StoredRun, load_run
@@ -203,7 +204,7 @@ def tsv_row(v: Verdict, op_file: str, dtypes: str) -> dict:
 def read_tsv(path: Path) -> list[dict]:
     """The rows of a screen table; UsageError naming the file when it cannot be read."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = read_text(path).splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: screen table cannot be read "
                          f"({getattr(exc, 'strerror', None) or exc})") from None

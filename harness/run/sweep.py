@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from ..common.files import read_text
 from ..compile.autotune.merge import merge_records, write_merged
 from ..compile.autotune.records import META_FILE
 from ..store.rundir import safe_name
@@ -89,7 +90,7 @@ def parallel_sweep(op: str, options: BenchOptions, shards: int, devices: list[in
 
 def meta_backend(run: Path) -> str:
     import json
-    return json.loads((run / META_FILE).read_text(encoding="utf-8")).get("backend", "cpu")
+    return json.loads(read_text(run / META_FILE)).get("backend", "cpu")
 
 
 def bench_with_sweep(ops, options: BenchOptions, shards: int, devices: list[int], echo: Echo,

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..common.documents import loads_json
 from ..common.errors import UsageError
 from ..common.fields import Fields
-from ..common.files import read_json_object
+from ..common.files import read_json_object, read_text
 from ..common.schema import check_readable
 from .caliber import Caliber
 from .results import FAILED, SKIPPED, SUCCESS, Row
@@ -109,9 +109,10 @@ def read_rows(file) -> list[Row]:
     file = Path(file)
     rows = []
     try:
-        lines = file.read_text(encoding="utf-8").splitlines()
+        lines = read_text(file).splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{file} cannot be read: {_first_line(exc)}") from None
+        raise UsageError(f"{file} cannot be read: "
+                         f"{getattr(exc, 'strerror', None) or _first_line(exc)}") from None
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue

@@ -29,6 +29,8 @@ import numpy as np
 
 from backends.telemetry import SLOWDOWN_REASONS
 
+from ..common.files import read_text
+
 FILE = "telemetry.tsv"
 ERROR_FILE = "telemetry.err"
 COLUMNS = ("time", "device", "physical", "sm_clock_mhz", "mem_clock_mhz", "temp_c", "power_w",
@@ -78,7 +80,7 @@ def line(when: float, device, physical: str, sample, source: str, cost_us: float
 def read(path) -> list[Point]:
     """The points of a telemetry.tsv (lines that do not parse are skipped); [] when absent."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = read_text(path).splitlines()
     except (OSError, UnicodeDecodeError):
         return []
     points = []

@@ -19,7 +19,7 @@ from pathlib import Path
 from ...common.documents import loads_json
 from ...common.errors import UsageError, one_line
 from ...common.fields import Fields
-from ...common.files import read_text
+from ...common.files import read_bytes, read_text
 from ...common.schema import check_readable
 from ...store.reader import StoredRun, read_info
 
@@ -131,7 +131,7 @@ def records_digest(record_dir) -> str | None:
     run has no records file."""
     path = Path(record_dir) / RECORDS_FILE
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return hashlib.sha256(read_bytes(path)).hexdigest()
     except OSError:
         return None
 

@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ...common.files import read_text
 from .dump import (NO_CASE, OTHER, SETUP_DIR, SETUP_LAUNCH, SWEEP, TIMED, Observed, index_tsv,
                    naming_md, plan_dump, write_tree)
 from .naming import shape_key
@@ -192,7 +193,7 @@ def _read(path: str | None) -> str | None:
     if not path:
         return None
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return read_text(path)
     except OSError:
         return None
 

@@ -24,6 +24,7 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from ...common.files import read_text
 DEFAULT_SCRUB: tuple[str, ...] = (
     r', "ttg[.]rlc-[^"]*" = [0-9-]+ : i32(?=\s*\})',   # a stamp closing its dictionary
     r'"ttg[.]rlc-[^"]*" = [0-9-]+ : i32, ?',          # a stamp followed by another entry
@@ -85,8 +86,12 @@ def compile_scrub(extra: Iterable[str] = (), default: bool = True) -> list[re.Pa
     for pattern in patterns:
         try:
             compiled.append(re.compile(pattern))
-        except re.error as exc:
-            raise ValueError(f"bad scrub pattern {pattern!r}: {exc}") from None
+        except (re.error, OverflowError, RecursionError) as exc:
+            # OverflowError: a repeat count past the engine's limit (`a{99999999999}`);
+            # RecursionError: groups nested thousands deep
+            shown = pattern if len(pattern) <= 80 else pattern[:77] + "..."
+            why = str(exc) or type(exc).__name__
+            raise ValueError(f"bad scrub pattern {shown!r}: {why}") from None
     return compiled
 
 
@@ -114,7 +119,7 @@ def fingerprint(path: str | Path, scrub: Iterable[str] | None = None,
     patterns = compile_scrub(extra, default=default_scrub)
     digest = hashlib.sha256()
     for rel, file in files:
-        body = scrub_text(file.read_text(encoding="utf-8", errors="surrogateescape"),
+        body = scrub_text(read_text(file, errors="surrogateescape"),
                           patterns).encode("utf-8", errors="surrogateescape")
         # Length-prefixed, so no file boundary can be shifted without changing the hash.
         digest.update(f"{rel}\n{len(body)}\n".encode("utf-8"))
@@ -128,7 +133,7 @@ def read_index(path: str | Path) -> list[dict[str, str]]:
     index = ir_root(path) / "index.tsv"
     if not index.is_file():
         return []
-    lines = index.read_text(encoding="utf-8").splitlines()
+    lines = read_text(index).splitlines()
     if not lines:
         return []
     header = lines[0].split("\t")
@@ -149,7 +154,7 @@ def convert_layout_total(path: str | Path, part: str = MEASURED) -> int | None:
         counts = {r["hash"]: int(r["convert_layout"]) for r in rows
                   if r["role"] == part and r["convert_layout"].isdigit()}
         return sum(counts.values())
-    return sum(convert_layout_count(f.read_text(encoding="utf-8", errors="replace"))
+    return sum(convert_layout_count(read_text(f, errors="replace"))
                for _, f in files)
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import backends
 
 from ...common.errors import PreflightError, ZlhError, one_line
+from ...common.files import read_text
 from ...store.identity import git_commit
 from .environment import cell_lane
 from .freeze import BUDGET, MATRIX, MANIFEST, MANIFEST_SHA, SHAPES, Frozen, plan_difference
@@ -55,7 +56,7 @@ def _ok(checks: list[dict], name: str, detail: str, status: str = "ok") -> None:
 
 def _frozen_hashes(frozen: Frozen, checks: list[dict]) -> None:
     sha = sha256_file(frozen.path / MANIFEST)
-    recorded = (frozen.path / MANIFEST_SHA).read_text(encoding="utf-8").split()
+    recorded = read_text(frozen.path / MANIFEST_SHA, errors="replace").split()
     claims = {MANIFEST_SHA: recorded[0] if recorded else None,
               MATRIX: frozen.matrix.get("manifest_sha256"),
               BUDGET: frozen.budget.get("manifest_sha256")}
@@ -85,7 +86,7 @@ def source_commit(path: Path) -> str | None:
         return commit
     stamp = path / "COMMIT"
     if stamp.is_file():
-        words = stamp.read_text(encoding="utf-8", errors="replace").split()
+        words = read_text(stamp, errors="replace").split()
         return words[0] if words else None
     return None
 

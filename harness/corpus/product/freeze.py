@@ -18,6 +18,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from ...common.errors import PreflightError, UsageError
+from ...common.files import read_text
 from .manifest import SELECTIONS, Manifest, load_manifest
 from ...common.schema import stamp
 from .receipts import SCHEMA_VERSION, canonical, read_json, sha256_file
@@ -146,7 +147,7 @@ def load_frozen(path: str | Path) -> Frozen:
                          f"make one with zlh campaign prepare)")
     # the manifest's bytes against its recorded hash first: an edited manifest is the same
     # contract failure whether or not the edit left it readable
-    recorded = (path / MANIFEST_SHA).read_text(encoding="utf-8", errors="replace").split()
+    recorded = read_text(path / MANIFEST_SHA, errors="replace").split()
     sha = sha256_file(path / MANIFEST)
     if not recorded or recorded[0] != sha:
         raise PreflightError("frozen_hash", f"{path / MANIFEST_SHA} names manifest sha256 "

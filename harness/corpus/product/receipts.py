@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ...common.documents import loads_json
 from ...common.errors import UsageError
-from ...common.files import atomic_write_text, csv_text, json_safe, read_text
+from ...common.files import atomic_write_text, csv_text, json_safe, read_text, sha256_file
 from ...common.schema import check_readable, stamp
 
 SCHEMA_VERSION = 1
@@ -34,14 +34,6 @@ def canonical(value) -> str:
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def sha256_or_none(path: str | Path | None) -> str | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...common.errors import UsageError
+from ...common.files import read_text
 from ...compile.ir.dump import DUMPED, MEASURED, MISSING, SETUP
 from ...compile.ir.fingerprint import (convert_layout_count, fingerprint, ir_files, ir_root,
                                        read_index)
@@ -97,4 +98,4 @@ def _int(value) -> int:
 
 
 def _count(path: Path) -> int:
-    return convert_layout_count(path.read_text(encoding="utf-8", errors="replace"))
+    return convert_layout_count(read_text(path, errors="replace"))

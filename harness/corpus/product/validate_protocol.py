@@ -114,8 +114,9 @@ def _scrub(c: Checker, p: dict) -> None:
     for i, pattern in enumerate(scrub or ()):
         try:
             re.compile(pattern)
-        except re.error as exc:
-            c.bad(f"protocol.scrub[{i}]", f"bad regular expression: {exc}")
+        except (re.error, OverflowError, RecursionError) as exc:   # as compile_scrub
+            c.bad(f"protocol.scrub[{i}]",
+                  f"bad regular expression: {exc or type(exc).__name__}")
 
 
 def _bench(c: Checker, bench: dict) -> None:
