@@ -25,8 +25,8 @@ from __future__ import annotations
 from adapters.user import Case
 
 from .ab.report import ABReport, ABRow
-from .common.errors import (CaliberError, CallableError, DevicePoisonedError, PreflightError,
-                            UsageError, ZlhError)
+from .common.errors import (CaliberError, CallableError, DevicePoisonedError, OpExitError,
+                            PreflightError, UsageError, ZlhError)
 from .embed.quick import CallableComparison, compare_callables
 from .embed.runs import bench_cases, compare
 from .embed.timing import measure
@@ -63,4 +63,5 @@ def bench_many(ops, *, echo=None, progress=None, **options) -> list[RunResult]:
 __all__ = ["__version__", "bench", "bench_many", "measure", "bench_cases", "compare", "compare_callables",
            "Case", "BenchOptions", "RunResult", "Row", "Measurement", "Caliber", "StoppingRule",
            "Budget", "ABReport", "ABRow", "CallableComparison", "ZlhError", "UsageError",
-           "PreflightError", "CaliberError", "CallableError", "DevicePoisonedError"]
+           "PreflightError", "CaliberError", "CallableError", "DevicePoisonedError",
+           "OpExitError"]

@@ -372,3 +372,20 @@ def test_report_and_show_on_a_corpus_root_say_where_to_look(roots, verb, where, 
     """Before: `zlh report` on a batch root said to run `zlh ab` first; `zlh show` only said
     'not a run directory'."""
     one_line(run([verb, roots / where]), 2, fragment)
+
+
+# ---- interpreters: one wording for the corpus plan check and zlh ab's preflight --------------
+def test_both_interpreter_checks_word_the_same_failure_the_same(tmp_path):
+    from harness.ab.preflight import check_interpreter
+    from harness.corpus.check import check_executable
+    plain = tmp_path / "plain"
+    plain.write_text("not a program\n")
+    for python, words in ((str(tmp_path / "missing"), "not found"),
+                          (str(plain), "is not an executable file"),
+                          (str(tmp_path), "is not an executable file")):
+        messages = []
+        for check in (check_executable, lambda p, flag: check_interpreter(p, flag)):
+            with pytest.raises(UsageError) as excinfo:
+                check(python, "--python-b")
+            messages.append(excinfo.value.message)
+        assert messages[0] == messages[1] == f"--python-b: interpreter {python} {words}"

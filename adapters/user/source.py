@@ -4,7 +4,7 @@ The object may be a `Case`, a list of them, a function returning either (called 
 backend is active, so kernels it defines are compiled or interpreted as the backend needs),
 or a dict `{op: any of those}` for several ops. Every problem is one line: a malformed spec
 or a missing name is a UsageError, a module that fails to import or a case function that
-raises is a PreflightError naming the error and where it was raised.
+raises (or calls sys.exit) is a PreflightError naming the error and where it was raised.
 """
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import re
 import sys
 from typing import Any
 
-from harness.common.errors import PreflightError, UsageError, ZlhError, failure_detail
+from harness.common.errors import (PreflightError, Terminated, UsageError, ZlhError,
+                                   failure_detail)
 
 from ..base import suggest
 from .case import Case
@@ -56,6 +57,11 @@ def import_spec(spec: str) -> Any:
                              f"it to PYTHONPATH)") from None
         raise PreflightError("import_cases", f"--cases {spec}: importing {module_name} "
                                              f"failed: {failure_detail(exc)}") from None
+    except Terminated:
+        raise
+    except SystemExit as exc:           # not the status of this process
+        raise PreflightError("import_cases", f"--cases {spec}: importing {module_name} "
+                                             f"failed: the module called sys.exit({exc.code!r})") from None
     except Exception as exc:  # noqa: BLE001 - the user's module: one line, not a traceback
         raise PreflightError("import_cases", f"--cases {spec}: importing {module_name} "
                                              f"failed: {failure_detail(exc)}") from None
@@ -109,7 +115,9 @@ def _called(value: Any, where: str) -> Any:
         pass                                 # no signature to read (a builtin): just call it
     try:
         return value()
-    except ZlhError:
+    except (ZlhError, Terminated):
         raise
+    except SystemExit as exc:           # not the status of this process
+        raise PreflightError("cases", f"{where}() called sys.exit({exc.code!r})") from None
     except Exception as exc:  # noqa: BLE001 - the user's function: one line
         raise PreflightError("cases", f"{where}(): {failure_detail(exc)}") from None

@@ -21,6 +21,7 @@ import backends
 
 from ..common.errors import CaliberError, PreflightError, UsageError, one_line
 from ..common.files import check_output_dir
+from ..common.process import check_runnable
 from ..compile.ir.fingerprint import compile_scrub
 from ..run.options import BenchOptions
 from ..run.plan import plan_bench, preserved_environ
@@ -84,10 +85,7 @@ def check_interpreter(python: str, flag: str, env: dict | None = None) -> str:
     found = (python if os.sep in python or Path(python).exists()
              else shutil.which(python) or python)
     path = Path(found).absolute()
-    if not path.exists():
-        raise UsageError(f"{flag} {python}: interpreter not found")
-    if not path.is_file() or not os.access(path, os.X_OK):
-        raise UsageError(f"{flag} {python}: not an executable file")
+    check_runnable(python, flag, path)      # the wording of every interpreter check
     try:
         proc = subprocess.run([str(path), "-c", _PROBE, *IMPORTS], env=env, capture_output=True,
                               text=True, timeout=PROBE_TIMEOUT_S)

@@ -56,7 +56,8 @@ def bench(ops, out, replay, keep_cache, plant_pct, quiet, as_json, parallel_swee
 
     Exit status: 0 all cases ok, 1 some case failed (or the run failed: disk full), 2 bad
     input, 3 preflight failed, 5 the device became unusable (the run stopped; what was
-    measured is kept), 130/143 interrupted (SIGINT/SIGTERM).
+    measured is kept), 130/143 interrupted (SIGINT/SIGTERM). An op whose code calls
+    sys.exit(N) exits 1 (run.json: crashed), never N.
     """
     options = options_from(params, out=out, replay=replay, keep_cache=keep_cache,
                            case_shard=case_shard, plant_pct=plant_pct, argv=["zlh"] + sys.argv[1:])

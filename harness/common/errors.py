@@ -59,6 +59,24 @@ class RunFailedError(ZlhError):
         self.reason = reason
 
 
+class OpExitError(ZlhError):
+    """The code under test called `sys.exit(...)` (or `exit()`): the run is marked `crashed`
+    with the reason `the op called sys.exit(N)` and ends there; the exit status is zlh's own
+    (1), never the one the op asked for, which could read as one of zlh's codes."""
+
+    exit_code = EXIT_FAILED_CASES
+
+    def __init__(self, message: str, code: object):
+        super().__init__(message)
+        self.code = code
+        self.reason = op_exit_reason(code)
+
+
+def op_exit_reason(code: object) -> str:
+    """`the op called sys.exit(3)` for the code a SystemExit carries."""
+    return f"the op called sys.exit({code!r})"
+
+
 class Terminated(SystemExit):
     """SIGTERM (a timeout, `zlh ab` ending a run): unwinds like Ctrl-C so that the run
     directory is finalised, and ends the process with 128 + the signal number."""

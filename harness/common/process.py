@@ -10,8 +10,24 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
+
+from .errors import UsageError
 
 PARENT_ENV = "ZLH_PARENT_PID"
+
+
+def check_runnable(python: str, where: str = "", path: str | os.PathLike | None = None) -> None:
+    """UsageError unless the interpreter file exists and may be run (it is not started). One
+    wording for every command that takes an interpreter: `WHERE: interpreter PYTHON not found`
+    or `… is not an executable file`. `path`: the file to look at when the name `python`
+    was resolved first (PATH); default `python` itself."""
+    target = Path(python if path is None else path)
+    prefix = f"{where}: " if where else ""
+    if not target.exists():
+        raise UsageError(f"{prefix}interpreter {python} not found")
+    if not target.is_file() or not os.access(target, os.X_OK):
+        raise UsageError(f"{prefix}interpreter {python} is not an executable file")
 
 
 def die_with_parent(parent: int | None = None) -> None:

@@ -16,6 +16,7 @@ import adapters
 import backends
 
 from ..common.errors import UsageError, one_line
+from ..common.process import check_runnable
 from ..run.options import BenchOptions
 from ..run.plan import check_timer
 from ..run.shapes import ShapeFileError, load_shape_file
@@ -83,11 +84,10 @@ def check_plan(plan, adapter, where: str = "", pythons: tuple[str, ...] = (),
 
 def check_executable(python: str, where: str = "") -> None:
     """An interpreter path that exists and may be run (without starting it: a corpus plan
-    names an interpreter resolved when the plan was made; `zlh ab` probes its imports in
-    ab/preflight.check_interpreter)."""
-    if not (Path(python).is_file() and os.access(python, os.X_OK)):
-        why = "not found" if not Path(python).exists() else "is not an executable file"
-        raise UsageError(f"{_prefix(where)}interpreter {python} {why}")
+    names an interpreter resolved when the plan was made; `zlh ab` also probes its imports in
+    ab/preflight.check_interpreter). Worded as every interpreter check is
+    (common/process.check_runnable)."""
+    check_runnable(python, where)
 
 
 def check_root(path: str | os.PathLike, kind: str, flag: str) -> Path:

@@ -7,12 +7,15 @@ unusable, or kept device memory alive past its reset. Either way the attempt end
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +29,10 @@ from .outcome import CRASH_RC, MEMORY_HELD_LIMIT, TIMEOUT_RC, Attempt
 GRACE_S = 10.0
 START_TIMEOUT_S = 300.0
 LOG_TAIL_BYTES = 1 << 20      # where an op's last error line is looked for
+# An op's log (run.attempt<k>.log) larger than this after its attempt keeps only its first and
+# last LOG_KEEP_BYTES, with one line in between saying how much was dropped.
+LOG_LIMIT_BYTES = 64 << 20
+LOG_KEEP_BYTES = 1 << 20
 
 
 @dataclass
@@ -52,6 +59,49 @@ def last_line(log: Path) -> str:
     if any(ln.startswith("Traceback") for ln in lines):
         return lines[-1]
     return ""
+
+
+def cap_log(log: Path, limit: int = LOG_LIMIT_BYTES, keep: int = LOG_KEEP_BYTES) -> int:
+    """An op's log over `limit` bytes is replaced (atomically) by its first and last `keep`
+    bytes (at most a quarter of `limit` each), cut at line boundaries so that its last lines
+    — the op's error — stay whole, with one line in between saying how many bytes were
+    dropped. Returns that number (0: the log was left as it was, also when it could not be
+    rewritten)."""
+    try:
+        size = log.stat().st_size
+    except OSError:
+        return 0
+    if size <= limit:
+        return 0
+    keep = max(1, min(keep, limit // 4))
+    tmp = None
+    try:
+        with open(log, "rb") as handle:
+            head = handle.read(keep)
+            handle.seek(size - keep)
+            tail = handle.read(keep)
+        cut = head.rfind(b"\n") + 1
+        head = head[:cut] if cut else head          # a first line longer than `keep`: cut it
+        start = tail.find(b"\n") + 1
+        tail = tail[start:] if 0 < start < len(tail) else tail
+        dropped = size - len(head) - len(tail)
+        marker = (f"----- {dropped} bytes of this log dropped here: it had {size} bytes, more "
+                  f"than {limit}; its first and last lines are kept -----\n").encode()
+        if head and not head.endswith(b"\n"):
+            marker = b"\n" + marker
+        fd, tmp = tempfile.mkstemp(prefix=f".{log.name}.", suffix=".tmp", dir=log.parent)
+        with os.fdopen(fd, "wb") as out:
+            out.write(head + marker + tail)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, stat.S_IMODE(log.stat().st_mode))
+        os.replace(tmp, log)
+        return dropped
+    except OSError:                  # no room for the copy: the log stays whole
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        return 0
 
 
 def newest_run_dir(out: Path, before: set[Path]) -> Path | None:
@@ -102,7 +152,8 @@ class Worker:
                                    f"{': ' + said if said else ''}")
         self.pid = ready["pid"]
 
-    def run(self, job: dict, timeout_s: float, log: Path, out: Path) -> Attempt:
+    def run(self, job: dict, timeout_s: float, log: Path, out: Path,
+            log_limit: int = LOG_LIMIT_BYTES) -> Attempt:
         if not self.alive:
             try:
                 self.start()
@@ -130,7 +181,9 @@ class Worker:
             if rc == EXIT_POISONED or held_too_much(reply):
                 self.stop()                          # the next op gets a fresh worker
         run_dir = newest_run_dir(out, before)
-        return Attempt(rc, elapsed, log, run_dir, last_line(log), self.pid,
+        message = last_line(log)
+        cap_log(log, log_limit)
+        return Attempt(rc, elapsed, log, run_dir, message, self.pid,
                        (reply or {}).get("write_failure") or failed_write(run_dir),
                        held_too_much(reply or {}))
 
@@ -197,7 +250,7 @@ def kill_leftovers(proc: subprocess.Popen) -> None:
 
 
 def run_fresh(lane: Lane, op: str, argv: list[str], timeout_s: float, log: Path,
-              out: Path) -> Attempt:
+              out: Path, log_limit: int = LOG_LIMIT_BYTES) -> Attempt:
     """One op in its own `zlh bench` process (the comparison mode, --fresh-process)."""
     out.mkdir(parents=True, exist_ok=True)
     before = run_dirs(out)
@@ -219,7 +272,9 @@ def run_fresh(lane: Lane, op: str, argv: list[str], timeout_s: float, log: Path,
             stop_group(proc, grace_s=5.0)
             raise
     run_dir = newest_run_dir(out, before)
-    return Attempt(rc, time.time() - started, log, run_dir, last_line(log), proc.pid,
+    message = last_line(log)
+    cap_log(log, log_limit)
+    return Attempt(rc, time.time() - started, log, run_dir, message, proc.pid,
                    failed_write(run_dir))
 
 

@@ -19,8 +19,8 @@ import signal
 import sys
 from pathlib import Path
 
-from ..common.errors import (EXIT_OK, EXIT_POISONED, DevicePoisonedError, RunFailedError,
-                             Terminated, ZlhError, one_line)
+from ..common.errors import (EXIT_OK, EXIT_POISONED, DevicePoisonedError, OpExitError,
+                             RunFailedError, Terminated, ZlhError, one_line, op_exit_reason)
 from ..common.process import die_with_parent, terminate_handler
 from .outcome import CRASH_RC, GIB, MEMORY_HELD_LIMIT
 
@@ -65,6 +65,9 @@ def run_job(job: dict) -> dict:
             results = run_bench([job["op"]], options, echo=print,
                                 progress=lambda line: print(line, file=sys.stderr))
             rc = max((r.exit_code for r in results), default=EXIT_OK)
+        except OpExitError as exc:          # the run is marked crashed; the worker lives
+            rc, message = CRASH_RC, exc.reason
+            _say(f"zlh: {exc.message}")
         except ZlhError as exc:
             rc, message = exc.exit_code, exc.message
             if isinstance(exc, RunFailedError):      # disk full, read-only: not the op's fault
@@ -73,7 +76,7 @@ def run_job(job: dict) -> dict:
         except SystemExit as exc:
             if isinstance(exc, Terminated):
                 raise
-            rc, message = CRASH_RC, f"the op called sys.exit({exc.code!r})"   # worker lives
+            rc, message = CRASH_RC, op_exit_reason(exc.code)   # outside a run; worker lives
             _say(f"zlh: {message}")
         except Exception as exc:  # noqa: BLE001 - reported as the op's failure, worker lives
             rc, message = 1, f"{type(exc).__name__}: {one_line(exc)}"

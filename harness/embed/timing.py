@@ -5,7 +5,8 @@ device, the timer (`auto`: graph where the backend captures graphs, event where 
 events, host on the cpu backend), the stopping rule and budget built and checked by
 `BenchOptions`, and `CaseTimer`, so a capture that fails falls back to event timing with
 the `BENCHMARK_DIRECT_NO_CUDAGRAPH` marker (in `Measurement.fallback`), a fatal device error
-fails, and a poisoned device raises `DevicePoisonedError`.
+fails, and a poisoned device raises `DevicePoisonedError`. A callable that calls `sys.exit`
+raises `CallableError` rather than ending the program.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any, Callable
 import backends
 
 from ..common.errors import (CallableError, CaseFailure, DevicePoisonedError, PreflightError,
-                             UsageError, ZlhError, failure_detail)
+                             Terminated, UsageError, ZlhError, failure_detail)
 from ..measure.case_timer import CaseTimer
 from ..measure.measurement import Measurement
 from ..measure.timers import resolve_timer_name
@@ -108,6 +109,10 @@ def time_callable(device: Device, fn: Callable[[], Any], name: str) -> Measureme
         raise CallableError(f"{name}: {exc.reason}: {exc.detail}") from exc
     except ZlhError:
         raise
+    except Terminated:
+        raise
+    except SystemExit as exc:        # would end the embedding program: an error instead
+        raise CallableError(f"{name}: the function called sys.exit({exc.code!r})") from exc
     except Exception as exc:  # noqa: BLE001 - the caller's function: one line, cause kept
         verdict = device.backend.classify_error(exc)
         problem = device.backend.device_usable() if verdict == backends.FATAL else None

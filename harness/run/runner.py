@@ -20,8 +20,9 @@ import adapters
 from .. import telemetry
 from ..calibrate.plant import Plant
 from ..common import log, markers, style
-from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, DevicePoisonedError, RunFailedError,
-                             Terminated, UsageError, one_line, write_failure)
+from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, DevicePoisonedError, OpExitError,
+                             RunFailedError, Terminated, UsageError, one_line, op_exit_reason,
+                             write_failure)
 from ..compile import autotune
 from ..compile.caches import remove_private
 from ..compile.ir.capture import IRCapture
@@ -74,9 +75,8 @@ def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = Non
     locations, backend switches) is restored afterwards and private caches are removed
     unless kept. `echo` gets the header, marker and table lines (None: nothing is printed;
     run.log has them all), `progress` a line per case. `adapter`: an adapter object instead
-    of the one the options name. A run that
-    fails for a reason outside its cases (disk full) ends the invocation: the ops after it
-    are not run, for the same reason."""
+    of the one the options name. A run that fails for a reason outside its cases (disk full),
+    or whose op's code called sys.exit, ends the invocation: the ops after it are not run."""
     for name, value in (("echo", echo), ("progress", progress)):
         if value is not None and not callable(value):
             raise UsageError(f"{name} must be a function taking one line (e.g. print) or None, "
@@ -90,7 +90,7 @@ def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = Non
         for number, op in enumerate(plan.ops):
             try:
                 results.append(run_op(plan, op, echo, progress))
-            except RunFailedError as exc:
+            except (RunFailedError, OpExitError) as exc:
                 rest = plan.ops[number + 1:]
                 if rest:
                     exc.message += f"; not run ({exc.reason}): {', '.join(rest)}"
@@ -130,11 +130,14 @@ def run_op(plan: BenchPlan, op: str, echo: Echo | None = None,
         status, reason, write_error = "failed", write_failure(exc), exc
         if not plan.options.keep_cache:    # room for run.json: the run ends here anyway
             remove_private(plan.caches)
-    except (KeyboardInterrupt, SystemExit) as exc:
+    except (KeyboardInterrupt, Terminated) as exc:
         status = "interrupted"
-        reason = ("SIGINT" if isinstance(exc, KeyboardInterrupt) else
-                  "SIGTERM" if isinstance(exc, Terminated) else "exit")
+        reason = "SIGINT" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"
         raise
+    except SystemExit as exc:        # the op's code called sys.exit: its status is not zlh's
+        status, reason = "crashed", op_exit_reason(exc.code)
+        raise OpExitError(f"{op}: {reason}; the run is marked crashed; cases measured before "
+                          f"it are in {run.dir.path}", exc.code) from None
     except BaseException:
         status = "crashed"
         raise
