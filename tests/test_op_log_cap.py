@@ -114,24 +114,24 @@ def test_a_worker_op_that_prints_a_lot_has_its_log_capped(tmp_path, monkeypatch)
     check_capped(log, attempt)
 
 
-def test_a_fresh_process_op_that_prints_a_lot_has_its_log_capped(tmp_path, monkeypatch):
+def run_chatty_fresh(tmp_path, monkeypatch, log_limit: int):
+    """The chatty op in a `--fresh-process` attempt: (its attempt, its log)."""
     env = write_cases(tmp_path)
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "chatty"
     out.mkdir()
     log = out / "run.attempt1.log"
     attempt = run_fresh(Lane(python=sys.executable, env=env), "chatty",
-                        options(tmp_path, out).to_argv(), 120, log, out, log_limit=LIMIT)
+                        options(tmp_path, out).to_argv(), 120, log, out, log_limit=log_limit)
+    return attempt, log
+
+
+def test_a_fresh_process_op_that_prints_a_lot_has_its_log_capped(tmp_path, monkeypatch):
+    attempt, log = run_chatty_fresh(tmp_path, monkeypatch, LIMIT)
     check_capped(log, attempt)
 
 
 def test_without_a_cap_the_chatty_op_would_exceed_the_limit(tmp_path, monkeypatch):
     """The cap is what keeps the logs above small: the op prints far more than the limit."""
-    env = write_cases(tmp_path)
-    monkeypatch.chdir(tmp_path)
-    out = tmp_path / "chatty"
-    out.mkdir()
-    log = out / "run.attempt1.log"
-    run_fresh(Lane(python=sys.executable, env=env), "chatty", options(tmp_path, out).to_argv(),
-              120, log, out, log_limit=1 << 40)
+    _, log = run_chatty_fresh(tmp_path, monkeypatch, 1 << 40)
     assert log.stat().st_size > 4 * LIMIT
