@@ -5,6 +5,8 @@
 #   bash tests/device/check_corpus.sh rounds   # campaign on 2 cards vs the same plan on 1
 #   bash tests/device/check_corpus.sh all      # `zlh batch --all` at core on DEVICES (default 0);
 #                                              # a second call on the same machine resumes it
+#   bash tests/device/check_corpus.sh allsingle # the ops `all` finished, with shapes/single.yaml:
+#                                              # per-op wall and rows against the core shapes
 #   bash tests/device/check_corpus.sh reuse    # 30 ops with reused workers vs --fresh-process:
 #                                              # ops/min, overhead per op, per-shape |delta|
 #   bash tests/device/check_corpus.sh sweep    # two GPUs: parallel autotune sweep vs serial for
@@ -59,12 +61,24 @@ elif [ "$mode" = all ]; then
   if [ -f "$R/batch.json" ]; then
     step all ${BOX_ALL:-540} $ZLH batch --resume "$R" -q
   else
-    step all ${BOX_ALL:-540} $ZLH batch --all --devices ${DEVICES:-0} $FASTB --op-timeout 120 --retries 1 -q --out "$R"
+    step all ${BOX_ALL:-540} $ZLH batch --all --devices ${DEVICES:-0} $FASTB --op-timeout 120 --retries 1 -q \
+      --dismiss ${DISMISS:-tests/device/dismiss_slow.txt} --out "$R"
   fi
   $SUM batch "$R"
   cp "$R/ops_status.csv" "$OUT/all_ops_status.csv"
   # KEEP_ROOT=1: the batch root too, to carry into a later call (can pass the 16 MiB a file may have)
   [ "${KEEP_ROOT:-0}" = 1 ] && tar czf "$OUT/all_root.tgz" -C "$WORK" all
+elif [ "$mode" = allsingle ]; then
+  # The ops the --all batch finished (core shapes), again with shapes/single.yaml and the same
+  # options, alone on the GPU: per-op wall and rows, one shape set against the other.
+  R=$WORK/all
+  python3 -c "import csv,sys; [print(r['op']) for r in csv.DictReader(open(sys.argv[1])) if r['status'] in ('PASS','FAIL','SKIP')]" \
+    "$R/ops_status.csv" > "$WORK/all_done.txt"
+  step allsingle ${BOX_AS:-540} $ZLH batch --ops-file "$WORK/all_done.txt" --devices 0 $FASTB --shapes shapes/single.yaml \
+    --op-timeout 120 --retries 0 -q --out "$WORK/allsingle"
+  $SUM batch "$WORK/allsingle"
+  python3 tests/device/assets_summary.py sets "$WORK/allsingle" "$R" $(cat "$WORK/all_done.txt") | tail -n 4
+  python3 tests/device/assets_summary.py sets "$WORK/allsingle" "$R" $(cat "$WORK/all_done.txt") > "$OUT/allsingle_sets.txt"
 elif [ "$mode" = reuse ]; then
   # Pointwise ops first (no autotuner: both batches run the same configs), then reductions.
   grep -v '^#' $OPS | grep -E -x -f <(printf '%s\n' gelu softmax log_softmax layer_norm rms_norm sum mean max \
