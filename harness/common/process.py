@@ -68,3 +68,42 @@ def terminate_handler(raise_in_owner):
             os._exit(128 + signum)
         raise_in_owner(signum)
     return handler
+
+
+class HeldTermination:
+    """SIGTERM and SIGINT held back while a run directory is being created, then delivered
+    where the run can record them: `hold()`, create, then `release()` as the first statement
+    inside the `try` that finalises the run. A signal that arrived in between runs its own
+    handler there (Terminated, KeyboardInterrupt), so no run.json is left `running` by a
+    signal that came just after it was first written. Only the main thread installs signal
+    handlers; elsewhere nothing is held."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self):
+        self.pending: list = []
+        self.saved: dict = {}
+
+    def hold(self) -> "HeldTermination":
+        import threading
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self.saved[sig] = signal.signal(sig, self._note)
+        return self
+
+    def _note(self, signum, frame):
+        self.pending.append((signum, frame))
+
+    def release(self) -> None:
+        """Restore the handlers, then act on the first signal held, as it would have acted."""
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+        self.saved = {}
+        if not self.pending:
+            return
+        signum, frame = self.pending[0]
+        handler = signal.getsignal(signum)
+        if callable(handler):
+            handler(signum, frame)
+        elif handler == signal.SIG_DFL:
+            os.kill(os.getpid(), signum)

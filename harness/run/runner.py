@@ -11,8 +11,6 @@ import itertools
 import os
 import shutil
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Sequence
 
 import adapters
@@ -20,9 +18,10 @@ import adapters
 from .. import telemetry
 from ..calibrate.plant import Plant
 from ..common import log, markers, style
-from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, DevicePoisonedError, OpExitError,
+from ..common.errors import (DevicePoisonedError, OpExitError,
                              RunFailedError, Terminated, UsageError, one_line, op_exit_reason,
                              write_failure)
+from ..common.process import HeldTermination
 from ..compile import autotune
 from ..compile.caches import remove_private
 from ..compile.ir.capture import IRCapture
@@ -36,36 +35,10 @@ from .library_log import LibraryLog
 from .run_info import iso_time, run_info, telemetry_sample
 from .options import BenchOptions
 from .plan import BenchPlan, plan_bench
+from .result import RunResult
 from .table import render_rows, summary_line
 
 Echo = Callable[[str], None]
-
-
-@dataclass
-class RunResult:
-    op: str
-    run_dir: Path
-    rows: list[Row]
-    caliber: Caliber
-    status: str
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_FAILED_CASES if any(r.status == FAILED for r in self.rows) else EXIT_OK
-
-    def ok(self) -> list[Row]:
-        return [r for r in self.rows if r.status == SUCCESS]
-
-    def to_dict(self, samples: bool = False) -> dict:
-        """For JSON output: the run's identity, caliber and rows (raw samples only with
-        `samples`; results.jsonl always has them)."""
-        rows = [row.to_dict() for row in self.rows]
-        for row in rows if not samples else ():
-            for side in ("torch", "gems"):
-                if row.get(side):
-                    row[side].pop("samples_ms", None)
-        return {"op": self.op, "run_dir": str(self.run_dir), "status": self.status,
-                "exit_code": self.exit_code, "caliber": self.caliber.to_dict(), "rows": rows}
 
 
 def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = None,
@@ -106,9 +79,15 @@ def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = Non
 def run_op(plan: BenchPlan, op: str, echo: Echo | None = None,
            progress: Echo | None = None) -> RunResult:
     """One op, top to bottom: run directory and identity, hooks, cases, files, table."""
-    run = OpRun.open(plan, op, echo, progress)
+    held = HeldTermination().hold()  # a SIGTERM while run.json is first written lands below
+    try:
+        run = OpRun.open(plan, op, echo, progress)
+    except BaseException:
+        held.release()
+        raise
     status, reason, write_error = "complete", "", None
     try:
+        held.release()
         run.announce()               # header line, warnings
         run.install_hooks()          # autotune record or replay; IR capture
         with run.library_log:        # other libraries' log lines: to run.log, once each
