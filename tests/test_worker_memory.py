@@ -82,3 +82,46 @@ def test_a_worker_that_never_starts_is_a_crashed_attempt_not_a_traceback(tmp_pat
     assert attempt.message.startswith("worker did not start (see ")
     assert attempt.message.endswith(": zlh: cannot import torch")
     assert not worker.alive
+
+
+def test_memory_held_only_by_garbage_cycles_is_freed_not_counted(monkeypatch):
+    """Tensors kept alive only by a reference cycle (an exception's frames, say) are not the
+    op's leak: the reset collects them before it judges; memory still held after that is."""
+    import gc
+    import weakref
+
+    import backends
+    from harness.corpus import worker
+
+    class Blob:
+        pass
+
+    def cycle():
+        blob = Blob()
+        blob.self = blob              # freed only by a collection
+        return weakref.ref(blob)
+
+    class Device:
+        name = "cuda"
+        kept: list = []
+
+        def empty_cache(self):
+            pass
+
+        def memory_held(self):
+            alive = ref() is not None or bool(self.kept)
+            return (2 << 30) if alive else 0
+
+    device = Device()
+    monkeypatch.setattr(backends, "get_backend", lambda name: device)
+    job = {"options": {"adapter": "builtin", "backend": "cuda"}}
+    gc.disable()
+    try:
+        ref = cycle()
+        assert ref() is not None
+        assert worker._reset(job) == 0            # collected, so nothing is held
+        assert ref() is None
+        device.kept.append(Blob())                # a real leak: still held after collection
+        assert worker._reset(job) == 2 << 30
+    finally:
+        gc.enable()

@@ -107,12 +107,15 @@ def _reset(job: dict) -> int | None:
         adapters.get_adapter(options.get("adapter") or
                              adapters.default_adapter_name(options.get("flaggems_dir")),
                              flaggems_dir=options.get("flaggems_dir")).reset_between_ops()
-    gc.collect()               # cycles (an exception's frames, graphs) still holding tensors
     try:
         backend = (backends.get_backend(options["backend"]) if options.get("backend")
                    else backends.detect_backend())
         backend.empty_cache()
         held = backend.memory_held()
+        if held and held > MEMORY_HELD_LIMIT:
+            gc.collect()       # cycles (an exception's frames, graphs) still holding tensors:
+            backend.empty_cache()      # a full collection only when something is held
+            held = backend.memory_held()
     except Exception:  # noqa: BLE001 - a broken device is the supervisor's to judge
         return None
     if held and held > MEMORY_HELD_LIMIT:
