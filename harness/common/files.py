@@ -25,15 +25,22 @@ _FILE_MODE = 0o666 & ~_umask()
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes, mode: int | None = None) -> Path:
+    """`data` as the whole of `path`, or `path` untouched: a temporary file beside it,
+    synced, then renamed over it. `mode`: the new file's permission bits (default: what a
+    new file gets under the umask)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, _FILE_MODE)
+        os.chmod(tmp, _FILE_MODE if mode is None else mode)
         os.replace(tmp, path)
     except BaseException as exc:
         try:

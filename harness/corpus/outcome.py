@@ -35,6 +35,12 @@ GIB = 1 << 30
 MEMORY_HELD_LIMIT = GIB
 
 
+def held_over_limit(held) -> int:
+    """`held` (bytes of device memory a worker still held after an op's reset) when it is
+    more than a later op may be left without, else 0 (also for no figure at all)."""
+    return held if isinstance(held, int) and held > MEMORY_HELD_LIMIT else 0
+
+
 @dataclass
 class Attempt:
     """One try of an op: how its process ended and where its files are."""

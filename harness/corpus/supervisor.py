@@ -3,11 +3,11 @@
 The supervisor owns its worker processes: it starts one per device lane, hands it an op,
 waits at most the op timeout for the answer, and replaces the worker when the op crashed
 it, hung (the worker's whole process group gets SIGTERM, then SIGKILL), left the device
-unusable, or kept device memory alive past its reset. Either way the attempt ends as an `Attempt` (exit status, log, run directory).
+unusable, or kept device memory alive past its reset. Either way the attempt ends as an
+`Attempt` (exit status, log, run directory).
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import select
@@ -15,16 +15,16 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..common.errors import EXIT_POISONED, UsageError
+from ..common.files import atomic_write_bytes
 from ..common.process import child_env
 from ..store.reader import read_info
 from .lock import held_fds
-from .outcome import CRASH_RC, MEMORY_HELD_LIMIT, TIMEOUT_RC, Attempt
+from .outcome import CRASH_RC, TIMEOUT_RC, Attempt, held_over_limit
 
 GRACE_S = 10.0
 START_TIMEOUT_S = 300.0
@@ -74,7 +74,6 @@ def cap_log(log: Path, limit: int = LOG_LIMIT_BYTES, keep: int = LOG_KEEP_BYTES)
     if size <= limit:
         return 0
     keep = max(1, min(keep, limit // 4))
-    tmp = None
     try:
         with open(log, "rb") as handle:
             head = handle.read(keep)
@@ -89,18 +88,9 @@ def cap_log(log: Path, limit: int = LOG_LIMIT_BYTES, keep: int = LOG_KEEP_BYTES)
                   f"than {limit}; its first and last lines are kept -----\n").encode()
         if head and not head.endswith(b"\n"):
             marker = b"\n" + marker
-        fd, tmp = tempfile.mkstemp(prefix=f".{log.name}.", suffix=".tmp", dir=log.parent)
-        with os.fdopen(fd, "wb") as out:
-            out.write(head + marker + tail)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, stat.S_IMODE(log.stat().st_mode))
-        os.replace(tmp, log)
+        atomic_write_bytes(log, head + marker + tail, stat.S_IMODE(log.stat().st_mode))
         return dropped
     except OSError:                  # no room for the copy: the log stays whole
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
         return 0
 
 
@@ -112,9 +102,8 @@ def newest_run_dir(out: Path, before: set[Path]) -> Path | None:
 
 def held_too_much(reply: dict) -> int:
     """The device memory a worker's answer says it still held after the op's reset, when that
-    is more than a later op may be left without (else 0)."""
-    held = reply.get("held_bytes")
-    return held if isinstance(held, int) and held > MEMORY_HELD_LIMIT else 0
+    is over the limit (else 0)."""
+    return held_over_limit(reply.get("held_bytes"))
 
 
 def run_dirs(out: Path) -> set[Path]:

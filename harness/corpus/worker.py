@@ -2,9 +2,9 @@
 
 `python -m harness.corpus.worker` reads one job per line on stdin (JSON: op, flat bench
 options, log path, argv) and answers one line per job on its original stdout (JSON: op, rc,
-message, pid, held_bytes). Everything an op prints — zlh's own lines, the library's, the compiler's, even
-at the file-descriptor level — goes to that op's log, so the protocol line is all the
-supervisor reads. Between ops the compiler's in-memory kernel and tuner caches are emptied
+message, pid, held_bytes). Everything an op prints — zlh's own lines, the library's, the
+compiler's, even at the file-descriptor level — goes to that op's log, so the protocol line
+is all the supervisor reads. Between ops the compiler's in-memory kernel and tuner caches are emptied
 and the adapter drops its per-op state, so each op compiles into its own private cache and
 measures as a fresh `zlh bench` would; what cannot be reset (a poisoned device, device memory
 the op keeps alive) ends the worker, and the supervisor starts another.
@@ -22,7 +22,7 @@ from pathlib import Path
 from ..common.errors import (EXIT_OK, EXIT_POISONED, DevicePoisonedError, OpExitError,
                              RunFailedError, Terminated, ZlhError, one_line, op_exit_reason)
 from ..common.process import die_with_parent, terminate_handler
-from .outcome import CRASH_RC, GIB, MEMORY_HELD_LIMIT
+from .outcome import CRASH_RC, GIB, held_over_limit
 
 PROTOCOL_VERSION = 1
 
@@ -112,13 +112,13 @@ def _reset(job: dict) -> int | None:
                    else backends.detect_backend())
         backend.empty_cache()
         held = backend.memory_held()
-        if held and held > MEMORY_HELD_LIMIT:
+        if held_over_limit(held):
             gc.collect()       # cycles (an exception's frames, graphs) still holding tensors:
             backend.empty_cache()      # a full collection only when something is held
             held = backend.memory_held()
     except Exception:  # noqa: BLE001 - a broken device is the supervisor's to judge
         return None
-    if held and held > MEMORY_HELD_LIMIT:
+    if held_over_limit(held):
         _say(f"zlh: {held / GIB:.1f} GiB of device memory still held after the op's reset: "
              f"this worker is replaced before the next op")
     return held
