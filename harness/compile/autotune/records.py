@@ -10,7 +10,6 @@ A key is the tuner's own lookup key as a deterministic string; a config is a Tri
 """
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 import numbers
@@ -19,7 +18,7 @@ from pathlib import Path
 from ...common.documents import loads_json
 from ...common.errors import UsageError, one_line
 from ...common.fields import Fields
-from ...common.files import read_bytes, read_text
+from ...common.files import read_text, sha256_file
 from ...common.schema import check_readable
 from ...store.reader import StoredRun, read_info
 
@@ -131,7 +130,7 @@ def records_digest(record_dir) -> str | None:
     run has no records file."""
     path = Path(record_dir) / RECORDS_FILE
     try:
-        return hashlib.sha256(read_bytes(path)).hexdigest()
+        return sha256_file(path)
     except OSError:
         return None
 

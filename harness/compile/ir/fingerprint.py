@@ -84,15 +84,23 @@ def compile_scrub(extra: Iterable[str] = (), default: bool = True) -> list[re.Pa
     patterns = list(DEFAULT_SCRUB if default else ()) + list(extra or ())
     compiled = []
     for pattern in patterns:
-        try:
-            compiled.append(re.compile(pattern))
-        except (re.error, OverflowError, RecursionError) as exc:
-            # OverflowError: a repeat count past the engine's limit (`a{99999999999}`);
-            # RecursionError: groups nested thousands deep
+        why = pattern_problem(pattern)
+        if why is not None:
             shown = pattern if len(pattern) <= 80 else pattern[:77] + "..."
-            why = str(exc) or type(exc).__name__
-            raise ValueError(f"bad scrub pattern {shown!r}: {why}") from None
+            raise ValueError(f"bad scrub pattern {shown!r}: {why}")
+        compiled.append(re.compile(pattern))
     return compiled
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why the regex engine refuses `pattern`, or None. Beside re.error: OverflowError (a
+    repeat count past the engine's limit, `a{99999999999}`) and RecursionError (groups
+    nested thousands deep)."""
+    try:
+        re.compile(pattern)
+    except (re.error, OverflowError, RecursionError) as exc:
+        return str(exc) or type(exc).__name__
+    return None
 
 
 def scrub_text(text: str, patterns: Sequence[re.Pattern]) -> str:

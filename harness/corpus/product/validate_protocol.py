@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ...common.errors import UsageError
+from ...compile.ir.fingerprint import pattern_problem
 from ...run.options import TIMERS, BenchOptions
 from .fields import Checker
 from .manifest import BASELINE, CANDIDATE, CLASSES, CODE_CHANGES, COSTS, ROLES
@@ -112,11 +113,9 @@ def _timeouts(c: Checker, p: dict) -> None:
 def _scrub(c: Checker, p: dict) -> None:
     scrub = c.strings(p, "scrub", "protocol.scrub", optional=True)
     for i, pattern in enumerate(scrub or ()):
-        try:
-            re.compile(pattern)
-        except (re.error, OverflowError, RecursionError) as exc:   # as compile_scrub
-            c.bad(f"protocol.scrub[{i}]",
-                  f"bad regular expression: {exc or type(exc).__name__}")
+        why = pattern_problem(pattern)
+        if why is not None:
+            c.bad(f"protocol.scrub[{i}]", f"bad regular expression: {why}")
 
 
 def _bench(c: Checker, bench: dict) -> None:
