@@ -116,13 +116,28 @@ class _FixtureUnsupported(Exception):
     pass
 
 
+def _guarded(action, stage: str = ""):
+    """(action(), None), or ([], (kind, reason)) for what upstream code raised: SKIP for
+    pytest.skip or a fixture zlh cannot give, FAIL otherwise (`stage` starts the reason)."""
+    skipped, failed = _outcome_exceptions()
+    try:
+        return action(), None
+    except _FixtureUnsupported as exc:
+        return [], ("SKIP", f"UNSUPPORTED fixture {exc}")
+    except skipped as exc:
+        return [], ("SKIP", _one_line(exc))
+    except failed as exc:
+        return [], ("FAIL", f"{stage}{_one_line(exc)}")
+    except Exception as exc:  # noqa: BLE001
+        return [], ("FAIL", f"{stage}{type(exc).__name__}: {_one_line(exc)}")
+
+
 @contextlib.contextmanager
 def collecting(fn, call):
     """Call one test function call with `Benchmark.run` collecting. Yields (benchmarks, None),
     or ([], (kind, reason)) with kind SKIP (unknown fixture, pytest.skip) or FAIL. The test
     module's autouse fixtures run first, as pytest runs them; they and a `monkeypatch`
     argument stay live until the block ends (the cases are timed inside it)."""
-    skipped, failed = _outcome_exceptions()
     params = inspect.signature(fn).parameters
     unknown = [p for p in params if p not in call.kwargs and p != "monkeypatch"]
     if unknown:
@@ -139,30 +154,10 @@ def collecting(fn, call):
             return patches[0]
         if "monkeypatch" in params:
             kwargs["monkeypatch"] = monkeypatch()
-        try:
-            for fixture in module_autouse_fixtures(fn):
-                _enter_fixture(stack, fixture, monkeypatch)
-        except _FixtureUnsupported as exc:
-            yield [], ("SKIP", f"UNSUPPORTED fixture {exc}")
-            return
-        except skipped as exc:
-            yield [], ("SKIP", _one_line(exc))
-            return
-        except failed as exc:
-            yield [], ("FAIL", f"autouse fixture: {_one_line(exc)}")
-            return
-        except Exception as exc:  # noqa: BLE001
-            yield [], ("FAIL", f"autouse fixture: {type(exc).__name__}: {_one_line(exc)}")
-            return
-        try:
-            outcome = _collect(fn, kwargs), None
-        except skipped as exc:
-            outcome = [], ("SKIP", _one_line(exc))
-        except failed as exc:
-            outcome = [], ("FAIL", _one_line(exc))
-        except Exception as exc:  # noqa: BLE001
-            outcome = [], ("FAIL", f"{type(exc).__name__}: {_one_line(exc)}")
-        yield outcome
+        _, problem = _guarded(lambda: [_enter_fixture(stack, fixture, monkeypatch)
+                                       for fixture in module_autouse_fixtures(fn)],
+                              "autouse fixture: ")
+        yield ([], problem) if problem else _guarded(lambda: _collect(fn, kwargs))
 
 
 def _unsupported(bench, benchmark_cls) -> str | None:
