@@ -28,7 +28,9 @@ def fresh_flaggems_modules():
             while path in sys.path:
                 sys.path.remove(path)
     purge()
+    saved_path = list(sys.path)       # a test's own copy of the fixture tree is put there too
     yield
+    sys.path[:] = saved_path
     purge()
 
 
