@@ -58,16 +58,20 @@ if [ "$mode" = engine ]; then
   grep -E "parallel sweep|WARNING" "$WORK/sweep.log"
 elif [ "$mode" = all ]; then
   R=$WORK/all
+  # ROOT_TGZ: a batch root an earlier machine packed (KEEP_ROOT=1), to resume it on this one
+  # (its parts, all_root.tgz.aa, .ab, ...: ROOT_TGZ names the prefix)
+  [[ -n "${ROOT_TGZ:-}" && ! -f "$R/batch.json" ]] && cat "$ROOT_TGZ".?? | tar xzf - -C "$WORK"
   if [ -f "$R/batch.json" ]; then
     step all ${BOX_ALL:-540} $ZLH batch --resume "$R" -q
   else
-    step all ${BOX_ALL:-540} $ZLH batch --all --devices ${DEVICES:-0} $FASTB --op-timeout 120 --retries 1 -q \
+    step all ${BOX_ALL:-540} $ZLH batch --all --devices ${DEVICES:-0} $FASTB --op-timeout ${OP_TIMEOUT:-120} --retries 1 -q \
       --dismiss ${DISMISS:-tests/device/dismiss_slow.txt} --out "$R"
   fi
   $SUM batch "$R"
   cp "$R/ops_status.csv" "$OUT/all_ops_status.csv"
-  # KEEP_ROOT=1: the batch root too, to carry into a later call (can pass the 16 MiB a file may have)
-  [ "${KEEP_ROOT:-0}" = 1 ] && tar czf "$OUT/all_root.tgz" -C "$WORK" all
+  # KEEP_ROOT=1: the batch root too, to carry into a later call, in parts of 15 MiB (a file
+  # brought back from the device may have 16 MiB)
+  [ "${KEEP_ROOT:-0}" = 1 ] && tar czf - -C "$WORK" all | split -b 15m - "$OUT/all_root.tgz."
 elif [ "$mode" = allsingle ]; then
   # The ops the --all batch finished (core shapes), again with shapes/single.yaml and the same
   # options, alone on the GPU: per-op wall and rows, one shape set against the other.

@@ -70,18 +70,27 @@ def batch(root: Path, reference: Path | None = None) -> None:
 def overhead(root: Path, rows: list[dict], devices: int) -> None:
     """Per op: elapsed (supervisor's clock) minus the run's own wall_s (run.json)."""
     extra, elapsed = [], []
+    first, later = [], []            # a worker's first op (process start-up inside) vs the rest
+    seen: set = set()
     for r in rows:
         elapsed.append(float(r["elapsed_s"]))
         run = root / r["run_dir"] if r["run_dir"] not in ("", "-") else None
         try:
-            wall = json.loads((run / "run.json").read_text())["wall_s"] if run else None
+            info = json.loads((run / "run.json").read_text()) if run else {}
+            wall, pid = info["wall_s"], info.get("pid")
         except (OSError, ValueError, KeyError):
-            wall = None
+            wall, pid = None, None
         if wall is not None:
             extra.append(float(r["elapsed_s"]) - float(wall))
+            (later if pid in seen else first).append(extra[-1])
+            seen.add(pid)
     if extra:
         print(f"   overhead per op beyond its run: median {statistics.median(extra):.2f} s, "
               f"max {max(extra):.2f} s (n={len(extra)})")
+    for label, values in (("a worker's first op", first), ("later ops of a worker", later)):
+        if values:
+            print(f"      {label}: median {statistics.median(values):.2f} s, "
+                  f"max {max(values):.2f} s (n={len(values)})")
     if elapsed:
         hours = CORPUS_OPS * statistics.median(elapsed) / devices / 3600
         print(f"   corpus of {CORPUS_OPS} ops at the median op time "
