@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.common import log
+from harness.common.memo import by_file
 
 from .classes import op_names
 
@@ -130,6 +131,12 @@ def _decorator_mark(dec: ast.expr) -> tuple[str, ast.expr] | None:
 
 
 def _scan_file(repo: str, root: Path, path: Path, classes: set | None = None) -> list[TestNode]:
+    return list(_scan_source(path, repo, root,
+                             frozenset(classes) if classes is not None else None))
+
+
+@by_file(copies=False)
+def _scan_source(path: Path, repo: str, root: Path, classes: frozenset | None) -> tuple:
     source = path.read_text(encoding="utf-8")
     tree = ast.parse(source, filename=str(path))
     module_skips = []
@@ -159,4 +166,4 @@ def _scan_file(repo: str, root: Path, path: Path, classes: set | None = None) ->
         names = tuple(op_names(stmt, tree, classes)) if classes is not None else ()
         nodes.append(TestNode(repo, root, str(path.relative_to(root)), stmt.name, tuple(marks),
                               tuple(skips), parametrized, names))
-    return nodes
+    return tuple(nodes)

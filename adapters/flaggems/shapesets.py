@@ -26,6 +26,8 @@ from pathlib import Path
 
 import yaml
 
+from harness.common.memo import by_file
+
 from ..base import Unsupported
 from .classes import ROOT_CLASS, ClassIndex
 from .corpus import Corpus
@@ -88,6 +90,7 @@ class KnownNames:
             any(fnmatch.fnmatchcase(key, p) for p in self.patterns)
 
 
+@by_file
 def core_shapes(path: Path) -> dict:
     """The checkout's core_shapes.yaml as a mapping; Unsupported (one line) when it cannot be
     read or is not a mapping."""

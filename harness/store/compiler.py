@@ -12,6 +12,7 @@ PYTHONPATH), never by accident.
 """
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import importlib.util
 import json
@@ -34,6 +35,29 @@ def compiler_identity() -> dict | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     path = Path(list(spec.submodule_search_locations)[0]).resolve()
+    return dict(_identity_at(str(path), tuple(sys.path), _stamp(path)))
+
+
+def _stamp(path: Path) -> tuple:
+    """Changes when the package is installed again (its directory and __init__.py are
+    replaced) or another distribution is added beside it: the modification times of the
+    package directory, its __init__.py and the directory holding it."""
+    stamps = []
+    for where in (path, path / "__init__.py", path.parent):
+        try:
+            stamps.append(where.stat().st_mtime_ns)
+        except OSError:
+            stamps.append(None)
+    return tuple(stamps)
+
+
+@functools.lru_cache(maxsize=32)
+def _identity_at(where: str, search_path: tuple, stamp: tuple) -> dict:
+    """compiler_identity's record for the package at `where`, computed once per process for
+    one search path and one state of the installation: looking up the owning distribution
+    reads every installed distribution's file list (more than a second with a large
+    environment), too slow for a worker that plans one run after another."""
+    path = Path(where)
     dist = _owner(path)
     version = dist.version if dist is not None else _module_version()
     return {"package": PACKAGE,
