@@ -4,10 +4,17 @@ Triton keeps compiled kernels per JITFunction in memory (`device_caches`) and tu
 per Autotuner (`cache`). A later op in the same process would launch them without compiling
 into its own private cache or tuning anew, unlike a fresh process. `clear_kernel_caches`
 empties both, so every op compiles and tunes as if it ran alone.
+
+An Autotuner may also keep the arguments of its last call (Triton's `nargs` when a call
+raised; library tuners such as FlagGems' LibTuner keep them on purpose, e.g.
+`_last_benchmark_args`): device tensors of the last case, gigabytes for a large shape, alive
+until that kernel runs again. They are dropped too, so the device memory is free for the next
+op.
 """
 from __future__ import annotations
 
 import gc
+import sys
 
 
 def clear_kernel_caches() -> dict:
@@ -18,7 +25,7 @@ def clear_kernel_caches() -> dict:
         from triton.runtime.jit import JITFunction
     except Exception:  # noqa: BLE001 - no Triton: nothing to clear
         return {"jit_functions": 0, "autotuners": 0}
-    jit = tuners = 0
+    jit = tuners = dropped = 0
     for obj in gc.get_objects():
         kind = type(obj)      # type(), not isinstance(): lazy attributes must not be touched
         if issubclass(kind, JITFunction):
@@ -31,4 +38,25 @@ def clear_kernel_caches() -> dict:
             if isinstance(cache, dict):
                 cache.clear()
                 tuners += 1
-    return {"jit_functions": jit, "autotuners": tuners}
+            dropped += _drop_held_arguments(obj)
+    return {"jit_functions": jit, "autotuners": tuners, "arguments_dropped": dropped}
+
+
+def _holds_tensor(value) -> bool:
+    """A tuple, list or dict with a tensor among its direct members (an argument list)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    members = value.values() if isinstance(value, dict) else value
+    return any(isinstance(v, torch.Tensor) for v in members)
+
+
+def _drop_held_arguments(tuner) -> int:
+    """Set to None each attribute of `tuner` that holds call arguments with tensors; returns
+    how many. Tuned configs, keys and hooks hold no tensors and are left as they are."""
+    state = getattr(tuner, "__dict__", {})
+    held = [name for name, value in state.items()
+            if isinstance(value, (tuple, list, dict)) and _holds_tensor(value)]
+    for name in held:
+        state[name] = None
+    return len(held)

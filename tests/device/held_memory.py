@@ -33,29 +33,51 @@ def say(line: str) -> None:
 def describe(obj) -> str:
     if isinstance(obj, types.FrameType):
         return f"frame {obj.f_code.co_name} ({obj.f_code.co_filename}:{obj.f_lineno})"
+    if isinstance(obj, types.GeneratorType):
+        frame = obj.gi_frame
+        where = f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else "finished"
+        return f"generator {obj.__qualname__} ({where})"
     if isinstance(obj, dict):
-        keys = list(obj)[:6]
-        return f"dict keys={keys}"
+        owner = next((m for m in list(sys.modules.values())
+                      if getattr(m, "__dict__", None) is obj), None)
+        if owner is not None:
+            return f"globals of module {owner.__name__}"
+        return f"dict keys={list(obj)[:8]}"
     if isinstance(obj, (list, tuple)):
-        return f"{type(obj).__name__} len={len(obj)}"
+        return f"{type(obj).__name__} len={len(obj)} of {[type(x).__name__ for x in obj[:4]]}"
+    if isinstance(obj, types.CellType):
+        return "cell (a closure variable)"
+    if isinstance(obj, types.FunctionType):
+        return f"function {obj.__module__}.{obj.__qualname__}"
     return type(obj).__module__ + "." + type(obj).__qualname__
 
 
-def chain(obj, exclude: tuple, depth: int = 5) -> list[str]:
-    """What refers to `obj`, then to that, ... (the first referrer at each step), leaving out
-    this script's own frames and lists (`exclude`)."""
-    seen, out, current = {id(obj)}, [], obj
-    for _ in range(depth):
-        refs = [r for r in gc.get_referrers(current)
-                if id(r) not in seen and not any(r is e for e in exclude)
+def chain(obj, exclude: tuple, depth: int = 8) -> list[str]:
+    """Paths of referrers up from `obj` (breadth first, at most 4 referrers per object),
+    printed as an indented tree; this script's own frames and containers are left out."""
+    ours = {id(e) for e in exclude}
+    out: list[str] = []
+    seen = {id(obj)}
+    frontier = [(obj, 0)]
+    while frontier:
+        current, level = frontier.pop()
+        if level >= depth:
+            continue
+        found = gc.get_referrers(current)
+        ours.add(id(found))
+        refs = [r for r in found if id(r) not in ours and id(r) not in seen
                 and not (isinstance(r, types.FrameType) and r.f_code.co_filename == __file__)]
-        if not refs:
-            out.append("(no referrer: kept by the runtime, not by Python)")
+        ours.add(id(refs))
+        for r in refs[:4]:
+            seen.add(id(r))
+            out.append("   " * level + describe(r))
+            if not isinstance(r, types.ModuleType) and not (
+                    isinstance(r, dict) and describe(r).startswith("globals")):
+                frontier.append((r, level + 1))
+        if len(out) > 40:
             break
-        current = refs[0]
-        seen.add(id(current))
-        out.append(describe(current) + (f" (+{len(refs) - 1} more)" if len(refs) > 1 else ""))
-    return out
+    ours.add(id(frontier))
+    return out or ["(no referrer: kept by the runtime, not by Python)"]
 
 
 def report(op: str) -> None:
