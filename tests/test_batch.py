@@ -53,8 +53,17 @@ def test_ops_file_lines_comments_and_per_op_dtypes(tmp_path):
         Item("softmax"), Item("perf_sort:sort"), Item("mm", ("bfloat16", "float16")),
         Item("add:add")]
     path.write_text("a:b:c:d\n")
-    with pytest.raises(UsageError, match=r"ops.txt:1: expected op\[:op_file\[:dtypes\]\]"):
+    with pytest.raises(UsageError, match=r"ops.txt:1: expected \[vllm:\]op\[:op_file\[:dtypes\]\]"):
         parse_ops_file(str(path))
+    # the repository prefix belongs to the op: a vllm op takes a file and dtypes too
+    path.write_text("vllm:softmax\nvllm:perf_sort:sort:bfloat16\nvllm:gelu::float16\n")
+    assert parse_ops_file(str(path)) == [
+        Item("vllm:softmax"), Item("vllm:perf_sort:sort", ("bfloat16",)),
+        Item("vllm:gelu", ("float16",))]
+    path.write_text("softmax:bfloat16\n")       # a dtype where the file goes: said so
+    result = zlh_batch(tmp_path, "--ops-file", str(path))
+    assert result.exit_code == 2 and "'bfloat16' stands where the op's file goes" in \
+        result.output and "write softmax::bfloat16" in result.output
 
 
 def test_all_leaves_out_unconditional_skips_and_dismissed_ops():

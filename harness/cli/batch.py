@@ -12,7 +12,8 @@ import backends
 from ..common import errors
 from ..common.files import check_output_dir
 from ..corpus.batch import BatchPlan, run_batch
-from ..corpus.check import check_plan, check_root, corpus_adapter
+from ..corpus.check import (check_plan, check_replay_plan, check_replay_root, check_root,
+                             corpus_adapter)
 from ..corpus.files import BATCH_JSON, check_tables, read_batch_json
 from ..corpus.lock import claim_root, release_root
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
@@ -72,7 +73,7 @@ def check_devices(backend_name: str | None, devices: list[int]) -> list[int]:
 @click.option("--ops", multiple=True, callback=split_csv, metavar="A,B",
               help="These ops (comma-separated, repeatable).")
 @click.option("--ops-file", default=None, metavar="FILE", type=click.Path(),
-              help="Ops, one per line: op[:op_file[:dtypes]]; # comments.")
+              help="Ops, one per line: [vllm:]op[:op_file[:dtypes]]; # comments.")
 @click.option("--include-skipped", is_flag=True,
               help="With --all: also functions with an unconditional skip mark.")
 @click.option("--dismiss", default=None, metavar="FILE", type=click.Path(),
@@ -95,12 +96,17 @@ def check_devices(backend_name: str | None, devices: list[int]) -> list[int]:
 @click.option("--resume", default=None, metavar="BATCH_DIR", type=click.Path(),
               callback=not_empty,
               help="Continue a killed batch: finished ops are kept, the others run again.")
+@click.option("--replay", "replay_root", default=None, metavar="BATCH_DIR", type=click.Path(),
+              callback=not_empty,
+              help="Pin every op's tuned configs to what the batch at BATCH_DIR recorded for "
+                   "it (e.g. the same corpus under another compiler build). An op without a "
+                   "record there is SKIP, note no_record.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @bench_options
 @click.pass_context
 @handles_errors
 def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devices, op_timeout,
-          retries, fresh_process, out, resume, quiet, **params):
+          retries, fresh_process, out, resume, replay_root, quiet, **params):
     """Run many ops, each in its own run directory: isolated, resumable, over devices.
 
     Exit status: 0 every op PASS or SKIP, 1 some op FAIL/TIMEOUT/CRASH/POISONED (the batch
@@ -130,8 +136,11 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devic
                                f"runs/batch_{time.strftime('%Y%m%d-%H%M%S')}"),
                      items=items, devices=lanes, options=options, op_timeout_s=op_timeout,
                      fresh_process=fresh_process, retries=retries,
-                     argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory)
+                     argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory,
+                     replay_root=check_replay_root(replay_root, out) if replay_root else None)
     check_plan(plan, adapter)
+    if plan.replay_root is not None:
+        check_replay_plan(plan)
     new_root(plan.root, "--out", "batch")
     click.echo(f"zlh batch: {len(items)} ops on {len(lanes)} device(s) "
                f"({'fresh processes' if fresh_process else 'reused workers'}) -> {plan.root}")
@@ -153,6 +162,11 @@ def resumed_plan(root: Path, vllm_dir: str | None) -> BatchPlan:
     plan = BatchPlan.from_dict(root, doc)
     where = f"{root}/{BATCH_JSON}"
     check_plan(plan, corpus_adapter(plan.options, vllm_dir, where), where, resolve=True)
+    if plan.replay_root is not None:       # the recorded batch it replays must still be there
+        try:
+            check_replay_root(str(plan.replay_root), str(root))
+        except errors.UsageError as exc:
+            raise errors.UsageError(f"{where}: {exc.message}") from None
     check_tables(root)
     return plan
 

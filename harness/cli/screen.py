@@ -76,7 +76,7 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.option("--all", "all_ops", is_flag=True, help="Every benchmark function of the corpus.")
 @click.option("--ops", multiple=True, callback=split_csv, metavar="A,B", help="These ops.")
 @click.option("--ops-file", default=None, metavar="FILE", type=click.Path(),
-              help="Ops, one per line: op[:op_file[:dtypes]]; # comments.")
+              help="Ops, one per line: [vllm:]op[:op_file[:dtypes]]; # comments.")
 @click.option("--include-skipped", is_flag=True,
               help="With --all: also functions with an unconditional skip mark.")
 @click.option("--dismiss", default=None, metavar="FILE",

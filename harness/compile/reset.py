@@ -6,7 +6,7 @@ into its own private cache or tuning anew, unlike a fresh process. `clear_kernel
 empties both, so every op compiles and tunes as if it ran alone.
 
 An Autotuner may also keep the arguments of its last call (Triton's `nargs` when a call
-raised; library tuners such as FlagGems' LibTuner keep them on purpose, e.g.
+raised; a library's own Autotuner subclass may keep them on purpose, e.g.
 `_last_benchmark_args`): device tensors of the last case, gigabytes for a large shape, alive
 until that kernel runs again. They are dropped too, so the device memory is free for the next
 op.

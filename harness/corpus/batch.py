@@ -24,8 +24,9 @@ from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, PreflightError, RunFail
 from ..run.options import BenchOptions
 from ..store.reader import load_run_or_none
 from . import files
-from .outcome import (CRASH, FAIL, PASS, POISONED, SKIP, TIMEOUT, Outcome, dtype_problem,
+from .outcome import (CRASH, FAIL, POISONED, SKIP, TIMEOUT, Outcome, dtype_problem,
                       judge)
+from .progress import bar, final_summary
 from .check import MAX_RETRIES
 from .selection import Item
 from .sharding import device_for
@@ -49,6 +50,7 @@ class BatchPlan:
     argv: list[str] = field(default_factory=list)
     left_out: list[tuple[str, str]] = field(default_factory=list)
     inventory: dict = field(default_factory=dict)      # op -> {"repo", "file"}
+    replay_root: Path | None = None     # a recorded batch: each op replays its record there
 
     def to_dict(self) -> dict:
         return {"ops": [{"op": i.op, "dtypes": list(i.dtypes) if i.dtypes else None,
@@ -57,7 +59,8 @@ class BatchPlan:
                 "op_timeout_s": self.op_timeout_s, "fresh_process": self.fresh_process,
                 "retries": self.retries, "python": self.python, "command": self.argv,
                 "left_out": [{"op": o, "why": w} for o, w in self.left_out],
-                "inventory": self.inventory}
+                "inventory": self.inventory,
+                "replay_root": str(self.replay_root) if self.replay_root else None}
 
     @classmethod
     def from_dict(cls, root: Path, doc: dict, where: str | None = None) -> "BatchPlan":
@@ -68,7 +71,7 @@ class BatchPlan:
         items = [_item(f.at("ops", n)) for n in range(len(doc["ops"]))]
         left_out = f.objects("left_out", [])
         lf = [Fields(d, f"{f.where}: left_out[{n}]") for n, d in enumerate(left_out)]
-        inventory = f.object("inventory", {})
+        inventory, replay = f.object("inventory", {}), doc.get("replay_root")
         if not all(isinstance(v, dict) for v in inventory.values()):
             raise f.error("inventory", "an object of op: {repo, file}", inventory)
         retries = f.int("retries", low=0)
@@ -79,7 +82,9 @@ class BatchPlan:
                    op_timeout_s=f.number("op_timeout_s", low=1),
                    fresh_process=f.bool("fresh_process"), retries=retries,
                    python=f.str("python", "") or sys.executable, argv=f.strs("command"),
-                   left_out=[(d.str("op"), d.str("why")) for d in lf], inventory=inventory)
+                   left_out=[(d.str("op"), d.str("why")) for d in lf], inventory=inventory,
+                   replay_root=Path(f.str("replay_root", empty=False)) if replay is not None
+                   else None)
 
 
 def device_list(f: Fields, name: str) -> list[int]:
@@ -185,6 +190,10 @@ class Batch:
         """One op with its retries and dtype fallback; None when a machine-wide preflight
         failure stops the batch."""
         dtypes = item.dtypes if item.dtypes else self.plan.options.dtypes
+        if replay is None and self.plan.replay_root is not None:
+            replay = files.replay_source(self.plan.replay_root, item.op)
+            if isinstance(replay, str):          # nothing recorded: not measured unpinned
+                return Outcome(SKIP, 0, 0.0, reason=replay, notes=["no_record"])
         outcome = self._attempts(item.op, dtypes, lane, worker, 1, replay)
         if dtypes and dtype_problem(outcome):
             fallback = self._attempts(item.op, None, lane, worker, outcome.attempt + 1, replay)
@@ -313,7 +322,7 @@ class Batch:
         if self.progress is not None:
             elapsed = time.time() - self.started
             eta = elapsed / max(self.done, 1) * (total - finished)
-            self.progress(_bar(finished, total, elapsed, eta))
+            self.progress(bar(finished, total, elapsed, eta))
 
     def _finish(self) -> BatchResult:
         wall = time.time() - self.started
@@ -351,34 +360,6 @@ def _summary_rows(op: str, outcome: Outcome) -> list[dict]:
     return [{"op": op, "dtype": r.dtype, "shape": r.shape_detail, "torch_ms": r.torch_ms,
              "gems_ms": r.gems_ms, "speedup": r.speedup, "status": r.status,
              "op_status": outcome.status} for r in rows]
-
-
-def _bar(done: int, total: int, elapsed: float, eta: float) -> str:
-    width = 30
-    filled = int(width * done / max(total, 1))
-    return (f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
-            f"elapsed {_clock(elapsed)} eta {_clock(eta)}")
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
-def final_summary(outcomes: dict[str, Outcome], left_out, wall_s: float) -> list[str]:
-    counts = {s: sum(1 for o in outcomes.values() if o.status == s)
-              for s in (PASS, SKIP, FAIL, TIMEOUT, CRASH, POISONED)}
-    lines = [f"batch: {len(outcomes)} ops in {_clock(wall_s)}: " +
-             ", ".join(f"{s} {n}" for s, n in counts.items() if n)]
-    if left_out:
-        lines.append(f"left out: {len(left_out)} ops (skip marks or dismissed; see batch.json)")
-    slowest = sorted(outcomes.items(), key=lambda kv: -kv[1].elapsed_s)[:5]
-    if slowest:
-        lines.append("slowest: " + ", ".join(f"{op} {o.elapsed_s:.1f}s" for op, o in slowest))
-    for op, o in sorted(outcomes.items()):
-        if o.status not in (PASS, SKIP):
-            lines.append(f"  {o.status:<8} {op}: {o.reason}")
-    return lines
 
 
 def _stderr(line: str) -> None:

@@ -100,5 +100,39 @@ def check_root(path: str | os.PathLike, kind: str, flag: str) -> Path:
     return root
 
 
+def check_replay_root(path: str, out: str | None) -> Path:
+    """`zlh batch --replay BATCH_DIR`: a batch root that exists and is not the new batch's
+    own --out (its absolute path is kept, so a resume from elsewhere finds it)."""
+    from .files import read_batch_json
+    root = check_root(path, "batch", "--replay")
+    if not root.is_dir():
+        raise UsageError(f"--replay {path}: no such batch root (a finished `zlh batch --out` "
+                         f"folder is expected)")
+    read_batch_json(root)
+    if out is not None and Path(out).resolve() == root.resolve():
+        raise UsageError(f"--replay {path} is also --out: a batch replays another batch's "
+                         f"records into a root of its own")
+    return root.resolve()
+
+
+def check_replay_plan(plan) -> None:
+    """A batch with `--replay ROOT`: ROOT's runs were made on this backend, and at least one
+    selected op has a record there (else nothing would be measured: one line now)."""
+    from .files import read_batch_json, replay_source
+    root = plan.replay_root
+    recorded = (read_batch_json(root).get("caliber") or {}).get("backend")
+    try:
+        backend = (backends.get_backend(plan.options.backend) if plan.options.backend
+                   else backends.detect_backend()).name
+    except backends.UnknownBackend as exc:
+        raise UsageError(str(exc)) from None
+    if isinstance(recorded, str) and recorded != backend:
+        raise UsageError(f"--replay {root}: its ops were recorded on backend {recorded}; this "
+                         f"batch runs on {backend} (a record replays on its own backend only)")
+    if not any(isinstance(replay_source(root, item.op), Path) for item in plan.items):
+        raise UsageError(f"--replay {root}: none of the {len(plan.items)} selected ops has a "
+                         f"record run there (see its ops_status.csv)")
+
+
 def _prefix(where: str) -> str:
     return f"{where}: " if where else ""

@@ -2,7 +2,7 @@
 
 `--all` is the whole corpus of the named checkouts minus functions with an unconditional
 skip mark (unless `--include-skipped`) and minus the dismiss list; `--ops a,b` and
-`--ops-file F` name them. Ops-file lines are `op[:op_file[:dtypes]]` (dtypes comma-separated,
+`--ops-file F` name them. Ops-file lines are `[vllm:]op[:op_file[:dtypes]]` (dtypes comma-separated,
 empty = the op's own set), with `#` comments and blank lines. Dismiss-list lines are
 `[repo:]op  # reason, date`.
 """
@@ -37,9 +37,12 @@ def parse_ops_file(path: str) -> list[Item]:
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
+        # `vllm:` names the repository and belongs to the op: vllm:op[:op_file[:dtypes]]
+        repo, line = ("vllm:", line[len("vllm:"):]) if line.startswith("vllm:") else ("", line)
         parts = line.split(":")
         if len(parts) > 3 or not parts[0].strip():
-            raise UsageError(f"{path}:{number}: expected op[:op_file[:dtypes]], got {raw.strip()!r}")
+            raise UsageError(f"{path}:{number}: expected [vllm:]op[:op_file[:dtypes]], got "
+                             f"{raw.strip()!r}")
         op = parts[0].strip()
         op_file = parts[1].strip() if len(parts) > 1 else ""
         dtypes = tuple(dict.fromkeys(d.strip() for d in parts[2].split(",") if d.strip())) \
@@ -47,8 +50,13 @@ def parse_ops_file(path: str) -> list[Item]:
         if any(" " in p.strip() for p in parts[:2]):
             raise UsageError(f"{path}:{number}: op names have no spaces: {raw.strip()!r}")
         check_dtype_names(dtypes, f"{path}:{number}")
-        items.append(Item(f"{op}:{op_file}" if op_file else op, dtypes or None))
+        items.append(Item(repo + (f"{op}:{op_file}" if op_file else op), dtypes or None))
     return items
+
+
+def _is_dtype(name: str) -> bool:
+    import torch
+    return isinstance(getattr(torch, name, None), torch.dtype)
 
 
 def check_dtype_names(names, where: str) -> None:
@@ -56,8 +64,7 @@ def check_dtype_names(names, where: str) -> None:
     the dtype falls back to its own dtypes and the typo goes unnoticed."""
     if not names:
         return
-    import torch
-    bad = [n for n in names if not isinstance(getattr(torch, n, None), torch.dtype)]
+    bad = [n for n in names if not _is_dtype(n)]
     if bad:
         raise UsageError(f"{where}: unknown dtype {', '.join(bad)} (torch dtype names, e.g. "
                          f"float16, bfloat16, float32)")
@@ -149,7 +156,7 @@ def _resolve(adapter, items: Iterable[Item], warn=None) -> list[Item]:
         try:
             name = adapter.resolve(item.op)
         except adapters.UnknownOp as exc:
-            unknown.append(one_line(exc, 300))
+            unknown.append(one_line(exc, 300) + _dtype_hint(item.op))
             continue
         if name in seen and seen[name] != item.dtypes:
             raise UsageError(f"op {name} is named twice with different dtypes; name it once "
@@ -163,6 +170,16 @@ def _resolve(adapter, items: Iterable[Item], warn=None) -> list[Item]:
         more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
         raise UsageError(unknown[0] + more)
     return resolved
+
+
+def _dtype_hint(name: str) -> str:
+    """`softmax:bfloat16` that names no op: the dtype stood where the op's file goes."""
+    repo, rest = ("vllm:", name[len("vllm:"):]) if name.startswith("vllm:") else ("", name)
+    op, _, op_file = rest.partition(":")
+    if op_file and all(_is_dtype(d.strip()) for d in op_file.split(",")):
+        return (f"; {op_file!r} stands where the op's file goes (op[:op_file[:dtypes]]): "
+                f"for dtypes write {repo}{op}::{op_file}")
+    return ""
 
 
 def _why(exc: BaseException) -> str:

@@ -1,0 +1,108 @@
+"""`zlh batch --replay BATCH_DIR`: every op replays the record its run in an earlier batch
+made (configs pinned), an op without one is SKIP, and bad roots are refused in one line."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.corpus.files import replay_source
+
+FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
+
+
+def batch(tmp_path, *args):
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[64]]\nsoftmax: [[4, 64]]\nmm: [[16, 16, 16]]\n")
+    return CliRunner().invoke(main, ["batch", "--adapter", "builtin", "--backend", "cpu",
+                                     "--shapes", str(shapes), *FAST, *args])
+
+
+def rows(root: Path) -> dict[str, dict]:
+    with open(root / "ops_status.csv", newline="") as handle:
+        return {r["op"]: r for r in csv.DictReader(handle)}
+
+
+def run_info(root: Path, row: dict) -> dict:
+    return json.loads((root / row["run_dir"] / "run.json").read_text())
+
+
+def test_a_batch_replays_each_ops_record_and_skips_ops_without_one(tmp_path):
+    record = tmp_path / "rec"
+    assert batch(tmp_path, "--ops", "add,mm", "--out", str(record)).exit_code == 0
+    result = batch(tmp_path, "--ops", "add,mm,softmax", "--replay", str(record),
+                   "--out", str(tmp_path / "rep"))
+    assert result.exit_code == 0, result.output
+    got = rows(tmp_path / "rep")
+    assert got["add"]["status"] == got["mm"]["status"] == "PASS"
+    assert got["softmax"]["status"] == "SKIP" and got["softmax"]["notes"] == "no_record"
+    assert "did not finish in --replay" in got["softmax"]["reason"]
+    recorded = rows(record)
+    for op in ("add", "mm"):
+        info = run_info(tmp_path / "rep", got[op])
+        assert info["caliber"]["autotune_mode"] == "replay"
+        assert run_info(record, recorded[op])["caliber"]["autotune_mode"] == "record"
+    doc = json.loads((tmp_path / "rep" / "batch.json").read_text())
+    assert doc["replay_root"] == str(record.resolve())
+
+
+def test_a_replay_batch_cannot_serve_as_a_record(tmp_path):
+    record, again = tmp_path / "rec", tmp_path / "rep"
+    assert batch(tmp_path, "--ops", "add", "--out", str(record)).exit_code == 0
+    assert batch(tmp_path, "--ops", "add", "--replay", str(record),
+                 "--out", str(again)).exit_code == 0
+    reason = replay_source(again, "add")
+    assert isinstance(reason, str) and "is a replay run, not a record" in reason
+    assert replay_source(record, "add") == record / rows(record)["add"]["run_dir"]
+    result = batch(tmp_path, "--ops", "add", "--replay", str(again),
+                   "--out", str(tmp_path / "third"))
+    assert result.exit_code == 2 and "none of the 1 selected ops has a record" in result.output
+
+
+def test_bad_replay_roots_are_one_line_usage_errors(tmp_path):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "empty").mkdir()
+    for root, words in ((tmp_path / "missing", "no such batch root"),
+                        (tmp_path / "file", "is a file"),
+                        (tmp_path / "empty", "not a batch root")):
+        result = batch(tmp_path, "--ops", "add", "--replay", str(root),
+                       "--out", str(tmp_path / "out"))
+        assert result.exit_code == 2 and words in result.output, result.output
+        assert "Traceback" not in result.output
+    record = tmp_path / "rec"
+    assert batch(tmp_path, "--ops", "add", "--out", str(record)).exit_code == 0
+    result = batch(tmp_path, "--ops", "add", "--replay", str(record), "--out", str(record))
+    assert result.exit_code == 2 and "is also --out" in result.output
+
+
+def test_a_resumed_replay_batch_needs_its_record_batch(tmp_path):
+    record, rep = tmp_path / "rec", tmp_path / "rep"
+    assert batch(tmp_path, "--ops", "add", "--out", str(record)).exit_code == 0
+    assert batch(tmp_path, "--ops", "add", "--replay", str(record),
+                 "--out", str(rep)).exit_code == 0
+    (rep / "add" / ".complete").unlink()                 # as if killed before it finished
+    result = CliRunner().invoke(main, ["batch", "--resume", str(rep)])
+    assert result.exit_code == 0, result.output
+    assert run_info(rep, rows(rep)["add"])["caliber"]["autotune_mode"] == "replay"
+    record.rename(tmp_path / "moved")
+    (rep / "add" / ".complete").unlink()
+    result = CliRunner().invoke(main, ["batch", "--resume", str(rep)])
+    assert result.exit_code == 2 and "no such batch root" in result.output
+
+
+def test_a_replay_that_would_measure_nothing_or_on_another_backend_is_refused(tmp_path):
+    record = tmp_path / "rec"
+    assert batch(tmp_path, "--ops", "add", "--out", str(record)).exit_code == 0
+    result = batch(tmp_path, "--ops", "softmax,mm", "--replay", str(record),
+                   "--out", str(tmp_path / "none"))
+    assert result.exit_code == 2 and "none of the 2 selected ops has a record" in result.output
+    assert not (tmp_path / "none").exists()
+    doc = json.loads((record / "batch.json").read_text())
+    doc["caliber"]["backend"] = "cuda"
+    (record / "batch.json").write_text(json.dumps(doc))
+    result = batch(tmp_path, "--ops", "add", "--replay", str(record),
+                   "--out", str(tmp_path / "other"))
+    assert result.exit_code == 2 and "recorded on backend cuda" in result.output
