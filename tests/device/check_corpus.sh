@@ -7,8 +7,9 @@
 #                                              # a second call on the same machine resumes it
 #   bash tests/device/check_corpus.sh allsingle # the ops `all` finished, with shapes/single.yaml:
 #                                              # per-op wall and rows against the core shapes
-#   bash tests/device/check_corpus.sh reuse    # 30 ops with reused workers vs --fresh-process:
-#                                              # ops/min, overhead per op, per-shape |delta|
+#   bash tests/device/check_corpus.sh reuse    # 30 ops with reused workers vs --fresh-process
+#                                              # replaying their records: ops/min, overhead per
+#                                              # op, per-shape |delta| with the configs pinned
 #   bash tests/device/check_corpus.sh sweep    # two GPUs: parallel autotune sweep vs serial for
 #                                              # SWEEP_OPS (mm: LibTuner; layer_norm: @triton.autotune):
 #                                              # wall, conflicts, A/A of the two measurements
@@ -89,7 +90,11 @@ elif [ "$mode" = reuse ]; then
     min argmax amax prod cumsum exp sin cos relu silu sigmoid tanh mul sub div abs neg rsqrt erf clamp \
     isnan logical_and eq minimum) | head -n ${REUSE_OPS:-30} > "$WORK/ops30.txt"
   step reused ${BOX_REUSED:-150} $ZLH batch --ops-file "$WORK/ops30.txt" --devices 0 $FASTB --op-timeout 90 --retries 0 -q --out "$WORK/reused"
-  step fresh ${BOX_FRESH:-420} $ZLH batch --ops-file "$WORK/ops30.txt" --devices 0 $FASTB --op-timeout 90 --retries 0 -q --fresh-process --out "$WORK/fresh"
+  # The fresh processes replay the reused batch's records: both measure the same configs, so
+  # the per-shape comparison is an A/A of the two ways to run an op (ops the reused box did not
+  # finish are SKIP no_record there, at no cost).
+  step fresh ${BOX_FRESH:-420} $ZLH batch --ops-file "$WORK/ops30.txt" --devices 0 $FASTB --op-timeout 90 --retries 0 -q --fresh-process \
+    --replay "$WORK/reused" --out "$WORK/fresh"
   $SUM batch "$WORK/reused"
   $SUM batch "$WORK/fresh" "$WORK/reused"
 elif [ "$mode" = sweep ]; then

@@ -33,10 +33,12 @@ def batch(root: Path, reference: Path | None = None) -> None:
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
-    busy = sum(float(r["elapsed_s"]) for r in rows)
+    ran = [r for r in rows if r["run_dir"] not in ("", "-")]     # not a no_record SKIP
+    busy = sum(float(r["elapsed_s"]) for r in ran)
     plan = json.loads((root / "batch.json").read_text())
     print(f"{root.name}: {len(rows)}/{len(plan['ops'])} ops finished, {counts}; op time "
-          f"{busy:.0f} s ({60 * len(rows) / busy if busy else 0:.1f} ops/min of op time)")
+          f"{busy:.0f} s ({60 * len(ran) / busy if busy else 0:.1f} ops/min of op time over "
+          f"{len(ran)} ops that ran)")
     for r in rows:
         if r["status"] != "PASS":
             print(f"   {r['status']:<8} {r['op']:<36} {r['notes']:<20} {r['reason'][:150]}")
