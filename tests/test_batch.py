@@ -64,6 +64,9 @@ def test_ops_file_lines_comments_and_per_op_dtypes(tmp_path):
     result = zlh_batch(tmp_path, "--ops-file", str(path))
     assert result.exit_code == 2 and "'bfloat16' stands where the op's file goes" in \
         result.output and "write softmax::bfloat16" in result.output
+    result = zlh_batch(tmp_path, "--ops", "softmax:bfloat16")
+    assert result.exit_code == 2 and "'bfloat16' is a dtype" in result.output and \
+        "--dtypes bfloat16" in result.output
 
 
 def test_all_leaves_out_unconditional_skips_and_dismissed_ops():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -54,12 +56,13 @@ def test_a_replay_batch_cannot_serve_as_a_record(tmp_path):
     assert batch(tmp_path, "--ops", "add", "--out", str(record)).exit_code == 0
     assert batch(tmp_path, "--ops", "add", "--replay", str(record),
                  "--out", str(again)).exit_code == 0
-    reason = replay_source(again, "add")
-    assert isinstance(reason, str) and "is a replay run, not a record" in reason
-    assert replay_source(record, "add") == record / rows(record)["add"]["run_dir"]
+    reason = replay_source(again, "add", "cpu")
+    assert isinstance(reason, str) and "replayed configs" in reason
+    assert replay_source(record, "add", "cpu") == record / rows(record)["add"]["run_dir"]
     result = batch(tmp_path, "--ops", "add", "--replay", str(again),
                    "--out", str(tmp_path / "third"))
-    assert result.exit_code == 2 and "none of the 1 selected ops has a record" in result.output
+    assert result.exit_code == 2 and "none of the 1 selected ops has a usable record" in \
+        result.output
 
 
 def test_bad_replay_roots_are_one_line_usage_errors(tmp_path):
@@ -98,7 +101,8 @@ def test_a_replay_that_would_measure_nothing_or_on_another_backend_is_refused(tm
     assert batch(tmp_path, "--ops", "add", "--out", str(record)).exit_code == 0
     result = batch(tmp_path, "--ops", "softmax,mm", "--replay", str(record),
                    "--out", str(tmp_path / "none"))
-    assert result.exit_code == 2 and "none of the 2 selected ops has a record" in result.output
+    assert result.exit_code == 2 and "none of the 2 selected ops has a usable record" in \
+        result.output
     assert not (tmp_path / "none").exists()
     doc = json.loads((record / "batch.json").read_text())
     doc["caliber"]["backend"] = "cuda"
@@ -106,3 +110,61 @@ def test_a_replay_that_would_measure_nothing_or_on_another_backend_is_refused(tm
     result = batch(tmp_path, "--ops", "add", "--replay", str(record),
                    "--out", str(tmp_path / "other"))
     assert result.exit_code == 2 and "recorded on backend cuda" in result.output
+
+
+def test_records_that_were_never_completed_or_are_damaged_are_skips(tmp_path):
+    record = tmp_path / "rec"
+    assert batch(tmp_path, "--ops", "add,mm,softmax", "--out", str(record)).exit_code == 0
+    recorded = rows(record)
+    for meta in (record / recorded["mm"]["run_dir"]).rglob("meta.json"):
+        meta.unlink()                          # as if the op was killed before writing it
+    info = record / recorded["softmax"]["run_dir"] / "run.json"
+    info.write_text(json.dumps({**json.loads(info.read_text()), "caliber": "damaged"}))
+    doc = json.loads((record / "batch.json").read_text())
+    (record / "batch.json").write_text(json.dumps({**doc, "caliber": ["damaged"]}))
+    result = batch(tmp_path, "--ops", "add,mm,softmax", "--replay", str(record),
+                   "--out", str(tmp_path / "rep"))
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    got = rows(tmp_path / "rep")
+    assert got["add"]["status"] == "PASS"
+    assert got["mm"]["status"] == "SKIP" and got["mm"]["notes"] == "no_record"
+    assert "not a record run" in got["mm"]["reason"]
+    assert got["softmax"]["status"] == "PASS"        # its record files are intact
+
+
+def test_a_resume_tries_again_the_ops_the_record_batch_has_finished_since(tmp_path):
+    record, rep = tmp_path / "rec", tmp_path / "rep"
+    assert batch(tmp_path, "--ops", "add,softmax", "--out", str(record)).exit_code == 0
+    (record / "softmax" / ".complete").unlink()          # the record batch was cut short
+    assert batch(tmp_path, "--ops", "add,softmax", "--replay", str(record),
+                 "--out", str(rep)).exit_code == 0
+    assert rows(rep)["softmax"]["notes"] == "no_record"
+    assert CliRunner().invoke(main, ["batch", "--resume", str(record)]).exit_code == 0
+    result = CliRunner().invoke(main, ["batch", "--resume", str(rep)])
+    assert result.exit_code == 0, result.output
+    assert rows(rep)["softmax"]["status"] == "PASS"
+    assert run_info(rep, rows(rep)["softmax"])["caliber"]["autotune_mode"] == "replay"
+
+
+def test_a_record_batch_still_being_written_is_refused(tmp_path):
+    record = tmp_path / "rec"
+    assert batch(tmp_path, "--ops", "add", "--out", str(record)).exit_code == 0
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time\n"
+         "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+         "fcntl.flock(fd, fcntl.LOCK_EX); os.ftruncate(fd, 0)\n"
+         "os.pwrite(fd, b'zlh batch, pid 1', 0)\n"
+         "print('held', flush=True); time.sleep(60)", str(record / ".zlh-lock")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        result = batch(tmp_path, "--ops", "add", "--replay", str(record),
+                       "--out", str(tmp_path / "rep"))
+        assert result.exit_code == 2 and "is still being written (zlh batch, pid 1)" in \
+            result.output
+    finally:
+        holder.kill()
+        holder.wait()
+    assert batch(tmp_path, "--ops", "add", "--replay", str(record),
+                 "--out", str(tmp_path / "rep2")).exit_code == 0

@@ -38,6 +38,7 @@ def test_an_autotuners_last_arguments_and_tuned_configs_are_dropped():
     tuner.nargs = {"src": big}                      # left behind by a call that raised
     tuner.cache[(1 << 16,)] = tuner.configs[0]
     tuner.note = ("not an argument list", 3)        # no tensor: kept
+    tuner.workspace = {"buffer": torch.zeros(4)}    # kept on purpose by a subclass: kept
     alive = weakref.ref(big)
     del big
     counts = clear_kernel_caches()
@@ -46,5 +47,16 @@ def test_an_autotuners_last_arguments_and_tuned_configs_are_dropped():
     assert tuner._last_benchmark_args is None and tuner._last_benchmark_meta is None
     assert tuner.nargs is None and tuner.cache == {}
     assert tuner.note == ("not an argument list", 3)
+    assert tuner.workspace["buffer"].shape == (4,)
     assert tuner.configs and tuner.keys == ["n"]    # the tuner still works
     assert counts["autotuners"] >= 1 and counts["arguments_dropped"] >= 3
+
+
+def test_a_last_call_record_is_dropped_whole():
+    tuner = KeepsLastArguments(_copy_kernel, _copy_kernel.arg_names,
+                               [triton.Config({"BLOCK": 64})], key=["n"], reset_to_zero=None,
+                               restore_value=None)
+    tuner._last_benchmark_args = (32,)              # no tensor itself ...
+    tuner._last_benchmark_meta = {"out": torch.ones(2)}   # ... but its twin holds one
+    clear_kernel_caches()
+    assert tuner._last_benchmark_args is None and tuner._last_benchmark_meta is None

@@ -95,3 +95,21 @@ def test_compiler_identity_is_looked_up_once_per_search_path(tmp_path, monkeypat
     monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])   # another search path
     compiler.compiler_identity()
     assert len(owners) == 2
+
+
+def test_a_linked_benchmark_file_keeps_its_own_name(tmp_path):
+    root = tmp_path / "fg"
+    shutil.copytree(FIXTURE, root)
+    real = sorted((root / "benchmark").glob("test_*.py"))[0]
+    alias = real.with_name("test_zz_alias.py")
+    alias.symlink_to(real.name)
+    for _ in range(2):                                  # in either order, kept or not
+        files = {n.file for n in corpus_mod.Corpus.scan(root).nodes}
+        assert str(alias.relative_to(root)) in files and str(real.relative_to(root)) in files
+
+
+def test_a_symlink_loop_is_the_readers_one_line_error(tmp_path):
+    loop = tmp_path / "core_shapes.yaml"
+    loop.symlink_to(loop.name)
+    with pytest.raises(shapesets.Unsupported):
+        shapesets.core_shapes(loop)

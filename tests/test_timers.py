@@ -125,3 +125,26 @@ def test_timer_resolution_follows_capabilities():
         resolve_timer_name("graph", backends.get_backend("cpu"))
     with pytest.raises(ValueError):
         make_timer("stopwatch", backends.get_backend("cpu"), 0)
+
+
+def test_a_host_bound_call_is_not_unrolled_by_its_tiny_device_time(fast_rule):
+    """A call that is mostly host work (its graph replays in microseconds) must not be
+    captured thousands of times: the unroll stops at max_capture_ms of host time."""
+    import time as clock
+    from harness.measure.timers import Budget
+
+    class SlowOnHost(Counter):
+        def __call__(self):
+            self.calls += 1
+            clock.sleep(0.005)                      # 5 ms of host work, no device work
+
+    budget = Budget(warmup_ms=1.0, max_warmup_calls=5, estimate_calls=2, graph_replay_ms=1.0,
+                    max_unroll=2000, batch_ms=0.0, samples_per_sync=5, max_capture_ms=25.0)
+    fn = SlowOnHost()
+    m = GraphTimer(FakeBackend(), 0, fast_rule, budget).measure(fn)
+    assert m.timer == GRAPH
+    assert m.calls_per_sample <= 6                  # 25 ms / ~5 ms per call, not 2000
+    assert fn.calls < 30
+    uncapped = Budget(**{**budget.to_dict(), "max_capture_ms": 1e9, "max_unroll": 40})
+    assert GraphTimer(FakeBackend(), 0, fast_rule, uncapped).measure(
+        SlowOnHost()).calls_per_sample == 40        # without the cap: up to max_unroll

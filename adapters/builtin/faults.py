@@ -8,6 +8,8 @@ checking their set-up. Hidden from `zlh ops` unless asked for (`--all-builtin`).
                            is unusable afterwards
     fault_hold_memory      the function under test keeps 2 GiB of device memory alive after
                            the op (a module-level cache that never empties; GPU only)
+    fault_global_state     the function under test switches torch's default dtype to float64
+                           and leaves it so (what a later op in the same process would inherit)
 """
 from __future__ import annotations
 
@@ -19,8 +21,8 @@ import torch
 
 from ..base import Case, CaseInputs
 
-FAULT_OPS = ("fault_abort", "fault_hang", "fault_hold_memory", "fault_illegal_address",
-             "fault_raise")
+FAULT_OPS = ("fault_abort", "fault_global_state", "fault_hang", "fault_hold_memory",
+             "fault_illegal_address", "fault_raise")
 HELD_BYTES = 2 << 30
 _held: list = []       # what fault_hold_memory keeps alive, as a leaking library cache would
 
@@ -49,9 +51,15 @@ def _hold_memory(x):
     return x + 1
 
 
+def _global_state(x):
+    torch.set_default_dtype(torch.float64)
+    return x + 1
+
+
 _FUNCTIONS: dict[str, Callable] = {"fault_raise": _raise, "fault_abort": _abort,
                                    "fault_hang": _hang, "fault_illegal_address": _illegal_address,
-                                   "fault_hold_memory": _hold_memory}
+                                   "fault_hold_memory": _hold_memory,
+                                   "fault_global_state": _global_state}
 GPU_ONLY = ("fault_illegal_address", "fault_hold_memory")
 
 

@@ -27,7 +27,7 @@ from . import files
 from .outcome import (CRASH, FAIL, POISONED, SKIP, TIMEOUT, Outcome, dtype_problem,
                       judge)
 from .progress import bar, final_summary
-from .check import MAX_RETRIES
+from .check import MAX_RETRIES, plan_backend
 from .selection import Item
 from .sharding import device_for
 from ..run.child_env import child_environment
@@ -137,6 +137,7 @@ class Batch:
         self.started = time.time()
         self.done = 0
         self.resume_command = f"zlh batch --resume {plan.root}"
+        self.backend_name = plan_backend(plan.options) if plan.replay_root else None
 
     # ---- lanes --------------------------------------------------------------------------
     def run(self) -> BatchResult:
@@ -191,7 +192,7 @@ class Batch:
         failure stops the batch."""
         dtypes = item.dtypes if item.dtypes else self.plan.options.dtypes
         if replay is None and self.plan.replay_root is not None:
-            replay = files.replay_source(self.plan.replay_root, item.op)
+            replay = files.replay_source(self.plan.replay_root, item.op, self.backend_name)
             if isinstance(replay, str):          # nothing recorded: not measured unpinned
                 return Outcome(SKIP, 0, 0.0, reason=replay, notes=["no_record"])
         outcome = self._attempts(item.op, dtypes, lane, worker, 1, replay)
@@ -259,6 +260,9 @@ class Batch:
                           f" which {problem}; {item.op} runs again (its folder is kept under "
                           f"{self.plan.root / '.abandoned'})")
                 done = None
+            if done is not None and self.plan.replay_root is not None and \
+                    "no_record" in done[0].notes:
+                done = None                # the recorded batch may have finished it since
             if done is not None:
                 outcome, device = done
                 self.outcomes[item.op], self.devices[item.op] = outcome, device

@@ -101,9 +101,11 @@ def check_root(path: str | os.PathLike, kind: str, flag: str) -> Path:
 
 
 def check_replay_root(path: str, out: str | None) -> Path:
-    """`zlh batch --replay BATCH_DIR`: a batch root that exists and is not the new batch's
-    own --out (its absolute path is kept, so a resume from elsewhere finds it)."""
+    """`zlh batch --replay BATCH_DIR`: a batch root that exists, is not the new batch's own
+    --out and is not being written now (its absolute path is kept, so a resume from
+    elsewhere finds it)."""
     from .files import read_batch_json
+    from .lock import root_in_use
     root = check_root(path, "batch", "--replay")
     if not root.is_dir():
         raise UsageError(f"--replay {path}: no such batch root (a finished `zlh batch --out` "
@@ -112,7 +114,20 @@ def check_replay_root(path: str, out: str | None) -> Path:
     if out is not None and Path(out).resolve() == root.resolve():
         raise UsageError(f"--replay {path} is also --out: a batch replays another batch's "
                          f"records into a root of its own")
+    holder = root_in_use(root)
+    if holder:
+        raise UsageError(f"--replay {path} is still being written ({holder}); replay it once "
+                         f"that has ended")
     return root.resolve()
+
+
+def plan_backend(options: BenchOptions) -> str:
+    """The name of the backend a corpus plan's runs use (the named one, or the one found)."""
+    try:
+        return (backends.get_backend(options.backend) if options.backend
+                else backends.detect_backend()).name
+    except backends.UnknownBackend as exc:
+        raise UsageError(str(exc)) from None
 
 
 def check_replay_plan(plan) -> None:
@@ -120,18 +135,15 @@ def check_replay_plan(plan) -> None:
     selected op has a record there (else nothing would be measured: one line now)."""
     from .files import read_batch_json, replay_source
     root = plan.replay_root
-    recorded = (read_batch_json(root).get("caliber") or {}).get("backend")
-    try:
-        backend = (backends.get_backend(plan.options.backend) if plan.options.backend
-                   else backends.detect_backend()).name
-    except backends.UnknownBackend as exc:
-        raise UsageError(str(exc)) from None
+    caliber = read_batch_json(root).get("caliber")
+    recorded = caliber.get("backend") if isinstance(caliber, dict) else None
+    backend = plan_backend(plan.options)
     if isinstance(recorded, str) and recorded != backend:
         raise UsageError(f"--replay {root}: its ops were recorded on backend {recorded}; this "
                          f"batch runs on {backend} (a record replays on its own backend only)")
-    if not any(isinstance(replay_source(root, item.op), Path) for item in plan.items):
+    if not any(isinstance(replay_source(root, item.op, backend), Path) for item in plan.items):
         raise UsageError(f"--replay {root}: none of the {len(plan.items)} selected ops has a "
-                         f"record run there (see its ops_status.csv)")
+                         f"usable record run there (see its ops_status.csv)")
 
 
 def _prefix(where: str) -> str:

@@ -17,7 +17,7 @@ from ..common.errors import UsageError, one_line
 from ..common.files import (atomic_write_json, atomic_write_text, check_output_file, csv_text,
                             read_json_object, read_text)
 from ..common.schema import check_readable
-from ..store.reader import StoredRun, load_run, read_info
+from ..store.reader import load_run
 from ..store.rundir import safe_name
 from .outcome import Outcome
 
@@ -46,28 +46,27 @@ def relative_run_dir(root: Path, run_dir: Path | None) -> str:
         return str(Path(run_dir).resolve())
 
 
-def replay_source(root: Path, op: str) -> Path | str:
+def replay_source(root: Path, op: str, backend: str) -> Path | str:
     """`zlh batch --replay ROOT`: the record run `op` finished with in the batch at `root`,
-    or why there is none to replay (a line for the op's SKIP)."""
+    or why there is none to replay (a line for the op's SKIP): not finished there, no run
+    directory, a run that replayed itself, a record that was never completed or is damaged,
+    another backend."""
+    from ..compile.autotune import load_record_dir
     where = f"--replay {root}"
     try:
         done = read_complete(root, op)
+        if done is None:
+            return f"no record to replay: {op} did not finish in {where}"
+        outcome = done[0]
+        if outcome.run_dir is None or not outcome.run_dir.is_dir():
+            return (f"no record to replay: {op} ended {outcome.status} in {where} without a "
+                    f"run directory")
+        load_record_dir(outcome.run_dir, backend)
+        return outcome.run_dir
     except UsageError as exc:
         return f"no record to replay: {exc.message}"
-    if done is None:
-        return f"no record to replay: {op} did not finish in {where}"
-    outcome = done[0]
-    if outcome.run_dir is None or not outcome.run_dir.is_dir():
-        return (f"no record to replay: {op} ended {outcome.status} in {where} without a run "
-                f"directory")
-    try:
-        mode = StoredRun(outcome.run_dir, read_info(outcome.run_dir), []).autotune_mode
-    except UsageError as exc:
-        return f"no record to replay: {exc.message}"
-    if mode != "record":
-        return (f"no record to replay: {op}'s run in {where} is a {mode or 'unknown'} run, not "
-                f"a record; name the batch that recorded")
-    return outcome.run_dir
+    except Exception as exc:  # noqa: BLE001 - a damaged file of the recorded batch
+        return f"no record to replay: {op} in {where} cannot be read ({one_line(exc, 200)})"
 
 
 def write_complete(root: Path, op: str, outcome: Outcome, device: int) -> None:

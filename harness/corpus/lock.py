@@ -79,6 +79,25 @@ def _holder_alive(fd: int) -> bool:
     return True
 
 
+def root_in_use(root: Path) -> str | None:
+    """Who holds `root` now (its lock file's line), or None when nobody does. The lock is
+    only tested: taken and let go at once when free."""
+    if fcntl is None or str(Path(root).resolve()) in _HELD:
+        return None
+    try:
+        fd = os.open(Path(root) / LOCK_NAME, os.O_RDONLY)
+    except OSError:
+        return None                       # never held, or not readable: nothing to say
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    except OSError:
+        return os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+    finally:
+        os.close(fd)
+
+
 def held_fds() -> tuple[int, ...]:
     """The lock descriptors this process holds: handed to its children, which keep the roots
     held until they end."""

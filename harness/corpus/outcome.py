@@ -52,6 +52,7 @@ class Attempt:
     worker_pid: int | None = None
     write_failure: str = ""    # the run could not write its files (disk full, read-only)
     memory_held: int = 0       # device memory (bytes) the worker still held after the reset
+    state_changed: tuple = ()  # process switches the op changed (process_state.py)
 
 
 @dataclass
@@ -146,6 +147,8 @@ def judge(attempt: Attempt, op_timeout_s: float) -> Outcome:
     _count_markers(out, rows)
     if attempt.memory_held:          # the worker was replaced before the next op
         out.notes.append(f"memory_held={attempt.memory_held / GIB:.1f}GiB")
+    if attempt.state_changed:        # so was it here
+        out.notes.append(f"process_state={','.join(attempt.state_changed)}")
     return out
 
 

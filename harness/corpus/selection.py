@@ -117,7 +117,7 @@ def select(adapter, all_ops: bool, ops: Sequence[str] | None, ops_file: str | No
                 items.append(Item(row["op"]))
     else:
         items = parse_ops_file(ops_file) if ops_file else [Item(o) for o in ops]
-    items = _resolve(adapter, items, warn)
+    items = _resolve(adapter, items, warn, "ops file" if ops_file and not all_ops else "--ops")
     if dismiss and warn is not None:
         _unmatched_dismissals(adapter, dismiss, warn)
     if dismiss:
@@ -149,14 +149,14 @@ def _unmatched_dismissals(adapter, dismiss: dict[str, str], warn) -> None:
                  f"no op of the corpus; it dismisses nothing (check the name)")
 
 
-def _resolve(adapter, items: Iterable[Item], warn=None) -> list[Item]:
+def _resolve(adapter, items: Iterable[Item], warn=None, source: str = "--ops") -> list[Item]:
     import adapters
     resolved, seen, unknown = [], {}, []
     for item in items:
         try:
             name = adapter.resolve(item.op)
         except adapters.UnknownOp as exc:
-            unknown.append(one_line(exc, 300) + _dtype_hint(item.op))
+            unknown.append(one_line(exc, 300) + _dtype_hint(item.op, source))
             continue
         if name in seen and seen[name] != item.dtypes:
             raise UsageError(f"op {name} is named twice with different dtypes; name it once "
@@ -172,14 +172,16 @@ def _resolve(adapter, items: Iterable[Item], warn=None) -> list[Item]:
     return resolved
 
 
-def _dtype_hint(name: str) -> str:
+def _dtype_hint(name: str, source: str) -> str:
     """`softmax:bfloat16` that names no op: the dtype stood where the op's file goes."""
     repo, rest = ("vllm:", name[len("vllm:"):]) if name.startswith("vllm:") else ("", name)
     op, _, op_file = rest.partition(":")
-    if op_file and all(_is_dtype(d.strip()) for d in op_file.split(",")):
-        return (f"; {op_file!r} stands where the op's file goes (op[:op_file[:dtypes]]): "
-                f"for dtypes write {repo}{op}::{op_file}")
-    return ""
+    if not op_file or not all(_is_dtype(d.strip()) for d in op_file.split(",")):
+        return ""
+    if source == "ops file":
+        return (f"; {op_file!r} stands where the op's file goes (op[:op_file[:dtypes]]): for "
+                f"dtypes write {repo}{op}::{op_file}")
+    return f"; {op_file!r} is a dtype: name ops with --ops and dtypes with --dtypes {op_file}"
 
 
 def _why(exc: BaseException) -> str:

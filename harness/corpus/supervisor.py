@@ -106,6 +106,13 @@ def held_too_much(reply: dict) -> int:
     return held_over_limit(reply.get("held_bytes"))
 
 
+def state_names(changed) -> tuple[str, ...]:
+    """The names of the process switches a worker's answer says the op changed."""
+    if not isinstance(changed, list):
+        return ()
+    return tuple(str(c).split(":", 1)[0] for c in changed)
+
+
 def run_dirs(out: Path) -> set[Path]:
     return {p for p in out.iterdir() if p.is_dir()} if out.is_dir() else set()
 
@@ -167,14 +174,15 @@ class Worker:
             self.proc = None
         else:
             rc = int(reply["rc"])
-            if rc == EXIT_POISONED or held_too_much(reply):
+            if rc == EXIT_POISONED or held_too_much(reply) or reply.get("state_changed"):
                 self.stop()                          # the next op gets a fresh worker
         run_dir = newest_run_dir(out, before)
         message = last_line(log)
         cap_log(log, log_limit)
         return Attempt(rc, elapsed, log, run_dir, message, self.pid,
                        (reply or {}).get("write_failure") or failed_write(run_dir),
-                       held_too_much(reply or {}))
+                       held_too_much(reply or {}),
+                       state_names((reply or {}).get("state_changed")))
 
     def _read(self, timeout_s: float) -> tuple[dict | None, str]:
         """(the next protocol line, "ok"), or (None, "eof") when the worker is gone, or

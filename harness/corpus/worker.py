@@ -2,12 +2,13 @@
 
 `python -m harness.corpus.worker` reads one job per line on stdin (JSON: op, flat bench
 options, log path, argv) and answers one line per job on its original stdout (JSON: op, rc,
-message, pid, held_bytes). Everything an op prints — zlh's own lines, the library's, the
-compiler's, even at the file-descriptor level — goes to that op's log, so the protocol line
-is all the supervisor reads. Between ops the compiler's in-memory kernel and tuner caches are emptied
-and the adapter drops its per-op state, so each op compiles into its own private cache and
-measures as a fresh `zlh bench` would; what cannot be reset (a poisoned device, device memory
-the op keeps alive) ends the worker, and the supervisor starts another.
+message, pid, held_bytes, state_changed). Everything an op prints — zlh's own lines, the
+library's, the compiler's, even at the file-descriptor level — goes to that op's log, so the
+protocol line is all the supervisor reads. Between ops the compiler's in-memory kernel and
+tuner caches are emptied and the adapter drops its per-op state, so each op compiles into its
+own private cache and measures as a fresh `zlh bench` would; what cannot be reset (a poisoned
+device, device memory the op keeps alive, a global switch of torch it changed) ends the
+worker, and the supervisor starts another.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from ..common.errors import (EXIT_OK, EXIT_POISONED, DevicePoisonedError, OpExitError,
                              RunFailedError, Terminated, ZlhError, one_line, op_exit_reason)
 from ..common.process import die_with_parent, terminate_handler
+from . import process_state
 from .outcome import CRASH_RC, GIB, held_over_limit
 
 PROTOCOL_VERSION = 1
@@ -82,8 +84,24 @@ def run_job(job: dict) -> dict:
             rc, message = 1, f"{type(exc).__name__}: {one_line(exc)}"
             _say(f"zlh: unexpected error: {message}")
         held = _reset(job)
+        changed = _state_left()
     return {"op": job["op"], "rc": rc, "message": message, "pid": os.getpid(),
-            "write_failure": reason, "held_bytes": held}
+            "write_failure": reason, "held_bytes": held, "state_changed": changed}
+
+
+_LEFT_BY_PREVIOUS: list = []         # the process state the previous op left (none yet)
+
+
+def _state_left() -> list[str]:
+    """What this op changed in the process state the previous op left (process_state.py);
+    said in the op's log. The first op of a worker is not compared."""
+    state = process_state.snapshot()
+    changed = process_state.changes(_LEFT_BY_PREVIOUS[0], state) if _LEFT_BY_PREVIOUS else []
+    _LEFT_BY_PREVIOUS[:] = [state]
+    if changed:
+        _say(f"zlh: the op changed its process ({'; '.join(changed)}): this worker is "
+             f"replaced before the next op")
+    return changed
 
 
 def _say(line: str) -> None:

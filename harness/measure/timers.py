@@ -44,6 +44,7 @@ class Budget:
     estimate_calls: int = 5          # calls timed to estimate the per-call time
     graph_replay_ms: float = 1.0     # target duration of one captured replay
     max_unroll: int = 2000           # calls captured in one graph, at most
+    max_capture_ms: float = 250.0    # host time one capture may take, at the eager rate
     batch_ms: float = 0.05           # event/host: below this per call, batch calls per sample
     samples_per_sync: int = 10       # samples collected between host syncs
 
@@ -225,6 +226,11 @@ class GraphTimer(EventTimer):
         # The eager estimate includes host launch cost, so tiny kernels get too few calls per
         # replay; size the graph again from the device's own time per call, once.
         better = clamp(target_ms * unroll / max(replay_ms, 1e-6), 1, max_unroll)
+        # A capture runs every call on the host: a call that is mostly host work (an input
+        # list built in Python, a copy from host memory) has a tiny device time, and sizing
+        # the graph by that alone would capture thousands of slow calls (minutes per case).
+        better = min(better, max(unroll, clamp(self.budget.max_capture_ms /
+                                               max(per_call_ms, 1e-6), 1, max_unroll)))
         if replay_ms < target_ms / 2 and better > unroll:
             del graph
             unroll = better

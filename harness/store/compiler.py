@@ -40,10 +40,13 @@ def compiler_identity() -> dict | None:
 
 def _stamp(path: Path) -> tuple:
     """Changes when the package is installed again (its directory and __init__.py are
-    replaced) or another distribution is added beside it: the modification times of the
-    package directory, its __init__.py and the directory holding it."""
+    replaced), another distribution is added beside it, or a source checkout holding it moves
+    to another commit: the modification times of the package directory, its __init__.py, the
+    directory holding it and a checkout's .git/HEAD and .git/index up to three levels above."""
     stamps = []
-    for where in (path, path / "__init__.py", path.parent):
+    heads = [up / ".git" / name for up in list(path.parents)[:3]     # a source checkout's
+             for name in ("HEAD", "index")]
+    for where in (path, path / "__init__.py", path.parent, *heads):
         try:
             stamps.append(where.stat().st_mtime_ns)
         except OSError:

@@ -16,7 +16,8 @@
 #   bash tests/device/check_corpus.sh screen60 # one GPU: the whole 60-op screen (resumable), partition
 #                                              # for 8 devices; rounds3: zlh ab --rounds 3 on its
 #                                              # ir_changed.txt (SCREEN=folder holding it)
-#   bash tests/device/check_corpus.sh holdmem  # fault_hold_memory mid-batch: the worker is replaced
+#   bash tests/device/check_corpus.sh holdmem  # fault_hold_memory and fault_global_state mid-batch:
+#                                              # the worker is replaced after each
 #   bash tests/device/check_corpus.sh screen1  # one GPU: screen of the 60 ops, rescore, partition
 #                                              # for 8 devices, and a switch acting after TTGIR
 #                                              # (TRITON_DEFAULT_FP_FUSION) at --ir-stage ttgir vs ptx
@@ -130,11 +131,11 @@ elif [ "$mode" = rounds3 ]; then
   mkdir -p "$OUT/r3"; cp "$WORK/r3/status.tsv" "$OUT/r3/" 2>/dev/null; cp "$WORK/r3"/report.* "$OUT/r3/" 2>/dev/null
 elif [ "$mode" = holdmem ]; then
   # A reused worker left holding device memory is replaced before the next op.
-  step holdmem 60 $ZLH batch --adapter builtin --ops add,fault_hold_memory,softmax --dtypes float16 \
+  step holdmem 60 $ZLH batch --adapter builtin --ops add,fault_hold_memory,softmax,fault_global_state,mm --dtypes float16 \
     --warmup-ms 10 --min-samples 5 --max-time-ms 50 --op-timeout 40 --retries 0 -q --out "$WORK/hold"
   $SUM batch "$WORK/hold"; cut -d, -f2,5,10 "$WORK/hold/ops_status.csv"
   grep -h "still held" "$WORK"/hold/*/run.attempt*.log
-  for op in add fault_hold_memory softmax; do   # the worker's pid per op (softmax: a new one)
+  for op in add fault_hold_memory softmax fault_global_state mm; do   # the worker's pid per op (softmax, mm: new ones)
     echo "$op pid $(grep -ho '"pid": [0-9]*' "$WORK"/hold/$op/${op}_*/run.json | head -n 1)"
   done
 elif [ "$mode" = screen1 ]; then

@@ -1,0 +1,45 @@
+"""An op that changes a global switch of torch in a reused worker (here: the default dtype)
+is run, noted, and the worker replaced, so the next op measures as in a fresh process."""
+from __future__ import annotations
+
+import csv
+import json
+
+import torch
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.corpus import process_state
+
+FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
+
+
+def test_snapshots_name_what_changed(monkeypatch, tmp_path):
+    before = process_state.snapshot()
+    assert before["default_dtype"] == "torch.float32" and before["grad_enabled"] is True
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", not torch.backends.cudnn.benchmark)
+    monkeypatch.chdir(tmp_path)
+    changed = process_state.changes(before, process_state.snapshot())
+    assert {c.split(":")[0] for c in changed} == {"cudnn_benchmark", "cwd"}
+    assert process_state.changes(before, before) == []
+
+
+def test_a_worker_whose_op_changed_torchs_defaults_is_replaced(tmp_path):
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[64]]\nsoftmax: [[4, 64]]\n")
+    out = tmp_path / "batch"
+    result = CliRunner().invoke(main, [
+        "batch", "--adapter", "builtin", "--backend", "cpu", "--shapes", str(shapes), *FAST,
+        "--ops", "add,fault_global_state,softmax", "--retries", "0", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    with open(out / "ops_status.csv", newline="") as handle:
+        rows = {r["op"]: r for r in csv.DictReader(handle)}
+    assert rows["fault_global_state"]["status"] == "PASS"
+    assert rows["fault_global_state"]["notes"] == "process_state=default_dtype"
+    pids = {op: json.loads((out / rows[op]["run_dir"] / "run.json").read_text())["pid"]
+            for op in rows}
+    assert pids["add"] == pids["fault_global_state"] != pids["softmax"]
+    softmax = json.loads((out / rows["softmax"]["run_dir"] / "run.json").read_text())
+    assert softmax["dtypes"] == ["float32"]
+    log = (out / "fault_global_state" / "run.attempt1.log").read_text()
+    assert "default_dtype: 'torch.float32' -> 'torch.float64'" in log
