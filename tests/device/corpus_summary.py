@@ -42,6 +42,12 @@ def batch(root: Path, reference: Path | None = None) -> None:
     for r in rows:
         if r["status"] != "PASS":
             print(f"   {r['status']:<8} {r['op']:<36} {r['notes']:<20} {r['reason'][:150]}")
+    kinds: dict[str, list[str]] = {}           # notes by kind: what replaced workers, fallbacks
+    for r in rows:
+        for note in r["notes"].split():
+            kinds.setdefault(note.split("=")[0], []).append(r["op"])
+    for kind, ops in sorted(kinds.items()):
+        print(f"   note {kind}: {len(ops)} ops ({', '.join(ops[:8])}{' …' if len(ops) > 8 else ''})")
     overhead(root, rows, len(plan.get("devices") or [0]))
     if reference is None:
         return
