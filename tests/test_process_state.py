@@ -43,3 +43,17 @@ def test_a_worker_whose_op_changed_torchs_defaults_is_replaced(tmp_path):
     assert softmax["dtypes"] == ["float32"]
     log = (out / "fault_global_state" / "run.attempt1.log").read_text()
     assert "default_dtype: 'torch.float32' -> 'torch.float64'" in log
+
+
+def test_a_monkeypatch_left_on_torch_is_named_and_torchs_own_wrapping_is_not(monkeypatch):
+    import torch.nn.functional as F
+    before = process_state.snapshot()
+    import torch._dynamo  # noqa: F401 - wraps torch.manual_seed on import: torch's own change
+    assert process_state.changes(before, process_state.snapshot()) == []
+    original = F.softmax
+    monkeypatch.setattr(F, "softmax", lambda *a, **k: original(*a, **k))
+    monkeypatch.setattr(torch.Tensor, "add", lambda self, other: self, raising=False)
+    monkeypatch.setattr(torch, "matmul", lambda a, b: a)
+    changed = process_state.changes(before, process_state.snapshot())
+    assert changed == ["torch: replaced matmul", "torch.nn.functional: replaced softmax",
+                       "torch.Tensor: replaced add"]

@@ -1,7 +1,8 @@
 """What an op may change in its process that the next op of a reused worker would inherit and
 a fresh process would not: torch's global switches (default dtype and device, grad mode,
 deterministic mode, TF32 and reduced-precision matmul flags, cuDNN flags, float32 matmul
-precision, CPU threads) and the working directory.
+precision, CPU threads), the working directory, and torch's public functions (in `torch`,
+`torch.nn.functional` and on `torch.Tensor`) replaced by a monkeypatch left in place.
 
 A worker takes a snapshot after each op and compares it with the one the previous op left;
 what differs ends the worker before the next op (note `process_state=NAME,…`), as leaked
@@ -34,6 +35,32 @@ _TORCH_SWITCHES = {
 }
 
 
+# Public functions an op could monkeypatch and leave patched: a later op's baseline would
+# call the replacement. Names present in both snapshots are compared by identity (a module
+# imported in between adds names, which is no change); a replacement that torch itself made
+# (importing torch._dynamo wraps torch.manual_seed, say) keeps a `torch…` __module__ and is
+# not counted.
+_PATCHABLE = {"torch": lambda t: t, "torch.nn.functional": lambda t: t.nn.functional,
+              "torch.Tensor": lambda t: t.Tensor}
+
+
+def _attributes(owner) -> dict:
+    """{public callable name: (id, defining module)}. A module's own namespace only (reading
+    names through getattr would import torch's lazily loaded submodules); a class's
+    inherited methods too (torch.Tensor's come from its C base class)."""
+    if isinstance(owner, type):
+        items = []
+        for name in dir(owner):
+            try:
+                items.append((name, getattr(owner, name)))
+            except Exception:  # noqa: BLE001 - a descriptor that cannot be read on the class
+                continue
+    else:
+        items = list(vars(owner).items())
+    return {name: (id(value), str(getattr(value, "__module__", None) or ""))
+            for name, value in items if not name.startswith("_") and callable(value)}
+
+
 def snapshot() -> dict:
     """The switches as they are now; one that cannot be read (an older torch) is left out."""
     state = {}
@@ -49,10 +76,28 @@ def snapshot() -> dict:
             state[name] = read(torch)
         except Exception:  # noqa: BLE001 - a switch this torch does not have
             continue
+    for name, owner in _PATCHABLE.items():
+        try:
+            state[name] = _attributes(owner(torch))
+        except Exception:  # noqa: BLE001
+            continue
     return state
 
 
 def changes(before: dict, after: dict) -> list[str]:
-    """`name: old -> new` for every switch whose value differs between two snapshots."""
-    return [f"{name}: {before[name]!r} -> {after[name]!r}" for name in before
-            if name in after and before[name] != after[name]]
+    """`name: old -> new` for every switch whose value differs between two snapshots, and
+    `torch.Tensor: replaced add, mul` for functions replaced on a patchable owner."""
+    found = []
+    for name in before:
+        if name not in after or before[name] == after[name]:
+            continue
+        if name in _PATCHABLE:
+            replaced = sorted(k for k in before[name].keys() & after[name].keys()
+                              if before[name][k][0] != after[name][k][0]
+                              and not after[name][k][1].startswith("torch"))
+            if replaced:
+                more = f" (+{len(replaced) - 5} more)" if len(replaced) > 5 else ""
+                found.append(f"{name}: replaced {', '.join(replaced[:5])}{more}")
+            continue
+        found.append(f"{name}: {before[name]!r} -> {after[name]!r}")
+    return found
