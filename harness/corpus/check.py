@@ -18,7 +18,7 @@ import backends
 from ..common.errors import UsageError, one_line
 from ..common.process import check_runnable
 from ..run.options import BenchOptions
-from ..run.plan import check_timer
+from ..run.plan import check_timer, options_backend
 from ..run.shapes import ShapeFileError, load_shape_file
 from .selection import check_dtype_names
 
@@ -123,11 +123,7 @@ def check_replay_root(path: str, out: str | None) -> Path:
 
 def plan_backend(options: BenchOptions) -> str:
     """The name of the backend a corpus plan's runs use (the named one, or the one found)."""
-    try:
-        return (backends.get_backend(options.backend) if options.backend
-                else backends.detect_backend()).name
-    except backends.UnknownBackend as exc:
-        raise UsageError(str(exc)) from None
+    return options_backend(options).name
 
 
 def check_replay_plan(plan) -> None:

@@ -40,7 +40,7 @@ def claim_root(root: Path, verb: str) -> None:
     except OSError as exc:
         raise UsageError(f"{root}: cannot create {LOCK_NAME} ({exc.strerror})") from None
     if not _lock(fd, LEFTOVER_WAIT_S):
-        holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+        holder = _holder(fd)
         if not _holder_alive(fd):
             holder += " (ended; processes it started still run)"
         os.close(fd)
@@ -66,8 +66,13 @@ def _lock(fd: int, wait_s: float) -> bool:
         time.sleep(0.2)
 
 
+def _holder(fd: int) -> str:
+    """The holder's line in a lock file: `zlh batch, pid N`."""
+    return os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+
+
 def _holder_alive(fd: int) -> bool:
-    match = re.search(r"pid (\d+)", os.pread(fd, 200, 0).decode("utf-8", "replace"))
+    match = re.search(r"pid (\d+)", _holder(fd))
     if match is None:
         return True
     try:
@@ -93,7 +98,7 @@ def root_in_use(root: Path) -> str | None:
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
     except OSError:
-        return os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+        return _holder(fd)
     finally:
         os.close(fd)
 

@@ -38,7 +38,7 @@ def parse_ops_file(path: str) -> list[Item]:
         if not line:
             continue
         # `vllm:` names the repository and belongs to the op: vllm:op[:op_file[:dtypes]]
-        repo, line = ("vllm:", line[len("vllm:"):]) if line.startswith("vllm:") else ("", line)
+        repo, line = _split_repo(line)
         parts = line.split(":")
         if len(parts) > 3 or not parts[0].strip():
             raise UsageError(f"{path}:{number}: expected [vllm:]op[:op_file[:dtypes]], got "
@@ -52,6 +52,11 @@ def parse_ops_file(path: str) -> list[Item]:
         check_dtype_names(dtypes, f"{path}:{number}")
         items.append(Item(repo + (f"{op}:{op_file}" if op_file else op), dtypes or None))
     return items
+
+
+def _split_repo(name: str) -> tuple[str, str]:
+    """("vllm:", the rest) for a FlagGems-vllm name, else ("", name)."""
+    return ("vllm:", name[len("vllm:"):]) if name.startswith("vllm:") else ("", name)
 
 
 def _is_dtype(name: str) -> bool:
@@ -174,7 +179,7 @@ def _resolve(adapter, items: Iterable[Item], warn=None, source: str = "--ops") -
 
 def _dtype_hint(name: str, source: str) -> str:
     """`softmax:bfloat16` that names no op: the dtype stood where the op's file goes."""
-    repo, rest = ("vllm:", name[len("vllm:"):]) if name.startswith("vllm:") else ("", name)
+    repo, rest = _split_repo(name)
     op, _, op_file = rest.partition(":")
     if not op_file or not all(_is_dtype(d.strip()) for d in op_file.split(",")):
         return ""

@@ -58,7 +58,7 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
     environment with `preserved_environ`."""
     if not ops:
         raise UsageError("no op given; name at least one op (see `zlh ops` or the README)")
-    backend = _backend(options)
+    backend = options_backend(options)
     adapter = adapter if adapter is not None else _adapter(options)
     try:
         resolved = list(dict.fromkeys(adapter.resolve(op) for op in ops))
@@ -127,7 +127,9 @@ def check_timer(options: BenchOptions, backend) -> str:
     return timer
 
 
-def _backend(options: BenchOptions):
+def options_backend(options: BenchOptions):
+    """The backend the options name (`--backend`), or the one found here; UsageError for an
+    unknown name."""
     try:
         return (backends.get_backend(options.backend) if options.backend
                 else backends.detect_backend())
