@@ -71,6 +71,12 @@ def get_backend(name: str) -> Backend:
     return found[key]
 
 
+def backend_for(name: str | None) -> Backend:
+    """The backend `name` names (an alias too), or the one `detect_backend` finds here when
+    `name` is None or empty; UnknownBackend for a name no backend has."""
+    return get_backend(name) if name else detect_backend()
+
+
 def detect_backend() -> Backend:
     """The first GPU-like backend whose runtime answers, else the CPU."""
     for name in ("cuda", "rocm", "musa", "ascend"):

@@ -7,8 +7,6 @@ from pathlib import Path
 
 import click
 
-import backends
-
 from ..common import errors
 from ..common.files import check_output_dir
 from ..corpus.batch import BatchPlan, run_batch
@@ -17,6 +15,7 @@ from ..corpus.check import (check_plan, check_replay_plan, check_replay_root, ch
 from ..corpus.files import BATCH_JSON, check_tables, read_batch_json
 from ..corpus.lock import claim_root, release_root
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
+from ..run.plan import named_backend
 from . import main
 from .common import (bench_options, echo_err, fail, finite, handles_errors, not_empty,
                      options_from, refuse_beside, split_csv)
@@ -39,22 +38,14 @@ def parse_devices(text: str | None) -> list[int] | None:
 
 
 def visible_devices(backend_name: str | None) -> list[int]:
-    try:
-        backend = (backends.get_backend(backend_name) if backend_name
-                   else backends.detect_backend())
-    except backends.UnknownBackend as exc:
-        raise errors.UsageError(str(exc)) from None
+    backend = named_backend(backend_name)
     return backend.enumerate_devices() if backend.is_available() else []
 
 
 def check_devices(backend_name: str | None, devices: list[int]) -> list[int]:
     """The devices to use (default: the first visible one); PREFLIGHT_FAILED when the
     backend has no device here or an index is not visible."""
-    try:
-        backend = (backends.get_backend(backend_name) if backend_name
-                   else backends.detect_backend())
-    except backends.UnknownBackend as exc:
-        raise errors.UsageError(str(exc)) from None
+    backend = named_backend(backend_name)
     if not backend.is_available():
         raise errors.PreflightError("backend", f"backend {backend.name} has no usable device "
                                                f"here (python: {sys.executable})")

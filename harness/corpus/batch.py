@@ -344,7 +344,7 @@ def watch_devices(root: Path, plan: BatchPlan):
     from ..telemetry.recorder import watch
     name = plan.options.backend
     try:
-        backend = backends.get_backend(name) if name else backends.detect_backend()
+        backend = backends.backend_for(name)
     except backends.UnknownBackend:
         backend = None
     return watch(root, backend, plan.devices if backend is not None else [],

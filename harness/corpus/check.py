@@ -13,7 +13,6 @@ import os
 from pathlib import Path
 
 import adapters
-import backends
 
 from ..common.errors import UsageError, one_line
 from ..common.process import check_runnable
@@ -62,12 +61,7 @@ def check_plan(plan, adapter, where: str = "", pythons: tuple[str, ...] = (),
     if not 0 <= plan.retries <= MAX_RETRIES:
         raise UsageError(f"{p}retries {plan.retries}: expected 0 to {MAX_RETRIES}")
     try:
-        backend = (backends.get_backend(plan.options.backend) if plan.options.backend
-                   else backends.detect_backend())
-    except backends.UnknownBackend as exc:
-        raise UsageError(p + str(exc)) from None
-    try:
-        check_timer(plan.options, backend)
+        check_timer(plan.options, options_backend(plan.options))
         if plan.options.shapes:
             load_shape_file(plan.options.shapes)
     except (UsageError, ShapeFileError) as exc:

@@ -126,8 +126,7 @@ def _reset(job: dict) -> int | None:
                              adapters.default_adapter_name(options.get("flaggems_dir")),
                              flaggems_dir=options.get("flaggems_dir")).reset_between_ops()
     try:
-        backend = (backends.get_backend(options["backend"]) if options.get("backend")
-                   else backends.detect_backend())
+        backend = backends.backend_for(options.get("backend"))
         backend.empty_cache()
         held = backend.memory_held()
         if held_over_limit(held):

@@ -22,6 +22,7 @@ from ..measure.case_timer import CaseTimer
 from ..measure.measurement import Measurement
 from ..measure.timers import resolve_timer_name
 from ..run.options import BenchOptions
+from ..run.plan import options_backend
 
 # Keywords of `measure` that configure the timing core (BenchOptions' flat names).
 TIMING_NAMES = ("backend", "device", "timer", "repeat", "l2", "warmup_ms", "min_samples",
@@ -47,11 +48,7 @@ def open_device(**values) -> Device:
         raise UsageError(f"unknown timing option {', '.join(unknown)}; known: "
                          f"{', '.join(TIMING_NAMES)}")
     options = BenchOptions.from_flat(**{k: v for k, v in values.items() if v is not None})
-    try:
-        backend = (backends.get_backend(options.backend) if options.backend
-                   else backends.detect_backend())
-    except backends.UnknownBackend as exc:
-        raise UsageError(str(exc)) from None
+    backend = options_backend(options)
     if not backend.is_available():
         raise PreflightError("backend", f"backend {backend.name} has no usable device here")
     index = _device_index(backend, options.device)

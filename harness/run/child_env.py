@@ -20,8 +20,7 @@ def child_environment(backend_name: str | None, device: int | None = None,
     `overrides` applied (None unsets); zlh's own source first on PYTHONPATH."""
     env = dict(os.environ)
     try:
-        backend = (backends.get_backend(backend_name) if backend_name
-                   else backends.detect_backend() if detect else None)
+        backend = backends.backend_for(backend_name) if backend_name or detect else None
     except backends.UnknownBackend:
         backend = None                   # the child reports the unknown name itself
     if backend is not None:

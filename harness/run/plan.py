@@ -130,9 +130,14 @@ def check_timer(options: BenchOptions, backend) -> str:
 def options_backend(options: BenchOptions):
     """The backend the options name (`--backend`), or the one found here; UsageError for an
     unknown name."""
+    return named_backend(options.backend)
+
+
+def named_backend(name: str | None):
+    """The backend `name` names, or the one found here when None; UsageError for an unknown
+    name."""
     try:
-        return (backends.get_backend(options.backend) if options.backend
-                else backends.detect_backend())
+        return backends.backend_for(name)
     except backends.UnknownBackend as exc:
         raise UsageError(str(exc)) from None
 

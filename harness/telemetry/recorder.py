@@ -199,8 +199,7 @@ def watch_for(directory, backend_name: str | None, device: int | None, interval_
     (None: the first visible, 0). An unknown backend leaves the children to report it."""
     import backends
     try:
-        backend = (backends.get_backend(backend_name) if backend_name
-                   else backends.detect_backend())
+        backend = backends.backend_for(backend_name)
     except backends.UnknownBackend:
         return TelemetryWatcher(directory, None, [], 0.0, env)
     return TelemetryWatcher(directory, backend, device if device is not None else 0,
