@@ -145,11 +145,21 @@ def judge(attempt: Attempt, op_timeout_s: float) -> Outcome:
     if out.status != PASS and not out.reason:
         out.reason = f"exit status {attempt.rc} and no error line (see {attempt.log.name})"
     _count_markers(out, rows)
+    inputs_s = run.info.get("inputs_s") if run is not None else None
+    if slow_inputs(inputs_s, attempt.elapsed_s):
+        out.notes.append(f"inputs={inputs_s:.0f}s")
     if attempt.memory_held:          # the worker was replaced before the next op
         out.notes.append(f"memory_held={attempt.memory_held / GIB:.1f}GiB")
     if attempt.state_changed:        # so was it here
         out.notes.append(f"process_state={','.join(attempt.state_changed)}")
     return out
+
+
+def slow_inputs(inputs_s, elapsed_s: float) -> bool:
+    """Whether building the op's inputs took most of its time (5 s or more, at least half):
+    worth a note, since no kernel of the op is slow then."""
+    return (isinstance(inputs_s, (int, float)) and not isinstance(inputs_s, bool)
+            and inputs_s >= 5.0 and inputs_s >= 0.5 * elapsed_s)
 
 
 def dtype_problem(outcome: Outcome) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import time
 
 import numpy as np
 
@@ -25,6 +26,31 @@ from ..measure.case_timer import CaseTimer
 from ..store.results import FAILED, SKIPPED, SUCCESS, Row
 from ..telemetry import throttle
 from . import outputs
+
+
+class InputClock:
+    """The time an op's adapter spends making its cases and their inputs: while the next case
+    is asked for (adapters that build inputs as they yield) and inside each case's `build`.
+    Upstream input construction can outweigh the measuring many times over (integer tensors
+    drawn on the host, for one); run.json keeps the total as `inputs_s`."""
+
+    def __init__(self):
+        self.total_s = 0.0
+
+    @contextlib.contextmanager
+    def counting(self):
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.total_s += time.perf_counter() - started
+
+    def timed(self, build):
+        """`build`, its time counted."""
+        def timed_build():
+            with self.counting():
+                return build()
+        return timed_build
 
 
 def seed_everything(seed: int) -> None:

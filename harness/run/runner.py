@@ -6,6 +6,7 @@ state of that one run (its directory, run.json, rows) so each step reads as one 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import itertools
 import os
@@ -30,7 +31,7 @@ from ..store.caliber import Caliber
 from ..store.results import FAILED, SKIPPED, SUCCESS, Row
 from ..store.rundir import RunDir
 from ..store.compiler import describe as describe_compiler
-from .case import measure_case, seed_everything
+from .case import InputClock, measure_case, seed_everything
 from .library_log import LibraryLog
 from .run_info import iso_time, run_info, telemetry_sample
 from .options import BenchOptions
@@ -141,6 +142,7 @@ class OpRun:
         self.caliber, self.echo, self.progress = caliber, echo, progress
         self.rows: list[Row] = []
         self.started = time.time()
+        self.inputs = InputClock()
         self.tuner_hook = None
         self.ir: IRCapture | None = None
         self.final_write_error: OSError | None = None
@@ -241,11 +243,13 @@ class OpRun:
         with contextlib.closing(iter(cases)) as cases:   # closes the adapter's contexts
             for index in itertools.count():
                 seed_everything(options.seed)   # adapters that build inputs while yielding
-                case = next(cases, None)
+                with self.inputs.counting():
+                    case = next(cases, None)
                 if case is None:
                     break
                 if index % shards != shard:     # another shard's case (parallel sweep)
                     continue
+                case = dataclasses.replace(case, build=self.inputs.timed(case.build))
                 key = (case.variant or case.op, case.dtype, case.shape_detail)
                 self.tuner_hook.begin_case()
                 try:
@@ -333,6 +337,7 @@ class OpRun:
             "counts": _counts(self.rows),
             "finished_at": iso_time(finished),
             "wall_s": round(finished - self.started, 3),
+            "inputs_s": round(self.inputs.total_s, 3),
         })
         if reason:
             self.info["reason"] = reason
@@ -349,7 +354,8 @@ class OpRun:
         the console and in run.log. For an unfinished run nothing here may raise: the error
         that ended it is on its way out."""
         wall = self.info.get("wall_s", time.time() - self.started)
-        tail = (summary_line(_counts(self.rows), graph_fallbacks(self.rows), wall), status_line)
+        tail = (summary_line(_counts(self.rows), graph_fallbacks(self.rows), wall,
+                             self.inputs.total_s), status_line)
         guard = contextlib.suppress(Exception) if status_line else contextlib.nullcontext()
         for write, colour, fmt in ((self.echo, style.colour(), style.tablefmt()),
                                    (self.dir.log, False, "simple")):

@@ -15,7 +15,8 @@ def show_run(run_dir: str, colour: bool = False) -> str:
     run = load_run(run_dir)
     info = run.info
     lines = [f"{info.get('run_id', run.path.name)}  op={run.op}  status={run.status}"
-             f"  wall={info.get('wall_s', '-')} s"]
+             f"  wall={info.get('wall_s', '-')} s"
+             + _inputs_part(info.get("inputs_s"))]
     if run.status != COMPLETE:
         why = f", {info['reason']}" if info.get("reason") else ""
         lines.append(f"WARNING: this run did not complete (status {run.status}{why}"
@@ -46,3 +47,10 @@ def show_run(run_dir: str, colour: bool = False) -> str:
     legend, table = render_rows(run.rows, colour=colour, tablefmt=style.tablefmt())
     lines += [legend, table] if legend else [table]
     return "\n".join(lines)
+
+
+def _inputs_part(inputs_s) -> str:
+    """` (building inputs N s)` once the adapter's input building took a second or more."""
+    if isinstance(inputs_s, (int, float)) and not isinstance(inputs_s, bool) and inputs_s >= 1:
+        return f" (building inputs {inputs_s:.1f} s)"
+    return ""

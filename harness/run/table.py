@@ -70,7 +70,10 @@ def render_rows(rows, colour: bool = False, tablefmt: str = "simple") -> tuple[s
     return "  ".join(legend), table
 
 
-def summary_line(counts: dict, graph_fallbacks: int, wall_s: float) -> str:
-    """The line under a run's table: case counts by status, graph fallbacks, wall time."""
+def summary_line(counts: dict, graph_fallbacks: int, wall_s: float,
+                 inputs_s: float = 0.0) -> str:
+    """The line under a run's table: case counts by status, graph fallbacks, wall time (and
+    the part of it the adapter spent building inputs, once that is a second or more)."""
     return (f"{counts[SUCCESS]} ok, {counts['FAILED']} failed, {counts['SKIPPED']} skipped; "
-            f"{graph_fallbacks} graph fallbacks; wall {wall_s:.1f} s")
+            f"{graph_fallbacks} graph fallbacks; wall {wall_s:.1f} s"
+            + (f", of which building inputs {inputs_s:.1f} s" if inputs_s >= 1.0 else ""))
