@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 MAX_DEPTH = 64          # zlh's deepest document (a product manifest) nests 6 levels
+MAX_VALUES = 5_000_000  # values a document may expand to; far above any file zlh reads
 
 
 def loads_json(text: str, *, constants: bool = True) -> Any:
@@ -53,17 +54,32 @@ def yaml_problem(exc: Exception) -> str:
     return f"{at}{problem}"
 
 
-def check_depth(value: Any, depth: int = 0, path: tuple = ()) -> None:
-    """ValueError when containers nest deeper than MAX_DEPTH or contain themselves."""
+def check_depth(value: Any) -> None:
+    """ValueError when containers nest deeper than MAX_DEPTH, contain themselves, or expand
+    (YAML aliases repeat a node wherever they stand) to more than MAX_VALUES values. Each
+    container is walked once, however many aliases refer to it."""
+    if _walk(value, 0, (), {})[0] > MAX_VALUES:
+        raise ValueError(f"expands to more than {MAX_VALUES:,} values (YAML aliases that "
+                         f"repeat a node many times over)")
+
+
+def _walk(value: Any, depth: int, path: tuple, seen: dict) -> tuple[int, int]:
+    """(values, levels) `value` stands for once every alias is expanded."""
     if not isinstance(value, (dict, list, tuple)):
-        return
+        return 1, 0
     if id(value) in path:
         raise ValueError("a YAML alias refers to the node that contains it")
-    if depth >= MAX_DEPTH:
+    if id(value) not in seen:
+        if depth >= MAX_DEPTH:
+            raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
+        items = value.values() if isinstance(value, dict) else value
+        parts = [_walk(item, depth + 1, path + (id(value),), seen) for item in items]
+        seen[id(value)] = (min(1 + sum(p[0] for p in parts), MAX_VALUES + 1),
+                           1 + max((p[1] for p in parts), default=0))
+    size, levels = seen[id(value)]
+    if depth + levels > MAX_DEPTH:         # the same node again, reached deeper
         raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
-    items = value.values() if isinstance(value, dict) else value
-    for item in items:
-        check_depth(item, depth + 1, path + (id(value),))
+    return size, levels
 
 
 def _no_constant(name: str):

@@ -8,8 +8,7 @@ does not stop the others; `--resume` runs, per card, only the ops its reports la
 """
 from __future__ import annotations
 
-import csv
-import io
+import re
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from typing import Callable
 from ..common.files import read_text
 from ..common.process import child_env
 from .lock import held_fds
+from ..ab.orchestrate import STATUS_COLUMNS
 from ..ab.report import ABReport, load_report, report_document, write_reports
 from ..ab.sides import Side
 from ..common.errors import UsageError
@@ -116,14 +116,36 @@ def card_files(root: Path, echo: Echo | None) -> tuple[list[dict], list[ABReport
     try:
         if (root / "status.tsv").exists():
             text = read_text(root / "status.tsv")
-            rows = list(csv.DictReader(io.StringIO(text), delimiter="\t"))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+            rows = _status_rows(text)
+    except (OSError, ValueError) as exc:      # UnicodeDecodeError is a ValueError
         _left_out(echo, root / "status.tsv", exc)
     try:
         reports = load_report(root)[1] if (root / "report.json").exists() else []
     except UsageError as exc:
         _left_out(echo, root / "report.json", exc)
     return rows, reports
+
+
+COUNT_COLUMNS = ("rc", "replay_fallbacks", "graph_fallbacks", "poisoned")
+
+
+def _status_rows(text: str) -> list[dict]:
+    """The rows of a card's status.tsv as `zlh ab` writes it; ValueError for another header,
+    a row of another width or a count that is not a whole number."""
+    lines = [line for line in text.splitlines() if line]
+    if not lines or tuple(lines[0].split("\t")) != STATUS_COLUMNS:
+        raise ValueError(f"not the header zlh ab writes ({', '.join(STATUS_COLUMNS)})")
+    rows = []
+    for number, line in enumerate(lines[1:], 2):
+        cells = line.split("\t")
+        if len(cells) != len(STATUS_COLUMNS):
+            raise ValueError(f"line {number} has {len(cells)} fields, not {len(STATUS_COLUMNS)}")
+        row = dict(zip(STATUS_COLUMNS, cells))
+        for key in COUNT_COLUMNS:
+            if key in row and not re.fullmatch(r"-?[0-9]+", row[key]):
+                raise ValueError(f"line {number}: {key} {row[key][:20]!r} is not a whole number")
+        rows.append(row)
+    return rows
 
 
 def _left_out(echo: Echo | None, path: Path, exc: BaseException) -> None:

@@ -12,7 +12,9 @@ them a few seconds rather than measuring beside them.
 """
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import re
 import time
 from pathlib import Path
@@ -34,11 +36,9 @@ def claim_root(root: Path, verb: str) -> None:
     key = str(Path(root).resolve())
     if fcntl is None or key in _HELD:
         return
-    path = Path(root) / LOCK_NAME
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise UsageError(f"{root}: cannot create {LOCK_NAME} ({exc.strerror})") from None
+    if not Path(root).is_dir():
+        raise UsageError(f"{root}: no such directory")
+    fd = _open_lock(Path(root), os.O_RDWR | os.O_CREAT)
     if not _lock(fd, LEFTOVER_WAIT_S):
         holder = _holder(fd)
         if not _holder_alive(fd):
@@ -49,6 +49,23 @@ def claim_root(root: Path, verb: str) -> None:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"zlh {verb}, pid {os.getpid()}\n".encode(), 0)
     _HELD[key] = fd
+
+
+def _open_lock(root: Path, flags: int) -> int:
+    """The lock file's descriptor: never through a symbolic link (whose target would be
+    overwritten), never blocking on a FIFO; UsageError when it is not a regular file."""
+    path = root / LOCK_NAME
+    try:
+        fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UsageError(f"{path} is a symbolic link; zlh keeps its lock in a plain "
+                             f"file there: remove the link") from None
+        raise UsageError(f"{root}: cannot create {LOCK_NAME} ({exc.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UsageError(f"{path} is not a plain file; zlh keeps its lock there: remove it")
+    return fd
 
 
 def _lock(fd: int, wait_s: float) -> bool:
@@ -90,9 +107,9 @@ def root_in_use(root: Path) -> str | None:
     if fcntl is None or str(Path(root).resolve()) in _HELD:
         return None
     try:
-        fd = os.open(Path(root) / LOCK_NAME, os.O_RDONLY)
-    except OSError:
-        return None                       # never held, or not readable: nothing to say
+        fd = _open_lock(Path(root), os.O_RDONLY)
+    except UsageError:
+        return None                       # never held, or not a lock: nothing to say
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         fcntl.flock(fd, fcntl.LOCK_UN)

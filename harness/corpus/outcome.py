@@ -92,7 +92,8 @@ class Outcome:
         if status not in STATUSES:
             raise f.error("status", " or ".join(STATUSES), status)
         run_dir = f.get("run_dir", None)
-        if run_dir is not None and not isinstance(run_dir, str):
+        if run_dir is not None and (not isinstance(run_dir, str) or "\0" in run_dir
+                                    or len(run_dir.encode("utf-8", "replace")) > PATH_MAX):
             raise f.error("run_dir", "null or a path", run_dir)
         return cls(status=status, rc=f.int("rc"), elapsed_s=f.number("elapsed_s", low=0),
                    reason=f.str("reason", ""),
@@ -100,6 +101,9 @@ class Outcome:
                    rows_total=f.int("rows_total", 0, low=0),
                    rows_success=f.int("rows_success", 0, low=0),
                    notes=f.strs("notes", []))
+
+
+PATH_MAX = 4096          # the longest path Linux takes
 
 
 def judge(attempt: Attempt, op_timeout_s: float) -> Outcome:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..ab.sides import Side
+from ..ab.sides import Side, check_env_text
 from ..common.errors import PreflightError, UsageError
 from ..common.fields import Fields
 from ..common.files import (atomic_write_json, atomic_write_text, check_output_file,
@@ -78,8 +78,14 @@ def side_from(f: Fields, label: str) -> Side:
                                                                    isinstance(v, str))
                                             for k, v in env.items()):
         raise f.error(f"{label}.env", "an object of NAME: value strings", env)
+    for name, value in env.items():
+        if not name or "=" in name:
+            raise f.error(f"{label}.env", "variable names without '=' (and not empty)", name)
+        check_env_text(name, value or "", f"{f.where}: {label}.env")
     s = Fields(doc, f"{f.where}: {label}")
-    return Side(label=s.str("label", label), env=dict(env), python=s.str("python"),
+    if s.str("label", label) != label:       # the side's folder under the root is its label
+        raise s.error("label", repr(label), doc.get("label"))
+    return Side(label=label, env=dict(env), python=s.str("python"),
                 description=s.str("description", ""), options=s.object("options", {}))
 
 

@@ -137,11 +137,15 @@ def fingerprint(path: str | Path, scrub: Iterable[str] | None = None,
 
 def read_index(path: str | Path) -> list[dict[str, str]]:
     """Rows of `index.tsv` (under a run dir or its ttgir dir) as dicts keyed by header
-    name; [] when there is no index."""
+    name; [] when there is no index, or one that is not text (a damaged index: readers fall
+    back to the IR files themselves)."""
     index = ir_root(path) / "index.tsv"
     if not index.is_file():
         return []
-    lines = read_text(index).splitlines()
+    try:
+        lines = read_text(index).splitlines()
+    except UnicodeDecodeError:
+        return []
     if not lines:
         return []
     header = lines[0].split("\t")
@@ -160,10 +164,16 @@ def convert_layout_total(path: str | Path, part: str = MEASURED) -> int | None:
     rows = read_index(path)
     if rows and {"role", "hash", "convert_layout"} <= rows[0].keys():
         counts = {r["hash"]: int(r["convert_layout"]) for r in rows
-                  if r["role"] == part and r["convert_layout"].isdigit()}
+                  if r["role"] == part and _count_text(r["convert_layout"])}
         return sum(counts.values())
     return sum(convert_layout_count(read_text(f, errors="replace"))
                for _, f in files)
+
+
+def _count_text(text: str) -> bool:
+    """Whether an index cell is a count zlh wrote (ASCII digits: `isdigit` alone takes
+    superscripts that `int` refuses)."""
+    return text.isascii() and text.isdigit()
 
 
 def fingerprint_line(path: str | Path, scrub: Iterable[str] | None = None,

@@ -193,12 +193,18 @@ def _protocol(p: dict) -> Protocol:
         timer=p["timer"], dtypes=tuple(p["dtypes"]), timeouts_s=dict(p["timeouts_s"]),
         code_change=p["code_change"],
         gate=Gate({k: tuple(v) for k, v in (gate.get("classes") or {}).items()},
-                  int(gate.get("max_k", 0))),
-        measured_launch_floor=int(p.get("measured_launch_floor", 0)),
+                  int(_given(gate, "max_k", 0))),
+        measured_launch_floor=int(_given(p, "measured_launch_floor", 0)),
         scrub=tuple(p.get("scrub") or ()), bench=dict(p.get("bench") or {}),
         shapes=p.get("shapes"),
-        good_pct=float(thresholds.get("good_pct", DEFAULT_GOOD_PCT)),
-        regression_pct=float(thresholds.get("regression_pct", DEFAULT_REGRESSION_PCT)))
+        good_pct=float(_given(thresholds, "good_pct", DEFAULT_GOOD_PCT)),
+        regression_pct=float(_given(thresholds, "regression_pct", DEFAULT_REGRESSION_PCT)))
+
+
+def _given(doc: dict, key: str, default):
+    """An optional field's value; null counts as not given (the validator lets it pass)."""
+    value = doc.get(key)
+    return default if value is None else value
 
 
 def _workload(w: dict) -> Workload:
