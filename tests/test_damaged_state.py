@@ -123,3 +123,12 @@ def test_an_alias_that_nests_a_node_deeper_than_allowed_is_refused():
     text = f"a: &a {'[' * half}{']' * half}\nb: {'[' * half}*a{']' * half}\n"
     with pytest.raises(ValueError, match="levels deep"):
         loads_yaml(text)
+
+
+def test_a_result_file_replaced_by_a_directory_is_named_not_its_temporary(tmp_path):
+    from harness.common.files import atomic_write_text
+    (tmp_path / "status.tsv").mkdir()
+    with pytest.raises(OSError) as caught:
+        atomic_write_text(tmp_path / "status.tsv", "x\n")
+    assert caught.value.filename == str(tmp_path / "status.tsv")
+    assert [p.name for p in tmp_path.iterdir()] == ["status.tsv"]      # no temporary left

@@ -221,3 +221,26 @@ def test_screen_bad_inputs(tmp_path):
     assert result.exit_code == 2 and "bad scrub pattern" in result.output
     result = CliRunner().invoke(main, ["screen", "--rescore", str(tmp_path)])
     assert result.exit_code == 2 and "not a screen root" in result.output
+
+
+def test_a_side_interpreter_without_the_imports_is_a_preflight_failure(tmp_path):
+    """Checked before the root exists, new or resumed: otherwise every op of that side would
+    end as a worker that never started, and the screen would exit 0 with NO_ROWS."""
+    broken = tmp_path / "python-without-torch"
+    broken.write_text("#!/bin/sh\necho 'ModuleNotFoundError: No module named torch' >&2\n"
+                      "exit 1\n")
+    broken.chmod(0o755)
+    root = tmp_path / "s"
+    result = screen_cli(tmp_path, "--ops", "add", "--python-a", str(broken), "--root", str(root))
+    assert result.exit_code == 3, result.output
+    assert "PREFLIGHT_FAILED check=interpreter --python-a" in result.output
+    assert "No module named torch" in result.output and not root.exists()
+    result = screen_cli(tmp_path, "--ops", "add", "--switch", "X=0,1", "--root", str(root))
+    assert result.exit_code == 0, result.output
+    doc = json.loads((root / "screen.json").read_text())
+    doc["B"]["python"] = str(broken)
+    (root / "screen.json").write_text(json.dumps(doc))
+    (root / "B/add/.complete").unlink()
+    result = CliRunner().invoke(main, ["screen", "--resume", str(root)])
+    assert result.exit_code == 3, result.output
+    assert "screen.json: --python-b" in result.output

@@ -71,12 +71,19 @@ def check_plan(plan: ABPlan) -> None:
 def check_side(ops, options: BenchOptions, side: Side, flag: str) -> None:
     """The bench checks under the side's environment; its interpreter's imports when they
     can differ from this process's."""
-    env = env_for(side, options.backend)
+    env = check_side_interpreter(side, flag, options.backend)
+    with preserved_environ(env):
+        plan_bench(ops, options, dry_run=True)
+
+
+def check_side_interpreter(side: Side, flag: str, backend: str | None) -> dict:
+    """PreflightError when the side's interpreter cannot import what a run needs (probed
+    when it can differ from this process's); the side's environment."""
+    env = env_for(side, backend)
     if side.python != sys.executable or any(k.startswith("PYTHON") and k != "PYTHONUNBUFFERED"
                                              for k in side.env):
         check_interpreter(side.python, flag, env)
-    with preserved_environ(env):
-        plan_bench(ops, options, dry_run=True)
+    return env
 
 
 def check_interpreter(python: str, flag: str, env: dict | None = None) -> str:

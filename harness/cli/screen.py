@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ..ab.preflight import check_side_interpreter
 from ..ab.recipe import load_recipe
 from ..ab.sides import sides_from_env, sides_from_switch
 from ..common import errors
@@ -132,6 +133,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
         where = f"{resume}/screen.json"
         check_plan(plan.base, corpus_adapter(plan.base.options, vllm_dir, where), where,
                    (plan.a.python, plan.b.python), resolve=True)
+        _check_interpreters(plan.a, plan.b, plan.base.options.backend, f"{where}: ")
         check_devices(plan.base.options.backend, plan.base.devices)
         hold_root(plan.root, "screen")
         mend_side_plans(plan, echo_err)
@@ -157,6 +159,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
                      op_timeout_s=op_timeout, fresh_process=fresh_process, retries=retries,
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory)
     check_plan(base, adapter, pythons=(a.python, b.python))
+    _check_interpreters(a, b, options.backend)
     new_root(root_path, "--root", "screen")
     plan = ScreenPlan(root_path, base, a, b, scrub)
     write_plan(plan)
@@ -184,3 +187,11 @@ def _run(plan: ScreenPlan, resume: bool) -> int:
         click.echo(line)
     click.echo(f"screen.tsv, ir_changed.txt and both sides' batches under {plan.root}")
     return 1 if any(v.broken for v in verdicts.values()) else 0
+
+
+def _check_interpreters(a, b, backend: str | None, where: str = "") -> None:
+    """PREFLIGHT_FAILED check=interpreter (exit 3) before anything runs when a side's
+    interpreter cannot import what a run needs: otherwise every op of that side would end
+    as a worker that did not start."""
+    for flag, side in ((f"{where}--python-a", a), (f"{where}--python-b", b)):
+        check_side_interpreter(side, flag, backend)

@@ -47,8 +47,12 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, mode: int | None = 
             os.unlink(tmp)
         except FileNotFoundError:
             pass
-        if isinstance(exc, OSError) and exc.filename is None:
-            exc.filename = str(path)        # a failed write names the file it was for
+        if isinstance(exc, OSError) and exc.filename in (None, tmp):
+            # a failed write names the file it was for, not the temporary one (os.replace
+            # names both)
+            if exc.errno is not None and exc.filename2 is not None:
+                raise type(exc)(exc.errno, exc.strerror, str(path)) from None
+            exc.filename = str(path)
         raise
     return path
 
