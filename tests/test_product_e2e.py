@@ -106,3 +106,24 @@ def test_resume_runs_only_the_unfinished_task(campaign):
     assert result.output.count("(kept from before the resume)") == 3
     assert "CAMPAIGN_TASK task=raise class=X" in result.output
     assert [p.name.split("-")[0] for p in (root / ".abandoned").iterdir()] == ["raise"]
+
+
+def test_resume_runs_again_a_task_whose_receipt_was_edited(campaign):
+    """A kept receipt must be one zlh wrote for that task, its class what its evidence
+    gives: an edited class, or a receipt stripped to its class, makes the task run again."""
+    from harness.corpus.product.manifest import CLASSES
+    root = campaign[1]["all"][1]
+    path = root / "tasks/add/task-receipt.json"
+    receipt = json.loads(path.read_text())
+    original = receipt["class"]
+    forged = next(c for c in CLASSES if c != original)
+    path.write_text(json.dumps({**receipt, "class": forged}))
+    (root / "tasks/softmax/task-receipt.json").write_text(json.dumps({"class": original}))
+    result = cli("run", root.parent, "--resume")
+    assert result.exit_code in (0, 1), result.output
+    assert f"add runs again: {path} says {forged}, its evidence gives {original}" in result.output
+    assert "softmax runs again:" in result.output and "task_id" in result.output
+    lines = [ln for ln in result.output.splitlines() if ln.startswith("CAMPAIGN_TASK")]
+    kept = {ln.split()[1] for ln in lines if ln.endswith("(kept from before the resume)")}
+    assert kept == {"task=mm", "task=raise"}                      # add and softmax measured anew
+    assert json.loads(path.read_text())["task_id"] == "add" and list(root.glob(".abandoned/add-*"))

@@ -45,8 +45,8 @@ def reaccount(run_root: str | Path, out: str | Path, floor: int | None = None) -
     rows = []
     for task_id in task_ids or sorted(shas):
         path = run_root / "tasks" / task_id / "task-receipt.json"
-        task = _task_fields(_verified(path, shas.get(task_id)), path)
-        rows.append(_task(run_root, task, floor, ir["scrub"], ir["stage"]))
+        task = task_fields(_verified(path, shas.get(task_id)), path)
+        rows.append(rederive(run_root, task, floor, ir["scrub"], ir["stage"]))
     result = {
         "kind": "reaccount", "campaign_id": sealed.get("campaign_id"),
         "selection": sealed.get("selection"), "run_root": str(run_root),
@@ -100,10 +100,12 @@ def _verified(path: Path, sha: str | None) -> dict:
     return read_json(path)
 
 
-def _task_fields(task: dict, path: Path) -> dict:
+def task_fields(task: dict, path: Path) -> dict:
     """A task receipt whose fields the re-account reads are of the types zlh seals."""
     f = _Sealed(task, str(path))
     f.str("task_id", empty=False)
+    for name in ("op_name", "family", "class", "reason"):
+        f.str(name)
     f.object("rules")
     f.strs("rules.cells")
     if not task["rules"]["cells"]:
@@ -120,7 +122,7 @@ def _task_fields(task: dict, path: Path) -> dict:
     return task
 
 
-def _task(root: Path, task: dict, floor: int, scrub, stage: str) -> dict:
+def rederive(root: Path, task: dict, floor: int, scrub, stage: str) -> dict:
     rules = Rules.from_dict(task["rules"])
     sealed = task.get("produced_by") or {}
     facts: dict[str, dict] = {"a": {}, "b": {}}

@@ -57,7 +57,7 @@ def run_campaign(frozen_dir: str | Path, root: str | Path | None = None, resume:
     ctx = CampaignContext(frozen, root, base_options(frozen), python, progress)
     receipts: dict[str, dict] = {}
     for task in frozen.matrix["tasks"]:
-        done = terminal_receipt(root, task["task_id"]) if resume else None
+        done = terminal_receipt(ctx, task["task_id"], echo) if resume else None
         receipt = done or _fresh_task(ctx, task)
         receipts[task["task_id"]] = receipt
         write_status_csv(root / STATUS_CSV, [status_row(r) for r in receipts.values()])
@@ -76,15 +76,31 @@ def _fresh_task(ctx: CampaignContext, task: dict) -> dict:
     return run_task(ctx, task)
 
 
-def terminal_receipt(root: Path, task_id: str) -> dict | None:
-    path = root / "tasks" / task_id / TASK_RECEIPT
+def terminal_receipt(ctx: CampaignContext, task_id: str, echo: Echo) -> dict | None:
+    """A finished task's receipt, kept by a resume only when it is one zlh wrote for this
+    task and its class is what its sealed cell receipts and run directories still give
+    (re-derived as `reaccount` does); otherwise None, said on one line: the task runs again."""
+    from .reaccount import rederive, task_fields      # (reaccount reads this module's names)
+    path = ctx.root / "tasks" / task_id / TASK_RECEIPT
     if not path.is_file():
         return None
     try:
-        receipt = read_json(path)
-    except UsageError:
+        receipt = task_fields(read_json(path), str(path))
+        if receipt.get("class") not in CLASSES:
+            return None                        # written before the task's end
+        if receipt["task_id"] != task_id:
+            raise UsageError(f"{path}: the receipt of task {receipt['task_id']}")
+        p = ctx.manifest.protocol
+        again = rederive(ctx.root, receipt, p.measured_launch_floor, p.scrub,
+                         ctx.options.ir_stage)
+    except UsageError as exc:
+        echo(f"zlh campaign: {task_id} runs again: {exc}")
         return None
-    return receipt if receipt.get("class") in CLASSES else None
+    if again["changed"]:
+        echo(f"zlh campaign: {task_id} runs again: {path} says {receipt['class']}, its evidence "
+             f"gives {again['new_class']}")
+        return None
+    return receipt
 
 
 def status_row(receipt: dict) -> dict:
