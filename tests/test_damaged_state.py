@@ -132,3 +132,55 @@ def test_a_result_file_replaced_by_a_directory_is_named_not_its_temporary(tmp_pa
         atomic_write_text(tmp_path / "status.tsv", "x\n")
     assert caught.value.filename == str(tmp_path / "status.tsv")
     assert [p.name for p in tmp_path.iterdir()] == ["status.tsv"]      # no temporary left
+
+
+def test_clocks_that_all_read_zero_still_chart():
+    from harness.telemetry.chart import clock_svg
+    svg = clock_svg([{"time": 0.0, "sm_clock_mhz": 0, "mem_clock_mhz": 0},
+                     {"time": 1.0, "sm_clock_mhz": 0, "mem_clock_mhz": None}])
+    assert svg.startswith("<svg") and "polyline" in svg
+
+
+def test_an_ir_file_name_that_is_not_utf8_is_listed_not_fatal(tmp_path):
+    from harness.compile.ir.fingerprint import fingerprint, ir_files
+    (tmp_path / "ttgir").mkdir()
+    with open(os.path.join(os.fsencode(tmp_path / "ttgir"), b"\xff.ttgir"), "w") as handle:
+        handle.write("module {}\n")
+    (tmp_path / "ttgir" / "k.ttgir").write_text("module {}\n")
+    assert [rel for rel, _ in ir_files(tmp_path, "ttgir", "measured")][0] == "k.ttgir"
+    assert fingerprint(tmp_path) is not None
+
+
+def test_values_a_results_file_should_not_hold_are_shown_as_unknown():
+    import numpy as np
+    from harness.run.table import _fmt
+    assert _fmt("x", ".2f") == "?" and _fmt([1], ".1f") == "?" and _fmt(True, ".1f") == "?"
+    assert _fmt(None, ".1f") == "-" and _fmt(np.float32(1.5), ".1f") == "1.5"
+
+
+def test_a_damaged_running_run_json_is_shown(tmp_path, fast_rule, fast_budget):
+    """host null, a pid no process can have, a caliber that is not an object."""
+    import json
+    from harness.run.runner import run_op
+    from harness.run.show import show_run
+    from test_runner import plan_for
+    run_dir = run_op(plan_for(["ok"], tmp_path, fast_rule, fast_budget), "op",
+                     echo=lambda _: None).run_dir
+    path = run_dir / "run.json"
+    info = json.loads(path.read_text())
+    info.update(status="running", host=None, pid=2147483653, caliber="x")
+    path.write_text(json.dumps(info))
+    text = show_run(str(run_dir))
+    assert "status=abandoned" in text and "did not complete" in text
+
+
+@pytest.mark.parametrize("damaged", [5, [5], [{"a": 1}], [{"shape": [2]}],
+                                     [{"dtype": "float32", "shape": [2], "norm": "x"}],
+                                     [{"dtype": "float32", "shape": [2], "norm": 1.0,
+                                       "sample": 5}]])
+def test_a_damaged_output_digest_reads_as_outputs_that_cannot_be_compared(damaged):
+    from harness.run.outputs import compare
+    good = [{"dtype": "float32", "shape": [2], "norm": 1.0, "nan": 0, "inf": 0,
+             "sample": [0.5, 0.5], "elements": 2}]
+    assert compare(good, good) is None
+    assert "output digest damaged" in compare(damaged, good)

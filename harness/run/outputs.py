@@ -83,7 +83,15 @@ def _rms(entry: dict) -> float:
 
 
 def compare(a: list | None, b: list | None) -> str | None:
-    """None when the outputs agree, else a one-line reason."""
+    """None when the outputs agree, else a one-line reason (also for a digest that is not
+    of the shape zlh writes: a damaged results file cannot vouch for its outputs)."""
+    try:
+        return _compare(a, b)
+    except (TypeError, KeyError, ValueError, AttributeError, IndexError):
+        return "output digest damaged (not as zlh writes it): the outputs cannot be compared"
+
+
+def _compare(a, b) -> str | None:
     if a is None or b is None:
         return None if a is b else "output recorded on one side only"
     if len(a) != len(b):

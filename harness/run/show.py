@@ -23,10 +23,10 @@ def show_run(run_dir: str, colour: bool = False) -> str:
                      f"{'; its process is gone' if run.status == ABANDONED else ''}); its "
                      f"table holds the cases measured before it stopped, and `zlh ab` "
                      f"compares it only with --allow-partial")
-    device = info.get("device") or {}
+    device = _object(info.get("device"))
     lines.append(f"device: {device.get('name')} ({device.get('arch')}), backend "
-                 f"{device.get('backend')}; adapter {(info.get('adapter') or {}).get('adapter')}")
-    caliber = info.get("caliber") or {}
+                 f"{device.get('backend')}; adapter {_object(info.get('adapter')).get('adapter')}")
+    caliber = _object(info.get("caliber"))
     lines.append(tabulate([[k, json.dumps(v) if isinstance(v, dict) else v]
                            for k, v in caliber.items()], headers=["caliber", "value"],
                           tablefmt=style.tablefmt()))
@@ -54,3 +54,8 @@ def _inputs_part(inputs_s) -> str:
     if isinstance(inputs_s, (int, float)) and not isinstance(inputs_s, bool) and inputs_s >= 1:
         return f" (building inputs {inputs_s:.1f} s)"
     return ""
+
+
+def _object(value) -> dict:
+    """A run.json field that should be an object; {} for one that is not (damaged)."""
+    return value if isinstance(value, dict) else {}

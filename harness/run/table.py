@@ -7,6 +7,8 @@ median; `flags` names measurements that deserve a second look (`gems:undersample
 """
 from __future__ import annotations
 
+import numbers
+
 from tabulate import tabulate
 
 from ..store.results import SUCCESS
@@ -15,11 +17,17 @@ FOLDABLE = ("op", "variant", "dtype", "shape", "status", "timer")
 
 
 def _fmt_ms(value) -> str:
-    return f"{value:.5f}" if value is not None else "-"
+    return _fmt(value, ".5f")
 
 
 def _fmt(value, spec: str) -> str:
-    return format(value, spec) if value is not None else "-"
+    """A number as `spec` says; "-" for none, and "?" for a stored value that is not a
+    number (a damaged results file is still shown)."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return "?"
+    return format(value, spec)
 
 
 def _colour_speedup(text: str, value, colour: bool) -> str:

@@ -48,8 +48,9 @@ class StoredRun:
     def status(self) -> str:
         """run.json's status, with a `running` run whose process is gone read as abandoned."""
         status = str(self.info.get("status", "?"))
-        if status == RUNNING and not _process_alive(self.info.get("pid"),
-                                                    self.info.get("host", {}).get("hostname")):
+        host = self.info.get("host")
+        hostname = host.get("hostname") if isinstance(host, dict) else None
+        if status == RUNNING and not _process_alive(self.info.get("pid"), hostname):
             return ABANDONED
         return status
 
@@ -202,7 +203,7 @@ def _process_alive(pid, hostname) -> bool:
         return True
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):      # no such process (or no such pid)
         return False
     except PermissionError:
         return True

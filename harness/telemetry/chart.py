@@ -60,6 +60,7 @@ def clock_svg(points: list[dict], window: list[float] | None = None, margin_s: f
     t0, t1 = points[0]["time"], points[-1]["time"]
     span = max(t1 - t0, 1e-3)
     top = max(max(p["sm_clock_mhz"], p.get("mem_clock_mhz") or 0) for p in points) * 1.05
+    top = top or 1.0                     # every clock read 0: a flat line at the bottom
 
     def xy(p, key):
         return (_LEFT + (p["time"] - t0) / span * _W,

@@ -71,7 +71,8 @@ def ir_files(path: str | Path, stage: str = "ttgir", part: str = MEASURED
         rel = file.relative_to(root).as_posix()
         if file.is_file() and (rel.startswith(SETUP_DIR + "/") == (part == SETUP)):
             found.append((rel, file))
-    return sorted(found, key=lambda item: item[0].encode("utf-8"))
+    # byte order of the names; a name that is not UTF-8 sorts by its own bytes
+    return sorted(found, key=lambda item: item[0].encode("utf-8", "surrogateescape"))
 
 
 def ttgir_files(path: str | Path) -> list[tuple[str, Path]]:
@@ -130,7 +131,7 @@ def fingerprint(path: str | Path, scrub: Iterable[str] | None = None,
         body = scrub_text(read_text(file, errors="surrogateescape"),
                           patterns).encode("utf-8", errors="surrogateescape")
         # Length-prefixed, so no file boundary can be shifted without changing the hash.
-        digest.update(f"{rel}\n{len(body)}\n".encode("utf-8"))
+        digest.update(f"{rel}\n{len(body)}\n".encode("utf-8", errors="surrogateescape"))
         digest.update(body)
     return digest.hexdigest()
 
