@@ -184,3 +184,31 @@ def test_a_damaged_output_digest_reads_as_outputs_that_cannot_be_compared(damage
              "sample": [0.5, 0.5], "elements": 2}]
     assert compare(good, good) is None
     assert "output digest damaged" in compare(damaged, good)
+
+
+@pytest.mark.parametrize("side_fields", [{"clocks": [5]}, {"clocks": "ab"},
+                                         {"repeat_medians_ms": ["x", "y"]}])
+def test_a_result_row_with_damaged_side_fields_is_refused_on_one_line(tmp_path, fast_rule,
+                                                                      fast_budget, side_fields):
+    import json
+    from harness.run.runner import run_op
+    from harness.store.reader import read_rows
+    from test_runner import plan_for
+    run_dir = run_op(plan_for(["ok"], tmp_path, fast_rule, fast_budget), "op",
+                     echo=lambda _: None).run_dir
+    results = run_dir / "results.jsonl"
+    row = json.loads(results.read_text().splitlines()[0])
+    row["torch"].update(side_fields)
+    results.write_text(json.dumps(row) + "\n")
+    with pytest.raises(UsageError, match="line 1 is not a result row"):
+        read_rows(results)
+
+
+def test_a_report_summary_without_side_spreads_still_renders():
+    from harness.ab.render import _num, _summary_lines
+    assert _num("x", ".2f") == "?" and _num(None, ".2f") == "-" and _num(1.234, ".2f") == "1.23"
+    summary = {"n": 3, "faster": 1, "slower": 1, "unchanged": 1, "rounds": 3,
+               "per_round_median_delta_pct": [0.1, -0.2, 0.05], "sign_unstable": 0,
+               "side_spread_median_pct": {}}
+    text = "\n".join(_summary_lines(summary))
+    assert "side spread (median over shapes) A -% B -%" in text

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import numbers
 
 from tabulate import tabulate
 
@@ -23,6 +24,8 @@ CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "a_ms", "
 def _num(value, spec: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return "?"                       # a damaged report.json: shown, not raised
     return format(value, spec)
 
 
@@ -119,9 +122,10 @@ def _summary_lines(s: dict) -> list[str]:
     else:
         per_round = ", ".join(_num(v, "+.2f") for v in s["per_round_median_delta_pct"])
         spread = s["side_spread_median_pct"]
+        spread = spread if isinstance(spread, dict) else {}
         lines.append(f"rounds: {s['rounds']}; per-round median delta {per_round}; sign-unstable "
                      f"shapes {s['sign_unstable']}; side spread (median over shapes) "
-                     f"A {_num(spread['A'], '.2f')}% B {_num(spread['B'], '.2f')}%")
+                     f"A {_num(spread.get('A'), '.2f')}% B {_num(spread.get('B'), '.2f')}%")
     return lines
 
 

@@ -156,6 +156,9 @@ def _row_fields(data: dict, where: str) -> dict:
             f.object(side)
             f.numbers(f"{side}.samples_ms")
             f.str(f"{side}.timer")
+            f.numbers(f"{side}.repeat_medians_ms", [])
+            if data[side].get("clocks") is not None:
+                f.objects(f"{side}.clocks")
     return data
 
 
