@@ -211,6 +211,8 @@ def test_verify_collect_builds_each_benchmark_without_timing():
     assert rows["test_dup"]["collect"] == "no_benchmark"
     assert rows["test_own_run"]["collect"] == "unsupported"
     assert rows["test_own_run"]["collect_detail"].startswith("OwnRun overrides run()")
+    assert (rows["test_mixin_run"]["collect"], rows["test_mixin_run"]["collect_detail"][:30]) \
+        == ("unsupported", "RunMixin overrides run(): its ")
     import benchmark.test_misc as misc
     assert misc.SEEN_ENV == []                  # env_op's torch_op was never called
 

@@ -46,8 +46,11 @@ def _install_capture(benchmark_cls) -> None:
         return None
 
     def patch(cls):
-        if "run" in cls.__dict__ and cls.__dict__["run"] is not capture_run:
-            cls._zlh_own_run = cls.__dict__["run"]
+        # The run() this class would call: its own, or one a mixin ahead of Benchmark in its
+        # MRO brings (upstream's parallel benchmarks); either is replaced on the class itself.
+        owner = next(c for c in cls.__mro__ if "run" in c.__dict__)
+        if owner.__dict__["run"] is not capture_run:
+            cls._zlh_own_run, cls._zlh_run_owner = owner.__dict__["run"], owner.__name__
             cls.run = capture_run
 
     def walk(cls):
@@ -161,12 +164,14 @@ def collecting(fn, call):
 
 
 def _unsupported(bench, benchmark_cls) -> str | None:
+    """Why zlh cannot reproduce this benchmark's measurement: a class before Benchmark in its
+    MRO (a subclass or a mixin) that brings its own run() or get_latency(); else None."""
     for cls in type(bench).__mro__:
-        if cls is benchmark_cls or not isinstance(cls, type) or \
-                not issubclass(cls, benchmark_cls):
-            continue
+        if cls is benchmark_cls:
+            return None
         if "_zlh_own_run" in cls.__dict__:
-            return f"{cls.__name__} overrides run(): its measurement is not reproduced"
+            owner = cls.__dict__.get("_zlh_run_owner", cls.__name__)
+            return f"{owner} overrides run(): its measurement is not reproduced"
         if "get_latency" in cls.__dict__:
             return f"{cls.__name__} overrides get_latency(): its measurement is not reproduced"
     return None
