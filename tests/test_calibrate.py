@@ -13,7 +13,6 @@ from harness.ab import compare
 from harness.ab.html import render_html
 from harness.ab.orchestrate import run_side
 from harness.ab.render import render_terminal
-from harness.ab.report import ABReport
 from harness.ab.sides import ABPlan, Side
 from harness.calibrate import floor
 from harness.calibrate.noise import NoiseFloor

@@ -2,7 +2,6 @@
 file is read again, and the compiler's identity follows the interpreter's search path."""
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from pathlib import Path

@@ -3,7 +3,6 @@ screen.tsv, resume, and a CPU end-to-end run."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +10,6 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.corpus import files
 from harness.corpus.outcome import FAIL, PASS, TIMEOUT, Outcome
 from harness.corpus.verdict import (BROKEN_BY_B, IR_CHANGED, NO_IR_DIFF, NO_ROWS, NO_TRITON,
                                     SETUP_IR_CHANGED, TSV_COLUMNS, decide, read_tsv)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import csv
 import io
 import math
-import numbers
 
 from tabulate import tabulate
 
 from ..common import style
+from ..common.fields import is_number
 from ..common.files import json_safe
 from .report import ABReport, ABRow
 
@@ -24,7 +24,7 @@ CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "a_ms", "
 def _num(value, spec: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not is_number(value):
         return "?"                       # a damaged report.json: shown, not raised
     return format(value, spec)
 

@@ -11,7 +11,6 @@ gets no label.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..common.documents import loads_json
 from ..common.errors import UsageError

@@ -10,6 +10,7 @@ reader with its own wording overrides `error`.
 from __future__ import annotations
 
 import math
+import numbers
 
 from .errors import UsageError
 
@@ -99,10 +100,15 @@ class Fields:
         return Fields(self.doc[name][index], f"{self.where}: {name}[{index}]")
 
 
+def is_number(value) -> bool:
+    """A real number (an int or float, numpy's included), not a bool: what a stored numeric
+    field must be before it is formatted or compared."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def _finite_number(value) -> bool:
-    """An int or float, finite, and not a bool."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and \
-        math.isfinite(value)
+    """A real number, finite, and not a bool."""
+    return is_number(value) and math.isfinite(value)
 
 
 def _lookup(doc, name: str, default):

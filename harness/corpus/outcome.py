@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..common import markers
-from ..common.fields import Fields
+from ..common.fields import Fields, is_number
 from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, EXIT_POISONED, EXIT_PREFLIGHT
 from ..store.reader import load_run_or_none
 from ..store.results import FAILED, SKIPPED, SUCCESS
@@ -162,8 +162,7 @@ def judge(attempt: Attempt, op_timeout_s: float) -> Outcome:
 def slow_inputs(inputs_s, elapsed_s: float) -> bool:
     """Whether building the op's inputs took most of its time (5 s or more, at least half):
     worth a note, since no kernel of the op is slow then."""
-    return (isinstance(inputs_s, (int, float)) and not isinstance(inputs_s, bool)
-            and inputs_s >= 5.0 and inputs_s >= 0.5 * elapsed_s)
+    return is_number(inputs_s) and inputs_s >= 5.0 and inputs_s >= 0.5 * elapsed_s
 
 
 def dtype_problem(outcome: Outcome) -> bool:

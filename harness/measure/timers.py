@@ -255,7 +255,7 @@ class GraphTimer(EventTimer):
             return [s.elapsed_time(e) / unroll for s, e in pairs]
 
         samples = self._collect(take_batch)
-        del graph
+        graph = None    # the captured graph is released before the result is returned
         return Measurement(tuple(samples), self.name, unroll, warmup_calls + replays * unroll,
                            clocks=self.clocks,
                            undersampled=self.rule.undersampled(len(samples)))

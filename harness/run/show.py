@@ -7,6 +7,7 @@ import json
 from tabulate import tabulate
 
 from ..common import markers, style
+from ..common.fields import is_number
 from ..store.reader import ABANDONED, COMPLETE, load_run
 from .table import render_rows
 
@@ -51,7 +52,7 @@ def show_run(run_dir: str, colour: bool = False) -> str:
 
 def _inputs_part(inputs_s) -> str:
     """` (building inputs N s)` once the adapter's input building took a second or more."""
-    if isinstance(inputs_s, (int, float)) and not isinstance(inputs_s, bool) and inputs_s >= 1:
+    if is_number(inputs_s) and inputs_s >= 1:
         return f" (building inputs {inputs_s:.1f} s)"
     return ""
 

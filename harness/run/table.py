@@ -7,10 +7,9 @@ median; `flags` names measurements that deserve a second look (`gems:undersample
 """
 from __future__ import annotations
 
-import numbers
-
 from tabulate import tabulate
 
+from ..common.fields import is_number
 from ..store.results import SUCCESS
 
 FOLDABLE = ("op", "variant", "dtype", "shape", "status", "timer")
@@ -25,7 +24,7 @@ def _fmt(value, spec: str) -> str:
     number (a damaged results file is still shown)."""
     if value is None:
         return "-"
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not is_number(value):
         return "?"
     return format(value, spec)
 

@@ -81,7 +81,6 @@ def compare_run(run_dir, backend, out: list[dict]) -> None:
                         "zlh_gems": row.gems_ms, "dbcg_gems": g, "zlh_torch": row.torch_ms,
                         "dbcg_torch": b, "prof_gems": p, "kernels": kernels,
                         "fallbacks": hook.fallback_counts.copy()})
-            r = out[-1]
             print(f"{run.op:14} {case.dtype:9} {case.shape_detail[:22]:22} {row.gems_ms:10.5f} "
                   f"{g:10.5f} {row.gems_ms / g:6.3f} {row.torch_ms:10.5f} {b:10.5f} "
                   f"{row.torch_ms / b:6.3f} {(p or float('nan')):10.5f} "

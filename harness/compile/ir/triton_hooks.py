@@ -267,8 +267,8 @@ class _Observer:
             # newest path, the older one may be gone with its cache.
             known.ir_paths.update(variant.ir_paths)
             self.by_name.setdefault(known.kernel, set()).add(known.hash)
-            for capture in self.captures:
-                capture._compiled(known.hash, swept)
+            for each in self.captures:
+                each._compiled(known.hash, swept)
 
     def on_kernel_load(self, module, function, name, metadata_group, hash, *rest) -> None:
         """kernel_load_end_hook(module, function, name, metadata_group, hash)."""
@@ -288,8 +288,8 @@ class _Observer:
             if key is None:
                 candidates = self.by_name.get(str(data.get("name")), ())
                 key = next(iter(candidates)) if len(candidates) == 1 else None
-            for capture in self.captures:
-                capture._launched(key, str(data.get("name", "?")), swept, timed)
+            for each in self.captures:
+                each._launched(key, str(data.get("name", "?")), swept, timed)
 
 
 observer = _Observer()

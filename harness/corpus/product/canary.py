@@ -2,7 +2,6 @@
 run of this very manifest (same campaign_id, same manifest sha256) whose gate passed."""
 from __future__ import annotations
 
-from pathlib import Path
 
 from ...common.documents import loads_json
 from ...common.errors import UsageError
