@@ -407,6 +407,18 @@ def test_bench_options_round_trip_through_argv_and_run_json(tmp_path):
     assert merged.dtypes == ("bfloat16",) and merged.ir is True and merged.repeat == 3
 
 
+def test_rounds_with_replay_are_refused_before_anything_runs(tmp_path):
+    """--replay compares one new B against a stored A that is never run again: rounds cannot
+    apply, so asking for them is a usage error, not a silent single round."""
+    a = make_run(tmp_path, "a", {"64x64": 1.0})
+    root = tmp_path / "b"
+    result = CliRunner().invoke(main, ["ab", "--replay", str(a), "--rounds", "3",
+                                       "--root", str(root)])
+    assert result.exit_code == 2, result.output
+    assert "--rounds does not apply with --replay RUN_A" in result.stderr
+    assert "Traceback" not in result.output and not root.exists()
+
+
 def test_bad_side_options_are_usage_errors(tmp_path):
     result = CliRunner().invoke(main, ["ab", "add", "--switch", "NOEQUALS"])
     assert result.exit_code == 2 and "--switch expects NAME=A_VALUE,B_VALUE" in result.output

@@ -230,7 +230,7 @@ ROWS = [
           ("add", "typo.yaml", "has no `shapes` list (keys: shape)"),
           ("add", "binary.yaml", "cannot be read"),
           ("add", "missing.yaml", "shape file not found"))],
-    R("bench", "add", "--shapes", "sh", *FAST, code=2, first="shape file sh is not a regular file"),
+    R("bench", "add", "--shapes", "sh", *FAST, code=2, first="shape file sh is a directory, not a file"),
     # ---- zlh bench --replay -----------------------------------------------------------------
     R(*BENCH, "--replay", "nonexistent", code=2, first="no such run directory"),
     R(*BENCH, "--replay", "r/cuda", "--backend", "cpu", code=2,
@@ -272,6 +272,8 @@ ROWS = [
     # ---- zlh ab OP --switch/--env/--python ---------------------------------------------------
     R("ab", "addd", "--switch", "ZLH_BUILTIN_SLOW=0,1", *SH, *FAST, code=2,
       first="unknown op 'addd'"),
+    R("ab", "a" * 300, "--switch", "ZLH_BUILTIN_SLOW=0,1", *SH, *FAST, code=2,
+      id="ab 300-character op", first=f"unknown op '{'a' * 300}' for adapter builtin"),
     R("ab", "add", "--switch", "ZLH_BUILTIN_SLOW", code=2, first="--switch expects NAME="),
     R("ab", "add", "--switch", "=0,1", code=2, first="--switch expects NAME="),
     R("ab", "add", "--switch", "X=0,1", "--env-a", "Y=1", code=2, first="use either --switch"),
@@ -358,6 +360,10 @@ ROWS = [
     R("fingerprint", "r/recA", "--scrub", "(", code=2, first="bad scrub pattern '('"),
     R("fingerprint", "afile", code=2, first="Directory 'afile' is a file"),
     R("ops", "softmx", code=2, first="no op matches 'softmx'; did you mean softmax?"),
+    R("ops", "", "--adapter", "builtin", code=2, id="ops empty pattern",
+      first="PATTERNS holds an empty pattern, which every op matches"),
+    R("ops", "add", " ", "--adapter", "builtin", code=2, id="ops blank pattern",
+      first="PATTERNS holds an empty pattern, which every op matches"),
     R("ops", "--vllm", "plain", code=2, first="--vllm lists a FlagGems-vllm checkout"),
     R("ops", "--adapter", "flaggems", code=3, first="PREFLIGHT_FAILED check=flaggems_dir"),
     R("ops", "--flaggems-dir", "nonexistent", code=3, first="PREFLIGHT_FAILED check=flaggems"),
@@ -440,7 +446,7 @@ ROWS = [
     R("ab", "add", *SIDES, "--noise-floor", "afile", code=2, first="cannot be read"),
     R("shapes", "derive", "--out", "x.yaml", code=2, first="has no shapes of its own"),
     R("shapes", "check", "nonexistent.yaml", code=2, first="shape file not found"),
-    R("shapes", "check", "sh", code=2, first="shape file sh is not a regular file"),
+    R("shapes", "check", "sh", code=2, first="shape file sh is a directory, not a file"),
     R("shapes", "derive", "--flaggems-dir", str(FAKE_FG), "--out", "sh", code=2,
       first="--out sh: exists and is a directory"),
     R("shapes", "derive", "--flaggems-dir", str(FAKE_FG), "--out", "sh/add.yaml/x.yaml",
@@ -467,7 +473,7 @@ ROWS = [
 ]
 if Path("/proc").is_dir():
     ROWS.append(R(*BENCH, "--out", "/proc/zlh", code=2,
-                  first="--out /proc/zlh: cannot create the directory"))
+                  first="--out /proc/zlh: cannot create a directory under /proc"))
     ROWS.append(R("fingerprint", "/proc/self", code=2, first="is not a run directory"))
 
 

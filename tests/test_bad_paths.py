@@ -67,7 +67,7 @@ ROWS = [
     # ---- a symbolic link that loops, as any path argument -------------------------------
     R("ab", "r/rec", "loop", code=2, first=LOOP),
     R("ab", "--replay", "loop", code=2, first="loop"),
-    R(*BENCH, "--replay", "loop", code=2, first="--replay loop: no such run directory"),
+    R(*BENCH, "--replay", "loop", code=2, first=f"--replay loop: {LOOP}"),
     R("screen", "--rescore", "loop", code=2, first=LOOP),
     R("campaign", "run", "loop", code=2, first=LOOP),
     R("campaign", "reaccount", "loop", "--out", "re", code=2, first=LOOP),
@@ -83,7 +83,7 @@ ROWS = [
       first=f"--out loop: {NOWHERE}"),
     # ---- a name too long for the file system; an environment value too long to pass -----
     R("ab", "x" * 300, "--env-b", "X=1", *SH, *FAST, code=2,
-      first="a name longer than the file system allows", id="ab op of 300 characters"),
+      first="unknown op 'xxxxxxxx", id="ab op of 300 characters"),
     R("ab", "r/rec", "x" * 300, code=2, first="a name longer than the file system allows",
       id="ab run dir of 300 characters"),
     R("ab", "--recipe", "bigenv.yaml", code=2,

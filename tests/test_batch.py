@@ -104,6 +104,23 @@ def test_selection_errors():
     assert [i.op for i in items] == ["add", "mm"]            # duplicates run once
 
 
+def test_an_op_named_a_thousand_times_gives_one_warning_line(tmp_path):
+    import adapters
+    adapter = adapters.get_adapter("builtin")
+    warned = []
+    items, _ = select(adapter, False, ["mm"] + ["add"] * 1000 + ["mm", "softmax", "mm"], None,
+                      warn=warned.append)
+    assert [i.op for i in items] == ["mm", "add", "softmax"]       # first occurrence kept
+    assert warned == ["WARNING: ops named more than once run once each (first occurrence "
+                      "kept): mm (3 times), add (1000 times)"]
+    ops_file = tmp_path / "ops.txt"
+    ops_file.write_text("add\n" * 1000)
+    warned.clear()
+    items, _ = select(adapter, False, None, str(ops_file), warn=warned.append)
+    assert [i.op for i in items] == ["add"] and len(warned) == 1
+    assert warned[0].endswith(": add (1000 times)")
+
+
 def test_fault_ops_are_hidden_from_the_inventory_unless_asked_for():
     import adapters
     adapter = adapters.get_adapter("builtin")

@@ -65,6 +65,23 @@ def test_a_replay_batch_cannot_serve_as_a_record(tmp_path):
         result.output
 
 
+def test_a_record_run_that_did_not_complete_is_not_replayed(tmp_path):
+    record = tmp_path / "rec"
+    assert batch(tmp_path, "--ops", "add,mm", "--out", str(record)).exit_code == 0
+    info_path = record / rows(record)["add"]["run_dir"] / "run.json"
+    info = json.loads(info_path.read_text())
+    info["status"] = "poisoned"                    # as a record run the device ended
+    info_path.write_text(json.dumps(info))
+    reason = replay_source(record, "add", "cpu")
+    assert isinstance(reason, str) and "did not complete (status poisoned" in reason, reason
+    result = batch(tmp_path, "--ops", "add,mm", "--replay", str(record),
+                   "--out", str(tmp_path / "rep"))
+    assert result.exit_code == 0, result.output
+    got = rows(tmp_path / "rep")
+    assert (got["add"]["status"], got["add"]["notes"]) == ("SKIP", "no_record")
+    assert got["mm"]["status"] == "PASS"
+
+
 def test_bad_replay_roots_are_one_line_usage_errors(tmp_path):
     (tmp_path / "file").write_text("x")
     (tmp_path / "empty").mkdir()

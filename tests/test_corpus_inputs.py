@@ -126,7 +126,7 @@ def test_new_batch_with_an_option_failing_every_op_is_one_line(tmp_path, args, f
 def test_new_batch_under_a_folder_that_takes_none_is_one_line():
     """Before: exit 1 after the header was printed (the directory was made after the check)."""
     one_line(run(["batch", *FAST, "--ops", "add", "--out", "/proc/zlh-batch", "-q"]), 2,
-             "--out /proc/zlh-batch: cannot create the directory")
+             "--out /proc/zlh-batch: cannot create a directory under /proc")
 
 
 @pytest.mark.parametrize("damage", ["gone", "run.json", "results.jsonl", "other op"])
@@ -193,7 +193,8 @@ def test_dismiss_entry_matching_no_op_is_said_once_per_line(tmp_path):
                          None, dismiss=parse_dismiss(path), warn=warned.append)
     assert [i.op for i in items] == ["softmax"] and left == [("add", "dismissed: slow")]
     assert warned == [
-        "WARNING: op add is named twice; it runs once",
+        "WARNING: ops named more than once run once each (first occurrence kept): "
+        "add (2 times)",
         f"WARNING: {path}:3: dismiss entry 'softmaks' matches no op of the corpus; it "
         f"dismisses nothing (check the name)",
         f"WARNING: {path}:4: dismiss entry 'vllm:nothing' matches no op of the corpus; it "

@@ -286,7 +286,8 @@ def test_zlh_bench_cases_runs_a_module_and_zlh_ab_switches_it(user_module, tmp_p
     (["--cases", "no_such_module_xyz:cases"], 2, "no module named 'no_such_module_xyz'"),
     (["--cases", "{module}:case"], 2, "has no attribute 'case'; did you mean cases?"),
     (["--cases", "{module}:add"], 2, "must take no arguments"),
-    (["--cases", "{module}:os"], 2, "expected a harness.Case"),
+    (["--cases", "{module}:os"], 3, "PREFLIGHT_FAILED check=cases --cases {module}:os names "
+                                    "a module (os), not a case provider; expected a harness.Case"),
     (["--cases", "broken_cases:cases"], 3,
      "PREFLIGHT_FAILED check=import_cases --cases broken_cases:cases: importing broken_cases "
      "failed: no GPU"),
@@ -299,11 +300,31 @@ def test_bad_cases_on_the_command_line_are_one_line_errors(user_module, tmp_path
                                                            words):
     (tmp_path / "s.yaml").write_text("other: [[1]]\n")
     args = [a.format(module=user_module) for a in args]
+    words = words.format(module=user_module)
     result = CliRunner().invoke(main, ["bench", *args, "--backend", "cpu", "--out",
                                        str(tmp_path / "runs"), "-q"])
     assert result.exit_code == code, result.output
     lines = [ln for ln in result.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("zlh: ") and words in lines[0], lines
+
+
+@pytest.mark.parametrize("attr, code, words", [
+    ("os", 3, "PREFLIGHT_FAILED check=cases --cases {spec} names a module (os), not a case "
+              "provider"),
+    ("add", 2, "--cases {spec}: a function giving cases must take no arguments"),
+])
+def test_cases_that_give_no_cases_are_refused_before_any_op_runs(user_module, tmp_path, attr,
+                                                                   code, words):
+    """Before: batch and screen passed preflight, then every op FAILed after its retries."""
+    spec = f"{user_module}:{attr}"
+    for command in (["batch", "--ops", "cases", "--out", str(tmp_path / "runs")],
+                    ["screen", "--ops", "cases", "--switch", "X=0,1", "--root",
+                     str(tmp_path / "runs")]):
+        result = CliRunner().invoke(main, [*command, "--cases", spec, "--backend", "cpu"])
+        assert result.exit_code == code, result.output
+        lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+        assert lines == [lines[0]] and lines[0].startswith("zlh: " + words.format(spec=spec))
+        assert not (tmp_path / "runs").exists()
 
 
 def test_cases_option_round_trips_through_argv():

@@ -76,6 +76,17 @@ def test_bad_gate_is_a_usage_error():
     assert result.stderr.count("\n") == 1 and "'faster:2%': expected slower:PCT" in result.stderr
 
 
+@pytest.mark.parametrize("value", ["", ",,", " , "])
+def test_empty_gate_is_a_usage_error_not_a_silent_gate_off(tmp_path, value):
+    run_a, run_b = _broken_pair(tmp_path)            # B broke a case: any gate left on trips
+    result = CliRunner().invoke(main, ["ab", str(run_a), str(run_b), "--fail-on", value,
+                                       "--fail-on", "broken"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1
+    assert "'--fail-on'" in result.stderr and "names no gate" in result.stderr
+    assert "slower:PCT, geomean:PCT or broken" in result.stderr
+
+
 def _broken_pair(tmp_path):
     run_a = fake_run(tmp_path, "a")
     run_b = fake_run(tmp_path, "b", mode="replay", replay_from=run_a)

@@ -54,6 +54,17 @@ def test_merge_keeps_every_key_and_counts_conflicts_first_shard_wins(tmp_path):
     assert again["k"]["(32,)"] == other              # order decides, deterministically
 
 
+@pytest.mark.parametrize("devices, why", [("0,0", "distinct non-negative indices"),
+                                          ("0,x", "indices such as 0,1,2")])
+def test_bad_sweep_devices_name_their_own_option(tmp_path, devices, why):
+    result = CliRunner().invoke(main, [
+        "bench", "mm", "--adapter", "builtin", "--backend", "cpu", "--parallel-sweep", "2",
+        "--sweep-devices", devices, "--out", str(tmp_path / "runs"), "--quiet"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"zlh: --sweep-devices expects {why}, got '{devices}'")
+    assert result.stderr.count("\n") == 1 and not (tmp_path / "runs").exists()
+
+
 def test_two_shards_merge_and_the_measurement_replays_every_key(tmp_path):
     shapes = tmp_path / "mm.yaml"
     shapes.write_text("mm: [[16, 16, 16], [32, 32, 32], [48, 16, 32]]\n")

@@ -15,7 +15,7 @@ from harness.common.errors import UsageError
 
 from ..base import Adapter, Case as RunnerCase, MissingShapes
 from .case import Case, check_close, dtype_name
-from .source import cases_by_op, default_op, import_spec, parse_spec
+from .source import cases_by_op, check_provider, default_op, import_spec, parse_spec
 
 PYTHON_OBJECT = "python object"
 
@@ -40,10 +40,19 @@ class UserAdapter(Adapter):
     def _loaded(self) -> dict[str | None, list[Case]]:
         if self._by_op is None:
             if self.spec is not None:
-                self._by_op = cases_by_op(import_spec(self.spec), f"--cases {self.spec}")
+                self._by_op = cases_by_op(self.check_source(), f"--cases {self.spec}")
             else:
                 self._by_op = cases_by_op(self.source, "cases")
         return self._by_op
+
+    def check_source(self) -> Any:
+        """The object `--cases` names, once it is one that can give cases (checked without
+        calling it; see check_provider); None for cases given as a Python object."""
+        if self.spec is None:
+            return None
+        obj = import_spec(self.spec)
+        check_provider(obj, f"--cases {self.spec}")
+        return obj
 
     def _cases(self, op: str) -> list[Case]:
         by_op = self._loaded()

@@ -73,6 +73,25 @@ def import_spec(spec: str) -> Any:
                          f"{attr!r}{suggest(attr, names)}") from None
 
 
+def check_provider(obj: Any, where: str) -> None:
+    """What `--cases` names, checked before any op runs and without calling it: a
+    PreflightError (check=cases) when it cannot give cases at all (a module, a number, a
+    class), the UsageError loading would give for a function that needs arguments."""
+    if isinstance(obj, (Case, list, tuple, dict)):
+        return
+    if callable(obj) and not isinstance(obj, type):
+        _check_no_arguments(obj, where)
+        return
+    raise PreflightError("cases", f"{where} names a {type(obj).__name__}{_name_of(obj)}, not "
+                                  f"a case provider; expected a harness.Case, a list of them, "
+                                  f"a function returning them or a dict op -> cases")
+
+
+def _name_of(obj: Any) -> str:
+    name = getattr(obj, "__name__", None)
+    return f" ({name})" if isinstance(name, str) and len(name) <= 80 else ""
+
+
 def cases_by_op(obj: Any, where: str) -> dict[str | None, list[Case]]:
     """{op: cases}; the key is None when the object holds one op's cases."""
     obj = _called(obj, where)
@@ -105,14 +124,7 @@ def cases_of(value: Any, where: str) -> list[Case]:
 def _called(value: Any, where: str) -> Any:
     if not callable(value) or isinstance(value, (Case, type)):
         return value
-    try:
-        inspect.signature(value).bind()
-    except TypeError:
-        raise UsageError(f"{where}: a function giving cases must take no arguments; "
-                         f"{getattr(value, '__name__', 'it')} takes "
-                         f"{inspect.signature(value)}") from None
-    except ValueError:
-        pass                                 # no signature to read (a builtin): just call it
+    _check_no_arguments(value, where)
     try:
         return value()
     except (ZlhError, Terminated):
@@ -121,3 +133,14 @@ def _called(value: Any, where: str) -> Any:
         raise PreflightError("cases", f"{where}() called sys.exit({exc.code!r})") from None
     except Exception as exc:  # noqa: BLE001 - the user's function: one line
         raise PreflightError("cases", f"{where}(): {failure_detail(exc)}") from None
+
+
+def _check_no_arguments(value: Any, where: str) -> None:
+    try:
+        inspect.signature(value).bind()
+    except TypeError:
+        raise UsageError(f"{where}: a function giving cases must take no arguments; "
+                         f"{getattr(value, '__name__', 'it')} takes "
+                         f"{inspect.signature(value)}") from None
+    except ValueError:
+        pass                                 # no signature to read (a builtin): just call it

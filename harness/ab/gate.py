@@ -48,9 +48,16 @@ class Gate:
 
 
 def parse_gates(values) -> list[Gate]:
-    """`--fail-on` values (repeatable, or comma-separated) as gates."""
-    return [Gate.parse(part) for value in values or () for part in str(value).split(",")
-            if part.strip()]
+    """`--fail-on` values (repeatable, or comma-separated) as gates. A value that names no
+    gate ('' or ',,') is refused: it would otherwise leave the gate off without a word."""
+    gates = []
+    for value in values or ():
+        parts = [part for part in str(value).split(",") if part.strip()]
+        if not parts:
+            raise UsageError(f"{value!r} names no gate: expected slower:PCT, geomean:PCT or "
+                             f"broken (e.g. slower:2%)")
+        gates.extend(Gate.parse(part) for part in parts)
+    return gates
 
 
 def slower_pct(delta_pct: float | None) -> float | None:

@@ -23,7 +23,7 @@ from ..common.errors import (EXIT_CALIBER, EXIT_FAILED_CASES, EXIT_OK, EXIT_PREF
 from ..common.files import atomic_write_json, check_output_dir
 from ..compile.ir import fingerprint
 from ..run.options import BenchOptions
-from ..store.reader import COMPLETE, StoredRun, load_run
+from ..store.reader import COMPLETE, REPLAY_PARTIAL_ENV, StoredRun, load_run
 from ..store.results import FAILED, SUCCESS
 from ..store.rundir import safe_name
 from .compare import compare_runs
@@ -347,7 +347,9 @@ def replay_against(run_a, given: dict, root: Path, timeout_s: float, echo: Echo,
     op = stored.info.get("op")
     if not isinstance(op, str):
         raise UsageError(f"{run_a}: run.json names no op")
-    plan = ABPlan(ops=[op], a=Side("A", description=str(run_a)), b=Side("B", description="now"),
+    partial = {REPLAY_PARTIAL_ENV: "1"} if allow_partial else {}   # side B's bench allows it
+    plan = ABPlan(ops=[op], a=Side("A", description=str(run_a)),
+                  b=Side("B", description="now", env=partial),
                   options=options, root=root, timeout_s=timeout_s)
     check_replay(stored, options, root, allow_partial, plan.b)
     check_output_dir(root, "--root", create=True)

@@ -25,7 +25,8 @@ from ..common.process import check_runnable
 from ..compile.ir.fingerprint import compile_scrub
 from ..run.options import BenchOptions
 from ..run.plan import plan_bench, preserved_environ
-from ..store.reader import COMPLETE, StoredRun
+from ..store.reader import StoredRun
+from ..store.reader import check_complete as refuse_unfinished
 from .sides import ABPlan, Side, env_for
 
 # What a side's interpreter must import to run `zlh bench`.
@@ -61,11 +62,19 @@ def check_plan(plan: ABPlan) -> None:
     check_scrub(plan.scrub)
     check_new_root(plan.root)
     for op in plan.ops:
-        if (Path(op) / "run.json").is_file():
+        if _names_run_dir(op):
             raise UsageError(f"{op} is a run directory, not an op; to compare two existing "
                              f"runs give them without --switch/--env-*/--python-*/--recipe")
     for flag, side in (("--python-a", plan.a), ("--python-b", plan.b)):
         check_side(plan.ops, plan.options, side, flag)
+
+
+def _names_run_dir(op: str) -> bool:
+    """An op name no path can hold (too long for the file system) is left to the op check."""
+    try:
+        return (Path(op) / "run.json").is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def check_side(ops, options: BenchOptions, side: Side, flag: str) -> None:
@@ -120,17 +129,8 @@ def check_scrub(patterns) -> None:
 
 def check_complete(run: StoredRun, where: str, allow_partial: bool) -> None:
     """A run that did not complete is compared only with --allow-partial (exit 4)."""
-    if run.status != COMPLETE and not allow_partial:
-        raise CaliberError(f"{where}: {describe_status(run)}; add --allow-partial to compare "
-                           f"the cases it measured")
-
-
-def describe_status(run: StoredRun) -> str:
-    status = run.status
-    reason = run.info.get("reason")
-    extra = ("its process is gone" if status == "abandoned" else
-             "still running" if status == "running" else reason or "")
-    return f"the run did not complete (status {status}{', ' + extra if extra else ''})"
+    if not allow_partial:
+        refuse_unfinished(run, where, "add --allow-partial to compare the cases it measured")
 
 
 def check_replay(run: StoredRun, options: BenchOptions, root: Path, allow_partial: bool,

@@ -118,7 +118,8 @@ def _summary_lines(s: dict) -> list[str]:
                 else "")]
     if s.get("rounds", 1) == 1:
         lines.append("one round: intervals and p-values see each process's own noise only; "
-                     "--rounds 3 or more adds the process-to-process part")
+                     "when zlh runs both sides, --rounds 3 or more adds the "
+                     "process-to-process part")
     else:
         per_round = ", ".join(_num(v, "+.2f") for v in s["per_round_median_delta_pct"])
         spread = s["side_spread_median_pct"]

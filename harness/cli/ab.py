@@ -44,7 +44,8 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
               type=click.Path(), callback=not_empty,
               help="A/B recipe (YAML), see recipes/.")
 @click.option("--rounds", type=click.IntRange(min=1), default=None,
-              help="Pairs to run; round 1's A records, every other run replays it. Default 1.")
+              help="Pairs to run; round 1's A records, every other run replays it. Default 1. "
+                   "Not with --replay (its side A is a stored run).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=3600.0,
               callback=finite, show_default=True,
               help="Per-run limit in seconds (the whole process group is killed; recorded as "
@@ -105,6 +106,11 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
     if replay_run:
         if args or running:
             raise errors.UsageError("--replay RUN_A takes no ops or side options")
+        if params["rounds"] is not None:     # A is stored: no later round can run it again
+            raise errors.UsageError(
+                "--rounds does not apply with --replay RUN_A: side A is a stored run that is "
+                "not run again, so a replay is one pair; drop --rounds, or run both sides "
+                "here (zlh ab OP --switch/--env-a/--python-a/--recipe --rounds N)")
         report, code = orchestrate.replay_against(
             replay_run, given, root_path, params["timeout_s"], echo,
             params["allow_caliber_mismatch"], params["scrub"], params["allow_partial"])

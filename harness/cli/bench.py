@@ -55,9 +55,10 @@ def bench(ops, out, replay, keep_cache, plant_pct, quiet, as_json, parallel_swee
     With --cases MODULE:ATTR, OPS name the ops of your cases (default: ATTR).
 
     Exit status: 0 all cases ok, 1 some case failed (or the run failed: disk full), 2 bad
-    input, 3 preflight failed, 5 the device became unusable (the run stopped; what was
-    measured is kept), 130/143 interrupted (SIGINT/SIGTERM). An op whose code calls
-    sys.exit(N) exits 1 (run.json: crashed), never N.
+    input, 3 preflight failed, 4 --replay names a record run that did not complete, 5 the
+    device became unusable (the run stopped; what was measured is kept), 130/143
+    interrupted (SIGINT/SIGTERM). An op whose code calls sys.exit(N) exits 1 (run.json:
+    crashed), never N.
     """
     options = options_from(params, out=out, replay=replay, keep_cache=keep_cache,
                            case_shard=case_shard, plant_pct=plant_pct, argv=["zlh"] + sys.argv[1:])
@@ -70,9 +71,11 @@ def bench(ops, out, replay, keep_cache, plant_pct, quiet, as_json, parallel_swee
     if parallel_sweep:
         from ..run.sweep import bench_with_sweep
         from .batch import check_devices, parse_devices, visible_devices
-        devices = parse_devices(sweep_devices) or visible_devices(options.backend)
+        devices = (parse_devices(sweep_devices, "--sweep-devices")
+                   or visible_devices(options.backend))
         if options.backend != "cpu" and len(devices) >= 2:
-            devices = check_devices(options.backend, devices)    # real devices must exist
+            devices = check_devices(options.backend, devices,    # real devices must exist
+                                    "--sweep-devices")
         results = bench_with_sweep(ops, options, parallel_sweep, devices, echo, progress)
     else:
         results = run_bench(ops, options, echo=echo, progress=progress)

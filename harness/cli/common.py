@@ -15,6 +15,7 @@ from click.core import ParameterSource
 import backends
 
 from ..common import errors, style
+from ..common.files import SYMLINK_LOOP
 from ..compile.ir.variants import IR_STAGES
 from ..measure.stopping import StoppingRule
 from ..measure.timers import Budget
@@ -71,7 +72,6 @@ def handles_errors(fn):
     return wrapper
 
 
-SYMLINK_LOOP = "a symbolic link loop (the link leads back to itself); name a real path"
 BAD_PATH = {errno.ELOOP: SYMLINK_LOOP,
             errno.ENAMETOOLONG: "a name longer than the file system allows (a path, or an op "
                                 "name that becomes one)"}

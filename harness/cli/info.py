@@ -12,7 +12,7 @@ from click.core import ParameterSource
 from tabulate import tabulate
 
 from ..common import errors, style
-from ..common.files import to_json
+from ..common.files import SYMLINK_LOOP, link_loop, to_json
 from ..common.schema import stamp
 from . import main
 from .common import echo_err, echo_out, handles_errors
@@ -49,9 +49,12 @@ def ops_cmd(ctx, patterns, adapter, flaggems_dir, vllm_dir, all_builtin, as_csv,
     and the skip guards each backend overrides or keeps.
 
     PATTERNS (optional) keep the functions whose op name, file or function contains one of
-    them (case-insensitive): `zlh ops softmax`. On a terminal, lines are cut to its width
-    (the COLUMNS variable overrides it); --json gives everything.
+    them (case-insensitive): `zlh ops softmax`; an empty pattern is refused. On a terminal,
+    lines are cut to its width (the COLUMNS variable overrides it); --json gives everything.
     """
+    if any(not p.strip() for p in patterns):     # '' is in every name: it would keep all
+        raise errors.UsageError("PATTERNS holds an empty pattern, which every op matches; give "
+                                "part of an op, file or function name, or none to list all")
     import adapters
     name = adapter or adapters.default_adapter_name(flaggems_dir)
     if (name != "flaggems" and vllm_dir
@@ -180,6 +183,8 @@ def fingerprint(run_dir, scrub):
     except ValueError as exc:
         raise errors.UsageError(str(exc)) from None
     path = Path(run_dir)
+    if link_loop(path):
+        raise errors.UsageError(f"{run_dir}: {SYMLINK_LOOP}")
     if not path.is_dir():
         raise errors.UsageError(f"{run_dir} is not a run directory (no such directory)")
     if not any((path / name).exists() for name in ("run.json", "ttgir", "index.tsv")) and \

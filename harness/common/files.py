@@ -128,6 +128,12 @@ def check_output_dir(path: str | os.PathLike, flag: str, create: bool = False) -
     if not os.access(existing, os.W_OK | os.X_OK):
         why = "read-only file system" if _read_only(existing) else "permission denied"
         raise UsageError(f"{flag} {path}: cannot write under {existing} ({why})")
+    if existing != target and not create:
+        try:                   # /proc and the like: writable to root, yet takes no new folder
+            tempfile.TemporaryDirectory(dir=existing).cleanup()
+        except OSError as exc:
+            raise UsageError(f"{flag} {path}: cannot create a directory under {existing} "
+                             f"({exc.strerror or exc})") from None
     if create:
         try:
             target.mkdir(parents=True, exist_ok=True)
@@ -168,6 +174,21 @@ def _refuse_broken_link(target: Path, flag: str, path) -> None:
                          f"missing target)")
 
 
+SYMLINK_LOOP = "a symbolic link loop (the link leads back to itself); name a real path"
+
+
+def link_loop(path: str | os.PathLike) -> bool:
+    """Whether `path` is, or passes through, a symbolic link loop: `exists()` and `is_dir()`
+    say False for one, which a reader would otherwise report as missing."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    except ValueError:                   # a NUL byte: no such path
+        return False
+    return False
+
+
 def _read_only(path: Path) -> bool:
     try:
         return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
@@ -180,14 +201,17 @@ def _open_regular(path: str | os.PathLike):
     file`), a directory one too (`Is a directory`): reading them would wait for a writer
     forever or never end (/dev/zero). Readers turn the OSError into their one line."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    handle = os.fdopen(fd, "rb")
-    mode = os.fstat(fd).st_mode
+    try:                                 # before fdopen: it names a directory by its fd
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        os.close(fd)
+        raise
     if not stat.S_ISREG(mode):
-        handle.close()
+        os.close(fd)
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
         raise OSError(errno.EINVAL, "not a regular file (a pipe or device)", str(path))
-    return handle
+    return os.fdopen(fd, "rb")
 
 
 def read_bytes(path: str | os.PathLike) -> bytes:
@@ -224,7 +248,11 @@ def read_json_object(path: str | os.PathLike, missing: str, what: str = "a JSON 
         doc = loads_json(read_text(path))
     except FileNotFoundError:
         raise UsageError(missing) from None
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a directory, not a file ({what} was expected)") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
+        if link_loop(path):
+            raise UsageError(f"{path}: {SYMLINK_LOOP}") from None
         first = str(exc).strip().splitlines()
         raise UsageError(f"{path} cannot be read: {first[0] if first else exc}") from None
     if not isinstance(doc, dict):

@@ -10,14 +10,16 @@ or damaged batch.json, screen.json or campaign.json is refused the way a bad opt
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import adapters
 
 from ..common.errors import UsageError, one_line
 from ..common.process import check_runnable
+from ..calibrate.plant import check_plant
 from ..run.options import BenchOptions
-from ..run.plan import check_timer, options_backend
+from ..run.plan import check_timer, options_backend, preserved_environ
 from ..run.shapes import ShapeFileError, load_shape_file
 from .selection import check_dtype_names
 
@@ -61,19 +63,38 @@ def check_plan(plan, adapter, where: str = "", pythons: tuple[str, ...] = (),
     if not 0 <= plan.retries <= MAX_RETRIES:
         raise UsageError(f"{p}retries {plan.retries}: expected 0 to {MAX_RETRIES}")
     try:
-        check_timer(plan.options, options_backend(plan.options))
+        backend = options_backend(plan.options)
+        check_timer(plan.options, backend)
+        check_plant(plan.options.plant_pct,            # as `zlh bench --plant-pct` checks it
+                    plan.options.replay or getattr(plan, "replay_root", None), backend)
         if plan.options.shapes:
             load_shape_file(plan.options.shapes)
     except (UsageError, ShapeFileError) as exc:
         raise UsageError(p + str(exc)) from None
     for python in (*pythons, plan.python):
         check_executable(python, where)
+    check_cases_source(adapter, plan.options, (*pythons, plan.python), p)
     if resolve:
         for item in plan.items:
             try:
                 adapter.resolve(item.op)
             except adapters.UnknownOp as exc:
                 raise UsageError(p + one_line(exc, 300)) from None
+
+
+def check_cases_source(adapter, options: BenchOptions, pythons, prefix: str = "") -> None:
+    """`--cases MODULE:ATTR` imported here, under the backend's environment, and checked to
+    name something that gives cases (not called), so that a module or a number is refused
+    once rather than failing every op. Left to the runs when they use another interpreter."""
+    check = getattr(adapter, "check_source", None)
+    if check is None or not options.cases or any(p != sys.executable for p in pythons):
+        return
+    with preserved_environ():
+        options_backend(options).activate_env()
+        try:
+            check()
+        except UsageError as exc:
+            raise UsageError(prefix + str(exc)) from None
 
 
 def check_executable(python: str, where: str = "") -> None:

@@ -16,6 +16,9 @@ from ..common.errors import UsageError
 from .verdict import read_tsv
 
 
+MAX_ELAPSED_S = 1e9             # ~32 years: a screen time above it is a damaged table
+
+
 @dataclass
 class Partition:
     loads: dict[int, float]                     # device -> seconds
@@ -70,17 +73,22 @@ def weights_from_screen(path: Path, verdicts: tuple[str, ...] | None
         if verdicts and row.get("verdict") not in verdicts:
             filtered.append((row["op"], row.get("verdict", "-")))
             continue
-        kept[row["op"]] = _weight(row)
+        kept[row["op"]] = _weight(row, f"{path}: line {line}")
     return kept, filtered
 
 
-def _weight(row: dict) -> float | None:
+def _weight(row: dict, where: str) -> float | None:
     """elapsed_a + elapsed_b in seconds; None (the median is used) when either is not a
-    finite number >= 0."""
+    finite number >= 0; UsageError for one above MAX_ELAPSED_S (sums of such would
+    overflow into inf and nan)."""
     try:
         a, b = float(row["elapsed_a"]), float(row["elapsed_b"])
     except (KeyError, ValueError):
         return None
+    for name, value in (("elapsed_a", a), ("elapsed_b", b)):
+        if math.isfinite(value) and value > MAX_ELAPSED_S:
+            raise UsageError(f"{where}: {name} {row[name].strip()} is not a plausible time in "
+                             f"seconds (at most {MAX_ELAPSED_S:g}); fix or remove the row")
     return a + b if math.isfinite(a + b) and a >= 0 and b >= 0 else None
 
 
@@ -91,7 +99,13 @@ def partition(weights: dict[str, float | None], devices: list[int], rounds: int 
     known = [w for w in weights.values() if w is not None]
     median = statistics.median(known) if known else 1.0
     imputed = sorted(op for op, w in weights.items() if w is None)
-    full = {op: (w if w is not None else median) * rounds for op, w in weights.items()}
+    try:
+        full = {op: (w if w is not None else median) * rounds for op, w in weights.items()}
+        finite = math.isfinite(sum(full.values()) + median * rounds * len(extra))
+    except OverflowError:
+        finite = False
+    if not finite:
+        raise UsageError(f"--rounds {rounds}: the planned time overflows; give fewer rounds")
     loads = {d: 0.0 for d in devices}
     assignment: dict[int, list[str]] = {d: [] for d in devices}
     for op in sorted(full, key=lambda o: (-full[o], o)):

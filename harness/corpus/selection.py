@@ -108,7 +108,8 @@ def select(adapter, all_ops: bool, ops: Sequence[str] | None, ops_file: str | No
            ) -> tuple[list[Item], list[tuple[str, str]]]:
     """(items to run, [(op, why left out)]). Exactly one of the three forms; names are
     resolved by the adapter here, so a typo is a usage error before anything runs. `warn`
-    gets one line per op named twice and per dismiss entry that matches no op."""
+    gets one line naming the ops named more than once, and one per dismiss entry that matches
+    no op."""
     given = sum(bool(x) for x in (all_ops, ops, ops_file))
     if given != 1:
         raise UsageError("name the ops with exactly one of --all, --ops a,b,… or --ops-file F")
@@ -156,7 +157,7 @@ def _unmatched_dismissals(adapter, dismiss: dict[str, str], warn) -> None:
 
 def _resolve(adapter, items: Iterable[Item], warn=None, source: str = "--ops") -> list[Item]:
     import adapters
-    resolved, seen, unknown = [], {}, []
+    resolved, seen, unknown, times = [], {}, [], {}
     for item in items:
         try:
             name = adapter.resolve(item.op)
@@ -166,14 +167,19 @@ def _resolve(adapter, items: Iterable[Item], warn=None, source: str = "--ops") -
         if name in seen and seen[name] != item.dtypes:
             raise UsageError(f"op {name} is named twice with different dtypes; name it once "
                              f"(op::dtype,dtype in an ops file)")
-        if name in seen and warn is not None:
-            warn(f"WARNING: op {name} is named twice; it runs once")
+        times[name] = times.get(name, 0) + 1
         if name not in seen:
             seen[name] = item.dtypes
             resolved.append(Item(name, item.dtypes))
     if unknown:
         more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
         raise UsageError(unknown[0] + more)
+    repeated = [f"{name} ({n} times)" for name, n in times.items() if n > 1]
+    if repeated and warn is not None:          # one line, however often a name repeats
+        shown = ", ".join(repeated[:10]) + (f" and {len(repeated) - 10} more"
+                                           if len(repeated) > 10 else "")
+        warn(f"WARNING: ops named more than once run once each (first occurrence kept): "
+             f"{shown}")
     return resolved
 
 

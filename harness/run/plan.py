@@ -24,7 +24,8 @@ from ..compile import autotune
 from ..compile.caches import CacheEnv, apply_env, compile_cache
 from ..measure.timers import resolve_timer_name
 from ..store.compiler import compiler_identity
-from ..store.reader import find_runs, read_info
+from ..store.reader import (REPLAY_PARTIAL_ENV, StoredRun, check_complete, find_runs,
+                            read_info)
 from .options import BenchOptions
 from .shapes import ShapeFile, ShapeFileError, load_shape_file
 
@@ -220,10 +221,13 @@ def find_record_run(path: str, op: str, backend: str) -> Path:
         runs = find_runs(root, op, mode="record")
         candidate = runs[-1] if runs else root
     autotune.load_record_dir(candidate, backend)
-    try:
-        recorded_op = read_info(candidate).get("op")
-    except UsageError:
-        recorded_op = None
+    recorded_op = None
+    if os.path.lexists(candidate / "run.json"):     # refused as `zlh ab --replay` refuses it
+        run = StoredRun(candidate, read_info(candidate), [])
+        if os.environ.get(REPLAY_PARTIAL_ENV) != "1":
+            check_complete(run, f"--replay {candidate}",
+                           "replay from a record run that completed")
+        recorded_op = run.info.get("op")
     if recorded_op not in (None, op):
         raise UsageError(f"--replay {candidate}: recorded op {recorded_op!r}, not {op!r}")
     return candidate

@@ -18,6 +18,10 @@ from pathlib import Path
 import yaml
 
 from ..common.documents import loads_yaml
+from ..common.files import SYMLINK_LOOP, link_loop
+
+
+INT64_MAX = 2 ** 63 - 1
 
 
 class ShapeFileError(ValueError):
@@ -34,8 +38,10 @@ class ShapeFile:
 def load_shape_file(path: str) -> ShapeFile:
     file = Path(path)
     if not file.is_file():
-        raise ShapeFileError(f"shape file not found: {path}" if not file.exists() else
-                             f"shape file {path} is not a regular file")
+        raise ShapeFileError(f"shape file {path}: {SYMLINK_LOOP}" if link_loop(file) else
+                             f"shape file not found: {path}" if not file.exists() else
+                             f"shape file {path} is a directory, not a file" if file.is_dir()
+                             else f"shape file {path} is not a regular file")
     try:
         raw = file.read_bytes()
         data = loads_yaml(raw.decode("utf-8"))
@@ -89,6 +95,9 @@ def _shape(value, key, origin):
                              f"(expected a list of sizes)")
     if isinstance(value, int) and value < 0:
         raise ShapeFileError(f"{origin}: {key!r} has an invalid shape {value!r} (negative size)")
+    if isinstance(value, int) and value > INT64_MAX:     # no tensor dimension can hold it
+        raise ShapeFileError(f"{origin}: {key!r} has a size {value} beyond int64 (at most "
+                             f"{INT64_MAX})")
     if isinstance(value, (list, tuple)):
         for item in value:
             if isinstance(item, (list, tuple)) or (isinstance(item, int) and

@@ -12,13 +12,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..common.documents import loads_json
-from ..common.errors import UsageError
+from ..common.errors import CaliberError, UsageError
 from ..common.fields import Fields
-from ..common.files import read_json_object, read_text
+from ..common.files import SYMLINK_LOOP, link_loop, read_json_object, read_text
 from ..common.schema import check_readable
 from .caliber import Caliber
 from .results import FAILED, SKIPPED, SUCCESS, Row
 from .rundir import RESULTS_JSONL, RUN_JSON, legacy_safe_name, safe_name
+
+# A stored latency at or above this is no measurement (a damaged or edited row): refused, so
+# statistics over it cannot overflow.
+MAX_LATENCY_MS = 1e6
 
 # run.json statuses; `abandoned` is derived: `running`, but its process is gone.
 RUNNING, COMPLETE, ABANDONED = "running", "complete", "abandoned"
@@ -65,6 +69,8 @@ def read_info(path) -> dict:
     path = Path(path)
     file = path / RUN_JSON
     if not path.is_dir():
+        if link_loop(path):
+            raise UsageError(f"{path}: {SYMLINK_LOOP}")
         why = "not a directory" if path.exists() else "no such directory"
         raise UsageError(f"{path} is not a run directory ({why})")
     info = read_json_object(file, f"{path} is not a run directory (no {RUN_JSON})",
@@ -154,12 +160,38 @@ def _row_fields(data: dict, where: str) -> dict:
     for side in ("torch", "gems"):
         if data.get(side) is not None:
             f.object(side)
-            f.numbers(f"{side}.samples_ms")
+            for name, values in (("samples_ms", f.numbers(f"{side}.samples_ms")),
+                                 ("repeat_medians_ms", f.numbers(f"{side}.repeat_medians_ms",
+                                                                 []))):
+                bad = next((v for v in values if not 0 <= v < MAX_LATENCY_MS), None)
+                if bad is not None:
+                    raise f.error(f"{side}.{name}", f"latencies from 0 to below "
+                                                    f"{MAX_LATENCY_MS:g} ms", bad)
             f.str(f"{side}.timer")
-            f.numbers(f"{side}.repeat_medians_ms", [])
             if data[side].get("clocks") is not None:
                 f.objects(f"{side}.clocks")
     return data
+
+
+# Set (to 1) by `zlh ab --replay RUN_A --allow-partial` for its side B: the `zlh bench` it
+# starts may then replay a record run that did not complete.
+REPLAY_PARTIAL_ENV = "ZLH_REPLAY_PARTIAL"
+
+
+def describe_status(run: StoredRun) -> str:
+    status = run.status
+    reason = run.info.get("reason")
+    extra = ("its process is gone" if status == ABANDONED else
+             "still running" if status == RUNNING else reason or "")
+    return f"the run did not complete (status {status}{', ' + extra if extra else ''})"
+
+
+def check_complete(run: StoredRun, where: str, hint: str) -> None:
+    """CaliberError (exit 4) `<where>: the run did not complete (...); <hint>` for a run
+    that is still running, was killed or failed: what it measured or recorded is partial.
+    One refusal for `zlh ab` comparing it and `zlh bench --replay` replaying it."""
+    if run.status != COMPLETE:
+        raise CaliberError(f"{where}: {describe_status(run)}; {hint}")
 
 
 def load_run(path) -> StoredRun:

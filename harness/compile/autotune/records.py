@@ -18,7 +18,7 @@ from pathlib import Path
 from ...common.documents import loads_json
 from ...common.errors import UsageError, one_line
 from ...common.fields import Fields
-from ...common.files import read_text, sha256_file
+from ...common.files import SYMLINK_LOOP, link_loop, read_text, sha256_file
 from ...common.schema import check_readable
 from ...store.reader import StoredRun, read_info
 
@@ -140,7 +140,8 @@ def load_record_dir(record_dir, backend: str) -> tuple[dict, dict]:
     path = Path(record_dir)
     where = f"--replay {path}"
     if not path.is_dir():
-        raise UsageError(f"{where}: no such run directory")
+        raise UsageError(f"{where}: {SYMLINK_LOOP}" if link_loop(path) else
+                         f"{where}: no such run directory")
     meta = _read_json(path / META_FILE, where)
     if meta is None:
         if _run_json_mode(path) == "replay":
