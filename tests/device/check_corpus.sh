@@ -10,6 +10,7 @@
 #   bash tests/device/check_corpus.sh reuse    # 30 ops with reused workers vs --fresh-process
 #                                              # replaying their records: ops/min, overhead per
 #                                              # op, per-shape |delta| with the configs pinned
+#                                              # (a second call on the same machine resumes both)
 #   bash tests/device/check_corpus.sh sweep    # two GPUs: parallel autotune sweep vs serial for
 #                                              # SWEEP_OPS (mm: LibTuner; layer_norm: @triton.autotune):
 #                                              # wall, conflicts, A/A of the two measurements
@@ -90,12 +91,21 @@ elif [ "$mode" = reuse ]; then
   grep -v '^#' $OPS | grep -E -x -f <(printf '%s\n' gelu softmax log_softmax layer_norm rms_norm sum mean max \
     min argmax amax prod cumsum exp sin cos relu silu sigmoid tanh mul sub div abs neg rsqrt erf clamp \
     isnan logical_and eq minimum) | head -n ${REUSE_OPS:-30} > "$WORK/ops30.txt"
-  step reused ${BOX_REUSED:-150} $ZLH batch --ops-file "$WORK/ops30.txt" --devices 0 $FASTB --op-timeout 90 --retries 0 -q --out "$WORK/reused"
+  # A second call on the same machine resumes both batches where their boxes ended them.
+  if [ -f "$WORK/reused/batch.json" ]; then
+    step reused ${BOX_REUSED:-150} $ZLH batch --resume "$WORK/reused" -q
+  else
+    step reused ${BOX_REUSED:-150} $ZLH batch --ops-file "$WORK/ops30.txt" --devices 0 $FASTB --op-timeout 90 --retries 0 -q --out "$WORK/reused"
+  fi
   # The fresh processes replay the reused batch's records: both measure the same configs, so
   # the per-shape comparison is an A/A of the two ways to run an op (ops the reused box did not
-  # finish are SKIP no_record there, at no cost).
-  step fresh ${BOX_FRESH:-420} $ZLH batch --ops-file "$WORK/ops30.txt" --devices 0 $FASTB --op-timeout 90 --retries 0 -q --fresh-process \
-    --replay "$WORK/reused" --out "$WORK/fresh"
+  # finish are SKIP no_record there, at no cost, and run on resume once it has them).
+  if [ -f "$WORK/fresh/batch.json" ]; then
+    step fresh ${BOX_FRESH:-420} $ZLH batch --resume "$WORK/fresh" -q
+  else
+    step fresh ${BOX_FRESH:-420} $ZLH batch --ops-file "$WORK/ops30.txt" --devices 0 $FASTB --op-timeout 90 --retries 0 -q --fresh-process \
+      --replay "$WORK/reused" --out "$WORK/fresh"
+  fi
   $SUM batch "$WORK/reused"
   $SUM batch "$WORK/fresh" "$WORK/reused"
 elif [ "$mode" = sweep ]; then
