@@ -80,6 +80,18 @@ def test_no_ir_diff_after_scrub_and_its_range_is_a_noise_floor(sides):
     assert SETUP_IR_CHANGED not in v.note
 
 
+def test_sides_timed_with_different_timers_are_said_in_the_note(sides):
+    a = run_dir(sides[0], "op", ttgir=TTGIR)
+    b = run_dir(sides[1], "op", ttgir=TTGIR)
+    info = json.loads((b / "run.json").read_text())
+    info["caliber"]["timer"] = "event"              # B fell back to event timing
+    (b / "run.json").write_text(json.dumps(info))
+    v = decide("op", outcome(a), outcome(b))
+    assert v.verdict == NO_IR_DIFF
+    assert v.note.endswith("; timers differ (A graph, B event): the delta mixes two timers")
+    assert "timers differ" not in decide("op", outcome(a), outcome(a)).note
+
+
 def test_setup_only_change_is_noted_never_ir_changed(sides):
     a = run_dir(sides[0], "op", setup=TTGIR)
     b = run_dir(sides[1], "op", setup=TTGIR.replace("@k", "@fill2"))

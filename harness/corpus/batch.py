@@ -5,7 +5,9 @@ at once); lanes run side by side. An op runs in the lane's reused worker (or, wi
 `--fresh-process`, in its own `zlh bench` process); a failed or crashed op is retried in a
 fresh worker at most `retries` times, two identical outcomes in a row stopping the retries; a
 timeout is not retried. When the requested dtypes leave an op nothing to run, it runs once
-more with its own. Each finished op writes `.complete`; `--resume` runs only the others.
+more with its own; when an op kills its process under graph timing (a library that aborts
+inside a capture), once more with event timing. Each finished op writes `.complete`;
+`--resume` runs only the others.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from . import files
 from .outcome import (CRASH, FAIL, POISONED, SKIP, TIMEOUT, Outcome, dtype_problem,
                       judge)
 from .progress import bar, final_summary
-from .check import MAX_RETRIES, plan_backend
+from .check import MAX_RETRIES, graph_timed, plan_backend
 from .selection import Item
 from .sharding import device_for
 from ..run.child_env import child_environment
@@ -138,6 +140,7 @@ class Batch:
         self.done = 0
         self.resume_command = f"zlh batch --resume {plan.root}"
         self.backend_name = plan_backend(plan.options) if plan.replay_root else None
+        self.graph_timed = graph_timed(plan.options)
 
     # ---- lanes --------------------------------------------------------------------------
     def run(self) -> BatchResult:
@@ -188,8 +191,8 @@ class Batch:
 
     def run_item(self, item: Item, lane: Lane, worker: Worker | None,
                  replay: Path | None = None) -> Outcome | None:
-        """One op with its retries and dtype fallback; None when a machine-wide preflight
-        failure stops the batch."""
+        """One op with its retries, dtype fallback and timer fallback; None when a
+        machine-wide preflight failure stops the batch."""
         dtypes = item.dtypes if item.dtypes else self.plan.options.dtypes
         if replay is None and self.plan.replay_root is not None:
             replay = files.replay_source(self.plan.replay_root, item.op, self.backend_name)
@@ -197,9 +200,18 @@ class Batch:
                 return Outcome(SKIP, 0, 0.0, reason=replay, notes=["no_record"])
         outcome = self._attempts(item.op, dtypes, lane, worker, 1, replay)
         if dtypes and dtype_problem(outcome):
+            dtypes = None
             fallback = self._attempts(item.op, None, lane, worker, outcome.attempt + 1, replay)
             fallback.notes.append("dtype_fallback")
             outcome = fallback
+        if outcome.status == CRASH and self.graph_timed:
+            crashed = outcome
+            outcome = self._attempts(item.op, dtypes, lane, worker, crashed.attempt + 1,
+                                     replay, timer="event")
+            rcs = [n.split("=", 1)[1] for n in crashed.notes if n.startswith("retry_rc=")]
+            outcome.notes += [n for n in crashed.notes
+                              if not n.startswith("retry_rc=") and n not in outcome.notes]
+            outcome.notes += ["timer_fallback=event", f"graph_rc={rcs[0] if rcs else crashed.rc}"]
         if outcome.preflight_check:
             self.preflight = outcome.reason
             self.stop.set()
@@ -209,13 +221,13 @@ class Batch:
         return outcome
 
     def _attempts(self, op: str, dtypes, lane: Lane, worker: Worker | None,
-                  first: int, replay: Path | None) -> Outcome:
+                  first: int, replay: Path | None, timer: str | None = None) -> Outcome:
         """Retries of FAIL and CRASH in a fresh worker; two identical outcomes stop them."""
         outcomes: list[Outcome] = []
         for k in range(first, first + 1 + self.plan.retries):
             if outcomes and worker is not None:
                 worker.stop()                      # a retry runs in a fresh worker
-            attempt = self._attempt(op, dtypes, lane, worker, k, replay)
+            attempt = self._attempt(op, dtypes, lane, worker, k, replay, timer)
             if attempt.write_failure:
                 self.stop.set()
                 raise self.cannot_write(f"op {op}", attempt.write_failure)
@@ -232,14 +244,15 @@ class Batch:
         return final
 
     def _attempt(self, op: str, dtypes, lane: Lane, worker: Worker | None, k: int,
-                 replay: Path | None = None):
+                 replay: Path | None = None, timer: str | None = None):
         out = files.op_dir(self.plan.root, op)
         out.mkdir(parents=True, exist_ok=True)
         log = out / f"run.attempt{k}.log"
         # The batch samples its devices itself (telemetry.tsv at its root): not each op.
         options = self.plan.options.replace(dtypes=dtypes, out=str(out),
                                             replay=str(replay) if replay else None,
-                                            telemetry_interval=0.0)
+                                            telemetry_interval=0.0,
+                                            timer=timer or self.plan.options.timer)
         if worker is None:
             return run_fresh(lane, op, options.to_argv(), self.plan.op_timeout_s, log, out)
         job = {"op": op, "options": options.to_dict(), "log": str(log),

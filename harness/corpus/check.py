@@ -141,6 +141,14 @@ def plan_backend(options: BenchOptions) -> str:
     return options_backend(options).name
 
 
+def graph_timed(options: BenchOptions) -> bool:
+    """Whether a corpus plan's runs capture graphs by zlh's choice (`--timer auto` on a
+    backend that can), with device events to fall back to; an explicit `--timer graph` is
+    kept as asked."""
+    backend = options_backend(options)
+    return options.timer == "auto" and backend.supports_graph and backend.supports_events
+
+
 def check_replay_plan(plan) -> None:
     """A batch with `--replay ROOT`: ROOT's runs were made on this backend, and at least one
     selected op has a record there (else nothing would be measured: one line now)."""

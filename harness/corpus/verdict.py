@@ -120,8 +120,17 @@ def decide(op: str, a: Outcome | None, b: Outcome | None, scrub=(),
         v.verdict = IR_CHANGED
         v.note = (f"kernels {_n(v.kernels_a)}->{_n(v.kernels_b)}, convert_layout "
                   f"{_n(v.cvt_a)}->{_n(v.cvt_b)}")
-    v.note += _cut_short(a, b, v)
+    v.note += _cut_short(a, b, v) + _timers_differ(run_a, run_b)
     return _flag(v)
+
+
+def _timers_differ(run_a: StoredRun, run_b: StoredRun) -> str:
+    """A side timed with another timer than the other (one fell back to event timing after
+    it crashed under graphs): its delta mixes two clocks — say so."""
+    timers = [r.caliber.timer if r.caliber else None for r in (run_a, run_b)]
+    if None in timers or timers[0] == timers[1]:
+        return ""
+    return f"; timers differ (A {timers[0]}, B {timers[1]}): the delta mixes two timers"
 
 
 def _cut_short(a: Outcome, b: Outcome, v: Verdict) -> str:
