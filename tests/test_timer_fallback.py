@@ -169,3 +169,18 @@ def test_an_explicit_graph_timer_is_kept_as_asked(plugin_path, tmp_path):
     assert result.returncode == 1, result.stderr
     row = rows(out)["abort_in_capture"]
     assert row["status"] == "CRASH" and "timer_fallback" not in row["notes"]
+
+
+def test_the_builtin_fault_op_is_hidden_and_needs_a_device_that_captures(tmp_path):
+    from click.testing import CliRunner
+
+    from harness.cli import main
+    listed = CliRunner().invoke(main, ["ops", "--adapter", "builtin", "--all-builtin"])
+    assert "fault_abort_in_capture" in listed.output
+    assert "fault_abort_in_capture" not in CliRunner().invoke(
+        main, ["ops", "--adapter", "builtin"]).output
+    result = CliRunner().invoke(main, ["bench", "fault_abort_in_capture", "--adapter",
+                                       "builtin", "--backend", "cpu", *FAST,
+                                       "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output       # skipped, not aborted
+    assert "needs a device that captures graphs (backend cpu does not)" in result.output

@@ -19,6 +19,8 @@
 #                                              # ir_changed.txt (SCREEN=folder holding it)
 #   bash tests/device/check_corpus.sh holdmem  # fault_hold_memory and fault_global_state mid-batch:
 #                                              # the worker is replaced after each
+#   bash tests/device/check_corpus.sh fallbacks # ops aborting under graph capture measured with
+#                                              # event timing; mixin-run benchmarks UNSUPPORTED
 #   bash tests/device/check_corpus.sh screen1  # one GPU: screen of the 60 ops, rescore, partition
 #                                              # for 8 devices, and a switch acting after TTGIR
 #                                              # (TRITON_DEFAULT_FP_FUSION) at --ir-stage ttgir vs ptx
@@ -148,6 +150,20 @@ elif [ "$mode" = holdmem ]; then
   for op in add fault_hold_memory softmax fault_global_state mm; do   # the worker's pid per op (softmax, mm: new ones)
     echo "$op pid $(grep -ho '"pid": [0-9]*' "$WORK"/hold/$op/${op}_*/run.json | head -n 1)"
   done
+elif [ "$mode" = fallbacks ]; then
+  # An op that aborts inside a graph capture is measured with event timing (builtin fault op,
+  # then FlagGems' cholesky_solve, whose batched MAGMA solver asserts under capture); a
+  # benchmark whose run() comes from a mixin (blas_perf_parallel) is UNSUPPORTED at once.
+  step capture 90 $ZLH batch --adapter builtin --ops add,fault_abort_in_capture,softmax --dtypes float16 \
+    --warmup-ms 10 --min-samples 5 --max-time-ms 50 --op-timeout 40 --retries 1 -q --out "$WORK/capture"
+  $SUM batch "$WORK/capture"; cut -d, -f2,5,10 "$WORK/capture/ops_status.csv"
+  step magma 240 $ZLH batch --ops cholesky_solve,cholesky_solve_out:cholesky_solve $FASTB --op-timeout 120 --retries 1 -q \
+    --out "$WORK/magma"
+  $SUM batch "$WORK/magma"; cut -d, -f2,5,6,7,8,9,10 "$WORK/magma/ops_status.csv"
+  grep -h '"timer"' "$WORK"/magma/*/*/run.json | sort | uniq -c
+  step mixin 120 $ZLH batch --ops perf_mul:blas_perf_parallel,vdot_benchmark:blas_perf_parallel $FASTB \
+    --op-timeout 90 --retries 0 -q --out "$WORK/mixin"
+  cut -d, -f2,5,7,10 "$WORK/mixin/ops_status.csv"; grep -h "UNSUPPORTED" "$WORK"/mixin/*/*/run.log | head -n 4
 elif [ "$mode" = screen1 ]; then
   step screen ${BOX_SCREEN:-330} $ZLH screen --ops-file $OPS --switch TRITON_F32_DEFAULT=ieee,tf32x3 --devices 0 \
     $FASTB --op-timeout 90 --retries 0 --root "$WORK/s"
