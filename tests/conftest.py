@@ -97,6 +97,19 @@ class FakeBackend(Backend):
         return None
 
 
+def install_plugin(site: Path, module: str, source: str, entry_points: str) -> Path:
+    """A plugin package installed as pip leaves one: `module`.py and a `.dist-info` with its
+    entry points, under `site` (put it on PYTHONPATH)."""
+    (site / f"{module}.py").write_text(source)
+    info = site / f"{module}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}"
+                                   f"\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    (info / "RECORD").write_text(f"{module}.py,,\n")
+    return site
+
+
 @pytest.fixture
 def fast_rule():
     return StoppingRule(min_samples=5, min_time_ms=1.0, max_time_ms=50.0, max_samples=200,

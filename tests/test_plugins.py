@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import install_plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,15 +72,8 @@ ENTRY_POINTS = textwrap.dedent('''
 
 @pytest.fixture(scope="module")
 def plugin_path(tmp_path_factory) -> Path:
-    site = tmp_path_factory.mktemp("site")
-    (site / "zlh_scale_plugin.py").write_text(PLUGIN)
-    info = site / "zlh_scale_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: zlh-scale-plugin\n"
-                                   "Version: 0.1\n")
-    (info / "entry_points.txt").write_text(ENTRY_POINTS)
-    (info / "RECORD").write_text("zlh_scale_plugin.py,,\n")
-    return site
+    return install_plugin(tmp_path_factory.mktemp("site"), "zlh_scale_plugin", PLUGIN,
+                          ENTRY_POINTS)
 
 
 def zlh(plugin_path: Path, *args, cwd=None):

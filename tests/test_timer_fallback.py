@@ -6,6 +6,7 @@ batch's worker processes find it too."""
 from __future__ import annotations
 
 import csv
+import inspect
 import json
 import os
 import subprocess
@@ -14,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import FakeEvent, FakeGraph, install_plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,25 +33,6 @@ PLUGIN = textwrap.dedent('''
     CAPTURING = []
 
 
-    class _Event:
-        def __init__(self):
-            self.t = None
-
-        def record(self):
-            self.t = time.perf_counter()
-
-        def synchronize(self):
-            pass
-
-        def elapsed_time(self, other):
-            return (other.t - self.t) * 1e3
-
-
-    class _Graph:
-        def replay(self):
-            sum(range(300))
-
-
     class CaptureHostBackend(CpuBackend):
         def __init__(self):
             super().__init__()
@@ -57,10 +40,10 @@ PLUGIN = textwrap.dedent('''
             self.supports_graph = self.supports_events = True
 
         def event(self):
-            return _Event()
+            return FakeEvent()        # conftest's fake event and graph, appended below
 
         def new_graph(self):
-            return _Graph()
+            return FakeGraph()
 
         @contextlib.contextmanager
         def graph_capture(self, graph):
@@ -115,14 +98,10 @@ FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-t
 
 @pytest.fixture(scope="module")
 def plugin_path(tmp_path_factory) -> Path:
-    site = tmp_path_factory.mktemp("site")
-    (site / "zlh_capture_plugin.py").write_text(PLUGIN)
-    info = site / "zlh_capture_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: zlh-capture-plugin\n"
-                                   "Version: 0.1\n")
-    (info / "entry_points.txt").write_text(ENTRY_POINTS)
-    return site
+    source = PLUGIN + "\n\n" + inspect.getsource(FakeEvent) + "\n\n" + \
+        inspect.getsource(FakeGraph)
+    return install_plugin(tmp_path_factory.mktemp("site"), "zlh_capture_plugin", source,
+                          ENTRY_POINTS)
 
 
 def batch(plugin_path: Path, out: Path, *args):
