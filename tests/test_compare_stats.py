@@ -282,8 +282,21 @@ def test_rounds_interval_covers_the_true_ratio_95_percent_of_the_time(rounds):
 @pytest.mark.parametrize("deltas, critical", [([1.0, 2.0, 3.0], 4.302653),
                                               ([1.0, 2.0, 3.0, 4.0, 5.0], 2.776445)])
 def test_rounds_interval_half_width_uses_students_t(deltas, critical):
-    """3 rounds: df 2, t = 4.302653; 5 rounds: df 4, t = 2.776445 (not the normal 1.96)."""
+    """3 rounds: df 2, t = 4.302653; 5 rounds: df 4, t = 2.776445 (not the normal 1.96), on
+    the log of each round's ratio."""
     low, high, _ = rounds_interval(deltas)
-    sd = float(np.std(deltas, ddof=1))
-    assert (high - low) / 2 == pytest.approx(critical * sd / math.sqrt(len(deltas)), rel=1e-6)
-    assert (low + high) / 2 == pytest.approx(float(np.mean(deltas)))
+    logs = np.log1p(np.asarray(deltas) / 100.0)
+    half = critical * float(np.std(logs, ddof=1)) / math.sqrt(len(deltas))
+    assert (np.log1p(high / 100) - np.log1p(low / 100)) / 2 == pytest.approx(half, rel=1e-6)
+    assert (np.log1p(high / 100) + np.log1p(low / 100)) / 2 == pytest.approx(float(logs.mean()))
+
+
+def test_a_large_change_is_significant_however_its_rounds_scatter_in_percent():
+    """B 10-35x faster in three rounds: in percent the deltas scatter by thousands (a t
+    interval on them would reach below 0), in ratio they agree — a real change."""
+    low, high, p = rounds_interval([900.0, 1900.0, 3400.0])
+    assert 0 < low < 900 and high > 3400 and p < 0.05
+    mean, sd = float(np.mean([900.0, 1900.0, 3400.0])), float(np.std([900.0, 1900.0, 3400.0],
+                                                                     ddof=1))
+    assert mean - 4.302653 * sd / math.sqrt(3) < 0       # what the percent scale would say
+    assert math.isnan(rounds_interval([-100.0, 5.0])[0])  # no ratio: no interval

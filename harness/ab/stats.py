@@ -12,9 +12,10 @@ correction across the shapes of one op (an op with 40 shapes would otherwise sho
 One round (one process per side): bootstrap interval and rank test over the raw samples.
 Those samples come from one process each, so they see within-process noise only. Several
 rounds: each round's delta is one independent observation, and the interval and p-value are
-Student's t over the per-round deltas. That is the honest unit: on an H200, a 1.4 us kernel
-measured to 0.003% inside each process still moved by about 2% from one process to the
-next, which pooled samples would have called a significant change.
+Student's t over the per-round deltas (on the log of each round's ratio). That is the
+honest unit: on an H200, a 1.4 us kernel measured to 0.003% inside each process still moved
+by about 2% from one process to the next, which pooled samples would have called a
+significant change.
 
 Everything here is pure: lists of floats in, numbers out. numpy only.
 """
@@ -136,16 +137,21 @@ def t_critical(df: int, alpha: float = 0.05) -> float:
 
 def rounds_interval(deltas: Sequence[float], alpha: float = 0.05) -> tuple[float, float, float]:
     """(low, high, p) from one shape's per-round deltas: the t interval of their mean and the
-    one-sample t-test against 0. Fewer than two finite deltas: (nan, nan, nan)."""
+    one-sample t-test against 0, both on the log of each round's ratio A/B (a delta of d %
+    is the ratio 1 + d/100): a change multiplies a time, so its spread scales with the ratio
+    — on the log scale a 20x and a 1.01x change are tested alike; for deltas of a few percent
+    the two scales agree. Bounds are deltas again. Fewer than two finite deltas (or one at
+    -100 % or below, no ratio): (nan, nan, nan)."""
     d = _clean(deltas)
-    if d.size < 2:
+    if d.size < 2 or (d <= -100.0).any():
         return (math.nan, math.nan, math.nan)
-    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    logs = np.log1p(d / 100.0)
+    mean, sd = float(logs.mean()), float(logs.std(ddof=1))
     if sd == 0.0:
-        return (mean, mean, 1.0 if mean == 0.0 else 0.0)
+        return (float(d[0]), float(d[0]), 1.0 if mean == 0.0 else 0.0)
     half = t_critical(d.size - 1, alpha) * sd / math.sqrt(d.size)
     p = t_two_sided_p(mean / (sd / math.sqrt(d.size)), d.size - 1)
-    return (mean - half, mean + half, p)
+    return (float(np.expm1(mean - half) * 100.0), float(np.expm1(mean + half) * 100.0), p)
 
 
 def holm(p_values: Sequence[float], alpha: float = 0.05) -> list[bool]:

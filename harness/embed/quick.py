@@ -72,7 +72,8 @@ def compare_callables(fa: Callable[[], Any], fb: Callable[[], Any], *, rounds: i
                       alpha: float = 0.05, **timing) -> CallableComparison:
     """Time `fa` (side A) and `fb` (side B), both taking no arguments, `rounds` times each in
     alternating order, with `measure`'s timing keywords. Two rounds or more: Student's t over
-    the per-round deltas; one round: bootstrap and rank test over the two sample sets."""
+    the per-round deltas (log ratios); one round: bootstrap and rank test over the two
+    sample sets."""
     check_callable(fa, "fa")
     check_callable(fb, "fb")
     if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
