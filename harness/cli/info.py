@@ -190,6 +190,9 @@ def fingerprint(run_dir, scrub):
     if not any((path / name).exists() for name in ("run.json", "ttgir", "index.tsv")) and \
             not any(path.glob("*.ttgir")):
         raise errors.UsageError(f"{run_dir} is not a run directory (no run.json or ttgir/)")
+    if os.path.lexists(path / "run.json"):   # a damaged run.json: one line, not "no IR"
+        from ..store.reader import read_info
+        read_info(path)
     line, rc = fingerprint_line(run_dir, list(scrub))
     click.echo(line)
     sys.exit(rc)

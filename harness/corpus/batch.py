@@ -24,12 +24,13 @@ from ..common.fields import Fields
 from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, PreflightError, RunFailedError,
                              UsageError, write_failure)
 from ..run.options import BenchOptions
+from ..run.plan import options_backend
 from ..store.reader import load_run_or_none
 from . import files
 from .outcome import (CRASH, FAIL, POISONED, SKIP, TIMEOUT, Outcome, dtype_problem,
                       judge)
 from .progress import bar, final_summary
-from .check import MAX_RETRIES, graph_timed, plan_backend
+from .check import MAX_RETRIES, graph_timed
 from .selection import Item
 from .sharding import device_for
 from ..run.child_env import child_environment
@@ -139,8 +140,9 @@ class Batch:
         self.started = time.time()
         self.done = 0
         self.resume_command = f"zlh batch --resume {plan.root}"
-        self.backend_name = plan_backend(plan.options) if plan.replay_root else None
-        self.graph_timed = graph_timed(plan.options)
+        backend = options_backend(plan.options)
+        self.backend_name = backend.name
+        self.graph_timed = graph_timed(plan.options.timer, backend)
 
     # ---- lanes --------------------------------------------------------------------------
     def run(self) -> BatchResult:

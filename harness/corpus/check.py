@@ -18,6 +18,7 @@ import adapters
 from ..common.errors import UsageError, one_line
 from ..common.process import check_runnable
 from ..calibrate.plant import check_plant
+from ..measure.timers import GRAPH, resolve_timer_name
 from ..run.options import BenchOptions
 from ..run.plan import check_timer, options_backend, preserved_environ
 from ..run.shapes import ShapeFileError, load_shape_file
@@ -141,12 +142,12 @@ def plan_backend(options: BenchOptions) -> str:
     return options_backend(options).name
 
 
-def graph_timed(options: BenchOptions) -> bool:
-    """Whether a corpus plan's runs capture graphs by zlh's choice (`--timer auto` on a
-    backend that can), with device events to fall back to; an explicit `--timer graph` is
-    kept as asked."""
-    backend = options_backend(options)
-    return options.timer == "auto" and backend.supports_graph and backend.supports_events
+def graph_timed(timer: str, backend) -> bool:
+    """Whether a corpus plan's runs capture graphs by zlh's choice (`--timer auto` where it
+    picks graphs), with device events to fall back to; an explicit `--timer graph` is kept
+    as asked."""
+    return timer == "auto" and resolve_timer_name(timer, backend) == GRAPH and \
+        backend.supports_events
 
 
 def check_replay_plan(plan) -> None:

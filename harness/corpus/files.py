@@ -17,7 +17,7 @@ from ..common.errors import UsageError, one_line
 from ..common.files import (atomic_write_json, atomic_write_text, check_output_file, csv_text,
                             read_json_object, read_text)
 from ..common.schema import check_readable
-from ..store.reader import COMPLETE as RUN_COMPLETE, describe_status, load_run
+from ..store.reader import COMPLETE as RUN_COMPLETE, describe_status, load_info, load_run
 from ..store.rundir import safe_name
 from .outcome import Outcome
 
@@ -62,7 +62,7 @@ def replay_source(root: Path, op: str, backend: str) -> Path | str:
             return (f"no record to replay: {op} ended {outcome.status} in {where} without a "
                     f"run directory")
         load_record_dir(outcome.run_dir, backend)
-        record = load_run(outcome.run_dir)
+        record = load_info(outcome.run_dir)          # its status: run.json is enough
         if record.status != RUN_COMPLETE:      # what `zlh bench --replay` would refuse
             return f"no record to replay: {op} in {where}: {describe_status(record)}"
         return outcome.run_dir

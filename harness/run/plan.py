@@ -24,8 +24,7 @@ from ..compile import autotune
 from ..compile.caches import CacheEnv, apply_env, compile_cache
 from ..measure.timers import resolve_timer_name
 from ..store.compiler import compiler_identity
-from ..store.reader import (REPLAY_PARTIAL_ENV, StoredRun, check_complete, find_runs,
-                            read_info)
+from ..store.reader import REPLAY_PARTIAL_ENV, check_complete, find_runs, load_info
 from .options import BenchOptions
 from .shapes import ShapeFile, ShapeFileError, load_shape_file
 
@@ -223,7 +222,7 @@ def find_record_run(path: str, op: str, backend: str) -> Path:
     autotune.load_record_dir(candidate, backend)
     recorded_op = None
     if os.path.lexists(candidate / "run.json"):     # refused as `zlh ab --replay` refuses it
-        run = StoredRun(candidate, read_info(candidate), [])
+        run = load_info(candidate)
         if os.environ.get(REPLAY_PARTIAL_ENV) != "1":
             check_complete(run, f"--replay {candidate}",
                            "replay from a record run that completed")

@@ -194,6 +194,11 @@ def check_complete(run: StoredRun, where: str, hint: str) -> None:
         raise CaliberError(f"{where}: {describe_status(run)}; {hint}")
 
 
+def load_info(path) -> StoredRun:
+    """The run with its run.json only (its rows are not read): for its status, op, mode."""
+    return StoredRun(Path(path), read_info(path), [])
+
+
 def load_run(path) -> StoredRun:
     path = Path(path)
     info = read_info(path)
@@ -222,7 +227,7 @@ def find_runs(root, op: str, mode: str | None = None) -> list[Path]:
                    for p in root.glob(f"{glob.escape(name)}_*")} if root.is_dir() else set())
     for path in candidates:
         try:
-            run = StoredRun(path, read_info(path), [])
+            run = load_info(path)
         except UsageError:
             continue
         if run.op != op or (mode and run.autotune_mode != mode):

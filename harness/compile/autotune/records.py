@@ -20,7 +20,7 @@ from ...common.errors import UsageError, one_line
 from ...common.fields import Fields
 from ...common.files import SYMLINK_LOOP, link_loop, read_text, sha256_file
 from ...common.schema import check_readable
-from ...store.reader import StoredRun, read_info
+from ...store.reader import load_info
 
 SCHEMA_VERSION = 1
 RECORDS_FILE = Path("autotune") / "records.json"
@@ -204,6 +204,6 @@ def _read_json(path: Path, where: str):
 
 def _run_json_mode(path: Path):
     try:
-        return StoredRun(path, read_info(path), []).autotune_mode
+        return load_info(path).autotune_mode
     except UsageError:
         return None

@@ -20,7 +20,6 @@ expose another's match).
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -182,10 +181,6 @@ def fingerprint_line(path: str | Path, scrub: Iterable[str] | None = None,
                      default_scrub: bool = True, stage: str = "ttgir",
                      part: str = MEASURED) -> tuple[str, int]:
     """What `zlh fingerprint RUN_DIR` prints and its exit status: (hash, 0), or
-    ("no IR", 1) when the tree holds no file of that part. A run directory whose run.json
-    cannot be read (a directory in its place, not JSON) is damaged: UsageError (exit 2)."""
-    if os.path.lexists(Path(path) / "run.json"):
-        from ...store.reader import read_info
-        read_info(path)
+    ("no IR", 1) when the tree holds no file of that part."""
     value = fingerprint(path, scrub, default_scrub, stage, part)
     return (NO_IR, 1) if value is None else (value, 0)
