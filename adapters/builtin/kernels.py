@@ -111,7 +111,7 @@ def mm_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    passes: tl.constexpr = 2 if SLOW else 1
+    passes: tl.constexpr = 4 if SLOW else 1
     for _ in tl.static_range(passes):
         for k in range(0, tl.cdiv(K, BLOCK_K)):
             k_offs = k * BLOCK_K + offs_k
@@ -124,7 +124,7 @@ def mm_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
             else:
                 acc += tl.dot(a, b)
     if SLOW:
-        acc = acc * 0.5   # two identical passes: halving is exact
+        acc = acc * 0.25   # four passes over the same products, scaled back
     c = acc.to(c_ptr.dtype.element_ty)
     tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, c,
              mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
