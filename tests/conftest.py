@@ -117,6 +117,14 @@ def fast_rule():
 
 
 @pytest.fixture
+def sure_rule():
+    """fast_rule for tests that count samples: it stops at min_samples on any host (a loose
+    error target), where fast_rule's 50 ms cap can end a paused process's sampling short."""
+    return StoppingRule(min_samples=5, min_time_ms=1.0, max_time_ms=30_000.0, max_samples=200,
+                        target_rel_err=1.0)
+
+
+@pytest.fixture
 def fast_budget():
     return Budget(warmup_ms=1.0, max_warmup_calls=5, estimate_calls=2, graph_replay_ms=0.5,
                   max_unroll=8, batch_ms=0.0, samples_per_sync=5)

@@ -257,11 +257,11 @@ FAST = ["--warmup-ms", "30", "--min-samples", "5", "--min-time-ms", "0", "--max-
 FAST_OPTIONS = {"warmup_ms": 30.0, "min_samples": 5, "min_time_ms": 0.0, "max_time_ms": 60.0}
 
 
-def builtin_plan(tmp_path, rounds, **kw):
+def builtin_plan(tmp_path, rounds, op="add", shapes_yaml="add: [[4096], [20000]]\n", **kw):
     shapes = tmp_path / "shapes.yaml"
-    shapes.write_text("add: [[4096], [20000]]\n")
+    shapes.write_text(shapes_yaml)
     return ABPlan(
-        ops=["add"], a=Side("A", {}, description="plain"),
+        ops=[op], a=Side("A", {}, description="plain"),
         b=Side("B", {"ZLH_BUILTIN_SLOW": "1"}, description="ZLH_BUILTIN_SLOW=1"),
         options=BenchOptions.from_flat(adapter="builtin", backend="cpu", shapes=str(shapes),
                                        **FAST_OPTIONS),
@@ -269,13 +269,19 @@ def builtin_plan(tmp_path, rounds, **kw):
 
 
 def test_slow_switch_is_slower_on_every_shape_with_rounds(tmp_path):
-    reports, code = abmod.run_ab(builtin_plan(tmp_path, rounds=3), echo=lambda _: None)
+    # mm with a deep K: the slow switch runs its K loop four times, 4-6x the plain latency
+    # under the interpreter. The slow add (about 1.8x) is within what separates two processes
+    # on a busy two-core host (seen: 1.6x between plain runs, 3x for a small mm), and the
+    # median of three rounds once read -7 % for it.
+    plan = builtin_plan(tmp_path, rounds=3, op="mm",
+                        shapes_yaml="mm: [[16, 16, 64], [32, 32, 64]]\n")
+    reports, code = abmod.run_ab(plan, echo=lambda _: None)
     assert code == 0
     (report,) = [r.to_dict() for r in reports]
     assert len(report["rows"]) == 2
-    # The median across rounds: one round of a busy CPU host can read anything (seen: a plain
-    # process twice as slow as its neighbours), so per-round signs and significance are left
-    # to the synthetic tests; the device check asserts them on a GPU.
+    # The median across rounds with a wide margin: one round of a busy CPU host can read
+    # anything, so per-round signs and significance are left to the synthetic tests; the
+    # device check asserts them on a GPU.
     assert all(r["delta_pct"] < -10 for r in report["rows"]), \
         [(r["delta_pct"], r["rounds"]) for r in report["rows"]]
     assert all(r["interval"] == "rounds" and r["rounds"]["rounds"] == 3 for r in report["rows"])
@@ -283,12 +289,15 @@ def test_slow_switch_is_slower_on_every_shape_with_rounds(tmp_path):
     status = (tmp_path / "ab" / "status.tsv").read_text().splitlines()
     assert status[0].split("\t")[:4] == ["round", "op", "side", "rc"]
     assert [tuple(ln.split("\t")[:3]) for ln in status[1:]] == [
-        ("1", "add", "A"), ("1", "add", "B"), ("2", "add", "B"), ("2", "add", "A"),
-        ("3", "add", "A"), ("3", "add", "B")]
-    # every run but round 1's A replays it
-    infos = [json.loads(p.read_text()) for p in sorted((tmp_path / "ab").rglob("run.json"))]
+        ("1", "mm", "A"), ("1", "mm", "B"), ("2", "mm", "B"), ("2", "mm", "A"),
+        ("3", "mm", "A"), ("3", "mm", "B")]
+    # every run but round 1's A replays it; the switch reached side B's processes only
+    runs = sorted((tmp_path / "ab").rglob("run.json"))
+    infos = [json.loads(p.read_text()) for p in runs]
     modes = sorted(i["autotune_mode"] for i in infos)
     assert modes == ["record"] + ["replay"] * 5
+    assert sorted((p.parent.parent.name[-1], i["env"].get("ZLH_BUILTIN_SLOW"))
+                  for p, i in zip(runs, infos)) == [("A", None)] * 3 + [("B", "1")] * 3
     assert (tmp_path / "ab" / "report.json").exists() and (tmp_path / "ab" / "report.csv").exists()
     html = CliRunner().invoke(main, ["report", str(tmp_path / "ab"), "--html"])
     assert html.exit_code == 0 and (tmp_path / "ab" / "report.html").read_text().count("<svg") == 1

@@ -222,7 +222,10 @@ def test_a_planted_cpu_run_is_slower_by_about_the_plant(tmp_path):
     b = harness.bench("add", replay=str(a.run_dir), plant_pct=300.0, **opts)
     for ra, rb in zip(a.rows, b.rows):
         assert rb.gems_ms > 2.0 * ra.gems_ms            # +300 % planted on the host clock
-        assert rb.torch_ms < 2.0 * ra.torch_ms          # the baseline is not planted
+        # the baseline is not planted: torch's add takes microseconds, the plant (3x the
+        # interpreted kernel) milliseconds. Not torch B against torch A: two medians of a
+        # microsecond op can differ by 2x on a busy host.
+        assert rb.torch_ms < ra.gems_ms
         assert any(markers.marker_name(m) == markers.PLANTED for m in rb.markers)
     info = json.loads((b.run_dir / "run.json").read_text())
     assert info["plant"]["pct"] == 300.0 and info["plant"]["cycles_per_ms"] == 1e6

@@ -33,10 +33,12 @@ def one_line_error(excinfo, kind):
 # ---- measure -------------------------------------------------------------------------------
 def test_measure_times_a_triton_kernel_under_the_interpreter():
     x, y = torch.randn(4096), torch.randn(4096)
-    m = harness.measure(lambda: user_kernels.add(x, y), backend="cpu", **FAST)
+    # a cap far off and a loose error target: five samples however slow the host
+    m = harness.measure(lambda: user_kernels.add(x, y), backend="cpu",
+                        **dict(FAST, max_time_ms=30_000.0, target_rel_err=1.0))
     assert isinstance(m, Measurement)
     assert m.timer == "host" and m.fallback is None
-    assert m.n >= 2 and len(m.samples_ms) == m.n and all(s > 0 for s in m.samples_ms)
+    assert m.n >= 5 and len(m.samples_ms) == m.n and all(s > 0 for s in m.samples_ms)
     assert m.median > 0 and math.isfinite(m.rel_error)
     assert "fallback" not in m.to_dict()              # the stored form is unchanged
 

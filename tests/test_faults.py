@@ -167,7 +167,10 @@ def test_a_disk_that_fills_mid_batch_keeps_what_was_measured(tmp_path):
         pytest.skip("no tmpfs mount possible here")
     try:
         root = small / "b"
-        proc = subprocess.Popen(batch_cmd(tmp_path, root, "--ops", "add,softmax,mm"),
+        # each case measures for 1.5 s: the disk fills while softmax runs even when this
+        # process gets the CPU late (FAST's softmax is over in about 0.4 s)
+        proc = subprocess.Popen(batch_cmd(tmp_path, root, "--ops", "add,softmax,mm",
+                                          "--min-time-ms", "1500", "--max-time-ms", "1500"),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         wait_for(f"{root}/softmax/softmax_*/run.json")
         with open(small / "filler", "wb") as filler:        # fill the disk mid-op

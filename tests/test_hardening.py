@@ -142,14 +142,15 @@ def test_a_real_full_disk_and_a_read_only_file_system(tmp_path):
 
 # ---- signals --------------------------------------------------------------------------------
 def _interrupt_after_first_case(tmp_path, sig):
-    """`zlh bench softmax mm` stopped with `sig` once softmax's first case is written."""
+    """`zlh bench softmax mm` stopped with `sig` once softmax's first case is written: its
+    two other cases still take 5 s, room for a slow host to deliver the signal before mm."""
     out = tmp_path / "runs"
     proc = subprocess.Popen([sys.executable, "-m", "harness", "bench", "softmax", "mm",
                              "--adapter", "builtin", "--backend", "cpu", "--shapes",
                              shapes(tmp_path, "softmax: [[4, 64], [8, 64], [16, 64]]\n"
                                               "mm: [[16, 16, 16]]\n"),
-                             "--out", str(out), "--min-time-ms", "1500", "--max-time-ms",
-                             "1500", "--warmup-ms", "1"], env=ENV, stdout=subprocess.PIPE,
+                             "--out", str(out), "--min-time-ms", "2500", "--max-time-ms",
+                             "2500", "--warmup-ms", "1"], env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 180
     while time.time() < deadline and proc.poll() is None:
@@ -318,7 +319,9 @@ def test_undersampled_cases_are_marked_in_results_tables_and_show(tmp_path):
                                        "cpu", "--shapes", shapes(tmp_path, "add: [[64]]\n"),
                                        "--out", str(tmp_path / "ok"), "--warmup-ms", "0",
                                        "--min-samples", "2", "--min-time-ms", "0",
-                                       "--max-time-ms", "1000"])
+                                       "--max-time-ms", "30000", "--target-rel-err", "1"])
+    # two samples whatever the host: the cap is far off (a paused process once used up a
+    # one-second cap) and a loose error target stops at the second sample
     (ok_dir,) = (tmp_path / "ok").iterdir()
     row = json.loads((ok_dir / "results.jsonl").read_text())
     assert enough.exit_code == 0 and row["gems"]["undersampled"] is False

@@ -68,8 +68,8 @@ def plan_for(kinds, tmp_path, fast_rule, fast_budget, backend=None):
                      {"op": ["float32"]}, None)
 
 
-def test_failed_case_does_not_lose_the_others(tmp_path, fast_rule, fast_budget):
-    plan = plan_for(["ok", "raise", "wrong", "skip", "ok"], tmp_path, fast_rule, fast_budget)
+def test_failed_case_does_not_lose_the_others(tmp_path, sure_rule, fast_budget):
+    plan = plan_for(["ok", "raise", "wrong", "skip", "ok"], tmp_path, sure_rule, fast_budget)
     result = run_op(plan, "op", echo=lambda _: None)
     statuses = [r.status for r in result.rows]
     assert statuses == [SUCCESS, FAILED, FAILED, SKIPPED, SUCCESS]
@@ -78,7 +78,7 @@ def test_failed_case_does_not_lose_the_others(tmp_path, fast_rule, fast_budget):
     assert result.exit_code == 1
     on_disk = read_rows(result.run_dir / "results.jsonl")
     assert [r.status for r in on_disk] == statuses
-    assert on_disk[0].gems.n >= fast_rule.min_samples     # raw samples kept
+    assert on_disk[0].gems.n >= sure_rule.min_samples     # raw samples kept
     info = json.loads((result.run_dir / "run.json").read_text())
     assert info["status"] == "complete"
     assert info["counts"] == {"SUCCESS": 2, "FAILED": 2, "SKIPPED": 1}

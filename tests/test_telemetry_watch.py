@@ -22,8 +22,10 @@ class Source:
     def __init__(self, samples):
         self.samples = list(samples)
         self.closed = False
+        self.reads = 0
 
     def read(self):
+        self.reads += 1
         item = self.samples.pop(0) if len(self.samples) > 1 else self.samples[0]
         if isinstance(item, Exception):
             raise item
@@ -83,8 +85,12 @@ def test_watcher_writes_a_line_at_start_and_at_exit(tmp_path):
 def test_watcher_samples_every_interval_and_several_devices_share_one_file(tmp_path):
     backend = WatchedBackend({0: Source([sample(1000.0)]), 2: Source([sample(2000.0)])})
     watcher = watch(tmp_path, backend, [0, 2], interval_s=0.01).start()
+    # Wait for the reads, not for a time: a busy host can leave the watcher's thread without
+    # the CPU for all of a fixed sleep. A watcher that stopped sampling never gets there.
     import time
-    time.sleep(0.2)
+    deadline = time.monotonic() + 30
+    while backend.sources[2].reads < 6 and time.monotonic() < deadline:
+        time.sleep(0.01)
     watcher.stop()
     points = tsv.read(tmp_path / tsv.FILE)
     assert {p.device for p in points} == {"0", "2"}

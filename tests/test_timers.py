@@ -18,11 +18,11 @@ class Counter:
         sum(range(200))
 
 
-def test_host_timer_discards_first_call_and_warms_up(fast_rule, fast_budget):
+def test_host_timer_discards_first_call_and_warms_up(sure_rule, fast_budget):
     fn = Counter()
-    m = HostTimer(backends.get_backend("cpu"), 0, fast_rule, fast_budget).measure(fn)
+    m = HostTimer(backends.get_backend("cpu"), 0, sure_rule, fast_budget).measure(fn)
     assert m.timer == HOST
-    assert m.n >= fast_rule.min_samples
+    assert m.n >= sure_rule.min_samples
     assert m.warmup_calls >= 1
     # 1 discarded + estimate + warm-up + every sampled call
     assert fn.calls == 1 + fast_budget.estimate_calls + m.warmup_calls + m.n * m.calls_per_sample
