@@ -6,6 +6,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
+from harness.common.errors import quoted
+
 
 @dataclass
 class CaseInputs:
@@ -101,9 +103,8 @@ class Adapter(ABC):
         if op in self.ops():
             return op
         known = [row["op"] for row in self.describe_ops()]
-        raise UnknownOp(f"unknown op {op!r} for adapter {self.name}{suggest(op, known)}"
-                        f" (known: {', '.join(known)})" if len(known) <= 12 else
-                        f"unknown op {op!r} for adapter {self.name}{suggest(op, known)}")
+        message = f"unknown op {quoted(op)} for adapter {self.name}{suggest(op, known)}"
+        raise UnknownOp(message + (f" (known: {', '.join(known)})" if len(known) <= 12 else ""))
 
     @abstractmethod
     def dtypes(self, op: str, backend) -> list[str]:

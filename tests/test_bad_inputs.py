@@ -273,7 +273,7 @@ ROWS = [
     R("ab", "addd", "--switch", "ZLH_BUILTIN_SLOW=0,1", *SH, *FAST, code=2,
       first="unknown op 'addd'"),
     R("ab", "a" * 300, "--switch", "ZLH_BUILTIN_SLOW=0,1", *SH, *FAST, code=2,
-      id="ab 300-character op", first=f"unknown op '{'a' * 300}' for adapter builtin"),
+      id="ab 300-character op", first=f"unknown op '{'a' * 78}… for adapter builtin"),
     R("ab", "add", "--switch", "ZLH_BUILTIN_SLOW", code=2, first="--switch expects NAME="),
     R("ab", "add", "--switch", "=0,1", code=2, first="--switch expects NAME="),
     R("ab", "add", "--switch", "X=0,1", "--env-a", "Y=1", code=2, first="use either --switch"),

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.common import log
+from harness.common.errors import quoted
 from harness.common.memo import by_file
 
 from .classes import op_names
@@ -118,7 +119,7 @@ class Corpus:
         names = sorted({n.op for n in self.nodes} | {m for n in self.nodes for m in n.marks})
         close = difflib.get_close_matches(name.split(":")[0].split("@")[0], names, n=4, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise CorpusError(f"unknown op {name!r} in {self.repo} ({self.root}){hint}")
+        raise CorpusError(f"unknown op {quoted(name)} in {self.repo} ({self.root}){hint}")
 
 
 def _decorator_mark(dec: ast.expr) -> tuple[str, ast.expr] | None:

@@ -62,10 +62,16 @@ def _count(config: dict, *names, default=None, low: int = 1) -> int:
     """A size from the config: a whole number >= `low` (0 where a count may be absent), or a
     ConfigError naming the field (never a ValueError or a division by zero later)."""
     value = _get(config, *names, default=default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= INT64_MAX:
         name = next((n for n in names if config.get(n) is not None), names[0])
-        raise ConfigError(f"model config {name}={value!r} is not a whole number >= {low}")
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise ConfigError(f"model config {name}={shown} is not a whole number >= {low}"
+                          + (" within int64" if isinstance(value, int) and value > INT64_MAX
+                             else ""))
     return value
+
+
+INT64_MAX = 2 ** 63 - 1          # the largest size a shape file takes (run/shapes.py)
 
 
 def _shard(value: int, tp: int, what: str) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Iterator, Sequence
 
-from harness.common.errors import UsageError
+from harness.common.errors import UsageError, quoted
 
 from ..base import Adapter, Case as RunnerCase, MissingShapes
 from .case import Case, check_close, dtype_name
@@ -60,7 +60,7 @@ class UserAdapter(Adapter):
             return by_op[None]
         if op not in by_op:
             known = ", ".join(map(str, by_op))
-            raise UsageError(f"unknown op {op!r} for these user cases (ops: {known}); name "
+            raise UsageError(f"unknown op {quoted(op)} for these user cases (ops: {known}); name "
                              f"one of them")
         return by_op[op]
 

@@ -20,7 +20,7 @@ from .. import telemetry
 from ..common import markers, style
 from ..common.errors import (EXIT_CALIBER, EXIT_FAILED_CASES, EXIT_OK, EXIT_PREFLIGHT,
                              EXIT_USAGE, UsageError)
-from ..common.files import atomic_write_json, check_output_dir
+from ..common.files import atomic_write_json, check_output_dir, check_path_text
 from ..compile.ir import fingerprint
 from ..run.options import BenchOptions
 from ..store.reader import COMPLETE, REPLAY_PARTIAL_ENV, StoredRun, load_run
@@ -322,6 +322,8 @@ def ir_verdict(dir_a: Path, dir_b: Path, scrub) -> str:
 def compare_existing(dir_a, dir_b, allow_caliber_mismatch: bool, echo: Echo,
                      alpha: float = 0.05, scrub=(),
                      allow_partial: bool = False) -> tuple[ABReport | None, int]:
+    for side, path in (("RUN_A", dir_a), ("RUN_B", dir_b)):
+        check_path_text(path, side)
     if Path(dir_a).resolve() == Path(dir_b).resolve():
         raise UsageError(f"{dir_a} and {dir_b} are the same run directory; compare two runs")
     run_a, run_b = load_run(dir_a), load_run(dir_b)

@@ -25,7 +25,7 @@ from ..common.process import check_runnable
 from ..compile.ir.fingerprint import compile_scrub
 from ..run.options import BenchOptions
 from ..run.plan import plan_bench, preserved_environ
-from ..store.reader import StoredRun
+from ..store.reader import AB_ROOT_FILES, StoredRun, refuse_run_dir
 from ..store.reader import check_complete as refuse_unfinished
 from .sides import ABPlan, Side, env_for
 
@@ -45,12 +45,12 @@ PROBE_TIMEOUT_S = 300.0
 
 # Files an A/B writes at the top of its root: a root holding one of them holds an earlier
 # A/B (or calibration), whose report and status a new one would replace or mix with its own.
-AB_ROOT_FILES = ("plan.json", "report.json", "status.tsv", "calibration.json")
 
 
 def check_new_root(root: Path) -> None:
     """`--root` is a writable directory that holds no earlier A/B."""
     check_output_dir(root, "--root")
+    refuse_run_dir(root, "--root")
     found = [name for name in AB_ROOT_FILES if (Path(root) / name).exists()]
     if found:
         raise UsageError(f"--root {root} already holds an A/B ({', '.join(found)}); a new one "

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ..common.errors import UsageError
 from ..common.fields import Fields
-from ..common.files import atomic_write_json, atomic_write_text, read_json_object
+from ..common.files import (atomic_write_json, atomic_write_text, check_path_text,
+                            read_json_object)
 
 SCHEMA_VERSION = 1
 
@@ -177,9 +178,12 @@ def write_reports(root: Path, reports: list[ABReport]) -> None:
 
 def load_report(root) -> tuple[dict, list[ABReport]]:
     """(the report.json document, its op reports), or UsageError naming what is wrong."""
+    check_path_text(root, "ROOT")
     path = Path(root) / "report.json"
-    doc = read_json_object(path, f"{root}: no report.json (run `zlh ab` with this root first)",
-                           "a zlh A/B report")
+    hint = (f"{root} is a run directory, not an A/B root: `zlh show {root}` prints it"
+            if (Path(root) / "run.json").is_file() else
+            f"{root}: no report.json (run `zlh ab` with this root first)")
+    doc = read_json_object(path, hint, "a zlh A/B report")
     if not isinstance(doc.get("ops", []), list):
         raise UsageError(f"{path} is not a zlh A/B report (an object with a list `ops` was "
                          f"expected)")

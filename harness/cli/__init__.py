@@ -33,8 +33,10 @@ class ZlhGroup(click.Group):
              **extra):
         output.reset(echo_err)          # the zlh logger on stderr, colour and tables: auto
         if not standalone_mode:
+            _refuse_nul(args)
             return super().main(args, prog_name, complete_var, False, **extra)
         try:
+            _refuse_nul(args)
             code = super().main(args, prog_name, complete_var, False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:
             exc.show()
@@ -49,6 +51,16 @@ class ZlhGroup(click.Group):
             quiet_broken_pipe()
             sys.exit(EXIT_BROKEN_PIPE)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def _refuse_nul(args) -> None:
+    """An argument holding a NUL byte (only a caller that is not a shell can pass one:
+    `main(args=[...])`, CliRunner) names no path, op or value; the system calls would end in
+    a ValueError while click converts it."""
+    for number, arg in enumerate(args or (), 1):
+        if isinstance(arg, str) and "\x00" in arg:
+            raise click.UsageError(f"argument {number} ({arg!r:.60}) holds a NUL byte, which "
+                                   f"no path, name or value can")
 
 
 def _one_line(exc: click.ClickException) -> str:

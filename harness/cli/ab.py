@@ -17,7 +17,7 @@ from ..ab.report import load_report, write_reports
 from ..ab.sides import ABPlan, sides_from_env, sides_from_switch
 from ..calibrate.noise import NoiseFloor
 from ..common import errors
-from ..common.files import check_output_dir
+from ..common.files import check_output_dir, check_path_text
 from ..common import style
 from ..common.schema import stamp
 from . import main
@@ -232,6 +232,7 @@ def report(root, html_out):
 
     Exit status: 0 printed, 1 the report holds no op (every op failed or was refused),
     2 no readable report under ROOT."""
+    check_path_text(root, "ROOT")
     if not (Path(root) / "report.json").exists():
         from ..corpus.files import corpus_root_hint
         hint = corpus_root_hint(root, "an A/B root")

@@ -66,10 +66,12 @@ def check_devices(backend_name: str | None, devices: list[int],
 @click.option("--ops", multiple=True, callback=split_csv, metavar="A,B",
               help="These ops (comma-separated, repeatable).")
 @click.option("--ops-file", default=None, metavar="FILE", type=click.Path(),
+              callback=not_empty,
               help="Ops, one per line: [vllm:]op[:op_file[:dtypes]]; # comments.")
 @click.option("--include-skipped", is_flag=True,
               help="With --all: also functions with an unconditional skip mark.")
 @click.option("--dismiss", default=None, metavar="FILE", type=click.Path(),
+              callback=not_empty,
               help=f"Ops left out of --all, one `[repo:]op  # reason, date` per line. "
                    f"Default: {DEFAULT_DISMISS.name} in recipes/.")
 @click.option("--vllm", "vllm_dir", default=None, metavar="DIR",

@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from ..common import errors
-from ..corpus.campaign import merge, plan_campaign, read_campaign, run_cards, write_plan
+from ..corpus.campaign import (check_root_files, merge, plan_campaign, read_campaign,
+                               run_cards, write_plan)
 from ..corpus.check import check_root
 from ..corpus.partition import partition, render, weights_from_screen
 from . import main
@@ -89,6 +90,8 @@ def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, only, timeo
     check_devices(plan.options.backend, plan.devices)
     if resume is None:
         new_root(plan.root, "--root", "campaign")
+    else:
+        check_root_files(plan.root)
     hold_root(plan.root, "campaign")
     write_plan(plan)
     cards = interrupted_hint(plan.root, "campaign",

@@ -15,7 +15,7 @@ from click.core import ParameterSource
 import backends
 
 from ..common import errors, style
-from ..common.files import SYMLINK_LOOP
+from ..common.files import NUL_IN_PATH, SYMLINK_LOOP
 from ..compile.ir.variants import IR_STAGES
 from ..measure.stopping import StoppingRule
 from ..measure.timers import Budget
@@ -45,8 +45,8 @@ def handles_errors(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         signal.signal(signal.SIGTERM, terminate_handler(_raise_terminated))
-        die_with_parent_if_asked()       # a `zlh bench` a corpus command started
         try:
+            die_with_parent_if_asked()   # a `zlh bench` a corpus command started
             return fn(*args, **kwargs)
         except errors.ZlhError as exc:
             fail(exc.message, exc.exit_code)
@@ -63,6 +63,12 @@ def handles_errors(fn):
             if exc.errno in BAD_PATH:            # a path (or op name) the user gave: bad input
                 fail(f"{where}{BAD_PATH[exc.errno]}", errors.EXIT_USAGE)
             fail(f"{where}{errors.write_failure(exc)}", errors.EXIT_FAILED_CASES)
+        except ValueError as exc:
+            # the system calls refuse a path holding a NUL byte (only a caller that is not a
+            # shell can pass one: CliRunner, main(args=[...]))
+            if "null byte" not in str(exc) and "null character" not in str(exc):
+                raise
+            fail(f"{NUL_IN_PATH} (an argument or option holds one)", errors.EXIT_USAGE)
         except RuntimeError as exc:
             # pathlib's resolve() (Python < 3.13) reports a symbolic link loop this way
             loop = str(exc).partition("Symlink loop from ")[2]
@@ -207,7 +213,7 @@ BENCH_OPTIONS = [
     click.option("--no-check", "check", is_flag=True, flag_value=False, default=True,
                  help="Skip the comparison with the baseline's output."),
     click.option("--flaggems-dir", default=None, metavar="DIR", envvar="FLAGGEMS_DIR",
-                 type=click.Path(),
+                 type=click.Path(), callback=not_empty,
                  help="FlagGems checkout (holds benchmark/ and src/). Env: FLAGGEMS_DIR."),
     click.option("--isolate-tuner-cache", is_flag=True,
                  help="Give this invocation a private FlagGems tuner DB (default: the shared one)."),

@@ -12,10 +12,10 @@ from click.core import ParameterSource
 from tabulate import tabulate
 
 from ..common import errors, style
-from ..common.files import SYMLINK_LOOP, link_loop, to_json
+from ..common.files import SYMLINK_LOOP, check_path_text, link_loop, to_json
 from ..common.schema import stamp
 from . import main
-from .common import echo_err, echo_out, handles_errors
+from .common import echo_err, echo_out, handles_errors, not_empty
 from .output import AdapterName
 
 
@@ -24,10 +24,10 @@ from .output import AdapterName
 @click.option("--adapter", type=AdapterName(exclude=("user",)), default=None,
               help="builtin, flaggems or an installed plugin's adapter. Default: flaggems when "
                    "a checkout is given, else builtin.")
-@click.option("--flaggems-dir", default=None, metavar="DIR",
+@click.option("--flaggems-dir", default=None, metavar="DIR", callback=not_empty,
               type=click.Path(), envvar="FLAGGEMS_DIR",
               help="FlagGems checkout. Env: FLAGGEMS_DIR.")
-@click.option("--vllm", "vllm_dir", default=None, metavar="DIR",
+@click.option("--vllm", "vllm_dir", default=None, metavar="DIR", callback=not_empty,
               type=click.Path(), envvar="FLAGGEMS_VLLM_DIR",
               help="Also list a FlagGems-vllm checkout. Env: FLAGGEMS_VLLM_DIR.")
 @click.option("--all-builtin", is_flag=True,
@@ -134,8 +134,8 @@ def _matching(rows: list[dict], patterns) -> list[dict]:
 def _output_width() -> int:
     """Terminal width for `zlh ops` lines: $COLUMNS when set, the terminal's when stdout is
     one, else 0 (no cut: a pipe or file gets whole lines)."""
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isascii() and columns.isdigit() and int(columns) > 0:   # not '٥' or '²'
         return int(columns)
     if sys.stdout.isatty():
         return shutil.get_terminal_size().columns
@@ -149,6 +149,7 @@ def _output_width() -> int:
 @handles_errors
 def show(run_dir, as_json):
     """Print a run's table, caliber, autotune mode and marker counts."""
+    check_path_text(run_dir, "RUN_DIR")
     if not (Path(run_dir) / "run.json").exists():
         from ..corpus.files import corpus_root_hint
         hint = corpus_root_hint(run_dir, "a run directory")
@@ -178,6 +179,7 @@ def fingerprint(run_dir, scrub):
     not a run directory (or its ttgir/) exits 2.
     """
     from ..compile.ir.fingerprint import compile_scrub, fingerprint_line
+    check_path_text(run_dir, "RUN_DIR")
     try:
         compile_scrub(scrub)
     except ValueError as exc:

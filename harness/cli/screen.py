@@ -14,8 +14,8 @@ from ..ab.sides import sides_from_env, sides_from_switch
 from ..common import errors
 from ..compile.ir.fingerprint import compile_scrub
 from ..corpus.batch import BatchPlan
-from ..corpus.screen import (Screen, ScreenPlan, mend_side_plans, read_plan, summary_lines,
-                             write_ir_changed, write_plan, write_side_plan)
+from ..corpus.screen import (Screen, ScreenPlan, check_resume_files, mend_side_plans, read_plan,
+                             summary_lines, write_ir_changed, write_plan, write_side_plan)
 from ..corpus.screen import rescore as rescore_root
 from ..corpus.check import check_executable, check_plan, check_root, corpus_adapter
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
@@ -77,21 +77,24 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.option("--all", "all_ops", is_flag=True, help="Every benchmark function of the corpus.")
 @click.option("--ops", multiple=True, callback=split_csv, metavar="A,B", help="These ops.")
 @click.option("--ops-file", default=None, metavar="FILE", type=click.Path(),
+              callback=not_empty,
               help="Ops, one per line: [vllm:]op[:op_file[:dtypes]]; # comments.")
 @click.option("--include-skipped", is_flag=True,
               help="With --all: also functions with an unconditional skip mark.")
-@click.option("--dismiss", default=None, metavar="FILE",
-              type=click.Path(), help="Ops left out of --all.")
+@click.option("--dismiss", default=None, metavar="FILE", type=click.Path(),
+              callback=not_empty, help="Ops left out of --all.")
 @click.option("--vllm", "vllm_dir", default=None, metavar="DIR",
               type=click.Path(), envvar="FLAGGEMS_VLLM_DIR",
               help="Also the FlagGems-vllm checkout. Env: FLAGGEMS_VLLM_DIR.")
-@click.option("--switch", default=None, metavar="NAME=A,B",
+@click.option("--switch", default=None, metavar="NAME=A,B", callback=not_empty,
               help="An environment switch: side A gets NAME=A, side B NAME=B.")
 @click.option("--env-a", multiple=True, metavar="K=V", help="Environment for side A.")
 @click.option("--env-b", multiple=True, metavar="K=V", help="Environment for side B.")
-@click.option("--python-a", default=None, metavar="PATH", help="Interpreter for side A.")
-@click.option("--python-b", default=None, metavar="PATH", help="Interpreter for side B.")
-@click.option("--recipe", default=None, metavar="FILE",
+@click.option("--python-a", default=None, callback=not_empty,
+              metavar="PATH", help="Interpreter for side A.")
+@click.option("--python-b", default=None, callback=not_empty,
+              metavar="PATH", help="Interpreter for side B.")
+@click.option("--recipe", default=None, metavar="FILE", callback=not_empty,
               type=click.Path(), help="A/B recipe (YAML), see recipes/.")
 @click.option("--scrub", multiple=True, metavar="REGEX", help="Extra IR scrub pattern.")
 @click.option("--devices", default=None, metavar="0,1,…", callback=not_empty,
@@ -135,6 +138,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
                    (plan.a.python, plan.b.python), resolve=True)
         _check_interpreters(plan.a, plan.b, plan.base.options.backend, f"{where}: ")
         check_devices(plan.base.options.backend, plan.base.devices)
+        check_resume_files(plan)
         hold_root(plan.root, "screen")
         mend_side_plans(plan, echo_err)
         sys.exit(_run(plan, resume=True))

@@ -83,13 +83,15 @@ def check(file, flaggems_dir, vllm_dir, adapter):
     FILE's stem + `.unmatched.yaml`; exit 1 when there are any."""
     import yaml
     from ..run.shapes import ShapeFileError, load_shape_file
+    if not str(file).strip():
+        raise errors.UsageError("FILE: an empty path; name the shape file to check")
     try:
         shape_file = load_shape_file(file)
     except ShapeFileError as exc:
         raise errors.UsageError(str(exc)) from None
     raw = loads_yaml(read_text(file))
+    target = check_output_file(unmatched_path(file), "unmatched keys file")
     unmatched = _adapter(adapter, flaggems_dir, vllm_dir).unmatched_shape_keys(shape_file.doc)
-    target = unmatched_path(file)
     if not unmatched:
         if target.exists():
             target.unlink()
@@ -122,6 +124,7 @@ def model(config, tokens, tp, lm_head, out, adapter):
     in YAML) for the given token counts, keyed for the adapter's benchmarks."""
     import adapters
     import yaml
+    from ..run.shapes import INT64_MAX
     check_output_file(out, "--out")
     try:
         counts = [int(t) for t in tokens]
@@ -134,6 +137,9 @@ def model(config, tokens, tp, lm_head, out, adapter):
     except (yaml.YAMLError, ValueError) as exc:
         raise errors.UsageError(f"model config {config} is not JSON or YAML: "
                                 f"{errors.one_line(exc)}") from None
+    if any(t > INT64_MAX for t in counts):
+        raise errors.UsageError(f"--tokens {max(counts)} is beyond int64 (at most {INT64_MAX}): "
+                                f"no tensor has that many rows")
     if not isinstance(fields, dict) or any(t < 1 for t in counts):
         raise errors.UsageError(f"model config {config} must be a mapping and --tokens positive")
     header = [f"# Model shapes of {fields.get('model_type', Path(config).stem)} "

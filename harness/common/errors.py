@@ -33,6 +33,28 @@ class UsageError(ZlhError):
     exit_code = EXIT_USAGE
 
 
+class InvalidValue(UsageError, ValueError):
+    """A field out of range given to a harness type (`StoppingRule`, `Budget`): a UsageError
+    (exit 2) that is also the ValueError code written against these types catches."""
+
+
+def check_fields(obj, ints: dict, numbers: tuple) -> None:
+    """InvalidValue unless each of `ints` (name -> minimum) is an int (not a bool) at least
+    its minimum and each of `numbers` a finite real number >= 0 (a dataclass's fields)."""
+    import math
+    import numbers as kinds
+    kind = type(obj).__name__
+    for name, low in ints.items():
+        value = getattr(obj, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise InvalidValue(f"{kind}: {name} must be an integer >= {low}, got {value!r}")
+    for name in numbers:
+        value = getattr(obj, name)
+        if isinstance(value, bool) or not isinstance(value, kinds.Real) or \
+                not math.isfinite(value) or value < 0:
+            raise InvalidValue(f"{kind}: {name} must be a finite number >= 0, got {value!r}")
+
+
 class PreflightError(ZlhError):
     """The environment cannot run what was asked (missing package, directory, device)."""
 
@@ -112,6 +134,13 @@ class CaseSkipped(Exception):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
+
+
+def quoted(value: object, limit: int = 80) -> str:
+    """repr() of a value the user gave, for a one-line message: cut to `limit` characters
+    (a 3,000-character op name is named by its start, not printed whole)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def write_failure(exc: OSError) -> str:

@@ -117,6 +117,7 @@ def check_output_dir(path: str | os.PathLike, flag: str, create: bool = False) -
     target = Path(path)
     if str(path) == "":
         raise UsageError(f"{flag}: an empty path is not a directory")
+    check_path_text(path, flag)
     _refuse_broken_link(target, flag, path)
     if target.exists() and not target.is_dir():
         raise UsageError(f"{flag} {path}: exists and is not a directory")
@@ -151,6 +152,7 @@ def check_output_file(path: str | os.PathLike, flag: str) -> Path:
     target = Path(path)
     if str(path) == "":
         raise UsageError(f"{flag}: an empty path is not a file")
+    check_path_text(path, flag)
     _refuse_broken_link(target, flag, path)
     if target.exists() and not target.is_file():
         kind = "a directory" if target.is_dir() else "not a regular file"
@@ -175,6 +177,20 @@ def _refuse_broken_link(target: Path, flag: str, path) -> None:
 
 
 SYMLINK_LOOP = "a symbolic link loop (the link leads back to itself); name a real path"
+NUL_IN_PATH = "a path cannot hold a NUL byte"
+
+
+def check_path_text(path, what: str) -> None:
+    """UsageError for a path no file can have: empty (`Path('')` would quietly mean the
+    current directory) or holding a NUL byte (the system calls end in a ValueError)."""
+    from .errors import UsageError
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else str(path)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if not text:
+        raise UsageError(f"{what}: an empty path; name a file or directory")
+    if "\x00" in text:
+        raise UsageError(f"{what} {text!r}: {NUL_IN_PATH}")
 
 
 def link_loop(path: str | os.PathLike) -> bool:
@@ -253,13 +269,22 @@ def read_json_object(path: str | os.PathLike, missing: str, what: str = "a JSON 
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         if link_loop(path):
             raise UsageError(f"{path}: {SYMLINK_LOOP}") from None
-        first = str(exc).strip().splitlines()
-        raise UsageError(f"{path} cannot be read: {first[0] if first else exc}") from None
+        raise UsageError(f"{path} cannot be read: {read_failure(exc)}") from None
     if not isinstance(doc, dict):
         raise UsageError(f"{path} is not {what} (a JSON object was expected, found "
                          f"{type(doc).__name__})")
     from .schema import check_readable
     return check_readable(doc, str(path))
+
+
+def read_failure(exc: BaseException) -> str:
+    """Why a file could not be read, in one line without the errno and path an OSError's
+    text repeats (`not a regular file (a pipe or device)`, `Is a directory`); for a decode
+    or parse error its first line."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    first = str(exc).strip().splitlines()
+    return first[0] if first else type(exc).__name__
 
 
 def csv_text(columns, rows) -> str:

@@ -12,7 +12,7 @@ import os
 import signal
 from pathlib import Path
 
-from .errors import UsageError
+from .errors import UsageError, ZlhError
 
 PARENT_ENV = "ZLH_PARENT_PID"
 
@@ -43,12 +43,31 @@ def die_with_parent(parent: int | None = None) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
+PID_LIMIT = 1 << 22                 # Linux's largest pid_max
+
+
+class ParentGone(ZlhError):
+    """ZLH_PARENT_PID names a process that is not this one's parent: the zlh command that
+    started it has ended (or the variable was set by hand). Ends like SIGTERM would."""
+
+    exit_code = 128 + signal.SIGTERM
+
+
 def die_with_parent_if_asked() -> None:
     """At the start of a command: follow ZLH_PARENT_PID (and drop it, so that this process's
-    own children do not inherit the request)."""
+    own children do not inherit the request). A value that is no process id is a UsageError;
+    a parent already gone is ParentGone (one line, exit 143), not a silent SIGTERM."""
     value = os.environ.pop(PARENT_ENV, "")
-    if value.isdigit():
-        die_with_parent(int(value))
+    text = value.strip()
+    if not text:                         # empty: unset, as in a shell
+        return
+    if not (text.isascii() and text.isdigit() and 0 < int(text) < PID_LIMIT):
+        raise UsageError(f"{PARENT_ENV}={value!r:.40} is not a process id; zlh sets it for the "
+                         f"processes it starts: unset it")
+    die_with_parent()
+    if os.getppid() != int(text):        # it died before prctl took hold
+        raise ParentGone(f"{PARENT_ENV}={text}: the zlh command that started this one has "
+                         f"ended, so this one ends too (unset {PARENT_ENV} if you set it)")
 
 
 def child_env(env: dict) -> dict:
@@ -94,12 +113,13 @@ class HeldTermination:
     def _note(self, signum, frame):
         self.pending.append((signum, frame))
 
-    def release(self) -> None:
-        """Restore the handlers, then act on the first signal held, as it would have acted."""
+    def release(self, deliver: bool = True) -> None:
+        """Restore the handlers, then act on the first signal held, as it would have acted
+        (`deliver=False`: the process is already ending for such a signal; drop them)."""
         for sig, handler in self.saved.items():
             signal.signal(sig, handler)
         self.saved = {}
-        if not self.pending:
+        if not self.pending or not deliver:
             return
         signum, frame = self.pending[0]
         handler = signal.getsignal(signum)

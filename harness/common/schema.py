@@ -49,9 +49,9 @@ def check_readable(doc, where: str, known: int = SCHEMA_VERSION):
             raise UsageError(f"{where}: schema_version {doc['schema_version']!r:.40} is not a "
                              f"version number (the file is damaged)")
         if found is not None and found > known:
-            writer = doc.get("zlh_version") or "a newer zlh"
+            writer = f"zlh {doc['zlh_version']}" if doc.get("zlh_version") else "a newer zlh"
             raise UsageError(f"{where}: schema_version {doc.get('schema_version')} is newer "
-                             f"than this zlh reads ({known}); it was written by zlh {writer}: "
+                             f"than this zlh reads ({known}); it was written by {writer}: "
                              f"upgrade zlh (this is {__version__})")
     return doc
 

@@ -24,7 +24,8 @@ from ..ab.report import ABReport, load_report, report_document, write_reports
 from ..ab.sides import Side
 from ..common.errors import UsageError
 from ..common.fields import Fields
-from ..common.files import atomic_write_json, atomic_write_text, read_json_object
+from ..common.files import (atomic_write_json, atomic_write_text, check_output_file,
+                            read_failure, read_json_object)
 from ..compile.ir.fingerprint import compile_scrub
 from ..run.options import BenchOptions
 from .batch import BatchPlan, device_list, lane_for, options_field
@@ -150,7 +151,7 @@ def _status_rows(text: str) -> list[dict]:
 
 def _left_out(echo: Echo | None, path: Path, exc: BaseException) -> None:
     if echo is not None:
-        echo(f"zlh campaign: {path} left out of the merge: {str(exc).splitlines()[0]}")
+        echo(f"zlh campaign: {path} left out of the merge: {read_failure(exc)}")
 
 
 def run_cards(plan: CampaignPlan, echo: Echo, resume: bool = False) -> dict[int, dict]:
@@ -231,6 +232,17 @@ def _totals(status_rows: list[dict]) -> dict:
     return {"runs": len(status_rows), "failed_runs_per_card": failed,
             "replay_fallbacks": total("replay_fallbacks"),
             "graph_fallbacks": total("graph_fallbacks"), "poisoned": total("poisoned")}
+
+
+ROOT_FILES = (CAMPAIGN_JSON, "plan.tsv", "status.tsv", "report.json", "report.csv",
+              "report.html", "merged.json")
+
+
+def check_root_files(root: Path) -> None:
+    """The files a campaign writes at the top of its root: a folder or a device in their
+    place is one line before any card runs (exit 2), not a failed write after all ran."""
+    for name in ROOT_FILES:
+        check_output_file(Path(root) / name, "campaign file")
 
 
 def write_plan(plan: CampaignPlan) -> None:

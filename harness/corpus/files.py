@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..common.errors import UsageError, one_line
 from ..common.files import (atomic_write_json, atomic_write_text, check_output_file, csv_text,
-                            read_json_object, read_text)
+                            read_failure, read_json_object, read_text)
 from ..common.schema import check_readable
 from ..store.reader import COMPLETE as RUN_COMPLETE, describe_status, load_info, load_run
 from ..store.rundir import safe_name
@@ -24,6 +24,7 @@ from .outcome import Outcome
 SCHEMA_VERSION = 1
 BATCH_JSON = "batch.json"
 COMPLETE = ".complete"
+ABANDONED = ".abandoned"         # attempts of an op a killed batch left unfinished
 OPS_STATUS_COLUMNS = ("repo", "op", "op_file", "device", "status", "rc", "elapsed_s",
                       "rows_total", "rows_success", "notes", "run_dir", "reason")
 SUMMARY_COLUMNS = ("op", "dtype", "shape", "torch_ms", "gems_ms", "speedup", "status",
@@ -86,9 +87,11 @@ def read_complete(root: Path, op: str) -> tuple[Outcome, int] | None:
         raise UsageError(f"{op_dir(root, op)} is a file where the folder of op {op} belongs; "
                          f"move it away to run {op} again")
     try:
-        data = check_readable(json.loads(read_text(path)), str(path))
+        data = check_readable(json.loads(read_text(path)), "")
         if not isinstance(data, dict):
             raise ValueError(f"a JSON object was expected, found {type(data).__name__}")
+        if data.get("op", op) != op:           # another op's outcome copied or moved here
+            raise ValueError(f"field op: expected {op!r}, got {data.get('op')!r:.60}")
         outcome = Outcome.from_dict(data, "")
         if outcome.run_dir is not None and not outcome.run_dir.is_absolute():
             outcome.run_dir = Path(root) / outcome.run_dir
@@ -99,7 +102,9 @@ def read_complete(root: Path, op: str) -> tuple[Outcome, int] | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, UsageError) as exc:
-        raise UsageError(f"{path} is damaged ({exc}); remove it to run {op} again") from None
+        why = exc.message.removeprefix(": ") if isinstance(exc, UsageError) else \
+            read_failure(exc)
+        raise UsageError(f"{path} is damaged ({why}); remove it to run {op} again") from None
 
 
 def run_problem(op: str, outcome: Outcome) -> str | None:
@@ -123,7 +128,7 @@ def set_aside(root: Path, op: str) -> Path | None:
     source = op_dir(root, op)
     if not source.exists():
         return None
-    target_root = Path(root) / ".abandoned"
+    target_root = Path(root) / ABANDONED
     target_root.mkdir(exist_ok=True)
     target = target_root / f"{source.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     n = 1
@@ -147,10 +152,15 @@ def read_batch_json(root: Path) -> dict:
 
 
 def check_tables(root: Path) -> None:
-    """The tables a resumed batch rewrites: a folder or a device in their place is refused
-    now, in one line, rather than after the first op."""
+    """The tables a resumed batch rewrites, and the folder it moves an unfinished op's
+    attempts to: a folder, a device or a file in their place is refused now, in one line,
+    rather than after the first op (as a failed write, exit 1)."""
     for name in ("ops_status.csv", "summary.csv"):
         check_output_file(Path(root) / name, "batch table")
+    abandoned = Path(root) / ABANDONED
+    if (abandoned.exists() or abandoned.is_symlink()) and not abandoned.is_dir():
+        raise UsageError(f"{abandoned} is not a folder: a resume keeps the attempts of an "
+                         f"unfinished op there; move it away, then resume")
 
 
 def write_tables(root: Path, status_rows: list[dict], summary_rows: list[dict]) -> None:

@@ -56,6 +56,9 @@ class Partition:
 def weights_from_screen(path: Path, verdicts: tuple[str, ...] | None
                         ) -> tuple[dict[str, float | None], list[tuple[str, str]]]:
     """({op: seconds or None}, [(op, verdict) filtered out]) from a screen.tsv."""
+    if Path(path).exists() and not Path(path).is_file():
+        raise UsageError(f"{path}: not a regular file (a pipe or device); a screen root's "
+                         f"screen.tsv is expected")
     if not Path(path).is_file():
         raise UsageError(f"{path}: no such screen table (a screen root's screen.tsv)")
     rows = read_tsv(path)

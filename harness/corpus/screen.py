@@ -230,6 +230,22 @@ def write_side_plan(plan: ScreenPlan, side: Side) -> None:
                                                      "screen_side": side.label})
 
 
+def check_resume_files(plan: ScreenPlan) -> None:
+    """What a resumed screen writes, checked before anything runs: each side's folder, its
+    batch.json (written again when lost) and tables, and the screen's own tables. A file
+    where a side's folder belongs, or a folder where a table belongs, is one line now (exit
+    2), not a failed write (exit 1) after the ops ran."""
+    for side in (plan.a, plan.b):
+        folder = plan.root / side.label
+        if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
+            raise UsageError(f"{folder} is not a folder: side {side.label}'s batch belongs "
+                             f"there; move it away, then zlh screen --resume {plan.root}")
+        check_output_file(folder / files.BATCH_JSON, f"side {side.label} plan")
+        files.check_tables(folder)
+    for name in (SCREEN_TSV, IR_CHANGED_TXT):
+        check_output_file(plan.root / name, "screen file")
+
+
 def mend_side_plans(plan: ScreenPlan, echo: Echo) -> None:
     """A side's batch.json that is missing or unreadable (its side directory deleted, the
     file damaged) is written again from screen.json; the finished ops the side still holds

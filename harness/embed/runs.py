@@ -21,10 +21,10 @@ from ..ab.orchestrate import ir_verdict
 from ..ab.preflight import check_scrub
 from ..ab.report import ABReport, write_reports
 from ..common.errors import CaliberError, UsageError
-from ..common.files import check_output_dir
+from ..common.files import check_output_dir, check_path_text
 from ..run.options import BenchOptions
 from ..run.runner import RunResult, run_bench
-from ..store.reader import StoredRun, load_run
+from ..store.reader import StoredRun, load_run, refuse_run_dir
 
 DEFAULT_OP = "cases"
 
@@ -115,6 +115,7 @@ def _compare_arguments(allow, alpha, scrub, root) -> list[str]:
         if not isinstance(root, (str, PathLike)):
             raise UsageError(f"root must be a directory path, got {type(root).__name__}")
         check_output_dir(root, "root")
+        refuse_run_dir(root, "root")
     return list(scrub)
 
 
@@ -129,6 +130,7 @@ def _runs(value, what: str) -> list[Path]:
         elif isinstance(item, StoredRun):
             paths.append(item.path)
         elif isinstance(item, (str, Path)):
+            check_path_text(item, what)
             paths.append(Path(item))
         else:
             raise UsageError(f"{what}: expected a run directory or a RunResult, got "

@@ -123,7 +123,8 @@ def measure(fn: Callable[[], Any], *, backend: str | None = None, device: int | 
             timer: str = "auto", repeat: int = 1, l2: str = "warm",
             warmup_ms: float | None = None, min_samples: int | None = None,
             min_time_ms: float | None = None, max_time_ms: float | None = None,
-            target_rel_err: float | None = None, name: str = "callable") -> Measurement:
+            target_rel_err: float | None = None, name: str = "callable",
+            **unknown) -> Measurement:
     """Time `fn` (no arguments) as `zlh bench` times a case's function under test.
 
     backend None: detected; device None: the current one; a budget left None takes the
@@ -136,6 +137,10 @@ def measure(fn: Callable[[], Any], *, backend: str | None = None, device: int | 
     timing = dict(backend=backend, device=device, timer=timer, repeat=repeat, l2=l2,
                   warmup_ms=warmup_ms, min_samples=min_samples, min_time_ms=min_time_ms,
                   max_time_ms=max_time_ms, target_rel_err=target_rel_err)
+    if unknown:            # open_device names them with the known ones (a UsageError)
+        open_device(**timing, **unknown)
+    if not isinstance(name, str):
+        raise UsageError(f"name must be a string, got {name!r}")
     return time_callable(open_device(**timing), fn, name)
 
 

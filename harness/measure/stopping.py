@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from ..common.errors import InvalidValue, check_fields
 from .measurement import relative_median_error
 
 
@@ -19,12 +20,12 @@ class StoppingRule:
     target_rel_err: float = 0.001    # relative standard error of the median
 
     def __post_init__(self):
-        if self.min_samples < 1 or self.max_samples < self.min_samples:
-            raise ValueError("need 1 <= min_samples <= max_samples")
-        if self.min_time_ms < 0 or self.max_time_ms < self.min_time_ms:
-            raise ValueError("need 0 <= min_time_ms <= max_time_ms")
-        if self.target_rel_err < 0:
-            raise ValueError("target_rel_err must be >= 0")
+        check_fields(self, {"min_samples": 1, "max_samples": 1},
+                     ("min_time_ms", "max_time_ms", "target_rel_err"))
+        if self.max_samples < self.min_samples:
+            raise InvalidValue("need 1 <= min_samples <= max_samples")
+        if self.max_time_ms < self.min_time_ms:
+            raise InvalidValue("need 0 <= min_time_ms <= max_time_ms")
 
     def should_stop(self, samples, elapsed_ms: float) -> bool:
         n = len(samples)

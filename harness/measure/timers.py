@@ -30,6 +30,7 @@ from typing import Callable, ContextManager
 
 Scope = Callable[[], ContextManager]
 
+from ..common.errors import check_fields
 from .measurement import Measurement
 from .stopping import StoppingRule
 
@@ -47,6 +48,11 @@ class Budget:
     max_capture_ms: float = 250.0    # host time one capture may take, at the eager rate
     batch_ms: float = 0.05           # event/host: below this per call, batch calls per sample
     samples_per_sync: int = 10       # samples collected between host syncs
+
+    def __post_init__(self):
+        check_fields(self, {"max_warmup_calls": 0, "estimate_calls": 1, "max_unroll": 1,
+                            "samples_per_sync": 1},
+                     ("warmup_ms", "graph_replay_ms", "max_capture_ms", "batch_ms"))
 
     def to_dict(self) -> dict:
         return asdict(self)

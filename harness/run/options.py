@@ -252,6 +252,8 @@ def _check(name: str, value: Any) -> Any:
         raise UsageError(f"option {name}: expected {kind.__name__}, got {value!r}")
     if kind is str and not value.strip():
         raise UsageError(f"option {name}: an empty value; leave it out for the default")
+    if kind is str and "\x00" in value:          # no path, name or module holds one
+        raise UsageError(f"option {name}: {value!r} holds a NUL byte")
     if kind is float and not math.isfinite(value):
         raise UsageError(f"option {name}: {value!r} is not a finite number")
     if name in _MINIMUM and value < _MINIMUM[name]:
@@ -270,7 +272,8 @@ def _check(name: str, value: Any) -> Any:
 
 def _valid_shard(text: str) -> bool:
     k, sep, n = text.partition("/")
-    return bool(sep) and k.isdigit() and n.isdigit() and 0 <= int(k) < int(n)
+    return bool(sep) and (k + n).isascii() and k.isdigit() and n.isdigit() and \
+        0 <= int(k) < int(n)
 
 
 def _text(value) -> str:

@@ -24,7 +24,8 @@ from ..compile import autotune
 from ..compile.caches import CacheEnv, apply_env, compile_cache
 from ..measure.timers import resolve_timer_name
 from ..store.compiler import compiler_identity
-from ..store.reader import REPLAY_PARTIAL_ENV, check_complete, find_runs, load_info
+from ..store.reader import (REPLAY_PARTIAL_ENV, check_complete, find_runs, load_info,
+                            refuse_run_dir)
 from .options import BenchOptions
 from .shapes import ShapeFile, ShapeFileError, load_shape_file
 
@@ -87,6 +88,7 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
     if dry_run:
         return plan
     check_output_dir(options.out, "--out")
+    refuse_run_dir(options.out, "--out")
     # Private compile cache (and, if asked, tuner cache) before anything compiles or imports.
     plan.cache_root = (Path(options.out) /
                        f".cache-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")

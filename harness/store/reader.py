@@ -14,7 +14,8 @@ from pathlib import Path
 from ..common.documents import loads_json
 from ..common.errors import CaliberError, UsageError
 from ..common.fields import Fields
-from ..common.files import SYMLINK_LOOP, link_loop, read_json_object, read_text
+from ..common.files import (SYMLINK_LOOP, check_path_text, link_loop, read_json_object,
+                            read_text)
 from ..common.schema import check_readable
 from .caliber import Caliber
 from .results import FAILED, SKIPPED, SUCCESS, Row
@@ -66,6 +67,7 @@ class StoredRun:
 
 def read_info(path) -> dict:
     """run.json of a run directory as a dict, or UsageError saying what is wrong."""
+    check_path_text(path, "run directory")
     path = Path(path)
     file = path / RUN_JSON
     if not path.is_dir():
@@ -73,15 +75,41 @@ def read_info(path) -> dict:
             raise UsageError(f"{path}: {SYMLINK_LOOP}")
         why = "not a directory" if path.exists() else "no such directory"
         raise UsageError(f"{path} is not a run directory ({why})")
-    info = read_json_object(file, f"{path} is not a run directory (no {RUN_JSON})",
+    missing = "" if os.path.lexists(file) else _what_it_holds(path)
+    info = read_json_object(file, f"{path} is not a run directory (no {RUN_JSON}{missing})",
                             "a run description")
     return _info_fields(info, str(file))
+
+
+AB_ROOT_FILES = ("plan.json", "report.json", "status.tsv", "calibration.json")
+
+
+def _what_it_holds(path: Path) -> str:
+    """`; it is an A/B root: ...` / `; it holds runs: ...` for a folder given where one run
+    directory was expected (a root for a run, the usual slip), else ''."""
+    if any((path / name).is_file() for name in AB_ROOT_FILES):
+        return (f"; it is an A/B root: `zlh report {path}` prints its report, its runs are "
+                f"under {path}/<op>/r<k>_<A|B>/")
+    try:
+        runs = sorted(p.name for p in path.glob("*_*") if (p / RUN_JSON).is_file())
+    except OSError:
+        return ""
+    return f"; it holds runs, e.g. {path / runs[-1]}" if runs else ""
+
+
+def refuse_run_dir(path, flag: str) -> None:
+    """UsageError when a folder zlh would write runs or an A/B under is itself a run
+    directory (a run given where its root was meant): the new files would mix with it."""
+    if path is not None and (Path(path) / RUN_JSON).is_file():
+        raise UsageError(f"{flag} {path} is a run directory (it holds {RUN_JSON}), not a "
+                         f"folder to write under; give its parent or a new folder")
 
 
 # run.json fields readers take apart, by type; each may be absent (older runs). `caliber`
 # is not here: one that is not an object is a run without identity (the caliber guard's
 # refusal, exit 4).
-_INFO_TEXT = ("op", "status", "autotune_mode", "autotune_replay_from", "started_at")
+_INFO_TEXT = ("op", "status", "reason", "autotune_mode", "autotune_replay_from",
+              "autotune_replay_records_sha256", "started_at", "finished_at")
 _INFO_OBJECTS = ("device", "versions", "compiler", "host", "telemetry", "autotune_fallbacks",
                  "ir", "adapter")
 

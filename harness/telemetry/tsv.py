@@ -92,6 +92,8 @@ def read(path) -> list[Point]:
             when = float(row["time"])
         except ValueError:
             continue
+        if not math.isfinite(when):          # nan/inf: no place on a time axis
+            continue
         throttle = (None if row["throttle"] == "NA" else () if row["throttle"] == "none"
                     else tuple(row["throttle"].split(",")))
         points.append(Point(when, row["device"], row["physical"],
