@@ -122,9 +122,15 @@ def run_op(plan: BenchPlan, op: str, echo: Echo | None = None,
         status = "crashed"
         raise
     finally:
-        run.finish(status, reason)   # records, IR, results, shapes, final run.json
-        if status != "complete":
-            run.print_table(f"status: {status}" + (f" ({reason})" if reason else ""))
+        # A parent that dies sends SIGTERM once per thread it had (PR_SET_PDEATHSIG follows
+        # the reparenting): a second one must not cut the final files short.
+        closing = HeldTermination().hold()
+        try:
+            run.finish(status, reason)   # records, IR, results, shapes, final run.json
+            if status != "complete":
+                run.print_table(f"status: {status}" + (f" ({reason})" if reason else ""))
+        finally:
+            closing.release(deliver=status != "interrupted")
     if status == "complete":
         run.print_table()
     write_error = write_error or run.final_write_error
