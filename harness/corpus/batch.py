@@ -210,10 +210,10 @@ class Batch:
             crashed = outcome
             outcome = self._attempts(item.op, dtypes, lane, worker, crashed.attempt + 1,
                                      replay, timer="event")
-            rcs = [n.split("=", 1)[1] for n in crashed.notes if n.startswith("retry_rc=")]
             outcome.notes += [n for n in crashed.notes
                               if not n.startswith("retry_rc=") and n not in outcome.notes]
-            outcome.notes += ["timer_fallback=event", f"graph_rc={rcs[0] if rcs else crashed.rc}"]
+            outcome.notes += ["timer_fallback=event",
+                              "graph_rc=" + "->".join(str(rc) for rc in crashed.rcs)]
         if outcome.preflight_check:
             self.preflight = outcome.reason
             self.stop.set()
@@ -241,8 +241,9 @@ class Batch:
             if len(outcomes) > 1 and outcome.same_as(outcomes[-2]):
                 break
         final = outcomes[-1]
+        final.rcs = [o.rc for o in outcomes]
         if len(outcomes) > 1:
-            final.notes.append("retry_rc=" + "->".join(str(o.rc) for o in outcomes))
+            final.notes.append("retry_rc=" + "->".join(str(rc) for rc in final.rcs))
         return final
 
     def _attempt(self, op: str, dtypes, lane: Lane, worker: Worker | None, k: int,

@@ -66,6 +66,7 @@ class Outcome:
     rows_success: int = 0
     notes: list[str] = field(default_factory=list)
     attempt: int = 1
+    rcs: list[int] = field(default_factory=list)   # exit codes of the attempts that led here
 
     def same_as(self, other: "Outcome") -> bool:
         """Two identical outcomes in a row stop the retries."""
