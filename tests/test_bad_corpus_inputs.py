@@ -95,6 +95,9 @@ BATCH = [
     # before: accepted, add counted as finished with softmax's outcome
     ("file", "add/.complete", dict(COMPLETE, op="softmax"),
      "add/.complete is damaged (field op: expected 'add', got 'softmax')"),
+    # before: accepted, more rows succeeded than there were
+    ("file", "add/.complete", dict(COMPLETE, rows_total=2, rows_success=5),
+     "add/.complete is damaged (field rows_success: expected an integer from 0 to 2, got 5)"),
     # before: "(ROOT/add/.complete: schema_version 99 … written by zlh a newer zlh …)"
     ("file", "add/.complete", dict(COMPLETE, schema_version=99),
      "add/.complete is damaged (schema_version 99 is newer than this zlh reads (1); it was "
@@ -231,3 +234,26 @@ def test_shapes_model_refuses_sizes_beyond_int64(tmp_path, change, tokens, first
     one_line(run(["shapes", "model", config, "--tokens", tokens, "--out", tmp_path / "m.yaml"]),
              2, first)
     assert not (tmp_path / "m.yaml").exists()
+
+
+# ---- options and lines that were silently ignored or read as "the op's own" ---------------------
+def test_include_skipped_without_all_is_refused(tmp_path):
+    """Before: accepted and ignored (named ops run whatever their skip marks)."""
+    one_line(run(["batch", *FAST, "--ops", "add", "--include-skipped", "--out", tmp_path / "b"]),
+             2, "--include-skipped goes with --all")
+    assert not (tmp_path / "b").exists()
+
+
+def test_an_ops_file_dtypes_field_of_commas_only_is_refused(tmp_path):
+    """Before: `add::,` fell back to the op's own dtypes while `--dtypes ,` was refused."""
+    (tmp_path / "ops.txt").write_text("add::,\n")
+    one_line(run(["batch", *FAST, "--ops-file", tmp_path / "ops.txt", "--out", tmp_path / "b"]),
+             2, "ops.txt:1: the dtypes field ',' names no dtype")
+    assert not (tmp_path / "b").exists()
+
+
+def test_an_unknown_verdict_is_refused(tmp_path):
+    """Before: accepted; it matched no op ("no op with verdict IR_CHANGD")."""
+    (tmp_path / "screen.tsv").write_text("op\tverdict\telapsed_a\telapsed_b\nadd\tIR_CHANGED\t1\t1\n")
+    one_line(run(["partition", tmp_path / "screen.tsv", "--devices", "0", "--verdict",
+                  "IR_CHANGD"]), 2, "'IR_CHANGD' is not one of 'IR_CHANGED'")

@@ -46,6 +46,7 @@ def workspace(tmp_path_factory):
         info = json.loads((target / "run.json").read_text())
         info.update(change)
         (target / "run.json").write_text(json.dumps(info))
+    (root / "rounds.yaml").write_text("ops: [add]\nenv_b: {X: '1'}\nrounds: 100000000000000000000\n")
     (root / "abroot").mkdir()
     (root / "abroot" / "report.json").write_text('{"schema_version": 1, "ops": []}')
     return root
@@ -91,6 +92,14 @@ ROWS = [
     R("ab", "add", "--env-b", "X=1", *SH, *FAST, "--root", "r/rec", code=2,
       first="--root r/rec is a run directory"),
     R("ab", "r/rec", "r/rep", "--root", "r/rec", code=2, first="--root r/rec is a run direc"),
+    # ---- counts past any run that ends: a typo, refused before anything runs ------------------
+    R(*BENCH, "--repeat", "100000", code=2, first="'--repeat': 100000 is not in the range 1<=x<=1000"),
+    R(*BENCH, "--retry-throttled", "10" * 10, code=2, first="'--retry-throttled'"),
+    R("ab", "add", "--env-b", "X=1", *SH, *FAST, "--rounds", "1" * 21, code=2,
+      first="'--rounds': 111111111111111111111 is not in the range 1<=x<=1000"),
+    R("calibrate", "add", *SH, "--rounds", "1001", code=2, first="'--rounds': 1001 is not in"),
+    R("ab", "--recipe", "rounds.yaml", code=2,
+      first="rounds must be a whole number from 1 to 1000, got 100000000000000000000"),
     # ---- ZLH_PARENT_PID that is no process id ---------------------------------------------------
     *[R("show", "r/rec", code=2, env={"ZLH_PARENT_PID": value},
         first="ZLH_PARENT_PID=", id=f"ZLH_PARENT_PID={value!r}")
@@ -134,6 +143,17 @@ def test_columns_in_other_scripts_digits_do_not_cut_lines(monkeypatch):
     result = CliRunner().invoke(main, ["ops", "--adapter", "builtin"])
     assert result.exit_code == 0
     assert "softmax" in result.stdout.split()
+
+
+def test_api_counts_past_any_run_that_ends_are_refused():
+    from harness.run.options import BenchOptions
+    with pytest.raises(UsageError, match="option repeat: 5000 is above its maximum 1000"):
+        BenchOptions.from_flat(repeat=5000)
+    with pytest.raises(UsageError, match="rounds must be an integer from 1 to 1000"):
+        harness.compare_callables(lambda: None, lambda: None, rounds=10 ** 6)
+    from harness.common.fields import Fields        # what campaign.json's rounds goes through
+    with pytest.raises(UsageError, match="rounds: expected an integer from 1 to 1000"):
+        Fields({"rounds": 10 ** 20}, "campaign.json").int("rounds", low=1, high=1000)
 
 
 def test_telemetry_points_without_a_finite_time_are_skipped(tmp_path):

@@ -308,7 +308,7 @@ def campaign(roots, tmp_path):
 CAMPAIGN = [
     (lambda d: d.__setitem__("devices", "0"), "field devices: expected a non-empty list"),
     (lambda d: d.__setitem__("devices", [True]), "field devices: expected a non-empty list"),
-    (lambda d: d.__setitem__("rounds", 1.5), "field rounds: expected an integer >= 1"),
+    (lambda d: d.__setitem__("rounds", 1.5), "field rounds: expected an integer from 1 to 1000"),
     (lambda d: d.__setitem__("assignment", {"0": "add"}), "field assignment.0: expected a list"),
     (lambda d: d.__setitem__("assignment", {"1": ["add"]}), "keyed by the devices [0]"),
     (lambda d: d.__setitem__("assignment", {"0": ["nosuchop"]}),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..common.documents import loads_yaml
 from ..common.errors import UsageError
 from ..common.files import read_text
+from ..common.limits import MAX_ROUNDS
 from ..compile.ir.fingerprint import compile_scrub
 from .sides import check_env_text
 
@@ -55,8 +56,10 @@ def check_recipe(spec: dict, where: str) -> None:
                              f"[softmax, mm], got {ops!r}")
     if "rounds" in spec:
         rounds = spec["rounds"]
-        if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-            raise UsageError(f"{where}: rounds must be a whole number >= 1, got {rounds!r}")
+        if isinstance(rounds, bool) or not isinstance(rounds, int) or \
+                not 1 <= rounds <= MAX_ROUNDS:
+            raise UsageError(f"{where}: rounds must be a whole number from 1 to {MAX_ROUNDS}, "
+                             f"got {rounds!r}")
     for key in ("env_a", "env_b"):
         if key in spec and spec[key] is not None:
             _check_env(spec[key], f"{where}: {key}")

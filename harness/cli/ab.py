@@ -18,6 +18,7 @@ from ..ab.sides import ABPlan, sides_from_env, sides_from_switch
 from ..calibrate.noise import NoiseFloor
 from ..common import errors
 from ..common.files import check_output_dir, check_path_text
+from ..common.limits import MAX_ROUNDS
 from ..common import style
 from ..common.schema import stamp
 from . import main
@@ -43,7 +44,7 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
 @click.option("--recipe", default=None, metavar="FILE",
               type=click.Path(), callback=not_empty,
               help="A/B recipe (YAML), see recipes/.")
-@click.option("--rounds", type=click.IntRange(min=1), default=None,
+@click.option("--rounds", type=click.IntRange(min=1, max=MAX_ROUNDS), default=None,
               help="Pairs to run; round 1's A records, every other run replays it. Default 1. "
                    "Not with --replay (its side A is a stored run).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=3600.0,

@@ -9,6 +9,7 @@ import click
 
 from ..calibrate.run import CalibratePlan, calibrate as run_calibration
 from ..common import errors
+from ..common.limits import MAX_ROUNDS
 from ..corpus.files import corpus_root_hint
 from . import main
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
@@ -17,7 +18,7 @@ from .common import (bench_options, echo_err, finite, given_options, handles_err
 
 @main.command()
 @click.argument("ops", nargs=-1, required=True)
-@click.option("--rounds", type=click.IntRange(min=2), default=3, show_default=True,
+@click.option("--rounds", type=click.IntRange(min=2, max=MAX_ROUNDS), default=3, show_default=True,
               help="A/A rounds (each a pair of fresh processes); the floor and the detectable "
                    "change are per shape over these rounds.")
 @click.option("--plant-pct", type=click.FloatRange(min=0, min_open=True, max=1000), default=None,

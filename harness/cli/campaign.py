@@ -8,10 +8,12 @@ from pathlib import Path
 import click
 
 from ..common import errors
+from ..common.limits import MAX_ROUNDS
 from ..corpus.campaign import (check_root_files, merge, plan_campaign, read_campaign,
                                run_cards, write_plan)
 from ..corpus.check import check_root
 from ..corpus.partition import partition, render, weights_from_screen
+from ..corpus.verdict import VERDICTS
 from . import main
 from .batch import check_devices, hold_root, interrupted_hint, new_root, parse_devices
 from .common import echo_err, finite, handles_errors, not_empty, refuse_beside, split_csv
@@ -21,8 +23,9 @@ from .common import echo_err, finite, handles_errors, not_empty, refuse_beside, 
 @click.argument("screen_tsv", type=click.Path(dir_okay=False))
 @click.option("--devices", required=True, metavar="0,1,…", help="Devices to spread over.")
 @click.option("--verdict", "verdicts", multiple=True, default=("IR_CHANGED",),
+              type=click.Choice(VERDICTS),
               show_default=True, help="Keep ops with this verdict (repeatable).")
-@click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--rounds", type=click.IntRange(min=1, max=MAX_ROUNDS), default=1, show_default=True,
               help="Rounds each op will run (its weight is multiplied by them).")
 @click.option("--format", "fmt", type=click.Choice(["text", "tsv"]), default="text",
               show_default=True, help="text: a table per device; tsv: one line per op.")
@@ -47,9 +50,10 @@ def partition_cmd(screen_tsv, devices, verdicts, rounds, fmt):
               help="The screen whose ops to run rounds on.")
 @click.option("--devices", default=None, metavar="0,1,…", callback=not_empty,
               help="Devices, one card each.")
-@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--rounds", type=click.IntRange(min=1, max=MAX_ROUNDS), default=3, show_default=True,
               help="Rounds of each op's zlh ab.")
 @click.option("--verdict", "verdicts", multiple=True, default=("IR_CHANGED",),
+              type=click.Choice(VERDICTS),
               show_default=True, help="Screen verdicts to include (repeatable).")
 @click.option("--extra-ops", multiple=True, callback=split_csv, metavar="A,B",
               help="More ops (to the least-loaded device).")

@@ -16,6 +16,7 @@ import backends
 
 from ..common import errors, style
 from ..common.files import NUL_IN_PATH, SYMLINK_LOOP
+from ..common.limits import MAX_REPEAT, MAX_RETRY_THROTTLED
 from ..compile.ir.variants import IR_STAGES
 from ..measure.stopping import StoppingRule
 from ..measure.timers import Budget
@@ -187,7 +188,7 @@ BENCH_OPTIONS = [
                  help="Shape set size when no shape file is given."),
     click.option("--timer", type=click.Choice(TIMERS), default="auto", show_default=True,
                  help="auto: graph where the backend captures graphs, else event (cpu: host)."),
-    click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+    click.option("--repeat", type=click.IntRange(min=1, max=MAX_REPEAT), default=1, show_default=True,
                  help="Independent measurements per case; the median of their medians is reported."),
     click.option("--l2", type=click.Choice(L2_POLICIES), default="warm", show_default=True,
                  help="flush: clear L2 before every timed call (event timer only)."),
@@ -226,7 +227,7 @@ BENCH_OPTIONS = [
                  callback=finite,
                  show_default=True, metavar="S",
                  help="Seconds between device telemetry samples (telemetry.tsv); 0: off."),
-    click.option("--retry-throttled", type=click.IntRange(min=0), default=0, show_default=True,
+    click.option("--retry-throttled", type=click.IntRange(min=0, max=MAX_RETRY_THROTTLED), default=0, show_default=True,
                  metavar="N", help="Measure a case again, up to N times, while it ran on a "
                                    "throttled device (clock below usual or a slowdown reason)."),
 ]

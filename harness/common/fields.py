@@ -44,12 +44,15 @@ class Fields:
             raise self.error(name, "a string" if empty else "a non-empty string", value)
         return value
 
-    def int(self, name: str, default=_MISSING, low: int | None = None) -> int:
+    def int(self, name: str, default=_MISSING, low: int | None = None,
+            high: int | None = None) -> int:
         value = self.get(name, default)
         if isinstance(value, bool) or not isinstance(value, int) or \
-                (low is not None and value < low):
-            raise self.error(name, "an integer" + (f" >= {low}" if low is not None else ""),
-                            value)
+                (low is not None and value < low) or (high is not None and value > high):
+            bounds = (f" from {low} to {high}" if low is not None and high is not None else
+                      f" >= {low}" if low is not None else
+                      f" <= {high}" if high is not None else "")
+            raise self.error(name, "an integer" + bounds, value)
         return value
 
     def number(self, name: str, default=_MISSING, low: float | None = None) -> float:

@@ -24,6 +24,7 @@ from ..ab.report import ABReport, load_report, report_document, write_reports
 from ..ab.sides import Side
 from ..common.errors import UsageError
 from ..common.fields import Fields
+from ..common.limits import MAX_ROUNDS
 from ..common.files import (atomic_write_json, atomic_write_text, check_output_file,
                             read_failure, read_json_object)
 from ..compile.ir.fingerprint import compile_scrub
@@ -270,7 +271,7 @@ def read_campaign(root: Path) -> CampaignPlan:
     planned = {int(k): v for k, v in _seconds(f, "planned_s", map(str, assignment)).items()}
     options = options_field(f, "options")
     plan = CampaignPlan(Path(root), Path(f.str("screen", empty=False)), devices,
-                        f.int("rounds", low=1), Partition(planned, assignment, weights),
+                        f.int("rounds", low=1, high=MAX_ROUNDS), Partition(planned, assignment, weights),
                         side_from(f, "A"), side_from(f, "B"), options, f.strs("scrub", []),
                         f.number("timeout_s", 3600.0, low=1))
     try:

@@ -96,11 +96,11 @@ class Outcome:
         if run_dir is not None and (not isinstance(run_dir, str) or "\0" in run_dir
                                     or len(run_dir.encode("utf-8", "replace")) > PATH_MAX):
             raise f.error("run_dir", "null or a path", run_dir)
+        total = f.int("rows_total", 0, low=0)
         return cls(status=status, rc=f.int("rc"), elapsed_s=f.number("elapsed_s", low=0),
                    reason=f.str("reason", ""),
                    run_dir=Path(run_dir) if run_dir else None,
-                   rows_total=f.int("rows_total", 0, low=0),
-                   rows_success=f.int("rows_success", 0, low=0),
+                   rows_total=total, rows_success=f.int("rows_success", 0, low=0, high=total),
                    notes=f.strs("notes", []))
 
 

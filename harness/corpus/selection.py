@@ -49,6 +49,9 @@ def parse_ops_file(path: str) -> list[Item]:
             if len(parts) > 2 else ()
         if any(" " in p.strip() for p in parts[:2]):
             raise UsageError(f"{path}:{number}: op names have no spaces: {raw.strip()!r}")
+        if len(parts) > 2 and parts[2].strip() and not dtypes:
+            raise UsageError(f"{path}:{number}: the dtypes field {parts[2].strip()!r} names no "
+                             f"dtype; leave it empty for the op's own")
         check_dtype_names(dtypes, f"{path}:{number}")
         items.append(Item(repo + (f"{op}:{op_file}" if op_file else op), dtypes or None))
     return items
@@ -113,6 +116,9 @@ def select(adapter, all_ops: bool, ops: Sequence[str] | None, ops_file: str | No
     given = sum(bool(x) for x in (all_ops, ops, ops_file))
     if given != 1:
         raise UsageError("name the ops with exactly one of --all, --ops a,b,… or --ops-file F")
+    if include_skipped and not all_ops:
+        raise UsageError("--include-skipped goes with --all (ops named by --ops or an ops "
+                         "file run whatever their skip marks)")
     left_out: list[tuple[str, str]] = []
     if all_ops:
         items = []

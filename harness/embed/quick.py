@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from ..ab import stats
 from ..common.errors import UsageError
+from ..common.limits import MAX_ROUNDS
 from ..measure.measurement import Measurement
 from .timing import check_callable, open_device, time_callable
 
@@ -76,8 +77,8 @@ def compare_callables(fa: Callable[[], Any], fb: Callable[[], Any], *, rounds: i
     sample sets."""
     check_callable(fa, "fa")
     check_callable(fb, "fb")
-    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
-        raise UsageError(f"rounds must be an integer >= 1, got {rounds!r}")
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or not 1 <= rounds <= MAX_ROUNDS:
+        raise UsageError(f"rounds must be an integer from 1 to {MAX_ROUNDS}, got {rounds!r}")
     if not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         raise UsageError(f"alpha must be between 0 and 1, got {alpha!r}")
     device = open_device(**timing)

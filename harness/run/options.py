@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping, Sequence
 
 from ..common.errors import UsageError
+from ..common.limits import MAX_REPEAT, MAX_RETRY_THROTTLED
 from ..measure.stopping import StoppingRule
 from ..compile.ir.variants import IR_STAGES
 from ..measure.timers import TIMER_NAMES, Budget
@@ -228,7 +229,8 @@ _CHOICES = {"level": LEVELS, "timer": TIMERS, "l2": L2_POLICIES, "ir_stage": IR_
 _MINIMUM = {"device": 0, "repeat": 1, "seed": 0, "min_samples": 1, "warmup_ms": 0.0,
             "min_time_ms": 0.0, "max_time_ms": 0.0, "target_rel_err": 0.0,
             "telemetry_interval": 0.0, "retry_throttled": 0, "plant_pct": 0.0}
-_MAXIMUM = {"telemetry_interval": 3600.0, "plant_pct": 1000.0}   # as the command line's
+_MAXIMUM = {"telemetry_interval": 3600.0, "plant_pct": 1000.0,      # as the command line's
+            "repeat": MAX_REPEAT, "retry_throttled": MAX_RETRY_THROTTLED}
 _OPTIONAL = {"adapter", "backend", "shapes", "flaggems_dir", "replay", "device", "dtypes", "argv",
              "case_shard", "cases", "plant_pct"}
 
