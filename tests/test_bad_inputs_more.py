@@ -100,6 +100,10 @@ ROWS = [
     R("calibrate", "add", *SH, "--rounds", "1001", code=2, first="'--rounds': 1001 is not in"),
     R("ab", "--recipe", "rounds.yaml", code=2,
       first="rounds must be a whole number from 1 to 1000, got 100000000000000000000"),
+    # ---- a scrub pattern that matches the empty string: every IR alike, or nothing removed -----
+    R("ab", "r/rec", "r/rep", "--scrub", ".*", code=2,
+      first="bad scrub pattern '.*': it matches the empty string"),
+    R("ab", "r/rec", "r/rep", "--scrub", "", code=2, first="bad scrub pattern ''", id="scrub ''"),
     # ---- ZLH_PARENT_PID that is no process id ---------------------------------------------------
     *[R("show", "r/rec", code=2, env={"ZLH_PARENT_PID": value},
         first="ZLH_PARENT_PID=", id=f"ZLH_PARENT_PID={value!r}")

@@ -98,9 +98,14 @@ def pattern_problem(pattern: str) -> str | None:
     repeat count past the engine's limit, `a{99999999999}`) and RecursionError (groups
     nested thousands deep)."""
     try:
-        re.compile(pattern)
+        compiled = re.compile(pattern)
     except (re.error, OverflowError, RecursionError) as exc:
         return str(exc) or type(exc).__name__
+    if compiled.fullmatch(""):
+        # `.*` would blank every line, so every IR would fingerprint alike (NO_IR_DIFF for
+        # any change); '' removes nothing
+        return ("it matches the empty string, so it removes everything a line holds or "
+                "nothing; write what to remove (`+` rather than `*`)")
     return None
 
 
