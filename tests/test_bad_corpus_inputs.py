@@ -20,8 +20,8 @@ from click.testing import CliRunner
 
 from harness.cli import main
 
-FAST = ["--adapter", "builtin", "--backend", "cpu", "--warmup-ms", "1", "--min-samples", "3",
-        "--min-time-ms", "0", "--max-time-ms", "20"]
+from test_corpus_inputs import FAST, listing
+
 
 
 def run(args, env=None):
@@ -42,10 +42,6 @@ def one_line(result, code: int, *fragments: str) -> str:
         assert fragment in lines[0], lines[0]
     assert "[Errno" not in lines[0], lines[0]
     return lines[0]
-
-
-def listing(root: Path) -> list:
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
 
 
 @pytest.fixture(scope="module")

@@ -481,10 +481,12 @@ def snapshot(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
 
 
-@pytest.mark.parametrize("argv, code, first, env", ROWS)
-def test_bad_input(workspace, monkeypatch, argv, code, first, env):
+def check_bad_input(workspace, monkeypatch, argv, code, first, env, only_line=False) -> None:
+    """Run `argv` in `workspace`: exit `code`, no traceback, stderr's first line (its only
+    line with `only_line`) `zlh: …` (or a `!!!` gate line) holding `first`, and nothing left
+    behind in the workspace."""
     monkeypatch.chdir(workspace)
-    for name in ("FLAGGEMS_DIR", "FLAGGEMS_VLLM_DIR", "ZLH_BUILTIN_SLOW"):
+    for name in ("FLAGGEMS_DIR", "FLAGGEMS_VLLM_DIR", "ZLH_BUILTIN_SLOW", "ZLH_PARENT_PID"):
         monkeypatch.delenv(name, raising=False)
     before = snapshot(workspace)
     result = CliRunner().invoke(main, argv, env=env)
@@ -493,11 +495,18 @@ def test_bad_input(workspace, monkeypatch, argv, code, first, env):
     assert "Traceback" not in result.output
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
     assert result.exit_code == code, result.output
-    assert lines and lines[0].startswith(("zlh: ", "!!! ")), result.output
+    assert lines and lines[0].startswith(("zlh: ",) if only_line else ("zlh: ", "!!! ")), \
+        result.output
+    assert len(lines) == 1 or not only_line, result.output
     assert first in lines[0], lines[0]
     assert "!!!" not in result.stdout
     assert snapshot(workspace) == before, "left behind: " + ", ".join(
         sorted(snapshot(workspace) - before))
+
+
+@pytest.mark.parametrize("argv, code, first, env", ROWS)
+def test_bad_input(workspace, monkeypatch, argv, code, first, env):
+    check_bad_input(workspace, monkeypatch, argv, code, first, env)
 
 
 def test_the_table_is_at_least_sixty_rows_beyond_the_issue():

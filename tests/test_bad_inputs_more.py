@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -25,7 +24,7 @@ from harness.common.errors import UsageError
 from harness.telemetry import tsv
 
 from fake_runs import fake_run
-from test_bad_inputs import FAST, SH, snapshot
+from test_bad_inputs import FAST, SH, check_bad_input
 
 
 @pytest.fixture(scope="module")
@@ -113,20 +112,7 @@ ROWS = [
 
 @pytest.mark.parametrize("argv, code, first, env", ROWS)
 def test_bad_input(workspace, monkeypatch, argv, code, first, env):
-    monkeypatch.chdir(workspace)
-    for name in ("FLAGGEMS_DIR", "FLAGGEMS_VLLM_DIR", "ZLH_BUILTIN_SLOW", "ZLH_PARENT_PID"):
-        monkeypatch.delenv(name, raising=False)
-    before = snapshot(workspace)
-    result = CliRunner().invoke(main, argv, env=env)
-    assert result.exc_info is None or result.exc_info[0] is SystemExit, \
-        "".join(__import__("traceback").format_exception(*result.exc_info))
-    assert "Traceback" not in result.output
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert result.exit_code == code, result.output
-    assert len(lines) == 1 and lines[0].startswith("zlh: "), result.output
-    assert first in lines[0], lines[0]
-    assert snapshot(workspace) == before, "left behind: " + ", ".join(
-        sorted(snapshot(workspace) - before))
+    check_bad_input(workspace, monkeypatch, argv, code, first, env, only_line=True)
 
 
 def test_a_parent_pid_that_is_not_the_parent_is_one_line_in_a_real_process(workspace):

@@ -2,6 +2,7 @@
 the block that finalises the run, so run.json never stays `running` because of it."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 
@@ -41,11 +42,9 @@ def test_nothing_held_means_release_only_restores():
     assert signal.getsignal(signal.SIGINT) is previous
 
 
-def test_a_run_terminated_at_once_is_recorded_as_interrupted(tmp_path, monkeypatch):
-    """SIGTERM the moment run.json exists (no time for the run to enter its body): the run
-    directory still ends `interrupted (SIGTERM)`."""
-    import json
-
+def _terminated_add_run(tmp_path, monkeypatch):
+    """`add` run under a SIGTERM handler that raises Terminated, with a SIGTERM sent right
+    after the first run.json is written; the run directory it leaves."""
     from harness.common.errors import Terminated
     from harness.run import runner
     from harness.run.options import BenchOptions
@@ -68,10 +67,17 @@ def test_a_run_terminated_at_once_is_recorded_as_interrupted(tmp_path, monkeypat
                 adapter="builtin", backend="cpu", out=str(tmp_path / "runs"),
                 shapes=str(shapes), warmup_ms=1, min_samples=3, min_time_ms=0,
                 max_time_ms=20))
+        assert signal.getsignal(signal.SIGTERM) is raise_terminated     # restored
     finally:
         signal.signal(signal.SIGTERM, previous)
-    (run_json,) = (tmp_path / "runs").glob("add_*/run.json")
-    info = json.loads(run_json.read_text())
+    (run_dir,) = (tmp_path / "runs").glob("add_*")
+    return run_dir
+
+
+def test_a_run_terminated_at_once_is_recorded_as_interrupted(tmp_path, monkeypatch):
+    """SIGTERM the moment run.json exists (no time for the run to enter its body): the run
+    directory still ends `interrupted (SIGTERM)`."""
+    info = json.loads((_terminated_add_run(tmp_path, monkeypatch) / "run.json").read_text())
     assert (info["status"], info["reason"]) == ("interrupted", "SIGTERM")
 
 
@@ -79,40 +85,14 @@ def test_a_second_sigterm_during_finalising_does_not_cut_the_files_short(tmp_pat
     """A dying parent sends SIGTERM once per thread it had (the child is reparented thread
     by thread): the second one, arriving while the interrupted run writes its files, is
     dropped, and run.json, results and shapes are all written."""
-    import json
-
-    from harness.common.errors import Terminated
-    from harness.run import runner
-    from harness.run.options import BenchOptions
     from harness.store.rundir import RunDir
-    original_open, original_results = runner.OpRun.open, RunDir.write_results
-
-    def open_then_signal(*args, **kwargs):
-        run = original_open(*args, **kwargs)
-        os.kill(os.getpid(), signal.SIGTERM)           # the first: the run is interrupted
-        return run
+    original_results = RunDir.write_results
 
     def results_then_signal(self, rows):
         original_results(self, rows)
         os.kill(os.getpid(), signal.SIGTERM)           # the second: while finalising
-
-    def raise_terminated(signum, frame):
-        raise Terminated(signum)
-    monkeypatch.setattr(runner.OpRun, "open", staticmethod(open_then_signal))
     monkeypatch.setattr(RunDir, "write_results", results_then_signal)
-    previous = signal.signal(signal.SIGTERM, raise_terminated)
-    shapes = tmp_path / "shapes.yaml"
-    shapes.write_text("add: [[64]]\n")
-    try:
-        with pytest.raises(Terminated):
-            runner.run_bench(["add"], BenchOptions.from_flat(
-                adapter="builtin", backend="cpu", out=str(tmp_path / "runs"),
-                shapes=str(shapes), warmup_ms=1, min_samples=3, min_time_ms=0,
-                max_time_ms=20))
-        assert signal.getsignal(signal.SIGTERM) is raise_terminated     # restored
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    (run_dir,) = (tmp_path / "runs").glob("add_*")
+    run_dir = _terminated_add_run(tmp_path, monkeypatch)
     info = json.loads((run_dir / "run.json").read_text())
     assert (info["status"], info["reason"]) == ("interrupted", "SIGTERM")
     assert (run_dir / "shapes.yaml").exists() and (run_dir / "results.csv").exists()
