@@ -10,7 +10,7 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from ..common.errors import UsageError
+from ..common.errors import UsageError, quoted
 from ..common.fields import Fields
 from ..common.files import (atomic_write_json, atomic_write_text, check_path_text,
                             read_json_object)
@@ -42,9 +42,10 @@ class ABRow:
     within_noise: bool = False           # significant, but inside the machine's noise floor
 
     @classmethod
-    def from_dict(cls, data: dict, where: str = "") -> "ABRow":
-        if where:
-            _check_row(data, where)
+    def from_dict(cls, data: dict, where: str = "ABRow") -> "ABRow":
+        """A row from its JSON object, every field the views read checked first: UsageError
+        `<where>: field F: expected ...`."""
+        _check_row(data, where or "ABRow")
         known = {f.name for f in fields(cls)}
         row = cls(**{k: v for k, v in data.items() if k in known})
         if "direction" not in data:          # a report written before directions were stored
@@ -70,16 +71,16 @@ class ABReport:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict, where: str = "") -> "ABReport":
-        """An op report from its JSON object; with `where` (a file read back), every field
-        the report views read is checked first: UsageError `<where>: field F: expected ...`."""
-        if not isinstance(data, dict) or not isinstance(data.get("rows", []), list):
-            raise ValueError("an op report must be an object with a list of rows")
-        if where:
-            _check_report(data, where)
+    def from_dict(cls, data: dict, where: str = "ABReport") -> "ABReport":
+        """An op report from its JSON object (`where`: the file read back), every field the
+        report views read checked first: UsageError `<where>: field F: expected ...`."""
+        where = where or "ABReport"
+        if not isinstance(data, dict):
+            raise UsageError(f"{where}: expected an object, got {quoted(data, 60)}")
+        _check_report(data, where)
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
-        values["rows"] = [ABRow.from_dict(r, f"{where}: rows[{i}]" if where else "")
+        values["rows"] = [ABRow.from_dict(r, f"{where}: rows[{i}]")
                           for i, r in enumerate(data.get("rows", []))]
         values.setdefault("caliber", {})
         values.setdefault("sides", {"A": {}, "B": {}})
@@ -93,7 +94,7 @@ def _optional_number(f: Fields, name: str) -> None:
 
 def _check_row(data, where: str) -> None:
     if not isinstance(data, dict):
-        raise UsageError(f"{where}: expected an object, got {data!r:.60}")
+        raise UsageError(f"{where}: expected an object, got {quoted(data, 60)}")
     f = Fields(data, where)
     for name in ("variant", "dtype", "shape_detail"):
         f.str(name)
@@ -119,6 +120,8 @@ def _check_row(data, where: str) -> None:
 def _check_report(data: dict, where: str) -> None:
     f = Fields(data, where)
     f.str("op", empty=False)
+    if not isinstance(data.get("rows", []), list):
+        raise f.error("rows", "a list of rows", data["rows"])
     f.object("caliber", {})
     sides = f.object("sides", {"A": {}, "B": {}})
     for side in ("A", "B"):

@@ -13,9 +13,15 @@ import numpy as np
 
 from backends.telemetry import ClockReading
 
+from ..common.errors import InvalidValue, UsageError, check_fields, quoted
+from ..common.fields import Fields, is_number
 from . import suspect
 
 UNDERSAMPLED = "undersampled"
+
+# A stored latency at or above this is no measurement (a damaged or edited row): refused, so
+# statistics over it cannot overflow.
+MAX_LATENCY_MS = 1e6
 
 # Standard error of the median of n normal samples ~= 1.2533 * sigma / sqrt(n);
 # sigma estimated robustly as 1.4826 * MAD.
@@ -34,8 +40,27 @@ class Measurement:
     undersampled: bool = False       # a cap stopped sampling before the sample minimum
 
     def __post_init__(self):
-        if not self.samples_ms:
-            raise ValueError("a measurement needs at least one sample")
+        """InvalidValue (a UsageError and a ValueError) `Measurement: <field> must be ...`
+        for a field of the wrong type or out of range."""
+        check_fields(self, {"calls_per_sample": 1, "warmup_calls": 0}, ())
+        for name, least in (("samples_ms", 1), ("repeats", 0)):
+            values = getattr(self, name)
+            if not isinstance(values, (tuple, list)) or len(values) < least or \
+                    not all(_latency(v) for v in values):
+                what = "a non-empty sequence" if least else "a sequence"
+                raise InvalidValue(f"Measurement: {name} must be {what} of finite numbers "
+                                   f">= 0 (ms), got {quoted(values, 60)}")
+        for name, ok, what in (
+                ("timer", isinstance(self.timer, str) and self.timer, "a timer name"),
+                ("fallback", self.fallback is None or isinstance(self.fallback, str),
+                 "a string or None"),
+                ("clocks", isinstance(self.clocks, (tuple, list)) and
+                 all(isinstance(c, ClockReading) for c in self.clocks),
+                 "a sequence of ClockReading"),
+                ("undersampled", isinstance(self.undersampled, bool), "True or False")):
+            if not ok:
+                raise InvalidValue(f"Measurement: {name} must be {what}, "
+                                   f"got {quoted(getattr(self, name), 60)}")
 
     @property
     def n(self) -> int:
@@ -100,7 +125,12 @@ class Measurement:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Measurement":
+    def from_dict(cls, data: dict, where: str = "Measurement") -> "Measurement":
+        """A measurement from its to_dict(); UsageError `<where>: field F: expected ...` for
+        a value that is not an object, a missing field or one of the wrong type or range."""
+        if not isinstance(data, dict):
+            raise UsageError(f"{where}: expected an object, got {quoted(data, 60)}")
+        check_measurement(Fields(data, where))
         return cls(samples_ms=tuple(data["samples_ms"]), timer=data["timer"],
                    calls_per_sample=data.get("calls_per_sample", 1),
                    warmup_calls=data.get("warmup_calls", 0),
@@ -108,6 +138,37 @@ class Measurement:
                    fallback=data.get("fallback"),
                    clocks=tuple(ClockReading.from_dict(c) for c in data.get("clocks") or ()),
                    undersampled=bool(data.get("undersampled", False)))
+
+
+def check_measurement(f: Fields, prefix: str = "") -> None:
+    """The fields of a stored measurement (`prefix`: where it sits in a larger object, e.g.
+    `torch.`), of the types and ranges zlh writes; `f`'s error names the field."""
+    for name, values in (("samples_ms", f.numbers(prefix + "samples_ms")),
+                         ("repeat_medians_ms", f.numbers(prefix + "repeat_medians_ms", []))):
+        bad = next((v for v in values if not 0 <= v < MAX_LATENCY_MS), None)
+        if bad is not None:
+            raise f.error(prefix + name, f"latencies from 0 to below {MAX_LATENCY_MS:g} ms",
+                          bad)
+        if name == "samples_ms" and not values:
+            raise f.error(prefix + name, "at least one sample", values)
+    f.str(prefix + "timer", empty=False)
+    f.int(prefix + "calls_per_sample", 1, low=1)
+    f.int(prefix + "warmup_calls", 0, low=0)
+    for name, read in (("fallback", f.str), ("undersampled", f.bool), ("clocks", f.objects)):
+        if f.get(prefix + name, None) is not None:
+            read(prefix + name)
+    for clock in f.get(prefix + "clocks", None) or ():
+        throttle = clock.get("throttle")
+        if not all(v is None or is_number(v) and math.isfinite(v)
+                   for v in (clock.get("sm_clock_mhz"), clock.get("usual_sm_mhz"))) or \
+                not (throttle is None or isinstance(throttle, list) and
+                     all(isinstance(t, str) for t in throttle)):
+            raise f.error(prefix + "clocks", "clock readings (sm_clock_mhz, usual_sm_mhz: "
+                                             "numbers or null; throttle: strings)", clock)
+
+
+def _latency(value) -> bool:
+    return is_number(value) and math.isfinite(value) and value >= 0
 
 
 def relative_median_error(samples) -> float:

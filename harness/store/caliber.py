@@ -11,6 +11,9 @@ import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Mapping
 
+from ..common.errors import UsageError, quoted
+from ..common.fields import Fields
+
 MISSING = "<missing>"
 # Fields added later, with the value every run written before them had.
 LEGACY_DEFAULTS = {"ir_stage": "ttgir"}
@@ -49,8 +52,14 @@ class Caliber:
         older run.json recorded elsewhere, e.g. its top-level `seed`), else from the value
         every run before it had, else is `<missing>` (so it differs from any real value
         instead of passing silently)."""
+        for what, value in (("", data), (" fallback", fallback or {})):
+            if not isinstance(value, Mapping):
+                raise UsageError(f"Caliber:{what} expected an object, got {quoted(value, 60)}")
         fallback = fallback or {}
-        return cls(**{name: data.get(name, fallback.get(name, LEGACY_DEFAULTS.get(name, MISSING)))
+        given = {name: data.get(name, fallback.get(name)) for name in cls.field_names()
+                 if name in data or name in fallback}
+        check_caliber(Fields(given, "Caliber"))
+        return cls(**{name: given.get(name, LEGACY_DEFAULTS.get(name, MISSING))
                       for name in cls.field_names()})
 
     def with_timer(self, timer: str) -> "Caliber":
@@ -61,6 +70,18 @@ class Caliber:
         return [Difference(name, getattr(self, name), getattr(other, name))
                 for name in self.field_names()
                 if name not in ignore and _plain(getattr(self, name)) != _plain(getattr(other, name))]
+
+
+def check_caliber(f: Fields) -> None:
+    """A stored caliber's fields, where present (older runs lack some), of the types and
+    ranges zlh writes: a damaged one is bad input (exit 2), not a caliber that merely
+    differs. `f`'s error names the field."""
+    kinds = {"repeat": lambda name: f.int(name, low=1), "seed": f.int,
+             "warmup_ms": lambda name: f.number(name, low=0), "stopping": f.object,
+             "ir_capture": f.bool}
+    for name in Caliber.field_names():
+        if f.doc.get(name) is not None:
+            kinds.get(name, f.str)(name)
 
 
 @dataclass(frozen=True)

@@ -17,17 +17,12 @@ from ..common.fields import Fields
 from ..common.files import (SYMLINK_LOOP, check_path_text, link_loop, read_json_object,
                             read_text)
 from ..common.schema import check_readable
-from .caliber import Caliber
-from .results import FAILED, SKIPPED, SUCCESS, Row
+from .caliber import Caliber, check_caliber
+from .results import Row, check_row
 from .rundir import RESULTS_JSONL, RUN_JSON, legacy_safe_name, safe_name
-
-# A stored latency at or above this is no measurement (a damaged or edited row): refused, so
-# statistics over it cannot overflow.
-MAX_LATENCY_MS = 1e6
 
 # run.json statuses; `abandoned` is derived: `running`, but its process is gone.
 RUNNING, COMPLETE, ABANDONED = "running", "complete", "abandoned"
-STATUSES = (SUCCESS, FAILED, SKIPPED)
 
 
 @dataclass
@@ -125,18 +120,8 @@ def _info_fields(info: dict, where: str) -> dict:
     if info.get("pid") is not None:
         f.int("pid")
     if isinstance(info.get("caliber"), dict):
-        _caliber_fields(Fields(info["caliber"], f"{where}: caliber"))
+        check_caliber(Fields(info["caliber"], f"{where}: caliber"))
     return info
-
-
-def _caliber_fields(f: Fields) -> None:
-    """The caliber's fields, where present (older runs lack some), of the types zlh writes:
-    a damaged one is bad input (exit 2), not a caliber that merely differs."""
-    present = [name for name in Caliber.field_names() if f.doc.get(name) is not None]
-    kinds = {"repeat": f.int, "seed": f.int, "warmup_ms": f.number, "stopping": f.object,
-             "ir_capture": f.bool}
-    for name in present:
-        kinds.get(name, f.str)(name)
 
 
 def read_rows(file) -> list[Row]:
@@ -156,7 +141,7 @@ def read_rows(file) -> list[Row]:
             if not isinstance(data, dict):
                 raise ValueError(f"a JSON {type(data).__name__}, not an object")
             check_readable(data, f"{file}: line {number}")
-            rows.append(Row.from_dict(_row_fields(data, f"{file}: line {number}")))
+            rows.append(Row.from_checked(_row_fields(data, f"{file}: line {number}")))
         except (ValueError, KeyError, TypeError) as exc:
             what = f"missing field {exc}" if isinstance(exc, KeyError) else _first_line(exc)
             raise UsageError(f"{file}: line {number} is not a result row ({what})") from None
@@ -171,33 +156,8 @@ class _RowFields(Fields):
 
 
 def _row_fields(data: dict, where: str) -> dict:
-    """A result row whose fields are of the types zlh writes (a row edited or damaged on
-    disk is refused with the field, not misread or ended in a TypeError)."""
-    f = _RowFields(data, where)
-    for name in ("op", "dtype", "shape_detail"):
-        f.str(name)
-    for name in ("variant", "reason"):
-        f.str(name, "")
-    if f.str("status") not in STATUSES:
-        raise f.error("status", " or ".join(STATUSES), data["status"])
-    f.int("occurrence", 0, low=0)
-    f.strs("markers", [])
-    f.object("extra", {})
-    if data.get("throttled") is not None:
-        f.bool("throttled")
-    for side in ("torch", "gems"):
-        if data.get(side) is not None:
-            f.object(side)
-            for name, values in (("samples_ms", f.numbers(f"{side}.samples_ms")),
-                                 ("repeat_medians_ms", f.numbers(f"{side}.repeat_medians_ms",
-                                                                 []))):
-                bad = next((v for v in values if not 0 <= v < MAX_LATENCY_MS), None)
-                if bad is not None:
-                    raise f.error(f"{side}.{name}", f"latencies from 0 to below "
-                                                    f"{MAX_LATENCY_MS:g} ms", bad)
-            f.str(f"{side}.timer")
-            if data[side].get("clocks") is not None:
-                f.objects(f"{side}.clocks")
+    """A result row whose fields are of the types zlh writes (see results.check_row)."""
+    check_row(_RowFields(data, where))
     return data
 
 

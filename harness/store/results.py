@@ -5,11 +5,14 @@ import csv
 import io
 from dataclasses import dataclass, field
 
+from ..common.errors import UsageError, quoted
+from ..common.fields import Fields
 from ..common.files import to_json
 from ..common.schema import stamp
-from ..measure.measurement import Measurement
+from ..measure.measurement import Measurement, check_measurement
 
 SUCCESS, FAILED, SKIPPED = "SUCCESS", "FAILED", "SKIPPED"
+STATUSES = (SUCCESS, FAILED, SKIPPED)
 
 CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "status", "reason", "torch_ms",
                "gems_ms", "speedup", "torch_gbps", "gems_gbps", "tflops", "timer", "torch_n",
@@ -82,6 +85,16 @@ class Row:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Row":
+        """A row from its to_dict(); UsageError `Row: field F: expected ...` for a value
+        that is not an object, a missing field or one of the wrong type or range."""
+        if not isinstance(data, dict):
+            raise UsageError(f"Row: expected an object, got {quoted(data, 60)}")
+        check_row(Fields(data, "Row"))
+        return cls.from_checked(data)
+
+    @classmethod
+    def from_checked(cls, data: dict) -> "Row":
+        """from_dict for a row `check_row` has passed (a reader with its own wording)."""
         return cls(
             op=data["op"], dtype=data["dtype"], shape=data.get("shape"),
             shape_detail=data["shape_detail"], status=data["status"],
@@ -104,6 +117,29 @@ class Row:
         rec["flags"] = " ".join(self.flags)
         rec["markers"] = " | ".join(self.markers)
         return rec
+
+
+def check_row(f: Fields) -> None:
+    """A stored row's fields, of the types and ranges zlh writes; `f`'s error names the
+    field (a row edited or damaged on disk is refused, not misread)."""
+    for name in ("op", "dtype", "shape_detail"):
+        f.str(name)
+    for name in ("variant", "reason"):
+        f.str(name, "")
+    if f.str("status") not in STATUSES:
+        raise f.error("status", " or ".join(STATUSES), f.doc["status"])
+    f.int("occurrence", 0, low=0)
+    f.strs("markers", [])
+    f.object("extra", {})
+    if f.doc.get("throttled") is not None:
+        f.bool("throttled")
+    for name in ("torch_gbps", "gems_gbps", "tflops"):
+        if f.doc.get(name) is not None:
+            f.number(name)
+    for side in ("torch", "gems"):
+        if f.doc.get(side) is not None:
+            f.object(side)
+            check_measurement(f, f"{side}.")
 
 
 def rows_to_jsonl(rows) -> str:
