@@ -59,6 +59,7 @@ def get_adapter(name: str, **config) -> Adapter:
 def _plugin(name: str, point, config: dict) -> Adapter:
     """An adapter from an entry point: the class (or factory) is called with the keywords of
     `config` it accepts (flaggems_dir, vllm_dir, cases); it must give an `Adapter`."""
+    from harness.common.errors import Terminated, one_line
     from harness.common.plugins import describe
     try:
         factory = point.load()
@@ -67,9 +68,11 @@ def _plugin(name: str, point, config: dict) -> Adapter:
             names = {p.name for p in accepted}
             config = {k: v for k, v in config.items() if k in names}
         adapter = factory(**config)
-    except Exception as exc:  # noqa: BLE001 - a broken plugin is named, not a traceback
+    except Terminated:
+        raise
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - named, not a traceback or an exit
         raise UnknownAdapter(f"adapter {name!r} ({describe(point)}) cannot be loaded: "
-                             f"{type(exc).__name__}: {exc}") from exc
+                             f"{type(exc).__name__}: {one_line(exc)}") from None
     if not isinstance(adapter, Adapter):
         raise UnknownAdapter(f"adapter {name!r} ({describe(point)}) is not a zlh Adapter "
                              f"(adapters.base.Adapter), got {type(adapter).__name__}")

@@ -28,6 +28,7 @@ def _registry() -> dict[str, Backend]:
     """The built-ins, then the backends other packages register under the entry point group
     `zlh.backends` (a class or an instance of `Backend`; a built-in name cannot be taken
     over). A plugin that does not load is left out, and why is kept in PLUGIN_ERRORS."""
+    from harness.common.errors import Terminated, one_line
     from harness.common.plugins import BACKENDS as GROUP, entry_points
     found = dict(_BACKENDS)
     for point in entry_points(GROUP):
@@ -38,8 +39,11 @@ def _registry() -> dict[str, Backend]:
                 backend = loaded() if isinstance(loaded, type) else loaded
                 if not isinstance(backend, Backend):
                     raise TypeError(f"{type(backend).__name__} is not a backends.Backend")
-            except Exception as exc:  # noqa: BLE001 - one broken plugin must not stop zlh
-                PLUGIN_ERRORS[point.name] = f"{point.value}: {type(exc).__name__}: {exc}"
+            except Terminated:
+                raise
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - must not stop zlh
+                PLUGIN_ERRORS[point.name] = (f"{point.value}: {type(exc).__name__}: "
+                                             f"{one_line(exc)}")
                 continue
             backend.name = backend.name or point.name
             _PLUGINS[key] = backend

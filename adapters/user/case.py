@@ -126,9 +126,9 @@ def dtype_name(dtype) -> str:
 
 
 def check_close(out, ref, tolerance: float | None = None) -> None:
-    """Raise AssertionError unless `out` matches `ref`: tensors by norm-wise relative error
-    (per-dtype tolerance unless given; integers and booleans exactly), sequences item by
-    item, anything else by equality."""
+    """Raise AssertionError unless `out` matches `ref`: tensors of the same shape and dtype by
+    norm-wise relative error (per-dtype tolerance unless given; integers and booleans
+    exactly), sequences item by item, anything else by equality."""
     import torch
     if isinstance(out, (tuple, list)) and isinstance(ref, (tuple, list)):
         if len(out) != len(ref):
@@ -141,6 +141,8 @@ def check_close(out, ref, tolerance: float | None = None) -> None:
         return
     if isinstance(out, torch.Tensor) and isinstance(ref, torch.Tensor):
         _check_tensor(out, ref, tolerance)
+    elif isinstance(out, torch.Tensor) or isinstance(ref, torch.Tensor):
+        raise AssertionError(f"output is {_kind(out)}, reference is {_kind(ref)}")
     elif not out == ref:
         raise AssertionError(f"output {out!r} != reference {ref!r}")
 
@@ -149,6 +151,9 @@ def _check_tensor(out, ref, tolerance: float | None) -> None:
     import torch
     if out.shape != ref.shape:
         raise AssertionError(f"shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
+    if out.dtype != ref.dtype:
+        raise AssertionError(f"dtype {str(out.dtype).removeprefix('torch.')} != reference "
+                             f"{str(ref.dtype).removeprefix('torch.')}")
     if not (out.dtype.is_floating_point or out.dtype.is_complex):
         if not torch.equal(out.cpu(), ref.to(out.dtype).cpu()):
             raise AssertionError(f"{out.dtype} output differs from the reference")
@@ -163,6 +168,16 @@ def _check_tensor(out, ref, tolerance: float | None) -> None:
     error = float(torch.linalg.vector_norm(o - r)) / (float(torch.linalg.vector_norm(r)) or 1.0)
     if not error <= limit:
         raise AssertionError(f"relative error {error:.3g} > tolerance {limit:g}")
+
+
+def _kind(value) -> str:
+    """`a float32 tensor of shape (8,)`, `None`, `a tuple of 2`: what an output is, short."""
+    import torch
+    if isinstance(value, torch.Tensor):
+        return f"a {str(value.dtype).removeprefix('torch.')} tensor of shape {tuple(value.shape)}"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return "None" if value is None else f"a {type(value).__name__}"
 
 
 def _shape(shape) -> Any:

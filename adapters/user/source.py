@@ -14,14 +14,17 @@ import inspect
 import os
 import re
 import sys
+import types
 from typing import Any
 
+from harness.common import log
 from harness.common.errors import (PreflightError, Terminated, UsageError, ZlhError,
                                    failure_detail)
 
 from ..base import suggest
 from .case import Case
 
+MANY_CASES = 2000      # more cases than this for one op: say that the run will be long
 _SPEC = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
 
 
@@ -109,7 +112,13 @@ def cases_of(value: Any, where: str) -> list[Case]:
     value = _called(value, where)
     if isinstance(value, Case):
         return [value]
+    if isinstance(value, (types.GeneratorType, map, filter)):
+        value = _drained(value, where)
     if isinstance(value, (list, tuple)):
+        if len(value) > MANY_CASES:
+            log.warning(f"WARNING {where} gives {len(value)} cases; each is warmed up and "
+                        f"timed on its own, so this run will be long (Ctrl-C keeps those "
+                        f"measured)")
         if not value:
             raise UsageError(f"{where} holds no cases")
         for i, item in enumerate(value):
@@ -117,8 +126,27 @@ def cases_of(value: Any, where: str) -> list[Case]:
                 raise UsageError(f"{where}: item {i} ({type(item).__name__}) is not a "
                                  f"harness.Case")
         return list(value)
-    raise UsageError(f"{where}: expected a harness.Case, a list of them, a function returning "
-                     f"them or a dict op -> cases; got {type(value).__name__}")
+    raise UsageError(f"{where}: expected a harness.Case, a list (or generator) of them, a "
+                     f"function returning them or a dict op -> cases; got "
+                     f"{type(value).__name__}")
+
+
+def _drained(items: Any, where: str) -> list:
+    """The cases a generator yields, all read before any is timed: one that raises midway
+    is a PreflightError naming how far it got, never a half-loaded op."""
+    out = []
+    try:
+        for item in items:
+            out.append(item)
+    except (ZlhError, Terminated):
+        raise
+    except SystemExit as exc:
+        raise PreflightError("cases", f"{where} called sys.exit({exc.code!r}) after "
+                                      f"{len(out)} case(s)") from None
+    except Exception as exc:  # noqa: BLE001 - the user's generator: one line
+        raise PreflightError("cases", f"{where} raised after {len(out)} case(s): "
+                                      f"{failure_detail(exc)}") from None
+    return out
 
 
 def _called(value: Any, where: str) -> Any:

@@ -17,7 +17,11 @@ fish: fish_source).
 """
 from __future__ import annotations
 
+import logging
+import os
 import sys
+import threading
+import time
 
 import click
 
@@ -35,6 +39,15 @@ class ZlhGroup(click.Group):
         if not standalone_mode:
             _refuse_nul(args)
             return super().main(args, prog_name, complete_var, False, **extra)
+        before = set(threading.enumerate())
+        try:
+            self._standalone(args, prog_name, complete_var, extra)
+        except SystemExit as exc:
+            if args is None:            # the program itself (not a CliRunner in a test)
+                _leave_threads(before, exc.code)
+            raise
+
+    def _standalone(self, args, prog_name, complete_var, extra):
         try:
             _refuse_nul(args)
             code = super().main(args, prog_name, complete_var, False, **extra)
@@ -51,6 +64,40 @@ class ZlhGroup(click.Group):
             quiet_broken_pipe()
             sys.exit(EXIT_BROKEN_PIPE)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+LEFT_THREAD_GRACE_S = 2.0
+
+
+def _pool_worker(thread: threading.Thread) -> bool:
+    """An idle worker of a concurrent.futures pool (a compiler's, a library's): the
+    interpreter's own exit ends it, so it is no thread left running."""
+    target = getattr(thread, "_target", None)
+    return getattr(target, "__module__", "") == "concurrent.futures.thread"
+
+
+def _leave_threads(before: set, code) -> None:
+    """Threads the code under test started and left running (not daemons) would keep this
+    process alive after its work is done, for ever: name them on stderr and end now, with the
+    status the command had, instead of waiting for them."""
+    left = [t for t in threading.enumerate() if t not in before and not t.daemon
+            and t.is_alive() and t is not threading.current_thread() and not _pool_worker(t)]
+    deadline = time.monotonic() + LEFT_THREAD_GRACE_S     # one finishing its work: let it
+    for thread in left:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    left = [t for t in left if t.is_alive()]
+    if not left:
+        return
+    names = ", ".join(t.name for t in left[:5]) + (", ..." if len(left) > 5 else "")
+    echo_err(f"zlh: WARNING {len(left)} thread(s) started by the code under test are still "
+             f"running ({names}); exiting without waiting for them")
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a stream the op closed
+            pass
+    os._exit(code if isinstance(code, int) else (0 if code is None else 1))
 
 
 def _refuse_nul(args) -> None:

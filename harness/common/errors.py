@@ -81,6 +81,11 @@ class RunFailedError(ZlhError):
         self.reason = reason
 
 
+class AdapterFailure(RunFailedError):
+    """The adapter raised while giving the next case, or gave something that is not a case:
+    the run is marked `crashed` with `reason`; the cases measured before it are kept."""
+
+
 class OpExitError(ZlhError):
     """The code under test called `sys.exit(...)` (or `exit()`): the run is marked `crashed`
     with the reason `the op called sys.exit(N)` and ends there; the exit status is zlh's own

@@ -18,8 +18,8 @@ import numpy as np
 import backends
 
 from ..common import markers
-from ..common.errors import (CaseFailure, CaseSkipped, DevicePoisonedError, failure_detail,
-                             one_line)
+from ..common.errors import (AdapterFailure, CaseFailure, CaseSkipped, DevicePoisonedError,
+                             failure_detail, one_line)
 from ..compile.ir.capture import IRCapture
 from ..measure import suspect
 from ..measure.case_timer import CaseTimer
@@ -51,6 +51,24 @@ class InputClock:
             with self.counting():
                 return build()
         return timed_build
+
+
+def next_case(cases, op: str, done: int, run_dir):
+    """The adapter's next case, None at the end; AdapterFailure (one line) when the adapter
+    raises midway or gives something that is not an `adapters.Case`."""
+    kept = f"; the run is marked crashed; its cases so far are in {run_dir}"
+    from adapters.base import Case
+    try:
+        case = next(cases, None)
+    except (KeyboardInterrupt, SystemExit, DevicePoisonedError):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the adapter's code: one line, run kept
+        reason = f"the adapter raised {type(exc).__name__} after {done} case(s)"
+        raise AdapterFailure(f"{op}: {reason}: {failure_detail(exc)}{kept}", reason) from None
+    if case is not None and not isinstance(case, Case):
+        reason = f"the adapter gave a {type(case).__name__}, not an adapters.Case"
+        raise AdapterFailure(f"{op}: {reason} (after {done} case(s)){kept}", reason)
+    return case
 
 
 def seed_everything(seed: int) -> None:
@@ -97,6 +115,10 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
             _raise_if_device_unusable(backend, case, exc)
         _fail(row, case, "fatal_device_error" if verdict == backends.FATAL
               else type(exc).__name__, failure_detail(exc))
+    except (KeyboardInterrupt, SystemExit):     # Ctrl-C, SIGTERM, sys.exit: the runner's
+        raise
+    except BaseException as exc:  # noqa: BLE001 - GeneratorExit, CancelledError, the op's own
+        _fail(row, case, type(exc).__name__, failure_detail(exc))
     return row
 
 

@@ -31,7 +31,7 @@ from ..store.caliber import Caliber
 from ..store.results import FAILED, SKIPPED, SUCCESS, Row
 from ..store.rundir import RunDir
 from ..store.compiler import describe as describe_compiler
-from .case import InputClock, measure_case, seed_everything
+from .case import InputClock, measure_case, next_case, seed_everything
 from .library_log import LibraryLog
 from .run_info import iso_time, run_info, telemetry_sample
 from .options import BenchOptions
@@ -118,8 +118,8 @@ def run_op(plan: BenchPlan, op: str, echo: Echo | None = None,
         status, reason = "crashed", op_exit_reason(exc.code)
         raise OpExitError(f"{op}: {reason}; the run is marked crashed; cases measured before "
                           f"it are in {run.dir.path}", exc.code) from None
-    except BaseException:
-        status = "crashed"
+    except BaseException as exc:    # AdapterFailure (the adapter broke midway) says why
+        status, reason = "crashed", getattr(exc, "reason", "")
         raise
     finally:
         # A parent that dies sends SIGTERM once per thread it had (PR_SET_PDEATHSIG follows
@@ -250,7 +250,7 @@ class OpRun:
             for index in itertools.count():
                 seed_everything(options.seed)   # adapters that build inputs while yielding
                 with self.inputs.counting():
-                    case = next(cases, None)
+                    case = next_case(cases, self.op, index, self.dir.path)
                 if case is None:
                     break
                 if index % shards != shard:     # another shard's case (parallel sweep)
