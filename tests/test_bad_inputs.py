@@ -346,7 +346,7 @@ ROWS = [
     R("report", "rep/list", code=2, first="is not a zlh A/B report"),
     R("report", "rep/opsstr", code=2, first="is not a zlh A/B report"),
     R("report", "rep/garbage", code=2, first="report.json cannot be read"),
-    R("report", "rep/rowsbad", code=2, first="an op report is malformed"),
+    R("report", "rep/rowsbad", code=2, first="ops[0]: field rows: expected a list of rows, got 'x'"),
     R("report", "rep/noops", code=1, first="the report holds no op"),
     R("report", "rep/noops", "--html", code=1, first="the report holds no op"),
     R("report", "afile", code=2, first="Directory 'afile' is a file"),
