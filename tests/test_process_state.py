@@ -9,7 +9,7 @@ import torch
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.corpus import process_state
+from harness.run import process_state
 
 FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
 
@@ -57,3 +57,26 @@ def test_a_monkeypatch_left_on_torch_is_named_and_torchs_own_wrapping_is_not(mon
     changed = process_state.changes(before, process_state.snapshot())
     assert changed == ["torch: replaced matmul", "torch.nn.functional: replaced softmax",
                        "torch.Tensor: replaced add"]
+
+
+def test_bench_warns_when_an_op_leaves_a_switch_for_the_ops_after_it(tmp_path):
+    """`zlh bench a b c` runs its ops in one process: an op that changed torch's default dtype
+    is named, with the ops that inherit it (a subprocess: the op changes this process's
+    default otherwise)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[64]]\nsoftmax: [[4, 64]]\n")
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *sys.path]))
+    proc = subprocess.run([sys.executable, "-m", "harness", "bench", "add",
+                           "fault_global_state", "softmax", "--adapter", "builtin", "--backend",
+                           "cpu", "--shapes", str(shapes), *FAST, "--out", str(tmp_path / "r"),
+                           "-q"], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [ln for ln in proc.stderr.splitlines() if "WARNING [process]" in ln]
+    assert warnings == ["WARNING [process] fault_global_state changed default_dtype in this "
+                        "process and left it so: softmax run with that (zlh batch gives each "
+                        "op a clean worker)"], proc.stderr

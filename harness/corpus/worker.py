@@ -23,7 +23,7 @@ from pathlib import Path
 from ..common.errors import (EXIT_OK, EXIT_POISONED, DevicePoisonedError, OpExitError,
                              RunFailedError, Terminated, ZlhError, one_line, op_exit_reason)
 from ..common.process import die_with_parent, terminate_handler
-from . import process_state
+from ..run import process_state
 from .outcome import CRASH_RC, GIB, held_over_limit
 
 PROTOCOL_VERSION = 1

@@ -33,6 +33,7 @@ from ..store.rundir import RunDir
 from ..store.compiler import describe as describe_compiler
 from .case import InputClock, measure_case, next_case, seed_everything
 from .library_log import LibraryLog
+from .process_state import InheritedState
 from .run_info import iso_time, run_info, telemetry_sample
 from .options import BenchOptions
 from .plan import BenchPlan, plan_bench
@@ -60,7 +61,7 @@ def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = Non
     try:
         plan = plan_bench(ops, options, adapter)
         log.debug(f"compiler under test: {describe_compiler(plan.compiler)}")
-        results = []
+        results, inherited = [], InheritedState()
         for number, op in enumerate(plan.ops):
             try:
                 results.append(run_op(plan, op, echo, progress))
@@ -69,6 +70,9 @@ def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = Non
                 if rest:
                     exc.message += f"; not run ({exc.reason}): {', '.join(rest)}"
                 raise
+            warning = inherited.after(op, plan.ops[number + 1:])
+            if warning:
+                log.warning(warning)
         return results
     finally:
         os.environ.clear()

@@ -101,3 +101,23 @@ def changes(before: dict, after: dict) -> list[str]:
             continue
         found.append(f"{name}: {before[name]!r} -> {after[name]!r}")
     return found
+
+
+class InheritedState:
+    """`zlh bench a b …` runs its ops in one process, so what one op changed reaches the ops
+    after it. `after(op, rest)` compares the state with what the op before it left (the first
+    op is not compared, as in a corpus worker: importing a library may set switches) and
+    gives a warning line when something changed and ops are left to inherit it."""
+
+    def __init__(self):
+        self.left: dict | None = None
+
+    def after(self, op: str, rest) -> str | None:
+        state = snapshot()
+        changed = changes(self.left, state) if self.left is not None else []
+        self.left = state
+        if not changed or not rest:
+            return None
+        names = ", ".join(dict.fromkeys(c.split(":")[0] for c in changed))
+        return (f"WARNING [process] {op} changed {names} in this process and left it so: "
+                f"{', '.join(rest)} run with that (zlh batch gives each op a clean worker)")
