@@ -131,6 +131,12 @@ class Measurement:
         if not isinstance(data, dict):
             raise UsageError(f"{where}: expected an object, got {quoted(data, 60)}")
         check_measurement(Fields(data, where))
+        return cls.from_checked(data)
+
+    @classmethod
+    def from_checked(cls, data: dict) -> "Measurement":
+        """from_dict for a measurement `check_measurement` has passed (inside a result row
+        the row's check covers it)."""
         return cls(samples_ms=tuple(data["samples_ms"]), timer=data["timer"],
                    calls_per_sample=data.get("calls_per_sample", 1),
                    warmup_calls=data.get("warmup_calls", 0),

@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+import adapters
 import backends
 
 from ..common import markers
@@ -57,7 +58,6 @@ def next_case(cases, op: str, done: int, run_dir):
     """The adapter's next case, None at the end; AdapterFailure (one line) when the adapter
     raises midway or gives something that is not an `adapters.Case`."""
     kept = f"; the run is marked crashed; its cases so far are in {run_dir}"
-    from adapters.base import Case
     try:
         case = next(cases, None)
     except (KeyboardInterrupt, SystemExit, DevicePoisonedError):
@@ -65,7 +65,7 @@ def next_case(cases, op: str, done: int, run_dir):
     except BaseException as exc:  # noqa: BLE001 - the adapter's code: one line, run kept
         reason = f"the adapter raised {type(exc).__name__} after {done} case(s)"
         raise AdapterFailure(f"{op}: {reason}: {failure_detail(exc)}{kept}", reason) from None
-    if case is not None and not isinstance(case, Case):
+    if case is not None and not isinstance(case, adapters.Case):
         reason = f"the adapter gave a {type(case).__name__}, not an adapters.Case"
         raise AdapterFailure(f"{op}: {reason} (after {done} case(s)){kept}", reason)
     return case

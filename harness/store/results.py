@@ -99,8 +99,8 @@ class Row:
             op=data["op"], dtype=data["dtype"], shape=data.get("shape"),
             shape_detail=data["shape_detail"], status=data["status"],
             reason=data.get("reason", ""), occurrence=data.get("occurrence", 0),
-            torch=Measurement.from_dict(data["torch"]) if data.get("torch") else None,
-            gems=Measurement.from_dict(data["gems"]) if data.get("gems") else None,
+            torch=Measurement.from_checked(data["torch"]) if data.get("torch") else None,
+            gems=Measurement.from_checked(data["gems"]) if data.get("gems") else None,
             metrics={k: data[k] for k in ("torch_gbps", "gems_gbps", "tflops")
                      if data.get(k) is not None},
             markers=list(data.get("markers", [])), extra=data.get("extra", {}),
