@@ -241,10 +241,27 @@ class _OddBackend:
     (RuntimeError("no\nNVML"), "backend odd: identity(0) raised RuntimeError: no"),
 ])
 def test_a_backend_whose_identity_is_garbage_is_a_preflight_failure(identity, words):
-    """Before: an AttributeError traceback from run.json's device name, after the run
-    directory was made."""
+    """Before: an AttributeError traceback from run.json's device name."""
     from harness.common.errors import PreflightError
-    from harness.run import plan
+    from harness.run.run_info import device_identity
     with pytest.raises(PreflightError) as caught:
-        plan._check_identity(_OddBackend(identity), 0)
+        device_identity(_OddBackend(identity), 0)
     assert caught.value.check == "backend" and words in caught.value.message
+
+
+def test_zlh_bench_with_a_garbage_identity_is_one_line_and_leaves_no_run(tmp_path, monkeypatch):
+    """The check sits where the run takes the identity (after the backend is active): exit
+    3, one line, and the run directory it had begun is removed."""
+    from click.testing import CliRunner
+    from backends.cpu import CpuBackend
+    monkeypatch.setattr(CpuBackend, "identity", lambda self, index: "H200")
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[64]]\n")
+    result = CliRunner().invoke(main, ["bench", "add", "--adapter", "builtin", "--backend",
+                                       "cpu", "--shapes", str(shapes), *FAST, "--out",
+                                       str(tmp_path / "runs")])
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert result.exit_code == 3 and "Traceback" not in result.output, result.output
+    assert lines == ["zlh: PREFLIGHT_FAILED check=backend backend cpu: identity(0) gave 'H200', "
+                     "not a DeviceIdentity"], result.output
+    assert not list((tmp_path / "runs").glob("add_*"))

@@ -17,7 +17,7 @@ from typing import Sequence
 import adapters
 import backends
 
-from ..common.errors import PreflightError, UsageError, one_line, quoted
+from ..common.errors import PreflightError, UsageError
 from ..calibrate.plant import check_plant
 from ..common.files import check_output_dir
 from ..compile import autotune
@@ -179,23 +179,7 @@ def _device(backend, adapter, options: BenchOptions) -> int:
     if options.device is not None and options.device not in visible:
         raise PreflightError("device", f"--device {options.device}: backend {backend.name} "
                                        f"sees devices {', '.join(map(str, visible))}")
-    index = options.device if options.device is not None else visible[0]
-    _check_identity(backend, index)
-    return index
-
-
-def _check_identity(backend, index: int) -> None:
-    """A plugin backend's identity() must give a DeviceIdentity: the run records its name
-    and arch in run.json and the caliber."""
-    try:
-        device = backend.identity(index)
-    except Exception as exc:  # noqa: BLE001 - a plugin's own error, said on one line
-        raise PreflightError("backend", f"backend {backend.name}: identity({index}) raised "
-                                        f"{type(exc).__name__}: {one_line(exc)}") from None
-    if not isinstance(device, backends.DeviceIdentity) or not isinstance(device.name, str) \
-            or not isinstance(device.arch, str):
-        raise PreflightError("backend", f"backend {backend.name}: identity({index}) gave "
-                                        f"{quoted(device, 60)}, not a DeviceIdentity")
+    return options.device if options.device is not None else visible[0]
 
 
 def _compiler() -> dict:

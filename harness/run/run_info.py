@@ -9,7 +9,24 @@ from pathlib import Path
 import backends
 
 from .. import telemetry
+from ..common.errors import PreflightError, one_line, quoted
 from ..store import identity
+
+
+def device_identity(backend, index: int) -> backends.DeviceIdentity:
+    """The device a run measures on, as run.json and the caliber record it. Asked once the
+    backend is active (on CUDA it creates the device context, which a dry run must not); a
+    plugin backend whose identity() raises or gives something else is PREFLIGHT_FAILED."""
+    try:
+        device = backend.identity(index)
+    except Exception as exc:  # noqa: BLE001 - a plugin's own error, said on one line
+        raise PreflightError("backend", f"backend {backend.name}: identity({index}) raised "
+                                        f"{type(exc).__name__}: {one_line(exc)}") from None
+    if not isinstance(device, backends.DeviceIdentity) or not isinstance(device.name, str) \
+            or not isinstance(device.arch, str):
+        raise PreflightError("backend", f"backend {backend.name}: identity({index}) gave "
+                                        f"{quoted(device, 60)}, not a DeviceIdentity")
+    return device
 
 
 def run_info(plan, op: str, run_dir, device, caliber, started: float) -> dict:

@@ -34,7 +34,7 @@ from ..store.compiler import describe as describe_compiler
 from .case import InputClock, measure_case, next_case, seed_everything
 from .library_log import LibraryLog
 from .process_state import InheritedState
-from .run_info import iso_time, run_info, telemetry_sample
+from .run_info import device_identity, iso_time, run_info, telemetry_sample
 from .options import BenchOptions
 from .plan import BenchPlan, plan_bench
 from .result import RunResult
@@ -173,7 +173,7 @@ class OpRun:
             raise RunFailedError(f"{op}: cannot create a run directory under {options.out}: "
                                  f"{write_failure(exc)}", write_failure(exc)) from None
         try:
-            device = backend.identity(index)
+            device = device_identity(backend, index)
             caliber = Caliber(
                 backend=backend.name, device=device.name, timer=plan.timer,
                 bench_level=options.level,
