@@ -157,10 +157,15 @@ def check_tables(root: Path) -> None:
     rather than after the first op (as a failed write, exit 1)."""
     for name in ("ops_status.csv", "summary.csv"):
         check_output_file(Path(root) / name, "batch table")
-    abandoned = Path(root) / ABANDONED
-    if (abandoned.exists() or abandoned.is_symlink()) and not abandoned.is_dir():
-        raise UsageError(f"{abandoned} is not a folder: a resume keeps the attempts of an "
-                         f"unfinished op there; move it away, then resume")
+    check_folder_place(Path(root) / ABANDONED, "a resume keeps the attempts of an unfinished "
+                                               "op there; move it away, then resume")
+
+
+def check_folder_place(folder: Path, purpose: str) -> None:
+    """UsageError `FOLDER is not a folder: PURPOSE` when a file, a device or a link that
+    is no folder stands where a resumed corpus command keeps a folder."""
+    if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
+        raise UsageError(f"{folder} is not a folder: {purpose}")
 
 
 def write_tables(root: Path, status_rows: list[dict], summary_rows: list[dict]) -> None:

@@ -237,9 +237,8 @@ def check_resume_files(plan: ScreenPlan) -> None:
     2), not a failed write (exit 1) after the ops ran."""
     for side in (plan.a, plan.b):
         folder = plan.root / side.label
-        if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
-            raise UsageError(f"{folder} is not a folder: side {side.label}'s batch belongs "
-                             f"there; move it away, then zlh screen --resume {plan.root}")
+        files.check_folder_place(folder, f"side {side.label}'s batch belongs there; move it "
+                                         f"away, then zlh screen --resume {plan.root}")
         check_output_file(folder / files.BATCH_JSON, f"side {side.label} plan")
         files.check_tables(folder)
     for name in (SCREEN_TSV, IR_CHANGED_TXT):
