@@ -10,6 +10,8 @@
         1100 ops) would take at this batch's median op time on its devices.
     python tests/device/corpus_summary.py screen ROOT
         verdict counts, wall per op pair, an example op per verdict, the corpus extrapolation
+    python tests/device/corpus_summary.py screens ROOT ROOT_REFERENCE
+        verdict agreement op by op with a reference screen of the same ops
 """
 from __future__ import annotations
 
@@ -105,10 +107,26 @@ def overhead(root: Path, rows: list[dict], devices: int) -> None:
               f"{statistics.median(elapsed):.1f} s on {devices} device(s): {hours:.2f} h")
 
 
-def screen(root: Path) -> None:
+def screen_rows(root: Path) -> list[dict]:
     lines = (root / "screen.tsv").read_text().splitlines()
     header = lines[0].split("\t")
-    rows = [dict(zip(header, ln.split("\t"))) for ln in lines[1:]]
+    return [dict(zip(header, ln.split("\t"))) for ln in lines[1:]]
+
+
+def screens(root: Path, reference: Path) -> None:
+    mine = {r["op"]: r["verdict"] for r in screen_rows(root)}
+    theirs = {r["op"]: r["verdict"] for r in screen_rows(reference)}
+    both = sorted(set(mine) & set(theirs))
+    agree = [op for op in both if mine[op] == theirs[op]]
+    print(f"verdict agreement with {reference.name}: {len(agree)}/{len(both)} "
+          f"(only here: {sorted(set(mine) - set(theirs))}, only there: "
+          f"{sorted(set(theirs) - set(mine))})")
+    for op in both:
+        print(f"   {op:<24} {mine[op]:<12} {'=' if mine[op] == theirs[op] else '!='} {theirs[op]}")
+
+
+def screen(root: Path) -> None:
+    rows = screen_rows(root)
     counts: dict[str, list[str]] = {}
     for r in rows:
         counts.setdefault(r["verdict"], []).append(r["op"])
@@ -131,5 +149,7 @@ if __name__ == "__main__":
     kind, *roots = sys.argv[1:]
     if kind == "batch":
         batch(Path(roots[0]), Path(roots[1]) if len(roots) > 1 else None)
+    elif kind == "screens":
+        screens(Path(roots[0]), Path(roots[1]))
     else:
         screen(Path(roots[0]))
