@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.corpus.product import freeze as freeze_mod
-from harness.corpus.product.manifest import load_manifest
-from harness.corpus.product.receipts import canonical, sha256_file
-from harness.corpus.product.validate import violations
+from harness.product import freeze as freeze_mod
+from harness.product.manifest import load_manifest
+from harness.product.receipts import canonical, sha256_file
+from harness.product.validate import violations
 
 from product_fakes import builtin_doc, flaggems_doc, mutated, write
 

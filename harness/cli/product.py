@@ -1,5 +1,5 @@
 """`zlh campaign prepare | run | reaccount`: pre-registered product campaigns
-(harness/corpus/product)."""
+(harness/product)."""
 from __future__ import annotations
 
 import sys
@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from ..corpus.product.canary import check_canary_receipt
-from ..corpus.product.freeze import build_plan, freeze, plan_text
-from ..corpus.product.inventory import corpus_adapter, cross_check
-from ..corpus.product.manifest import SELECTIONS, ManifestError, load_manifest
-from ..corpus.product.reaccount import reaccount
-from ..corpus.product.runner import CAMPAIGN_RECEIPT, STATUS_CSV, run_campaign
+from ..product.canary import check_canary_receipt
+from ..product.freeze import build_plan, freeze, plan_text
+from ..product.inventory import corpus_adapter, cross_check
+from ..product.manifest import SELECTIONS, ManifestError, load_manifest
+from ..product.reaccount import reaccount
+from ..product.runner import CAMPAIGN_RECEIPT, STATUS_CSV, run_campaign
 from .campaign import campaign
 from ..common.files import check_output_dir
 from .common import handles_errors, not_empty

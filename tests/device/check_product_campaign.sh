@@ -26,7 +26,7 @@ if [[ ! -e .git && ! -f COMMIT ]]; then     # a copied tree: zlh's identity from
   if [[ -n "${ZLH_COMMIT:-}" ]]; then
     echo "$ZLH_COMMIT" > COMMIT
   else
-    python3 -c 'import hashlib; from harness.corpus.product.receipts import zlh_files
+    python3 -c 'import hashlib; from harness.product.receipts import zlh_files
 print(hashlib.sha1(zlh_files()["tree_sha256"].encode()).hexdigest())' > COMMIT
   fi
   STAMPED=1

@@ -8,7 +8,7 @@ import sys
 
 import backends
 
-from ..supervisor import Lane
+from ..corpus.supervisor import Lane
 from .manifest import Cell, Manifest
 from .receipts import ZLH_ROOT
 

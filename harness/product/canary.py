@@ -3,10 +3,10 @@ run of this very manifest (same campaign_id, same manifest sha256) whose gate pa
 from __future__ import annotations
 
 
-from ...common.documents import loads_json
-from ...common.errors import UsageError
-from ...common.files import read_text
-from ...common.schema import check_readable
+from ..common.documents import loads_json
+from ..common.errors import UsageError
+from ..common.files import read_text
+from ..common.schema import check_readable
 from .manifest import Manifest, ManifestError
 from .receipts import SCHEMA_VERSION, TERMINAL, sha256_file
 

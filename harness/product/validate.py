@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from ...common.documents import loads_json
-from ...common.errors import UsageError
+from ..common.documents import loads_json
+from ..common.errors import UsageError
 from .fields import Checker
 from .manifest import COSTS, MANIFEST_SCHEMA
 from .validate_protocol import check_protocol

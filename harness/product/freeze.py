@@ -17,10 +17,10 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from ...common.errors import PreflightError, UsageError
-from ...common.files import read_text
+from ..common.errors import PreflightError, UsageError
+from ..common.files import read_text
 from .manifest import SELECTIONS, Manifest, load_manifest
-from ...common.schema import stamp
+from ..common.schema import stamp
 from .receipts import SCHEMA_VERSION, canonical, read_json, sha256_file
 
 MANIFEST, MANIFEST_SHA, MATRIX, BUDGET, OPS, SHAPES = (

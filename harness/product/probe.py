@@ -1,7 +1,7 @@
 """The child process of the contract check: started with a cell's environment, it reports
 where each named package is imported from and which devices it sees, as one JSON line.
 
-    python -m harness.corpus.product.probe '{"backend": "cuda", "packages": [...]}'
+    python -m harness.product.probe '{"backend": "cuda", "packages": [...]}'
 
 Each package entry is {"name", "package", "prepend"}: `prepend` puts a directory first on
 sys.path, as the adapter does for its library checkout before importing it.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from ...common.errors import UsageError
-from ...compile.ir.fingerprint import pattern_problem
-from ...run.options import TIMERS, BenchOptions
+from ..common.errors import UsageError
+from ..compile.ir.fingerprint import pattern_problem
+from ..run.options import TIMERS, BenchOptions
 from .fields import Checker
 from .manifest import BASELINE, CANDIDATE, CLASSES, CODE_CHANGES, COSTS, ROLES
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...common.errors import UsageError
-from ...common.files import read_text
-from ...compile.ir.dump import DUMPED, MEASURED, MISSING, SETUP
-from ...compile.ir.fingerprint import (convert_layout_count, fingerprint, ir_files, ir_root,
+from ..common.errors import UsageError
+from ..common.files import read_text
+from ..compile.ir.dump import DUMPED, MEASURED, MISSING, SETUP
+from ..compile.ir.fingerprint import (convert_layout_count, fingerprint, ir_files, ir_root,
                                        read_index)
-from ...store.reader import load_run
+from ..store.reader import load_run
 
 
 def ir_scope(run_dir: Path | None, floor: int = 0, scrub=(), stage: str = "ttgir") -> dict:

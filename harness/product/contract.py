@@ -23,9 +23,9 @@ from pathlib import Path
 
 import backends
 
-from ...common.errors import PreflightError, ZlhError, one_line
-from ...common.files import read_text
-from ...store.identity import git_commit
+from ..common.errors import PreflightError, ZlhError, one_line
+from ..common.files import read_text
+from ..store.identity import git_commit
 from .environment import cell_lane
 from .freeze import BUDGET, MATRIX, MANIFEST, MANIFEST_SHA, SHAPES, Frozen, plan_difference
 from .inventory import corpus_adapter, test_file_problems
@@ -137,7 +137,7 @@ def _probe(frozen: Frozen, python: str, checks: list[dict]) -> dict:
     lane = cell_lane(manifest, manifest.protocol.baseline, python)
     spec = {"backend": manifest.device.backend, "packages": packages}
     try:
-        proc = subprocess.run([python, "-m", "harness.corpus.product.probe", json.dumps(spec)],
+        proc = subprocess.run([python, "-m", "harness.product.probe", json.dumps(spec)],
                               env=lane.env, capture_output=True, text=True,
                               timeout=PROBE_TIMEOUT_S)
     except (OSError, subprocess.SubprocessError) as exc:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...common.errors import UsageError
-from ...common.files import read_bytes
+from ..common.errors import UsageError
+from ..common.files import read_bytes
 from .receipts import sha256_bytes
 
 MANIFEST_SCHEMA = 1

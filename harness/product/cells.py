@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ...common import markers
-from ...run.options import BenchOptions
-from ...store.reader import load_run_or_none
-from ...store.results import SUCCESS
-from ..outcome import judge
-from ..supervisor import run_fresh
+from ..common import markers
+from ..run.options import BenchOptions
+from ..store.reader import load_run_or_none
+from ..store.results import SUCCESS
+from ..corpus.outcome import judge
+from ..corpus.supervisor import run_fresh
 from .environment import cell_lane, effective_env
 from .freeze import SHAPES, Frozen
 from .manifest import Cell

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ...common.errors import UsageError
-from ...common.files import check_output_dir
+from ..common.errors import UsageError
+from ..common.files import check_output_dir
 from .cells import CampaignContext, base_options
 from .classes import Rules
 from .contract import check_contract

@@ -15,10 +15,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from ...ab.pairing import output_mismatches, row_key
-from ...common.errors import UsageError
-from ...store.reader import load_run
-from ..supervisor import stop_group
+from ..ab.pairing import output_mismatches, row_key
+from ..common.errors import UsageError
+from ..store.reader import load_run
+from ..corpus.supervisor import stop_group
 from .cells import CampaignContext
 from .environment import cell_lane
 from .inventory import corpus_adapter

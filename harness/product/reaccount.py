@@ -18,9 +18,9 @@ import csv
 import io
 from pathlib import Path
 
-from ...common.errors import UsageError
-from ...common.fields import Fields
-from ...common.files import atomic_write_text, check_output_dir
+from ..common.errors import UsageError
+from ..common.fields import Fields
+from ..common.files import atomic_write_text, check_output_dir
 from .classes import CellFacts, Evidence, Rules, classify
 from .manifest import CLASSES
 from .receipts import read_json, sha256_file, write_receipt, zlh_files
