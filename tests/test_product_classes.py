@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.product.classes import (RULE_CODES, CellFacts, Evidence, Rules,
-                                            classify)
-from harness.product.gate import evaluate
+from harness.product.cells import ir_scope
+from harness.product.classes import (RULE_CODES, CellFacts, Evidence, Rules, classify,
+                                     evaluate_gate)
 from harness.product.manifest import Gate
-from harness.product.receipts import (HASHED_SUFFIXES, canonical, sha256_file,
-                                             write_receipt, zlh_files)
-from harness.product.scope import ir_scope
+from harness.product.receipts import (HASHED_SUFFIXES, canonical, sha256_file, write_receipt,
+                                      zlh_files)
 from harness.version import __version__ as harness_version
 
 from product_fakes import ROOT, Spec, make_run
@@ -164,12 +163,12 @@ def _replace(path: Path, old: str, new: str):
 # ---- the gate -------------------------------------------------------------------------------
 def test_canary_gate():
     gate = Gate({"mm": ("G", "C"), "softmax": ("B",)}, max_k=0)
-    assert evaluate(gate, ["mm", "softmax"], {"mm": "C", "softmax": "B"})["pass"]
-    failed = evaluate(gate, ["mm", "softmax", "x"], {"mm": "X", "softmax": "B", "x": "K"})
+    assert evaluate_gate(gate, ["mm", "softmax"], {"mm": "C", "softmax": "B"})["pass"]
+    failed = evaluate_gate(gate, ["mm", "softmax", "x"], {"mm": "X", "softmax": "B", "x": "K"})
     assert not failed["pass"]
     assert failed["failures"] == ["mm is X, the gate wants G or C",
                                   "1 task(s) K, the gate allows 0"]
-    assert evaluate(gate, ["mm", "softmax"], {"mm": "G"})["failures"] == [
+    assert evaluate_gate(gate, ["mm", "softmax"], {"mm": "G"})["failures"] == [
         "no class for softmax"]
 
 

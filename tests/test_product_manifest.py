@@ -11,9 +11,8 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.product import freeze as freeze_mod
-from harness.product.manifest import load_manifest
 from harness.product.receipts import canonical, sha256_file
-from harness.product.validate import violations
+from harness.product.validate import load_manifest, violations
 
 from product_fakes import builtin_doc, flaggems_doc, mutated, write
 
@@ -264,7 +263,7 @@ def test_a_failed_freeze_leaves_neither_target_nor_staging(tmp_path, monkeypatch
     manifest = write(tmp_path / "m.json", builtin_doc(tmp_path))
     doc = load_manifest(manifest)
     with pytest.raises(OSError):
-        freeze_mod.freeze(doc, "canary", tmp_path / "out", *freeze_mod.build_plan(
+        freeze_mod.freeze_plan(doc, "canary", tmp_path / "out", *freeze_mod.build_plan(
             doc, "canary", {"add": "add"}))
     assert list((tmp_path / "out").iterdir()) == []
 

@@ -7,12 +7,9 @@ from pathlib import Path
 
 import click
 
-from ..product.canary import check_canary_receipt
-from ..product.freeze import build_plan, freeze, plan_text
-from ..product.inventory import corpus_adapter, cross_check
-from ..product.manifest import SELECTIONS, ManifestError, load_manifest
-from ..product.reaccount import reaccount
-from ..product.runner import CAMPAIGN_RECEIPT, STATUS_CSV, run_campaign
+from ..product import (CAMPAIGN_RECEIPT, SELECTIONS, STATUS_CSV, ManifestError, build_plan,
+                       check_canary_receipt, corpus_adapter, cross_check, freeze_plan,
+                       load_manifest, plan_text, reaccount_run, run_campaign)
 from .campaign import campaign
 from ..common.files import check_output_dir
 from .common import handles_errors, not_empty
@@ -47,7 +44,7 @@ def prepare(manifest, selection, canary_receipt, out, dry_run):
     click.echo(plan_text(matrix, budget))
     if dry_run:
         return
-    target = freeze(doc, selection, Path(out), matrix, budget)
+    target = freeze_plan(doc, selection, Path(out), matrix, budget)
     click.echo(f"frozen: {target}")
     click.echo(f"next: zlh campaign run {target}")
 
@@ -89,7 +86,7 @@ def run(frozen_dir, out, resume):
 @handles_errors
 def reaccount_cmd(run_root, out, floor):
     """Classify a sealed run again from its receipts with another launch floor."""
-    result = reaccount(run_root, out, floor)
+    result = reaccount_run(run_root, out, floor)
     for row in result["tasks"]:
         if row["changed"]:
             click.echo(f"{row['task_id']} {row['sealed_class']} -> {row['new_class']}: "

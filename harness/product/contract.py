@@ -21,12 +21,13 @@ import sys
 import time
 from pathlib import Path
 
+import adapters
 import backends
 
 from ..common.errors import PreflightError, ZlhError, one_line
 from ..common.files import read_text
 from ..store.identity import git_commit
-from .environment import cell_lane
+from .cells import cell_lane
 from .freeze import BUDGET, MATRIX, MANIFEST, MANIFEST_SHA, SHAPES, Frozen, plan_difference
 from .inventory import corpus_adapter, test_file_problems
 from .receipts import ZLH_ROOT, sha256_file
@@ -109,7 +110,6 @@ def _sources(frozen: Frozen, checks: list[dict]) -> dict:
 
 
 def _targets(frozen: Frozen, checks: list[dict]) -> None:
-    import adapters
     adapter = corpus_adapter(frozen.manifest)
     for task in frozen.matrix["tasks"]:
         wanted = frozen.manifest.workload(task["task_id"]).op_name

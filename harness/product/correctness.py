@@ -19,8 +19,7 @@ from ..ab.pairing import output_mismatches, row_key
 from ..common.errors import UsageError
 from ..store.reader import load_run
 from ..corpus.supervisor import stop_group
-from .cells import CampaignContext
-from .environment import cell_lane
+from .cells import CampaignContext, cell_lane
 from .inventory import corpus_adapter
 from .manifest import Cell
 from .receipts import relative, sha256_or_none, write_receipt

@@ -12,6 +12,8 @@ import importlib
 import json
 import sys
 
+import backends
+
 
 def probe(spec: dict) -> dict:
     out: dict = {"python": sys.executable, "packages": {}}
@@ -24,7 +26,6 @@ def probe(spec: dict) -> dict:
         except Exception as exc:  # noqa: BLE001 - reported, judged by the parent
             out["packages"][entry["name"]] = {"error": f"{type(exc).__name__}: {exc}"}
     try:
-        import backends
         backend = backends.get_backend(spec["backend"])
         indices = backend.enumerate_devices(env={}) if backend.is_available() else []
         out["device_count"] = len(indices)

@@ -24,6 +24,9 @@ ZLH_PACKAGES = ("harness", "adapters", "backends")
 # Suffixes of the files receipts hash: zlh's sources, manifests and plans, shape files.
 HASHED_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".csv", ".tsv", ".sh")
 STATUS_COLUMNS = ("task_id", "op", "family", "class", "reason")
+# A run root's own files: the sealed campaign receipt (what reaccount starts from) and
+# status.csv (rewritten after each task).
+CAMPAIGN_RECEIPT, STATUS_CSV = "campaign-receipt.json", "status.csv"
 
 
 def canonical(value) -> str:

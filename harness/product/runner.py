@@ -22,18 +22,16 @@ from typing import Callable
 from ..common.errors import UsageError
 from ..common.files import check_output_dir
 from .cells import CampaignContext, base_options
-from .classes import Rules
+from .classes import Rules, evaluate_gate
 from .contract import check_contract
 from .freeze import BUDGET, MANIFEST, MATRIX, load_frozen
-from .gate import evaluate
 from .manifest import CLASSES
-from .receipts import (TERMINAL, read_json, sha256_file, write_receipt, write_status_csv,
-                       zlh_files)
+from .reaccount import rederive, task_fields
+from .receipts import (CAMPAIGN_RECEIPT, STATUS_CSV, TERMINAL, read_json, sha256_file,
+                       write_receipt, write_status_csv, zlh_files)
 from .tasks import TASK_RECEIPT, run_task
 
-CAMPAIGN_RECEIPT = "campaign-receipt.json"
 CONTRACT_RECEIPT = "contract-receipt.json"
-STATUS_CSV = "status.csv"
 Echo = Callable[[str], None]
 
 
@@ -80,7 +78,6 @@ def terminal_receipt(ctx: CampaignContext, task_id: str, echo: Echo) -> dict | N
     """A finished task's receipt, kept by a resume only when it is one zlh wrote for this
     task and its class is what its sealed cell receipts and run directories still give
     (re-derived as `reaccount` does); otherwise None, said on one line: the task runs again."""
-    from .reaccount import rederive, task_fields      # (reaccount reads this module's names)
     path = ctx.root / "tasks" / task_id / TASK_RECEIPT
     if not path.is_file():
         return None
@@ -118,7 +115,7 @@ def campaign_receipt(ctx: CampaignContext, receipts: dict[str, dict]) -> dict:
     frozen, manifest = ctx.frozen, ctx.manifest
     classes = {tid: r["class"] for tid, r in receipts.items()}
     selection = frozen.matrix["selection"]
-    gate = evaluate(manifest.protocol.gate, manifest.protocol.canary_order, classes) \
+    gate = evaluate_gate(manifest.protocol.gate, manifest.protocol.canary_order, classes) \
         if selection == "canary" else None
     contracts = sorted(p.name for p in ctx.root.glob("contract-receipt*.json"))
     return {
