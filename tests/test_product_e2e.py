@@ -21,7 +21,7 @@ CELLS = ("off", "control", "candidate")
 
 
 def cli(*args):
-    return CliRunner().invoke(main, ["campaign", *map(str, args)])
+    return CliRunner().invoke(main, ["product", *map(str, args)])
 
 
 @pytest.fixture(scope="module")

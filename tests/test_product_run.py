@@ -1,4 +1,4 @@
-"""zlh campaign run / reaccount with synthetic cells (a stand-in for each cell's `zlh bench`
+"""zlh product run / reaccount with synthetic cells (a stand-in for each cell's `zlh bench`
 process writes its run directory): the task flow and its classes, receipts and their hashes,
 the canary gate's exit status, resume, re-accounting with another launch floor, the library's
 accuracy tests through pytest, and the contract checks (with the real probe)."""
@@ -24,7 +24,7 @@ from product_fakes import (FakeCells, Spec, builtin_doc, fake_doc, flaggems_doc,
 
 
 def cli(*args):
-    return CliRunner().invoke(main, ["campaign", *map(str, args)])
+    return CliRunner().invoke(main, ["product", *map(str, args)])
 
 
 @pytest.fixture

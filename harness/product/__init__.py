@@ -1,6 +1,7 @@
-"""Pre-registered product campaigns (`zlh campaign prepare | run | reaccount`): a fixed list of
+"""Pre-registered product campaigns (`zlh product prepare | run | reaccount`): a fixed list of
 workloads run under a protocol frozen in advance, on one device, every claim backed by a
-receipt that hashes what produced it.
+receipt that hashes what produced it. Not the rounds over GPUs of `zlh campaign`
+(harness/corpus/campaign.py): those follow a screen; this follows a manifest written first.
 
     receipts.py    canonical JSON, sha256, zlh's own files, status.csv, a run root's file names
     manifest.py    the manifest's vocabulary and typed records; the Checker collecting violations

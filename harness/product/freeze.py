@@ -185,12 +185,12 @@ class Frozen:
 
 
 def load_frozen(path: str | Path) -> Frozen:
-    """A frozen plan as written by `zlh campaign prepare` (its hashes are the contract's)."""
+    """A frozen plan as written by `zlh product prepare` (its hashes are the contract's)."""
     path = Path(path).resolve()
     missing = [n for n in (MANIFEST, MANIFEST_SHA, MATRIX, BUDGET) if not (path / n).is_file()]
     if missing:
         raise UsageError(f"{path} is not a frozen campaign plan (missing {', '.join(missing)}; "
-                         f"make one with zlh campaign prepare)")
+                         f"make one with zlh product prepare)")
     # the manifest's bytes against its recorded hash first: an edited manifest is the same
     # contract failure whether or not the edit left it readable
     recorded = read_text(path / MANIFEST_SHA, errors="replace").split()

@@ -1,4 +1,4 @@
-"""`zlh campaign reaccount RUN_ROOT --out DIR`: a sealed campaign run classified again from its
+"""`zlh product reaccount RUN_ROOT --out DIR`: a sealed campaign run classified again from its
 receipts with another measured launch floor, without a device and without writing inside it.
 
 Every receipt is first checked against the sha256 its parent sealed (a changed receipt is

@@ -1,4 +1,4 @@
-"""`zlh campaign run FROZEN_DIR`: the contract, then every task serially on the one device,
+"""`zlh product run FROZEN_DIR`: the contract, then every task serially on the one device,
 then the campaign receipt.
 
     <run root>/contract-receipt.json      what the contract observed (one more per resume)
@@ -91,10 +91,10 @@ def terminal_receipt(ctx: CampaignContext, task_id: str, echo: Echo) -> dict | N
         again = rederive(ctx.root, receipt, p.measured_launch_floor, p.scrub,
                          ctx.options.ir_stage)
     except UsageError as exc:
-        echo(f"zlh campaign: {task_id} runs again: {exc}")
+        echo(f"zlh product: {task_id} runs again: {exc}")
         return None
     if again["changed"]:
-        echo(f"zlh campaign: {task_id} runs again: {path} says {receipt['class']}, its evidence "
+        echo(f"zlh product: {task_id} runs again: {path} says {receipt['class']}, its evidence "
              f"gives {again['new_class']}")
         return None
     return receipt
