@@ -15,7 +15,7 @@ from harness.compile.ir.fingerprint import read_index
 from harness.corpus import lock
 from harness.corpus.campaign import card_files
 from harness.corpus.outcome import Outcome
-from harness.corpus.product.manifest import _given
+from harness.product.manifest import _given
 from harness.corpus.screen import side_from
 
 STATUS_HEADER = ("round\top\tside\trc\telapsed_s\trows_ok\trows_failed\treplay_fallbacks\t"

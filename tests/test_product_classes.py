@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.corpus.product.classes import (RULE_CODES, CellFacts, Evidence, Rules,
-                                            classify)
-from harness.corpus.product.gate import evaluate
-from harness.corpus.product.manifest import Gate
-from harness.corpus.product.receipts import (HASHED_SUFFIXES, canonical, sha256_file,
-                                             write_receipt, zlh_files)
-from harness.corpus.product.scope import ir_scope
+from harness.product.cells import ir_scope
+from harness.product.classes import (RULE_CODES, CellFacts, Evidence, Rules, classify,
+                                     evaluate_gate)
+from harness.product.manifest import Gate
+from harness.product.receipts import (HASHED_SUFFIXES, canonical, sha256_file, write_receipt,
+                                      zlh_files)
 from harness.version import __version__ as harness_version
 
 from product_fakes import ROOT, Spec, make_run
@@ -164,12 +163,12 @@ def _replace(path: Path, old: str, new: str):
 # ---- the gate -------------------------------------------------------------------------------
 def test_canary_gate():
     gate = Gate({"mm": ("G", "C"), "softmax": ("B",)}, max_k=0)
-    assert evaluate(gate, ["mm", "softmax"], {"mm": "C", "softmax": "B"})["pass"]
-    failed = evaluate(gate, ["mm", "softmax", "x"], {"mm": "X", "softmax": "B", "x": "K"})
+    assert evaluate_gate(gate, ["mm", "softmax"], {"mm": "C", "softmax": "B"})["pass"]
+    failed = evaluate_gate(gate, ["mm", "softmax", "x"], {"mm": "X", "softmax": "B", "x": "K"})
     assert not failed["pass"]
     assert failed["failures"] == ["mm is X, the gate wants G or C",
                                   "1 task(s) K, the gate allows 0"]
-    assert evaluate(gate, ["mm", "softmax"], {"mm": "G"})["failures"] == [
+    assert evaluate_gate(gate, ["mm", "softmax"], {"mm": "G"})["failures"] == [
         "no class for softmax"]
 
 
@@ -191,13 +190,13 @@ def test_zlh_files_hash_every_source_and_change_with_them(tmp_path):
         shutil.copytree(ROOT / package, copy / package,
                         ignore=shutil.ignore_patterns("__pycache__"))
     before = zlh_files(copy)
-    assert before == zlh_files(ROOT) and "harness/corpus/product/classes.py" in before["files"]
-    target = copy / "harness/corpus/product/classes.py"
+    assert before == zlh_files(ROOT) and "harness/product/classes.py" in before["files"]
+    target = copy / "harness/product/classes.py"
     target.write_text(target.read_text() + "\n# edited\n")
     after = zlh_files(copy)
     assert after["tree_sha256"] != before["tree_sha256"]
     assert [f for f in after["files"] if after["files"][f] != before["files"][f]] == [
-        "harness/corpus/product/classes.py"]
+        "harness/product/classes.py"]
 
 
 def test_gitattributes_pin_lf_for_every_hashed_file_kind():

@@ -21,7 +21,7 @@ CELLS = ("off", "control", "candidate")
 
 
 def cli(*args):
-    return CliRunner().invoke(main, ["campaign", *map(str, args)])
+    return CliRunner().invoke(main, ["product", *map(str, args)])
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +111,7 @@ def test_resume_runs_only_the_unfinished_task(campaign):
 def test_resume_runs_again_a_task_whose_receipt_was_edited(campaign):
     """A kept receipt must be one zlh wrote for that task, its class what its evidence
     gives: an edited class, or a receipt stripped to its class, makes the task run again."""
-    from harness.corpus.product.manifest import CLASSES
+    from harness.product.manifest import CLASSES
     root = campaign[1]["all"][1]
     path = root / "tasks/add/task-receipt.json"
     receipt = json.loads(path.read_text())

@@ -1,4 +1,4 @@
-"""zlh campaign prepare: every manifest violation (one line naming the field, exit 2), the
+"""zlh product prepare: every manifest violation (one line naming the field, exit 2), the
 corpus cross-check, the frozen plan (staging, immutability, canonical files) and the rules a
 canary receipt must meet before the full campaign is frozen."""
 from __future__ import annotations
@@ -10,16 +10,15 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.corpus.product import freeze as freeze_mod
-from harness.corpus.product.manifest import load_manifest
-from harness.corpus.product.receipts import canonical, sha256_file
-from harness.corpus.product.validate import violations
+from harness.product import freeze as freeze_mod
+from harness.product.receipts import canonical, sha256_file
+from harness.product.validate import load_manifest, violations
 
 from product_fakes import builtin_doc, flaggems_doc, mutated, write
 
 
 def prepare(*args):
-    return CliRunner().invoke(main, ["campaign", "prepare", *map(str, args)])
+    return CliRunner().invoke(main, ["product", "prepare", *map(str, args)])
 
 
 def _set(path, value):
@@ -235,6 +234,7 @@ def test_freeze_writes_the_plan_whole_and_never_twice(tmp_path):
     result = prepare(manifest, "--selection", "canary", "--out", tmp_path / "out")
     assert result.exit_code == 0, result.output
     frozen = tmp_path / "out" / "cpu-slow-v1--canary"
+    assert f"next: zlh product run {frozen}" in result.output
     assert sorted(p.name for p in frozen.iterdir()) == [
         "budget.json", "manifest.json", "manifest.sha256", "ops.txt", "shapes.yaml",
         "task-matrix.json"]
@@ -264,7 +264,7 @@ def test_a_failed_freeze_leaves_neither_target_nor_staging(tmp_path, monkeypatch
     manifest = write(tmp_path / "m.json", builtin_doc(tmp_path))
     doc = load_manifest(manifest)
     with pytest.raises(OSError):
-        freeze_mod.freeze(doc, "canary", tmp_path / "out", *freeze_mod.build_plan(
+        freeze_mod.freeze_plan(doc, "canary", tmp_path / "out", *freeze_mod.build_plan(
             doc, "canary", {"add": "add"}))
     assert list((tmp_path / "out").iterdir()) == []
 
@@ -275,6 +275,30 @@ def test_dry_run_prints_plan_and_budget_and_writes_nothing(tmp_path):
     assert result.exit_code == 0, result.output
     assert "4 task(s)" in result.output and "budget: at most 20 processes, bound 2700 s" in result.output
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("old", [("prepare", "m.json", "--selection", "canary"),
+                                 ("run", "frozen"), ("-v", "reaccount", "root", "--out", "re"),
+                                 ("prepare", "--help")])
+def test_the_old_campaign_spelling_points_at_zlh_product(tmp_path, monkeypatch, old):
+    """`zlh campaign prepare|run|reaccount` was the product campaign's spelling; now each is
+    one usage line naming `zlh product` (no alias: `zlh campaign` is the rounds over GPUs)."""
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["campaign", *old])
+    name = next(word for word in old if not word.startswith("-"))
+    assert result.exit_code == 2
+    assert result.output.splitlines() == [
+        f"zlh: `zlh campaign {name}` is now `zlh product {name}` (pre-registered product "
+        f"campaigns; `zlh campaign` runs rounds over GPUs only)"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_zlh_product_says_what_a_product_campaign_is():
+    result = CliRunner().invoke(main, ["product", "--help"])
+    flat = " ".join(result.output.split())
+    assert result.exit_code == 0
+    assert "Pre-registered product campaigns" in flat and "Not `zlh campaign`" in flat
+    assert all(f" {name} " in flat for name in ("prepare", "run", "reaccount"))
 
 
 # ---- canary receipt rules -------------------------------------------------------------------

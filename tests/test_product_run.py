@@ -1,4 +1,4 @@
-"""zlh campaign run / reaccount with synthetic cells (a stand-in for each cell's `zlh bench`
+"""zlh product run / reaccount with synthetic cells (a stand-in for each cell's `zlh bench`
 process writes its run directory): the task flow and its classes, receipts and their hashes,
 the canary gate's exit status, resume, re-accounting with another launch floor, the library's
 accuracy tests through pytest, and the contract checks (with the real probe)."""
@@ -15,16 +15,16 @@ from click.testing import CliRunner
 import backends
 from backends.base import TelemetrySample
 from harness.cli import main
-from harness.corpus.product import cells as cells_mod
-from harness.corpus.product import runner as runner_mod
-from harness.corpus.product.receipts import sha256_file
+from harness.product import cells as cells_mod
+from harness.product import runner as runner_mod
+from harness.product.receipts import sha256_file
 
 from product_fakes import (FakeCells, Spec, builtin_doc, fake_doc, flaggems_doc, no_contract,
                            write)
 
 
 def cli(*args):
-    return CliRunner().invoke(main, ["campaign", *map(str, args)])
+    return CliRunner().invoke(main, ["product", *map(str, args)])
 
 
 @pytest.fixture
@@ -130,7 +130,7 @@ def test_receipts_hash_what_produced_them(tmp_path, fake):
         == sha256_file(frozen / "manifest.json")
     assert campaign["produced_by"]["contract"] == {
         "contract-receipt.json": sha256_file(root / "contract-receipt.json")}
-    assert "harness/corpus/product/runner.py" in campaign["produced_by"]["zlh"]["files"]
+    assert "harness/product/runner.py" in campaign["produced_by"]["zlh"]["files"]
     cell = json.loads((root / "tasks/mm/a/off/cell-receipt.json").read_text())
     run_json = f"{cell['run_dir']}/run.json"
     assert cell["produced_by"][run_json] == sha256_file(root / run_json)
@@ -279,8 +279,8 @@ def _edit(path: Path, old: str, new: str):
 
 
 def test_contract_passes_and_records_what_it_saw(tmp_path, monkeypatch):
-    from harness.corpus.product.contract import check_contract
-    from harness.corpus.product.freeze import load_frozen
+    from harness.product.contract import check_contract
+    from harness.product.freeze import load_frozen
     frozen = frozen_of(tmp_path, flaggems_doc(tmp_path))
     body = check_contract(load_frozen(frozen))
     assert [c["check"] for c in body["checks"]] == ["frozen_hash", "source_commit", "targets",
@@ -444,14 +444,14 @@ def test_contract_checks_the_visible_device(tmp_path):
 
 @pytest.mark.parametrize("util,ok", [(97.0, False), (2.0, True)])
 def test_contract_checks_the_device_is_idle(tmp_path, monkeypatch, util, ok):
-    from harness.corpus.product.contract import check_contract
-    from harness.corpus.product.freeze import load_frozen
+    from harness.product.contract import check_contract
+    from harness.product.freeze import load_frozen
     cpu = backends.get_backend("cpu")
     monkeypatch.setattr(cpu, "telemetry_command", ("fake-smi",))
     readings = []
     monkeypatch.setattr(cpu, "read_telemetry", lambda timeout_s=10.0: readings.append(1) or [
         TelemetrySample(0, 1980.0, 2619.0, 40.0, 120.0, util)])
-    monkeypatch.setattr("harness.corpus.product.contract.IDLE_INTERVAL_S", 0.0)
+    monkeypatch.setattr("harness.product.contract.IDLE_INTERVAL_S", 0.0)
     frozen = load_frozen(frozen_of(tmp_path, builtin_doc(tmp_path)))
     if ok:
         body = check_contract(frozen)

@@ -5,9 +5,9 @@
     ab.py      zlh ab, zlh report
     batch.py   zlh batch
     screen.py  zlh screen
-    campaign.py  zlh partition, zlh campaign (rounds over devices)
+    campaign.py  zlh partition, zlh campaign (rounds over the devices of a host)
     calibrate.py  zlh calibrate
-    product.py   zlh campaign prepare | run | reaccount (pre-registered product campaigns)
+    product.py   zlh product prepare | run | reaccount (pre-registered product campaigns)
     info.py    zlh ops, show, fingerprint, backends
     shapes.py  zlh shapes derive / check / model
     output.py  --color, -v, -q, --format on every command; shell completion helpers

@@ -1,4 +1,7 @@
-"""`zlh partition` and `zlh campaign` (rounds spread over the devices of one host)."""
+"""`zlh partition` and `zlh campaign` (rounds spread over the devices of one host).
+
+Pre-registered product campaigns are `zlh product` (cli/product.py); their old spelling
+`zlh campaign prepare|run|reaccount` is a usage error naming the new command, not an alias."""
 from __future__ import annotations
 
 import sys
@@ -44,7 +47,42 @@ def partition_cmd(screen_tsv, devices, verdicts, rounds, fmt):
     click.echo(render(part, fmt))
 
 
-@main.group("campaign", invoke_without_command=True)
+# `zlh campaign <name>` once ran these product campaign commands; now they are `zlh product`.
+MOVED_TO_PRODUCT = ("prepare", "run", "reaccount")
+
+
+def _moved(name: str) -> click.UsageError:
+    return click.UsageError(f"`zlh campaign {name}` is now `zlh product {name}` (pre-registered "
+                            f"product campaigns; `zlh campaign` runs rounds over GPUs only)")
+
+
+class RoundsCommand(click.Command):
+    """`zlh campaign` takes no arguments; its first word that is neither an option nor an
+    option's value, when it names a product campaign command, gets the pointer to `zlh product`
+    (before --help and every other check), any other word click's own usage error."""
+
+    def parse_args(self, ctx, args):
+        word = None if ctx.resilient_parsing else self._first_word(ctx, args)
+        if word in MOVED_TO_PRODUCT:
+            raise _moved(word)
+        return super().parse_args(ctx, args)
+
+    def _first_word(self, ctx, args) -> str | None:
+        valued = {opt for p in self.get_params(ctx) if isinstance(p, click.Option)
+                  and not p.is_flag and not p.count for opt in p.opts}
+        words = iter(args)
+        for word in words:
+            if word == "--":
+                return next(words, None)
+            if word.startswith("-") and word != "-":
+                if word in valued:
+                    next(words, None)
+                continue
+            return word
+        return None
+
+
+@main.command("campaign", cls=RoundsCommand)
 @click.option("--screen", "screen_root", default=None, metavar="ROOT",
               type=click.Path(), callback=not_empty,
               help="The screen whose ops to run rounds on.")
@@ -74,9 +112,8 @@ def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, only, timeo
     one `zlh ab --rounds N` per device, side by side, merged at the end.
 
     Exit status: 0 every card reported, 1 some card or run failed, 2 bad input, 3 preflight.
+    (Pre-registered product campaigns: `zlh product`.)
     """
-    if ctx.invoked_subcommand is not None:
-        return
     if resume is not None:
         refuse_beside(ctx, "resume", allowed=("dry_run",))
         plan = read_campaign(check_root(resume, "campaign", "--resume"))

@@ -1,5 +1,8 @@
-"""`zlh campaign prepare | run | reaccount`: pre-registered product campaigns
-(harness/corpus/product)."""
+"""`zlh product prepare | run | reaccount`: pre-registered product campaigns (harness/product).
+
+Not `zlh campaign`, which runs rounds on a screen's ops over the GPUs of a host; its old
+spelling for these commands, `zlh campaign prepare|run|reaccount`, is a usage error that points
+here (cli/campaign.py)."""
 from __future__ import annotations
 
 import sys
@@ -7,18 +10,32 @@ from pathlib import Path
 
 import click
 
-from ..corpus.product.canary import check_canary_receipt
-from ..corpus.product.freeze import build_plan, freeze, plan_text
-from ..corpus.product.inventory import corpus_adapter, cross_check
-from ..corpus.product.manifest import SELECTIONS, ManifestError, load_manifest
-from ..corpus.product.reaccount import reaccount
-from ..corpus.product.runner import CAMPAIGN_RECEIPT, STATUS_CSV, run_campaign
-from .campaign import campaign
 from ..common.files import check_output_dir
+from ..product import (CAMPAIGN_RECEIPT, SELECTIONS, STATUS_CSV, ManifestError, build_plan,
+                       check_canary_receipt, corpus_adapter, cross_check, freeze_plan,
+                       load_manifest, plan_text, reaccount_run, run_campaign)
+from . import main
 from .common import handles_errors, not_empty
 
 
-@campaign.command("prepare")
+@main.group("product")
+def product():
+    """Pre-registered product campaigns: a claim about a compiler (or library) change, tested
+    on a fixed list of workloads under a protocol written down before anything runs.
+
+    A manifest (JSON) names the sources at their commits, the one device, the cells (a
+    baseline, controls and the candidate, each an environment), the timer, the thresholds and
+    the workloads. `prepare` checks it and freezes the plan; `run` checks the contract (hashes,
+    commits, imports, an idle device), then runs each task serially on the device and gives it
+    a class (G gain, C changed, B no code change, R regression, K correctness broken, X
+    excluded), every claim backed by a receipt that hashes what produced it; `reaccount`
+    classifies a sealed run again with another launch floor. The canary workloads run first:
+    `--selection all` needs their passing campaign receipt.
+
+    Not `zlh campaign`, which runs rounds on a screen's ops over the GPUs of this host."""
+
+
+@product.command("prepare")
 @click.argument("manifest", type=click.Path(dir_okay=False))
 @click.option("--selection", type=click.Choice(SELECTIONS), required=True,
               help="canary: the canaries in canary order; all: every workload (needs a "
@@ -47,12 +64,12 @@ def prepare(manifest, selection, canary_receipt, out, dry_run):
     click.echo(plan_text(matrix, budget))
     if dry_run:
         return
-    target = freeze(doc, selection, Path(out), matrix, budget)
+    target = freeze_plan(doc, selection, Path(out), matrix, budget)
     click.echo(f"frozen: {target}")
-    click.echo(f"next: zlh campaign run {target}")
+    click.echo(f"next: zlh product run {target}")
 
 
-@campaign.command("run")
+@product.command("run")
 @click.argument("frozen_dir", type=click.Path(file_okay=False))
 @click.option("--out", default=None, metavar="RUN_ROOT", type=click.Path(), callback=not_empty,
               help="Where the run goes. Default: FROZEN_DIR/run.")
@@ -78,7 +95,7 @@ def run(frozen_dir, out, resume):
             sys.exit(1)
 
 
-@campaign.command("reaccount")
+@product.command("reaccount")
 @click.argument("run_root", type=click.Path(file_okay=False))
 @click.option("--out", required=True, metavar="DIR", callback=not_empty,
               type=click.Path(), help="Where the re-account goes (outside "
@@ -89,7 +106,7 @@ def run(frozen_dir, out, resume):
 @handles_errors
 def reaccount_cmd(run_root, out, floor):
     """Classify a sealed run again from its receipts with another launch floor."""
-    result = reaccount(run_root, out, floor)
+    result = reaccount_run(run_root, out, floor)
     for row in result["tasks"]:
         if row["changed"]:
             click.echo(f"{row['task_id']} {row['sealed_class']} -> {row['new_class']}: "

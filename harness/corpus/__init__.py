@@ -1,5 +1,7 @@
 """Corpus work: many ops at once — selection, the batch engine (isolated, resumable, over
-devices, with reused workers), and later the screen and campaigns built on it.
+devices, with reused workers), and the screen and the rounds over GPUs (`zlh campaign`) built
+on it. Pre-registered product campaigns (`zlh product`) are a package of their own,
+harness/product.
 
     selection.py   which ops: --all / --ops / --ops-file, dismiss list, skip marks
     sharding.py    which device an op runs on (stable across reordering and resume)
@@ -8,5 +10,9 @@ devices, with reused workers), and later the screen and campaigns built on it.
     outcome.py     an op's status (PASS, FAIL, SKIP, TIMEOUT, CRASH, POISONED) and notes
     batch.py       the batch: plan, retries, dtype fallback, resume, devices
     files.py       batch.json, ops_status.csv, summary.csv, .complete markers
-    product/       pre-registered product campaigns (manifest, frozen plan, receipts, classes)
+    check.py, lock.py, threads.py, progress.py  a plan checked, one command per root, the
+                   lanes' threads, what a batch prints
+    screen.py      zlh screen: one cheap pair per op; verdict.py: the verdict per op
+    partition.py   ops spread over devices by their measured cost
+    campaign.py    zlh campaign: rounds on a screen's ops over the GPUs of a host, merged
 """

@@ -8,7 +8,7 @@
 # receipt of each run; receipts, plans and logs land in $OUT/product_campaign/.
 # About 8 minutes on one H200 (each cell is a fresh process: ~11 s of it is import flag_gems).
 # RESUME=1 continues a call that its time box ended (same machine, same WORK): the manifest
-# and frozen plans already there are kept and each run goes on with `campaign run --resume`.
+# and frozen plans already there are kept and each run goes on with `product run --resume`.
 set -uo pipefail
 WORK=${WORK:-/tmp/zlh-product}
 source "$(dirname "$0")/common.sh"
@@ -26,7 +26,7 @@ if [[ ! -e .git && ! -f COMMIT ]]; then     # a copied tree: zlh's identity from
   if [[ -n "${ZLH_COMMIT:-}" ]]; then
     echo "$ZLH_COMMIT" > COMMIT
   else
-    python3 -c 'import hashlib; from harness.corpus.product.receipts import zlh_files
+    python3 -c 'import hashlib; from harness.product.receipts import zlh_files
 print(hashlib.sha1(zlh_files()["tree_sha256"].encode()).hexdigest())' > COMMIT
   fi
   STAMPED=1
@@ -39,7 +39,7 @@ step() { echo "== $1 (t=$((SECONDS-T0))s)"; }
 step "manifest"
 if [[ $RESUME == 1 ]]; then MANIFEST=$WORK/manifest.json
 else MANIFEST=$(python3 tests/device/product_manifest.py "$WORK") || exit 1; fi
-$ZLH campaign prepare "$MANIFEST" --selection all --dry-run | tail -12
+$ZLH product prepare "$MANIFEST" --selection all --dry-run | tail -12
 CID=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["campaign_id"])' "$MANIFEST")
 
 for selection in canary all; do
@@ -51,11 +51,11 @@ for selection in canary all; do
     step "prepare $selection"
     extra=()
     [[ $selection == all ]] && extra=(--canary-receipt "$WORK/frozen/$CID--canary/run/campaign-receipt.json")
-    $ZLH campaign prepare "$MANIFEST" --selection "$selection" --out "$WORK/frozen" "${extra[@]}" \
+    $ZLH product prepare "$MANIFEST" --selection "$selection" --out "$WORK/frozen" "${extra[@]}" \
       || { echo "prepare $selection failed"; break; }
   fi
   step "run $selection ${resume[*]}"
-  $ZLH campaign run "$FROZEN" "${resume[@]}" 2>&1 | tee -a "$WORK/run_$selection.txt"
+  $ZLH product run "$FROZEN" "${resume[@]}" 2>&1 | tee -a "$WORK/run_$selection.txt"
   rc=${PIPESTATUS[0]}
   echo "run $selection rc=$rc wall=$((SECONDS-T0))s"
   [[ -f "$FROZEN/run/campaign-receipt.json" ]] || { echo "stopping: no campaign receipt"; break; }
@@ -76,7 +76,7 @@ ROOT="$WORK/frozen/$CID--all/run"
 if [[ -f "$ROOT/campaign-receipt.json" ]]; then
   for floor in 0 1; do
     step "reaccount floor $floor"
-    $ZLH campaign reaccount "$ROOT" --out "$WORK/reaccount$floor" --measured-launch-floor "$floor"
+    $ZLH product reaccount "$ROOT" --out "$WORK/reaccount$floor" --measured-launch-floor "$floor"
     cat "$WORK/reaccount$floor/reaccount-matrix.csv"
   done
   echo "--- per task: class, round deltas, convert counts, fingerprints"

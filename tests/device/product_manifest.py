@@ -75,8 +75,8 @@ def shapes(work: Path, flaggems: Path) -> str:
 def main() -> int:
     work = Path(sys.argv[1]).resolve()
     flaggems = Path(os.environ["FLAGGEMS_DIR"]).resolve()
-    from harness.corpus.product.contract import source_commit
-    from harness.corpus.product.receipts import ZLH_ROOT
+    from harness.product.contract import source_commit
+    from harness.product.receipts import ZLH_ROOT
     zlh_commit = source_commit(ZLH_ROOT) or ""
     dtype = os.environ.get("DTYPE", "bfloat16")
     short = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}[dtype]

@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ...ab.compare import compare_runs
-from ...common.errors import UsageError
-from ...store.reader import load_run
+from ..ab.compare import compare_runs
+from ..common.errors import UsageError
+from ..store.reader import load_run
 from .cells import CELL_RECEIPT, CampaignContext, not_run, run_cell
 from .classes import PASS, CellFacts, Evidence, Rules, classify
 from .correctness import check_cell

@@ -15,12 +15,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from ...ab.pairing import output_mismatches, row_key
-from ...common.errors import UsageError
-from ...store.reader import load_run
-from ..supervisor import stop_group
-from .cells import CampaignContext
-from .environment import cell_lane
+from ..ab.pairing import output_mismatches, row_key
+from ..common.errors import UsageError
+from ..store.reader import load_run
+from ..corpus.supervisor import stop_group
+from .cells import CampaignContext, cell_lane
 from .inventory import corpus_adapter
 from .manifest import Cell
 from .receipts import relative, sha256_or_none, write_receipt

@@ -15,12 +15,16 @@
 
 Deltas are (baseline / candidate - 1) x 100, the median over shapes: positive = the candidate
 is faster. Each decision carries a rule code (stable, for tables and tests) and a reason.
+
+The canary gate decides from the classes of a canary run whether it authorises the full
+campaign: it passes when every canary task has a class, each canary the gate names landed in
+one of the classes allowed for it, and at most `max_k` tasks are K (default 0).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .manifest import CONVERT_LAYOUT, UNOBSERVED, Protocol
+from .manifest import CONVERT_LAYOUT, UNOBSERVED, Gate, Protocol
 
 PASS, FAIL = "PASS", "FAIL"
 
@@ -208,6 +212,24 @@ def _shown(facts: CellFacts, rules: Rules) -> str:
     if rules.code_change == CONVERT_LAYOUT:
         return f"convert_layout {facts.convert_count}"
     return f"fingerprint {(facts.fingerprint or 'none')[:12]}"
+
+
+def evaluate_gate(gate: Gate, canary_order, classes: dict[str, str]) -> dict:
+    """The canary gate's verdict on a canary run's classes: pass, failures and its rules."""
+    failures = []
+    missing = [t for t in canary_order if t not in classes]
+    if missing:
+        failures.append(f"no class for {', '.join(missing)}")
+    for task_id, allowed in gate.classes.items():
+        got = classes.get(task_id)
+        if got is not None and got not in allowed:
+            failures.append(f"{task_id} is {got}, the gate wants {' or '.join(allowed)}")
+    k = sum(1 for c in classes.values() if c == "K")
+    if k > gate.max_k:
+        failures.append(f"{k} task(s) K, the gate allows {gate.max_k}")
+    return {"pass": not failures, "failures": failures,
+            "rules": {"classes": {t: list(a) for t, a in gate.classes.items()},
+                      "max_k": gate.max_k}}
 
 
 RULE_CODES = ("candidate_correctness_fail", "correctness_fails_everywhere", "cell_failed",

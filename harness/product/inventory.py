@@ -15,10 +15,10 @@ from pathlib import Path
 import adapters
 import backends
 
-from ...common.errors import UsageError, ZlhError
-from ...run.options import BenchOptions
-from ...run.plan import check_timer
-from ...run.shapes import ShapeFileError, load_shape_file
+from ..common.errors import UsageError, ZlhError
+from ..run.options import BenchOptions
+from ..run.plan import check_timer
+from ..run.shapes import ShapeFileError, load_shape_file
 from .manifest import Manifest, Workload
 
 

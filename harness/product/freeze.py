@@ -7,6 +7,10 @@ it and renamed into place, so it either exists whole or not at all, and never tw
     budget.json       processes and the time bound (canonical JSON)
     ops.txt           one `op:op_file:dtypes` per task (the ops-file of batch and screen)
     shapes.yaml       the protocol's shape file, when it names one
+
+`--selection all` is frozen only on the authority of a canary receipt: the campaign receipt of
+a terminal canary run of this very manifest (same campaign_id, same manifest sha256) whose
+gate passed; its sha256 goes into the task matrix.
 """
 from __future__ import annotations
 
@@ -17,11 +21,13 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from ...common.errors import PreflightError, UsageError
-from ...common.files import read_text
-from .manifest import SELECTIONS, Manifest, load_manifest
-from ...common.schema import stamp
-from .receipts import SCHEMA_VERSION, canonical, read_json, sha256_file
+from ..common.documents import loads_json
+from ..common.errors import PreflightError, UsageError
+from ..common.files import read_text
+from ..common.schema import check_readable, stamp
+from .manifest import SELECTIONS, Manifest, ManifestError
+from .receipts import SCHEMA_VERSION, TERMINAL, canonical, read_json, sha256_file
+from .validate import load_manifest
 
 MANIFEST, MANIFEST_SHA, MATRIX, BUDGET, OPS, SHAPES = (
     "manifest.json", "manifest.sha256", "task-matrix.json", "budget.json", "ops.txt",
@@ -30,6 +36,45 @@ MANIFEST, MANIFEST_SHA, MATRIX, BUDGET, OPS, SHAPES = (
 
 def frozen_name(manifest: Manifest, selection: str) -> str:
     return f"{manifest.campaign_id}--{selection}"
+
+
+def canary_problems(manifest: Manifest, receipt: dict) -> list[str]:
+    """Why this receipt does not authorise the full campaign ([] when it does)."""
+    problems = []
+    expect = (("schema_version", SCHEMA_VERSION), ("kind", "campaign"),
+              ("campaign_id", manifest.campaign_id), ("selection", "canary"),
+              ("status", TERMINAL), ("manifest_sha256", manifest.sha256))
+    for key, wanted in expect:
+        if receipt.get(key) != wanted:
+            problems.append(f"{key} is {receipt.get(key)!r}, must be {wanted!r}")
+    gate = receipt.get("canary_gate")
+    if not isinstance(gate, dict) or gate.get("pass") is not True:
+        why = "; ".join(gate.get("failures") or ()) if isinstance(gate, dict) else "no gate"
+        problems.append(f"the canary gate did not pass ({why or 'no reason recorded'})")
+    return problems
+
+
+def check_canary_receipt(manifest: Manifest, selection: str, path: str | None) -> str | None:
+    """The sha256 of the authorising receipt (None for the canary selection); each rule the
+    receipt breaks is a line of the ManifestError (exit 2)."""
+    if selection == "canary":
+        if path:
+            raise UsageError("--canary-receipt is for --selection all only")
+        return None
+    if not path:
+        raise UsageError("--selection all needs --canary-receipt R: the campaign receipt of "
+                         "a terminal canary run of this manifest whose gate passed")
+    try:
+        receipt = loads_json(read_text(path))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"--canary-receipt {path}: cannot be read ({exc})") from None
+    if not isinstance(receipt, dict):
+        raise UsageError(f"--canary-receipt {path}: not a JSON object")
+    check_readable(receipt, f"--canary-receipt {path}")
+    problems = canary_problems(manifest, receipt)
+    if problems:
+        raise ManifestError(f"--canary-receipt {path}", problems)
+    return sha256_file(path)
 
 
 def build_plan(manifest: Manifest, selection: str, resolved: dict[str, str],
@@ -80,7 +125,8 @@ def _budget(manifest: Manifest, head: dict, tasks: list[dict]) -> dict:
             "note": "an upper bound from the timeouts: a schedule, not a measurement"}
 
 
-def freeze(manifest: Manifest, selection: str, out: Path, matrix: dict, budget: dict) -> Path:
+def freeze_plan(manifest: Manifest, selection: str, out: Path, matrix: dict, budget: dict
+                ) -> Path:
     """Write the frozen plan into a staging directory and rename it into place; an existing
     target is refused (a frozen plan is never rewritten)."""
     out = Path(out).resolve()
@@ -139,12 +185,12 @@ class Frozen:
 
 
 def load_frozen(path: str | Path) -> Frozen:
-    """A frozen plan as written by `zlh campaign prepare` (its hashes are the contract's)."""
+    """A frozen plan as written by `zlh product prepare` (its hashes are the contract's)."""
     path = Path(path).resolve()
     missing = [n for n in (MANIFEST, MANIFEST_SHA, MATRIX, BUDGET) if not (path / n).is_file()]
     if missing:
         raise UsageError(f"{path} is not a frozen campaign plan (missing {', '.join(missing)}; "
-                         f"make one with zlh campaign prepare)")
+                         f"make one with zlh product prepare)")
     # the manifest's bytes against its recorded hash first: an edited manifest is the same
     # contract failure whether or not the edit left it readable
     recorded = read_text(path / MANIFEST_SHA, errors="replace").split()

@@ -12,18 +12,21 @@ import hashlib
 import json
 from pathlib import Path
 
-from ...common.documents import loads_json
-from ...common.errors import UsageError
-from ...common.files import atomic_write_text, csv_text, json_safe, read_text, sha256_file
-from ...common.schema import check_readable, stamp
+from ..common.documents import loads_json
+from ..common.errors import UsageError
+from ..common.files import atomic_write_text, csv_text, json_safe, read_text, sha256_file
+from ..common.schema import check_readable, stamp
 
 SCHEMA_VERSION = 1
 TERMINAL = "TERMINAL"
-ZLH_ROOT = Path(__file__).resolve().parents[3]
+ZLH_ROOT = Path(__file__).resolve().parents[2]
 ZLH_PACKAGES = ("harness", "adapters", "backends")
 # Suffixes of the files receipts hash: zlh's sources, manifests and plans, shape files.
 HASHED_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".csv", ".tsv", ".sh")
 STATUS_COLUMNS = ("task_id", "op", "family", "class", "reason")
+# A run root's own files: the sealed campaign receipt (what reaccount starts from) and
+# status.csv (rewritten after each task).
+CAMPAIGN_RECEIPT, STATUS_CSV = "campaign-receipt.json", "status.csv"
 
 
 def canonical(value) -> str:

@@ -1,4 +1,4 @@
-"""`zlh campaign run FROZEN_DIR`: the contract, then every task serially on the one device,
+"""`zlh product run FROZEN_DIR`: the contract, then every task serially on the one device,
 then the campaign receipt.
 
     <run root>/contract-receipt.json      what the contract observed (one more per resume)
@@ -19,21 +19,19 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ...common.errors import UsageError
-from ...common.files import check_output_dir
+from ..common.errors import UsageError
+from ..common.files import check_output_dir
 from .cells import CampaignContext, base_options
-from .classes import Rules
+from .classes import Rules, evaluate_gate
 from .contract import check_contract
 from .freeze import BUDGET, MANIFEST, MATRIX, load_frozen
-from .gate import evaluate
 from .manifest import CLASSES
-from .receipts import (TERMINAL, read_json, sha256_file, write_receipt, write_status_csv,
-                       zlh_files)
+from .reaccount import rederive, task_fields
+from .receipts import (CAMPAIGN_RECEIPT, STATUS_CSV, TERMINAL, read_json, sha256_file,
+                       write_receipt, write_status_csv, zlh_files)
 from .tasks import TASK_RECEIPT, run_task
 
-CAMPAIGN_RECEIPT = "campaign-receipt.json"
 CONTRACT_RECEIPT = "contract-receipt.json"
-STATUS_CSV = "status.csv"
 Echo = Callable[[str], None]
 
 
@@ -80,7 +78,6 @@ def terminal_receipt(ctx: CampaignContext, task_id: str, echo: Echo) -> dict | N
     """A finished task's receipt, kept by a resume only when it is one zlh wrote for this
     task and its class is what its sealed cell receipts and run directories still give
     (re-derived as `reaccount` does); otherwise None, said on one line: the task runs again."""
-    from .reaccount import rederive, task_fields      # (reaccount reads this module's names)
     path = ctx.root / "tasks" / task_id / TASK_RECEIPT
     if not path.is_file():
         return None
@@ -94,10 +91,10 @@ def terminal_receipt(ctx: CampaignContext, task_id: str, echo: Echo) -> dict | N
         again = rederive(ctx.root, receipt, p.measured_launch_floor, p.scrub,
                          ctx.options.ir_stage)
     except UsageError as exc:
-        echo(f"zlh campaign: {task_id} runs again: {exc}")
+        echo(f"zlh product: {task_id} runs again: {exc}")
         return None
     if again["changed"]:
-        echo(f"zlh campaign: {task_id} runs again: {path} says {receipt['class']}, its evidence "
+        echo(f"zlh product: {task_id} runs again: {path} says {receipt['class']}, its evidence "
              f"gives {again['new_class']}")
         return None
     return receipt
@@ -118,7 +115,7 @@ def campaign_receipt(ctx: CampaignContext, receipts: dict[str, dict]) -> dict:
     frozen, manifest = ctx.frozen, ctx.manifest
     classes = {tid: r["class"] for tid, r in receipts.items()}
     selection = frozen.matrix["selection"]
-    gate = evaluate(manifest.protocol.gate, manifest.protocol.canary_order, classes) \
+    gate = evaluate_gate(manifest.protocol.gate, manifest.protocol.canary_order, classes) \
         if selection == "canary" else None
     contracts = sorted(p.name for p in ctx.root.glob("contract-receipt*.json"))
     return {

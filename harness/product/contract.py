@@ -21,12 +21,13 @@ import sys
 import time
 from pathlib import Path
 
+import adapters
 import backends
 
-from ...common.errors import PreflightError, ZlhError, one_line
-from ...common.files import read_text
-from ...store.identity import git_commit
-from .environment import cell_lane
+from ..common.errors import PreflightError, ZlhError, one_line
+from ..common.files import read_text
+from ..store.identity import git_commit
+from .cells import cell_lane
 from .freeze import BUDGET, MATRIX, MANIFEST, MANIFEST_SHA, SHAPES, Frozen, plan_difference
 from .inventory import corpus_adapter, test_file_problems
 from .receipts import ZLH_ROOT, sha256_file
@@ -109,7 +110,6 @@ def _sources(frozen: Frozen, checks: list[dict]) -> dict:
 
 
 def _targets(frozen: Frozen, checks: list[dict]) -> None:
-    import adapters
     adapter = corpus_adapter(frozen.manifest)
     for task in frozen.matrix["tasks"]:
         wanted = frozen.manifest.workload(task["task_id"]).op_name
@@ -137,7 +137,7 @@ def _probe(frozen: Frozen, python: str, checks: list[dict]) -> dict:
     lane = cell_lane(manifest, manifest.protocol.baseline, python)
     spec = {"backend": manifest.device.backend, "packages": packages}
     try:
-        proc = subprocess.run([python, "-m", "harness.corpus.product.probe", json.dumps(spec)],
+        proc = subprocess.run([python, "-m", "harness.product.probe", json.dumps(spec)],
                               env=lane.env, capture_output=True, text=True,
                               timeout=PROBE_TIMEOUT_S)
     except (OSError, subprocess.SubprocessError) as exc:

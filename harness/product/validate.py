@@ -1,4 +1,5 @@
-"""Every field of a campaign manifest checked; one line per violation, naming its field.
+"""A campaign manifest read: strict JSON, every field checked (one line per violation, naming
+its field), then typed (manifest.py).
 
 Nothing is repaired or defaulted silently: an unknown key is a violation too (a misspelt
 optional field would otherwise vanish), as is a protocol promise zlh does not keep (fresh
@@ -7,12 +8,16 @@ process per op cell, one physical device, serial measurement must all be true).
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
-from ...common.documents import loads_json
-from ...common.errors import UsageError
-from .fields import Checker
-from .manifest import COSTS, MANIFEST_SCHEMA
+import adapters
+import backends
+
+from ..common.documents import loads_json
+from ..common.errors import UsageError
+from ..common.files import read_bytes
+from .manifest import COSTS, MANIFEST_SCHEMA, Checker, Manifest, ManifestError, build
+from .receipts import sha256_bytes
 from .validate_protocol import check_protocol
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -26,6 +31,22 @@ DEVICE_KEYS = {"backend", "physical_device", "visible_device_count", "name_conta
 WORKLOAD_KEYS = {"id", "op", "op_file", "family", "cost", "canary", "correctness", "dtypes",
                  "inventory_override_reason", "notes"}
 CORRECTNESS_KEYS = {"file", "k", "node_ids", "reason"}
+
+
+def load_manifest(path: str | Path) -> Manifest:
+    """Read, validate and type a manifest; ManifestError lists every violation."""
+    if str(path) == "":
+        raise UsageError("manifest: an empty path; name the manifest file")
+    path = Path(path)
+    try:
+        data = read_bytes(path)
+    except OSError as exc:
+        raise UsageError(f"manifest {path}: cannot be read ({exc.strerror or exc})") from None
+    doc = parse_document(data, str(path))
+    problems = violations(doc)
+    if problems:
+        raise ManifestError(f"manifest {path}", problems)
+    return build(doc, sha256_bytes(data), path)
 
 
 def parse_document(data: bytes, where: str) -> dict:
@@ -58,7 +79,6 @@ def violations(doc: dict) -> list[str]:
 
 
 def _adapter(c: Checker, protocol: dict) -> str | None:
-    import adapters
     return c.text(protocol, "adapter", "protocol.adapter",
                   choices=[a for a in adapters.adapter_names() if a != "user"])
 
@@ -96,7 +116,6 @@ def _sources(c: Checker, doc: dict, adapter: str | None) -> None:
 
 
 def _device(c: Checker, doc: dict) -> None:
-    import backends
     device = c.obj(doc, "device", "device")
     if device is None:
         return

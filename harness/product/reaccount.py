@@ -1,4 +1,4 @@
-"""`zlh campaign reaccount RUN_ROOT --out DIR`: a sealed campaign run classified again from its
+"""`zlh product reaccount RUN_ROOT --out DIR`: a sealed campaign run classified again from its
 receipts with another measured launch floor, without a device and without writing inside it.
 
 Every receipt is first checked against the sha256 its parent sealed (a changed receipt is
@@ -6,7 +6,8 @@ refused). Then each cell's IR scope is recomputed from its run directory with th
 and the task's stored evidence (correctness, statuses, round deltas) goes through the same
 classifier. The floor the run was sealed with reproduces the sealed classes. A new floor can
 only take a code-change claim away: a task that now shows a change but was never given round
-b comes out X (round b missing), never guessed.
+b comes out X (round b missing), never guessed. A resumed run (runner.py) keeps a finished task
+only when this re-derivation, at the run's own floor, gives the class its receipt sealed.
 
     DIR/reaccount-receipt.json   counts before and after, changed tasks, one entry per task
     DIR/reaccount-matrix.csv     task_id, op, family, sealed_class, new_class, changed,
@@ -18,21 +19,20 @@ import csv
 import io
 from pathlib import Path
 
-from ...common.errors import UsageError
-from ...common.fields import Fields
-from ...common.files import atomic_write_text, check_output_dir
+from ..common.errors import UsageError
+from ..common.fields import Fields
+from ..common.files import atomic_write_text, check_output_dir
+from .cells import ir_scope
 from .classes import CellFacts, Evidence, Rules, classify
 from .manifest import CLASSES
-from .receipts import read_json, sha256_file, write_receipt, zlh_files
-from .runner import CAMPAIGN_RECEIPT
-from .scope import ir_scope
+from .receipts import CAMPAIGN_RECEIPT, read_json, sha256_file, write_receipt, zlh_files
 
 MATRIX_COLUMNS = ("task_id", "op", "family", "sealed_class", "new_class", "changed",
                   "sealed_convert_baseline", "sealed_convert_candidate", "new_convert_baseline",
                   "new_convert_candidate", "new_reason")
 
 
-def reaccount(run_root: str | Path, out: str | Path, floor: int | None = None) -> dict:
+def reaccount_run(run_root: str | Path, out: str | Path, floor: int | None = None) -> dict:
     run_root, out = Path(run_root).resolve(), Path(out).resolve()
     sealed = read_json(run_root / CAMPAIGN_RECEIPT, "campaign receipt (a sealed run root?)")
     if sealed.get("kind") != "campaign" or sealed.get("status") != "TERMINAL":

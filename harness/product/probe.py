@@ -1,7 +1,7 @@
 """The child process of the contract check: started with a cell's environment, it reports
 where each named package is imported from and which devices it sees, as one JSON line.
 
-    python -m harness.corpus.product.probe '{"backend": "cuda", "packages": [...]}'
+    python -m harness.product.probe '{"backend": "cuda", "packages": [...]}'
 
 Each package entry is {"name", "package", "prepend"}: `prepend` puts a directory first on
 sys.path, as the adapter does for its library checkout before importing it.
@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+
+import backends
 
 
 def probe(spec: dict) -> dict:
@@ -24,7 +26,6 @@ def probe(spec: dict) -> dict:
         except Exception as exc:  # noqa: BLE001 - reported, judged by the parent
             out["packages"][entry["name"]] = {"error": f"{type(exc).__name__}: {exc}"}
     try:
-        import backends
         backend = backends.get_backend(spec["backend"])
         indices = backend.enumerate_devices(env={}) if backend.is_available() else []
         out["device_count"] = len(indices)
