@@ -192,6 +192,34 @@ def walk(command: click.Command, ctx: click.Context):
                 yield from walk(sub, click.Context(sub, info_name=name, parent=ctx))
 
 
+def bench_option_rows() -> list[str]:
+    """A table of the bench options as the option table declares them (which caliber field
+    records each, and which commands take it), when harness/run/options.py offers its rows
+    (`option_rows`); without that view the click tree above says what the options are."""
+    try:
+        from ..run.options import option_rows
+    except ImportError:
+        return []
+    rows = [r for r in option_rows() if isinstance(r, dict) and not r.get("hidden")]
+    if not rows:
+        return []
+    out = ["## Bench options: what records them, who takes them", "",
+           "The options of `zlh bench` come from one option table (`harness/run/options.py`). "
+           "An option with a caliber field changes what a number means: two runs that differ "
+           "in it are not compared ([caliber](../concepts/caliber.md)). Options every bench "
+           "command takes are passed by `zlh ab`, `zlh batch`, `zlh screen` and `zlh "
+           "calibrate` to every run they start; a product manifest's `protocol.bench` may set "
+           "those marked so. The backend, the device and the timer enter the caliber as "
+           "resolved when the run starts (the timer actually used), not as given.", "",
+           "| option | caliber field it sets | taken by | product manifest |", "| --- | --- | --- | --- |"]
+    for row in rows:
+        caliber = f"`{row['caliber']}`" if row.get("caliber") else "—"
+        scope = "every bench command" if row.get("shared", True) else "`zlh bench`"
+        out.append(f"| `{cell(row.get('flag', row.get('name', '')))}` | {cell(caliber)} | "
+                   f"{scope} | {'yes' if row.get('manifest') else ''} |")
+    return out + [""]
+
+
 def cli_page(group: click.Group | None = None) -> str:
     """docs/reference/cli.md as text."""
     if group is None:
@@ -203,6 +231,7 @@ def cli_page(group: click.Group | None = None) -> str:
             depth = ctx.command_path.count(" ") - 1
             toc.append(f"{'  ' * depth}- [`{ctx.command_path}`](#{anchor(ctx.command_path)})")
         body += command_section(command, ctx)
+    body += bench_option_rows()
     head = ["# CLI reference", "", NOTICE.format(what="the click commands of harness.cli"), "",
             "Every command and sub-command of `zlh`, with its usage, its help and each option's "
             "flags, type, default and help, as the code defines them. `-h`/`--help` works on "
