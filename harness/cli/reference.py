@@ -136,7 +136,8 @@ def option_rows(command: click.Command, ctx: click.Context) -> list[str]:
         return []
     rows = ["| option | takes | default | what it does |", "| --- | --- | --- | --- |"]
     for option in options:
-        repeat = " (repeatable)" if option.multiple else ""
+        repeat = (" (repeatable)" if option.multiple else "") + \
+            (" (required)" if option.required else "")
         rows.append(f"| {cell(flags_text(option))} | {cell(type_text(option))}{repeat} | "
                     f"{cell(default_text(option, ctx))} | {cell(prose(option.help or ''))} |")
     return rows
