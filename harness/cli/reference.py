@@ -212,7 +212,8 @@ def bench_option_rows() -> list[str]:
            "calibrate` to every run they start; a product manifest's `protocol.bench` may set "
            "those marked so. The backend, the device and the timer enter the caliber as "
            "resolved when the run starts (the timer actually used), not as given.", "",
-           "| option | caliber field it sets | taken by | product manifest |", "| --- | --- | --- | --- |"]
+           "| option | caliber field it sets | taken by | product manifest |",
+           "| --- | --- | --- | --- |"]
     for row in rows:
         caliber = f"`{row['caliber']}`" if row.get("caliber") else "—"
         scope = "every bench command" if row.get("shared", True) else "`zlh bench`"
