@@ -1,4 +1,5 @@
-"""The README's Embedding examples are the files under tests/examples/, and they run."""
+"""The embedding guide's examples (docs/guides/embedding.md) are the files under
+tests/examples/, and they run."""
 import re
 import runpy
 import sys
@@ -12,19 +13,21 @@ from harness.store.reader import load_run
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "tests" / "examples"
+GUIDE = ROOT / "docs" / "guides" / "embedding.md"
 BLOCK = re.compile(r"<!-- example: (tests/examples/\w+\.py) -->\n```python\n(.*?)```", re.S)
 
 
-def readme_examples() -> dict:
-    return {path: code for path, code in BLOCK.findall((ROOT / "README.md").read_text())}
+def guide_examples() -> dict:
+    return {path: code for path, code in BLOCK.findall(GUIDE.read_text())}
 
 
-def test_readme_shows_every_example_exactly_as_the_file_is():
-    shown = readme_examples()
+def test_guide_shows_every_example_exactly_as_the_file_is():
+    shown = guide_examples()
     files = sorted(str(p.relative_to(ROOT)) for p in EXAMPLES.glob("*.py"))
     assert sorted(shown) == files and len(files) == 3
     for path, code in shown.items():
-        assert code == (ROOT / path).read_text(), f"README block for {path} differs from the file"
+        assert code == (ROOT / path).read_text(), \
+            f"{GUIDE.name}: the block for {path} differs from the file"
 
 
 @pytest.fixture
