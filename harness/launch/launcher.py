@@ -132,9 +132,10 @@ def start(cmd: Sequence[str], env: dict | None, *, stdin=None, stdout=None, stde
           pass_fds: Sequence[int] = (), end_with_parent: bool = True,
           own_group: bool = True) -> Child:
     """Start `cmd` with `env` (plus ZLH_PARENT_PID unless `end_with_parent` is False: a
-    child that asks for the parent-death signal itself), in a session of its own unless
-    `own_group` is False (a child that must get the terminal's Ctrl-C with this command).
-    `env` None: this process's environment."""
+    child that asks for the parent-death signal itself, or one that is no zlh command and
+    whose own children, a `zlh` among them, would take the request for theirs), in a
+    session of its own unless `own_group` is False (a child that must get the terminal's
+    Ctrl-C with this command). `env` None: this process's environment."""
     env = dict(os.environ) if env is None else env
     proc = subprocess.Popen(list(cmd), env=child_env(env) if end_with_parent else env,
                             stdin=stdin, stdout=stdout, stderr=stderr, text=text,
@@ -179,8 +180,10 @@ def capture(cmd: Sequence[str], env: dict | None, timeout_s: float, *,
             cwd: str | os.PathLike | None = None) -> subprocess.CompletedProcess:
     """`cmd` to completion with its stdout and stderr captured (text), as subprocess.run
     with capture_output: past `timeout_s` its group is killed and subprocess.TimeoutExpired
-    raised; OSError when it cannot be started."""
-    child = start(cmd, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+    raised; OSError when it cannot be started. For a probe that is no zlh command: its
+    environment gets no ZLH_PARENT_PID (what it starts would take it for theirs)."""
+    child = start(cmd, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                  end_with_parent=False)
     try:
         out, err = child.proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
