@@ -5,9 +5,9 @@ from ..common.process import (PARENT_ENV, HeldTermination, ParentGone, check_run
                               child_env, die_with_parent, die_with_parent_if_asked,
                               terminate_handler)
 from .launcher import (CRASH_RC, GRACE_S, INTERRUPT_GRACE_S, TIMEOUT_RC, Child, Finished,
-                       run, start, write_command)
+                       capture, run, start, write_command)
 
 __all__ = ["PARENT_ENV", "HeldTermination", "ParentGone", "check_runnable", "child_env",
            "die_with_parent", "die_with_parent_if_asked", "terminate_handler", "CRASH_RC",
-           "GRACE_S", "INTERRUPT_GRACE_S", "TIMEOUT_RC", "Child", "Finished", "run", "start",
-           "write_command"]
+           "GRACE_S", "INTERRUPT_GRACE_S", "TIMEOUT_RC", "Child", "Finished", "capture", "run",
+           "start", "write_command"]

@@ -10,7 +10,8 @@ timeout ends with TIMEOUT_RC; one that ended without an exit status of its own i
 
 A child started here carries ZLH_PARENT_PID (child_env): a `zlh` command finds it at start
 and asks for SIGTERM when the command that started it dies (SIGKILL included), so no
-measurement outlives its command. The lock descriptors a caller holds (corpus roots) are
+measurement outlives its command. (Not the reused worker, which asks for that signal itself,
+nor a child that is no zlh command.) The lock descriptors a caller holds (corpus roots) are
 handed down when it asks (`pass_fds`), so that the root stays held until the child ends.
 """
 from __future__ import annotations
