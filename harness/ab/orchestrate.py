@@ -8,20 +8,19 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import os
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .. import telemetry
 from ..common import markers, style
 from ..common.errors import (EXIT_CALIBER, EXIT_FAILED_CASES, EXIT_OK, EXIT_PREFLIGHT,
                              EXIT_USAGE, UsageError)
 from ..common.files import atomic_write_json, check_output_dir, check_path_text
+from ..common.log import Echo
 from ..compile.ir import fingerprint
+from ..launch import launcher
 from ..run.options import BenchOptions
 from ..store.reader import COMPLETE, REPLAY_PARTIAL_ENV, StoredRun, load_run
 from ..store.results import FAILED, SUCCESS
@@ -38,8 +37,9 @@ STATUS_COLUMNS = ("round", "op", "side", "rc", "elapsed_s", "rows_ok", "rows_fai
                   "replay_fallbacks", "graph_fallbacks", "poisoned", "run_dir")
 NO_IR_DIFF = "SWITCH_NO_IR_DIFF"
 BROKEN_BY_B = "BROKEN_BY_B"
-TIMEOUT_RC = 124
-Echo = Callable[[str], None]
+# A run past the timeout gets SIGTERM (zlh bench then writes run.json, records and IR), and
+# SIGKILL after this long.
+GRACE_S = 15.0
 
 
 @dataclass
@@ -91,19 +91,14 @@ def run_side(plan: ABPlan, op: str, number: int, side: Side,
     cmd = [side.python, "-m", "harness", "bench", op, *options.to_argv()]
     started = time.time()
     with open(out / "bench.log", "w", encoding="utf-8") as log:
-        log.write(" ".join(cmd) + "\n")
-        log.flush()
-        proc = subprocess.Popen(cmd, env=env_for(side, plan.options.backend), stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        launcher.write_command(log, cmd)
+        child = launcher.start(cmd, env_for(side, plan.options.backend), stdout=log,
+                               stderr=subprocess.STDOUT)
         try:
-            rc = proc.wait(timeout=plan.timeout_s)
-        except subprocess.TimeoutExpired:
-            stop_group(proc)
-            rc = TIMEOUT_RC
-        except BaseException:          # Ctrl-C or SIGTERM of zlh ab: the run must stop too
-            stop_group(proc, grace_s=5.0)
+            rc = child.finish(plan.timeout_s, grace_s=GRACE_S)
+        except BaseException:          # Ctrl-C or SIGTERM of zlh ab: the run was stopped too
             with contextlib.suppress(Exception):     # status.tsv still gets its row
-                append_status(plan.root, op, _outcome(out, number, side, proc.returncode,
+                append_status(plan.root, op, _outcome(out, number, side, child.returncode,
                                                       started))
             raise
     outcome = _outcome(out, number, side, rc, started)
@@ -116,21 +111,6 @@ def _outcome(out: Path, number: int, side: Side, rc, started: float) -> RunOutco
     return RunOutcome(number, side.label, rc if rc is not None else -1,
                       round(time.time() - started, 3), runs[-1] if runs else None,
                       out / "bench.log")
-
-
-def stop_group(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
-    """SIGTERM the run's process group (zlh bench then writes run.json, records and IR),
-    SIGKILL whatever is left after the grace period."""
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def append_status(root: Path, op: str, outcome: RunOutcome) -> None:

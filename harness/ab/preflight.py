@@ -22,6 +22,7 @@ import backends
 from ..common.errors import CaliberError, PreflightError, UsageError, one_line
 from ..common.files import check_output_dir
 from ..common.process import check_runnable
+from ..launch import launcher
 from ..compile.ir.fingerprint import compile_scrub
 from ..run.options import BenchOptions
 from ..run.plan import plan_bench, preserved_environ
@@ -103,8 +104,7 @@ def check_interpreter(python: str, flag: str, env: dict | None = None) -> str:
     path = Path(found).absolute()
     check_runnable(python, flag, path)      # the wording of every interpreter check
     try:
-        proc = subprocess.run([str(path), "-c", _PROBE, *IMPORTS], env=env, capture_output=True,
-                              text=True, timeout=PROBE_TIMEOUT_S)
+        proc = launcher.capture([str(path), "-c", _PROBE, *IMPORTS], env, PROBE_TIMEOUT_S)
     except (OSError, subprocess.SubprocessError) as exc:
         raise PreflightError("interpreter", f"{flag} {python} cannot be run: "
                                             f"{one_line(exc)}") from None

@@ -19,7 +19,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from tabulate import tabulate
 
@@ -27,6 +26,7 @@ from ..ab.orchestrate import run_ab
 from ..ab.sides import ABPlan, Side
 from ..common import style
 from ..common.files import atomic_write_json
+from ..common.log import Echo
 from ..run.options import BenchOptions
 from ..store.reader import load_run
 from ..telemetry import tsv
@@ -36,7 +36,6 @@ from .noise import KIND
 SCHEMA_VERSION = 1
 FILE = "calibration.json"
 FORMULA = "detectable = (t(1-alpha/2, N-1) + t(power, N-1)) * sd / sqrt(N)"
-Echo = Callable[[str], None]
 
 
 @dataclass

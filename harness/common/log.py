@@ -16,12 +16,16 @@ NAME = "zlh"
 LOGGER = logging.getLogger(NAME)
 LOGGER.addHandler(logging.NullHandler())
 
+# Where a command's lines go, one call per line (print, the CLI's stderr writer, a list's
+# append in tests).
+Echo = Callable[[str], None]
+
 
 class EchoHandler(logging.Handler):
     """Each record's message as one line through `echo` (the CLI's stderr writer, which
     survives a closed pipe)."""
 
-    def __init__(self, echo: Callable[[str], None]):
+    def __init__(self, echo: Echo):
         super().__init__()
         self.echo = echo
         self.setFormatter(logging.Formatter("%(message)s"))
@@ -33,7 +37,7 @@ class EchoHandler(logging.Handler):
             self.handleError(record)
 
 
-def cli_handler(echo: Callable[[str], None], level: int = logging.INFO) -> EchoHandler:
+def cli_handler(echo: Echo, level: int = logging.INFO) -> EchoHandler:
     """The command line's handler (replacing an earlier one: one per process), at `level`;
     zlh's records then do not also reach the root logger's handlers."""
     for old in [h for h in LOGGER.handlers if isinstance(h, EchoHandler)]:

@@ -16,13 +16,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import backends
 
 from ..common.fields import Fields
 from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, PreflightError, RunFailedError,
                              UsageError, write_failure)
+from ..common.log import Echo
 from ..run.options import BenchOptions
 from ..run.plan import options_backend
 from ..store.reader import load_run_or_none
@@ -34,10 +34,10 @@ from .check import MAX_RETRIES, graph_timed
 from .selection import Item
 from .sharding import device_for
 from ..run.child_env import child_environment
-from .supervisor import Lane, Worker, run_fresh
+from .executor import Executor, LaneRunner, OpWork, make_executor
+from .supervisor import Lane
 from .threads import run_lanes
 
-Echo = Callable[[str], None]
 
 
 @dataclass
@@ -128,8 +128,9 @@ class Batch:
     """The state of one batch: finished outcomes, the tables, progress."""
 
     def __init__(self, plan: BatchPlan, echo: Echo, progress: Echo | None, resume: bool,
-                 warn: Echo | None = None):
+                 warn: Echo | None = None, executor: Executor | None = None):
         self.plan, self.echo, self.progress, self.resume = plan, echo, progress, resume
+        self.executor = executor or make_executor(fresh_process=plan.fresh_process)
         self.warn = warn or _stderr
         self.lock = threading.Lock()
         self.outcomes: dict[str, Outcome] = {}
@@ -174,24 +175,21 @@ class Batch:
 
     def _lane(self, device: int, items: list[Item]) -> None:
         lane = lane_for(self.plan, device)
-        worker = self.worker_for(lane, device)
-        try:
+        with self.open_lane(lane, device) as runner:
             for item in items:
                 if self.stop.is_set():
                     break
-                outcome = self.run_item(item, lane, worker)
+                outcome = self.run_item(item, lane, runner)
                 if outcome is None:
                     break
                 self.record(item.op, outcome, device)
-        finally:
-            if worker is not None:
-                worker.stop()
 
-    def worker_for(self, lane: Lane, device: int) -> Worker | None:
-        return None if self.plan.fresh_process else Worker(
-            lane, self.plan.root / ".workers" / f"dev{device}.log")
+    def open_lane(self, lane: Lane, device: int) -> LaneRunner:
+        """What runs this batch's ops on `device` (its reused worker logs to
+        .workers/dev<device>.log)."""
+        return self.executor.open_lane(lane, self.plan.root / ".workers" / f"dev{device}.log")
 
-    def run_item(self, item: Item, lane: Lane, worker: Worker | None,
+    def run_item(self, item: Item, lane: Lane, runner: LaneRunner,
                  replay: Path | None = None) -> Outcome | None:
         """One op with its retries, dtype fallback and timer fallback; None when a
         machine-wide preflight failure stops the batch."""
@@ -200,15 +198,15 @@ class Batch:
             replay = files.replay_source(self.plan.replay_root, item.op, self.backend_name)
             if isinstance(replay, str):          # nothing recorded: not measured unpinned
                 return Outcome(SKIP, 0, 0.0, reason=replay, notes=["no_record"])
-        outcome = self._attempts(item.op, dtypes, lane, worker, 1, replay)
+        outcome = self._attempts(item.op, dtypes, lane, runner, 1, replay)
         if dtypes and dtype_problem(outcome):
             dtypes = None
-            fallback = self._attempts(item.op, None, lane, worker, outcome.attempt + 1, replay)
+            fallback = self._attempts(item.op, None, lane, runner, outcome.attempt + 1, replay)
             fallback.notes.append("dtype_fallback")
             outcome = fallback
         if outcome.status == CRASH and self.graph_timed:
             crashed = outcome
-            outcome = self._attempts(item.op, dtypes, lane, worker, crashed.attempt + 1,
+            outcome = self._attempts(item.op, dtypes, lane, runner, crashed.attempt + 1,
                                      replay, timer="event")
             outcome.notes += [n for n in crashed.notes
                               if not n.startswith("retry_rc=") and n not in outcome.notes]
@@ -222,14 +220,14 @@ class Batch:
             outcome.notes.append("resumed")
         return outcome
 
-    def _attempts(self, op: str, dtypes, lane: Lane, worker: Worker | None,
+    def _attempts(self, op: str, dtypes, lane: Lane, runner: LaneRunner,
                   first: int, replay: Path | None, timer: str | None = None) -> Outcome:
         """Retries of FAIL and CRASH in a fresh worker; two identical outcomes stop them."""
         outcomes: list[Outcome] = []
         for k in range(first, first + 1 + self.plan.retries):
-            if outcomes and worker is not None:
-                worker.stop()                      # a retry runs in a fresh worker
-            attempt = self._attempt(op, dtypes, lane, worker, k, replay, timer)
+            if outcomes:
+                runner.renew()                     # a retry runs in a fresh worker
+            attempt = self._attempt(op, dtypes, lane, runner, k, replay, timer)
             if attempt.write_failure:
                 self.stop.set()
                 raise self.cannot_write(f"op {op}", attempt.write_failure)
@@ -246,7 +244,7 @@ class Batch:
             final.notes.append("retry_rc=" + "->".join(str(rc) for rc in final.rcs))
         return final
 
-    def _attempt(self, op: str, dtypes, lane: Lane, worker: Worker | None, k: int,
+    def _attempt(self, op: str, dtypes, lane: Lane, runner: LaneRunner, k: int,
                  replay: Path | None = None, timer: str | None = None):
         out = files.op_dir(self.plan.root, op)
         out.mkdir(parents=True, exist_ok=True)
@@ -256,11 +254,8 @@ class Batch:
                                             replay=str(replay) if replay else None,
                                             telemetry_interval=0.0,
                                             timer=timer or self.plan.options.timer)
-        if worker is None:
-            return run_fresh(lane, op, options.to_argv(), self.plan.op_timeout_s, log, out)
-        job = {"op": op, "options": options.to_dict(), "log": str(log),
-               "argv": [*self.plan.argv, f"[{op}]"]}
-        return worker.run(job, self.plan.op_timeout_s, log, out)
+        return runner.run_op(OpWork(op, options, log, out, self.plan.op_timeout_s,
+                                    [*self.plan.argv, f"[{op}]"]))
 
     # ---- bookkeeping --------------------------------------------------------------------
     def carry_over(self) -> list[Item]:

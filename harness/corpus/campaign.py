@@ -9,16 +9,13 @@ does not stop the others; `--resume` runs, per card, only the ops its reports la
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from ..common.files import read_text
-from ..common.process import child_env
-from .lock import held_fds
+from ..common.log import Echo
 from ..ab.orchestrate import STATUS_COLUMNS
 from ..ab.report import ABReport, load_report, report_document, write_reports
 from ..ab.sides import Side
@@ -31,13 +28,13 @@ from ..compile.ir.fingerprint import compile_scrub
 from ..run.options import BenchOptions
 from .batch import BatchPlan, device_list, lane_for, options_field
 from .check import check_plan, corpus_adapter
+from .executor import make_executor
 from .partition import Partition, partition, render, weights_from_screen
 from .screen import SCREEN_TSV, read_plan, side_from
 from .selection import Item
 from .threads import run_lanes
 
 CAMPAIGN_JSON = "campaign.json"
-Echo = Callable[[str], None]
 
 
 @dataclass
@@ -158,6 +155,7 @@ def _left_out(echo: Echo | None, path: Path, exc: BaseException) -> None:
 def run_cards(plan: CampaignPlan, echo: Echo, resume: bool = False) -> dict[int, dict]:
     """One `zlh ab` per device, side by side; {device: {"rc", "wall_s", "root", "ops"}}."""
     results: dict[int, dict] = {}
+    executor = make_executor()
 
     def card(device: int, ops: list[str]) -> None:
         attempt = len(list(plan.root.glob(f"card{device}*"))) if resume else 0
@@ -165,10 +163,8 @@ def run_cards(plan: CampaignPlan, echo: Echo, resume: bool = False) -> dict[int,
         root.mkdir(parents=True, exist_ok=True)
         lane = lane_for(_lane_plan(plan), device)
         started = time.time()
-        with open(root / "campaign.log", "w", encoding="utf-8") as log:
-            rc = subprocess.run(card_command(plan, ops, root), env=child_env(lane.env),
-                                stdout=log, stderr=subprocess.STDOUT,
-                                pass_fds=held_fds()).returncode
+        with executor.open_lane(lane) as runner:
+            rc = runner.run_command(card_command(plan, ops, root), root / "campaign.log").rc
         results[device] = {"rc": rc, "wall_s": time.time() - started, "root": str(root),
                            "ops": ops}
         echo(f"card {device}: rc={rc} wall {(time.time() - started) / 60:.1f} min "

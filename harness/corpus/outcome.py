@@ -16,14 +16,13 @@ from pathlib import Path
 from ..common import markers
 from ..common.fields import Fields, is_number
 from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, EXIT_POISONED, EXIT_PREFLIGHT
+from ..launch.launcher import CRASH_RC, TIMEOUT_RC
 from ..store.reader import load_run_or_none
 from ..store.results import FAILED, SKIPPED, SUCCESS
 
 PASS, FAIL, SKIP, TIMEOUT, CRASH, POISONED = ("PASS", "FAIL", "SKIP", "TIMEOUT", "CRASH",
                                                "POISONED")
 STATUSES = (PASS, FAIL, SKIP, TIMEOUT, CRASH, POISONED)
-TIMEOUT_RC = 124
-CRASH_RC = -1              # the process ended without an exit status of its own
 # Preflight checks that concern the whole machine, not one op: the batch stops on them
 # (`import*`: this Python cannot import the adapter's library).
 MACHINE_CHECKS = ("backend", "device")

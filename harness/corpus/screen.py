@@ -11,21 +11,23 @@ screen.tsv (a row per op, rewritten atomically as ops finish), ir_changed.txt, A
 """
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from ..ab.sides import Side, check_env_text
 from ..common.errors import PreflightError, UsageError
 from ..common.fields import Fields
 from ..common.files import (atomic_write_json, atomic_write_text, check_output_file,
                             read_json_object)
+from ..common.log import Echo
 from ..compile.ir.fingerprint import compile_scrub
 from . import files
 from .batch import Batch, BatchPlan, lane_for, watch_devices
+from .executor import make_executor
 from .outcome import Outcome
 from .selection import Item
 from .sharding import device_for
@@ -36,7 +38,6 @@ from .verdict import (IR_CHANGED, NO_IR_DIFF, NO_ROWS, NO_TRITON, VERDICTS, Verd
 SCREEN_JSON = "screen.json"
 SCREEN_TSV = "screen.tsv"
 IR_CHANGED_TXT = "ir_changed.txt"
-Echo = Callable[[str], None]
 
 
 @dataclass
@@ -99,8 +100,9 @@ class Screen:
     def __init__(self, plan: ScreenPlan, echo: Echo, progress: Echo | None, resume: bool):
         self.plan, self.echo, self.progress = plan, echo, progress
         quiet = (lambda _: None)
-        self.sides = {s.label: Batch(plan.side_plan(s), quiet, None, resume)
-                      for s in (plan.a, plan.b)}
+        executor = make_executor(fresh_process=plan.base.fresh_process)
+        self.sides = {s.label: Batch(plan.side_plan(s), quiet, None, resume,
+                                     executor=executor) for s in (plan.a, plan.b)}
         for side in self.sides.values():
             side.resume_command = f"zlh screen --resume {plan.root}"
         self.verdicts: dict[str, Verdict] = {}
@@ -129,29 +131,26 @@ class Screen:
         return self.verdicts
 
     def _lane(self, device: int, items: list[Item]) -> None:
-        lanes, workers = {}, {}
-        for side in (self.plan.a, self.plan.b):
-            batch = self.sides[side.label]
-            lanes[side.label] = lane_for(batch.plan, device, side.env)
-            workers[side.label] = batch.worker_for(lanes[side.label], device)
-        try:
+        lanes, runners = {}, {}
+        with contextlib.ExitStack() as stack:
+            for side in (self.plan.a, self.plan.b):
+                batch = self.sides[side.label]
+                lanes[side.label] = lane_for(batch.plan, device, side.env)
+                runners[side.label] = stack.enter_context(
+                    batch.open_lane(lanes[side.label], device))
             for item in items:
                 if any(b.stop.is_set() for b in self.sides.values()):
                     break
-                if not self._pair(item, device, lanes, workers):
+                if not self._pair(item, device, lanes, runners):
                     break
-        finally:
-            for worker in workers.values():
-                if worker is not None:
-                    worker.stop()
 
-    def _pair(self, item: Item, device: int, lanes, workers) -> bool:
+    def _pair(self, item: Item, device: int, lanes, runners) -> bool:
         """A records, then B replays A's record; False when a machine-wide preflight failure
         stops the screen."""
         side_a, side_b = self.sides["A"], self.sides["B"]
         a = side_a.outcomes.get(item.op)
         if a is None:
-            a = side_a.run_item(item, lanes["A"], workers["A"])
+            a = side_a.run_item(item, lanes["A"], runners["A"])
             if a is None:
                 for batch in self.sides.values():
                     batch.stop.set()
@@ -159,7 +158,7 @@ class Screen:
             side_a.record(item.op, a, device)
         b = None
         if a.run_dir is not None and a.rows_success:
-            b = side_b.run_item(item, lanes["B"], workers["B"], replay=a.run_dir)
+            b = side_b.run_item(item, lanes["B"], runners["B"], replay=a.run_dir)
             if b is None:
                 return False
             side_b.record(item.op, b, device)

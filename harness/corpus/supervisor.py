@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import signal
 import stat
 import subprocess
 import sys
@@ -21,12 +20,12 @@ from pathlib import Path
 
 from ..common.errors import EXIT_POISONED, UsageError
 from ..common.files import atomic_write_bytes
-from ..common.process import child_env
+from ..launch import launcher
 from ..store.reader import read_info
 from .lock import held_fds
 from .outcome import CRASH_RC, TIMEOUT_RC, Attempt, held_over_limit
 
-GRACE_S = 10.0
+GRACE_S = launcher.GRACE_S
 START_TIMEOUT_S = 300.0
 LOG_TAIL_BYTES = 1 << 20      # where an op's last error line is looked for
 # An op's log (run.attempt<k>.log) larger than this after its attempt keeps only its first and
@@ -126,7 +125,7 @@ class Worker:
 
     def __init__(self, lane: Lane, log: Path):
         self.lane, self.log = lane, log
-        self.proc: subprocess.Popen | None = None
+        self.proc: launcher.Child | None = None
         self.pid: int | None = None
 
     @property
@@ -136,10 +135,12 @@ class Worker:
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "a", encoding="utf-8") as err:
-            self.proc = subprocess.Popen(
-                [self.lane.python, "-m", "harness.corpus.worker"], env=self.lane.env,
+            # The worker asks for the parent-death signal itself, at its start: its
+            # environment stays the lane's (an op it runs must not inherit the request).
+            self.proc = launcher.start(
+                [self.lane.python, "-m", "harness.corpus.worker"], self.lane.env,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
-                bufsize=1, start_new_session=True, pass_fds=held_fds())
+                bufsize=1, pass_fds=held_fds(), end_with_parent=False)
         ready, _ = self._read(START_TIMEOUT_S)
         if not ready or not ready.get("ready"):
             self.stop()
@@ -170,7 +171,8 @@ class Worker:
         elif reply is None:                          # the worker died under the op
             rc = self.proc.wait()
             rc = rc if rc else CRASH_RC
-            kill_leftovers(self.proc)                # what the op started must not outlive it
+            self.proc.kill_leftovers()               # what the op started must not outlive it
+            self.proc.close_pipes()
             self.proc = None
         else:
             rc = int(reply["rc"])
@@ -210,40 +212,14 @@ class Worker:
         SIGKILL what is left."""
         if self.proc is None:
             return
-        stop_group(self.proc, grace_s)
+        self.proc.stop(grace_s)
         self.proc = None
 
 
 def stop_group(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            break
-        try:
-            proc.wait(timeout=wait)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    kill_leftovers(proc)
-    for stream in (proc.stdin, proc.stdout):
-        try:
-            if stream:
-                stream.close()
-        except OSError:
-            pass
-
-
-def kill_leftovers(proc: subprocess.Popen) -> None:
-    """SIGKILL what is left of an ended process's group (it leads its own session): the
-    children an op started and did not end. A child that started a session of its own is out
-    of reach."""
-    if proc.pid <= 1 or proc.pid == os.getpgrp():     # not a group of its own
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    """Stop a child started in a session of its own by subprocess.Popen directly (the
+    launcher's stop: SIGTERM to its group, SIGKILL after `grace_s`, leftovers, pipes)."""
+    launcher.Child(proc, own_group=True).stop(grace_s)
 
 
 def run_fresh(lane: Lane, op: str, argv: list[str], timeout_s: float, log: Path,
@@ -253,25 +229,11 @@ def run_fresh(lane: Lane, op: str, argv: list[str], timeout_s: float, log: Path,
     before = run_dirs(out)
     cmd = [lane.python, "-m", "harness", "bench", op, *argv]
     started = time.time()
-    with open(log, "a", encoding="utf-8") as handle:
-        handle.write(" ".join(cmd) + "\n")
-        handle.flush()
-        proc = subprocess.Popen(cmd, env=child_env(lane.env), stdout=handle,
-                                stderr=subprocess.STDOUT, start_new_session=True,
-                                pass_fds=held_fds())
-        try:
-            rc = proc.wait(timeout=timeout_s)
-            kill_leftovers(proc)
-        except subprocess.TimeoutExpired:
-            stop_group(proc)
-            rc = TIMEOUT_RC
-        except BaseException:
-            stop_group(proc, grace_s=5.0)
-            raise
+    ended = launcher.run(cmd, lane.env, log, timeout_s, append=True, pass_fds=held_fds())
     run_dir = newest_run_dir(out, before)
     message = last_line(log)
     cap_log(log, log_limit)
-    return Attempt(rc, time.time() - started, log, run_dir, message, proc.pid,
+    return Attempt(ended.rc, time.time() - started, log, run_dir, message, ended.pid,
                    failed_write(run_dir))
 
 

@@ -12,7 +12,7 @@ import itertools
 import os
 import shutil
 import time
-from typing import Callable, Sequence
+from typing import Sequence
 
 import adapters
 
@@ -22,6 +22,7 @@ from ..common import log, markers, style
 from ..common.errors import (DevicePoisonedError, OpExitError,
                              RunFailedError, Terminated, UsageError, one_line, op_exit_reason,
                              write_failure)
+from ..common.log import Echo
 from ..common.process import HeldTermination
 from ..compile import autotune
 from ..compile.caches import remove_private
@@ -40,7 +41,6 @@ from .plan import BenchPlan, plan_bench
 from .result import RunResult
 from .table import render_rows, summary_line
 
-Echo = Callable[[str], None]
 
 
 def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = None,

@@ -10,20 +10,20 @@ with holes is never published).
 """
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable
 
 from ..common.files import read_text
+from ..common.log import Echo
 from ..compile.autotune.merge import merge_records, write_merged
 from ..compile.autotune.records import META_FILE
+from ..launch import launcher
 from ..store.rundir import safe_name
 from .child_env import child_environment
 from .options import BenchOptions
-
-Echo = Callable[[str], None]
 
 
 class SweepRefused(Exception):
@@ -51,31 +51,36 @@ def parallel_sweep(op: str, options: BenchOptions, shards: int, devices: list[in
     """Run the shards, merge their records; the merged record directory, or SweepRefused."""
     shards = min(shards, len(devices))
     sweep_root = Path(root) / f".sweep-{safe_name(op)}-{time.strftime('%Y%m%d-%H%M%S')}"
-    procs = []
     started = time.time()
-    for k in range(shards):
-        out = sweep_root / f"shard{k}"
-        out.mkdir(parents=True, exist_ok=True)
-        argv = options.replace(case_shard=f"{k}/{shards}", out=str(out), device=None,
-                               replay=None).to_argv()
-        log = open(out / "sweep.log", "w", encoding="utf-8")
-        procs.append((k, out, log, subprocess.Popen(
-            [sys.executable, "-m", "harness", "bench", op, *argv, "--quiet"],
-            env=child_environment(options.backend, devices[k], detect=True), stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True)))
+    children: list[launcher.Child] = []
     runs = []
-    for k, out, log, proc in procs:
+    with contextlib.ExitStack() as logs:
         try:
-            rc = proc.wait(timeout=max(1.0, timeout_s - (time.time() - started)))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            rc = 124
-        log.close()
-        run = next((p for p in sorted(out.iterdir()) if (p / META_FILE).exists()), None)
-        if rc != 0 or run is None:
-            raise SweepRefused(f"shard {k} on device {devices[k]} failed (rc={rc}, see "
-                               f"{out / 'sweep.log'}); a merge with holes is never published")
-        runs.append(run)
+            shard_runs = []
+            for k in range(shards):
+                out = sweep_root / f"shard{k}"
+                out.mkdir(parents=True, exist_ok=True)
+                argv = options.replace(case_shard=f"{k}/{shards}", out=str(out), device=None,
+                                       replay=None).to_argv()
+                log = logs.enter_context(open(out / "sweep.log", "w", encoding="utf-8"))
+                children.append(launcher.start(
+                    [sys.executable, "-m", "harness", "bench", op, *argv, "--quiet"],
+                    child_environment(options.backend, devices[k], detect=True), stdout=log,
+                    stderr=subprocess.STDOUT))
+                shard_runs.append((k, out, children[-1]))
+            for k, out, child in shard_runs:
+                rc = child.finish(max(1.0, timeout_s - (time.time() - started)))
+                run = next((p for p in sorted(out.iterdir()) if (p / META_FILE).exists()),
+                           None)
+                if rc != 0 or run is None:
+                    raise SweepRefused(f"shard {k} on device {devices[k]} failed (rc={rc}, "
+                                       f"see {out / 'sweep.log'}); a merge with holes is "
+                                       f"never published")
+                runs.append(run)
+        finally:          # a shard failed, or an interrupt: the others must not run on
+            for child in children:
+                if child.poll() is None:
+                    child.stop(launcher.INTERRUPT_GRACE_S)
     records, conflicts, meta = merge_records(runs, options.backend or meta_backend(runs[0]))
     merged = write_merged(sweep_root / "merged", records, meta, runs, conflicts)
     echo(f"parallel sweep of {op}: {shards} shards on devices "
