@@ -216,12 +216,6 @@ class Worker:
         self.proc = None
 
 
-def stop_group(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:
-    """Stop a child started in a session of its own by subprocess.Popen directly (the
-    launcher's stop: SIGTERM to its group, SIGKILL after `grace_s`, leftovers, pipes)."""
-    launcher.Child(proc, own_group=True).stop(grace_s)
-
-
 def run_fresh(lane: Lane, op: str, argv: list[str], timeout_s: float, log: Path,
               out: Path, log_limit: int = LOG_LIMIT_BYTES) -> Attempt:
     """One op in its own `zlh bench` process (the comparison mode, --fresh-process)."""

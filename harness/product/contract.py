@@ -26,6 +26,7 @@ import backends
 
 from ..common.errors import PreflightError, ZlhError, one_line
 from ..common.files import read_text
+from ..launch import launcher
 from ..store.identity import git_commit
 from .cells import cell_lane
 from .freeze import BUDGET, MATRIX, MANIFEST, MANIFEST_SHA, SHAPES, Frozen, plan_difference
@@ -137,9 +138,8 @@ def _probe(frozen: Frozen, python: str, checks: list[dict]) -> dict:
     lane = cell_lane(manifest, manifest.protocol.baseline, python)
     spec = {"backend": manifest.device.backend, "packages": packages}
     try:
-        proc = subprocess.run([python, "-m", "harness.product.probe", json.dumps(spec)],
-                              env=lane.env, capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT_S)
+        proc = launcher.capture([python, "-m", "harness.product.probe", json.dumps(spec)],
+                                lane.env, PROBE_TIMEOUT_S)
     except (OSError, subprocess.SubprocessError) as exc:
         raise PreflightError("import_path", f"{python} could not be probed: {exc}") from None
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("ZLH_PROBE ")]

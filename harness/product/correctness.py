@@ -11,14 +11,12 @@ Combined: FAIL when either part fails; else the first non-PASS part; else PASS.
 from __future__ import annotations
 
 import re
-import subprocess
-import time
 from pathlib import Path
 
 from ..ab.pairing import output_mismatches, row_key
 from ..common.errors import UsageError
+from ..launch import launcher
 from ..store.reader import load_run
-from ..corpus.supervisor import stop_group
 from .cells import CampaignContext, cell_lane
 from .inventory import corpus_adapter
 from .manifest import Cell
@@ -117,7 +115,7 @@ def accuracy_tests(ctx: CampaignContext, task: dict, cell: Cell, out: Path) -> d
 
 
 def _status(rc: int, counts: dict) -> str:
-    if rc == 124:
+    if rc == launcher.TIMEOUT_RC:
         return TIMEOUT
     if rc == 1 and (counts.get("failed") or counts.get("error")):
         return FAIL
@@ -128,18 +126,7 @@ def _status(rc: int, counts: dict) -> str:
 
 def _run(command: list[str], env: dict, cwd: str, log: Path, timeout_s: float
          ) -> tuple[int, float]:
-    started = time.time()
-    with open(log, "w", encoding="utf-8") as handle:
-        handle.write(" ".join(command) + "\n")
-        handle.flush()
-        proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=handle,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            rc = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            stop_group(proc)
-            rc = 124
-        except BaseException:
-            stop_group(proc, grace_s=5.0)
-            raise
-    return rc, time.time() - started
+    # pytest is no zlh command: a `zlh` that a library test starts must not take
+    # ZLH_PARENT_PID for its own, so the environment stays as it is.
+    ended = launcher.run(command, env, log, timeout_s, cwd=cwd, end_with_parent=False)
+    return ended.rc, ended.elapsed_s
