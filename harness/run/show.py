@@ -44,7 +44,7 @@ def show_run(run_dir: str, colour: bool = False) -> str:
     if flags:
         lines.append("flags: " + ", ".join(f"{n} x{c}" for n, c in flags.most_common()) +
                      " (undersampled: a cap stopped sampling before --min-samples; outliers, "
-                     "bimodal: see the README)")
+                     "bimodal: see docs/concepts/measurement.md)")
     legend, table = render_rows(run.rows, colour=colour, tablefmt=style.tablefmt())
     lines += [legend, table] if legend else [table]
     return "\n".join(lines)
