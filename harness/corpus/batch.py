@@ -256,10 +256,10 @@ class Batch:
                                             replay=str(replay) if replay else None,
                                             telemetry_interval=0.0,
                                             timer=timer or self.plan.options.timer)
+        args = options.to_argv()          # a fresh `zlh bench` and a worker read the same
         if worker is None:
-            return run_fresh(lane, op, options.to_argv(), self.plan.op_timeout_s, log, out)
-        job = {"op": op, "options": options.to_dict(), "log": str(log),
-               "argv": [*self.plan.argv, f"[{op}]"]}
+            return run_fresh(lane, op, args, self.plan.op_timeout_s, log, out)
+        job = {"op": op, "args": args, "log": str(log), "argv": [*self.plan.argv, f"[{op}]"]}
         return worker.run(job, self.plan.op_timeout_s, log, out)
 
     # ---- bookkeeping --------------------------------------------------------------------
