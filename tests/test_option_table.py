@@ -3,6 +3,7 @@ arguments, run.json, the API keywords, a manifest's vocabulary, the reference ro
 from __future__ import annotations
 
 import inspect
+import os
 import json
 
 import click
@@ -67,6 +68,7 @@ def test_run_json_records_each_value_once_and_older_run_json_still_reads():
     recorded = {o.name for o in OPTIONS if o.caliber}
     assert not recorded & set(record) and set(record) | recorded == set(FLAT_NAMES)
     assert caliber["stopping"]["min_samples"] == 7 and caliber["bench_level"] == "comprehensive"
+    assert "warmup_ms" not in options.budget_record() and "max_unroll" in options.budget_record()
     expected = options.replace(**{k: BY_NAME[k].default for k in LOCATION_NAMES})
     now = {"options": record, "caliber": {**caliber, "backend": "cpu"}}
     assert BenchOptions.from_run(json.loads(json.dumps(now))) == expected
@@ -94,3 +96,19 @@ def test_reference_rows_say_flag_range_group_and_caliber():
     assert rows["repeat"]["range"] == "1..1000" and rows["repeat"]["caliber"] == "repeat"
     assert rows["backend"]["help"].startswith("Device runtime: ")
     assert all(r["help"] and r["group"] for r in rows.values())
+
+
+def test_a_real_run_json_holds_each_option_once_and_reproduces_the_options(tmp_path):
+    shapes = tmp_path / "add.yaml"
+    shapes.write_text("add: [[64]]\n")
+    run = harness.bench("add", adapter="builtin", backend="cpu", shapes=str(shapes),
+                        out=str(tmp_path / "runs"), min_samples=3, min_time_ms=1.0,
+                        max_time_ms=20.0, warmup_ms=1.0, seed=7, repeat=2)
+    info = json.loads((run.run_dir / "run.json").read_text())
+    assert not {o.name for o in OPTIONS if o.caliber} & set(info["options"])
+    assert "seed" not in info and "warmup_ms" not in info["budget"]
+    assert info["caliber"]["seed"] == 7 and info["caliber"]["warmup_ms"] == 1.0
+    again = BenchOptions.from_run(info)
+    assert (again.seed, again.repeat, again.rule.min_samples, again.budget.warmup_ms) == \
+        (7, 2, 3, 1.0)
+    assert again.shapes == os.path.abspath(shapes) and again.out == "runs"

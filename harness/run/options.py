@@ -124,6 +124,11 @@ class BenchOptions:
                 del out[option.name]
         return out
 
+    def budget_record(self) -> dict:
+        """run.json's `budget`: the timing core's budgets that are no option (estimate
+        calls, unroll and capture limits, ...; an API caller may set them through a Budget)."""
+        return {k: v for k, v in self.budget.to_dict().items() if k not in BY_NAME}
+
     def caliber_values(self) -> dict:
         """The caliber fields these options give (bench_level, repeat, l2_policy, warmup_ms,
         stopping, ir_capture, ir_stage, seed); `stopping` is the whole rule."""

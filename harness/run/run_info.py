@@ -46,6 +46,7 @@ def run_info(plan, op: str, run_dir, device, caliber, started: float) -> dict:
         "caliber": caliber.to_dict(),
         "dtypes": plan.dtypes[op],
         "shape_file": plan.shape_file.path if plan.shape_file else None,
+        "budget": options.budget_record(),        # warmup_ms: in the caliber
         "output_check": ("against the baseline" if options.check and adapter.checks_outputs
                          else "none"),
         "device": {**device.to_dict(), "backend": backend.name,
