@@ -26,7 +26,7 @@ from ..common.process import die_with_parent, terminate_handler
 from ..run import process_state
 from .outcome import CRASH_RC, GIB, held_over_limit
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2          # 2: a job carries `args` (zlh bench arguments), not `options`
 
 
 def _raise_terminated(signum):
