@@ -1,8 +1,9 @@
 """A worker: one long-lived process that runs ops one after another.
 
-`python -m harness.corpus.worker` reads one job per line on stdin (JSON: op, the `zlh bench`
-arguments a fresh process would get (`BenchOptions.to_argv`), log path, argv) and answers one line per job on its original stdout (JSON: op, rc,
-message, pid, held_bytes, state_changed). Everything an op prints — zlh's own lines, the
+`python -m harness.corpus.worker` reads one job per line on stdin (JSON: op, `args` — the
+`zlh bench` arguments a fresh process would get, `BenchOptions.to_argv` — log path, argv)
+and answers one line per job on its original stdout (JSON: op, rc, message, pid,
+held_bytes, state_changed). Everything an op prints — zlh's own lines, the
 library's, the compiler's, even at the file-descriptor level — goes to that op's log, so the
 protocol line is all the supervisor reads. Between ops the compiler's in-memory kernel and
 tuner caches are emptied and the adapter drops its per-op state, so each op compiles into its
