@@ -107,7 +107,7 @@ def test_a_worker_op_that_prints_a_lot_has_its_log_capped(tmp_path, monkeypatch)
     log = out / "run.attempt1.log"
     worker = Worker(Lane(python=sys.executable, env=env), tmp_path / "worker.log")
     try:
-        job = {"op": "chatty", "options": options(tmp_path, out).to_dict(), "log": str(log)}
+        job = {"op": "chatty", "args": options(tmp_path, out).to_argv(), "log": str(log)}
         attempt = worker.run(job, 120, log, out, log_limit=LIMIT)
     finally:
         worker.stop()

@@ -10,6 +10,7 @@ import textwrap
 
 from harness.corpus.outcome import CRASH_RC, GIB, MEMORY_HELD_LIMIT, judge
 from harness.corpus.supervisor import Lane, Worker, held_too_much
+from harness.run.options import BenchOptions
 
 STAND_IN = textwrap.dedent("""
     import json, os, sys
@@ -34,7 +35,7 @@ def stand_in_worker(tmp_path) -> Worker:
 def run(worker, tmp_path, op):
     log = tmp_path / f"{op}.log"
     log.write_text("")
-    return worker.run({"op": op, "options": {}, "log": str(log)}, 20, log, tmp_path / op)
+    return worker.run({"op": op, "args": [], "log": str(log)}, 20, log, tmp_path / op)
 
 
 def test_a_worker_holding_memory_after_an_op_is_replaced_and_the_op_noted(tmp_path):
@@ -67,8 +68,8 @@ def test_the_worker_reports_what_the_allocator_holds_after_its_reset(tmp_path):
     """The real worker on the cpu backend: no allocator figure, so nothing is held."""
     from harness.corpus.worker import run_job
     log = tmp_path / "op.log"
-    reply = run_job({"op": "nosuchop", "options": {"adapter": "builtin", "backend": "cpu",
-                                                   "out": str(tmp_path)}, "log": str(log)})
+    reply = run_job({"op": "nosuchop", "args": ["--adapter", "builtin", "--backend", "cpu",
+                                                "--out", str(tmp_path)], "log": str(log)})
     assert reply["held_bytes"] is None and reply["rc"] != 0
 
 
@@ -114,14 +115,14 @@ def test_memory_held_only_by_garbage_cycles_is_freed_not_counted(monkeypatch):
 
     device = Device()
     monkeypatch.setattr(backends, "get_backend", lambda name: device)
-    job = {"options": {"adapter": "builtin", "backend": "cuda"}}
+    options = BenchOptions.from_flat(adapter="builtin", backend="cuda")
     gc.disable()
     try:
         ref = cycle()
         assert ref() is not None
-        assert worker._reset(job) == 0            # collected, so nothing is held
+        assert worker._reset(options) == 0            # collected, so nothing is held
         assert ref() is None
         device.kept.append(Blob())                # a real leak: still held after collection
-        assert worker._reset(job) == 2 << 30
+        assert worker._reset(options) == 2 << 30
     finally:
         gc.enable()

@@ -9,30 +9,17 @@ from ..common import log
 from ..common.errors import UsageError
 from ..common.files import to_json
 from ..common.schema import stamp
+from ..run.options import BenchOptions
 from ..run.runner import run_bench
 from . import main
-from .common import (bench_options, default_ops, echo_err, echo_out, finite, handles_errors,
-                     not_empty, options_from)
+from .common import bench_options, default_ops, echo_err, echo_out, handles_errors, run_options
 from .output import complete_ops
 
 
 @main.command()
 @click.argument("ops", nargs=-1, shell_complete=complete_ops)
 @bench_options
-@click.option("--out", default="runs", show_default=True, metavar="DIR",
-              type=click.Path(), callback=not_empty,
-              help="Root under which each op gets <DIR>/<op>_<timestamp>/ (made if missing; "
-                   "must be a writable directory).")
-@click.option("--replay", default=None, metavar="RUN_DIR", callback=not_empty,
-              type=click.Path(),
-              help="Force the autotune configs recorded by this record run (or the newest "
-                   "<op>_* record run under this directory). Default: record.")
-@click.option("--keep-cache", is_flag=True,
-              help="Keep the private Triton compile cache (and tuner DB) after the run.")
-@click.option("--plant-pct", type=click.FloatRange(min=0, max=1000), default=None, metavar="X",
-              callback=finite,
-              help="Self-test: add a device spin to the function under test, sized as X% of "
-                   "its latency in the --replay run (0: the spin kernel with no spin).")
+@run_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object instead of tables: each run's directory, status, "
@@ -43,11 +30,8 @@ from .output import complete_ops
                    "round-robin), merge the records, measure on one device replaying them.")
 @click.option("--sweep-devices", default=None, metavar="0,1,…",
               help="Devices for --parallel-sweep. Default: the first N visible.")
-@click.option("--case-shard", default=None, hidden=True, metavar="K/N",
-              help="Only every N-th case from the K-th (the shards of a parallel sweep).")
 @handles_errors
-def bench(ops, out, replay, keep_cache, plant_pct, quiet, as_json, parallel_sweep,
-          sweep_devices, case_shard, **params):
+def bench(ops, quiet, as_json, parallel_sweep, sweep_devices, **params):
     """Time OPS (function under test vs torch baseline), one run directory per op.
 
     FlagGems op names: `softmax` (test_softmax), `perf_sort:sort` (function:file),
@@ -60,8 +44,7 @@ def bench(ops, out, replay, keep_cache, plant_pct, quiet, as_json, parallel_swee
     interrupted (SIGINT/SIGTERM). An op whose code calls sys.exit(N) exits 1 (run.json:
     crashed), never N.
     """
-    options = options_from(params, out=out, replay=replay, keep_cache=keep_cache,
-                           case_shard=case_shard, plant_pct=plant_pct, argv=["zlh"] + sys.argv[1:])
+    options = BenchOptions.from_flat(**params, argv=["zlh"] + sys.argv[1:])
     ops = list(ops) or default_ops(options)
     progress = None if quiet else log.progress
     echo = warnings_only if as_json else echo_out

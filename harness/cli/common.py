@@ -12,16 +12,10 @@ import sys
 import click
 from click.core import ParameterSource
 
-import backends
-
 from ..common import errors, style
 from ..common.files import NUL_IN_PATH, SYMLINK_LOOP
-from ..common.limits import MAX_REPEAT, MAX_RETRY_THROTTLED
-from ..compile.ir.variants import IR_STAGES
-from ..measure.stopping import StoppingRule
-from ..measure.timers import Budget
 from ..common.process import die_with_parent_if_asked, terminate_handler
-from ..run.options import L2_POLICIES, LEVELS, TIMERS, BenchOptions
+from ..run.options import OPTIONS, SHARED_NAMES, BenchOptions, Option
 from .output import AdapterName, complete_backends
 
 EXIT_BROKEN_PIPE = 141          # 128 + SIGPIPE, what a shell tool stopped by `| head` returns
@@ -157,90 +151,53 @@ def gate_option(ctx, param, value):
         raise click.BadParameter(exc.message) from None
 
 
-def _backend_help() -> str:
-    names = ", ".join(b.name for b in backends.all_backends())
-    aliases = ", ".join(f"{alias}={b.name}" for b in backends.all_backends()
-                        for alias in b.aliases)
-    return f"Device runtime: {names} (aliases {aliases}). Default: detected."
+def _click_option(option: Option):
+    """A table record (run/option_table.py) as a click option: its parameter name is the
+    flat name; numbers get their range, names their choices, text is refused empty, floats
+    must be finite, a list is comma-separated."""
+    kw = dict(help=option.help_text(), hidden=option.hidden, metavar=option.metavar,
+              envvar=option.envvar)
+    if option.kind in ("flag", "negated"):
+        return click.option(option.flag, option.name, is_flag=True,
+                            flag_value=option.kind == "flag", default=option.default, **kw)
+    if option.kind == "list":
+        return click.option(option.flag, option.name, multiple=True, callback=split_csv, **kw)
+    kind, callback = None, None
+    if option.choices is not None:
+        kind = click.Choice(option.choices)
+    elif option.type in (int, float) and (option.low is not None or option.high is not None):
+        ranged = click.IntRange if option.type is int else click.FloatRange
+        kind = ranged(min=option.low, max=option.high)
+    elif option.adapter_name:
+        kind = AdapterName()
+    elif option.path:
+        kind = click.Path()
+    if option.type is float:
+        callback = finite
+    elif option.type is str and not option.adapter_name and not option.hidden:
+        callback = not_empty
+    if option.complete == "backends":
+        kw["shell_complete"] = complete_backends
+    return click.option(option.flag, option.name, type=kind, default=option.default,
+                        callback=callback, show_default=option.default is not None, **kw)
+
+
+def _decorator(options):
+    clicked = [_click_option(o) for o in options]
+
+    def apply(fn):
+        for option in reversed(clicked):
+            fn = option(fn)
+        return fn
+    return apply
 
 
 # Options every `zlh bench` run takes; `zlh ab` passes the ones given on to both sides.
-# Parameter names are BenchOptions' flat names (run/options.py).
-BENCH_OPTIONS = [
-    click.option("--adapter", type=AdapterName(), default=None,
-                 help="Where cases come from: builtin, flaggems, user or an installed plugin's "
-                      "adapter. Default: user with --cases, else flaggems when a "
-                      "checkout is named (--flaggems-dir, FLAGGEMS_DIR) or flag_gems is "
-                      "importable, else builtin."),
-    click.option("--cases", default=None, metavar="MODULE:ATTR", callback=not_empty,
-                 help="Your own cases (harness.Case objects, a list of them, a function "
-                      "returning them, or a dict op -> cases), e.g. mypkg.bench:cases."),
-    click.option("--backend", default=None, metavar="NAME", callback=not_empty,
-                 shell_complete=complete_backends, help=_backend_help()),
-    click.option("--device", type=click.IntRange(min=0), default=None,
-                 help="Logical device index. Default: the first visible device."),
-    click.option("--dtypes", multiple=True, callback=split_csv, metavar="LIST",
-                 help="Comma-separated dtypes, e.g. float16,bfloat16. Default: the op's defaults."),
-    click.option("--shapes", "shapes", default=None, metavar="FILE", callback=not_empty,
-                 type=click.Path(),
-                 help="Shape file (YAML: op or class name -> shapes). Default: the adapter's."),
-    click.option("--level", type=click.Choice(LEVELS), default="core", show_default=True,
-                 help="Shape set size when no shape file is given."),
-    click.option("--timer", type=click.Choice(TIMERS), default="auto", show_default=True,
-                 help="auto: graph where the backend captures graphs, else event (cpu: host)."),
-    click.option("--repeat", type=click.IntRange(min=1, max=MAX_REPEAT), default=1, show_default=True,
-                 help="Independent measurements per case; the median of their medians is reported."),
-    click.option("--l2", type=click.Choice(L2_POLICIES), default="warm", show_default=True,
-                 help="flush: clear L2 before every timed call (event timer only)."),
-    click.option("--warmup-ms", type=click.FloatRange(min=0), callback=finite,
-                 default=Budget.warmup_ms, show_default=True,
-                 help="Warm-up budget after the discarded first call."),
-    click.option("--min-samples", type=click.IntRange(min=1), default=StoppingRule.min_samples,
-                 show_default=True, help="Take at least this many samples per timed function."),
-    click.option("--min-time-ms", type=click.FloatRange(min=0), callback=finite,
-                 default=StoppingRule.min_time_ms, show_default=True,
-                 help="Sample for at least this long per timed function."),
-    click.option("--max-time-ms", type=click.FloatRange(min=0), callback=finite,
-                 default=StoppingRule.max_time_ms, show_default=True,
-                 help="Hard cap on sampling time per timed function; a case it stops before "
-                      "--min-samples is flagged undersampled."),
-    click.option("--target-rel-err", type=click.FloatRange(min=0), callback=finite,
-                 default=StoppingRule.target_rel_err, show_default=True,
-                 help="Stop early once the median's relative standard error is below this."),
-    click.option("--seed", type=click.IntRange(min=0, max=2 ** 32 - 1), default=0,
-                 show_default=True,
-                 help="Seed for random, numpy and torch before each case's inputs are built "
-                      "(part of the caliber)."),
-    click.option("--no-check", "check", is_flag=True, flag_value=False, default=True,
-                 help="Skip the comparison with the baseline's output."),
-    click.option("--flaggems-dir", default=None, metavar="DIR", envvar="FLAGGEMS_DIR",
-                 type=click.Path(), callback=not_empty,
-                 help="FlagGems checkout (holds benchmark/ and src/). Env: FLAGGEMS_DIR."),
-    click.option("--isolate-tuner-cache", is_flag=True,
-                 help="Give this invocation a private FlagGems tuner DB (default: the shared one)."),
-    click.option("--no-ir", "ir", is_flag=True, flag_value=False, default=True,
-                 help="Do not capture the IR of measured kernels (recorded in the caliber)."),
-    click.option("--ir-stage", type=click.Choice(IR_STAGES), default="ttgir", show_default=True,
-                 help="IR stage the fingerprint covers (also kept beside ttgir/): ttgir where "
-                      "FlagTree's switches act; ptx or llir for switches acting after TTGIR."),
-    click.option("--telemetry-interval", type=click.FloatRange(min=0, max=3600), default=5.0,
-                 callback=finite,
-                 show_default=True, metavar="S",
-                 help="Seconds between device telemetry samples (telemetry.tsv); 0: off."),
-    click.option("--retry-throttled", type=click.IntRange(min=0, max=MAX_RETRY_THROTTLED), default=0, show_default=True,
-                 metavar="N", help="Measure a case again, up to N times, while it ran on a "
-                                   "throttled device (clock below usual or a slowdown reason)."),
-]
-BENCH_NAMES = ("adapter", "cases", "backend", "device", "dtypes", "shapes", "level", "timer",
-               "repeat", "l2", "warmup_ms", "min_samples", "min_time_ms", "max_time_ms",
-               "target_rel_err", "seed", "check", "flaggems_dir", "isolate_tuner_cache", "ir",
-               "ir_stage", "telemetry_interval", "retry_throttled")
-
-
-def bench_options(fn):
-    for option in reversed(BENCH_OPTIONS):
-        fn = option(fn)
-    return fn
+# Parameter names are BenchOptions' flat names.
+BENCH_NAMES = SHARED_NAMES
+bench_options = _decorator(o for o in OPTIONS if o.shared)
+# Those of `zlh bench` alone: where its runs go, what they replay and plant, its shard.
+run_options = _decorator(o for o in OPTIONS if not o.shared)
 
 
 def options_from(params: dict, **extra) -> BenchOptions:

@@ -87,11 +87,10 @@ class LocalLane(LaneRunner):
         self.worker = worker
 
     def run_op(self, work: OpWork) -> Attempt:
+        args = work.options.to_argv()     # a fresh `zlh bench` and a worker read the same
         if self.worker is None:
-            return run_fresh(self.lane, work.op, work.options.to_argv(), work.timeout_s,
-                             work.log, work.out)
-        job = {"op": work.op, "options": work.options.to_dict(), "log": str(work.log),
-               "argv": list(work.argv)}
+            return run_fresh(self.lane, work.op, args, work.timeout_s, work.log, work.out)
+        job = {"op": work.op, "args": args, "log": str(work.log), "argv": list(work.argv)}
         return self.worker.run(job, work.timeout_s, work.log, work.out)
 
     def run_command(self, cmd: Sequence[str], log: Path,

@@ -1,8 +1,9 @@
 """A worker: one long-lived process that runs ops one after another.
 
-`python -m harness.corpus.worker` reads one job per line on stdin (JSON: op, flat bench
-options, log path, argv) and answers one line per job on its original stdout (JSON: op, rc,
-message, pid, held_bytes, state_changed). Everything an op prints — zlh's own lines, the
+`python -m harness.corpus.worker` reads one job per line on stdin (JSON: op, `args` — the
+`zlh bench` arguments a fresh process would get, `BenchOptions.to_argv` — log path, argv)
+and answers one line per job on its original stdout (JSON: op, rc, message, pid,
+held_bytes, state_changed). Everything an op prints — zlh's own lines, the
 library's, the compiler's, even at the file-descriptor level — goes to that op's log, so the
 protocol line is all the supervisor reads. Between ops the compiler's in-memory kernel and
 tuner caches are emptied and the adapter drops its per-op state, so each op compiles into its
@@ -26,7 +27,7 @@ from ..common.process import die_with_parent, terminate_handler
 from ..run import process_state
 from .outcome import CRASH_RC, GIB, held_over_limit
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2          # 2: a job carries `args` (zlh bench arguments), not `options`
 
 
 def _raise_terminated(signum):
@@ -61,9 +62,10 @@ def run_job(job: dict) -> dict:
     rc, message, reason = EXIT_OK, "", ""
     log = Path(job["log"])
     log.parent.mkdir(parents=True, exist_ok=True)
+    options = None
     with _output_to(log):
         try:
-            options = BenchOptions.from_flat(**job["options"], argv=job.get("argv"))
+            options = BenchOptions.from_argv(job.get("args", ()), argv=job.get("argv"))
             results = run_bench([job["op"]], options, echo=print,
                                 progress=lambda line: print(line, file=sys.stderr))
             rc = max((r.exit_code for r in results), default=EXIT_OK)
@@ -83,7 +85,7 @@ def run_job(job: dict) -> dict:
         except Exception as exc:  # noqa: BLE001 - reported as the op's failure, worker lives
             rc, message = 1, f"{type(exc).__name__}: {one_line(exc)}"
             _say(f"zlh: unexpected error: {message}")
-        held = _reset(job)
+        held = _reset(options or BenchOptions())
         changed = _state_left()
     return {"op": job["op"], "rc": rc, "message": message, "pid": os.getpid(),
             "write_failure": reason, "held_bytes": held, "state_changed": changed}
@@ -110,7 +112,7 @@ def _say(line: str) -> None:
         print(line, file=sys.stderr)
 
 
-def _reset(job: dict) -> int | None:
+def _reset(options) -> int | None:
     """The state a later op must not inherit: compiled kernels, tuned configs, the adapter's
     library caches, the device allocator's cache. Returns the device memory still held
     afterwards (bytes; None where the runtime does not say): memory something of the op's
@@ -120,13 +122,12 @@ def _reset(job: dict) -> int | None:
     from ..compile.reset import clear_kernel_caches
     with contextlib.suppress(Exception):
         clear_kernel_caches()
-    options = job["options"]
     with contextlib.suppress(Exception):
-        adapters.get_adapter(options.get("adapter") or
-                             adapters.default_adapter_name(options.get("flaggems_dir")),
-                             flaggems_dir=options.get("flaggems_dir")).reset_between_ops()
+        adapters.get_adapter(options.adapter or
+                             adapters.default_adapter_name(options.flaggems_dir),
+                             flaggems_dir=options.flaggems_dir).reset_between_ops()
     try:
-        backend = backends.backend_for(options.get("backend"))
+        backend = backends.backend_for(options.backend)
         backend.empty_cache()
         held = backend.memory_held()
         if held_over_limit(held):

@@ -21,12 +21,13 @@ from ..common.errors import (CallableError, CaseFailure, DevicePoisonedError, Pr
 from ..measure.case_timer import CaseTimer
 from ..measure.measurement import Measurement
 from ..measure.timers import resolve_timer_name
+from ..run.option_table import BY_NAME, MEASURE_NAMES
 from ..run.options import BenchOptions
 from ..run.plan import options_backend
 
-# Keywords of `measure` that configure the timing core (BenchOptions' flat names).
-TIMING_NAMES = ("backend", "device", "timer", "repeat", "l2", "warmup_ms", "min_samples",
-                "min_time_ms", "max_time_ms", "target_rel_err")
+# Keywords of `measure` that configure the timing core (BenchOptions' flat names; the option
+# table marks them).
+TIMING_NAMES = MEASURE_NAMES
 
 
 @dataclass
@@ -119,29 +120,37 @@ def time_callable(device: Device, fn: Callable[[], Any], name: str) -> Measureme
         raise CallableError(f"{name} raised {type(exc).__name__}: {failure_detail(exc)}") from exc
 
 
-def measure(fn: Callable[[], Any], *, backend: str | None = None, device: int | None = None,
-            timer: str = "auto", repeat: int = 1, l2: str = "warm",
-            warmup_ms: float | None = None, min_samples: int | None = None,
-            min_time_ms: float | None = None, max_time_ms: float | None = None,
-            target_rel_err: float | None = None, name: str = "callable",
-            **unknown) -> Measurement:
+def measure(fn: Callable[[], Any], *, name: str = "callable", **timing) -> Measurement:
     """Time `fn` (no arguments) as `zlh bench` times a case's function under test.
 
-    backend None: detected; device None: the current one; a budget left None takes the
-    `zlh bench` default (warmup_ms 100, min_samples 20, min_time_ms 50, max_time_ms 1000,
-    target_rel_err 0.001). Each keyword is checked like the `zlh bench` option of the same
-    name. Returns a `Measurement`: raw samples, median, rel_error, the timer actually used,
-    and `fallback` (the marker line) when graph capture failed and the number is
-    event-timed. `name` labels markers and errors."""
+    The timing keywords are those the option table marks (the signature shows them with
+    their `zlh bench` defaults): backend None: detected; device None: the current one; a
+    keyword left out or None takes the `zlh bench` default. Each keyword is checked like the
+    `zlh bench` option of the same name. Returns a `Measurement`: raw samples, median,
+    rel_error, the timer actually used, and `fallback` (the marker line) when graph capture
+    failed and the number is event-timed. `name` labels markers and errors."""
     check_callable(fn)
-    timing = dict(backend=backend, device=device, timer=timer, repeat=repeat, l2=l2,
-                  warmup_ms=warmup_ms, min_samples=min_samples, min_time_ms=min_time_ms,
-                  max_time_ms=max_time_ms, target_rel_err=target_rel_err)
-    if unknown:            # open_device names them with the known ones (a UsageError)
-        open_device(**timing, **unknown)
+    if set(timing) - set(TIMING_NAMES):   # open_device names them with the known ones
+        open_device(**timing)
     if not isinstance(name, str):
         raise UsageError(f"name must be a string, got {name!r}")
     return time_callable(open_device(**timing), fn, name)
+
+
+def _signature() -> inspect.Signature:
+    """`measure(fn, *, backend=None, device=None, timer='auto', ..., name='callable')`: the
+    timing keywords as the option table declares them, for help() and editors."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    return inspect.Signature(
+        [inspect.Parameter("fn", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                           annotation="Callable[[], Any]"),
+         *(inspect.Parameter(n, keyword, default=BY_NAME[n].default,
+                             annotation=BY_NAME[n].annotation()) for n in TIMING_NAMES),
+         inspect.Parameter("name", keyword, default="callable", annotation="str")],
+        return_annotation="Measurement")
+
+
+measure.__signature__ = _signature()
 
 
 def _short(value) -> str:

@@ -6,7 +6,7 @@ import re
 
 from ..common.errors import UsageError
 from ..compile.ir.fingerprint import pattern_problem
-from ..run.options import TIMERS, BenchOptions
+from ..run.options import TIMERS, BenchOptions, manifest_option_names
 from .manifest import BASELINE, CANDIDATE, CLASSES, CODE_CHANGES, COSTS, ROLES, Checker
 
 CELL_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
@@ -19,8 +19,7 @@ MAX_TIMEOUT_S = 7 * 24 * 3600.0    # a week per run: beyond it, a typo rather th
 PROMISES = ("fresh_process_per_op_cell", "one_physical_device", "serial_measurement")
 # Bench options a manifest may set for every cell; the others are protocol fields of their
 # own or forced (isolated tuner cache, IR capture, output check, out, replay).
-BENCH_KEYS = ("level", "repeat", "l2", "warmup_ms", "min_samples", "min_time_ms",
-              "max_time_ms", "target_rel_err", "seed", "ir_stage")
+BENCH_KEYS = manifest_option_names()
 
 
 def check_protocol(c: Checker, p: dict, workloads: list[dict]) -> None:

@@ -42,14 +42,13 @@ def run_info(plan, op: str, run_dir, device, caliber, started: float) -> dict:
         "command": list(options.argv) if options.argv is not None else list(sys.argv),
         "cwd": str(Path.cwd()),
         "adapter": adapter.identity(op),
-        "options": options.to_dict(),
+        "options": options.run_record(),           # caliber values: in the caliber only
         "caliber": caliber.to_dict(),
         "dtypes": plan.dtypes[op],
         "shape_file": plan.shape_file.path if plan.shape_file else None,
-        "seed": options.seed,
+        "budget": options.budget_record(),        # warmup_ms: in the caliber
         "output_check": ("against the baseline" if options.check and adapter.checks_outputs
                          else "none"),
-        "budget": options.budget.to_dict(),
         "device": {**device.to_dict(), "backend": backend.name,
                    "l2_bytes": backend.l2_cache_bytes(plan.device_index)},
         "versions": identity.versions(adapter.version_packages),
@@ -58,7 +57,7 @@ def run_info(plan, op: str, run_dir, device, caliber, started: float) -> dict:
         "env": identity.recorded_env(identity.env_prefixes(visibility, adapter.env_prefixes)),
         "started_at": iso_time(started),
         "telemetry": {"before": telemetry_sample(backend, plan.device_index)},
-        "caches": {"env": plan.caches.shown(), "kept": options.keep_cache},
+        "caches": {"env": plan.caches.shown()},      # kept or not: options.keep_cache
     }
 
 

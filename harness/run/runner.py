@@ -176,14 +176,11 @@ class OpRun:
             device = device_identity(backend, index)
             caliber = Caliber(
                 backend=backend.name, device=device.name, timer=plan.timer,
-                bench_level=options.level,
                 shape_mode=(f"file:{plan.shape_file.sha256[:16]}" if plan.shape_file
                             else plan.adapter.default_shape_mode()),
-                tuner_cache=plan.caches.tuner_cache, repeat=options.repeat,
-                l2_policy=options.l2, warmup_ms=options.budget.warmup_ms,
-                stopping=options.rule.to_dict(),
+                tuner_cache=plan.caches.tuner_cache,
                 autotune_mode="replay" if op in plan.replay_dirs else "record",
-                ir_capture=options.ir, ir_stage=options.ir_stage, seed=options.seed)
+                **options.caliber_values())
             info = run_info(plan, op, run_dir, device, caliber, started)
             run_dir.write_run_json(info)
         except BaseException as exc:

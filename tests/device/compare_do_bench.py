@@ -65,7 +65,7 @@ def compare_run(run_dir, backend, out: list[dict]) -> None:
             row = rows.get((case.variant or "", case.dtype, case.shape_detail))
             if row is None or case.skip_reason:
                 continue
-            seed_everything(run.info["seed"])
+            seed_everything(run.caliber.seed)
             inputs = case.build()
             scope = case.under_test_context or contextlib.nullcontext
             gems = lambda: case.under_test(*inputs.args, **inputs.kwargs)  # noqa: E731

@@ -116,7 +116,7 @@ def main(argv: list[str]) -> int:
             options["flaggems_dir"] = flaggems
         if timer:
             options["timer"] = timer
-        job = {"op": op, "options": BenchOptions.from_flat(**options).to_dict(),
+        job = {"op": op, "args": BenchOptions.from_flat(**options).to_argv(),
                "log": str(out / f"{op}.{time.time_ns()}.log")}
         reply = worker.run_job(job)
         say(f"== {op} rc {reply['rc']} held_bytes {reply.get('held_bytes')} timer {timer or 'auto'}")

@@ -32,7 +32,7 @@ def job(op: str, out: Path, flaggems: str | None) -> dict:
                    dtypes=("bfloat16",) if flaggems else ("float16",))
     if flaggems:
         options["flaggems_dir"] = flaggems
-    return {"op": op, "options": BenchOptions.from_flat(**options).to_dict(),
+    return {"op": op, "args": BenchOptions.from_flat(**options).to_argv(),
             "log": str(out / f"{op}.{time.time_ns()}.log")}
 
 
