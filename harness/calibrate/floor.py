@@ -17,7 +17,7 @@ Input is one shape's per-round deltas (delta_pct = (A / B - 1) * 100, as everywh
 A planted change slows side B, so it is *detected* when the shape is significant with B
 slower (direction -1); significant with B faster is the wrong sign.
 
-Pure numbers; numpy and `ab.stats` only.
+Pure numbers; numpy and `measure.stats` only.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..ab.stats import t_critical
+from ..measure.stats import t_critical
 
 ALPHA = 0.05
 POWER = 0.8

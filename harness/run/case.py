@@ -22,7 +22,7 @@ from ..common import markers
 from ..common.errors import (AdapterFailure, CaseFailure, CaseSkipped, DevicePoisonedError,
                              failure_detail, one_line)
 from ..compile.ir.capture import IRCapture
-from ..measure import suspect
+from ..measure import stats
 from ..measure.case_timer import CaseTimer
 from ..store.results import FAILED, SKIPPED, SUCCESS, Row
 from ..telemetry import throttle
@@ -171,7 +171,7 @@ def flag_markers(case, row: Row) -> list[str]:
         lines.append(markers.marker(
             markers.SAMPLES_FLAGGED, op=case.op, dtype=case.dtype, shape=case.shape_detail,
             side=side, flags="+".join(measured.flags), n=measured.n,
-            detail=f"max/median {suspect.worst_ratio(measured.samples_ms):.3g}x, median "
+            detail=f"max/median {stats.worst_ratio(measured.samples_ms):.3g}x, median "
                    f"rel err {100 * measured.rel_error:.2g}%"))
     return lines
 

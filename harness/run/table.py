@@ -3,7 +3,7 @@
 Columns whose value is the same on every row fold into one legend line above the table.
 Colour only when the stream is a terminal. `±%` is the relative standard error of each side's
 median; `flags` names measurements that deserve a second look (`gems:undersampled`,
-`torch:outliers`, ...; see measure.suspect).
+`torch:outliers`, ...; see measure.stats).
 """
 from __future__ import annotations
 
