@@ -12,8 +12,8 @@ from click.core import ParameterSource
 from ..ab import gate, orchestrate
 from ..ab.preflight import check_new_root, check_scrub
 from ..ab.recipe import load_recipe
-from ..ab.render import render_terminal, to_json
-from ..ab.report import load_report, write_reports
+from ..ab.render import render_terminal
+from ..ab.report import load_report, to_json, write_reports
 from ..ab.sides import ABPlan, sides_from_env, sides_from_switch
 from ..calibrate.noise import NoiseFloor
 from ..common import errors
