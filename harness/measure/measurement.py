@@ -13,8 +13,8 @@ import numpy as np
 
 from backends.telemetry import ClockReading
 
-from ..common.errors import InvalidValue, UsageError, check_fields, quoted
-from ..common.fields import Fields, is_number
+from ..common.errors import InvalidValue, UsageError, quoted
+from ..common.fields import Fields, check_fields, is_finite_number
 from .stats import relative_median_error, suspect_flags
 
 UNDERSAMPLED = "undersampled"
@@ -161,7 +161,7 @@ def check_measurement(f: Fields, prefix: str = "") -> None:
             read(prefix + name)
     for clock in f.get(prefix + "clocks", None) or ():
         throttle = clock.get("throttle")
-        if not all(v is None or is_number(v) and math.isfinite(v)
+        if not all(v is None or is_finite_number(v)
                    for v in (clock.get("sm_clock_mhz"), clock.get("usual_sm_mhz"))) or \
                 not (throttle is None or isinstance(throttle, list) and
                      all(isinstance(t, str) for t in throttle)):
@@ -170,7 +170,7 @@ def check_measurement(f: Fields, prefix: str = "") -> None:
 
 
 def _latency(value) -> bool:
-    return is_number(value) and math.isfinite(value) and value >= 0
+    return is_finite_number(value) and value >= 0
 
 
 def _compact(value: float) -> float:

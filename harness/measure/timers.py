@@ -30,7 +30,7 @@ from typing import Callable, ContextManager
 
 Scope = Callable[[], ContextManager]
 
-from ..common.errors import check_fields
+from ..common.fields import check_fields
 from .measurement import Measurement
 from .stopping import StoppingRule
 
