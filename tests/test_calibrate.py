@@ -16,7 +16,7 @@ from harness.ab.render import render_terminal
 from harness.ab.sides import ABPlan, Side
 from harness.calibrate import floor
 from harness.calibrate.noise import NoiseFloor
-from harness.calibrate.plant import Plant, check_plant
+from harness.run.plant import Plant, check_plant
 from harness.calibrate.run import CalibratePlan, document, render
 from harness.cli import main
 from harness.common import markers

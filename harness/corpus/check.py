@@ -17,10 +17,10 @@ import adapters
 
 from ..common.errors import UsageError, one_line
 from ..common.process import check_runnable
-from ..calibrate.plant import check_plant
 from ..measure.timers import GRAPH, resolve_timer_name
 from ..run.options import BenchOptions
 from ..run.plan import check_timer, options_backend, preserved_environ
+from ..run.plant import check_plant
 from ..run.shapes import ShapeFileError, load_shape_file
 from .selection import check_dtype_names
 

@@ -1,3 +1,4 @@
 """Running `zlh bench`: options, the plan (every input checked before device work), the
 per-op run, one case, shape files, output digests, the result table and `zlh show`; the
-first run.json (run_info.py) and other libraries' log lines during a run (library_log.py)."""
+first run.json (run_info.py), other libraries' log lines during a run (library_log.py) and a
+planted change for `zlh calibrate` (plant.py)."""

@@ -84,7 +84,7 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
     """A Row for one case: SUCCESS with both measurements, SKIPPED, or FAILED with a reason
     and a marker. Only a poisoned device escapes as an exception. `retry_throttled`: measure
     a case again (up to this many times) while a timed function ran throttled; `plant`: a
-    calibrate.plant.Plant adding a known device delay to the function under test."""
+    run.plant.Plant adding a known device delay to the function under test."""
     row = Row(op=case.op, dtype=case.dtype, shape=case.shape, shape_detail=case.shape_detail,
               status=SUCCESS, occurrence=occurrence, extra=dict(case.info),
               variant=case.variant or "")
