@@ -21,7 +21,7 @@ from ..common.files import check_output_dir, check_path_text
 from ..common.limits import MAX_ROUNDS
 from ..common import style
 from ..common.schema import stamp
-from . import main
+from .group import main
 from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out, echo_routed,
                      finite, gate_option, given_options, handles_errors, not_empty,
                      options_from, parse_bench_args)

@@ -10,7 +10,7 @@ from ..common.errors import UsageError
 from ..common.files import to_json
 from ..common.schema import stamp
 from ..run.runner import run_bench
-from . import main
+from .group import main
 from .common import (bench_options, default_ops, echo_err, echo_out, finite, handles_errors,
                      not_empty, options_from)
 from .output import complete_ops

@@ -14,7 +14,7 @@ from tabulate import tabulate
 from ..common import errors, style
 from ..common.files import SYMLINK_LOOP, check_path_text, link_loop, to_json
 from ..common.schema import stamp
-from . import main
+from .group import main
 from .common import echo_err, echo_out, handles_errors, not_empty
 from .output import AdapterName
 

@@ -9,7 +9,7 @@ import click
 from ..common import errors
 from ..common.documents import loads_yaml
 from ..common.files import atomic_write_text, check_output_file, read_text
-from . import main
+from .group import main
 from .common import handles_errors, split_csv
 from .output import AdapterName
 
