@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import click
+
 from tabulate import tabulate
 
 from ..common import style
@@ -23,7 +25,6 @@ def _num(value, spec: str) -> str:
 def _colour(text: str, row: ABRow, colour: bool) -> str:
     if not colour or not row.direction:
         return text
-    import click
     return click.style(text, fg="green" if row.direction > 0 else "red")
 
 

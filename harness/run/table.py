@@ -7,6 +7,8 @@ median; `flags` names measurements that deserve a second look (`gems:undersample
 """
 from __future__ import annotations
 
+import click
+
 from tabulate import tabulate
 
 from ..common.fields import is_number
@@ -32,7 +34,6 @@ def _fmt(value, spec: str) -> str:
 def _colour_speedup(text: str, value, colour: bool) -> str:
     if not colour or value is None:
         return text
-    import click
     if value >= 1.02:
         return click.style(text, fg="green")
     if value <= 0.98:

@@ -20,6 +20,8 @@ import re
 import sys
 from pathlib import Path
 
+from .identity import git_commit
+
 PACKAGE = "triton"
 _GIT_VERSION = re.compile(r"\+git([0-9a-f]{7,40})")
 
@@ -116,7 +118,6 @@ def _commit(dist, path: Path, version: str | None) -> str | None:
               if dist is not None else None)
     if commit:
         return commit
-    from .identity import git_commit
     installed = any(p.name in ("site-packages", "dist-packages") for p in path.parents)
     for parent in [] if installed else list(path.parents)[:3]:    # a source build's checkout
         if (parent / ".git").exists():
