@@ -4,14 +4,16 @@ its own `run()` would measure them. Nothing here times anything."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 import inspect
 import sys
+
+from harness.common.errors import CaseFailure, one_line
 
 from ..base import Case, CaseInputs
 
 
 def _failure(reason: str, detail: str):
-    from harness.common.errors import CaseFailure
 
     def build():
         raise CaseFailure(reason, detail)
@@ -25,7 +27,6 @@ def _outcome_exceptions():
 
 
 def _one_line(exc: BaseException) -> str:
-    from harness.common.errors import one_line
     return one_line(getattr(exc, "msg", None) or exc)
 
 
@@ -189,7 +190,6 @@ def _case_for(op: str, bench, dtype_name: str, item, label: str, package: str = 
               info: dict | None = None) -> Case:
     """`package` is the library whose `use_gems` routes torch ops (flag_gems, or
     flaggems_vllm for FlagGems-vllm's benchmarks); `info` annotates every case."""
-    import importlib
     library = importlib.import_module(package)
     args, kwargs = bench.unpack_to_args_kwargs(item)
     detail = _shape_detail(bench.record_shapes(*args, **kwargs))
