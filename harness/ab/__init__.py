@@ -11,3 +11,5 @@
     render.py       the terminal view; html.py the HTML page
     recipe.py       A/B recipes (YAML)
 """
+
+__all__: list[str] = []      # its modules are imported by name; the package adds nothing

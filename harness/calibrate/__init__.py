@@ -5,3 +5,5 @@ itself, a known device delay added on the bench side, is run/plant.py).
     noise.py   calibration.json read back; `zlh ab --noise-floor` labels deltas within it
     run.py     A/A (or A vs planted B) through the `zlh ab` machinery, calibration.json, table
 """
+
+__all__: list[str] = []      # its modules are imported by name; the package adds nothing

@@ -2,3 +2,5 @@
 per-op run, one case, shape files, output digests, the result table and `zlh show`; the
 first run.json (run_info.py), other libraries' log lines during a run (library_log.py) and a
 planted change for `zlh calibrate` (plant.py)."""
+
+__all__: list[str] = []      # its modules are imported by name; the package adds nothing
