@@ -87,7 +87,7 @@ def detect_backend() -> Backend:
     for name in ("cuda", "rocm", "musa", "ascend"):
         backend = _BACKENDS[name]
         if name == "cuda":
-            import torch
+            import torch  # heavy: imported only where used
             if getattr(torch.version, "hip", None):
                 continue
         if backend.is_available():

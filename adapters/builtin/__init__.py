@@ -222,5 +222,5 @@ def _metrics(spec: OpSpec, shape, element_size: int, torch_ms: float, gems_ms: f
 
 
 def _interpreted() -> bool:
-    import triton
+    import triton  # heavy, and absent where nothing compiles: imported only where used
     return bool(triton.knobs.runtime.interpret)

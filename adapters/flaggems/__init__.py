@@ -117,7 +117,7 @@ class FlagGemsAdapter(Adapter):
             self._checked_files.add(path)
 
     def dtypes(self, op: str, backend) -> list[str]:
-        import torch
+        import torch  # heavy: imported only where used
         return sorted(n for n, v in vars(torch).items() if isinstance(v, torch.dtype))
 
     def default_dtypes(self, op: str, backend):
@@ -214,7 +214,7 @@ class FlagGemsAdapter(Adapter):
                 yield from self._bench_cases(op, bench, base, dtypes, label)
 
     def _bench_cases(self, op, bench, base, dtypes, label) -> Iterator[Case]:
-        import torch
+        import torch  # heavy: imported only where used
         skipped, failed = _outcome_exceptions()
         unsupported = _unsupported(bench, base.Benchmark)
         if unsupported:
@@ -368,7 +368,7 @@ class FlagGemsAdapter(Adapter):
 
 def _empty_cache() -> None:
     try:
-        from flag_gems.runtime import torch_device_fn
+        from flag_gems.runtime import torch_device_fn  # heavy: imported only where used
         torch_device_fn.empty_cache()
     except Exception:  # noqa: BLE001
         pass

@@ -22,7 +22,7 @@ def _failure(reason: str, detail: str):
 
 def _outcome_exceptions():
     """pytest.skip / pytest.fail raise BaseException subclasses: name them explicitly."""
-    import pytest
+    import pytest  # FlagGems' test runner: only collecting its cases needs it
     return pytest.skip.Exception, pytest.fail.Exception
 
 
@@ -147,7 +147,7 @@ def collecting(fn, call):
     if unknown:
         yield [], ("SKIP", f"UNSUPPORTED fixture {', '.join(unknown)}")
         return
-    import pytest
+    import pytest  # FlagGems' test runner: only collecting its cases needs it
     with contextlib.ExitStack() as stack:
         kwargs = dict(call.kwargs)
         patches = []
@@ -227,7 +227,7 @@ def _case_for(op: str, bench, dtype_name: str, item, label: str, package: str = 
 def _backward(op):
     """Time gradients as FlagGems does: forward once (lazily, under the caller's context),
     then `torch.autograd.grad` with retained graph on every call."""
-    import torch
+    import torch  # heavy: imported only where used
     state = {}
 
     def fn(*args, **kwargs):

@@ -65,7 +65,7 @@ def _split_repo(name: str) -> tuple[str, str]:
 
 
 def _is_dtype(name: str) -> bool:
-    import torch
+    import torch  # heavy: imported only where used
     return isinstance(getattr(torch, name, None), torch.dtype)
 
 

@@ -72,7 +72,7 @@ def next_case(cases, op: str, done: int, run_dir):
 
 
 def seed_everything(seed: int) -> None:
-    import torch
+    import torch  # heavy: imported only where used
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)   # seeds every device generator too

@@ -130,7 +130,7 @@ def _module_version() -> str | None:
     module = sys.modules.get(PACKAGE)
     if module is None:
         try:
-            import triton as module
+            import triton as module  # heavy: imported only where used
         except Exception:  # noqa: BLE001 - a broken build still has an identity: its path
             return None
     return getattr(module, "__version__", None)

@@ -28,8 +28,8 @@ def package_version(name: str) -> str | None:
 
 def versions(packages: Iterable[str] = ()) -> dict:
     """python, zlh (and its commit), torch, triton, numpy, plus `packages` when installed."""
-    import torch
-    import triton
+    import torch  # heavy: imported only where used
+    import triton  # heavy, and absent where nothing compiles: imported only where used
     out = {
         "python": platform.python_version(),
         "python_executable": sys.executable,

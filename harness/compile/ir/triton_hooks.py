@@ -68,7 +68,7 @@ def _mark_sweep(bench: Callable) -> Callable:
 
 def _autotuner_classes() -> list[type]:
     try:
-        from triton.runtime.autotuner import Autotuner
+        from triton.runtime.autotuner import Autotuner  # heavy: imported only where used
     except Exception:  # noqa: BLE001 - no autotuner: nothing to mark
         return []
     found, todo = [Autotuner], [Autotuner]
@@ -209,7 +209,7 @@ class _Observer:
 
     def _install(self) -> bool:
         try:
-            import triton
+            import triton  # heavy, and absent where nothing compiles: imported only where used
             knobs = getattr(triton, "knobs", None)
         except Exception as exc:  # noqa: BLE001 - no Triton, no IR; timing goes on
             warn_once(f"IR capture off: triton not importable ({type(exc).__name__})")
