@@ -267,6 +267,18 @@ def t_critical(df: int, alpha: float = 0.05) -> float:
     return (low + high) / 2.0
 
 
+def detectable_pct(sd: float | None, rounds: int, alpha: float = 0.05,
+                   power: float = 0.8) -> float | None:
+    """Smallest change detectable with `power` at `rounds` rounds, given the per-round spread
+    `sd` of the deltas: (t(1 - alpha/2, N - 1) + t(power, N - 1)) * sd / sqrt(N), the same
+    Student's t that `rounds_interval` tests with (calibrate/floor.py says more). None for
+    fewer than two rounds or no spread."""
+    if sd is None or rounds < 2 or not math.isfinite(sd):
+        return None
+    df = rounds - 1
+    return (t_critical(df, alpha) + t_critical(df, 2.0 * (1.0 - power))) * sd / math.sqrt(rounds)
+
+
 def rounds_interval(deltas: Sequence[float], alpha: float = 0.05) -> tuple[float, float, float]:
     """(low, high, p) from one shape's per-round deltas: the t interval of their mean and the
     one-sample t-test against 0, both on the log of each round's ratio A/B (a delta of d %
