@@ -34,7 +34,7 @@ from .version import __version__
 # Importing the subpackage bound `measure` to it; the API's `measure` is the timing function
 # (harness.embed.timing.measure), which __getattr__ gives once this name is gone. The
 # subpackage, now loaded, is never bound here again.
-del measure
+del globals()["measure"]
 
 # API name -> the module it lives in.
 _EXPORTS = {

@@ -44,7 +44,8 @@ rounds: each round's delta is one independent observation, and the interval and 
 Student's t over the per-round deltas (on the log of each round's ratio). That is the
 honest unit: on an H200, a 1.4 us kernel measured to 0.003% inside each process still moved
 by about 2% from one process to the next, which pooled samples would have called a
-significant change.
+significant change. `detectable_pct` turns the same t around: the smallest change N rounds
+find with 80 % power (`zlh calibrate`).
 """
 from __future__ import annotations
 
