@@ -9,6 +9,9 @@ import importlib.util
 import inspect
 import os
 
+from harness.common.errors import Terminated, one_line
+from harness.common.plugins import ADAPTERS as GROUP, describe, entry_points
+
 from .base import (Adapter, Case, CaseInputs, MissingShapes, TunerCache, TunerSupport, UnknownOp,
                    Unsupported, UnsupportedDtype, suggest)
 
@@ -26,7 +29,6 @@ class UnknownAdapter(ValueError):
 def registry() -> dict:
     """Name -> "module:Class" for the built-ins, then the entry points of other packages
     (group `zlh.adapters`); a plugin cannot take a built-in's name."""
-    from harness.common.plugins import ADAPTERS as GROUP, entry_points
     found: dict = dict(ADAPTERS)
     for point in entry_points(GROUP):
         found.setdefault(point.name, point)
@@ -59,8 +61,6 @@ def get_adapter(name: str, **config) -> Adapter:
 def _plugin(name: str, point, config: dict) -> Adapter:
     """An adapter from an entry point: the class (or factory) is called with the keywords of
     `config` it accepts (flaggems_dir, vllm_dir, cases); it must give an `Adapter`."""
-    from harness.common.errors import Terminated, one_line
-    from harness.common.plugins import describe
     try:
         factory = point.load()
         accepted = inspect.signature(factory).parameters.values()

@@ -4,6 +4,9 @@ Other packages add backends through the entry point group `zlh.backends`; they a
 named (`--backend NAME`), never picked by `detect_backend`."""
 from __future__ import annotations
 
+from harness.common.errors import Terminated, one_line
+from harness.common.plugins import BACKENDS as GROUP, entry_points
+
 from .ascend import AscendBackend
 from .base import (FATAL, POISONED, RECOVERABLE, TELEMETRY_FIELDS, Backend, DeviceIdentity,
                    TelemetrySample, error_text)
@@ -28,8 +31,6 @@ def _registry() -> dict[str, Backend]:
     """The built-ins, then the backends other packages register under the entry point group
     `zlh.backends` (a class or an instance of `Backend`; a built-in name cannot be taken
     over). A plugin that does not load is left out, and why is kept in PLUGIN_ERRORS."""
-    from harness.common.errors import Terminated, one_line
-    from harness.common.plugins import BACKENDS as GROUP, entry_points
     found = dict(_BACKENDS)
     for point in entry_points(GROUP):
         key = (point.name, point.value)
@@ -86,7 +87,7 @@ def detect_backend() -> Backend:
     for name in ("cuda", "rocm", "musa", "ascend"):
         backend = _BACKENDS[name]
         if name == "cuda":
-            import torch
+            import torch  # heavy: imported only where used
             if getattr(torch.version, "hip", None):
                 continue
         if backend.is_available():

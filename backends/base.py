@@ -107,7 +107,7 @@ class Backend:
 
     # ---- identity and enumeration -------------------------------------------------------
     def torch_module(self):
-        import torch
+        import torch  # heavy: imported only where used
         return getattr(torch, self.torch_device_type)
 
     def is_available(self) -> bool:
@@ -240,7 +240,7 @@ class Backend:
 
     def device_usable(self) -> str | None:
         """None when the device still runs work after an error, else the error text."""
-        import torch
+        import torch  # heavy: imported only where used
         try:
             torch.ones(1, device=self.torch_device(self.torch_module().current_device())).add_(1)
             self.synchronize()
@@ -250,7 +250,7 @@ class Backend:
 
     def rng_usable(self, index: int) -> str | None:
         """None when the device generator works outside capture, else the error text."""
-        import torch
+        import torch  # heavy: imported only where used
         try:
             torch.rand(1, device=self.torch_device(index))
             self.synchronize()

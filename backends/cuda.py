@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+import sys
 
 from . import nvml, telemetry
 from .base import Backend, TelemetrySample, parse_number
@@ -101,7 +102,6 @@ def smi_command(selector: str, reasons: bool) -> list[str]:
 
 
 def _runtime_uuid(index: int) -> str | None:
-    import sys
     torch = sys.modules.get("torch")
     try:
         if torch is None or not torch.cuda.is_initialized():

@@ -28,7 +28,7 @@ class RocmBackend(Backend):
         )
 
     def is_available(self) -> bool:
-        import torch
+        import torch  # heavy: imported only where used
         return bool(getattr(torch.version, "hip", None)) and super().is_available()
 
     def parse_telemetry(self, text: str) -> list[TelemetrySample]:

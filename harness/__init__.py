@@ -19,45 +19,59 @@ Embedding:
 `harness.ZlhError` subclasses for bad input, each with an `exit_code`. Nothing is printed
 unless asked (`echo=print`, `progress=print`); warnings go to the `zlh` logger, silent until
 the application configures logging.
+
+The names load on first use (`__getattr__` below): importing any part of the harness runs this
+file first, and the adapters, the backends and the bottom layers import harness.common, so
+this file imports nothing above them.
 """
 from __future__ import annotations
 
-from adapters.user import Case
+import importlib
 
-from .ab.report import ABReport, ABRow
-from .common.errors import (CaliberError, CallableError, DevicePoisonedError, OpExitError,
-                            PreflightError, UsageError, ZlhError)
-from .embed.quick import CallableComparison, compare_callables
-from .embed.runs import bench_cases, compare
-from .embed.timing import measure
-from .measure.measurement import Measurement
-from .measure.stopping import StoppingRule
-from .measure.timers import Budget
-from .run.options import BenchOptions
-from .run.runner import RunResult, run_bench
-from .store.caliber import Caliber
-from .store.results import Row
+from . import measure as _timing_core  # noqa: F401 - see below
 from .version import __version__
 
+# Importing the subpackage bound `measure` to it; the API's `measure` is the timing function
+# (harness.embed.timing.measure), which __getattr__ gives once this name is gone. The
+# subpackage, now loaded, is never bound here again.
+del globals()["measure"]
 
-def bench(op: str, *, echo=None, progress=None, **options) -> RunResult:
-    """Run one op; keyword arguments are BenchOptions' flat names (`dtypes`, `backend`,
-    `min_samples`, `warmup_ms`, ...), each type-checked. Prints nothing unless asked:
-    `echo=print` shows the header, markers and table (run.log has them either way),
-    `progress=print` a line per case."""
-    if not isinstance(op, str):
-        raise UsageError(f"op must be a name (a string), got {op!r}")
-    options.setdefault("argv", ["harness.bench", op])
-    return run_bench([op], BenchOptions.from_flat(**options), echo=echo, progress=progress)[0]
+# API name -> the module it lives in.
+_EXPORTS = {
+    "bench": "harness.api", "bench_many": "harness.api",
+    "measure": "harness.embed.timing",
+    "bench_cases": "harness.embed.runs", "compare": "harness.embed.runs",
+    "compare_callables": "harness.embed.quick", "CallableComparison": "harness.embed.quick",
+    "Case": "adapters.user",
+    "BenchOptions": "harness.run.options", "RunResult": "harness.run.runner",
+    "Row": "harness.store.results", "Caliber": "harness.store.caliber",
+    "Measurement": "harness.measure.measurement", "StoppingRule": "harness.measure.stopping",
+    "Budget": "harness.measure.timers",
+    "ABReport": "harness.ab.report", "ABRow": "harness.ab.report",
+    **{name: "harness.common.errors" for name in (
+        "ZlhError", "UsageError", "PreflightError", "CaliberError", "CallableError",
+        "DevicePoisonedError", "OpExitError")},
+}
 
 
-def bench_many(ops, *, echo=None, progress=None, **options) -> list[RunResult]:
-    names = list(ops) if not isinstance(ops, (str, bytes)) and hasattr(ops, "__iter__") \
-        else None
-    if names is None or not all(isinstance(op, str) for op in names):
-        raise UsageError(f"ops must be a list of names, got {ops!r}")
-    options.setdefault("argv", ["harness.bench_many", *names])
-    return run_bench(names, BenchOptions.from_flat(**options), echo=echo, progress=progress)
+def __getattr__(name: str):
+    """An API name, imported from its module on first use and kept; else a subpackage not
+    imported yet (`harness.embed`), as an eager package would have it."""
+    home = _EXPORTS.get(name)
+    if home is not None:
+        value = getattr(importlib.import_module(home), name)
+        globals()[name] = value
+        return value
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{name}":
+            raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = ["__version__", "bench", "bench_many", "measure", "bench_cases", "compare", "compare_callables",

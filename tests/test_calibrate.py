@@ -15,8 +15,9 @@ from harness.ab.orchestrate import run_side
 from harness.ab.render import render_terminal
 from harness.ab.sides import ABPlan, Side
 from harness.calibrate import floor
+from harness.measure import stats
 from harness.calibrate.noise import NoiseFloor
-from harness.calibrate.plant import Plant, check_plant
+from harness.run.plant import Plant, check_plant
 from harness.calibrate.run import CalibratePlan, document, render
 from harness.cli import main
 from harness.common import markers
@@ -35,10 +36,10 @@ import backends
 # ---- statistics -------------------------------------------------------------------------------
 def test_detectable_change_uses_students_t_at_80_percent_power():
     # t(0.975, 2) = 4.303 and t(0.80, 2) = 1.061 (tables): (4.303 + 1.061) / sqrt(3) = 3.097
-    assert floor.detectable_pct(1.0, 3) == pytest.approx(3.097, abs=2e-3)
+    assert stats.detectable_pct(1.0, 3) == pytest.approx(3.097, abs=2e-3)
     # t(0.975, 4) = 2.776, t(0.80, 4) = 0.941: (2.776 + 0.941) * 0.2 / sqrt(5) = 0.3325
-    assert floor.detectable_pct(0.2, 5) == pytest.approx(0.3325, abs=1e-3)
-    assert floor.detectable_pct(1.0, 1) is None and floor.detectable_pct(None, 3) is None
+    assert stats.detectable_pct(0.2, 5) == pytest.approx(0.3325, abs=1e-3)
+    assert stats.detectable_pct(1.0, 1) is None and stats.detectable_pct(None, 3) is None
 
 
 def test_shape_floor_of_per_round_deltas():
@@ -48,7 +49,7 @@ def test_shape_floor_of_per_round_deltas():
     assert out["noise_max_pct"] == pytest.approx(0.3)
     assert out["sd_pct"] == pytest.approx(math.sqrt(((0.1) ** 2 + (0.3 + 0.0) ** 2 +
                                                      0.2 ** 2) / 2), rel=1e-9)
-    assert out["detectable_pct"] == pytest.approx(floor.detectable_pct(out["sd_pct"], 3))
+    assert out["detectable_pct"] == pytest.approx(stats.detectable_pct(out["sd_pct"], 3))
     assert floor.shape_floor([])["noise_max_pct"] is None
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.ab.stats import (ShapeStat, bootstrap_delta_ci, delta_pct, geomean, holm,
+from harness.measure.stats import (ShapeStat, bootstrap_delta_ci, delta_pct, geomean, holm,
                                    direction, mann_whitney_p, round_stats, rounds_interval,
                                    shape_stats, side_spread, summarize, t_critical,
                                    t_two_sided_p)

@@ -3,7 +3,8 @@ import math
 import numpy as np
 import pytest
 
-from harness.measure.measurement import Measurement, relative_median_error
+from harness.measure.measurement import Measurement
+from harness.measure.stats import relative_median_error
 from harness.measure.stopping import StoppingRule
 
 

@@ -14,6 +14,8 @@ from typing import Callable, Iterator, Sequence
 
 import torch
 
+from harness.common.errors import UsageError
+
 from ..base import Adapter, Case, CaseInputs, MissingShapes
 from .faults import FAULT_OPS, fault_case
 
@@ -207,7 +209,6 @@ def slow_switch(environ) -> bool:
     try:
         return SWITCH_VALUES[value.strip().lower()]
     except KeyError:
-        from harness.common.errors import UsageError
         raise UsageError(f"{SLOW_ENV}={value!r} is not a switch value; use 0 or 1 (also "
                          f"true/false, yes/no, on/off)") from None
 
@@ -221,5 +222,5 @@ def _metrics(spec: OpSpec, shape, element_size: int, torch_ms: float, gems_ms: f
 
 
 def _interpreted() -> bool:
-    import triton
+    import triton  # heavy, and absent where nothing compiles: imported only where used
     return bool(triton.knobs.runtime.interpret)

@@ -16,8 +16,11 @@ import sys
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from harness.common.errors import PreflightError
+from harness.store.identity import git_commit
+
 from ..base import Adapter, Case, UnknownOp, Unsupported, UnsupportedDtype
-from . import inject, inventory, notices, shapesets, tuners, upstream_config
+from . import inject, inventory, model_shapes, notices, shapesets, tuners, upstream_config
 from .cases import (_case_for, _install_capture, _jsonable, _one_line, _outcome_exceptions,
                     _status_case, _unsupported, collecting)
 from .corpus import Corpus, CorpusError, TestNode
@@ -53,7 +56,6 @@ class FlagGemsAdapter(Adapter):
 
     # ---- static: corpus and names (no import) ------------------------------------------
     def root(self, repo: str = "flaggems") -> Path:
-        from harness.common.errors import PreflightError
         directory = self.dirs.get(repo)
         label = "FlagGems" if repo == "flaggems" else "FlagGems-vllm"
         option, env = (("--flaggems-dir", FLAGGEMS_DIR_ENV) if repo == "flaggems"
@@ -85,7 +87,6 @@ class FlagGemsAdapter(Adapter):
         self._nodes[key] = node
         test_file = node.root / node.file
         if not test_file.is_file():
-            from harness.common.errors import PreflightError
             raise PreflightError("test_file", f"{test_file} does not exist")
         return key
 
@@ -109,7 +110,6 @@ class FlagGemsAdapter(Adapter):
         that cannot be read fails the checkout (PREFLIGHT_FAILED), not every case."""
         path = self.root(self.node(op).repo) / "benchmark" / "core_shapes.yaml"
         if shapes is None and path.exists() and path not in self._checked_files:
-            from harness.common.errors import PreflightError
             try:
                 shapesets.core_shapes(path)
             except Unsupported as exc:
@@ -117,7 +117,7 @@ class FlagGemsAdapter(Adapter):
             self._checked_files.add(path)
 
     def dtypes(self, op: str, backend) -> list[str]:
-        import torch
+        import torch  # heavy: imported only where used
         return sorted(n for n, v in vars(torch).items() if isinstance(v, torch.dtype))
 
     def default_dtypes(self, op: str, backend):
@@ -139,7 +139,6 @@ class FlagGemsAdapter(Adapter):
 
     # ---- import (once per process) -------------------------------------------------------
     def _load(self, repo: str, level: str, shape_file: str | None):
-        from harness.common.errors import PreflightError
         root = self.root(repo)
         package = PACKAGES[repo]
         for path in (root / "src", root):
@@ -215,7 +214,7 @@ class FlagGemsAdapter(Adapter):
                 yield from self._bench_cases(op, bench, base, dtypes, label)
 
     def _bench_cases(self, op, bench, base, dtypes, label) -> Iterator[Case]:
-        import torch
+        import torch  # heavy: imported only where used
         skipped, failed = _outcome_exceptions()
         unsupported = _unsupported(bench, base.Benchmark)
         if unsupported:
@@ -338,7 +337,6 @@ class FlagGemsAdapter(Adapter):
         return shapesets.render(derived, command), derived.dropped
 
     def model_shape_set(self, config: dict, tokens, tp: int, lm_head: bool, header) -> str:
-        from . import model_shapes
         try:
             doc = model_shapes.from_config(config, list(tokens), tp, lm_head)
         except model_shapes.ConfigError as exc:
@@ -370,14 +368,13 @@ class FlagGemsAdapter(Adapter):
 
 def _empty_cache() -> None:
     try:
-        from flag_gems.runtime import torch_device_fn
+        from flag_gems.runtime import torch_device_fn  # heavy: imported only where used
         torch_device_fn.empty_cache()
     except Exception:  # noqa: BLE001
         pass
 
 
 def _commit(root: Path) -> str | None:
-    from harness.store.identity import git_commit
     commit = git_commit(root)
     if commit:
         return commit

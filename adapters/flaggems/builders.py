@@ -52,7 +52,7 @@ class InputBuilder:
 
 def _upsample_aa_backward(bench, shape, dtype):
     """(N, C, H_in, W_in, H_out, W_out, align_corners) -> the aa-upsample backward's args."""
-    import torch
+    import torch  # heavy: imported only where used
     n, c, h_in, w_in, h_out, w_out, align = shape
     grad = torch.randn([n, c, h_out, w_out], device=bench.device, dtype=dtype)
     yield grad, [h_out, w_out], [n, c, h_in, w_in], bool(align), None, None
@@ -60,7 +60,7 @@ def _upsample_aa_backward(bench, shape, dtype):
 
 def _lu_factor(bench, shape, dtype):
     """An input shape -> one input per pivot setting the module benchmarks."""
-    import torch
+    import torch  # heavy: imported only where used
     module = sys.modules.get(type(bench).__module__)
     for pivot in getattr(module, "_PIVOT_VALUES", [True]):
         yield torch.randn(tuple(shape), dtype=dtype, device=bench.device), {"pivot": pivot}

@@ -4,14 +4,16 @@ its own `run()` would measure them. Nothing here times anything."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 import inspect
 import sys
+
+from harness.common.errors import CaseFailure, one_line
 
 from ..base import Case, CaseInputs
 
 
 def _failure(reason: str, detail: str):
-    from harness.common.errors import CaseFailure
 
     def build():
         raise CaseFailure(reason, detail)
@@ -20,12 +22,11 @@ def _failure(reason: str, detail: str):
 
 def _outcome_exceptions():
     """pytest.skip / pytest.fail raise BaseException subclasses: name them explicitly."""
-    import pytest
+    import pytest  # FlagGems' test runner: only collecting its cases needs it
     return pytest.skip.Exception, pytest.fail.Exception
 
 
 def _one_line(exc: BaseException) -> str:
-    from harness.common.errors import one_line
     return one_line(getattr(exc, "msg", None) or exc)
 
 
@@ -146,7 +147,7 @@ def collecting(fn, call):
     if unknown:
         yield [], ("SKIP", f"UNSUPPORTED fixture {', '.join(unknown)}")
         return
-    import pytest
+    import pytest  # FlagGems' test runner: only collecting its cases needs it
     with contextlib.ExitStack() as stack:
         kwargs = dict(call.kwargs)
         patches = []
@@ -189,7 +190,6 @@ def _case_for(op: str, bench, dtype_name: str, item, label: str, package: str = 
               info: dict | None = None) -> Case:
     """`package` is the library whose `use_gems` routes torch ops (flag_gems, or
     flaggems_vllm for FlagGems-vllm's benchmarks); `info` annotates every case."""
-    import importlib
     library = importlib.import_module(package)
     args, kwargs = bench.unpack_to_args_kwargs(item)
     detail = _shape_detail(bench.record_shapes(*args, **kwargs))
@@ -227,7 +227,7 @@ def _case_for(op: str, bench, dtype_name: str, item, label: str, package: str = 
 def _backward(op):
     """Time gradients as FlagGems does: forward once (lazily, under the caller's context),
     then `torch.autograd.grad` with retained graph on every call."""
-    import torch
+    import torch  # heavy: imported only where used
     state = {}
 
     def fn(*args, **kwargs):

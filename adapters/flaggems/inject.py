@@ -25,6 +25,8 @@ import textwrap
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+from harness.common.markers import marker
+
 from . import hardcoded as hc
 from .classes import builder_for, classify
 
@@ -51,7 +53,6 @@ class Injection:
         return f"file:{self.key}" if self.injected else f"class:{self.where} ({self.reason})"
 
     def marker(self, op: str, benchmark: str) -> str:
-        from harness.common.markers import marker
         if self.injected:
             return marker(INJECTED, op=op, benchmark=benchmark, cls=self.cls, key=self.key,
                           hardcoded=self.where, shapes=self.count)

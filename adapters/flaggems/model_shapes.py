@@ -136,7 +136,7 @@ def _moe(doc: ShapeDoc, config: dict, t: int, hidden: int, experts: int, tp: int
 
 
 def _recorder_base():
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._python_dispatch import TorchDispatchMode  # heavy: imported only where used
     return TorchDispatchMode
 
 

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import yaml
 
+from harness.common import markers
+from harness.common.markers import marker
+
 _SHAPE_COPIES: dict[str, str] = {}
 
 
@@ -31,7 +34,6 @@ def upstream_shape_file(shapes) -> str | None:
 
 
 def guard_marker(op: str, backend: str, node, reason: str) -> str:
-    from harness.common.markers import marker
     return marker("SKIP_GUARD_IGNORED", op=op, backend=backend, node=node.node_id,
                   detail=f"stale on this backend: {reason}")
 
@@ -52,6 +54,5 @@ def foreign_vendor_markers() -> list[str]:
         for other in vendors:
             if other != vendor and (root == f"_{other}" or root.startswith(f"_{other}_")):
                 loaded.add(other)
-    from harness.common import markers
     return [markers.marker("FOREIGN_VENDOR_MODULE", active=vendor, loaded=other)
             for other in sorted(loaded)]

@@ -19,6 +19,7 @@ Rule (also written into every derived file's header):
 """
 from __future__ import annotations
 
+import ast
 import fnmatch
 import math
 from dataclasses import dataclass, field
@@ -26,6 +27,9 @@ from pathlib import Path
 
 import yaml
 
+from harness.common.documents import loads_yaml, yaml_problem
+from harness.common.errors import one_line
+from harness.common.files import read_text
 from harness.common.memo import by_file
 
 from ..base import Unsupported
@@ -94,9 +98,6 @@ class KnownNames:
 def core_shapes(path: Path) -> dict:
     """The checkout's core_shapes.yaml as a mapping; Unsupported (one line) when it cannot be
     read or is not a mapping."""
-    from harness.common.documents import loads_yaml, yaml_problem
-    from harness.common.errors import one_line
-    from harness.common.files import read_text
     try:
         core = loads_yaml(read_text(path), unique_keys=False)   # as FlagGems reads it
     except OSError as exc:
@@ -158,7 +159,6 @@ def _plain(value):
 
 
 def _class_desc(index: ClassIndex, name: str) -> str | None:
-    import ast
     for item in index.mro(name):
         if item.name == ROOT_CLASS:     # its "M, N" default says nothing about this class
             break

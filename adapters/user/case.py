@@ -99,7 +99,7 @@ class Case:
               check: Any = AUTO, tolerance: float | None = None) -> list["Case"]:
         """One case per (dtype, shape): `make_inputs(shape, dtype)` builds the inputs
         (dtype as a torch.dtype); `bytes(shape, dtype)` / `flops(shape, dtype)` optional."""
-        import torch
+        import torch  # heavy: imported only where used
         if isinstance(shapes, str) or not isinstance(shapes, Sequence) or not shapes:
             raise UsageError(f"Case.sweep shapes: expected a non-empty list, got {shapes!r}")
         cases = []
@@ -117,7 +117,7 @@ class Case:
 
 def dtype_name(dtype) -> str:
     """'float16' for "float16", torch.float16 or "torch.float16"."""
-    import torch
+    import torch  # heavy: imported only where used
     text = str(dtype).removeprefix("torch.") if isinstance(dtype, (str, torch.dtype)) else ""
     if not text or not isinstance(getattr(torch, text, None), torch.dtype):
         raise UsageError(f"Case dtype: expected a torch dtype or its name (e.g. 'float16'), "
@@ -129,7 +129,7 @@ def check_close(out, ref, tolerance: float | None = None) -> None:
     """Raise AssertionError unless `out` matches `ref`: tensors of the same shape and dtype by
     norm-wise relative error (per-dtype tolerance unless given; integers and booleans
     exactly), sequences item by item, anything else by equality."""
-    import torch
+    import torch  # heavy: imported only where used
     if isinstance(out, (tuple, list)) and isinstance(ref, (tuple, list)):
         if len(out) != len(ref):
             raise AssertionError(f"{len(out)} outputs, reference has {len(ref)}")
@@ -148,7 +148,7 @@ def check_close(out, ref, tolerance: float | None = None) -> None:
 
 
 def _check_tensor(out, ref, tolerance: float | None) -> None:
-    import torch
+    import torch  # heavy: imported only where used
     if out.shape != ref.shape:
         raise AssertionError(f"shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
     if out.dtype != ref.dtype:
@@ -172,7 +172,7 @@ def _check_tensor(out, ref, tolerance: float | None) -> None:
 
 def _kind(value) -> str:
     """`a float32 tensor of shape (8,)`, `None`, `a tuple of 2`: what an output is, short."""
-    import torch
+    import torch  # heavy: imported only where used
     if isinstance(value, torch.Tensor):
         return f"a {str(value.dtype).removeprefix('torch.')} tensor of shape {tuple(value.shape)}"
     if isinstance(value, (tuple, list)):

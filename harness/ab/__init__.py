@@ -5,9 +5,11 @@
     orchestrate.py  running both sides in fresh processes, rounds, status.tsv
     guard.py        the caliber guard
     pairing.py      which cases pair, output mismatches, annotations
-    stats.py        intervals, tests, Holm, summaries (pure numbers)
-    compare.py      stored runs -> the typed report (ABReport)
+    compare.py      stored runs -> the typed report (ABReport); its statistics (intervals,
+                    tests, Holm, summaries) are measure/stats.py's
     report.py       ABReport / ABRow and the report files (report.json, report.csv)
-    render.py       terminal, CSV and JSON views; html.py the HTML page
+    render.py       the terminal view; html.py the HTML page
     recipe.py       A/B recipes (YAML)
 """
+
+__all__: list[str] = []      # its modules are imported by name; the package adds nothing

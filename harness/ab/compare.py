@@ -1,11 +1,11 @@
 """Stored runs in, the typed report out: pairing across rounds, statistics, summary.
 
-Data only: statistics live in `stats`, presentation in `render` / `html`.
+Data only: statistics live in `measure.stats`, presentation in `render` / `html`.
 """
 from __future__ import annotations
 
+from ..measure import stats
 from ..store.reader import StoredRun
-from . import stats
 from .pairing import annotations, output_mismatches, pair_rows, row_key
 from .report import ABReport, ABRow
 

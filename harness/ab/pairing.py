@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..common import markers
 from ..run import outputs
 from ..store.reader import StoredRun
-from ..store.results import SUCCESS, Row
+from ..store.results import FAILED, SUCCESS, Row
 
 KEY_FIELDS = ("variant", "dtype", "shape_detail", "occurrence")
 
@@ -70,7 +70,6 @@ def broken_by_b(run_a: StoredRun | None, run_b: StoredRun | None) -> list[str]:
     the A cases B then lacks with it: they are listed too, as `dtype shape (not run on B)`."""
     if run_a is None or run_b is None:
         return []
-    from ..store.results import FAILED
     failed_b = [r for r in run_b.rows if r.status == FAILED]
     if not failed_b:
         return []

@@ -6,6 +6,8 @@ and YAML reads `off`/`no`/`yes` as booleans (`env_a: {X: off}` would set X=False
 """
 from __future__ import annotations
 
+import yaml
+
 from ..common.documents import loads_yaml
 from ..common.errors import UsageError
 from ..common.files import read_text
@@ -19,7 +21,6 @@ TEXT_KEYS = ("name", "description", "switch", "python_a", "python_b", "check_ups
 
 
 def load_recipe(path: str) -> dict:
-    import yaml
     try:
         spec = loads_yaml(read_text(path))
     except OSError as exc:

@@ -1,25 +1,18 @@
-"""Views of the A/B report: terminal table, CSV, JSON (HTML: html.py).
+"""The A/B report on the terminal (HTML: html.py; the CSV and JSON files: report.py).
 
 Every view reads a row's `direction` for faster / slower; none re-derives it.
 """
 from __future__ import annotations
 
-import csv
-import io
 import math
+
+import click
 
 from tabulate import tabulate
 
 from ..common import style
 from ..common.fields import is_number
-from ..common.files import json_safe
 from .report import ABReport, ABRow
-
-CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "a_ms", "b_ms",
-               "delta_pct", "ci_low_pct", "ci_high_pct", "interval", "p_value", "significant",
-               "direction", "rounds_min_delta_pct", "rounds_max_delta_pct", "sign_stable",
-               "within_noise", "annotations")
-
 
 def _num(value, spec: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -32,7 +25,6 @@ def _num(value, spec: str) -> str:
 def _colour(text: str, row: ABRow, colour: bool) -> str:
     if not colour or not row.direction:
         return text
-    import click
     return click.style(text, fg="green" if row.direction > 0 else "red")
 
 
@@ -128,33 +120,3 @@ def _summary_lines(s: dict) -> list[str]:
                      f"shapes {s['sign_unstable']}; side spread (median over shapes) "
                      f"A {_num(spread.get('A'), '.2f')}% B {_num(spread.get('B'), '.2f')}%")
     return lines
-
-
-def to_csv(reports: list[ABReport]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n",
-                            extrasaction="ignore")
-    writer.writeheader()
-    for report in reports:
-        for row in report.rows:
-            r = json_safe(vars(row))
-            rounds = row.rounds or {}
-            writer.writerow({**r, "op": report.op,
-                             "rounds_min_delta_pct": rounds.get("min_delta_pct"),
-                             "rounds_max_delta_pct": rounds.get("max_delta_pct"),
-                             "sign_stable": rounds.get("sign_stable"),
-                             "annotations": "; ".join(row.annotations)})
-    return buf.getvalue()
-
-
-def to_json(reports: list[ABReport]) -> dict:
-    """One object: every row (with its op, delta_pct and direction), an overall summary, and
-    per op; non-finite numbers as null."""
-    ops = [report.to_dict() for report in reports]
-    rows = [{"op": rep["op"], **r} for rep in ops for r in rep["rows"]]
-    summary = ops[0]["summary"] if len(ops) == 1 else {
-        "ops": len(ops), "n": sum(rep["summary"].get("n", 0) for rep in ops),
-        "faster": sum(rep["summary"].get("faster", 0) for rep in ops),
-        "slower": sum(rep["summary"].get("slower", 0) for rep in ops),
-        "unchanged": sum(rep["summary"].get("unchanged", 0) for rep in ops)}
-    return json_safe({"rows": rows, "summary": summary, "ops": ops})

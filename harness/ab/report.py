@@ -6,16 +6,23 @@ terminal table, CSV, JSON and HTML — reads it; none re-derives it from the del
 """
 from __future__ import annotations
 
+import csv
+import io
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from ..common.errors import UsageError, quoted
 from ..common.fields import Fields
-from ..common.files import (atomic_write_json, atomic_write_text, check_path_text,
+from ..common.files import (atomic_write_json, atomic_write_text, check_path_text, json_safe,
                             read_json_object)
+from ..measure.stats import ShapeStat, direction
 
 SCHEMA_VERSION = 1
+CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "a_ms", "b_ms",
+               "delta_pct", "ci_low_pct", "ci_high_pct", "interval", "p_value", "significant",
+               "direction", "rounds_min_delta_pct", "rounds_max_delta_pct", "sign_stable",
+               "within_noise", "annotations")
 
 
 @dataclass
@@ -160,7 +167,6 @@ def _check_report(data: dict, where: str) -> None:
 def _direction_of(row: ABRow) -> int:
     if not row.significant:
         return 0
-    from .stats import ShapeStat, direction
     nan = float("nan")
     return direction(ShapeStat(*(nan if v is None else v for v in (
         row.delta_pct, row.ci_low_pct, row.ci_high_pct, row.p_value)), row.significant))
@@ -168,13 +174,11 @@ def _direction_of(row: ABRow) -> int:
 
 # ---- files ------------------------------------------------------------------------------
 def report_document(root: Path, reports: list[ABReport]) -> dict:
-    from .render import to_json
     return {"schema_version": SCHEMA_VERSION, "title": f"zlh ab {Path(root).name}",
             "generated_at": time.strftime("%Y-%m-%dT%H:%M:%S"), **to_json(reports)}
 
 
 def write_reports(root: Path, reports: list[ABReport]) -> None:
-    from .render import to_csv
     atomic_write_json(Path(root) / "report.json", report_document(root, reports))
     atomic_write_text(Path(root) / "report.csv", to_csv(reports))
 
@@ -196,3 +200,33 @@ def load_report(root) -> tuple[dict, list[ABReport]]:
     except (TypeError, ValueError, AttributeError) as exc:
         raise UsageError(f"{path}: an op report is malformed ({exc})") from None
     return doc, reports
+
+
+def to_csv(reports: list[ABReport]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n",
+                            extrasaction="ignore")
+    writer.writeheader()
+    for report in reports:
+        for row in report.rows:
+            r = json_safe(vars(row))
+            rounds = row.rounds or {}
+            writer.writerow({**r, "op": report.op,
+                             "rounds_min_delta_pct": rounds.get("min_delta_pct"),
+                             "rounds_max_delta_pct": rounds.get("max_delta_pct"),
+                             "sign_stable": rounds.get("sign_stable"),
+                             "annotations": "; ".join(row.annotations)})
+    return buf.getvalue()
+
+
+def to_json(reports: list[ABReport]) -> dict:
+    """One object: every row (with its op, delta_pct and direction), an overall summary, and
+    per op; non-finite numbers as null."""
+    ops = [report.to_dict() for report in reports]
+    rows = [{"op": rep["op"], **r} for rep in ops for r in rep["rows"]]
+    summary = ops[0]["summary"] if len(ops) == 1 else {
+        "ops": len(ops), "n": sum(rep["summary"].get("n", 0) for rep in ops),
+        "faster": sum(rep["summary"].get("faster", 0) for rep in ops),
+        "slower": sum(rep["summary"].get("slower", 0) for rep in ops),
+        "unchanged": sum(rep["summary"].get("unchanged", 0) for rep in ops)}
+    return json_safe({"rows": rows, "summary": summary, "ops": ops})

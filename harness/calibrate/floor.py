@@ -17,34 +17,25 @@ Input is one shape's per-round deltas (delta_pct = (A / B - 1) * 100, as everywh
 A planted change slows side B, so it is *detected* when the shape is significant with B
 slower (direction -1); significant with B faster is the wrong sign.
 
-Pure numbers; numpy and `ab.stats` only.
+Pure numbers; numpy and `measure.stats` only (`detectable_pct` lives there, beside the t
+test it sizes).
 """
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import numpy as np
 
-from ..ab.stats import t_critical
+from ..measure.stats import clean, detectable_pct
 
 ALPHA = 0.05
 POWER = 0.8
 TARGET_MIN_MS = 0.02        # the planted-change target counts shapes of at least 20 µs
 
 
-def detectable_pct(sd: float | None, rounds: int, alpha: float = ALPHA,
-                   power: float = POWER) -> float | None:
-    """Smallest change detectable with `power` at `rounds` rounds, given the per-round spread."""
-    if sd is None or rounds < 2 or not math.isfinite(sd):
-        return None
-    df = rounds - 1
-    return (t_critical(df, alpha) + t_critical(df, 2.0 * (1.0 - power))) * sd / math.sqrt(rounds)
-
-
 def shape_floor(deltas: Sequence[float], alpha: float = ALPHA, power: float = POWER) -> dict:
     """Noise floor, spread and detectable change of one shape's per-round deltas."""
-    d = np.array([v for v in deltas if v is not None and math.isfinite(v)], dtype=float)
+    d = clean(deltas)
     if d.size == 0:
         return {"rounds": 0, "noise_median_pct": None, "noise_max_pct": None, "mean_pct": None,
                 "sd_pct": None, "detectable_pct": None}

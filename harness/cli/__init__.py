@@ -1,5 +1,6 @@
 """The `zlh` command line (click). Each command is a thin layer over the Python API.
 
+    group.py   the `zlh` group the commands register on; one-line usage errors
     common.py  errors and exit codes, bench options shared by bench and ab
     bench.py   zlh bench
     ab.py      zlh ab, zlh report
@@ -17,116 +18,9 @@ fish: fish_source).
 """
 from __future__ import annotations
 
-import logging
-import os
-import sys
-import threading
-import time
-
-import click
-
-from . import output
-from .common import EXIT_BROKEN_PIPE, echo_err, quiet_broken_pipe
-
-
-class ZlhGroup(click.Group):
-    """click's own usage errors (a bad option value, a missing argument) as one line on
-    stderr, `zlh: ...`, with click's exit code (2), like every other bad input."""
-
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
-             **extra):
-        output.reset(echo_err)          # the zlh logger on stderr, colour and tables: auto
-        if not standalone_mode:
-            _refuse_nul(args)
-            return super().main(args, prog_name, complete_var, False, **extra)
-        before = set(threading.enumerate())
-        try:
-            self._standalone(args, prog_name, complete_var, extra)
-        except SystemExit as exc:
-            if args is None:            # the program itself (not a CliRunner in a test)
-                _leave_threads(before, exc.code)
-            raise
-
-    def _standalone(self, args, prog_name, complete_var, extra):
-        try:
-            _refuse_nul(args)
-            code = super().main(args, prog_name, complete_var, False, **extra)
-        except click.exceptions.NoArgsIsHelpError as exc:
-            exc.show()
-            sys.exit(exc.exit_code)
-        except click.ClickException as exc:
-            click.echo(f"zlh: {_one_line(exc)}", err=True)
-            sys.exit(exc.exit_code)
-        except click.Abort:
-            click.echo("zlh: aborted", err=True)
-            sys.exit(130)
-        except BrokenPipeError:
-            quiet_broken_pipe()
-            sys.exit(EXIT_BROKEN_PIPE)
-        sys.exit(code if isinstance(code, int) else 0)
-
-
-LEFT_THREAD_GRACE_S = 2.0
-
-
-def _pool_worker(thread: threading.Thread) -> bool:
-    """An idle worker of a concurrent.futures pool (a compiler's, a library's): the
-    interpreter's own exit ends it, so it is no thread left running."""
-    target = getattr(thread, "_target", None)
-    return getattr(target, "__module__", "") == "concurrent.futures.thread"
-
-
-def _leave_threads(before: set, code) -> None:
-    """Threads the code under test started and left running (not daemons) would keep this
-    process alive after its work is done, for ever: name them on stderr and end now, with the
-    status the command had, instead of waiting for them."""
-    left = [t for t in threading.enumerate() if t not in before and not t.daemon
-            and t.is_alive() and t is not threading.current_thread() and not _pool_worker(t)]
-    deadline = time.monotonic() + LEFT_THREAD_GRACE_S     # one finishing its work: let it
-    for thread in left:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    left = [t for t in left if t.is_alive()]
-    if not left:
-        return
-    names = ", ".join(t.name for t in left[:5]) + (", ..." if len(left) > 5 else "")
-    echo_err(f"zlh: WARNING {len(left)} thread(s) started by the code under test are still "
-             f"running ({names}); exiting without waiting for them")
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:  # noqa: BLE001 - a stream the op closed
-            pass
-    os._exit(code if isinstance(code, int) else (0 if code is None else 1))
-
-
-def _refuse_nul(args) -> None:
-    """An argument holding a NUL byte (only a caller that is not a shell can pass one:
-    `main(args=[...])`, CliRunner) names no path, op or value; the system calls would end in
-    a ValueError while click converts it."""
-    for number, arg in enumerate(args or (), 1):
-        if isinstance(arg, str) and "\x00" in arg:
-            raise click.UsageError(f"argument {number} ({arg!r:.60}) holds a NUL byte, which "
-                                   f"no path, name or value can")
-
-
-def _one_line(exc: click.ClickException) -> str:
-    message = " ".join(exc.format_message().split())
-    ctx = getattr(exc, "ctx", None)
-    if isinstance(exc, click.UsageError) and ctx is not None:
-        message += f" (see `{ctx.command_path} --help`)"
-    return message
-
-
-@click.group(name="zlh", cls=ZlhGroup,
-             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(package_name="zlh", message="zlh %(version)s")
-def main():
-    """zlh: operator timing harness for A/B comparison of Triton compiler and FlagGems builds."""
-
-
-from . import (ab, batch, bench, calibrate, campaign, info, product, screen,  # noqa: E402,F401
-               shapes)  # (registers the commands)
+from . import (ab, batch, bench, calibrate, campaign, info, output, product,  # noqa: F401
+               screen, shapes)  # (registers the commands)
+from .group import main
 
 output.install(main)    # --color, -v, -q and --format on the commands (output.py)
 

@@ -10,18 +10,22 @@ import click
 from click.core import ParameterSource
 
 from ..ab import gate, orchestrate
+from ..ab.html import render_html
 from ..ab.preflight import check_new_root, check_scrub
 from ..ab.recipe import load_recipe
-from ..ab.render import render_terminal, to_json
-from ..ab.report import load_report, write_reports
+from ..ab.render import render_terminal
+from ..ab.report import load_report, to_json, write_reports
 from ..ab.sides import ABPlan, sides_from_env, sides_from_switch
 from ..calibrate.noise import NoiseFloor
 from ..common import errors
-from ..common.files import check_output_dir, check_path_text
+from ..common.files import atomic_write_text, check_output_dir, check_path_text
 from ..common.limits import MAX_ROUNDS
 from ..common import style
 from ..common.schema import stamp
-from . import main
+from ..corpus.files import corpus_root_hint
+from ..corpus.selection import parse_ops_file
+from ..telemetry.chart import for_report
+from .group import main
 from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out, echo_routed,
                      finite, gate_option, given_options, handles_errors, not_empty,
                      options_from, parse_bench_args)
@@ -132,7 +136,6 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
 def _ops_from_file(path: str) -> tuple[str, ...]:
     """Op names from an ops file; per-op dtypes belong to batch and screen (zlh ab runs every
     op with the same bench options)."""
-    from ..corpus.selection import parse_ops_file
     items = parse_ops_file(path)
     with_dtypes = [i.op for i in items if i.dtypes]
     if with_dtypes:
@@ -235,7 +238,6 @@ def report(root, html_out):
     2 no readable report under ROOT."""
     check_path_text(root, "ROOT")
     if not (Path(root) / "report.json").exists():
-        from ..corpus.files import corpus_root_hint
         hint = corpus_root_hint(root, "an A/B root")
         if hint:
             raise errors.UsageError(hint)
@@ -245,9 +247,6 @@ def report(root, html_out):
                                     f"refused; see {Path(root) / 'status.tsv'})", "empty")
     if html_out:
         check_output_dir(root, "ROOT")
-        from ..ab.html import render_html
-        from ..common.files import atomic_write_text
-        from ..telemetry.chart import for_report
         page = render_html({**doc, "ops": [r.to_dict() for r in reports],
                             "telemetry": for_report(root, [r.op for r in reports])})
         click.echo(str(atomic_write_text(Path(root) / "report.html", page)))

@@ -16,7 +16,7 @@ from ..corpus.files import BATCH_JSON, check_tables, read_batch_json
 from ..corpus.lock import claim_root, release_root
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
 from ..run.plan import named_backend
-from . import main
+from .group import main
 from .common import (bench_options, echo_err, fail, finite, handles_errors, not_empty,
                      options_from, refuse_beside, split_csv)
 

@@ -11,7 +11,7 @@ from ..common.files import to_json
 from ..common.schema import stamp
 from ..run.options import BenchOptions
 from ..run.runner import run_bench
-from . import main
+from .group import main
 from .common import bench_options, default_ops, echo_err, echo_out, handles_errors, run_options
 from .output import complete_ops
 

@@ -11,7 +11,7 @@ from ..calibrate.run import CalibratePlan, calibrate as run_calibration
 from ..common import errors
 from ..common.limits import MAX_ROUNDS
 from ..corpus.files import corpus_root_hint
-from . import main
+from .group import main
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
                      not_empty, options_from)
 

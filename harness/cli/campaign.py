@@ -17,7 +17,7 @@ from ..corpus.campaign import (check_root_files, merge, plan_campaign, read_camp
 from ..corpus.check import check_root
 from ..corpus.partition import partition, render, weights_from_screen
 from ..corpus.verdict import VERDICTS
-from . import main
+from .group import main
 from .batch import check_devices, hold_root, interrupted_hint, new_root, parse_devices
 from .common import echo_err, finite, handles_errors, not_empty, refuse_beside, split_csv
 

@@ -1,6 +1,8 @@
 """`zlh ops`, `zlh show`, `zlh fingerprint`, `zlh backends`: looking at what is there."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import shutil
@@ -11,10 +13,18 @@ import click
 from click.core import ParameterSource
 from tabulate import tabulate
 
+import adapters
+import backends
+from adapters import suggest
+
 from ..common import errors, style
 from ..common.files import SYMLINK_LOOP, check_path_text, link_loop, to_json
 from ..common.schema import stamp
-from . import main
+from ..compile.ir.fingerprint import compile_scrub, fingerprint_line
+from ..corpus.files import corpus_root_hint
+from ..run.show import show_run
+from ..store.reader import load_run, read_info
+from .group import main
 from .common import echo_err, echo_out, handles_errors, not_empty
 from .output import AdapterName
 
@@ -55,7 +65,6 @@ def ops_cmd(ctx, patterns, adapter, flaggems_dir, vllm_dir, all_builtin, as_csv,
     if any(not p.strip() for p in patterns):     # '' is in every name: it would keep all
         raise errors.UsageError("PATTERNS holds an empty pattern, which every op matches; give "
                                 "part of an op, file or function name, or none to list all")
-    import adapters
     name = adapter or adapters.default_adapter_name(flaggems_dir)
     if (name != "flaggems" and vllm_dir
             and ctx.get_parameter_source("vllm_dir") == ParameterSource.COMMANDLINE):
@@ -88,11 +97,8 @@ def ops_cmd(ctx, patterns, adapter, flaggems_dir, vllm_dir, all_builtin, as_csv,
 
 
 def _inventory_csv(source, verify: bool) -> None:
-    import csv
-    import io
-    import backends as registry
-    columns, rows = source.inventory(verify, registry.detect_backend() if verify else None,
-                                     registry.all_backends())
+    columns, rows = source.inventory(verify, backends.detect_backend() if verify else None,
+                                     backends.all_backends())
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(columns), lineterminator="\n")
     writer.writeheader()
@@ -104,11 +110,10 @@ def _inventory_csv(source, verify: bool) -> None:
 def _guard_lines(rows) -> list[str]:
     """Each backend's skip-guard table: stale guards are ignored on that backend (the function
     runs), kept ones are listed so that they stay."""
-    import backends as registry
     nodes = {(r.get("file"), r.get("function")) for r in rows}
     lines = [[b.name, "ignored" if g.stale else "kept", f"{g.file}::{g.function}", g.reason,
               "yes" if (g.file, g.function) in nodes else "no"]
-             for b in registry.all_backends() for g in b.skip_guards]
+             for b in backends.all_backends() for g in b.skip_guards]
     if not lines:
         return []
     return ["", "skip guards per backend (matched on file, function and exact reason):",
@@ -124,7 +129,6 @@ def _matching(rows: list[dict], patterns) -> list[dict]:
                                                  ("op", "file", "function")).lower()
                                    for w in wanted)]
     if not keep:
-        from adapters import suggest
         raise errors.UsageError(f"no op matches {', '.join(map(repr, patterns))}"
                                 f"{suggest(patterns[0], [r['op'] for r in rows])} "
                                 f"({len(rows)} ops; `zlh ops` lists them)")
@@ -151,18 +155,15 @@ def show(run_dir, as_json):
     """Print a run's table, caliber, autotune mode and marker counts."""
     check_path_text(run_dir, "RUN_DIR")
     if not (Path(run_dir) / "run.json").exists():
-        from ..corpus.files import corpus_root_hint
         hint = corpus_root_hint(run_dir, "a run directory")
         if hint:
             raise errors.UsageError(hint)
     if as_json:
-        from ..store.reader import load_run
         run = load_run(run_dir)
         echo_out(to_json(stamp({"run_dir": str(run.path), "status": run.status,
                                 "run": run.info, "rows": [r.to_dict() for r in run.rows]}),
                          indent=None))
         return
-    from ..run.show import show_run
     echo_out(show_run(run_dir, colour=style.colour()))
 
 
@@ -178,7 +179,6 @@ def fingerprint(run_dir, scrub):
     Prints only the hash; a run without .ttgir prints `no IR` and exits 1; a path that is
     not a run directory (or its ttgir/) exits 2.
     """
-    from ..compile.ir.fingerprint import compile_scrub, fingerprint_line
     check_path_text(run_dir, "RUN_DIR")
     try:
         compile_scrub(scrub)
@@ -193,7 +193,6 @@ def fingerprint(run_dir, scrub):
             not any(path.glob("*.ttgir")):
         raise errors.UsageError(f"{run_dir} is not a run directory (no run.json or ttgir/)")
     if os.path.lexists(path / "run.json"):   # a damaged run.json: one line, not "no IR"
-        from ..store.reader import read_info
         read_info(path)
     line, rc = fingerprint_line(run_dir, list(scrub))
     click.echo(line)
@@ -207,11 +206,9 @@ def fingerprint(run_dir, scrub):
 def backends_cmd(as_json):
     """List the device runtimes zlh knows (built-in and plugins), their capabilities and
     whether one is usable here, and the registered adapters."""
-    import adapters
-    import backends as registry
-    builtin = set(registry.BUILTIN)
-    rows = [{**b.describe(), "plugin": b.name not in builtin} for b in registry.all_backends()]
-    for name, why in registry.PLUGIN_ERRORS.items():
+    builtin = set(backends.BUILTIN)
+    rows = [{**b.describe(), "plugin": b.name not in builtin} for b in backends.all_backends()]
+    for name, why in backends.PLUGIN_ERRORS.items():
         echo_err(f"WARNING backend plugin {name} cannot be loaded: {why}")
     names = adapters.adapter_names()
     if as_json:

@@ -14,6 +14,11 @@ from __future__ import annotations
 import logging
 
 import click
+from click.shell_completion import CompletionItem
+
+import adapters
+import backends
+from adapters import suggest
 
 from ..common import log, style
 
@@ -97,20 +102,17 @@ class AdapterName(click.ParamType):
         self.exclude = exclude
 
     def names(self) -> list[str]:
-        import adapters
         return [n for n in adapters.adapter_names() if n not in self.exclude]
 
     def convert(self, value, param, ctx):
         known = self.names()
         if value in known:
             return value
-        from adapters import suggest
         self.fail(f"unknown adapter {value!r}{suggest(value, known)} (known: "
                   f"{', '.join(known)}; `zlh backends` and `zlh ops --adapter NAME` list what "
                   f"plugins add)", param, ctx)
 
     def shell_complete(self, ctx, param, incomplete):
-        from click.shell_completion import CompletionItem
         return [CompletionItem(n) for n in self.names() if n.startswith(incomplete)]
 
     def get_metavar(self, param, ctx=None):
@@ -120,7 +122,6 @@ class AdapterName(click.ParamType):
 def complete_backends(ctx, param, incomplete):
     """Backend names and aliases (plugins included)."""
     try:
-        import backends
         names = backends.backend_names() + sorted(
             alias for b in backends.all_backends() for alias in b.aliases)
     except Exception:  # noqa: BLE001 - completion never fails loudly
@@ -132,7 +133,6 @@ def complete_ops(ctx, param, incomplete):
     """Op names of the adapter the command line names so far (default: as `zlh bench` would
     pick it; FlagGems by static scan, no import)."""
     try:
-        import adapters
         params = ctx.params
         if params.get("cases"):
             return []

@@ -14,7 +14,7 @@ from ..common.files import check_output_dir
 from ..product import (CAMPAIGN_RECEIPT, SELECTIONS, STATUS_CSV, ManifestError, build_plan,
                        check_canary_receipt, corpus_adapter, cross_check, freeze_plan,
                        load_manifest, plan_text, reaccount_run, run_campaign)
-from . import main
+from .group import main
 from .common import handles_errors, not_empty
 
 

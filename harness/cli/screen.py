@@ -19,7 +19,7 @@ from ..corpus.screen import (Screen, ScreenPlan, check_resume_files, mend_side_p
 from ..corpus.screen import rescore as rescore_root
 from ..corpus.check import check_executable, check_plan, check_root, corpus_adapter
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
-from . import main
+from .group import main
 from .batch import check_devices, hold_root, interrupted_hint, new_root, parse_devices
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
                      not_empty, options_from, parse_bench_args, refuse_beside, split_csv)

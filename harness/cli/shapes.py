@@ -5,11 +5,15 @@ import sys
 from pathlib import Path
 
 import click
+import yaml
+
+import adapters
 
 from ..common import errors
 from ..common.documents import loads_yaml
 from ..common.files import atomic_write_text, check_output_file, read_text
-from . import main
+from ..run.shapes import INT64_MAX, ShapeFileError, load_shape_file
+from .group import main
 from .common import handles_errors, split_csv
 from .output import AdapterName
 
@@ -17,7 +21,6 @@ KINDS = ("single", "multi")
 
 
 def _adapter(adapter, flaggems_dir, vllm_dir=None):
-    import adapters
     name = adapter or adapters.default_adapter_name(flaggems_dir)
     try:
         return adapters.get_adapter(name, flaggems_dir=flaggems_dir, vllm_dir=vllm_dir)
@@ -44,7 +47,6 @@ def shapes():
 @handles_errors
 def derive(flaggems_dir, kind, out, adapter):
     """Write a shape set derived from upstream's core shapes (the rule is in its header)."""
-    import adapters
     check_output_file(out, "--out")
     kind = kind or ("multi" if "multi" in Path(out).name else "single")
     source = _adapter(adapter, flaggems_dir)
@@ -81,8 +83,6 @@ def unmatched_path(path: str) -> Path:
 def check(file, flaggems_dir, vllm_dir, adapter):
     """Report keys of FILE that no op or benchmark class matches: they are written to
     FILE's stem + `.unmatched.yaml`; exit 1 when there are any."""
-    import yaml
-    from ..run.shapes import ShapeFileError, load_shape_file
     if not str(file).strip():
         raise errors.UsageError("FILE: an empty path; name the shape file to check")
     try:
@@ -122,9 +122,6 @@ def check(file, flaggems_dir, vllm_dir, adapter):
 def model(config, tokens, tp, lm_head, out, adapter):
     """Write the GEMM and MoE shapes of a model (CONFIG: its config.json, or the same fields
     in YAML) for the given token counts, keyed for the adapter's benchmarks."""
-    import adapters
-    import yaml
-    from ..run.shapes import INT64_MAX
     check_output_file(out, "--out")
     try:
         counts = [int(t) for t in tokens]

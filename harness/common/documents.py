@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import yaml
+
 MAX_DEPTH = 64          # zlh's deepest document (a product manifest) nests 6 levels
 MAX_VALUES = 5_000_000  # values a document may expand to; far above any file zlh reads
 
@@ -36,7 +38,6 @@ def loads_yaml(text: str, unique_keys: bool = True) -> Any:
     """yaml.safe_load, refusing duplicate keys, deep nesting and aliases to themselves.
     YAML syntax errors stay yaml.YAMLError (their readers name the line). `unique_keys=False`
     reads a file another program owns as that program does (the last value of a key wins)."""
-    import yaml
     try:
         value = yaml.load(text, Loader=_UniqueKeyLoader if unique_keys  # noqa: S506 - safe
                           else yaml.SafeLoader)
@@ -96,40 +97,22 @@ def _unique_pairs(pairs) -> dict:
     return out
 
 
-def _loader():
-    import yaml
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader whose mappings refuse a key given twice."""
 
-    class UniqueKeyLoader(yaml.SafeLoader):
-        """SafeLoader whose mappings refuse a key given twice."""
-
-        def construct_mapping(self, node, deep=False):
-            seen: dict = {}
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue                # `<<: *base` may be overridden on purpose
-                key = self.construct_object(key_node, deep=True)
-                try:
-                    line = seen.get(key)
-                except TypeError:           # an unhashable key: SafeLoader says so itself
-                    break
-                if line is not None:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"key {key!r} appears twice (first at line {line}; the "
-                                    f"first would be lost)", key_node.start_mark)
-                seen[key] = key_node.start_mark.line + 1
-            return super().construct_mapping(node, deep=deep)
-
-    return UniqueKeyLoader
-
-
-class _LazyLoader:
-    """The loader class, built on first use (PyYAML is imported only when YAML is read)."""
-    _cls = None
-
-    def __call__(self, stream):
-        if _LazyLoader._cls is None:
-            _LazyLoader._cls = _loader()
-        return _LazyLoader._cls(stream)
-
-
-_UniqueKeyLoader = _LazyLoader()
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue                # `<<: *base` may be overridden on purpose
+            key = self.construct_object(key_node, deep=True)
+            try:
+                line = seen.get(key)
+            except TypeError:           # an unhashable key: SafeLoader says so itself
+                break
+            if line is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice (first at line {line}; the "
+                                f"first would be lost)", key_node.start_mark)
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)

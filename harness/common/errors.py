@@ -38,23 +38,6 @@ class InvalidValue(UsageError, ValueError):
     (exit 2) that is also the ValueError code written against these types catches."""
 
 
-def check_fields(obj, ints: dict, numbers: tuple) -> None:
-    """InvalidValue unless each of `ints` (name -> minimum) is an int (not a bool) at least
-    its minimum and each of `numbers` a finite real number >= 0 (a dataclass's fields)."""
-    import math
-    import numbers as kinds
-    kind = type(obj).__name__
-    for name, low in ints.items():
-        value = getattr(obj, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise InvalidValue(f"{kind}: {name} must be an integer >= {low}, got {value!r}")
-    for name in numbers:
-        value = getattr(obj, name)
-        if isinstance(value, bool) or not isinstance(value, kinds.Real) or \
-                not math.isfinite(value) or value < 0:
-            raise InvalidValue(f"{kind}: {name} must be a finite number >= 0, got {value!r}")
-
-
 class PreflightError(ZlhError):
     """The environment cannot run what was asked (missing package, directory, device)."""
 

@@ -6,13 +6,20 @@ files get the usual permissions (0666 minus the umask), not mkstemp's private 06
 """
 from __future__ import annotations
 
+import csv
 import errno
+import hashlib
+import io
 import json
 import math
 import os
 import stat
 import tempfile
 from pathlib import Path
+
+from .documents import loads_json
+from .errors import UsageError
+from .schema import check_readable, stamp
 
 
 def _umask() -> int:
@@ -103,7 +110,6 @@ def atomic_write_json(path: str | os.PathLike, obj) -> Path:
     `zlh_version` first (see schema.py): every JSON file zlh writes goes through here or
     through `schema.stamp`."""
     if isinstance(obj, dict):
-        from .schema import stamp
         obj = stamp(obj)
     return atomic_write_text(path, to_json(obj) + "\n")
 
@@ -113,7 +119,6 @@ def check_output_dir(path: str | os.PathLike, flag: str, create: bool = False) -
     a file (or a device such as /dev/null), cannot be created, or is not writable. With
     `create`, made (with its parents) now; otherwise only the nearest existing ancestor is
     checked, so a refusal leaves nothing behind."""
-    from .errors import UsageError
     target = Path(path)
     if str(path) == "":
         raise UsageError(f"{flag}: an empty path is not a directory")
@@ -148,7 +153,6 @@ def check_output_file(path: str | os.PathLike, flag: str) -> Path:
     """A file zlh is about to write (atomically, beside it): refused with a one-line
     UsageError when the path is empty, is a directory or a device (/dev/null), or its folder
     cannot take a new file. Nothing is created."""
-    from .errors import UsageError
     target = Path(path)
     if str(path) == "":
         raise UsageError(f"{flag}: an empty path is not a file")
@@ -170,7 +174,6 @@ def check_output_file(path: str | os.PathLike, flag: str) -> Path:
 def _refuse_broken_link(target: Path, flag: str, path) -> None:
     """A symbolic link that leads nowhere (a loop, a missing target): `exists()` says False
     and writing through it would fail later with a less useful error."""
-    from .errors import UsageError
     if target.is_symlink() and not target.exists():
         raise UsageError(f"{flag} {path}: a symbolic link that leads nowhere (a loop or a "
                          f"missing target)")
@@ -183,7 +186,6 @@ NUL_IN_PATH = "a path cannot hold a NUL byte"
 def check_path_text(path, what: str) -> None:
     """UsageError for a path no file can have: empty (`Path('')` would quietly mean the
     current directory) or holding a NUL byte (the system calls end in a ValueError)."""
-    from .errors import UsageError
     text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else str(path)
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
@@ -245,7 +247,6 @@ def read_text(path: str | os.PathLike, errors: str = "strict") -> str:
 def sha256_file(path: str | os.PathLike) -> str:
     """sha256 of a regular file, read in chunks (see _open_regular: a FIFO is refused, not
     waited on)."""
-    import hashlib
     digest = hashlib.sha256()
     with _open_regular(path) as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
@@ -257,8 +258,6 @@ def read_json_object(path: str | os.PathLike, missing: str, what: str = "a JSON 
     """A JSON object from `path`, or one UsageError line: `missing` when there is no file,
     `<path> is not <what> (a JSON object was expected, found <type>)` when it holds something
     else, else what is wrong with it (also: written with a newer schema than this zlh reads)."""
-    from .documents import loads_json
-    from .errors import UsageError
     path = Path(path)
     try:
         doc = loads_json(read_text(path))
@@ -273,7 +272,6 @@ def read_json_object(path: str | os.PathLike, missing: str, what: str = "a JSON 
     if not isinstance(doc, dict):
         raise UsageError(f"{path} is not {what} (a JSON object was expected, found "
                          f"{type(doc).__name__})")
-    from .schema import check_readable
     return check_readable(doc, str(path))
 
 
@@ -290,8 +288,6 @@ def read_failure(exc: BaseException) -> str:
 def csv_text(columns, rows) -> str:
     """CSV with a header: one line per row (a mapping), the given columns in order; a
     missing value is empty, keys outside the columns are left out."""
-    import csv
-    import io
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n",
                             extrasaction="ignore", restval="")

@@ -21,8 +21,8 @@ def clear_kernel_caches() -> dict:
     """Empty every JITFunction's compiled-kernel cache and every Autotuner's config cache;
     returns how many of each were cleared. One scan of the heap."""
     try:
-        from triton.runtime.autotuner import Autotuner
-        from triton.runtime.jit import JITFunction
+        from triton.runtime.autotuner import Autotuner  # heavy: imported only where used
+        from triton.runtime.jit import JITFunction  # heavy: imported only where used
     except Exception:  # noqa: BLE001 - no Triton: nothing to clear
         return {"jit_functions": 0, "autotuners": 0, "arguments_dropped": 0}
     jit = tuners = dropped = 0

@@ -17,11 +17,13 @@ import adapters
 
 from ..common.errors import UsageError, one_line
 from ..common.process import check_runnable
-from ..calibrate.plant import check_plant
 from ..measure.timers import GRAPH, resolve_timer_name
 from ..run.options import BenchOptions
 from ..run.plan import check_timer, options_backend, preserved_environ
+from ..run.plant import check_plant
 from ..run.shapes import ShapeFileError, load_shape_file
+from .files import read_batch_json, replay_source
+from .lock import root_in_use
 from .selection import check_dtype_names
 
 MAX_RETRIES = 5                 # the --retries range of the corpus commands
@@ -120,8 +122,6 @@ def check_replay_root(path: str, out: str | None) -> Path:
     """`zlh batch --replay BATCH_DIR`: a batch root that exists, is not the new batch's own
     --out and is not being written now (its absolute path is kept, so a resume from
     elsewhere finds it)."""
-    from .files import read_batch_json
-    from .lock import root_in_use
     root = check_root(path, "batch", "--replay")
     if not root.is_dir():
         raise UsageError(f"--replay {path}: no such batch root (a finished `zlh batch --out` "
@@ -153,7 +153,6 @@ def graph_timed(timer: str, backend) -> bool:
 def check_replay_plan(plan) -> None:
     """A batch with `--replay ROOT`: ROOT's runs were made on this backend, and at least one
     selected op has a record there (else nothing would be measured: one line now)."""
-    from .files import read_batch_json, replay_source
     root = plan.replay_root
     caliber = read_batch_json(root).get("caliber")
     recorded = caliber.get("backend") if isinstance(caliber, dict) else None

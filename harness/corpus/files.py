@@ -17,6 +17,7 @@ from ..common.errors import UsageError, one_line
 from ..common.files import (atomic_write_json, atomic_write_text, check_output_file, csv_text,
                             read_failure, read_json_object, read_text)
 from ..common.schema import check_readable
+from ..compile.autotune import load_record_dir
 from ..store.reader import COMPLETE as RUN_COMPLETE, describe_status, load_info, load_run
 from ..store.rundir import safe_name
 from .outcome import Outcome
@@ -52,7 +53,6 @@ def replay_source(root: Path, op: str, backend: str) -> Path | str:
     or why there is none to replay (a line for the op's SKIP): not finished there, no run
     directory, a run that replayed itself, a record that was never completed or is damaged,
     another backend."""
-    from ..compile.autotune import load_record_dir
     where = f"--replay {root}"
     try:
         done = read_complete(root, op)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+import adapters
+
 from ..common.errors import UsageError, one_line
 from ..common.files import read_bytes
 
@@ -63,7 +65,7 @@ def _split_repo(name: str) -> tuple[str, str]:
 
 
 def _is_dtype(name: str) -> bool:
-    import torch
+    import torch  # heavy: imported only where used
     return isinstance(getattr(torch, name, None), torch.dtype)
 
 
@@ -162,7 +164,6 @@ def _unmatched_dismissals(adapter, dismiss: dict[str, str], warn) -> None:
 
 
 def _resolve(adapter, items: Iterable[Item], warn=None, source: str = "--ops") -> list[Item]:
-    import adapters
     resolved, seen, unknown, times = [], {}, [], {}
     for item in items:
         try:

@@ -13,9 +13,9 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from ..ab import stats
 from ..common.errors import UsageError
 from ..common.limits import MAX_ROUNDS
+from ..measure import stats
 from ..measure.measurement import Measurement
 from .timing import check_callable, open_device, time_callable
 

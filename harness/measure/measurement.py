@@ -1,8 +1,8 @@
 """Raw timing samples and the statistics computed from them.
 
 A `Measurement` is a value: the per-call times a timer observed, and how it observed them.
-Everything reported (median, spread, sample count) is derived here, so a row can always be
-recomputed from the raw samples it carries.
+Everything reported (median, spread, sample count, flags) is derived from the raw samples it
+carries, with the rules of `measure.stats`, so a row can always be recomputed.
 """
 from __future__ import annotations
 
@@ -13,19 +13,15 @@ import numpy as np
 
 from backends.telemetry import ClockReading
 
-from ..common.errors import InvalidValue, UsageError, check_fields, quoted
-from ..common.fields import Fields, is_number
-from . import suspect
+from ..common.errors import InvalidValue, UsageError, quoted
+from ..common.fields import Fields, check_fields, is_finite_number
+from .stats import relative_median_error, suspect_flags
 
 UNDERSAMPLED = "undersampled"
 
 # A stored latency at or above this is no measurement (a damaged or edited row): refused, so
 # statistics over it cannot overflow.
 MAX_LATENCY_MS = 1e6
-
-# Standard error of the median of n normal samples ~= 1.2533 * sigma / sqrt(n);
-# sigma estimated robustly as 1.4826 * MAD.
-_MEDIAN_SE_FACTOR = 1.2533 * 1.4826
 
 
 @dataclass(frozen=True)
@@ -100,8 +96,8 @@ class Measurement:
     @property
     def flags(self) -> tuple[str, ...]:
         """Why this number deserves a second look: `undersampled` (a time or sample cap
-        overrode the minimum), `outliers`, `bimodal` (see measure.suspect)."""
-        return (UNDERSAMPLED,) * self.undersampled + suspect.flags(self.samples_ms)
+        overrode the minimum), `outliers`, `bimodal` (see measure.stats)."""
+        return (UNDERSAMPLED,) * self.undersampled + suspect_flags(self.samples_ms)
 
     def to_dict(self, keep_samples: bool = True) -> dict:
         out = {
@@ -165,7 +161,7 @@ def check_measurement(f: Fields, prefix: str = "") -> None:
             read(prefix + name)
     for clock in f.get(prefix + "clocks", None) or ():
         throttle = clock.get("throttle")
-        if not all(v is None or is_number(v) and math.isfinite(v)
+        if not all(v is None or is_finite_number(v)
                    for v in (clock.get("sm_clock_mhz"), clock.get("usual_sm_mhz"))) or \
                 not (throttle is None or isinstance(throttle, list) and
                      all(isinstance(t, str) for t in throttle)):
@@ -174,18 +170,7 @@ def check_measurement(f: Fields, prefix: str = "") -> None:
 
 
 def _latency(value) -> bool:
-    return is_number(value) and math.isfinite(value) and value >= 0
-
-
-def relative_median_error(samples) -> float:
-    arr = np.asarray(samples, dtype=float)
-    if arr.size < 2:
-        return math.inf
-    med = float(np.median(arr))
-    if med <= 0:
-        return math.inf
-    mad = float(np.median(np.abs(arr - med)))
-    return _MEDIAN_SE_FACTOR * mad / math.sqrt(arr.size) / med
+    return is_finite_number(value) and value >= 0
 
 
 def _compact(value: float) -> float:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ..common.errors import InvalidValue, check_fields
-from .measurement import relative_median_error
+from ..common.errors import InvalidValue
+from ..common.fields import check_fields
+from .stats import relative_median_error
 
 
 @dataclass(frozen=True)

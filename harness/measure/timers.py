@@ -30,7 +30,7 @@ from typing import Callable, ContextManager
 
 Scope = Callable[[], ContextManager]
 
-from ..common.errors import check_fields
+from ..common.fields import check_fields
 from .measurement import Measurement
 from .stopping import StoppingRule
 
@@ -178,7 +178,7 @@ class EventTimer(_TimerBase):
 
     def _flush(self):
         if self._flush_buffer is None:
-            import torch
+            import torch  # heavy: imported only where used
             self._flush_buffer = torch.empty(self.flush_bytes(), dtype=torch.int8,
                                              device=self.backend.torch_device(self.device_index))
         self._flush_buffer.zero_()

@@ -22,7 +22,7 @@ from ..common import markers
 from ..common.errors import (AdapterFailure, CaseFailure, CaseSkipped, DevicePoisonedError,
                              failure_detail, one_line)
 from ..compile.ir.capture import IRCapture
-from ..measure import suspect
+from ..measure import stats
 from ..measure.case_timer import CaseTimer
 from ..store.results import FAILED, SKIPPED, SUCCESS, Row
 from ..telemetry import throttle
@@ -72,7 +72,7 @@ def next_case(cases, op: str, done: int, run_dir):
 
 
 def seed_everything(seed: int) -> None:
-    import torch
+    import torch  # heavy: imported only where used
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)   # seeds every device generator too
@@ -84,7 +84,7 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
     """A Row for one case: SUCCESS with both measurements, SKIPPED, or FAILED with a reason
     and a marker. Only a poisoned device escapes as an exception. `retry_throttled`: measure
     a case again (up to this many times) while a timed function ran throttled; `plant`: a
-    calibrate.plant.Plant adding a known device delay to the function under test."""
+    run.plant.Plant adding a known device delay to the function under test."""
     row = Row(op=case.op, dtype=case.dtype, shape=case.shape, shape_detail=case.shape_detail,
               status=SUCCESS, occurrence=occurrence, extra=dict(case.info),
               variant=case.variant or "")
@@ -171,7 +171,7 @@ def flag_markers(case, row: Row) -> list[str]:
         lines.append(markers.marker(
             markers.SAMPLES_FLAGGED, op=case.op, dtype=case.dtype, shape=case.shape_detail,
             side=side, flags="+".join(measured.flags), n=measured.n,
-            detail=f"max/median {suspect.worst_ratio(measured.samples_ms):.3g}x, median "
+            detail=f"max/median {stats.worst_ratio(measured.samples_ms):.3g}x, median "
                    f"rel err {100 * measured.rel_error:.2g}%"))
     return lines
 

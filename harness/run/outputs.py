@@ -26,7 +26,7 @@ def digest(value) -> list | None:
 
     The sample is taken before any conversion, and the norm is accumulated in chunks, so a
     large output costs no more than a few MB of extra memory."""
-    import torch
+    import torch  # heavy: imported only where used
     tensors = []
 
     def walk(item):
@@ -42,7 +42,7 @@ def digest(value) -> list | None:
 
 
 def _tensor_digest(tensor) -> dict:
-    import torch
+    import torch  # heavy: imported only where used
     entry = {"dtype": str(tensor.dtype).replace("torch.", ""), "shape": list(tensor.shape)}
     flat = tensor.detach().reshape(-1)
     if flat.is_complex():

@@ -18,7 +18,6 @@ import adapters
 import backends
 
 from ..common.errors import PreflightError, UsageError
-from ..calibrate.plant import check_plant
 from ..common.files import check_output_dir
 from ..compile import autotune
 from ..compile.caches import CacheEnv, apply_env, compile_cache
@@ -27,6 +26,7 @@ from ..store.compiler import compiler_identity
 from ..store.reader import (REPLAY_PARTIAL_ENV, check_complete, find_runs, load_info,
                             refuse_run_dir)
 from .options import BenchOptions
+from .plant import check_plant
 from .shapes import ShapeFile, ShapeFileError, load_shape_file
 
 

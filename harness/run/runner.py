@@ -17,7 +17,6 @@ from typing import Sequence
 import adapters
 
 from .. import telemetry
-from ..calibrate.plant import Plant
 from ..common import log, markers, style
 from ..common.errors import (DevicePoisonedError, OpExitError,
                              RunFailedError, Terminated, UsageError, one_line, op_exit_reason,
@@ -38,6 +37,7 @@ from .process_state import InheritedState
 from .run_info import device_identity, iso_time, run_info, telemetry_sample
 from .options import BenchOptions
 from .plan import BenchPlan, plan_bench
+from .plant import Plant
 from .result import RunResult
 from .table import render_rows, summary_line
 

@@ -3,9 +3,11 @@
 Columns whose value is the same on every row fold into one legend line above the table.
 Colour only when the stream is a terminal. `±%` is the relative standard error of each side's
 median; `flags` names measurements that deserve a second look (`gems:undersampled`,
-`torch:outliers`, ...; see measure.suspect).
+`torch:outliers`, ...; see measure.stats).
 """
 from __future__ import annotations
+
+import click
 
 from tabulate import tabulate
 
@@ -32,7 +34,6 @@ def _fmt(value, spec: str) -> str:
 def _colour_speedup(text: str, value, colour: bool) -> str:
     if not colour or value is None:
         return text
-    import click
     if value >= 1.02:
         return click.style(text, fg="green")
     if value <= 0.98:

@@ -20,6 +20,8 @@ import re
 import sys
 from pathlib import Path
 
+from .identity import git_commit
+
 PACKAGE = "triton"
 _GIT_VERSION = re.compile(r"\+git([0-9a-f]{7,40})")
 
@@ -116,7 +118,6 @@ def _commit(dist, path: Path, version: str | None) -> str | None:
               if dist is not None else None)
     if commit:
         return commit
-    from .identity import git_commit
     installed = any(p.name in ("site-packages", "dist-packages") for p in path.parents)
     for parent in [] if installed else list(path.parents)[:3]:    # a source build's checkout
         if (parent / ".git").exists():
@@ -129,7 +130,7 @@ def _module_version() -> str | None:
     module = sys.modules.get(PACKAGE)
     if module is None:
         try:
-            import triton as module
+            import triton as module  # heavy: imported only where used
         except Exception:  # noqa: BLE001 - a broken build still has an identity: its path
             return None
     return getattr(module, "__version__", None)

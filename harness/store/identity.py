@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Iterable, Mapping
 
+import numpy
+
 # Environment variables of the compiler and the harness that can change generated code or
 # measurement. Backends add their visibility keys, adapters their own prefixes.
 BASE_ENV_PREFIXES = ("TRITON_", "FLAGTREE_", "ZLH_", "PYTORCH_")
@@ -26,9 +28,8 @@ def package_version(name: str) -> str | None:
 
 def versions(packages: Iterable[str] = ()) -> dict:
     """python, zlh (and its commit), torch, triton, numpy, plus `packages` when installed."""
-    import numpy
-    import torch
-    import triton
+    import torch  # heavy: imported only where used
+    import triton  # heavy, and absent where nothing compiles: imported only where used
     out = {
         "python": platform.python_version(),
         "python_executable": sys.executable,

@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
+import backends
+
 from backends.telemetry import TelemetryUnavailable
 
 from . import tsv
@@ -197,7 +199,6 @@ def watch_for(directory, backend_name: str | None, device: int | None, interval_
     """A watcher for work that runs in child processes (`zlh ab`, batches): the backend by
     name (None: the one `zlh bench` would detect) and the logical device the children use
     (None: the first visible, 0). An unknown backend leaves the children to report it."""
-    import backends
     try:
         backend = backends.backend_for(backend_name)
     except backends.UnknownBackend:

@@ -88,7 +88,7 @@ class _TunerState:
 
 
 def _autotuner_class():
-    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.autotuner import Autotuner  # heavy: imported only where used
     return Autotuner
 
 

@@ -87,7 +87,7 @@ class AutotuneRecorder(_TunerHook):
             pass
 
     def write(self) -> None:
-        import triton
+        import triton  # heavy, and absent where nothing compiles: imported only where used
 
         with self._lock:
             records = json.loads(json.dumps(self._records))

@@ -103,7 +103,7 @@ def config_from_dict(entry: dict, candidates=()):
     Raises ValueError when the config cannot be represented here: it had a pre_hook and no
     candidate matches, or it sets a field this Triton's Config does not take.
     """
-    import triton
+    import triton  # heavy, and absent where nothing compiles: imported only where used
 
     want = _comparable(entry)
     for candidate in candidates:

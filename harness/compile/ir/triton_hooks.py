@@ -15,13 +15,20 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from ...common import log
 from .variants import Variant, describe
 
-if TYPE_CHECKING:
-    from . import capture
+
+class Listener(Protocol):
+    """What the observer tells an attached capture (capture.IRCapture is one): a variant was
+    compiled or loaded, a kernel was launched. Named here so that this module, below the
+    capture, need not import it."""
+
+    def _compiled(self, key: str, swept: bool) -> None: ...
+
+    def _launched(self, key: str | None, name: str, swept: bool, timed: bool = False) -> None: ...
 
 _warned: set[str] = set()
 
@@ -61,7 +68,7 @@ def _mark_sweep(bench: Callable) -> Callable:
 
 def _autotuner_classes() -> list[type]:
     try:
-        from triton.runtime.autotuner import Autotuner
+        from triton.runtime.autotuner import Autotuner  # heavy: imported only where used
     except Exception:  # noqa: BLE001 - no autotuner: nothing to mark
         return []
     found, todo = [Autotuner], [Autotuner]
@@ -178,14 +185,14 @@ class _Observer:
         self.variants: dict[str, Variant] = {}
         self.by_function: dict[Any, str] = {}
         self.by_name: dict[str, set[str]] = {}
-        self.captures: list["capture.IRCapture"] = []
+        self.captures: list[Listener] = []
         self.hooks: list[_Hook] = []
         self.compilation: Any = None
         self.listener: Callable | None = None
         self.listener_prev: Any = None
         self.bench_patched = False
 
-    def attach(self, capture: "capture.IRCapture") -> bool:
+    def attach(self, capture: Listener) -> bool:
         with self.lock:
             if not self.captures and not self._install():
                 return False
@@ -193,7 +200,7 @@ class _Observer:
                 self.captures.append(capture)
             return True
 
-    def detach(self, capture: "capture.IRCapture") -> None:
+    def detach(self, capture: Listener) -> None:
         with self.lock:
             if capture in self.captures:
                 self.captures.remove(capture)
@@ -202,7 +209,7 @@ class _Observer:
 
     def _install(self) -> bool:
         try:
-            import triton
+            import triton  # heavy, and absent where nothing compiles: imported only where used
             knobs = getattr(triton, "knobs", None)
         except Exception as exc:  # noqa: BLE001 - no Triton, no IR; timing goes on
             warn_once(f"IR capture off: triton not importable ({type(exc).__name__})")

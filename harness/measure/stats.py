@@ -1,6 +1,35 @@
-"""Statistics for an A/B comparison of two latency sample sets per shape.
+"""Every statistic zlh computes from timing samples, in one place (long: the one home of the
+numbers — the error of a median, the suspect-sample rules and the A/B tests — so that every
+view computes them alike). Pure functions: lists of floats in, numbers out; numpy only.
+`clean(samples)` is the one reading of a sample set: a float array, non-finite values dropped
+(a lost sample, not a time).
 
-Side A is the baseline, side B the side under test. Every delta in zlh is
+**The error of a median** (`relative_median_error`): what a `Measurement` reports as rel_err
+and the stopping rule stops on: 1.2533 × the robust sigma (1.4826 × MAD) / sqrt(n), over the
+median.
+
+**Suspect samples** (`suspect_flags`): samples whose median should not be taken at face
+value: extreme outliers, two modes. A median is robust to a few wild samples, so neither
+condition makes a reported number wrong by itself. Both say the process saw something the
+number hides — a 16 ms stall among 6.6 µs calls, a clock or a config switching half-way — and
+a comparison built on such a case deserves a second look. The rules, on one timed function's
+raw samples:
+
+* the robust spread `s` is 1.4826 × the median absolute deviation (the standard deviation a
+  normal sample would have), floored at 0.1 % of the median `m`, so that a set measured to
+  0.003 % does not make a 1 % wobble look wild;
+* `outliers` (n >= 5): some sample is at least OUTLIER_RATIO (2) × the median **and** at least
+  OUTLIER_SPREADS (10) robust spreads above it. Either alone is common: heavy-tailed host
+  timings reach twice the median within a wide spread, and a 1 % hiccup is ten spreads out
+  when the spread is tiny;
+* `bimodal` (n >= 10): sort the samples; among the splits that leave at least 10 % of them
+  (and at least 3) on each side, take the widest gap between neighbours. Two modes when that
+  gap is at least BIMODAL_GAP (5 %) of the median **and** at least GAP_SPREADS (4) times the
+  larger robust spread of the two groups it separates: two tight groups far apart, not one
+  wide group with a hole in it.
+
+**A/B comparison** of two latency sample sets per shape. Side A is the baseline, side B the
+side under test. Every delta in zlh is
 
     delta_pct = (median_A / median_B - 1) * 100
 
@@ -15,9 +44,8 @@ rounds: each round's delta is one independent observation, and the interval and 
 Student's t over the per-round deltas (on the log of each round's ratio). That is the
 honest unit: on an H200, a 1.4 us kernel measured to 0.003% inside each process still moved
 by about 2% from one process to the next, which pooled samples would have called a
-significant change.
-
-Everything here is pure: lists of floats in, numbers out. numpy only.
+significant change. `detectable_pct` turns the same t around: the smallest change N rounds
+find with 80 % power (`zlh calibrate`).
 """
 from __future__ import annotations
 
@@ -27,6 +55,111 @@ from typing import Sequence
 
 import numpy as np
 
+MAD_TO_SD = 1.4826            # median absolute deviation -> standard deviation (normal)
+
+
+def clean(samples) -> np.ndarray:
+    """Samples as a float array with non-finite values dropped (a lost sample, not a time)."""
+    if samples is None:
+        return np.empty(0, dtype=float)
+    arr = np.asarray(list(samples), dtype=float).ravel()
+    return arr[np.isfinite(arr)]
+
+
+# ---- the error of a median ----------------------------------------------------------------
+# Standard error of the median of n normal samples ~= 1.2533 * sigma / sqrt(n);
+# sigma estimated robustly as 1.4826 * MAD.
+_MEDIAN_SE_FACTOR = 1.2533 * MAD_TO_SD
+
+
+def relative_median_error(samples) -> float:
+    """Estimated relative standard error of the median of `samples` (inf for fewer than two
+    samples or a median that is not positive)."""
+    arr = np.asarray(samples, dtype=float)
+    if arr.size < 2:
+        return math.inf
+    med = float(np.median(arr))
+    if med <= 0:
+        return math.inf
+    mad = float(np.median(np.abs(arr - med)))
+    return _MEDIAN_SE_FACTOR * mad / math.sqrt(arr.size) / med
+
+
+# ---- suspect samples ----------------------------------------------------------------------
+OUTLIERS, BIMODAL = "outliers", "bimodal"
+SPREAD_FLOOR = 0.001          # of the median
+OUTLIER_RATIO = 2.0
+OUTLIER_SPREADS = 10.0
+OUTLIER_MIN_N = 5
+BIMODAL_GAP = 0.05            # of the median
+GAP_SPREADS = 4.0
+BIMODAL_MIN_N = 10
+GROUP_MIN_FRACTION, GROUP_MIN_N = 0.10, 3
+
+
+def robust_spread(values: np.ndarray) -> float:
+    med = float(np.median(values))
+    return MAD_TO_SD * float(np.median(np.abs(values - med)))
+
+
+def worst_ratio(samples) -> float:
+    """max / median of the samples (nan when the median is not positive)."""
+    arr = clean(samples)
+    if arr.size == 0:
+        return math.nan
+    med = float(np.median(arr))
+    return float(arr.max() / med) if med > 0 else math.nan
+
+
+def has_outliers(samples) -> bool:
+    arr = clean(samples)
+    if arr.size < OUTLIER_MIN_N:
+        return False
+    med = float(np.median(arr))
+    if med <= 0:
+        return False
+    spread = max(robust_spread(arr), SPREAD_FLOOR * med)
+    top = float(arr.max())
+    return top >= OUTLIER_RATIO * med and top - med >= OUTLIER_SPREADS * spread
+
+
+def widest_gap(samples) -> tuple[float, int]:
+    """(gap, split index into the sorted samples) of the widest gap between neighbours
+    that leaves enough samples on both sides; (0.0, 0) when there is no such split."""
+    arr = np.sort(clean(samples))
+    least = max(GROUP_MIN_N, math.ceil(GROUP_MIN_FRACTION * arr.size))
+    if arr.size < 2 * least:
+        return 0.0, 0
+    gaps = np.diff(arr)[least - 1: arr.size - least]   # split i: arr[:i] | arr[i:]
+    best = int(np.argmax(gaps))
+    return float(gaps[best]), best + least
+
+
+def is_bimodal(samples) -> bool:
+    arr = np.sort(clean(samples))
+    if arr.size < BIMODAL_MIN_N:
+        return False
+    med = float(np.median(arr))
+    if med <= 0:
+        return False
+    gap, split = widest_gap(arr)
+    if split == 0:
+        return False
+    spread = max(robust_spread(arr[:split]), robust_spread(arr[split:]), SPREAD_FLOOR * med)
+    return gap >= BIMODAL_GAP * med and gap >= GAP_SPREADS * spread
+
+
+def suspect_flags(samples) -> tuple[str, ...]:
+    """The suspect-sample names that apply to one timed function's samples."""
+    found = []
+    if has_outliers(samples):
+        found.append(OUTLIERS)
+    if is_bimodal(samples):
+        found.append(BIMODAL)
+    return tuple(found)
+
+
+# ---- A/B comparison ----------------------------------------------------------------------
 # Bootstrap resamples are drawn in blocks so that n_boot x n indices never need more than
 # this many entries at once (samples sets can hold thousands of values).
 _BOOT_BLOCK_ENTRIES = 4_000_000
@@ -48,8 +181,8 @@ def bootstrap_delta_ci(samples_a, samples_b, n_boot: int = 2000, alpha: float = 
     reproducible. With fewer than two samples on a side there is nothing to resample:
     (nan, nan).
     """
-    a = _clean(samples_a)
-    b = _clean(samples_b)
+    a = clean(samples_a)
+    b = clean(samples_b)
     if a.size < 2 or b.size < 2 or n_boot < 1:
         return (math.nan, math.nan)
     rng = np.random.default_rng(seed)
@@ -79,8 +212,8 @@ def mann_whitney_p(samples_a, samples_b) -> float:
     When every value is the same the ranks carry no information and p is 1.0. With fewer
     than two samples on a side the test is meaningless: nan.
     """
-    a = _clean(samples_a)
-    b = _clean(samples_b)
+    a = clean(samples_a)
+    b = clean(samples_b)
     n1, n2 = a.size, b.size
     if n1 < 2 or n2 < 2:
         return math.nan
@@ -135,6 +268,18 @@ def t_critical(df: int, alpha: float = 0.05) -> float:
     return (low + high) / 2.0
 
 
+def detectable_pct(sd: float | None, rounds: int, alpha: float = 0.05,
+                   power: float = 0.8) -> float | None:
+    """Smallest change detectable with `power` at `rounds` rounds, given the per-round spread
+    `sd` of the deltas: (t(1 - alpha/2, N - 1) + t(power, N - 1)) * sd / sqrt(N), the same
+    Student's t that `rounds_interval` tests with (calibrate/floor.py says more). None for
+    fewer than two rounds or no spread."""
+    if sd is None or rounds < 2 or not math.isfinite(sd):
+        return None
+    df = rounds - 1
+    return (t_critical(df, alpha) + t_critical(df, 2.0 * (1.0 - power))) * sd / math.sqrt(rounds)
+
+
 def rounds_interval(deltas: Sequence[float], alpha: float = 0.05) -> tuple[float, float, float]:
     """(low, high, p) from one shape's per-round deltas: the t interval of their mean and the
     one-sample t-test against 0, both on the log of each round's ratio A/B (a delta of d %
@@ -142,7 +287,7 @@ def rounds_interval(deltas: Sequence[float], alpha: float = 0.05) -> tuple[float
     — on the log scale a 20x and a 1.01x change are tested alike; for deltas of a few percent
     the two scales agree. Bounds are deltas again. Fewer than two finite deltas (or one at
     -100 % or below, no ratio): (nan, nan, nan)."""
-    d = _clean(deltas)
+    d = clean(deltas)
     if d.size < 2 or (d <= -100.0).any():
         return (math.nan, math.nan, math.nan)
     logs = np.log1p(d / 100.0)
@@ -294,7 +439,7 @@ def round_stats(per_round_deltas: Sequence[Sequence[float]]) -> list[dict]:
 
 def side_spread(latencies: Sequence[float]) -> float:
     """How far one side's latency wandered across rounds: (max / min - 1) * 100."""
-    arr = _clean(latencies)
+    arr = clean(latencies)
     if arr.size == 0 or arr.min() <= 0:
         return math.nan
     return float((arr.max() / arr.min() - 1.0) * 100.0)
@@ -314,7 +459,7 @@ def _one_shape_rounds(values: np.ndarray) -> dict:
 
 
 def _finite_median(values) -> float:
-    finite = _clean(values)
+    finite = clean(values)
     return float(np.median(finite)) if finite.size else math.nan
 
 
@@ -336,14 +481,6 @@ def _average_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     upper = np.cumsum(counts)                 # last rank held by each group
     group_rank = upper - (counts - 1) / 2.0   # mean of ranks upper-count+1 .. upper
     return group_rank[inverse], counts.astype(float)
-
-
-def _clean(samples) -> np.ndarray:
-    """Samples as a float array with non-finite values dropped (a lost sample, not a time)."""
-    if samples is None:
-        return np.empty(0, dtype=float)
-    arr = np.asarray(list(samples), dtype=float).ravel()
-    return arr[np.isfinite(arr)]
 
 
 def _finite(value) -> bool:
