@@ -14,6 +14,8 @@ from ..run.runner import run_bench
 from .group import main
 from .common import bench_options, default_ops, echo_err, echo_out, handles_errors, run_options
 from .output import complete_ops
+from ..run.sweep import bench_with_sweep
+from .batch import check_devices, parse_devices, visible_devices
 
 
 @main.command()
@@ -52,8 +54,6 @@ def bench(ops, quiet, as_json, parallel_sweep, sweep_devices, **params):
         raise UsageError("--sweep-devices needs --parallel-sweep N (it names the devices of "
                          "the sweep)")
     if parallel_sweep:
-        from ..run.sweep import bench_with_sweep
-        from .batch import check_devices, parse_devices, visible_devices
         devices = (parse_devices(sweep_devices, "--sweep-devices")
                    or visible_devices(options.backend))
         if options.backend != "cpu" and len(devices) >= 2:

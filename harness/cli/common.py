@@ -12,6 +12,7 @@ import sys
 import click
 from click.core import ParameterSource
 
+from ..ab.gate import parse_gates
 from ..common import errors, style
 from ..common.files import NUL_IN_PATH, SYMLINK_LOOP
 from ..common.process import die_with_parent_if_asked, terminate_handler
@@ -144,7 +145,6 @@ def finite(ctx, param, value):
 
 def gate_option(ctx, param, value):
     """`--fail-on` values as regression gates (harness/ab/gate.py)."""
-    from ..ab.gate import parse_gates
     try:
         return parse_gates(value)
     except errors.UsageError as exc:
@@ -210,7 +210,6 @@ def default_ops(options: BenchOptions) -> list[str]:
     ATTR; otherwise none (the plan then says an op is needed)."""
     if not options.cases:
         return []
-    from adapters.user import default_op
     return [default_op(options.cases)]
 
 

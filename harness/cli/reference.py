@@ -21,6 +21,9 @@ from pathlib import Path
 
 import click
 
+from ..run.options import option_rows as table_rows
+from .group import main
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 DOCS = ROOT / "docs" / "reference"
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
@@ -197,11 +200,7 @@ def bench_option_rows() -> list[str]:
     """A table of the bench options as the option table declares them (which caliber field
     records each, and which commands take it), when harness/run/options.py offers its rows
     (`option_rows`); without that view the click tree above says what the options are."""
-    try:
-        from ..run.options import option_rows
-    except ImportError:
-        return []
-    rows = [r for r in option_rows() if isinstance(r, dict) and not r.get("hidden")]
+    rows = [r for r in table_rows() if isinstance(r, dict) and not r.get("hidden")]
     if not rows:
         return []
     out = ["## Bench options: what records them, who takes them", "",
@@ -225,7 +224,7 @@ def bench_option_rows() -> list[str]:
 def cli_page(group: click.Group | None = None) -> str:
     """docs/reference/cli.md as text."""
     if group is None:
-        from . import main as group
+        group = main
     root = click.Context(group, info_name="zlh")
     toc, body = [], []
     for command, ctx in walk(group, root):

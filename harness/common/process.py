@@ -8,8 +8,10 @@ start. Elsewhere a child ends at the end of its current op.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
+import threading
 from pathlib import Path
 
 from .errors import UsageError, ZlhError
@@ -34,7 +36,6 @@ def die_with_parent(parent: int | None = None) -> None:
     """SIGTERM to this process when its parent dies; when `parent` (the pid expected) is
     already gone, now."""
     try:
-        import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGTERM)          # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
@@ -104,7 +105,6 @@ class HeldTermination:
         self.saved: dict = {}
 
     def hold(self) -> "HeldTermination":
-        import threading
         if threading.current_thread() is threading.main_thread():
             for sig in self.SIGNALS:
                 self.saved[sig] = signal.signal(sig, self._note)

@@ -16,3 +16,5 @@ harness/product.
     partition.py   ops spread over devices by their measured cost
     campaign.py    zlh campaign: rounds on a screen's ops over the GPUs of a host, merged
 """
+
+__all__: list[str] = []      # its modules are imported by name

@@ -26,6 +26,7 @@ from ..common.log import Echo
 from ..run.options import BenchOptions
 from ..run.plan import options_backend
 from ..store.reader import load_run_or_none
+from ..telemetry.recorder import watch
 from . import files
 from .outcome import (CRASH, FAIL, POISONED, SKIP, TIMEOUT, Outcome, dtype_problem,
                       judge)
@@ -352,7 +353,6 @@ class Batch:
 def watch_devices(root: Path, plan: BatchPlan):
     """telemetry.tsv at the root, one line per device every --telemetry-interval seconds,
     while the lanes run (telemetry.err says why when it cannot)."""
-    from ..telemetry.recorder import watch
     name = plan.options.backend
     try:
         backend = backends.backend_for(name)

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..ab.html import render_html
 from ..common.files import read_text
 from ..common.log import Echo
 from ..ab.orchestrate import STATUS_COLUMNS
@@ -193,7 +194,6 @@ def merge(plan: CampaignPlan, cards: dict[int, dict], echo: Echo | None = None) 
             reports += card_reports
     reports = _latest_per_op(reports)
     write_reports(plan.root, reports)
-    from ..ab.html import render_html
     atomic_write_text(plan.root / "report.html",
                       render_html({**report_document(plan.root, reports),
                                    "ops": [r.to_dict() for r in reports]}))

@@ -57,7 +57,7 @@ def _output_to(log: Path):
 
 def run_job(job: dict) -> dict:
     """One op: run it, keep its output in its log, reset state afterwards."""
-    from ..run.options import BenchOptions
+    from ..run.options import BenchOptions      # torch comes with these: after die_with_parent
     from ..run.runner import run_bench
     rc, message, reason = EXIT_OK, "", ""
     log = Path(job["log"])

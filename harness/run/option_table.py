@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import backends
+
 from ..common.errors import UsageError
 from ..common.limits import MAX_REPEAT, MAX_RETRY_THROTTLED
 from ..compile.ir.variants import IR_STAGES
@@ -160,7 +162,6 @@ def _valid_shard(text: str) -> bool:
 
 
 def _backend_help() -> str:
-    import backends
     names = ", ".join(b.name for b in backends.all_backends())
     aliases = ", ".join(f"{alias}={b.name}" for b in backends.all_backends()
                         for alias in b.aliases)

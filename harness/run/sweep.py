@@ -11,6 +11,7 @@ with holes is never published).
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import sys
 import time
@@ -21,9 +22,11 @@ from ..common.log import Echo
 from ..compile.autotune.merge import merge_records, write_merged
 from ..compile.autotune.records import META_FILE
 from ..launch import launcher
+from ..store.reader import load_run
 from ..store.rundir import safe_name
 from .child_env import child_environment
 from .options import BenchOptions
+from .runner import run_bench
 
 
 class SweepRefused(Exception):
@@ -94,7 +97,6 @@ def parallel_sweep(op: str, options: BenchOptions, shards: int, devices: list[in
 
 
 def meta_backend(run: Path) -> str:
-    import json
     return json.loads(read_text(run / META_FILE)).get("backend", "cpu")
 
 
@@ -102,8 +104,6 @@ def bench_with_sweep(ops, options: BenchOptions, shards: int, devices: list[int]
                      progress: Echo | None):
     """Per op: a parallel sweep, then the measurement replaying its merged record; where
     the sweep is refused or fails, the ordinary run (a serial sweep) with the reason said."""
-    from ..store.reader import load_run
-    from .runner import run_bench
     results = []
     for op in ops:
         try:
