@@ -17,10 +17,10 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Callable
 
 from ..common.errors import UsageError
 from ..common.files import check_output_dir
+from ..common.log import Echo
 from .cells import CampaignContext, base_options
 from .classes import Rules, evaluate_gate
 from .contract import check_contract
@@ -32,7 +32,6 @@ from .receipts import (CAMPAIGN_RECEIPT, STATUS_CSV, TERMINAL, read_json, sha256
 from .tasks import TASK_RECEIPT, run_task
 
 CONTRACT_RECEIPT = "contract-receipt.json"
-Echo = Callable[[str], None]
 
 
 def run_campaign(frozen_dir: str | Path, root: str | Path | None = None, resume: bool = False,
