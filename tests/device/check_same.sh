@@ -7,6 +7,9 @@
 # STEPS picks among them (default "ab batch aa screen"; one call of all four may need more than
 # ten minutes):
 #   STEPS="batch aa screen" bash tests/device/check_same.sh     # leaves $OUT/same.tgz (the roots)
+#   STEPS="pinned" REF=device-in/same.tgz bash tests/device/check_same.sh  # the batch again,
+#       replaying the reference batch's records (configs pinned: a fresh tuning may pick another
+#       config, e.g. rms_norm's TILE_N 4096 vs 8192, 12 % apart), against the reference batch
 #   STEPS="ab batch screen" REF=device-in/same.tgz bash tests/device/check_same.sh  # compares with those roots:
 #       status and verdict agreement, per-shape gems latency |delta| against the reference's
 #       first batch, beside the reference's own A/A |delta|
@@ -31,12 +34,19 @@ has batch && $SUM batch "$WORK/b"
 has aa && step batch_aa ${BOX_B:-240} $ZLH batch --ops-file $OPS --devices 0 $FASTB --op-timeout 90 --retries 0 -q \
   --replay "$WORK/b" --out "$WORK/b2"
 has aa && $SUM batch "$WORK/b2" "$WORK/b"
+if has pinned; then
+  mkdir -p "$WORK/ref" && tar xzf "$REF" -C "$WORK/ref"
+  step pinned ${BOX_B:-240} $ZLH batch --ops-file $OPS --devices 0 $FASTB --op-timeout 90 --retries 0 -q \
+    --replay "$WORK/ref/b" --out "$WORK/bp"
+  $SUM batch "$WORK/bp" "$WORK/ref/b"
+  echo "reference A/A:"; $SUM batch "$WORK/ref/b2" "$WORK/ref/b" | grep -E "agreement|delta"
+fi
 has screen && step screen ${BOX_S:-300} $ZLH screen --ops-file $OPS --switch TRITON_F32_DEFAULT=ieee,tf32x3 --devices 0 \
   $FASTB --op-timeout 90 --retries 0 --root "$WORK/s"
 has screen && $SUM screen "$WORK/s"
 (cd "$WORK" && tar czf "$OUT/same.tgz" --exclude='.cache-*' --exclude='*.ttgir' --exclude='*.ptx' \
   --exclude='*.llir' $(ls -d b b2 s 2>/dev/null))
-if [ -n "${REF:-}" ]; then
+if [ -n "${REF:-}" ] && ! has pinned; then
   mkdir -p "$WORK/ref" && tar xzf "$REF" -C "$WORK/ref"
   echo "---- against the reference roots ($REF)"
   has batch && $SUM batch "$WORK/b" "$WORK/ref/b"
