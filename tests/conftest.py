@@ -1,4 +1,5 @@
-"""Shared test fixtures: a scriptable fake device backend and small timing budgets."""
+"""Shared test fixtures: a scriptable fake device backend, small timing budgets and the paths
+of the repository and of the test data, defined once here for every test module."""
 from __future__ import annotations
 
 import contextlib
@@ -9,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+FIXTURES = TESTS / "fixtures"
+FAKE_FLAGGEMS = FIXTURES / "fake_flaggems"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -21,6 +24,25 @@ from backends.cuda import CUDA_FATAL, CUDA_POISONED  # noqa: E402
 from backends.base import Backend, DeviceIdentity  # noqa: E402
 from harness.measure.stopping import StoppingRule  # noqa: E402
 from harness.measure.timers import Budget  # noqa: E402
+
+
+# ---- timing budgets ----------------------------------------------------------------------
+# Tests check what zlh does with measurements, never how good they are: the fewest samples and
+# milliseconds that still go through every step. A test whose behaviour needs more (an A/B that
+# must see a slowdown) derives its budget from this one and says why.
+FAST_API = {"warmup_ms": 1.0, "min_samples": 3, "min_time_ms": 0.0, "max_time_ms": 20.0}
+
+
+def budget_args(**change) -> list[str]:
+    """FAST_API with `change` applied, as the options of `zlh bench` (and the commands that run
+    it: ab, batch, screen, campaign, calibrate)."""
+    return [part for key, value in {**FAST_API, **change}.items()
+            for part in (f"--{key.replace('_', '-')}", f"{value:g}")]
+
+
+FAST = budget_args()
+CPU = ["--adapter", "builtin", "--backend", "cpu"]     # the builtin kernels, interpreted
+CPU_FAST = [*CPU, *FAST]
 
 
 class FakeEvent:
@@ -133,3 +155,4 @@ def fast_budget():
 @pytest.fixture
 def fixture_text():
     return lambda name: (FIXTURES / name).read_text()
+

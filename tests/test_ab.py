@@ -5,7 +5,6 @@ import shutil
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -16,42 +15,9 @@ from harness.cli import main
 from harness.run.options import BenchOptions
 from harness.store.caliber import Caliber
 from harness.store.reader import load_run
-from harness.measure.measurement import Measurement
-from harness.store.results import FAILED, SUCCESS, Row
-from harness.store.rundir import RunDir
-
-CALIBER = {"backend": "cuda", "device": "NVIDIA H200", "timer": "graph", "bench_level": "core",
-           "shape_mode": "upstream", "tuner_cache": "isolated", "repeat": 1, "l2_policy": "warm",
-           "warmup_ms": 100.0, "stopping": {"min_samples": 20}, "autotune_mode": "record",
-           "ir_capture": True, "ir_stage": "ttgir", "seed": 0}
-
-
-def make_run(root, name, latencies, caliber=None, mode="record", statuses=None, outputs=None,
-             seed=0, replay_from=None, op="softmax", run_status="complete"):
-    """A run directory with one row per shape; samples spread 0.5% around each latency."""
-    rng = np.random.default_rng(seed)
-    run = RunDir.create(root, name)
-    rows = []
-    for i, (shape, ms) in enumerate(latencies.items()):
-        status = (statuses or {}).get(shape, SUCCESS)
-        ok = status == SUCCESS
-        samples = tuple(float(v) for v in ms * (1 + 0.005 * rng.standard_normal(30))) if ok else ()
-        row = Row(op=op, dtype="bfloat16", shape=None, shape_detail=shape, status=status,
-                  reason="" if ok else "boom",
-                  torch=Measurement(samples, "graph") if ok else None,
-                  gems=Measurement(samples, "graph") if ok else None)
-        if outputs and shape in outputs:
-            row.extra["output"] = outputs[shape]
-        rows.append(row)
-    run.write_results(rows)
-    cal = dict(CALIBER, **(caliber or {}), autotune_mode=mode) if caliber is not False else None
-    info = {"op": op, "status": run_status}
-    if replay_from is not None:
-        info["autotune_replay_from"] = str(replay_from)
-    if cal is not None:
-        info["caliber"] = cal
-    run.write_run_json(info)
-    return run.path
+from harness.store.results import FAILED
+from conftest import budget_args, FAST_API
+from fake_runs import CALIBER, make_run
 
 
 @pytest.mark.parametrize("field", [f for f in Caliber.field_names() if f != "autotune_mode"])
@@ -253,8 +219,9 @@ def test_cli_json_has_rows_and_summary(tmp_path):
 
 # Short budgets; the warm-up still covers the first calls of a fresh process (one-time costs
 # there once made a plain round read slower than the slow switch).
-FAST = ["--warmup-ms", "30", "--min-samples", "5", "--min-time-ms", "0", "--max-time-ms", "60"]
-FAST_OPTIONS = {"warmup_ms": 30.0, "min_samples": 5, "min_time_ms": 0.0, "max_time_ms": 60.0}
+# Enough warmup and samples that the slowed side of an A/B is slower on every shape.
+FAST_OPTIONS = dict(FAST_API, warmup_ms=30.0, min_samples=5, max_time_ms=60.0)
+FAST = budget_args(**FAST_OPTIONS)
 
 
 def builtin_plan(tmp_path, rounds, op="add", shapes_yaml="add: [[4096], [20000]]\n", **kw):
@@ -268,6 +235,7 @@ def builtin_plan(tmp_path, rounds, op="add", shapes_yaml="add: [[4096], [20000]]
         root=tmp_path / "ab", rounds=rounds, **kw)
 
 
+@pytest.mark.e2e
 def test_slow_switch_is_slower_on_every_shape_with_rounds(tmp_path):
     # mm with a deep K: the slow switch runs its K loop four times, 4-6x the plain latency
     # under the interpreter. The slow add (about 1.8x) is within what separates two processes
@@ -303,6 +271,7 @@ def test_slow_switch_is_slower_on_every_shape_with_rounds(tmp_path):
     assert html.exit_code == 0 and (tmp_path / "ab" / "report.html").read_text().count("<svg") == 1
 
 
+@pytest.mark.e2e
 def test_identical_ir_stops_the_op_after_round_one(tmp_path, monkeypatch):
     monkeypatch.setattr(abmod, "ir_verdict", lambda *a: "NO_IR_DIFF")
     lines = []
@@ -313,6 +282,7 @@ def test_identical_ir_stops_the_op_after_round_one(tmp_path, monkeypatch):
     assert reports[0].verdict.startswith("SWITCH_NO_IR_DIFF")
 
 
+@pytest.mark.e2e
 def test_a_run_past_its_timeout_is_killed_and_recorded_as_124(tmp_path):
     lines = []
     reports, code = abmod.run_ab(builtin_plan(tmp_path, rounds=1, timeout_s=0.2),
@@ -323,6 +293,7 @@ def test_a_run_past_its_timeout_is_killed_and_recorded_as_124(tmp_path):
     assert any("round 1 side A failed (rc=124" in ln for ln in lines)
 
 
+@pytest.mark.e2e
 def test_report_is_written_after_each_op_so_an_interrupt_keeps_finished_ops(tmp_path,
                                                                             monkeypatch):
     plan = builtin_plan(tmp_path, rounds=1)
@@ -343,6 +314,7 @@ def test_report_is_written_after_each_op_so_an_interrupt_keeps_finished_ops(tmp_
     assert len(report["rows"]) == 2
 
 
+@pytest.mark.e2e
 def test_a_failing_side_says_why_and_keeps_its_exit_code(tmp_path, monkeypatch):
     """A run that fails on its own (here: the up-front checks skipped) is reported with its
     last line, and its bad-input exit code is the A/B's."""
@@ -355,6 +327,7 @@ def test_a_failing_side_says_why_and_keeps_its_exit_code(tmp_path, monkeypatch):
     assert any("round 1 side A failed (rc=2): zlh: unknown op 'layer_norm'" in ln for ln in lines)
 
 
+@pytest.mark.e2e
 def test_replay_mode_runs_side_b_with_side_a_caliber(tmp_path):
     shapes = tmp_path / "shapes.yaml"
     shapes.write_text("add: [[4096]]\n")

@@ -12,9 +12,9 @@ import harness
 from harness import StoppingRule, UsageError
 
 from fake_runs import fake_run
+from conftest import FAST_API
 
-FAST = dict(adapter="builtin", backend="cpu", min_samples=3, min_time_ms=1, max_time_ms=20,
-            warmup_ms=1)
+FAST = dict(FAST_API, adapter="builtin", backend="cpu")
 
 
 @pytest.fixture

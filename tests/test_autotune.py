@@ -26,8 +26,8 @@ from harness.compile.caches import apply_env, compile_cache
 from harness.common.errors import UsageError
 from harness.common.markers import parse_marker
 from harness.version import __version__ as harness_version
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 META = {"backend": "cpu", "provider": "builtin", "op": "double"}
 F32 = "torch.float32"
 
@@ -422,6 +422,7 @@ def test_builtin_mm_record_then_replay(tmp_path):
     assert key == at.key_str((32, 48, 32, F32, F32, F32))
 
 
+@pytest.mark.e2e
 def test_records_survive_a_crash(tmp_path):
     script = tmp_path / "crash.py"
     script.write_text(textwrap.dedent(f"""

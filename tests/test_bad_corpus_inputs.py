@@ -102,6 +102,7 @@ BATCH = [
 
 
 @pytest.mark.parametrize("kind,rel,doc,first", BATCH, ids=[r[3][:40] for r in BATCH])
+@pytest.mark.e2e
 def test_batch_resume_of_a_root_with_a_damaged_part(roots, tmp_path, kind, rel, doc, first):
     root = copy(roots, tmp_path, "batch")
     (root / "softmax" / ".complete").unlink()           # work left to do
@@ -127,6 +128,7 @@ SCREEN = [
 
 
 @pytest.mark.parametrize("kind,rel,first", SCREEN, ids=[f"{r[1]} {r[0]}" for r in SCREEN])
+@pytest.mark.e2e
 def test_screen_resume_of_a_root_with_a_damaged_part(roots, tmp_path, kind, rel, first):
     root = copy(roots, tmp_path, "screen")
     for side in "AB":
@@ -142,6 +144,7 @@ def test_screen_resume_of_a_root_with_a_damaged_part(roots, tmp_path, kind, rel,
 
 # ---- zlh campaign --resume -------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["merged.json", "report.html", "status.tsv", "plan.tsv"])
+@pytest.mark.e2e
 def test_campaign_resume_with_a_folder_where_a_merged_file_belongs(roots, tmp_path, name):
     """Before: every card ran again, then the merge failed to write: exit 1."""
     root = copy(roots, tmp_path, "campaign")
@@ -153,6 +156,7 @@ def test_campaign_resume_with_a_folder_where_a_merged_file_belongs(roots, tmp_pa
     assert listing(root) == before
 
 
+@pytest.mark.e2e
 def test_campaign_card_file_left_out_is_named_without_errno(roots, tmp_path):
     root = copy(roots, tmp_path, "campaign")
     replace(root / "card0" / "status.tsv", "dir")
@@ -184,6 +188,7 @@ def test_an_option_given_as_an_empty_value_is_refused(tmp_path, args):
 
 # ---- zlh calibrate, partition, shapes ----------------------------------------------------------
 @pytest.mark.parametrize("where", ["batch", "screen", "campaign", "batch/add"])
+@pytest.mark.e2e
 def test_calibrate_refuses_a_corpus_root_as_its_root(roots, tmp_path, where):
     """Before: the A/A runs were written into the batch's op folders (add/r1_A, …) and a
     report.json beside batch.json."""

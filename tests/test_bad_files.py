@@ -17,6 +17,7 @@ from harness.cli import main
 
 from fake_runs import fake_run
 from test_bad_inputs import FAST, SH
+from conftest import FIXTURES
 
 LOOP = "a symbolic link loop (the link leads back to itself)"
 BENCH = ["bench", "add", *SH, *FAST]
@@ -87,7 +88,7 @@ ROWS = [
     R("ab", "--replay", "fx/killed", "--root", "abk", code=4,
       first="--replay fx/killed: the run did not complete (status abandoned"),
     # ---- an output file whose folder cannot be made --------------------------------------
-    R("shapes", "derive", "--flaggems-dir", str(Path(__file__).parent / "fixtures" /
+    R("shapes", "derive", "--flaggems-dir", str(FIXTURES /
                                                "fake_flaggems"),
       "--out", "/proc/x/y.yaml", code=2, first="--out /proc/x/y.yaml: /proc/x: cannot create"),
     # ---- numbers no time or shape can be ---------------------------------------------------
@@ -125,6 +126,7 @@ def test_bad_file(workspace, monkeypatch, argv, code, first):
     _check(_invoke(workspace, monkeypatch, argv), code, first)
 
 
+@pytest.mark.e2e
 def test_a_resumed_batch_with_an_option_that_cannot_run_is_refused_at_once(tmp_path,
                                                                           monkeypatch):
     """batch.json's options.plant_pct without a replay: one line before any op runs (exit 2),

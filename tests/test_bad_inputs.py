@@ -23,8 +23,8 @@ from click.testing import CliRunner
 from harness.cli import main
 
 from fake_runs import fake_run
+from conftest import FAKE_FLAGGEMS, FAST
 
-FAST = ["--min-samples", "3", "--min-time-ms", "1", "--max-time-ms", "20", "--warmup-ms", "1"]
 SH = ["--shapes", "sh/add.yaml"]
 SHAPE_FILES = {
     "add.yaml": "add: [[64]]\n",
@@ -68,7 +68,7 @@ OPS_FILES = {
     "dtypo.txt": "add::float99\n",
     "twice.txt": "add::float32\nadd::float16\n",
 }
-FAKE_FG = Path(__file__).resolve().parent / "fixtures" / "fake_flaggems"
+FAKE_FG = FAKE_FLAGGEMS
 SCREEN_HEAD = "op\top_file\tdtypes\telapsed_a\telapsed_b\tverdict\n"
 SCREENS = {
     "noop.tsv": "verdict\telapsed_a\nIR_CHANGED\t1\n",
@@ -524,6 +524,7 @@ PROCESS_ROWS = [
 
 @pytest.mark.parametrize("argv, code, first", PROCESS_ROWS, ids=[" ".join(r[0])[:40]
                                                                   for r in PROCESS_ROWS])
+@pytest.mark.e2e
 def test_bad_input_in_a_real_process(workspace, argv, code, first):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     env.pop("ZLH_BUILTIN_SLOW", None)

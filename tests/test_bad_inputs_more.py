@@ -115,6 +115,7 @@ def test_bad_input(workspace, monkeypatch, argv, code, first, env):
     check_bad_input(workspace, monkeypatch, argv, code, first, env, only_line=True)
 
 
+@pytest.mark.e2e
 def test_a_parent_pid_that_is_not_the_parent_is_one_line_in_a_real_process(workspace):
     """ZLH_PARENT_PID naming a process that is not this one's parent (the zlh command that
     started it ended, or a leftover export): a line and 143, not a silent SIGTERM."""

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import FIXTURES
+from conftest import FAKE_FLAGGEMS, FAST, FIXTURES, ROOT
 from harness.cli import main
 from harness.common.errors import UsageError
 from harness.corpus import batch as batchmod
@@ -22,9 +22,7 @@ from harness.corpus.outcome import CRASH, FAIL, PASS, TIMEOUT, Attempt
 from harness.corpus.selection import Item, parse_dismiss, parse_ops_file, select
 from harness.corpus.sharding import device_for, shard
 
-ROOT = Path(__file__).resolve().parent.parent
-FAKE = FIXTURES / "fake_flaggems"
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
+FAKE = FAKE_FLAGGEMS
 
 
 def shapes_file(tmp_path) -> Path:
@@ -149,6 +147,7 @@ def test_sharding_is_stable_under_reordering_and_spreads_ops():
 OP_TIMEOUT = "15"
 
 
+@pytest.mark.e2e
 def test_fault_ops_give_every_status_and_workers_are_reused(tmp_path):
     result = zlh_batch(tmp_path, "--ops", "add,fault_raise,fault_abort,fault_hang,softmax",
                        "--op-timeout", OP_TIMEOUT)
@@ -206,6 +205,7 @@ def test_retry_rule(tmp_path, monkeypatch, script, status, attempts, note):
     assert result.exit_code == 1
 
 
+@pytest.mark.e2e
 def test_dtype_fallback_runs_the_op_with_its_own_dtypes(tmp_path):
     result = zlh_batch(tmp_path, "--ops", "add", "--dtypes", "bfloat16")
     assert result.exit_code == 0, result.output
@@ -215,6 +215,7 @@ def test_dtype_fallback_runs_the_op_with_its_own_dtypes(tmp_path):
     assert info["dtypes"] == ["float32"]
 
 
+@pytest.mark.e2e
 def test_batch_files_and_their_columns(tmp_path):
     result = zlh_batch(tmp_path, "--ops", "add,softmax")
     assert result.exit_code == 0, result.output
@@ -236,6 +237,7 @@ def test_batch_files_and_their_columns(tmp_path):
         assert json.loads((root / op / ".complete").read_text())["status"] == PASS
 
 
+@pytest.mark.e2e
 def test_bad_batch_inputs(tmp_path):
     assert zlh_batch(tmp_path, "--ops", "nope").exit_code == 2
     (tmp_path / "full").mkdir()
@@ -251,6 +253,7 @@ def test_bad_batch_inputs(tmp_path):
 
 
 # ---- resume -----------------------------------------------------------------------------
+@pytest.mark.e2e
 def test_a_moved_batch_resumes_from_anywhere_with_its_rows(tmp_path, monkeypatch):
     """Run directories are named relative to the batch root: a root made with a relative
     --out, moved (or copied to another machine) and resumed from another directory keeps the
@@ -280,6 +283,7 @@ def test_a_moved_batch_resumes_from_anywhere_with_its_rows(tmp_path, monkeypatch
     assert measured.count("add") == 1 and measured.count("softmax") == 1
 
 
+@pytest.mark.e2e
 def test_resume_after_sigkill_loses_and_repeats_nothing(tmp_path):
     shapes = shapes_file(tmp_path)
     root = tmp_path / "b"
@@ -309,6 +313,7 @@ def test_resume_after_sigkill_loses_and_repeats_nothing(tmp_path):
     assert len(list((root / "softmax").glob("softmax_*"))) == 1
 
 
+@pytest.mark.e2e
 def test_a_root_in_use_is_refused_and_freed_when_its_holder_is_killed(tmp_path):
     """A --resume (or a rescore, or a second screen) of a root whose command still runs is one
     line naming the holder, not a second writer; SIGKILL of the holder frees the root at once."""

@@ -8,12 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
 from harness.corpus.files import replay_source
+from conftest import FAST
 
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
+pytestmark = pytest.mark.e2e        # every test here starts zlh processes
 
 
 def batch(tmp_path, *args):

@@ -27,7 +27,7 @@ from harness.telemetry import chart, tsv
 from harness.measure.measurement import Measurement
 from harness.store.results import SUCCESS, Row
 from harness.store.rundir import RunDir
-from test_ab import CALIBER, make_run
+from fake_runs import CALIBER, make_run
 
 import backends
 
@@ -257,6 +257,7 @@ def test_telemetry_and_plant_options_do_not_follow_a_stored_run():
 
 
 # ---- end to end ---------------------------------------------------------------------------------
+@pytest.mark.e2e
 def test_calibrate_end_to_end_on_the_cpu(tmp_path):
     root = tmp_path / "cal"
     result = CliRunner().invoke(main, [

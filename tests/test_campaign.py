@@ -12,6 +12,7 @@ from harness.cli import main
 from harness.corpus.campaign import merge, plan_campaign, read_campaign, run_cards, write_plan
 from harness.corpus.partition import partition, weights_from_screen
 from harness.corpus.verdict import TSV_COLUMNS
+from conftest import FAST
 
 
 def screen_tsv(path: Path, rows: list[tuple[str, str, str, str]]) -> Path:
@@ -67,7 +68,6 @@ def test_missing_weights_take_the_median_and_filters_list_the_rest(tmp_path):
 
 
 SHAPES = "add: [[64]]\nsoftmax: [[4, 64]]\n"
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +83,7 @@ def screened(tmp_path_factory):
     return root
 
 
+@pytest.mark.e2e
 def test_dry_run_prints_the_plan_and_writes_nothing(screened, tmp_path):
     result = CliRunner().invoke(main, ["campaign", "--screen", str(screened), "--devices", "0,1",
                                        "--verdict", "NO_TRITON", "--rounds", "2", "--dry-run",
@@ -92,6 +93,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(screened, tmp_path):
     assert not (tmp_path / "c").exists()
 
 
+@pytest.mark.e2e
 def test_cards_run_side_by_side_a_failing_card_does_not_stop_the_other(screened, tmp_path):
     plan = plan_campaign(tmp_path / "c", screened, [0, 1], 2, ["fault_raise"],
                          ("NO_TRITON",), timeout_s=120)

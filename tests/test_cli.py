@@ -8,8 +8,8 @@ import yaml
 from click.testing import CliRunner
 
 from harness.cli import main
+from conftest import FAST
 
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
 
 
 def zlh(*args):
@@ -121,6 +121,7 @@ def test_bench_softmax_on_cpu_leaves_the_run_directory(tmp_path):
     assert "4x64" in (run_dir / "run.log").read_text()
 
 
+@pytest.mark.e2e
 def test_mm_record_then_replay_in_a_fresh_process(tmp_path):
     shapes = tmp_path / "shapes.yaml"
     shapes.write_text("mm: [[32, 32, 32], [16, 48, 40]]\n")
@@ -147,6 +148,7 @@ def test_mm_record_then_replay_in_a_fresh_process(tmp_path):
     assert again.returncode == 2 and "replay from that record run" in again.stderr
 
 
+@pytest.mark.e2e
 def test_sigterm_finalises_the_run_and_keeps_measured_cases(tmp_path):
     import signal
     import time
@@ -175,6 +177,7 @@ def test_sigterm_finalises_the_run_and_keeps_measured_cases(tmp_path):
     assert (results.parent / "autotune" / "records.json").exists()
 
 
+@pytest.mark.e2e
 def test_cli_error_has_no_traceback_in_a_real_process(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "bench", "mx", "--adapter",

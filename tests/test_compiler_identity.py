@@ -18,8 +18,8 @@ from harness.run import plan as planmod
 from harness.run.options import BenchOptions
 from harness.store.compiler import compiler_identity, describe
 from harness.store.reader import load_run
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_this_environment_reports_upstream_triton():
@@ -54,6 +54,7 @@ def _identity_in(pythonpath: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.e2e
 def test_a_flagtree_install_is_named_as_such(tmp_path):
     _fake_flagtree(tmp_path / "site")
     found = _identity_in(os.pathsep.join([str(tmp_path / "site"), str(ROOT)]))
@@ -63,6 +64,7 @@ def test_a_flagtree_install_is_named_as_such(tmp_path):
     assert found["path"] == str((tmp_path / "site" / "triton").resolve())
 
 
+@pytest.mark.e2e
 def test_a_source_tree_without_a_distribution_is_unregistered(tmp_path):
     package = tmp_path / "src" / "python" / "triton"
     package.mkdir(parents=True)

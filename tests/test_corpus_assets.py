@@ -13,16 +13,15 @@ from click.testing import CliRunner
 import backends
 from adapters.flaggems.shapesets import pick, size
 from backends.skip_guards import MUSA_SKIP_GUARDS, SkipGuard, stale_guard
-from conftest import FIXTURES
+from conftest import budget_args, FAKE_FLAGGEMS, FIXTURES, ROOT
 from harness.cli import main
 from harness.run.shapes import load_shape_file
 from harness.store.reader import find_runs, read_rows
 from harness.store.results import SKIPPED, SUCCESS
 
-FAKE = FIXTURES / "fake_flaggems"
+FAKE = FAKE_FLAGGEMS
 VLLM = FIXTURES / "fake_flaggems_vllm"
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "10",
-        "--backend", "cpu", "--adapter", "flaggems", "-q"]
+FAST = [*budget_args(max_time_ms=10), "--backend", "cpu", "--adapter", "flaggems", "-q"]
 
 
 @pytest.fixture(autouse=True)
@@ -292,7 +291,6 @@ def test_ops_lists_each_backends_guards():
 
 
 # ---- model shapes ---------------------------------------------------------------------------------
-ROOT = FIXTURES.parent.parent
 DEEPSEEK = ROOT / "shapes" / "models" / "deepseek_v3.config.yaml"
 
 

@@ -17,8 +17,9 @@ from harness.common.errors import UsageError
 from harness.corpus.campaign import plan_campaign, write_plan
 from harness.corpus.selection import parse_dismiss, parse_ops_file, select
 
-FAST = ["--adapter", "builtin", "--backend", "cpu", "--warmup-ms", "1", "--min-samples", "3",
-        "--min-time-ms", "0", "--max-time-ms", "20"]
+from conftest import CPU_FAST
+
+FAST = CPU_FAST
 
 
 def run(args):
@@ -91,6 +92,7 @@ IMPOSSIBLE = [
 
 
 @pytest.mark.parametrize("edit,fragment", IMPOSSIBLE, ids=[f for _, f in IMPOSSIBLE])
+@pytest.mark.e2e
 def test_resumed_batch_with_an_impossible_plan_is_one_line(roots, tmp_path, edit, fragment):
     """Before: each op ran and FAILed (after its retries) with the same reason, an unknown
     dtype fell back silently to PASS, an op listed twice ran once, no ops was exit 0, and an
@@ -130,6 +132,7 @@ def test_new_batch_under_a_folder_that_takes_none_is_one_line():
 
 
 @pytest.mark.parametrize("damage", ["gone", "run.json", "results.jsonl", "other op"])
+@pytest.mark.e2e
 def test_complete_naming_an_unreadable_run_runs_the_op_again(roots, tmp_path, damage):
     """Before: the op counted as finished and its rows vanished from summary.csv without a
     word. Now: a warning naming the .complete and the run, the op runs again, and the old
@@ -155,6 +158,7 @@ def test_complete_naming_an_unreadable_run_runs_the_op_again(roots, tmp_path, da
     assert "resumed" in status.splitlines()[1]
 
 
+@pytest.mark.e2e
 def test_batch_resume_of_a_screen_side_is_refused(roots, tmp_path):
     """Before: side B resumed as a plain batch ran its ops without A's record."""
     root = copy(roots, tmp_path, "screen")
@@ -167,6 +171,7 @@ def test_batch_resume_of_a_screen_side_is_refused(roots, tmp_path):
 
 @pytest.mark.parametrize("damage,fragment", [
     ("folder", "batch table"), ("file", "is a file where the folder of op add belongs")])
+@pytest.mark.e2e
 def test_batch_resume_of_a_root_with_things_in_the_wrong_place(roots, tmp_path, damage,
                                                                fragment):
     """Before: a folder where ops_status.csv belongs failed after the first op (exit 1,
@@ -242,6 +247,7 @@ SCREEN = [
 
 
 @pytest.mark.parametrize("edit,verb,fragment", SCREEN, ids=[f for _, _, f in SCREEN])
+@pytest.mark.e2e
 def test_screen_with_an_impossible_plan_is_one_line(roots, tmp_path, edit, verb, fragment):
     """Before: resumed ops FAILed one by one (or fell back silently); a stored scrub pattern
     that does not compile was ignored by --rescore."""
@@ -255,6 +261,7 @@ def test_screen_with_an_impossible_plan_is_one_line(roots, tmp_path, edit, verb,
 
 
 @pytest.mark.parametrize("table", [b"\xff\xfe garbage", b"op\tverdict\nadd\tX\textra\n"])
+@pytest.mark.e2e
 def test_rescore_writes_a_damaged_table_anew(roots, tmp_path, table):
     """Before: rescore refused because the table it was about to rewrite was damaged."""
     root = copy(roots, tmp_path, "screen")
@@ -266,6 +273,7 @@ def test_rescore_writes_a_damaged_table_anew(roots, tmp_path, table):
     assert "\nadd\t" in (root / "screen.tsv").read_text()
 
 
+@pytest.mark.e2e
 def test_rescore_says_which_runs_are_gone(roots, tmp_path):
     """Before: a lost side-A run turned the verdict into NO_ROWS without a word, and a lost
     side A wrote an empty table."""
@@ -281,6 +289,7 @@ def test_rescore_says_which_runs_are_gone(roots, tmp_path):
     assert (root / "screen.tsv").read_text() == table
 
 
+@pytest.mark.e2e
 def test_screen_resume_reruns_a_side_whose_run_is_gone(roots, tmp_path):
     root = copy(roots, tmp_path, "screen")
     shutil.rmtree(next((root / "B" / "add").glob("add_*")))
@@ -324,6 +333,7 @@ CAMPAIGN = [
 
 
 @pytest.mark.parametrize("edit,fragment", CAMPAIGN, ids=[f for _, f in CAMPAIGN])
+@pytest.mark.e2e
 def test_campaign_resume_of_a_damaged_plan_is_one_line(campaign, edit, fragment):
     """Before: campaign.json was read by hand: '0' became device 0, a string of ops became
     letters, a device or op outside the plan was a KeyError traceback, rounds 1.5 became 1,
@@ -333,6 +343,7 @@ def test_campaign_resume_of_a_damaged_plan_is_one_line(campaign, edit, fragment)
              f"{campaign}/campaign.json", fragment)
 
 
+@pytest.mark.e2e
 def test_campaign_resume_of_a_plan_with_nan_timeout(campaign):
     path = campaign / "campaign.json"
     path.write_text(path.read_text().replace('"timeout_s": 3600.0', '"timeout_s": NaN'))
@@ -345,6 +356,7 @@ def test_campaign_resume_of_a_plan_with_nan_timeout(campaign):
     (["--only", "softmaks"], "--only softmaks: not an op of the screen"),
     (["--timeout", "nan"], "nan is not a finite number"),
     (["--root", ""], "an empty value")])
+@pytest.mark.e2e
 def test_new_campaign_with_a_bad_op_or_value_is_one_line(roots, args, fragment):
     """Before: an unknown extra op was planned and failed on its card; a typo in --only said
     there was no op; a NaN timeout was planned."""
@@ -352,6 +364,7 @@ def test_new_campaign_with_a_bad_op_or_value_is_one_line(roots, args, fragment):
                   "NO_TRITON", "--dry-run", *args]), 2, fragment)
 
 
+@pytest.mark.e2e
 def test_campaign_root_that_is_a_file_is_one_line(roots, tmp_path):
     """Before: exit 1, 'Not a directory', after planning."""
     (tmp_path / "afile").write_text("x")
@@ -369,6 +382,7 @@ def test_campaign_root_that_is_a_file_is_one_line(roots, tmp_path):
     ("show", "screen", "is a screen root, not a run directory"),
     ("show", "batch/add", "is the folder of one op of a batch, not a run directory (newest: "
                           "zlh show")])
+@pytest.mark.e2e
 def test_report_and_show_on_a_corpus_root_say_where_to_look(roots, verb, where, fragment):
     """Before: `zlh report` on a batch root said to run `zlh ab` first; `zlh show` only said
     'not a run directory'."""

@@ -12,8 +12,11 @@ from click.testing import CliRunner
 
 from harness.cli import main
 
-FAST = ["--adapter", "builtin", "--backend", "cpu", "--warmup-ms", "1", "--min-samples", "3",
-        "--min-time-ms", "0", "--max-time-ms", "20"]
+from conftest import CPU_FAST
+
+pytestmark = pytest.mark.e2e        # every test here starts zlh processes
+
+FAST = CPU_FAST
 
 
 @pytest.fixture(scope="module")

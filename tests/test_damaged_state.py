@@ -163,7 +163,7 @@ def test_a_damaged_running_run_json_is_shown(tmp_path, fast_rule, fast_budget):
     import json
     from harness.run.runner import run_op
     from harness.run.show import show_run
-    from test_runner import plan_for
+    from scripted import plan_for
     run_dir = run_op(plan_for(["ok"], tmp_path, fast_rule, fast_budget), "op",
                      echo=lambda _: None).run_dir
     path = run_dir / "run.json"
@@ -193,7 +193,7 @@ def test_a_result_row_with_damaged_side_fields_is_refused_on_one_line(tmp_path, 
     import json
     from harness.run.runner import run_op
     from harness.store.reader import read_rows
-    from test_runner import plan_for
+    from scripted import plan_for
     run_dir = run_op(plan_for(["ok"], tmp_path, fast_rule, fast_budget), "op",
                      echo=lambda _: None).run_dir
     results = run_dir / "results.jsonl"

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 import harness
 import user_kernels
-from conftest import FakeBackend
+from conftest import budget_args, FakeBackend, FAST_API
 from harness.ab import orchestrate
 from harness.ab.sides import ABPlan, Side
 from harness.cli import main
@@ -18,9 +18,8 @@ from harness.measure.measurement import Measurement
 from harness.run.options import BenchOptions
 from harness.store.reader import load_run
 
-FAST = {"warmup_ms": 1.0, "min_samples": 5, "min_time_ms": 0.0, "max_time_ms": 30.0}
-FAST_ARGS = ["--warmup-ms", "1", "--min-samples", "5", "--min-time-ms", "0",
-             "--max-time-ms", "30"]
+FAST = dict(FAST_API, min_samples=5, max_time_ms=30.0)
+FAST_ARGS = budget_args(**FAST)
 
 
 def one_line_error(excinfo, kind):
@@ -261,6 +260,7 @@ def user_module(tmp_path, monkeypatch):
         sys.modules.pop(module, None)
 
 
+@pytest.mark.e2e
 def test_zlh_bench_cases_runs_a_module_and_zlh_ab_switches_it(user_module, tmp_path):
     spec = f"{user_module}:cases"
     result = CliRunner().invoke(main, ["bench", "--cases", spec, "--backend", "cpu", "--out",

@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.store.reader import load_run
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "tests" / "examples"
 BLOCK = re.compile(r"<!-- example: (tests/examples/\w+\.py) -->\n```python\n(.*?)```", re.S)
 

@@ -39,6 +39,7 @@ def slow_ab(tmp_path_factory):
     return root / "ab", result
 
 
+@pytest.mark.e2e
 def test_slow_switch_trips_slower_gate_with_exit_6(slow_ab):
     root, result = slow_ab
     assert result.exit_code == EXIT_REGRESSION == 6, result.output
@@ -66,6 +67,7 @@ def _slowest_round(root):
     return str(run_a), str(run_b), deltas[number - 1]
 
 
+@pytest.mark.e2e
 def test_a_generous_gate_passes_the_same_runs(slow_ab):
     run_a, run_b, delta = _slowest_round(slow_ab[0])
     # a limit well above what this pair measured (the slow mm is 3.5-6x here, more with noise)
@@ -76,6 +78,7 @@ def test_a_generous_gate_passes_the_same_runs(slow_ab):
     assert "REGRESSION" not in result.output
 
 
+@pytest.mark.e2e
 def test_geomean_gate_reads_the_op_summary(slow_ab):
     run_a, run_b, delta = _slowest_round(slow_ab[0])
     assert gate.slower_pct(delta) > 5, delta        # B slower in its slowest round, surely

@@ -24,9 +24,8 @@ from harness.corpus import lock, supervisor, worker
 from harness.corpus.outcome import Attempt
 from harness.corpus.selection import Item
 from procs import alive
+from conftest import FAST, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
 
 
 def batch_cmd(tmp_path: Path, root: Path, *args: str) -> list[str]:
@@ -96,6 +95,7 @@ os._exit(0)          # the holder dies without a word; its child lives on
 """
 
 
+@pytest.mark.e2e
 def test_the_children_of_a_killed_holder_keep_the_root_until_they_end(tmp_path, monkeypatch):
     root = tmp_path / "r"
     root.mkdir()
@@ -116,6 +116,7 @@ def test_the_children_of_a_killed_holder_keep_the_root_until_they_end(tmp_path, 
     lock.release_root(root)
 
 
+@pytest.mark.e2e
 def test_a_fresh_process_ends_with_a_killed_batch(tmp_path):
     """--fresh-process: SIGKILL of the batch ends its `zlh bench` child too (SIGTERM: the
     child's run directory is finalised), instead of leaving it hung beside a resume."""
@@ -159,6 +160,7 @@ def _root_mount_ok() -> bool:
 
 
 @pytest.mark.skipif(not _root_mount_ok(), reason="mounting a small tmpfs needs root on Linux")
+@pytest.mark.e2e
 def test_a_disk_that_fills_mid_batch_keeps_what_was_measured(tmp_path):
     small = tmp_path / "small"
     small.mkdir()

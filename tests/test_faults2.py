@@ -12,11 +12,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from harness.corpus.outcome import CRASH, CRASH_RC, Attempt, judge
 from procs import alive
+from conftest import FAST, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
 
 CASES = '''
 import os, subprocess, sys, time
@@ -101,6 +101,7 @@ def wait_gone(pids: list[int], seconds: float = 5) -> list[int]:
     return [p for p in pids if alive(p)]
 
 
+@pytest.mark.e2e
 def test_misbehaving_ops_get_a_truthful_status_and_the_batch_goes_on(tmp_path):
     ops = "ok,exit0,sysexit3,close_out,close_in,child_then_exit,fork_copy,ok2"
     root, rows, left = run_batch(tmp_path, ops)
@@ -119,6 +120,7 @@ def test_misbehaving_ops_get_a_truthful_status_and_the_batch_goes_on(tmp_path):
     assert (run_json.parent / "results.jsonl").read_text().strip()
 
 
+@pytest.mark.e2e
 def test_fresh_processes_that_exit_without_a_result_are_not_pass(tmp_path):
     root, rows, left = run_batch(tmp_path, "ok,exit0,sysexit3,child_then_exit",
                                  "--fresh-process")
@@ -137,6 +139,7 @@ def test_a_worker_ending_without_an_exit_status_is_not_said_to_have_had_sighup(t
     assert "SIGHUP" not in outcome.reason and "without a result" in outcome.reason
 
 
+@pytest.mark.e2e
 def test_a_forked_copy_ends_on_sigterm_without_unwinding(tmp_path):
     """The copy must not run the handler meant for the process that installed it (that one
     finalises the run directory)."""

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ir_kernels as K  # noqa: E402
 from harness.compile.ir.fingerprint import (DEFAULT_SCRUB, NO_IR, convert_layout_count,  # noqa: E402
                                  convert_layout_total, fingerprint, fingerprint_line,

@@ -7,14 +7,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import FIXTURES
+from conftest import budget_args, FAKE_FLAGGEMS, FIXTURES
 from harness.cli import main
 from harness.store.reader import read_rows
 from harness.store.results import FAILED, SKIPPED, SUCCESS
 
-FAKE = FIXTURES / "fake_flaggems"
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "10",
-        "--backend", "cpu", "--adapter", "flaggems"]
+FAKE = FAKE_FLAGGEMS
+FAST = [*budget_args(max_time_ms=10), "--backend", "cpu", "--adapter", "flaggems"]
 
 
 @pytest.fixture(autouse=True)

@@ -25,10 +25,9 @@ from harness.run.options import BenchOptions
 from harness.store import rundir as rundir_module
 
 from fake_runs import fake_run
+from conftest import FAKE_FLAGGEMS, FAST
 
-FAST = ["--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20", "--warmup-ms", "1"]
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-FAKE_FLAGGEMS = Path(__file__).resolve().parent / "fixtures" / "fake_flaggems"
 
 
 def shapes(tmp_path, text="add: [[64], [128]]\nsoftmax: [[4, 64]]\n") -> str:
@@ -115,6 +114,7 @@ def _mount_tmpfs(path: Path, *options: str) -> bool:
                           capture_output=True).returncode == 0
 
 
+@pytest.mark.e2e
 def test_a_real_full_disk_and_a_read_only_file_system(tmp_path):
     tiny, ro = tmp_path / "tiny", tmp_path / "ro"
     if not (_mount_tmpfs(tiny) and _mount_tmpfs(ro, "ro")):
@@ -166,6 +166,7 @@ def _interrupt_after_first_case(tmp_path, sig):
 
 @pytest.mark.parametrize("sig, word", [(signal.SIGINT, "interrupted"),
                                        (signal.SIGTERM, "terminated (SIGTERM)")])
+@pytest.mark.e2e
 def test_a_signal_leaves_a_complete_run_log(tmp_path, sig, word):
     rc, stdout, stderr, run_dir = _interrupt_after_first_case(tmp_path, sig)
     assert rc == 128 + sig
@@ -185,6 +186,7 @@ def test_a_signal_leaves_a_complete_run_log(tmp_path, sig, word):
 
 
 # ---- a closed pipe ----------------------------------------------------------------------------
+@pytest.mark.e2e
 def test_a_reader_that_goes_away_ends_a_listing_quietly(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "harness", "ops", "--flaggems-dir",
                              str(FAKE_FLAGGEMS)], env=ENV, stdout=subprocess.PIPE,
@@ -195,6 +197,7 @@ def test_a_reader_that_goes_away_ends_a_listing_quietly(tmp_path):
     assert stderr.strip() == "" or stderr.strip().endswith(" benchmark functions"), stderr
 
 
+@pytest.mark.e2e
 def test_a_bench_whose_stdout_closes_keeps_running_and_finishes_its_files(tmp_path):
     out = tmp_path / "runs"
     proc = subprocess.Popen([sys.executable, "-m", "harness", "bench", "add", "softmax",

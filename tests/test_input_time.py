@@ -14,7 +14,7 @@ from harness.run.runner import run_op
 from harness.run.show import show_run
 from harness.run.table import summary_line
 from harness.store.results import SUCCESS
-from test_runner import ScriptedAdapter, plan_for
+from scripted import ScriptedAdapter, plan_for
 
 YIELD_S, BUILD_S, CALL_S = 0.3, 0.2, 0.02
 

@@ -19,16 +19,14 @@ import pytest
 import triton
 from triton.runtime.autotuner import Autotuner
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ir_kernels as K  # noqa: E402
 from harness.compile.ir import triton_hooks, variants
 from harness.compile.ir.fingerprint import convert_layout_count, fingerprint, read_index
 from harness.compile.ir.capture import IRCapture
 from harness.compile.ir.naming import (VariantParams, abbreviate, labels, legend,
                                        name_variants, shape_key)
+from conftest import ROOT, TESTS
 
-TESTS = Path(__file__).resolve().parent
-ROOT = TESTS.parent
 
 
 # --------------------------------------------------------------------------- naming (pure)
@@ -350,6 +348,7 @@ raise RuntimeError("the op crashed mid-run")
 """
 
 
+@pytest.mark.e2e
 def test_dump_at_exit_after_a_crash(tmp_path, triton_cache):
     out = tmp_path / "run" / "ttgir"
     script = tmp_path / "child.py"

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 # FlagGems knowledge lives in adapters/flaggems; these names must not appear elsewhere.
 BANNED = re.compile(r"flag_gems|LibTuner|LibEntry|FLAGGEMS_|GEMS_VENDOR")
 # ... except in the text of the CLI's --flaggems-dir / --vllm options.

@@ -12,8 +12,9 @@ from adapters.flaggems import corpus as corpus_mod
 from adapters.flaggems import shapesets
 from harness.common.memo import by_file
 from harness.store import compiler
+from conftest import FAKE_FLAGGEMS
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "fake_flaggems"
+FIXTURE = FAKE_FLAGGEMS
 
 
 def test_a_file_is_read_once_until_it_changes(tmp_path):

@@ -14,10 +14,8 @@ import torch
 
 import harness
 from harness.common.errors import EXIT_FAILED_CASES
+from conftest import FAST, FAST_API, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
-FAST_API = {"warmup_ms": 1.0, "min_samples": 3, "min_time_ms": 0.0, "max_time_ms": 20.0}
 
 CASES = '''
 import os, sys
@@ -59,6 +57,7 @@ def zlh_lines(stderr: str) -> list[str]:
 
 @pytest.mark.parametrize("code, shown", [("3", "3"), ("'no device here'", "'no device here'"),
                                          ("None", "None"), ("0", "0")])
+@pytest.mark.e2e
 def test_bench_of_an_op_that_calls_sys_exit_is_a_crashed_run_with_its_own_exit_status(
         tmp_path, code, shown):
     proc = bench(tmp_path, "exits", "after", "--cases", "exit_cases:cases", code=code)
@@ -82,6 +81,7 @@ def test_bench_of_an_op_that_calls_sys_exit_is_a_crashed_run_with_its_own_exit_s
     ("import sys\nsys.exit(0)\n", "importing exit_cases failed: the module called sys.exit(0)"),
     (CASES + "cases = exit_while_listing\n", "exit_cases:cases() called sys.exit(3)"),
 ])
+@pytest.mark.e2e
 def test_user_cases_that_call_sys_exit_while_loading_are_a_preflight_failure(tmp_path, module,
                                                                             words):
     proc = bench(tmp_path, "--cases", "exit_cases:cases", module=module)

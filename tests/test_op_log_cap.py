@@ -6,12 +6,13 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from harness.corpus.outcome import CRASH, judge
 from harness.corpus.supervisor import (LOG_KEEP_BYTES, LOG_LIMIT_BYTES, Lane, Worker, cap_log,
                                        last_line, run_fresh)
 from harness.run.options import BenchOptions
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 LIMIT = 64 << 10
 
 CHATTY = '''
@@ -100,6 +101,7 @@ def check_capped(log: Path, attempt) -> None:
     assert outcome.status == CRASH and "sys.exit(3)" in outcome.reason
 
 
+@pytest.mark.e2e
 def test_a_worker_op_that_prints_a_lot_has_its_log_capped(tmp_path, monkeypatch):
     env = write_cases(tmp_path)
     monkeypatch.chdir(tmp_path)
@@ -126,11 +128,13 @@ def run_chatty_fresh(tmp_path, monkeypatch, log_limit: int):
     return attempt, log
 
 
+@pytest.mark.e2e
 def test_a_fresh_process_op_that_prints_a_lot_has_its_log_capped(tmp_path, monkeypatch):
     attempt, log = run_chatty_fresh(tmp_path, monkeypatch, LIMIT)
     check_capped(log, attempt)
 
 
+@pytest.mark.e2e
 def test_without_a_cap_the_chatty_op_would_exceed_the_limit(tmp_path, monkeypatch):
     """The cap is what keeps the logs above small: the op prints far more than the limit."""
     _, log = run_chatty_fresh(tmp_path, monkeypatch, 1 << 40)

@@ -18,12 +18,10 @@ from click.testing import CliRunner
 import harness
 from harness.cli import main
 from harness.common.schema import schema_path
+from conftest import budget_args, CPU, FAST_API, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = dict(adapter="builtin", backend="cpu", warmup_ms=1.0, min_samples=3, min_time_ms=0.0,
-            max_time_ms=10.0, dtypes=["float32"])
-TINY_ARGS = ["--adapter", "builtin", "--backend", "cpu", "--warmup-ms", "1", "--min-samples",
-             "3", "--min-time-ms", "0", "--max-time-ms", "10"]
+TINY = dict(FAST_API, adapter="builtin", backend="cpu", max_time_ms=10.0, dtypes=["float32"])
+TINY_ARGS = [*CPU, *budget_args(max_time_ms=10)]
 ANSI = "\x1b["
 
 
@@ -160,6 +158,7 @@ CASES = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.e2e
 def test_library_log_lines_go_to_run_log_once(tmp_path):
     (tmp_path / "noisy_cases.py").write_text(CASES)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
@@ -184,6 +183,7 @@ def test_library_log_lines_go_to_run_log_once(tmp_path):
     assert info["library_log"]["distinct"] == 2 and info["library_log"]["records"] > 4
 
 
+@pytest.mark.e2e
 def test_python_m_harness_is_zlh():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run([sys.executable, "-m", "harness", "--version"], env=env,
@@ -201,6 +201,7 @@ def _complete(words: str) -> list[str]:
     return [line.split(",", 1)[1] for line in proc.stdout.splitlines() if "," in line]
 
 
+@pytest.mark.e2e
 def test_shell_completion_of_backends_adapters_ops_and_files(tmp_path):
     assert {"cpu", "cuda"} <= set(_complete("zlh bench --backend c"))
     assert _complete("zlh bench --adapter bu") == ["builtin"]

@@ -11,9 +11,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import install_plugin
+from conftest import ROOT, install_plugin
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.e2e        # every test here starts zlh processes
+
 
 PLUGIN = textwrap.dedent('''
     """A team's own adapter and device backend for zlh, shipped without forking it."""

@@ -5,13 +5,14 @@ from __future__ import annotations
 import csv
 import json
 
+import pytest
 import torch
 from click.testing import CliRunner
 
 from harness.cli import main
 from harness.run import process_state
+from conftest import FAST, ROOT
 
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
 
 
 def test_snapshots_name_what_changed(monkeypatch, tmp_path):
@@ -24,6 +25,7 @@ def test_snapshots_name_what_changed(monkeypatch, tmp_path):
     assert process_state.changes(before, before) == []
 
 
+@pytest.mark.e2e
 def test_a_worker_whose_op_changed_torchs_defaults_is_replaced(tmp_path):
     shapes = tmp_path / "shapes.yaml"
     shapes.write_text("add: [[64]]\nsoftmax: [[4, 64]]\n")
@@ -59,6 +61,7 @@ def test_a_monkeypatch_left_on_torch_is_named_and_torchs_own_wrapping_is_not(mon
                        "torch.Tensor: replaced add"]
 
 
+@pytest.mark.e2e
 def test_bench_warns_when_an_op_leaves_a_switch_for_the_ops_after_it(tmp_path):
     """`zlh bench a b c` runs its ops in one process: an op that changed torch's default dtype
     is named, with the ops that inherit it (a subprocess: the op changes this process's
@@ -69,7 +72,7 @@ def test_bench_warns_when_an_op_leaves_a_switch_for_the_ops_after_it(tmp_path):
     from pathlib import Path
     shapes = tmp_path / "shapes.yaml"
     shapes.write_text("add: [[64]]\nsoftmax: [[4, 64]]\n")
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *sys.path]))
     proc = subprocess.run([sys.executable, "-m", "harness", "bench", "add",
                            "fault_global_state", "softmax", "--adapter", "builtin", "--backend",

@@ -16,6 +16,8 @@ from harness.cli import main
 
 from product_fakes import builtin_doc, write
 
+pytestmark = pytest.mark.e2e        # every test here starts zlh processes
+
 TASKS = ("add", "softmax", "mm", "raise")
 CELLS = ("off", "control", "candidate")
 

@@ -217,6 +217,7 @@ def test_reaccount_floor_zero_reproduces_and_a_higher_floor_demotes(tmp_path, fa
     ({"mm": "cand"}, ("K", "candidate_correctness_fail")),
     ({"mm": "off,cand"}, ("X", "correctness_fails_everywhere")),
 ])
+@pytest.mark.e2e
 def test_library_accuracy_tests_run_under_each_cell(tmp_path, fake, broken, expected):
     fake({("mm", "cand"): Spec(latency=FASTER, kernels=[("hot", 1, 100)], code="v2")})
     doc = flaggems_doc(tmp_path)
@@ -240,6 +241,7 @@ def test_library_accuracy_tests_run_under_each_cell(tmp_path, fake, broken, expe
     assert "results differ from the reference" in (root / tests["log"]).read_text()
 
 
+@pytest.mark.e2e
 def test_accuracy_tests_pass_with_node_ids(tmp_path, fake):
     fake({})
     doc = flaggems_doc(tmp_path)
@@ -278,6 +280,7 @@ def _edit(path: Path, old: str, new: str):
     path.write_text(text.replace(old, new, 1))
 
 
+@pytest.mark.e2e
 def test_contract_passes_and_records_what_it_saw(tmp_path, monkeypatch):
     from harness.corpus.product.contract import check_contract
     from harness.corpus.product.freeze import load_frozen
@@ -424,6 +427,7 @@ def test_contract_checks_targets_in_the_frozen_library(tmp_path):
     refused(frozen, "targets")
 
 
+@pytest.mark.e2e
 def test_contract_checks_where_packages_are_imported_from(tmp_path):
     doc = builtin_doc(tmp_path)
     doc["sources"]["compiler"]["import_from"] = str(tmp_path / "another-build")
@@ -435,6 +439,7 @@ def test_contract_checks_where_packages_are_imported_from(tmp_path):
         frozen_of(tmp_path, doc, "g"), "import_path")
 
 
+@pytest.mark.e2e
 def test_contract_checks_the_visible_device(tmp_path):
     doc = builtin_doc(tmp_path)
     doc["device"]["name_contains"] = "H200"
@@ -443,6 +448,7 @@ def test_contract_checks_the_visible_device(tmp_path):
 
 
 @pytest.mark.parametrize("util,ok", [(97.0, False), (2.0, True)])
+@pytest.mark.e2e
 def test_contract_checks_the_device_is_idle(tmp_path, monkeypatch, util, ok):
     from harness.corpus.product.contract import check_contract
     from harness.corpus.product.freeze import load_frozen

@@ -17,6 +17,7 @@ from harness.common.files import atomic_write_json
 from harness.common.schema import SCHEMA_VERSION, check_readable, schema_path
 from harness.store.reader import load_run
 from harness.version import __version__
+from conftest import ROOT
 
 TINY = dict(adapter="builtin", backend="cpu", warmup_ms=1.0, min_samples=3, min_time_ms=0.0,
             max_time_ms=20.0)
@@ -43,7 +44,7 @@ def test_schemas_ship_as_package_data():
     for name in ("run", "result_row", "report"):
         assert schema_path(name).is_file()
         validator(name)
-    setup = (Path(__file__).resolve().parents[1] / "setup.cfg").read_text()
+    setup = (ROOT / "setup.cfg").read_text()
     assert "harness = schemas/*.json" in setup
 
 

@@ -17,6 +17,7 @@ from harness.measure.measurement import Measurement
 from harness.store.caliber import Caliber
 from harness.store.results import FAILED, SUCCESS, Row
 from harness.store.rundir import RunDir
+from conftest import FAST
 
 CALIBER = {"backend": "cuda", "device": "NVIDIA H200", "timer": "graph", "bench_level": "core",
            "shape_mode": "upstream", "tuner_cache": "isolated", "repeat": 1, "l2_policy": "warm",
@@ -161,7 +162,6 @@ def test_a_verdict_from_a_side_that_timed_out_says_so(sides):
     assert "TIMEOUT" not in decide("op", outcome(a), outcome(b)).note
 
 SHAPES = "add: [[64]]\nsoftmax: [[4, 64]]\n"
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
 
 
 def screen_cli(tmp_path, *args):
@@ -171,6 +171,7 @@ def screen_cli(tmp_path, *args):
                                      "--shapes", str(shapes), *FAST, *args])
 
 
+@pytest.mark.e2e
 def test_cpu_end_to_end_screen(tmp_path):
     root = tmp_path / "s"
     result = screen_cli(tmp_path, "--ops", "add,softmax,fault_raise", "--switch",
@@ -194,6 +195,7 @@ def test_cpu_end_to_end_screen(tmp_path):
     assert "NO_TRITON 2, NO_ROWS 1" in result.output
 
 
+@pytest.mark.e2e
 def test_rescore_with_a_new_scrub_and_resume(tmp_path):
     """A screen whose B stamps a value into the IR reads IR_CHANGED; rescoring with a scrub
     for that stamp turns it into NO_IR_DIFF, keeping the old table."""
@@ -233,6 +235,7 @@ def test_screen_bad_inputs(tmp_path):
     assert result.exit_code == 2 and "not a screen root" in result.output
 
 
+@pytest.mark.e2e
 def test_a_side_interpreter_without_the_imports_is_a_preflight_failure(tmp_path):
     """Checked before the root exists, new or resumed: otherwise every op of that side would
     end as a worker that never started, and the screen would exit 0 with NO_ROWS."""

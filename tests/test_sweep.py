@@ -65,6 +65,7 @@ def test_bad_sweep_devices_name_their_own_option(tmp_path, devices, why):
     assert result.stderr.count("\n") == 1 and not (tmp_path / "runs").exists()
 
 
+@pytest.mark.e2e
 def test_two_shards_merge_and_the_measurement_replays_every_key(tmp_path):
     shapes = tmp_path / "mm.yaml"
     shapes.write_text("mm: [[16, 16, 16], [32, 32, 32], [48, 16, 32]]\n")
@@ -87,6 +88,7 @@ def test_two_shards_merge_and_the_measurement_replays_every_key(tmp_path):
     assert [r["shape_detail"] for r in rows] == ["16x16x16", "48x16x32"]   # round-robin
 
 
+@pytest.mark.e2e
 def test_a_failing_shard_falls_back_to_a_serial_sweep(tmp_path):
     result = CliRunner().invoke(main, [
         "bench", "fault_raise", "--adapter", "builtin", "--backend", "cpu",

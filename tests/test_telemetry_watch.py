@@ -13,7 +13,7 @@ from harness.common import markers
 from harness.measure.measurement import Measurement
 from harness.run.runner import run_op
 from harness.telemetry import throttle, tsv, watch
-from test_runner import plan_for
+from scripted import plan_for
 
 
 class Source:

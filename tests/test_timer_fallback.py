@@ -15,9 +15,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import FakeEvent, FakeGraph, install_plugin
+from conftest import FAST, FakeEvent, FakeGraph, ROOT, install_plugin
 
-ROOT = Path(__file__).resolve().parents[1]
 
 PLUGIN = textwrap.dedent('''
     """A host device that captures graphs, and ops that abort inside a capture."""
@@ -93,7 +92,6 @@ ENTRY_POINTS = textwrap.dedent('''
     capturehost = zlh_capture_plugin:CaptureHostBackend
 ''')
 
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +119,7 @@ def timer_of(root: Path, row: dict) -> str:
     return json.loads((root / row["run_dir"] / "run.json").read_text())["caliber"]["timer"]
 
 
+@pytest.mark.e2e
 def test_an_op_that_dies_in_graph_capture_is_measured_with_event_timing(plugin_path,
                                                                       tmp_path):
     out = tmp_path / "b"
@@ -141,6 +140,7 @@ def test_an_op_that_dies_in_graph_capture_is_measured_with_event_timing(plugin_p
     assert dead["status"] == "CRASH" and "timer_fallback=event" in dead["notes"].split()
 
 
+@pytest.mark.e2e
 def test_an_explicit_graph_timer_is_kept_as_asked(plugin_path, tmp_path):
     out = tmp_path / "g"
     result = batch(plugin_path, out, "--ops", "abort_in_capture", "--timer", "graph",

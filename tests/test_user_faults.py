@@ -15,11 +15,9 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from conftest import install_plugin
+from conftest import FAST, ROOT, install_plugin
 from harness.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
 
 CASES = '''
 import threading, time
@@ -140,6 +138,7 @@ def _bench_cases(cases_dir, provider):
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.e2e
 def test_threads_the_op_leaves_running_do_not_hang_the_process(cases_dir):
     """Before: the run finished, then the process waited for the op's thread for ever."""
     proc = _bench_cases(cases_dir, "threads")
@@ -148,6 +147,7 @@ def test_threads_the_op_leaves_running_do_not_hang_the_process(cases_dir):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.e2e
 def test_an_idle_thread_pool_of_the_op_is_no_thread_left_running(cases_dir):
     """A library's concurrent.futures pool ends with the interpreter: no warning, and the
     interpreter's own exit (its atexit work included) runs."""
@@ -202,6 +202,7 @@ def zlh(plugin_path, out, adapter, **env):
     ("midway", 2, "zlh: mid: the adapter raised RuntimeError after 2 case(s): lost the list"),
     ("garbage", 0, "zlh: mid: the adapter gave a str, not an adapters.Case"),
 ])
+@pytest.mark.e2e
 def test_an_adapter_that_breaks_midway_keeps_the_cases_measured(plugin_path, tmp_path,
                                                                  adapter, successes, words):
     """Before: a traceback; the run `crashed` without a reason."""
@@ -215,6 +216,7 @@ def test_an_adapter_that_breaks_midway_keeps_the_cases_measured(plugin_path, tmp
     assert info["counts"]["SUCCESS"] == successes
 
 
+@pytest.mark.e2e
 def test_a_plugin_that_calls_sys_exit_on_import_is_named(plugin_path, tmp_path):
     """Before: zlh ended silently with the plugin's status (4: read as a caliber error)."""
     proc = zlh(plugin_path, tmp_path, "midway", PLUGIN_EXIT="1")
