@@ -156,3 +156,41 @@ def fast_budget():
 def fixture_text():
     return lambda name: (FIXTURES / name).read_text()
 
+
+# ---- corpus roots made once -----------------------------------------------------------------
+def _zlh_ok(*args) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import main
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.fixture(scope="session")
+def corpus_batch(tmp_path_factory):
+    """A finished `zlh batch` root on the CPU (add, softmax; FAST), made once for every test
+    that reads it or damages a copy of it: tests never change it."""
+    base = tmp_path_factory.mktemp("corpus_roots")
+    shapes = base / "shapes.yaml"
+    shapes.write_text("add: [[64]]\nsoftmax: [[4, 64]]\n")
+    _zlh_ok("batch", *CPU_FAST, "--shapes", shapes, "--ops", "add,softmax",
+            "--out", base / "batch", "-q")
+    return base / "batch"
+
+
+@pytest.fixture(scope="session")
+def corpus_roots(corpus_batch):
+    """corpus_batch's folder, with `screen` beside it (add, ZLH_BUILTIN_SLOW=0,1): the roots
+    that tests damage or refuse, made once. Tests change copies only, never these."""
+    base = corpus_batch.parent
+    _zlh_ok("screen", *CPU_FAST, "--shapes", base / "shapes.yaml", "--ops", "add",
+            "--switch", "ZLH_BUILTIN_SLOW=0,1", "--root", base / "screen")
+    return base
+
+
+@pytest.fixture(scope="session")
+def corpus_campaign(corpus_roots):
+    """corpus_roots/campaign: one round of the screen's NO_TRITON ops on device 0."""
+    _zlh_ok("campaign", "--screen", corpus_roots / "screen", "--devices", "0", "--verdict",
+            "NO_TRITON", "--rounds", "1", "--root", corpus_roots / "campaign")
+    return corpus_roots / "campaign"

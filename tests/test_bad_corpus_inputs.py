@@ -45,20 +45,9 @@ def one_line(result, code: int, *fragments: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def roots(tmp_path_factory):
-    base = tmp_path_factory.mktemp("corpus_bad")
-    shapes = base / "shapes.yaml"
-    shapes.write_text("add: [[64]]\nsoftmax: [[4, 64]]\n")
-    made = run(["batch", *FAST, "--shapes", shapes, "--ops", "add,softmax",
-                "--out", base / "batch", "-q"])
-    assert made.exit_code == 0, made.output
-    made = run(["screen", *FAST, "--shapes", shapes, "--ops", "add",
-                "--switch", "ZLH_BUILTIN_SLOW=0,1", "--root", base / "screen"])
-    assert made.exit_code == 0, made.output
-    made = run(["campaign", "--screen", base / "screen", "--devices", "0", "--verdict",
-                "NO_TRITON", "--rounds", "1", "--root", base / "campaign"])
-    assert made.exit_code == 0, made.output
-    return base
+def roots(corpus_roots, corpus_campaign):
+    """batch (add, softmax), screen (add) and campaign: conftest makes them once."""
+    return corpus_roots
 
 
 def copy(roots: Path, tmp_path: Path, name: str) -> Path:

@@ -8,6 +8,7 @@ code of SPEC section 5, and no traceback.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -128,16 +129,12 @@ def test_bad_file(workspace, monkeypatch, argv, code, first):
 
 @pytest.mark.e2e
 def test_a_resumed_batch_with_an_option_that_cannot_run_is_refused_at_once(tmp_path,
-                                                                          monkeypatch):
+                                                                          monkeypatch,
+                                                                          corpus_batch):
     """batch.json's options.plant_pct without a replay: one line before any op runs (exit 2),
     as `zlh bench --plant-pct` without --replay is, not a FAIL for every op."""
-    fake_run(tmp_path, "unused")                   # writes sh/add.yaml's folder
-    (tmp_path / "sh").mkdir(exist_ok=True)
-    (tmp_path / "sh" / "add.yaml").write_text("add: [[64]]\n")
+    shutil.copytree(corpus_batch, tmp_path / "bt")  # a finished `zlh batch` on the cpu
     monkeypatch.chdir(tmp_path)
-    made = CliRunner().invoke(main, ["batch", "--ops", "add", *SH, *FAST, "--devices", "0",
-                                     "--backend", "cpu", "--out", "bt", "-q"])
-    assert made.exit_code == 0, made.output
     _edit_json(tmp_path / "bt" / "batch.json",
                lambda d: d["options"].update(plant_pct=1.5))
     resumed = CliRunner().invoke(main, ["batch", "--resume", "bt"])

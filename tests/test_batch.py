@@ -216,10 +216,8 @@ def test_dtype_fallback_runs_the_op_with_its_own_dtypes(tmp_path):
 
 
 @pytest.mark.e2e
-def test_batch_files_and_their_columns(tmp_path):
-    result = zlh_batch(tmp_path, "--ops", "add,softmax")
-    assert result.exit_code == 0, result.output
-    root = tmp_path / "batch"
+def test_batch_files_and_their_columns(corpus_batch):
+    root = corpus_batch                  # `zlh batch --ops add,softmax`, FAST, made by conftest
     with open(root / "ops_status.csv", newline="") as handle:
         header = next(csv.reader(handle))
     assert header == ["repo", "op", "op_file", "device", "status", "rc", "elapsed_s",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,24 @@ def batch(tmp_path, *args):
                                      "--shapes", str(shapes), *FAST, *args])
 
 
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    """Record batches made once (ops: "add", "add,mm", "add,mm,softmax"); each test replays
+    or damages its own copy, made by `record_of`."""
+    base = tmp_path_factory.mktemp("records")
+    for ops in ("add", "add,mm", "add,mm,softmax"):
+        result = batch(base, "--ops", ops, "--out", str(base / ops))
+        assert result.exit_code == 0, result.output
+    return base
+
+
+def record_of(records: Path, ops: str, to: Path) -> Path:
+    """A copy at `to` of the record batch of `ops`, as if `zlh batch --ops OPS` had made it
+    there."""
+    shutil.copytree(records / ops, to, symlinks=True)
+    return to
+
+
 def rows(root: Path) -> dict[str, dict]:
     with open(root / "ops_status.csv", newline="") as handle:
         return {r["op"]: r for r in csv.DictReader(handle)}
@@ -34,9 +53,8 @@ def run_info(root: Path, row: dict) -> dict:
     return json.loads((root / row["run_dir"] / "run.json").read_text())
 
 
-def test_a_batch_replays_each_ops_record_and_skips_ops_without_one(tmp_path):
-    record = tmp_path / "rec"
-    assert batch(tmp_path, "--ops", "add,mm", "--out", str(record)).exit_code == 0
+def test_a_batch_replays_each_ops_record_and_skips_ops_without_one(tmp_path, records):
+    record = record_of(records, "add,mm", tmp_path / "rec")
     result = batch(tmp_path, "--ops", "add,mm,softmax", "--replay", str(record),
                    "--out", str(tmp_path / "rep"))
     assert result.exit_code == 0, result.output
@@ -53,9 +71,8 @@ def test_a_batch_replays_each_ops_record_and_skips_ops_without_one(tmp_path):
     assert doc["replay_root"] == str(record.resolve())
 
 
-def test_a_replay_batch_cannot_serve_as_a_record(tmp_path):
-    record, again = tmp_path / "rec", tmp_path / "rep"
-    assert batch(tmp_path, "--ops", "add", "--out", str(record)).exit_code == 0
+def test_a_replay_batch_cannot_serve_as_a_record(tmp_path, records):
+    record, again = record_of(records, "add", tmp_path / "rec"), tmp_path / "rep"
     assert batch(tmp_path, "--ops", "add", "--replay", str(record),
                  "--out", str(again)).exit_code == 0
     reason = replay_source(again, "add", "cpu")
@@ -67,9 +84,8 @@ def test_a_replay_batch_cannot_serve_as_a_record(tmp_path):
         result.output
 
 
-def test_a_record_run_that_did_not_complete_is_not_replayed(tmp_path):
-    record = tmp_path / "rec"
-    assert batch(tmp_path, "--ops", "add,mm", "--out", str(record)).exit_code == 0
+def test_a_record_run_that_did_not_complete_is_not_replayed(tmp_path, records):
+    record = record_of(records, "add,mm", tmp_path / "rec")
     info_path = record / rows(record)["add"]["run_dir"] / "run.json"
     info = json.loads(info_path.read_text())
     info["status"] = "poisoned"                    # as a record run the device ended
@@ -84,7 +100,7 @@ def test_a_record_run_that_did_not_complete_is_not_replayed(tmp_path):
     assert got["mm"]["status"] == "PASS"
 
 
-def test_bad_replay_roots_are_one_line_usage_errors(tmp_path):
+def test_bad_replay_roots_are_one_line_usage_errors(tmp_path, records):
     (tmp_path / "file").write_text("x")
     (tmp_path / "empty").mkdir()
     for root, words in ((tmp_path / "missing", "no such batch root"),
@@ -94,15 +110,13 @@ def test_bad_replay_roots_are_one_line_usage_errors(tmp_path):
                        "--out", str(tmp_path / "out"))
         assert result.exit_code == 2 and words in result.output, result.output
         assert "Traceback" not in result.output
-    record = tmp_path / "rec"
-    assert batch(tmp_path, "--ops", "add", "--out", str(record)).exit_code == 0
+    record = record_of(records, "add", tmp_path / "rec")
     result = batch(tmp_path, "--ops", "add", "--replay", str(record), "--out", str(record))
     assert result.exit_code == 2 and "is also --out" in result.output
 
 
-def test_a_resumed_replay_batch_needs_its_record_batch(tmp_path):
-    record, rep = tmp_path / "rec", tmp_path / "rep"
-    assert batch(tmp_path, "--ops", "add", "--out", str(record)).exit_code == 0
+def test_a_resumed_replay_batch_needs_its_record_batch(tmp_path, records):
+    record, rep = record_of(records, "add", tmp_path / "rec"), tmp_path / "rep"
     assert batch(tmp_path, "--ops", "add", "--replay", str(record),
                  "--out", str(rep)).exit_code == 0
     (rep / "add" / ".complete").unlink()                 # as if killed before it finished
@@ -115,9 +129,9 @@ def test_a_resumed_replay_batch_needs_its_record_batch(tmp_path):
     assert result.exit_code == 2 and "no such batch root" in result.output
 
 
-def test_a_replay_that_would_measure_nothing_or_on_another_backend_is_refused(tmp_path):
-    record = tmp_path / "rec"
-    assert batch(tmp_path, "--ops", "add", "--out", str(record)).exit_code == 0
+def test_a_replay_that_would_measure_nothing_or_on_another_backend_is_refused(tmp_path,
+                                                                                 records):
+    record = record_of(records, "add", tmp_path / "rec")
     result = batch(tmp_path, "--ops", "softmax,mm", "--replay", str(record),
                    "--out", str(tmp_path / "none"))
     assert result.exit_code == 2 and "none of the 2 selected ops has a usable record" in \
@@ -131,9 +145,8 @@ def test_a_replay_that_would_measure_nothing_or_on_another_backend_is_refused(tm
     assert result.exit_code == 2 and "recorded on backend cuda" in result.output
 
 
-def test_records_that_were_never_completed_or_are_damaged_are_skips(tmp_path):
-    record = tmp_path / "rec"
-    assert batch(tmp_path, "--ops", "add,mm,softmax", "--out", str(record)).exit_code == 0
+def test_records_that_were_never_completed_or_are_damaged_are_skips(tmp_path, records):
+    record = record_of(records, "add,mm,softmax", tmp_path / "rec")
     recorded = rows(record)
     for meta in (record / recorded["mm"]["run_dir"]).rglob("meta.json"):
         meta.unlink()                          # as if the op was killed before writing it
@@ -152,9 +165,8 @@ def test_records_that_were_never_completed_or_are_damaged_are_skips(tmp_path):
     assert got["softmax"]["status"] == "PASS"        # its record files are intact
 
 
-def test_a_resume_tries_again_the_ops_the_record_batch_has_finished_since(tmp_path):
-    record, rep = tmp_path / "rec", tmp_path / "rep"
-    assert batch(tmp_path, "--ops", "add,softmax", "--out", str(record)).exit_code == 0
+def test_a_resume_tries_again_the_ops_the_record_batch_has_finished_since(tmp_path, records):
+    record, rep = record_of(records, "add,mm,softmax", tmp_path / "rec"), tmp_path / "rep"
     (record / "softmax" / ".complete").unlink()          # the record batch was cut short
     assert batch(tmp_path, "--ops", "add,softmax", "--replay", str(record),
                  "--out", str(rep)).exit_code == 0
@@ -166,9 +178,8 @@ def test_a_resume_tries_again_the_ops_the_record_batch_has_finished_since(tmp_pa
     assert run_info(rep, rows(rep)["softmax"])["caliber"]["autotune_mode"] == "replay"
 
 
-def test_a_record_batch_still_being_written_is_refused(tmp_path):
-    record = tmp_path / "rec"
-    assert batch(tmp_path, "--ops", "add", "--out", str(record)).exit_code == 0
+def test_a_record_batch_still_being_written_is_refused(tmp_path, records):
+    record = record_of(records, "add", tmp_path / "rec")
     holder = subprocess.Popen(
         [sys.executable, "-c", "import fcntl, os, sys, time\n"
          "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"

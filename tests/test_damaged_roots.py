@@ -20,18 +20,9 @@ FAST = CPU_FAST
 
 
 @pytest.fixture(scope="module")
-def roots(tmp_path_factory):
-    base = tmp_path_factory.mktemp("roots")
-    shapes = base / "shapes.yaml"
-    shapes.write_text("add: [[64]]\n")
-    batch = CliRunner().invoke(main, ["batch", *FAST, "--shapes", str(shapes), "--ops", "add",
-                                      "--out", str(base / "batch"), "-q"])
-    assert batch.exit_code == 0, batch.output
-    screen = CliRunner().invoke(main, ["screen", *FAST, "--shapes", str(shapes), "--ops", "add",
-                                       "--switch", "ZLH_BUILTIN_SLOW=0,1",
-                                       "--root", str(base / "screen")])
-    assert screen.exit_code == 0, screen.output
-    return base
+def roots(corpus_roots):
+    """batch (add, softmax) and screen (add): conftest makes them once."""
+    return corpus_roots
 
 
 def damaged(roots: Path, tmp_path: Path, name: str, file: str, edit) -> Path:
@@ -116,13 +107,8 @@ def test_screen_resume_writes_a_lost_side_plan_again(roots, tmp_path, damage):
 
 
 @pytest.fixture(scope="module")
-def campaign_root(roots):
-    root = roots / "campaign"
-    result = CliRunner().invoke(main, ["campaign", "--screen", str(roots / "screen"), "--devices",
-                                       "0", "--verdict", "NO_TRITON", "--rounds", "1",
-                                       "--root", str(root)])
-    assert result.exit_code == 0, result.output
-    return root
+def campaign_root(corpus_campaign):
+    return corpus_campaign
 
 
 @pytest.mark.parametrize("file,data", [("report.json", b"garbage"),

@@ -3,6 +3,7 @@ screen.tsv, resume, and a CPU end-to-end run."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -171,6 +172,21 @@ def screen_cli(tmp_path, *args):
                                      "--shapes", str(shapes), *FAST, *args])
 
 
+@pytest.fixture(scope="module")
+def add_screen(tmp_path_factory):
+    """`zlh screen --ops add --switch X=0,1`, run once: the tests that rescore, resume or
+    damage a screen work on copies (`copy_screen`)."""
+    tmp = tmp_path_factory.mktemp("add_screen")
+    result = screen_cli(tmp, "--ops", "add", "--switch", "X=0,1", "--root", str(tmp / "s"))
+    assert result.exit_code == 0, result.output
+    return tmp / "s"
+
+
+def copy_screen(add_screen: Path, root: Path) -> Path:
+    shutil.copytree(add_screen, root, symlinks=True)
+    return root
+
+
 @pytest.mark.e2e
 def test_cpu_end_to_end_screen(tmp_path):
     root = tmp_path / "s"
@@ -196,12 +212,10 @@ def test_cpu_end_to_end_screen(tmp_path):
 
 
 @pytest.mark.e2e
-def test_rescore_with_a_new_scrub_and_resume(tmp_path):
+def test_rescore_with_a_new_scrub_and_resume(tmp_path, add_screen):
     """A screen whose B stamps a value into the IR reads IR_CHANGED; rescoring with a scrub
     for that stamp turns it into NO_IR_DIFF, keeping the old table."""
-    root = tmp_path / "s"
-    result = screen_cli(tmp_path, "--ops", "add", "--switch", "X=0,1", "--root", str(root))
-    assert result.exit_code == 0, result.output
+    root = copy_screen(add_screen, tmp_path / "s")
     for side, text in (("A", TTGIR), ("B", TTGIR.replace("@k()", "@k() attributes {stamp = 7}"))):
         run = root / side / json.loads((root / side / "add/.complete").read_text())["run_dir"]
         (run / "ttgir/64/k").mkdir(parents=True, exist_ok=True)
@@ -236,7 +250,7 @@ def test_screen_bad_inputs(tmp_path):
 
 
 @pytest.mark.e2e
-def test_a_side_interpreter_without_the_imports_is_a_preflight_failure(tmp_path):
+def test_a_side_interpreter_without_the_imports_is_a_preflight_failure(tmp_path, add_screen):
     """Checked before the root exists, new or resumed: otherwise every op of that side would
     end as a worker that never started, and the screen would exit 0 with NO_ROWS."""
     broken = tmp_path / "python-without-torch"
@@ -248,8 +262,7 @@ def test_a_side_interpreter_without_the_imports_is_a_preflight_failure(tmp_path)
     assert result.exit_code == 3, result.output
     assert "PREFLIGHT_FAILED check=interpreter --python-a" in result.output
     assert "No module named torch" in result.output and not root.exists()
-    result = screen_cli(tmp_path, "--ops", "add", "--switch", "X=0,1", "--root", str(root))
-    assert result.exit_code == 0, result.output
+    copy_screen(add_screen, root)
     doc = json.loads((root / "screen.json").read_text())
     doc["B"]["python"] = str(broken)
     (root / "screen.json").write_text(json.dumps(doc))
