@@ -1,4 +1,5 @@
-"""Shared test fixtures: a scriptable fake device backend and small timing budgets."""
+"""Shared test fixtures: a scriptable fake device backend, small timing budgets and the paths
+of the repository and of the test data, defined once here for every test module."""
 from __future__ import annotations
 
 import contextlib
@@ -9,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+FIXTURES = TESTS / "fixtures"
+FAKE_FLAGGEMS = FIXTURES / "fake_flaggems"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -21,6 +24,25 @@ from backends.cuda import CUDA_FATAL, CUDA_POISONED  # noqa: E402
 from backends.base import Backend, DeviceIdentity  # noqa: E402
 from harness.measure.stopping import StoppingRule  # noqa: E402
 from harness.measure.timers import Budget  # noqa: E402
+
+
+# ---- timing budgets ----------------------------------------------------------------------
+# Tests check what zlh does with measurements, never how good they are: the fewest samples and
+# milliseconds that still go through every step. A test whose behaviour needs more (an A/B that
+# must see a slowdown) derives its budget from this one and says why.
+FAST_API = {"warmup_ms": 1.0, "min_samples": 3, "min_time_ms": 0.0, "max_time_ms": 20.0}
+
+
+def budget_args(**change) -> list[str]:
+    """FAST_API with `change` applied, as the options of `zlh bench` (and the commands that run
+    it: ab, batch, screen, campaign, calibrate)."""
+    return [part for key, value in {**FAST_API, **change}.items()
+            for part in (f"--{key.replace('_', '-')}", f"{value:g}")]
+
+
+FAST = budget_args()
+CPU = ["--adapter", "builtin", "--backend", "cpu"]     # the builtin kernels, interpreted
+CPU_FAST = [*CPU, *FAST]
 
 
 class FakeEvent:
@@ -133,3 +155,42 @@ def fast_budget():
 @pytest.fixture
 def fixture_text():
     return lambda name: (FIXTURES / name).read_text()
+
+
+# ---- corpus roots made once -----------------------------------------------------------------
+def _zlh_ok(*args) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import main
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.fixture(scope="session")
+def corpus_batch(tmp_path_factory):
+    """A finished `zlh batch` root on the CPU (add, softmax; FAST), made once for every test
+    that reads it or damages a copy of it: tests never change it."""
+    base = tmp_path_factory.mktemp("corpus_roots")
+    shapes = base / "shapes.yaml"
+    shapes.write_text("add: [[64]]\nsoftmax: [[4, 64]]\n")
+    _zlh_ok("batch", *CPU_FAST, "--shapes", shapes, "--ops", "add,softmax",
+            "--out", base / "batch", "-q")
+    return base / "batch"
+
+
+@pytest.fixture(scope="session")
+def corpus_roots(corpus_batch):
+    """corpus_batch's folder, with `screen` beside it (add, ZLH_BUILTIN_SLOW=0,1): the roots
+    that tests damage or refuse, made once. Tests change copies only, never these."""
+    base = corpus_batch.parent
+    _zlh_ok("screen", *CPU_FAST, "--shapes", base / "shapes.yaml", "--ops", "add",
+            "--switch", "ZLH_BUILTIN_SLOW=0,1", "--root", base / "screen")
+    return base
+
+
+@pytest.fixture(scope="session")
+def corpus_campaign(corpus_roots):
+    """corpus_roots/campaign: one round of the screen's NO_TRITON ops on device 0."""
+    _zlh_ok("campaign", "--screen", corpus_roots / "screen", "--devices", "0", "--verdict",
+            "NO_TRITON", "--rounds", "1", "--root", corpus_roots / "campaign")
+    return corpus_roots / "campaign"

@@ -5,6 +5,8 @@ import json
 import socket
 from pathlib import Path
 
+import numpy as np
+
 from harness.measure.measurement import Measurement
 from harness.run.options import BenchOptions
 from harness.store.results import SUCCESS, Row
@@ -45,5 +47,40 @@ def fake_run(root: Path, name: str, op: str = "add", mode: str = "record",
         info["autotune_replay_from"] = str(replay_from)
         (auto / "meta.json").write_text(json.dumps({"mode": "replay",
                                                     "replay_from": str(replay_from)}))
+    run.write_run_json(info)
+    return run.path
+
+
+# A record run of an H200 as an A/B compares it (make_run's caliber).
+CALIBER = {"backend": "cuda", "device": "NVIDIA H200", "timer": "graph", "bench_level": "core",
+           "shape_mode": "upstream", "tuner_cache": "isolated", "repeat": 1, "l2_policy": "warm",
+           "warmup_ms": 100.0, "stopping": {"min_samples": 20}, "autotune_mode": "record",
+           "ir_capture": True, "ir_stage": "ttgir", "seed": 0}
+
+
+def make_run(root, name, latencies, caliber=None, mode="record", statuses=None, outputs=None,
+             seed=0, replay_from=None, op="softmax", run_status="complete"):
+    """A run directory with one row per shape; samples spread 0.5% around each latency."""
+    rng = np.random.default_rng(seed)
+    run = RunDir.create(root, name)
+    rows = []
+    for i, (shape, ms) in enumerate(latencies.items()):
+        status = (statuses or {}).get(shape, SUCCESS)
+        ok = status == SUCCESS
+        samples = tuple(float(v) for v in ms * (1 + 0.005 * rng.standard_normal(30))) if ok else ()
+        row = Row(op=op, dtype="bfloat16", shape=None, shape_detail=shape, status=status,
+                  reason="" if ok else "boom",
+                  torch=Measurement(samples, "graph") if ok else None,
+                  gems=Measurement(samples, "graph") if ok else None)
+        if outputs and shape in outputs:
+            row.extra["output"] = outputs[shape]
+        rows.append(row)
+    run.write_results(rows)
+    cal = dict(CALIBER, **(caliber or {}), autotune_mode=mode) if caliber is not False else None
+    info = {"op": op, "status": run_status}
+    if replay_from is not None:
+        info["autotune_replay_from"] = str(replay_from)
+    if cal is not None:
+        info["caliber"] = cal
     run.write_run_json(info)
     return run.path

@@ -1,0 +1,385 @@
+"""IR capture: naming rules, index rows, sweep losers, dump after a crash.
+
+Real kernels are compiled for a GPU target (sm90) on the CPU; launches go through
+Triton's own hook chains with the arguments Triton passes (see ir_kernels.py).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import triton
+from triton.runtime.autotuner import Autotuner
+
+import ir_kernels as K  # noqa: E402
+from harness.compile.ir import triton_hooks, variants
+from harness.compile.ir.fingerprint import convert_layout_count, fingerprint, read_index
+from harness.compile.ir.capture import IRCapture
+from harness.compile.ir.naming import (VariantParams, abbreviate, labels, legend,
+                                       name_variants, shape_key)
+from conftest import ROOT, TESTS
+
+
+
+# --------------------------------------------------------------------------- naming (pure)
+def vp(key, dtype="fp16", spec=None, stable=None, warps=4, stages=3, ctas=1, **constexprs):
+    return VariantParams(key=key, kernel="k", constexprs=constexprs, num_warps=warps,
+                         num_stages=stages, num_ctas=ctas, dtype=dtype,
+                         spec=spec or {"x_ptr": "div16"}, stable_id=stable or f"id-{key}")
+
+
+def test_abbreviation_to_initials():
+    assert abbreviate("BLOCK_SIZE_M") == "BSM"
+    assert abbreviate("GROUP_SIZE_M") == "GSM"
+    assert abbreviate("BLOCK") == "BLOCK"
+    assert abbreviate("num_stages") == "ns"
+    # Two names that shorten alike keep their full spelling.
+    assert labels(["BLOCK_SIZE_M", "BLOCK_SUM_M", "GROUP_SIZE_M"]) == {
+        "BLOCK_SIZE_M": "BLOCK_SIZE_M", "BLOCK_SUM_M": "BLOCK_SUM_M", "GROUP_SIZE_M": "GSM"}
+
+
+def test_only_differing_params_are_named():
+    group = [vp("a", BLOCK_SIZE_M=64, BLOCK_SIZE_N=128, GROUP_SIZE_M=8, EVEN_K=True),
+             vp("b", BLOCK_SIZE_M=128, BLOCK_SIZE_N=128, GROUP_SIZE_M=8, EVEN_K=False, warps=8)]
+    assert name_variants(group) == {"a": "BSM64_EK1_w4s3", "b": "BSM128_EK0_w8s3"}
+    assert legend(group) == {"BSM": "BLOCK_SIZE_M", "EK": "EVEN_K"}
+
+
+def test_nothing_differs_gives_warps_stages():
+    assert name_variants([vp("a", BLOCK=64)]) == {"a": "w4s3"}
+    assert name_variants([vp("a", warps=8, stages=2, BLOCK=64)]) == {"a": "w8s2"}
+
+
+def test_collision_by_dtype_first():
+    group = [vp("a", dtype="fp16", BLOCK=64), vp("b", dtype="bf16", BLOCK=64),
+             vp("c", dtype="fp16", BLOCK=128)]
+    # c does not collide and keeps its plain name.
+    assert name_variants(group) == {"a": "BLOCK64__fp16", "b": "BLOCK64__bf16", "c": "BLOCK128"}
+
+
+def test_collision_by_specialisation_second():
+    group = [vp("a", spec={"x_ptr": "div16", "EM": "div16"}, BLOCK=64),
+             vp("b", spec={"x_ptr": "div16"}, BLOCK=64)]
+    assert name_variants(group) == {"a": "w4s3__EMdiv16", "b": "w4s3__EMany"}
+    group = [vp("a", spec={"stride_am": "eq1"}), vp("b", spec={"stride_am": "div16"})]
+    assert name_variants(group) == {"a": "w4s3__saeq1", "b": "w4s3__sadiv16"}
+    assert legend(group) == {"sa": "stride_am"}
+
+
+def test_collision_by_hash_prefix_last():
+    group = [vp("a", stable="1234abcd9999", BLOCK=64), vp("b", stable="1234abcd0000", BLOCK=64)]
+    assert name_variants(group) == {"a": "w4s3__1234abcd9999", "b": "w4s3__1234abcd0000"}
+    group = [vp("a", stable="aaaaaaaa11"), vp("b", stable="bbbbbbbb22")]
+    assert name_variants(group) == {"a": "w4s3__aaaaaaaa", "b": "w4s3__bbbbbbbb"}
+
+
+def test_names_do_not_depend_on_order():
+    group = [vp("a", dtype="fp16", BLOCK_SIZE_M=64), vp("b", dtype="bf16", BLOCK_SIZE_M=64),
+             vp("c", BLOCK_SIZE_M=128, warps=8), vp("d", stable="zz", BLOCK_SIZE_M=128, warps=8,
+                                                   spec={"x_ptr": "div16", "n": "eq1"})]
+    first = name_variants(group)
+    assert name_variants(list(reversed(group))) == first
+    assert len(set(first.values())) == len(group)
+
+
+def test_shape_keys_are_directory_names():
+    assert shape_key("(1024, 1024)") == "1024x1024"
+    assert shape_key("1024x1024") == "1024x1024"
+    assert shape_key("[64x512, 512], dim=1") == "64x512_512_dim=1"
+    assert "/" not in shape_key("a/b/../c") and shape_key("..") not in (".", "..")
+    assert shape_key("") == "scalar"
+
+
+# --------------------------------------------------------------------------- capture (Triton)
+@pytest.fixture(scope="module")
+def triton_cache(tmp_path_factory):
+    """One private cache for the module: each variant compiles once, later compiles are
+    cache hits (the listener still fires, with the same metadata_group)."""
+    with K.private_cache(tmp_path_factory.mktemp("triton_cache")) as cache:
+        yield cache
+
+
+@pytest.fixture
+def capture(tmp_path, triton_cache):
+    cap = IRCapture(tmp_path / "run" / "ttgir")
+    assert cap.install() is True
+    yield cap
+    cap.uninstall()
+
+
+def sweep(tuner_fn, compile_and_launch):
+    """Run a real Autotuner._bench whose benchmark function compiles and launches a config
+    (a GPU benchmark would launch it many times)."""
+    def do_bench(kernel_call, quantiles):
+        compile_and_launch()
+        return [1.0, 1.0, 1.0]
+    tuner = Autotuner(tuner_fn, tuner_fn.arg_names, [triton.Config({})], key=[],
+                      reset_to_zero=None, restore_value=None, do_bench=do_bench)
+    tuner.nargs = {}
+    assert tuner._bench(config=triton.Config({})) == [1.0, 1.0, 1.0]
+
+
+def run_cases(cap):
+    """Five shapes, each built to exercise one naming rule, plus a sweep and a builder."""
+    builder = K.compile_fill()
+    K.launch(builder)                                   # input builder, outside any case
+
+    cap.begin_case("(1024, 1024)", "float16")          # differing constexpr only
+    loser = []
+    sweep(K.ADD, lambda: (loser.append(K.compile_add(256)), K.launch(loser[0], 5)))
+    K.measured(K.compile_add(64), 3)
+    K.measured(K.compile_add(128), 2)
+    cap.end_case()
+
+    cap.begin_case("2048", "float16")                   # same params, different dtype
+    K.measured(K.compile_add(64, dtype="fp16"))
+    K.measured(K.compile_add(64, dtype="fp32"))
+    cap.end_case()
+
+    cap.begin_case("4096", "float16")                   # same params and dtype, EM spec
+    K.measured(K.compile_add(64, em_div16=True))
+    K.measured(K.compile_add(64, em_div16=False))
+    cap.end_case()
+
+    cap.begin_case("8192", "float16")                   # only a compiler option differs
+    K.measured(K.compile_add(64))
+    K.measured(K.compile_add(64, enable_fp_fusion=False))
+    cap.end_case()
+
+    cap.begin_case("16x16", "float32")                  # warps differ; convert_layout
+    K.measured(K.compile_trans(), 4)
+    K.measured(K.compile_add(64, num_warps=8))
+    K.measured(K.compile_add(64))
+    cap.end_case()
+    return builder, loser[0]
+
+
+def files_under(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*.ttgir")}
+
+
+def test_capture_names_index_and_sweep_losers(capture):
+    builder, loser = run_cases(capture)
+    summary = capture.dump()
+    out = capture.out_dir
+
+    files = files_under(out)
+    hash_of = {r["file"]: r["hash"] for r in read_index(out)}
+    spec_8192 = sorted(f for f in files if f.startswith("8192/"))
+    assert files == {
+        "1024x1024/add_kernel/BSM64.ttgir", "1024x1024/add_kernel/BSM128.ttgir",
+        "2048/add_kernel/w4s3__fp16.ttgir", "2048/add_kernel/w4s3__fp32.ttgir",
+        "4096/add_kernel/w4s3__EMdiv16.ttgir", "4096/add_kernel/w4s3__EMany.ttgir",
+        *spec_8192,
+        "16x16/add_kernel/w4s3.ttgir", "16x16/add_kernel/w8s3.ttgir",
+        "16x16/trans_kernel/w4s3.ttgir"}
+    # Rule 2c: same params, dtype and specialisation -> a prefix of the stable id.
+    assert len(spec_8192) == 2
+    assert all(f.startswith("8192/add_kernel/w4s3__") and len(Path(f).stem) == len("w4s3__") + 8
+               for f in spec_8192)
+    # The same variant keeps its IR under every shape it was measured in.
+    assert hash_of["1024x1024/add_kernel/BSM64.ttgir"] == \
+        hash_of["2048/add_kernel/w4s3__fp16.ttgir"]
+
+    rows = read_index(out)
+    header = (out / "index.tsv").read_text().splitlines()[0].split("\t")
+    for column in ("shape", "kernel", "role", "file", "status", "launches", "setup_launches",
+                   "sweep_launches",
+                   "num_warps", "num_stages", "num_ctas", "constexprs", "specialization",
+                   "signature", "convert_layout", "hash"):
+        assert column in header
+    by_file = {r["file"]: r for r in rows}
+    bsm64 = by_file["1024x1024/add_kernel/BSM64.ttgir"]
+    assert (bsm64["status"], bsm64["launches"], bsm64["sweep_launches"]) == ("dumped", "3", "0")
+    assert bsm64["constexprs"] == "BLOCK_SIZE_M=64,HAS_BIAS=False"
+    assert "EM:div16" in bsm64["specialization"]
+    assert (bsm64["num_warps"], bsm64["num_stages"], bsm64["num_ctas"]) == ("4", "3", "1")
+    assert bsm64["case_dtypes"] == "float16"
+    assert by_file["4096/add_kernel/w4s3__EMany.ttgir"]["specialization"].count("EM:") == 0
+
+    # The config benchmarked only in the sweep: listed, never dumped.
+    [loser_row] = [r for r in rows if r["hash"] == loser.hash]
+    assert (loser_row["role"], loser_row["status"]) == ("sweep loser", "not dumped")
+    assert loser_row["file"] == "-"
+    assert (loser_row["shape"], loser_row["launches"], loser_row["sweep_launches"]) == \
+        ("1024x1024", "0", "5")
+    assert not any(loser.hash == h for h in (hash_of.get(f) for f in files))
+    # Launched only outside any case: listed as not measured, not dumped.
+    [builder_row] = [r for r in rows if r["hash"] == builder.hash]
+    assert (builder_row["role"], builder_row["shape"], builder_row["other_launches"]) == \
+        ("not measured", "-", "1")
+
+    trans_text = (out / "16x16/trans_kernel/w4s3.ttgir").read_text()
+    assert convert_layout_count(trans_text) >= 1
+    assert by_file["16x16/trans_kernel/w4s3.ttgir"]["convert_layout"] == \
+        str(convert_layout_count(trans_text))
+    measured = {r["hash"]: int(r["convert_layout"]) for r in rows if r["role"] == "measured"}
+    assert summary == {
+        "stage": "ttgir", "stages": ["ttgir"],
+        "variants": len({r["hash"] for r in rows}), "measured_variants": len(measured),
+        "setup_variants": 0, "dumped": len(files), "setup_dumped": 0, "sweep_losers": 1,
+        "convert_layout_total": sum(measured.values()), "setup_convert_layout_total": 0,
+        "hooks_ok": True, "unattributed_launches": 0}
+    assert summary["convert_layout_total"] >= 1
+
+    naming = (out / "naming.md").read_text()
+    assert "| measured | `1024x1024` | `add_kernel` | `BSM` | `BLOCK_SIZE_M` |" in naming
+    assert "sweep loser" in naming and "| `1024x1024` | `(1024, 1024)` |" in naming
+
+
+def test_same_variants_same_names_in_another_run(tmp_path, triton_cache):
+    """A second run that compiles the same variants in another order names them alike,
+    and its IR fingerprint is equal."""
+    trees = []
+    for run, order in (("a", (64, 128, 32)), ("b", (32, 128, 64))):
+        cap = IRCapture(tmp_path / run / "ttgir")
+        cap.install()
+        try:
+            cap.begin_case("1024", "float16")
+            for block in order:
+                K.measured(K.compile_add(block))
+            cap.end_case()
+            cap.dump()
+        finally:
+            cap.uninstall()
+        trees.append(tmp_path / run)
+    assert files_under(trees[0] / "ttgir") == files_under(trees[1] / "ttgir") == {
+        "1024/add_kernel/BSM32.ttgir", "1024/add_kernel/BSM64.ttgir",
+        "1024/add_kernel/BSM128.ttgir"}
+    assert fingerprint(trees[0]) == fingerprint(trees[1]) is not None
+
+
+def test_dump_is_idempotent_and_rewrites_stale_names(capture):
+    capture.begin_case("1024", "float16")
+    K.measured(K.compile_add(64))
+    capture.end_case()
+    capture.dump()
+    assert files_under(capture.out_dir) == {"1024/add_kernel/w4s3.ttgir"}
+    first = fingerprint(capture.out_dir)
+    assert capture.dump()["dumped"] == 1 and fingerprint(capture.out_dir) == first
+    # A new variant in the group renames the old one; the stale file must not survive.
+    capture.begin_case("1024", "float16")
+    K.measured(K.compile_add(128))
+    capture.end_case()
+    capture.dump()
+    assert files_under(capture.out_dir) == {"1024/add_kernel/BSM64.ttgir",
+                                            "1024/add_kernel/BSM128.ttgir"}
+    assert not [p for p in capture.out_dir.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_variant_description_from_a_real_compile(capture):
+    """Declared constexprs vs Triton's own specialisations (an int of 1, divisibility)."""
+    kernel = K.compile_add(64, n_is_1=True, num_warps=2, num_stages=4)
+    v = capture.variants[kernel.hash]
+    assert v.kernel == "add_kernel" and v.ttgir_path.endswith(".ttgir")
+    assert v.constexprs == {"BLOCK_SIZE_M": 64, "HAS_BIAS": False}
+    assert v.spec == {"x_ptr": "div16", "y_ptr": "div16", "out_ptr": "div16", "n": "eq1",
+                      "EM": "div16"}
+    assert v.signature == {"x_ptr": "*fp16", "y_ptr": "*fp16", "out_ptr": "*fp16",
+                           "EM": "i32"}
+    assert (v.num_warps, v.num_stages, v.num_ctas, v.dtype) == (2, 4, 1, "fp16")
+    # The stable id is the same when the cache hash is not (another cache, same source).
+    again = variants.describe(kernel.src, {**kernel.metadata._asdict(), "hash": "other"},
+                                kernel.metadata_group)
+    assert again.stable_id == v.stable_id and again.hash == "other"
+
+
+def test_uninstall_restores_hooks_and_chains_previous_listener(tmp_path, triton_cache):
+    knobs = triton.knobs
+    seen = []
+    original_bench = Autotuner._bench
+    previous = lambda **kw: seen.append(kw["metadata"]["name"])   # noqa: E731
+    knobs.compilation.listener = previous
+    try:
+        cap = IRCapture(tmp_path / "ttgir")
+        cap.install()
+        assert knobs.compilation.listener is not previous
+        observer = triton_hooks.observer
+        assert observer.on_launch in knobs.runtime.launch_enter_hook.calls
+        assert observer.on_kernel_load in knobs.runtime.kernel_load_end_hook.calls
+        assert Autotuner._bench is not original_bench
+        K.compile_add(64)
+        assert seen == ["add_kernel"] and len(cap.variants) == 1
+        cap.uninstall()
+        assert knobs.compilation.listener is previous
+        assert observer.on_launch not in knobs.runtime.launch_enter_hook.calls
+        assert observer.on_kernel_load not in knobs.runtime.kernel_load_end_hook.calls
+        assert Autotuner._bench is original_bench
+    finally:
+        knobs.compilation.listener = None
+
+
+def test_missing_hooks_warn_once_and_capture_nothing(tmp_path, monkeypatch, caplog):
+    """The warning goes to the `zlh` logger (the CLI shows it on stderr; the API stays
+    silent unless the application configures logging), once per process."""
+    monkeypatch.setattr(triton_hooks, "_warned", set())
+    monkeypatch.setattr(triton.knobs, "compilation", SimpleNamespace())
+    monkeypatch.setattr(logging.getLogger("zlh"), "propagate", True)
+    caplog.set_level(logging.WARNING, logger="zlh")
+    assert IRCapture(tmp_path / "a").install() is False
+    assert IRCapture(tmp_path / "b").install() is False
+    warned = {id(r) for r in caplog.records         # one record may reach two capture handlers
+              if r.name == "zlh" and "IR capture off" in r.getMessage()}
+    assert len(warned) == 1
+    summary = IRCapture(tmp_path / "c").dump()
+    assert summary["hooks_ok"] is False and summary["dumped"] == 0
+    assert fingerprint(tmp_path / "c") is None
+
+
+CHILD = """
+import sys
+sys.path[:0] = [{root!r}, {tests!r}]
+from pathlib import Path
+import ir_kernels as K
+from harness.compile.ir.capture import IRCapture
+cap = IRCapture(Path({out!r}))
+assert cap.install()
+cap.begin_case("512", "float16")
+K.measured(K.compile_add(64), 2)
+raise RuntimeError("the op crashed mid-run")
+"""
+
+
+@pytest.mark.e2e
+def test_dump_at_exit_after_a_crash(tmp_path, triton_cache):
+    out = tmp_path / "run" / "ttgir"
+    script = tmp_path / "child.py"
+    script.write_text(textwrap.dedent(CHILD.format(root=str(ROOT), tests=str(TESTS),
+                                                   out=str(out))))
+    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "child_cache"))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 1 and "the op crashed mid-run" in done.stderr
+    assert files_under(out) == {"512/add_kernel/w4s3.ttgir"}
+    [row] = read_index(out)
+    assert (row["role"], row["status"], row["launches"]) == ("measured", "dumped", "2")
+    assert fingerprint(out.parent) is not None
+    assert list((tmp_path / "child_cache").rglob("add_kernel.ttgir"))   # it did compile
+
+
+def test_ttgir_kept_once_its_case_ended(tmp_path, triton_cache):
+    """The dump does not need the Triton cache of a case that already ended (a later op
+    may have removed it, or the process is exiting after a crash)."""
+    cache = tmp_path / "cache"
+    cap = IRCapture(tmp_path / "run" / "ttgir")
+    cap.install()
+    try:
+        with K.private_cache(cache):
+            cap.begin_case("64", "float32")
+            K.measured(K.compile_add(32, dtype="fp32", has_bias=True))
+            cap.end_case()
+        shutil.rmtree(cache)
+        assert cap.dump()["dumped"] == 1
+    finally:
+        cap.uninstall()
+    [row] = read_index(cap.out_dir)
+    assert row["status"] == "dumped" and "HAS_BIAS=True" in row["constexprs"]
+    assert "tt.func public @add_kernel" in (cap.out_dir / row["file"]).read_text()

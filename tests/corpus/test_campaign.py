@@ -1,0 +1,122 @@
+"""zlh partition and zlh campaign: deterministic plans, imbalance, missing weights, filters,
+rounds; dry run; cards side by side with one failing; merge; resume."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.corpus.campaign import merge, plan_campaign, read_campaign, run_cards, write_plan
+from harness.corpus.partition import partition, weights_from_screen
+from harness.corpus.verdict import TSV_COLUMNS
+from conftest import FAST
+
+
+def screen_tsv(path: Path, rows: list[tuple[str, str, str, str]]) -> Path:
+    """rows: (op, verdict, elapsed_a, elapsed_b)."""
+    lines = ["\t".join(TSV_COLUMNS)]
+    for op, verdict, ea, eb in rows:
+        cells = {c: "-" for c in TSV_COLUMNS}
+        cells.update(op=op, verdict=verdict, elapsed_a=ea, elapsed_b=eb)
+        lines.append("\t".join(cells[c] for c in TSV_COLUMNS))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_lpt_is_deterministic_and_balanced():
+    weights = {"a": 10.0, "b": 9.0, "c": 8.0, "d": 3.0, "e": 3.0, "f": 1.0}
+    first = partition(weights, [0, 1])
+    again = partition(dict(reversed(list(weights.items()))), [0, 1])
+    assert first.assignment == again.assignment
+    # a(10)->0, b(9)->1, c(8)->1 (9 < 10), d(3)->0, e(3)->0, f(1)->0 (16 < 17)
+    assert first.assignment == {0: ["a", "d", "e", "f"], 1: ["b", "c"]}
+    assert first.loads == {0: 17.0, 1: 17.0}
+    assert first.critical_path_s == 17.0 and first.total_s == 34.0
+    assert first.imbalance == pytest.approx(1.0)
+    assert first.heaviest_s == 10.0 and first.lower_bound_s == 17.0
+    skewed = partition({"big": 30.0, "s1": 1.0, "s2": 1.0}, [0, 1])
+    assert skewed.critical_path_s == 30.0 and skewed.imbalance == pytest.approx(30.0 / 16.0)
+    assert skewed.lower_bound_s == 30.0
+
+
+def test_ties_go_to_the_lower_device_and_rounds_scale_weights():
+    part = partition({"x": 5.0, "y": 5.0}, [3, 1, 2], rounds=3)
+    assert part.assignment[1] == ["x"] and part.assignment[2] == ["y"]
+    assert part.weights == {"x": 15.0, "y": 15.0} and part.loads[3] == 0.0
+
+
+def test_missing_weights_take_the_median_and_filters_list_the_rest(tmp_path):
+    path = screen_tsv(tmp_path / "screen.tsv", [
+        ("mm", "IR_CHANGED", "60", "40"), ("bmm", "IR_CHANGED", "-", "-"),
+        ("sdpa", "IR_CHANGED", "30", "30"), ("add", "NO_IR_DIFF", "5", "5"),
+        ("view", "NO_TRITON", "2", "2")])
+    weights, filtered = weights_from_screen(path, ("IR_CHANGED",))
+    assert weights == {"mm": 100.0, "bmm": None, "sdpa": 60.0}
+    assert filtered == [("add", "NO_IR_DIFF"), ("view", "NO_TRITON")]
+    part = partition(weights, [0, 1])
+    assert part.weights["bmm"] == 80.0 and part.imputed == ["bmm"]
+    result = CliRunner().invoke(main, ["partition", str(path), "--devices", "0,1", "--format",
+                                       "tsv"])
+    assert result.exit_code == 0
+    assert "WARNING: no weight for 1 op(s)" in result.stderr
+    assert result.stdout.splitlines()[0] == "device\top\tweight_s"
+    text = CliRunner().invoke(main, ["partition", str(path), "--devices", "0,1"]).stdout
+    assert "filtered out: add (NO_IR_DIFF)" in text and "imbalance" in text
+
+
+SHAPES = "add: [[64]]\nsoftmax: [[4, 64]]\n"
+
+
+@pytest.fixture(scope="module")
+def screened(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("screen")
+    shapes = tmp / "shapes.yaml"
+    shapes.write_text(SHAPES)
+    root = tmp / "s"
+    result = CliRunner().invoke(main, ["screen", "--adapter", "builtin", "--backend", "cpu",
+                                       "--shapes", str(shapes), *FAST, "--ops", "add,softmax",
+                                       "--switch", "ZLH_BUILTIN_SLOW=0,1", "--root", str(root)])
+    assert result.exit_code == 0, result.output
+    return root
+
+
+@pytest.mark.e2e
+def test_dry_run_prints_the_plan_and_writes_nothing(screened, tmp_path):
+    result = CliRunner().invoke(main, ["campaign", "--screen", str(screened), "--devices", "0,1",
+                                       "--verdict", "NO_TRITON", "--rounds", "2", "--dry-run",
+                                       "--root", str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    assert "device 0:" in result.output and "critical path" in result.output
+    assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.e2e
+def test_cards_run_side_by_side_a_failing_card_does_not_stop_the_other(screened, tmp_path):
+    # one round per card: what is tested is the cards (side by side, merged, resumed), and each
+    # further round is two more `zlh bench` processes per op
+    plan = plan_campaign(tmp_path / "c", screened, [0, 1], 1, ["fault_raise"],
+                         ("NO_TRITON",), timeout_s=120)
+    failing = plan.part.device_of("fault_raise")
+    write_plan(plan)
+    cards = run_cards(plan, echo=lambda _: None)
+    assert set(cards) == {0, 1}
+    assert cards[failing]["rc"] == 1
+    doc = merge(plan, cards)
+    assert set(doc["ops_reported"]) == {"add", "softmax"}
+    status = (tmp_path / "c/status.tsv").read_text().splitlines()
+    assert status[0].split("\t")[:2] == ["device", "round"]
+    assert {ln.split("\t")[0] for ln in status[1:]} == {"0", "1"}
+    report = json.loads((tmp_path / "c/report.json").read_text())
+    assert {op["op"] for op in report["ops"]} == {"add", "softmax"}
+    assert (tmp_path / "c/report.html").exists() and (tmp_path / "c/plan.tsv").exists()
+    for device in (0, 1):        # isolated tuner cache forced on every card
+        infos = [json.loads(p.read_text()) for p in (tmp_path / f"c/card{device}").rglob("run.json")]
+        assert infos and all(i["options"]["isolate_tuner_cache"] for i in infos)
+    # resume: every reported op is kept, the failing card's op runs again (and fails again)
+    again = read_campaign(tmp_path / "c")
+    cards = run_cards(again, echo=lambda _: None, resume=True)
+    assert list(cards) == [failing] and cards[failing]["ops"] == ["fault_raise"]
+    assert (tmp_path / f"c/card{failing}-r1").exists()

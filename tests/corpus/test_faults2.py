@@ -1,0 +1,188 @@
+"""Ops that misbehave inside a corpus batch: exit without a result, close the process's
+output or input, leave children behind, fork a copy of their worker. Each gets a truthful
+status, the batch goes on, and nothing the op started is left running."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from harness.corpus.outcome import CRASH, CRASH_RC, Attempt, judge
+from procs import alive
+from conftest import FAST, ROOT
+
+
+CASES = '''
+import os, subprocess, sys, time
+import torch
+import harness
+
+PIDS = os.environ["FAULT_PIDS"]
+
+def _case(name, fn):
+    return [harness.Case(fn=fn, baseline=lambda x: x + 1, inputs=lambda: torch.ones(8),
+                         dtype="float32", shape=[8], name=name)]
+
+def ok(x):
+    return x + 1
+
+def exit0(x):
+    os._exit(0)
+
+def sysexit3(x):
+    sys.exit(3)
+
+def close_out(x):
+    os.close(1)
+    os.close(2)
+    return x + 1
+
+def close_in(x):
+    try:
+        os.close(0)
+    except OSError:
+        pass
+    return x + 1
+
+_done = []
+
+def child_then_exit(x):
+    child = subprocess.Popen(["sleep", "300"])
+    with open(PIDS, "a") as handle:
+        handle.write(f"{child.pid}\\n")
+    os._exit(0)
+
+def fork_copy(x):
+    if not _done:
+        _done.append(1)
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(300)
+            os._exit(0)
+        with open(PIDS, "a") as handle:
+            handle.write(f"{pid}\\n")
+    return x + 1
+
+cases = {name: _case(name, fn) for name, fn in [
+    ("ok", ok), ("exit0", exit0), ("sysexit3", sysexit3), ("close_out", close_out),
+    ("close_in", close_in), ("child_then_exit", child_then_exit), ("fork_copy", fork_copy),
+    ("ok2", ok)]}
+'''
+
+
+def run_batch(tmp_path: Path, ops: str, *args: str) -> tuple[Path, dict, list[int]]:
+    (tmp_path / "fault_cases.py").write_text(CASES)
+    pids = tmp_path / "pids.txt"
+    root = tmp_path / "batch"
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
+           "FAULT_PIDS": str(pids)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "batch", "--cases", "fault_cases:cases", "--ops", ops,
+         "--backend", "cpu", *FAST, "-q", "--retries", "0", "--op-timeout", "60",
+         "--out", str(root), *args], env=env, cwd=tmp_path, capture_output=True, text=True,
+        timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    with open(root / "ops_status.csv", newline="") as handle:
+        rows = {r["op"]: r for r in csv.DictReader(handle)}
+    left = [int(p) for p in pids.read_text().split()] if pids.exists() else []
+    return root, rows, left
+
+
+def wait_gone(pids: list[int], seconds: float = 5) -> list[int]:
+    deadline = time.time() + seconds
+    while time.time() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
+
+
+@pytest.mark.e2e
+def test_misbehaving_ops_get_a_truthful_status_and_the_batch_goes_on(tmp_path):
+    ops = "ok,exit0,sysexit3,close_out,close_in,child_then_exit,fork_copy,ok2"
+    root, rows, left = run_batch(tmp_path, ops)
+    status = {op: r["status"] for op, r in rows.items()}
+    assert status == {"ok": "PASS", "exit0": "CRASH", "sysexit3": "CRASH",
+                      "close_out": "CRASH", "close_in": "PASS", "child_then_exit": "CRASH",
+                      "fork_copy": "PASS", "ok2": "PASS"}
+    assert "SIGHUP" not in rows["exit0"]["reason"]
+    assert "sys.exit(3)" in rows["sysexit3"]["reason"]
+    assert "output closed" in rows["close_out"]["reason"]
+    assert len(left) == 2
+    assert wait_gone(left) == [], "a process an op started outlived the batch"
+    # the forked copy of the worker was ended without touching the op's finished run
+    run_json = next((root / "fork_copy").glob("fork_copy_*/run.json"))
+    assert json.loads(run_json.read_text())["status"] == "complete"
+    assert (run_json.parent / "results.jsonl").read_text().strip()
+
+
+@pytest.mark.e2e
+def test_fresh_processes_that_exit_without_a_result_are_not_pass(tmp_path):
+    root, rows, left = run_batch(tmp_path, "ok,exit0,sysexit3,child_then_exit",
+                                 "--fresh-process")
+    status = {op: r["status"] for op, r in rows.items()}
+    assert status == {"ok": "PASS", "exit0": "CRASH", "sysexit3": "CRASH",
+                      "child_then_exit": "CRASH"}
+    assert all(r["reason"] for op, r in rows.items() if op != "ok")
+    assert wait_gone(left) == []
+
+
+def test_a_worker_ending_without_an_exit_status_is_not_said_to_have_had_sighup(tmp_path):
+    log = tmp_path / "run.attempt1.log"
+    log.write_text("")
+    outcome = judge(Attempt(CRASH_RC, 0.1, log, None), 60)
+    assert outcome.status == CRASH
+    assert "SIGHUP" not in outcome.reason and "without a result" in outcome.reason
+
+
+@pytest.mark.e2e
+def test_a_forked_copy_ends_on_sigterm_without_unwinding(tmp_path):
+    """The copy must not run the handler meant for the process that installed it (that one
+    finalises the run directory)."""
+    marker = tmp_path / "unwound"
+    script = f'''
+import os, signal, sys, time
+sys.path.insert(0, {str(ROOT)!r})
+from harness.common.process import terminate_handler
+def raise_it(signum):
+    raise SystemExit(99)
+signal.signal(signal.SIGTERM, terminate_handler(raise_it))
+ready_r, ready_w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.write(ready_w, b"r")
+        time.sleep(20)
+    finally:
+        open({str(marker)!r}, "w").write("unwound")
+        os._exit(0)
+os.read(ready_r, 1)
+os.kill(pid, signal.SIGTERM)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+'''
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=40)
+    assert out.stdout.strip() == str(128 + signal.SIGTERM), out.stderr
+    assert not marker.exists()
+    from harness.common.process import terminate_handler
+    calls = []
+    handler = terminate_handler(calls.append)
+    handler(signal.SIGTERM, None)
+    assert calls == [signal.SIGTERM]
+
+
+def test_the_error_line_of_a_huge_log_is_read_from_its_end(tmp_path, monkeypatch):
+    from harness.corpus import supervisor
+    log = tmp_path / "run.attempt1.log"
+    with open(log, "w") as handle:
+        handle.write("zlh: an early line\n" + "x" * 4096 + "\n")
+        handle.write("y" * 100 + "\nzlh: the last error\n")
+    monkeypatch.setattr(supervisor, "LOG_TAIL_BYTES", 200)
+    assert supervisor.last_line(log) == "zlh: the last error"
+    log.write_text("zlh: only an early line\n" + "x" * 4096 + "\n")
+    assert supervisor.last_line(log) == ""       # beyond the tail: not read

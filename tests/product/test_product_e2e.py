@@ -1,0 +1,131 @@
+"""A product campaign end to end on the CPU with real `zlh bench` processes: the builtin
+adapter, four workloads, cells driven by ZLH_BUILTIN_SLOW (off=0, control unset, candidate=1),
+canary then all, every receipt written, re-accounted at floor 0, resumed.
+
+The interpreter shows no IR, so the manifest says the code change is not observed: every clean
+task gets both rounds and its class comes from timing (G, C or R, whichever this machine
+measures); the fault-injection op is excluded because its baseline cell fails."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+
+from product_fakes import builtin_doc, write
+
+pytestmark = pytest.mark.e2e        # every test here starts zlh processes
+
+TASKS = ("add", "softmax", "mm", "raise")
+CELLS = ("off", "control", "candidate")
+
+
+def cli(*args):
+    return CliRunner().invoke(main, ["product", *map(str, args)])
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("campaign")
+    manifest = write(tmp / "m.json", builtin_doc(tmp))
+    out = tmp / "frozen"
+    runs = {}
+    for selection in ("canary", "all"):
+        extra = ["--canary-receipt", runs["canary"][1] / "campaign-receipt.json"] \
+            if selection == "all" else []
+        prepared = cli("prepare", manifest, "--selection", selection, "--out", out, *extra)
+        assert prepared.exit_code == 0, prepared.output
+        frozen = out / f"cpu-slow-v1--{selection}"
+        result = cli("run", frozen)
+        runs[selection] = (result, frozen / "run")
+    return tmp, runs
+
+
+def test_canary_then_all_with_every_receipt(campaign):
+    _, runs = campaign
+    canary, root = runs["canary"][0], runs["all"][1]
+    assert canary.exit_code == 0, canary.output
+    assert "canary gate: PASS" in canary.output
+    result = runs["all"][0]
+    assert result.exit_code == 0, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.startswith("CAMPAIGN_TASK ")]
+    assert [ln.split()[1] for ln in lines] == [f"task={t}" for t in TASKS]
+    receipt = json.loads((root / "campaign-receipt.json").read_text())
+    classes = receipt["classes"]
+    assert receipt["status"] == "TERMINAL" and sum(receipt["counts"].values()) == 4
+    assert classes["raise"] == "X"
+    assert all(classes[t] in ("G", "C", "R") for t in ("add", "softmax", "mm")), classes
+    contract = json.loads((root / "contract-receipt.json").read_text())
+    assert [c["status"] for c in contract["checks"]] == ["ok"] * 5 + ["skipped"]
+    status = (root / "status.csv").read_text().splitlines()
+    assert [row.split(",")[0] for row in status[1:]] == list(TASKS)
+    for task in TASKS:
+        t = json.loads((root / "tasks" / task / "task-receipt.json").read_text())
+        assert t["class"] == classes[task] and t["schema_version"] == 1
+        for cell in CELLS:
+            cell_receipt = json.loads((root / f"tasks/{task}/a/{cell}/cell-receipt.json")
+                                      .read_text())
+            assert cell_receipt["schema_version"] == 1
+        assert (root / f"tasks/{task}/correctness/candidate/correctness-receipt.json").is_file()
+        rounds_b = [(root / f"tasks/{task}/b/{c}/cell-receipt.json").is_file()
+                    for c in ("off", "candidate")]
+        assert all(rounds_b) == (task != "raise") and any(rounds_b) == (task != "raise")
+
+
+def test_cells_saw_their_env_and_replayed_the_baseline(campaign):
+    root = campaign[1]["all"][1]
+    seen = {}
+    for cell in CELLS:
+        receipt = json.loads((root / f"tasks/add/a/{cell}/cell-receipt.json").read_text())
+        seen[cell] = receipt["effective_env"]["ZLH_BUILTIN_SLOW"]
+        run = json.loads((root / receipt["run_dir"] / "run.json").read_text())
+        assert run["autotune_mode"] == ("record" if cell == "off" else "replay")
+        assert run["env"].get("ZLH_BUILTIN_SLOW") == seen[cell]
+        assert receipt["rows_success"] == 1 and receipt["timer"] == "host"
+    assert seen == {"off": "0", "control": None, "candidate": "1"}
+    raise_ = json.loads((root / "tasks/raise/task-receipt.json").read_text())
+    assert raise_["rule"] == "cell_failed" and "round a cell off is FAIL" in raise_["reason"]
+
+
+def test_reaccount_at_floor_zero_reproduces_the_sealed_classes(campaign):
+    tmp, runs = campaign
+    root = runs["all"][1]
+    result = cli("reaccount", root, "--out", tmp / "reaccount", "--measured-launch-floor", 0)
+    assert result.exit_code == 0, result.output
+    re = json.loads((tmp / "reaccount/reaccount-receipt.json").read_text())
+    sealed = json.loads((root / "campaign-receipt.json").read_text())
+    assert re["changed"] == [] and re["new_counts"] == sealed["counts"]
+    assert [t["task_id"] for t in re["tasks"]] == list(TASKS)
+
+
+def test_resume_runs_only_the_unfinished_task(campaign):
+    root = campaign[1]["all"][1]
+    (root / "tasks/raise/task-receipt.json").unlink()
+    result = cli("run", root.parent, "--resume")
+    assert result.exit_code == 0, result.output
+    assert result.output.count("(kept from before the resume)") == 3
+    assert "CAMPAIGN_TASK task=raise class=X" in result.output
+    assert [p.name.split("-")[0] for p in (root / ".abandoned").iterdir()] == ["raise"]
+
+
+def test_resume_runs_again_a_task_whose_receipt_was_edited(campaign):
+    """A kept receipt must be one zlh wrote for that task, its class what its evidence
+    gives: an edited class, or a receipt stripped to its class, makes the task run again."""
+    from harness.product.manifest import CLASSES
+    root = campaign[1]["all"][1]
+    path = root / "tasks/add/task-receipt.json"
+    receipt = json.loads(path.read_text())
+    original = receipt["class"]
+    forged = next(c for c in CLASSES if c != original)
+    path.write_text(json.dumps({**receipt, "class": forged}))
+    (root / "tasks/softmax/task-receipt.json").write_text(json.dumps({"class": original}))
+    result = cli("run", root.parent, "--resume")
+    assert result.exit_code in (0, 1), result.output
+    assert f"add runs again: {path} says {forged}, its evidence gives {original}" in result.output
+    assert "softmax runs again:" in result.output and "task_id" in result.output
+    lines = [ln for ln in result.output.splitlines() if ln.startswith("CAMPAIGN_TASK")]
+    kept = {ln.split()[1] for ln in lines if ln.endswith("(kept from before the resume)")}
+    assert kept == {"task=mm", "task=raise"}                      # add and softmax measured anew
+    assert json.loads(path.read_text())["task_id"] == "add" and list(root.glob(".abandoned/add-*"))
