@@ -7,7 +7,7 @@ docs/reference/formats.md from the JSON Schemas in harness/schemas/.
 Why generated: a hand-copied option table drifts from the code the day an option changes,
 and nothing notices. These pages are derived from the same objects the program runs (the
 click commands, their options' types, defaults and help; the schemas the tests validate
-real outputs against), and tests/test_docs.py regenerates them in memory and fails when the
+real outputs against), and tests/project/test_docs.py regenerates them in memory and fails when the
 committed pages differ. Everything here is deterministic: no terminal width, no environment
 variable and no machine-dependent default reaches the text.
 """

@@ -10,7 +10,7 @@ import pytest
 
 from harness.cli import reference
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^(```|~~~).*?^\1\s*$", re.S | re.M)
 CODE_SPAN = re.compile(r"`[^`\n]*`")

@@ -9,7 +9,7 @@ too: a circle a type checker sees is still a circle. Importing `a.b.c` first run
 `__init__` of `a` and of `a.b`: the circle check follows those arrows as well (the layer check
 does not: every module sits inside its own packages).
 
-Run `python tests/test_architecture.py --report` for the modules per package, the largest
+Run `python tests/project/test_architecture.py --report` for the modules per package, the largest
 module and the largest function, and the imports made inside functions.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TOP = ("harness", "adapters", "backends")
 
 # The layers, lowest first. A module may import from its own layer and the layers below,
