@@ -12,6 +12,8 @@ import sys
 import click
 from click.core import ParameterSource
 
+from adapters.user import default_op
+
 from ..ab.gate import parse_gates
 from ..common import errors, style
 from ..common.files import NUL_IN_PATH, SYMLINK_LOOP

@@ -16,7 +16,8 @@ import backends
 from ..common.documents import loads_json
 from ..common.errors import UsageError
 from ..common.files import read_bytes
-from .manifest import COSTS, MANIFEST_SCHEMA, Checker, Manifest, ManifestError, build
+from ..common.fields import Checker
+from .manifest import COSTS, MANIFEST_SCHEMA, Manifest, ManifestError, build
 from .receipts import sha256_bytes
 from .validate_protocol import check_protocol
 

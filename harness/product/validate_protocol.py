@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 
 from ..common.errors import UsageError
+from ..common.fields import Checker
 from ..compile.ir.fingerprint import pattern_problem
 from ..run.options import TIMERS, BenchOptions, manifest_option_names
-from .manifest import BASELINE, CANDIDATE, CLASSES, CODE_CHANGES, COSTS, ROLES, Checker
+from .manifest import BASELINE, CANDIDATE, CLASSES, CODE_CHANGES, COSTS, ROLES
 
 CELL_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
