@@ -26,6 +26,14 @@ from harness.measure.stopping import StoppingRule  # noqa: E402
 from harness.measure.timers import Budget  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _output_width_of_no_terminal(monkeypatch):
+    """zlh cuts table lines to $COLUMNS where it is set; a test runner may set it (pytest-xdist
+    gives its workers COLUMNS=80), so every test starts without it, as a pipe would."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 # ---- timing budgets ----------------------------------------------------------------------
 # Tests check what zlh does with measurements, never how good they are: the fewest samples and
 # milliseconds that still go through every step. A test whose behaviour needs more (an A/B that
