@@ -22,6 +22,7 @@ from ..measure.timers import GRAPH, resolve_timer_name
 from ..run.options import BenchOptions
 from ..run.plan import check_timer, options_backend, preserved_environ
 from ..run.shapes import ShapeFileError, load_shape_file
+from .lock import only_lock
 from .selection import check_dtype_names
 
 MAX_RETRIES = 5                 # the --retries range of the corpus commands
@@ -113,6 +114,9 @@ def check_root(path: str | os.PathLike, kind: str, flag: str) -> Path:
         raise UsageError(f"{flag}: an empty path is not a {kind} root")
     if root.exists() and not root.is_dir():
         raise UsageError(f"{flag} {path} is a file, not a {kind} root")
+    if only_lock(root):
+        raise UsageError(f"{flag} {path}: no {kind} was started there (the folder is empty, "
+                         f"its plan was never written); start a new {kind} into it instead")
     return root
 
 
