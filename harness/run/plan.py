@@ -59,6 +59,7 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
     environment with `preserved_environ`."""
     if not ops:
         raise UsageError("no op given; name at least one op (see `zlh ops` or the README)")
+    options = options.absolute()       # an op that calls os.chdir moves none of the run
     backend = options_backend(options)
     adapter = adapter if adapter is not None else _adapter(options)
     try:
