@@ -23,7 +23,7 @@ from ..common.errors import (DevicePoisonedError, OpExitError,
                              RunFailedError, Terminated, UsageError, one_line, op_exit_reason,
                              write_failure)
 from ..common.log import Echo
-from ..common.process import HeldTermination
+from ..common.process import HeldTermination, signal_name
 from ..compile import autotune
 from ..compile.caches import remove_private
 from ..compile.ir.capture import IRCapture
@@ -116,7 +116,7 @@ def run_op(plan: BenchPlan, op: str, echo: Echo | None = None,
             remove_private(plan.caches)
     except (KeyboardInterrupt, Terminated) as exc:
         status = "interrupted"
-        reason = "SIGINT" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"
+        reason = "SIGINT" if isinstance(exc, KeyboardInterrupt) else signal_name(exc.signum)
         raise
     except SystemExit as exc:        # the op's code called sys.exit: its status is not zlh's
         status, reason = "crashed", op_exit_reason(exc.code)
