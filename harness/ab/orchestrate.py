@@ -23,7 +23,8 @@ from ..compile.ir import fingerprint
 from ..corpus.lock import held_fds, holding
 from ..launch import launcher
 from ..run.options import BenchOptions
-from ..store.reader import COMPLETE, REPLAY_PARTIAL_ENV, StoredRun, load_run
+from ..store.reader import (COMPLETE, REPLAY_PARTIAL_ENV, RESULTS_LOST, StoredRun, load_run,
+                            status_detail)
 from ..store.results import FAILED, SUCCESS
 from ..store.rundir import safe_name
 from .compare import compare_runs
@@ -61,10 +62,12 @@ class RunOutcome:
         if self.run_dir is None:
             return f"rc={self.rc}, no run directory"
         try:
-            status = load_run(self.run_dir).status
+            run = load_run(self.run_dir)
         except UsageError as exc:
             return f"rc={self.rc}, {exc.message}"
-        return None if status == COMPLETE else f"rc={self.rc}, status {status}"
+        detail = status_detail(run) if run.status == RESULTS_LOST else ""
+        return None if run.status == COMPLETE else \
+            f"rc={self.rc}, status {run.status}" + (f": {detail}" if detail else "")
 
     def exit_code(self) -> int:
         """What the failed run means for `zlh ab`: its own bad-input or preflight code (2, 3)
