@@ -1,11 +1,13 @@
 """One command per root at a time.
 
-A batch, screen, campaign, A/B (`zlh ab --root`) or calibration holds an advisory lock on `<root>/.zlh-lock` (flock) for as long as
-its process lives; the file names the holder's pid and command. A second command on the same
-root — a `--resume` of a batch that is still running, two batches started into the same `--out`
-at once, a `--rescore` while the screen writes its table — ends with one line instead of
-interleaving writes. The kernel drops the lock when the holder dies, however it dies (SIGKILL
-included); the file itself stays and means nothing then. The holder's workers and `zlh bench`
+A batch, screen, campaign, A/B (`zlh ab --root`, also `--replay` and RUN_A RUN_B with a
+root), calibration or product run holds an advisory lock on `<root>/.zlh-lock` (flock) for as
+long as its process lives; the file names the holder's pid and command. A second command on
+the same root — a `--resume` of a batch that is still running, two batches or two A/Bs started
+into the same root at once, a `--rescore` while the screen writes its table — ends with one
+line instead of interleaving writes. The kernel drops the lock when the holder dies, however
+it dies (SIGKILL included); the file itself stays and means nothing then, and a folder that
+holds nothing else is an empty folder (`only_lock`). The holder's workers and `zlh bench`
 children inherit the lock, so a root stays held until the last of them has ended too (they end
 with their parent, finishing their run directory first): a resume right after a kill waits for
 them a few seconds rather than measuring beside them.
