@@ -324,9 +324,9 @@ class OpRun:
                    + (f" ({write_failure(self.results_error)})" if self.results_error else ""))
             if status == "complete":
                 status, reason = "failed", why
-            else:
-                reason = f"{reason}; {why}" if reason else why
             self.info["unwritten_rows"] = lost
+            self.note(f"WARNING: {why}; run.json counts the {self.dir.rows_written} row(s) "
+                      f"it holds")
         safely(lambda: self.dir.write_shapes(self.plan.adapter.shapes_used(self.op)))
         for line in self.plan.adapter.run_markers(self.op):
             safely(lambda line=line: self.say(line))
