@@ -10,9 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
+from harness.ab.preflight import ROOT_IN_USE
 from harness.cli import main
+from harness.common.errors import UsageError
 from harness.corpus import lock
 from harness.product import runner as runner_mod
 
@@ -125,3 +128,20 @@ def test_a_product_run_root_in_use_is_refused_naming_its_holder(tmp_path, monkey
         finally:
             child.stdin.close()
             child.wait()
+
+
+def test_a_root_taken_between_the_check_and_the_claim_is_refused(tmp_path):
+    """Two A/Bs that both passed the check before either held the root: the second's claim
+    is the one line (the first holds it), and the root is left to the first."""
+    root = tmp_path / "ab"
+    child = _held_by_child(root, "ab")
+    try:
+        with pytest.raises(UsageError) as refused:
+            with lock.holding(root, "ab", ROOT_IN_USE):
+                raise AssertionError("held a root another process holds")
+        assert refused.value.message == (f"{root} is in use by zlh ab, pid {child.pid}; wait "
+                                          f"for it to end (or stop it), or give another --root")
+        assert (root / lock.LOCK_NAME).exists()        # the holder's file stays
+    finally:
+        child.stdin.close()
+        child.wait()
