@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..compile.autotune import records_digest
 from ..store.compiler import compiler_findings
-from ..store.reader import COMPLETE, StoredRun
+from ..store.reader import COMPLETE, StoredRun, status_detail
 
 
 @dataclass
@@ -34,8 +34,7 @@ def check_caliber(a: StoredRun, b: StoredRun, label: str | None = None) -> Calib
     check = CaliberCheck()
     for side, run in (("A", a), ("B", b)):
         if run.status != COMPLETE:
-            reason = run.info.get("reason") or ("its process is gone"
-                                                if run.status == "abandoned" else "")
+            reason = status_detail(run)
             check.partial.append(f"[status] {label}: side {side} did not complete (status "
                                  f"{run.status}{', ' + reason if reason else ''}): {run.path}")
     cal_a, cal_b = a.caliber, b.caliber

@@ -20,15 +20,17 @@ from ..common.errors import (EXIT_CALIBER, EXIT_FAILED_CASES, EXIT_OK, EXIT_PREF
 from ..common.files import atomic_write_json, check_output_dir, check_path_text
 from ..common.log import Echo
 from ..compile.ir import fingerprint
+from ..corpus.lock import held_fds, holding
 from ..launch import launcher
 from ..run.options import BenchOptions
-from ..store.reader import COMPLETE, REPLAY_PARTIAL_ENV, StoredRun, load_run
+from ..store.reader import (COMPLETE, REPLAY_PARTIAL_ENV, RESULTS_LOST, StoredRun, load_run,
+                            status_detail)
 from ..store.results import FAILED, SUCCESS
 from ..store.rundir import safe_name
 from .compare import compare_runs
 from .guard import CaliberCheck, check_caliber
 from .pairing import broken_by_b
-from .preflight import check_plan, check_replay
+from .preflight import ROOT_IN_USE, check_new_root, check_plan, check_replay
 from .render import render_terminal
 from .report import ABReport, write_reports
 from .sides import ABPlan, Side, env_for
@@ -60,10 +62,12 @@ class RunOutcome:
         if self.run_dir is None:
             return f"rc={self.rc}, no run directory"
         try:
-            status = load_run(self.run_dir).status
+            run = load_run(self.run_dir)
         except UsageError as exc:
             return f"rc={self.rc}, {exc.message}"
-        return None if status == COMPLETE else f"rc={self.rc}, status {status}"
+        detail = status_detail(run) if run.status == RESULTS_LOST else ""
+        return None if run.status == COMPLETE else \
+            f"rc={self.rc}, status {run.status}" + (f": {detail}" if detail else "")
 
     def exit_code(self) -> int:
         """What the failed run means for `zlh ab`: its own bad-input or preflight code (2, 3)
@@ -92,8 +96,9 @@ def run_side(plan: ABPlan, op: str, number: int, side: Side,
     started = time.time()
     with open(out / "bench.log", "w", encoding="utf-8") as log:
         launcher.write_command(log, cmd)
+        # the root's lock goes with the run: the root stays held until the run has ended
         child = launcher.start(cmd, env_for(side, plan.options.backend), stdout=log,
-                               stderr=subprocess.STDOUT)
+                               stderr=subprocess.STDOUT, pass_fds=held_fds())
         try:
             rc = child.finish(plan.timeout_s, grace_s=GRACE_S)
         except BaseException:          # Ctrl-C or SIGTERM of zlh ab: the run was stopped too
@@ -136,11 +141,37 @@ def append_status(root: Path, op: str, outcome: RunOutcome) -> None:
 
 def run_ab(plan: ABPlan, echo: Echo = print,
            progress: Echo | None = None) -> tuple[list[ABReport], int]:
-    """Every input checked, then both sides for every op, rounds, guard, report. Returns
-    (reports, exit code)."""
+    """Every input checked, then both sides for every op, rounds, guard, report, the root
+    held throughout (corpus/lock.py). Returns (reports, exit code)."""
+    with ab_root(plan, "ab"):
+        return run_rounds(plan, echo, progress)
+
+
+@contextlib.contextmanager
+def ab_root(plan: ABPlan, verb: str):
+    """Every input checked, then the root made, held by this command (`verb`) for the block
+    and checked again under the lock (no other A/B began there meanwhile), its plan.json
+    written. A second command on the root is one line naming this one (exit 2)."""
     check_plan(plan)
+    made = not plan.root.exists()
     check_output_dir(plan.root, "--root", create=True)
-    atomic_write_json(plan.root / "plan.json", plan.to_dict())
+    with holding(plan.root, verb, ROOT_IN_USE, made):
+        check_new_root(plan.root)
+        atomic_write_json(plan.root / "plan.json", plan.to_dict())
+        yield
+
+
+def held_root(root: Path, verb: str = "ab"):
+    """A root made now (when missing) and held for the block: `zlh ab --replay` and
+    `zlh ab RUN_A RUN_B --root`."""
+    made = not Path(root).exists()
+    check_output_dir(root, "--root", create=True)
+    return holding(root, verb, ROOT_IN_USE, made)
+
+
+def run_rounds(plan: ABPlan, echo: Echo = print,
+               progress: Echo | None = None) -> tuple[list[ABReport], int]:
+    """Both sides for every op, rounds, guard, report, in a root made and held (ab_root)."""
     reports, code = [], EXIT_OK
     write_reports(plan.root, reports)
     counter = _Counter(len(plan.ops) * 2 * plan.rounds, progress)
@@ -319,10 +350,12 @@ def compare_existing(dir_a, dir_b, allow_caliber_mismatch: bool, echo: Echo,
 
 def replay_against(run_a, given: dict, root: Path, timeout_s: float, echo: Echo,
                    allow_caliber_mismatch: bool = False, scrub=(),
-                   allow_partial: bool = False) -> tuple[ABReport | None, int]:
+                   allow_partial: bool = False,
+                   noise_floor=None) -> tuple[ABReport | None, int]:
     """`zlh ab --replay RUN_A`: side B now, in a fresh process, replaying A with A's settings
     (`given`: flat bench options named on the command line, which replace A's). Everything
-    is checked before the process starts."""
+    is checked before the process starts; the root is held until its report is written
+    (labelled with `noise_floor`, a calibrate.noise.NoiseFloor, when given)."""
     stored = load_run(run_a)
     base = BenchOptions.from_run(stored.info, str(run_a))
     options = BenchOptions.from_flat(**{**base.to_flat(), **given})
@@ -332,15 +365,21 @@ def replay_against(run_a, given: dict, root: Path, timeout_s: float, echo: Echo,
     partial = {REPLAY_PARTIAL_ENV: "1"} if allow_partial else {}   # side B's bench allows it
     plan = ABPlan(ops=[op], a=Side("A", description=str(run_a)),
                   b=Side("B", description="now", env=partial),
-                  options=options, root=root, timeout_s=timeout_s)
+                  options=options, root=root, timeout_s=timeout_s, noise_floor=noise_floor)
     check_replay(stored, options, root, allow_partial, plan.b)
-    check_output_dir(root, "--root", create=True)
-    with _watch(plan):
-        outcome = run_side(plan, op, 1, plan.b, Path(run_a))
-    problem = outcome.problem()
-    if problem is not None:
-        echo(f"!!! {op}: side B failed ({problem}): {outcome.last_words() or 'no output'}")
-        return None, outcome.exit_code()
-    echo(f"side B: {outcome.run_dir} ({outcome.elapsed_s:.1f} s)")
-    return compare_existing(run_a, outcome.run_dir, allow_caliber_mismatch, echo, scrub=scrub,
-                            allow_partial=allow_partial)
+    with held_root(root):
+        check_new_root(root)                # under the lock: no other A/B began there
+        with _watch(plan):
+            outcome = run_side(plan, op, 1, plan.b, Path(run_a))
+        problem = outcome.problem()
+        if problem is not None:
+            echo(f"!!! {op}: side B failed ({problem}): {outcome.last_words() or 'no output'}")
+            return None, outcome.exit_code()
+        echo(f"side B: {outcome.run_dir} ({outcome.elapsed_s:.1f} s)")
+        report, code = compare_existing(run_a, outcome.run_dir, allow_caliber_mismatch, echo,
+                                        scrub=scrub, allow_partial=allow_partial)
+        if report is not None:
+            if noise_floor is not None:
+                noise_floor.label(report)
+            write_reports(root, [report])
+        return report, code

@@ -24,6 +24,7 @@ from ..common.files import check_output_dir
 from ..common.process import check_runnable
 from ..launch import launcher
 from ..compile.ir.fingerprint import compile_scrub
+from ..corpus.lock import in_use, root_in_use
 from ..run.options import BenchOptions
 from ..run.plan import plan_bench, preserved_environ
 from ..store.reader import AB_ROOT_FILES, StoredRun, refuse_run_dir
@@ -48,9 +49,16 @@ PROBE_TIMEOUT_S = 300.0
 # A/B (or calibration), whose report and status a new one would replace or mix with its own.
 
 
+ROOT_IN_USE = "or give another --root"      # what to do when another command holds --root
+
+
 def check_new_root(root: Path) -> None:
-    """`--root` is a writable directory that holds no earlier A/B."""
+    """`--root` is a writable directory that no other command holds now (one line naming
+    it) and that holds no earlier A/B."""
     check_output_dir(root, "--root")
+    holder = root_in_use(root) if Path(root).is_dir() else None
+    if holder:
+        raise UsageError(in_use(root, holder, ROOT_IN_USE))
     refuse_run_dir(root, "--root")
     found = [name for name in AB_ROOT_FILES if (Path(root) / name).exists()]
     if found:

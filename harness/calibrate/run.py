@@ -3,7 +3,7 @@ B, and `calibration.json`.
 
 Both sides are the same build and the same environment; every run is a fresh `zlh bench`
 process; round 1's A records, every other run replays it; rounds alternate which side goes
-first — exactly `zlh ab --rounds N` (`ab.orchestrate.run_ab`), with identical generated code
+first — exactly `zlh ab --rounds N` (`ab.orchestrate.run_rounds`), with identical generated code
 expected (so rounds go on after round 1). With `--plant-pct X`, side B's function under test
 gets a device spin sized as X % of side A's latency and side A the same spin kernel with zero
 cycles (see `plant`).
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from ..ab.orchestrate import run_ab
+from ..ab.orchestrate import ab_root, run_rounds
 from ..ab.sides import ABPlan, Side
 from ..common import style
 from ..common.files import atomic_write_json
@@ -62,9 +62,11 @@ class CalibratePlan:
 def calibrate(plan: CalibratePlan, echo: Echo = print,
               progress: Echo | None = None) -> tuple[dict, int]:
     """Run the rounds, write ROOT/calibration.json, print the table. (document, exit code)"""
-    reports, code = run_ab(plan.ab_plan(), echo, progress)
-    doc = document(plan, reports)
-    atomic_write_json(plan.root / FILE, doc)
+    ab_plan = plan.ab_plan()
+    with ab_root(ab_plan, "calibrate"):      # held until calibration.json is written
+        reports, code = run_rounds(ab_plan, echo, progress)
+        doc = document(plan, reports)
+        atomic_write_json(plan.root / FILE, doc)
     for text in render(doc):
         echo(text)
     echo(f"calibration: {plan.root / FILE}")

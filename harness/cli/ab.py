@@ -118,10 +118,8 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
                 "here (zlh ab OP --switch/--env-a/--python-a/--recipe --rounds N)")
         report, code = orchestrate.replay_against(
             replay_run, given, root_path, params["timeout_s"], echo,
-            params["allow_caliber_mismatch"], params["scrub"], params["allow_partial"])
-        reports = _labelled([report] if report else [], floor)
-        if reports:
-            write_reports(root_path, reports)
+            params["allow_caliber_mismatch"], params["scrub"], params["allow_partial"], floor)
+        reports = [report] if report else []
     elif running:
         reports, code = _run_both(args, params, given, root_path, echo, progress, floor)
         echo(f"runs, status.tsv and report.json/csv under {root_path}")
@@ -165,8 +163,9 @@ def _compare_two(ctx, args, params: dict, root, echo, floor):
                                                 allow_partial=params["allow_partial"])
     reports = _labelled([report] if report else [], floor)
     if reports and root:
-        check_output_dir(root, "--root", create=True)
-        write_reports(Path(root), reports)
+        with orchestrate.held_root(Path(root)):
+            check_new_root(Path(root))          # under the lock: no other A/B began there
+            write_reports(Path(root), reports)
     return reports, code
 
 

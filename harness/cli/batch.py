@@ -13,7 +13,7 @@ from ..corpus.batch import BatchPlan, run_batch
 from ..corpus.check import (check_plan, check_replay_plan, check_replay_root, check_root,
                              corpus_adapter)
 from ..corpus.files import BATCH_JSON, check_tables, read_batch_json
-from ..corpus.lock import claim_root, release_root
+from ..corpus.lock import claim_root, forget_if_empty, only_lock, release_root
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
 from ..run.plan import named_backend
 from .group import main
@@ -168,20 +168,28 @@ def resumed_plan(root: Path, vllm_dir: str | None) -> BatchPlan:
 
 def new_root(root: Path, flag: str, verb: str) -> None:
     """A new corpus root: an empty (or new) writable directory, made now and held by this
-    process (lock.py)."""
+    process (lock.py). A folder holding only a lock file (a start that ended before its plan
+    was written) is empty; a command that ends before writing into its new root leaves it as
+    it found it (lock.forget_if_empty)."""
     check_output_dir(root, flag)
-    if root.exists() and any(root.iterdir()):
+    if root.exists() and not only_lock(root):
         raise errors.UsageError(f"{flag} {root} exists and is not empty; use --resume "
                                 f"{root} to continue it, or another directory")
+    made = not root.exists()
     check_output_dir(root, flag, create=True)
-    hold_root(root, verb)
+    hold_root(root, verb, made)
 
 
-def hold_root(root: Path, verb: str) -> None:
+def hold_root(root: Path, verb: str, made: bool = False) -> None:
     """This command holds `root` until it ends (corpus/lock.py): a second command on the same
-    root is one line, not interleaved writes."""
+    root is one line, not interleaved writes. When it ends having written nothing there, the
+    lock file goes (and the root, when `made` by it)."""
     claim_root(root, verb)
-    click.get_current_context().call_on_close(lambda: release_root(root))
+
+    def let_go() -> None:
+        forget_if_empty(root, made)
+        release_root(root)
+    click.get_current_context().call_on_close(let_go)
 
 
 def interrupted_hint(root: Path, verb: str, run):

@@ -42,9 +42,9 @@ def bench(ops, quiet, as_json, parallel_sweep, sweep_devices, **params):
 
     Exit status: 0 all cases ok, 1 some case failed (or the run failed: disk full), 2 bad
     input, 3 preflight failed, 4 --replay names a record run that did not complete, 5 the
-    device became unusable (the run stopped; what was measured is kept), 130/143
-    interrupted (SIGINT/SIGTERM). An op whose code calls sys.exit(N) exits 1 (run.json:
-    crashed), never N.
+    device became unusable (the run stopped; what was measured is kept), 130/143/129
+    interrupted (SIGINT/SIGTERM/SIGHUP: the terminal closed). An op whose code calls
+    sys.exit(N) exits 1 (run.json: crashed), never N.
     """
     options = BenchOptions.from_flat(**params, argv=["zlh"] + sys.argv[1:])
     ops = list(ops) or default_ops(options)

@@ -6,7 +6,6 @@ import errno
 import functools
 import math
 import os
-import signal
 import sys
 
 import click
@@ -17,7 +16,7 @@ from adapters.user import default_op
 from ..ab.gate import parse_gates
 from ..common import errors, style
 from ..common.files import NUL_IN_PATH, SYMLINK_LOOP
-from ..common.process import die_with_parent_if_asked, terminate_handler
+from ..common.process import die_with_parent_if_asked, install_terminate_handlers, signal_name
 from ..run.options import OPTIONS, SHARED_NAMES, BenchOptions, Option
 from .output import AdapterName, complete_backends
 
@@ -36,13 +35,14 @@ def _raise_terminated(signum):
 def handles_errors(fn):
     """User errors become one line on stderr and their exit code; no traceback.
 
-    SIGTERM (a timeout, `zlh ab` ending a run) unwinds like an exception, so the run directory
-    is finalised and records and IR are written before the process ends. A reader that went
+    SIGTERM (a timeout, `zlh ab` ending a run) and SIGHUP (the terminal closed) unwind like
+    an exception, so the run directory is finalised and records and IR are written before
+    the process ends (exit 128 + the signal's number). A reader that went
     away (`zlh ops | head -1`) ends the command quietly; a write that fails (disk full,
     read-only file system) is one line naming the file."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        signal.signal(signal.SIGTERM, terminate_handler(_raise_terminated))
+        install_terminate_handlers(_raise_terminated)      # SIGTERM, SIGHUP
         try:
             die_with_parent_if_asked()   # a `zlh bench` a corpus command started
             return fn(*args, **kwargs)
@@ -51,8 +51,8 @@ def handles_errors(fn):
         except KeyboardInterrupt:
             fail("interrupted; cases measured so far are in the run directory", 130)
         except errors.Terminated as exc:
-            fail("terminated (SIGTERM); cases measured so far are in the run directory",
-                 exc.code)
+            fail(f"terminated ({signal_name(exc.signum)}); cases measured so far are in the "
+                 f"run directory", exc.code)
         except BrokenPipeError:
             quiet_broken_pipe()
             sys.exit(EXIT_BROKEN_PIPE)

@@ -160,7 +160,10 @@ def show(run_dir, as_json):
             raise errors.UsageError(hint)
     if as_json:
         run = load_run(run_dir)
-        echo_out(to_json(stamp({"run_dir": str(run.path), "status": run.status,
+        lost = {"results_lost": run.lost} if run.lost else {}
+        if run.lost:
+            echo_err(f"WARNING: {run.lost}: the rows are only those the file holds")
+        echo_out(to_json(stamp({"run_dir": str(run.path), "status": run.status, **lost,
                                 "run": run.info, "rows": [r.to_dict() for r in run.rows]}),
                          indent=None))
         return

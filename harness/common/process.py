@@ -90,15 +90,38 @@ def terminate_handler(raise_in_owner):
     return handler
 
 
+# The signals that end a zlh command the way SIGTERM does (finalise, then exit 128 + N):
+# SIGHUP is what a closed terminal sends.
+TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
+                    if hasattr(signal, name))
+
+
+def install_terminate_handlers(raise_in_owner) -> None:
+    """terminate_handler for every TERMINATING signal; a SIGHUP this process was started to
+    ignore (`nohup`) stays ignored."""
+    for sig in TERMINATING:
+        if sig != signal.SIGTERM and signal.getsignal(sig) == signal.SIG_IGN:
+            continue
+        signal.signal(sig, terminate_handler(raise_in_owner))
+
+
+def signal_name(signum: int) -> str:
+    """`SIGTERM`, `SIGHUP`, … (`signal N` for one Python does not name)."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
 class HeldTermination:
-    """SIGTERM and SIGINT held back while a run directory is being created, then delivered
+    """SIGTERM, SIGHUP and SIGINT held back while a run directory is being created, then delivered
     where the run can record them: `hold()`, create, then `release()` as the first statement
     inside the `try` that finalises the run. A signal that arrived in between runs its own
     handler there (Terminated, KeyboardInterrupt), so no run.json is left `running` by a
     signal that came just after it was first written. Only the main thread installs signal
     handlers; elsewhere nothing is held."""
 
-    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+    SIGNALS = (*TERMINATING, signal.SIGINT)
 
     def __init__(self):
         self.pending: list = []

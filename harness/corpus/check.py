@@ -24,6 +24,7 @@ from ..run.plant import check_plant
 from ..run.shapes import ShapeFileError, load_shape_file
 from .files import read_batch_json, replay_source
 from .lock import root_in_use
+from .lock import only_lock
 from .selection import check_dtype_names
 
 MAX_RETRIES = 5                 # the --retries range of the corpus commands
@@ -109,12 +110,16 @@ def check_executable(python: str, where: str = "") -> None:
 
 
 def check_root(path: str | os.PathLike, kind: str, flag: str) -> Path:
-    """A root to resume or read: refused in one line when it is a file or is missing."""
+    """A root to resume or read: refused in one line when it is a file or is missing, and
+    (for --resume) when it is empty but for a lock: nothing was started there."""
     root = Path(path)
     if str(path) == "":
         raise UsageError(f"{flag}: an empty path is not a {kind} root")
     if root.exists() and not root.is_dir():
         raise UsageError(f"{flag} {path} is a file, not a {kind} root")
+    if flag == "--resume" and only_lock(root):
+        raise UsageError(f"{flag} {path}: no {kind} was started there (the folder is empty, "
+                         f"its plan was never written); start a new {kind} into it instead")
     return root
 
 

@@ -119,6 +119,8 @@ def run_problem(op: str, outcome: Outcome) -> str | None:
             f"cannot be read ({one_line(exc.message, 160)})"
     if run.op != op:
         return f"is a run of {run.op}, not of {op}"
+    if run.lost or len(run.rows) < outcome.rows_total:
+        return f"lacks measured rows ({run.lost or f'{len(run.rows)} of {outcome.rows_total}'})"
     return None
 
 

@@ -1,17 +1,20 @@
-"""One corpus command per root at a time.
+"""One command per root at a time.
 
-A batch, screen or campaign holds an advisory lock on `<root>/.zlh-lock` (flock) for as long as
-its process lives; the file names the holder's pid and command. A second command on the same
-root — a `--resume` of a batch that is still running, two batches started into the same `--out`
-at once, a `--rescore` while the screen writes its table — ends with one line instead of
-interleaving writes. The kernel drops the lock when the holder dies, however it dies (SIGKILL
-included); the file itself stays and means nothing then. The holder's workers and `zlh bench`
+A batch, screen, campaign, A/B (`zlh ab --root`, also `--replay` and RUN_A RUN_B with a
+root), calibration or product run holds an advisory lock on `<root>/.zlh-lock` (flock) for as
+long as its process lives; the file names the holder's pid and command. A second command on
+the same root — a `--resume` of a batch that is still running, two batches or two A/Bs started
+into the same root at once, a `--rescore` while the screen writes its table — ends with one
+line instead of interleaving writes. The kernel drops the lock when the holder dies, however
+it dies (SIGKILL included); the file itself stays and means nothing then, and a folder that
+holds nothing else is an empty folder (`only_lock`). The holder's workers and `zlh bench`
 children inherit the lock, so a root stays held until the last of them has ended too (they end
 with their parent, finishing their run directory first): a resume right after a kill waits for
 them a few seconds rather than measuring beside them.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -31,8 +34,9 @@ LEFTOVER_WAIT_S = 30.0       # how long the children of a dead holder may take t
 _HELD: dict[str, int] = {}
 
 
-def claim_root(root: Path, verb: str) -> None:
-    """Hold `root` for this process (re-entrant), or UsageError naming the holder."""
+def claim_root(root: Path, verb: str, then: str | None = None) -> None:
+    """Hold `root` for this process (re-entrant), or UsageError naming the holder and what to
+    do `then` (default: resume the root with this verb once the holder has ended)."""
     key = str(Path(root).resolve())
     if fcntl is None or key in _HELD:
         return
@@ -44,11 +48,52 @@ def claim_root(root: Path, verb: str) -> None:
         if not _holder_alive(fd):
             holder += " (ended; processes it started still run)"
         os.close(fd)
-        raise UsageError(f"{root} is in use by {holder}; wait for it to end (or stop it), "
-                         f"then run zlh {verb} --resume {root}") from None
+        raise UsageError(in_use(root, holder, then or f"then run zlh {verb} --resume {root}"))
+
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"zlh {verb}, pid {os.getpid()}\n".encode(), 0)
     _HELD[key] = fd
+
+
+def in_use(root: Path, holder: str, then: str) -> str:
+    """The one line a command refused on a held root prints."""
+    return f"{root} is in use by {holder}; wait for it to end (or stop it), {then}"
+
+
+@contextlib.contextmanager
+def holding(root: Path, verb: str, then: str | None = None, made: bool = False):
+    """`root` held for the block (claim_root), let go after it unless this process already
+    held it before (a calibration around the A/B it runs); a root the block wrote nothing
+    into is left as it was (forget_if_empty; `made`: this command made the folder)."""
+    held = str(Path(root).resolve()) in _HELD
+    claim_root(root, verb, then)
+    try:
+        yield
+    finally:
+        if not held:
+            forget_if_empty(root, made)
+            release_root(root)
+
+
+def only_lock(root: Path) -> bool:
+    """Whether `root` is a folder holding nothing but (at most) a lock file: a command that
+    claimed it and ended before writing its plan (a full disk, a kill) — an empty root."""
+    try:
+        return Path(root).is_dir() and all(p.name == LOCK_NAME for p in Path(root).iterdir())
+    except OSError:
+        return False
+
+
+def forget_if_empty(root: Path, made: bool = False) -> None:
+    """A held root whose command wrote nothing into it (its first write failed: a full disk)
+    loses the lock file, and the folder too when the command `made` it: it is left as it
+    was, not a root that only a lock claims. Called while the root is still held."""
+    if not only_lock(root):
+        return
+    with contextlib.suppress(OSError):
+        (Path(root) / LOCK_NAME).unlink(missing_ok=True)
+        if made:
+            Path(root).rmdir()
 
 
 def _open_lock(root: Path, flags: int) -> int:

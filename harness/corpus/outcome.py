@@ -130,6 +130,9 @@ def judge(attempt: Attempt, op_timeout_s: float) -> Outcome:
     elif unfinished:
         out.status = CRASH
         out.reason = f"the run did not finish ({unfinished})"
+    elif run is not None and run.lost:       # run.json counts rows its results file lacks
+        out.status = CRASH
+        out.reason = f"its results were not all written ({run.lost})"
     elif attempt.rc in (EXIT_OK, EXIT_FAILED_CASES) and rows:
         failed = [r for r in rows if r.status == FAILED]
         skipped = [r for r in rows if r.status == SKIPPED]

@@ -17,13 +17,12 @@ import contextlib
 import gc
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 
 from ..common.errors import (EXIT_OK, EXIT_POISONED, DevicePoisonedError, OpExitError,
                              RunFailedError, Terminated, ZlhError, one_line, op_exit_reason)
-from ..common.process import die_with_parent, terminate_handler
+from ..common.process import die_with_parent, install_terminate_handlers
 from ..run import process_state
 from .outcome import CRASH_RC, GIB, held_over_limit
 
@@ -31,7 +30,7 @@ PROTOCOL_VERSION = 2          # 2: a job carries `args` (zlh bench arguments), n
 
 
 def _raise_terminated(signum):
-    raise Terminated(signum)      # the op's run.json says why: SIGTERM
+    raise Terminated(signum)      # the op's run.json says why: SIGTERM (or SIGHUP)
 
 
 @contextlib.contextmanager
@@ -143,7 +142,7 @@ def _reset(options) -> int | None:
 
 
 def main() -> int:
-    signal.signal(signal.SIGTERM, terminate_handler(_raise_terminated))
+    install_terminate_handlers(_raise_terminated)      # SIGTERM, SIGHUP
     die_with_parent()
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     jobs = os.fdopen(os.dup(0), "r", encoding="utf-8")

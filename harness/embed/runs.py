@@ -82,7 +82,9 @@ def compare(run_a, run_b, *, allow_caliber_mismatch: bool = False, alpha: float 
     pairs = [(load_run(a), load_run(b)) for a, b in zip(sides_a, sides_b)]
     first_a = pairs[0][0]
     check = check_caliber(*pairs[0])
-    lines, problems = list(check.warnings), list(check.problems)
+    # a side that did not complete (or lost rows) is compared, and said
+    lines = list(check.warnings) + [f"WARNING {line}" for line in check.partial]
+    problems = list(check.problems)
     for number, (later_a, later_b) in enumerate(pairs[1:], start=2):
         for side, later in (("A", later_a), ("B", later_b)):
             problems += check_caliber(first_a, later,

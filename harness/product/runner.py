@@ -21,6 +21,7 @@ from pathlib import Path
 from ..common.errors import UsageError
 from ..common.files import check_output_dir
 from ..common.log import Echo
+from ..corpus.lock import holding, in_use, root_in_use
 from .cells import CampaignContext, base_options
 from .classes import Rules, evaluate_gate
 from .contract import check_contract
@@ -37,31 +38,50 @@ CONTRACT_RECEIPT = "contract-receipt.json"
 def run_campaign(frozen_dir: str | Path, root: str | Path | None = None, resume: bool = False,
                  echo: Echo = print, python: str = sys.executable,
                  progress: Echo | None = None) -> dict:
-    """Run a frozen plan; the campaign receipt (its canary gate says the exit status)."""
+    """Run a frozen plan; the campaign receipt (its canary gate says the exit status). The
+    run root is held for the whole run (corpus/lock.py): a second run or a resume of it
+    meanwhile is one line naming this one."""
     frozen = load_frozen(frozen_dir)
     flag = "--out" if root else "FROZEN_DIR/run"
     root = Path(root).resolve() if root else frozen.path / "run"
+    then = (f"then run zlh product run {frozen.path} --resume"
+            + (f" --out {root}" if flag == "--out" else ""))
     check_output_dir(root, flag)
+    _refuse_held(root, then)
     if root.exists() and not resume:
         raise UsageError(f"{root} exists: continue it with --resume, or give another --out")
     if resume and not (root / CONTRACT_RECEIPT).is_file():
         raise UsageError(f"--resume: {root} holds no campaign run to continue")
     contract = check_contract(frozen, python)
-    root.mkdir(parents=True, exist_ok=True)
-    name = CONTRACT_RECEIPT if not resume else \
-        f"contract-receipt.resume-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    write_receipt(root / name, contract)
-    ctx = CampaignContext(frozen, root, base_options(frozen), python, progress)
-    receipts: dict[str, dict] = {}
-    for task in frozen.matrix["tasks"]:
-        done = terminal_receipt(ctx, task["task_id"], echo) if resume else None
-        receipt = done or _fresh_task(ctx, task)
-        receipts[task["task_id"]] = receipt
-        write_status_csv(root / STATUS_CSV, [status_row(r) for r in receipts.values()])
-        echo(task_line(receipt) + (" (kept from before the resume)" if done else ""))
-    receipt = campaign_receipt(ctx, receipts)
-    write_receipt(root / CAMPAIGN_RECEIPT, receipt)
-    return receipt
+    if not resume:
+        try:                     # made here: a run begun meanwhile into the same root loses
+            root.mkdir(parents=True)
+        except FileExistsError:
+            _refuse_held(root, then)
+            raise UsageError(f"{root} exists: continue it with --resume, or give another "
+                             f"--out") from None
+    with holding(root, "product run", then, made=not resume):
+        name = CONTRACT_RECEIPT if not resume else \
+            f"contract-receipt.resume-{time.strftime('%Y%m%d-%H%M%S')}.json"
+        write_receipt(root / name, contract)
+        ctx = CampaignContext(frozen, root, base_options(frozen), python, progress)
+        receipts: dict[str, dict] = {}
+        for task in frozen.matrix["tasks"]:
+            done = terminal_receipt(ctx, task["task_id"], echo) if resume else None
+            receipt = done or _fresh_task(ctx, task)
+            receipts[task["task_id"]] = receipt
+            write_status_csv(root / STATUS_CSV, [status_row(r) for r in receipts.values()])
+            echo(task_line(receipt) + (" (kept from before the resume)" if done else ""))
+        receipt = campaign_receipt(ctx, receipts)
+        write_receipt(root / CAMPAIGN_RECEIPT, receipt)
+        return receipt
+
+
+def _refuse_held(root: Path, then: str) -> None:
+    """One line naming the command that holds `root` now, if one does."""
+    holder = root_in_use(root) if root.is_dir() else None
+    if holder:
+        raise UsageError(in_use(root, holder, then))
 
 
 def _fresh_task(ctx: CampaignContext, task: dict) -> dict:

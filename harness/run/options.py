@@ -203,6 +203,14 @@ class BenchOptions:
     def replace(self, **changes) -> "BenchOptions":
         return replace(self, **changes)
 
+    def absolute(self) -> "BenchOptions":
+        """These options with every path (out, replay, shapes, checkouts) made absolute now:
+        a run keeps no relative path past its start, so an op that changes the working
+        directory cannot move where the rest of its run is read or written."""
+        changes = {o.name: os.path.abspath(str(self.value(o.name))) for o in OPTIONS
+                   if o.path and self.value(o.name)}
+        return replace(self, **changes) if changes else self
+
     def shard(self) -> tuple[int, int]:
         """(k, N) of `case_shard`; (0, 1) when the run measures every case."""
         if not self.case_shard:

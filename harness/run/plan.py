@@ -7,6 +7,7 @@ raises UsageError / PreflightError with one line saying what is wrong.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import time
@@ -89,15 +90,30 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
         return plan
     check_output_dir(options.out, "--out")
     refuse_run_dir(options.out, "--out")
+    given_out = options.out
+    _absolute_paths(plan)        # checked as given; kept absolute: an op's os.chdir moves none
+    options = plan.options
     # Private compile cache (and, if asked, tuner cache) before anything compiles or imports.
     plan.cache_root = (Path(options.out) /
                        f".cache-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
     plan.caches = compile_cache(plan.cache_root).merged(
         _tuner_cache(adapter, plan.cache_root, options))
     apply_env(plan.caches.env)
-    adapter.prepare(resolved, backend, options.level, shape_file)
-    check_output_dir(options.out, "--out", create=True)
+    adapter.prepare(resolved, backend, options.level, plan.shape_file)
+    check_output_dir(given_out, "--out", create=True)
     return plan
+
+
+def _absolute_paths(plan: BenchPlan) -> None:
+    """Every path the run keeps past its start made absolute now (out, replay, shapes, the
+    checkouts; the record runs and the shape file found from them), so an op that calls
+    os.chdir cannot move where the rest of its run is read or written. Done after the checks,
+    whose messages name the paths as the user gave them."""
+    plan.options = plan.options.absolute()
+    plan.replay_dirs = {op: Path(os.path.abspath(path)) for op, path in plan.replay_dirs.items()}
+    if plan.shape_file is not None:
+        plan.shape_file = dataclasses.replace(plan.shape_file,
+                                              path=os.path.abspath(plan.shape_file.path))
 
 
 @contextlib.contextmanager

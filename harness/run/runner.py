@@ -22,7 +22,7 @@ from ..common.errors import (DevicePoisonedError, OpExitError,
                              RunFailedError, Terminated, UsageError, one_line, op_exit_reason,
                              write_failure)
 from ..common.log import Echo
-from ..common.process import HeldTermination
+from ..common.process import HeldTermination, signal_name
 from ..compile import autotune
 from ..compile.caches import remove_private
 from ..compile.ir.capture import IRCapture
@@ -116,7 +116,7 @@ def run_op(plan: BenchPlan, op: str, echo: Echo | None = None,
             remove_private(plan.caches)
     except (KeyboardInterrupt, Terminated) as exc:
         status = "interrupted"
-        reason = "SIGINT" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"
+        reason = "SIGINT" if isinstance(exc, KeyboardInterrupt) else signal_name(exc.signum)
         raise
     except SystemExit as exc:        # the op's code called sys.exit: its status is not zlh's
         status, reason = "crashed", op_exit_reason(exc.code)
@@ -130,14 +130,17 @@ def run_op(plan: BenchPlan, op: str, echo: Echo | None = None,
         # the reparenting): a second one must not cut the final files short.
         closing = HeldTermination().hold()
         try:
-            run.finish(status, reason)   # records, IR, results, shapes, final run.json
+            # records, IR, results, shapes, final run.json: `failed` when results.jsonl
+            # could not take every measured case
+            status = run.finish(status, reason)
+            reason = run.info.get("reason") or reason
             if status != "complete":
                 run.print_table(f"status: {status}" + (f" ({reason})" if reason else ""))
         finally:
             closing.release(deliver=status != "interrupted")
     if status == "complete":
         run.print_table()
-    write_error = write_error or run.final_write_error
+    write_error = write_error or run.final_write_error or run.results_error
     if write_error is not None:
         raise run.failure(write_error, write_failure(write_error))
     return RunResult(op, run.dir.path, run.rows, run.caliber, status)
@@ -156,6 +159,7 @@ class OpRun:
         self.tuner_hook = None
         self.ir: IRCapture | None = None
         self.final_write_error: OSError | None = None
+        self.results_error: OSError | None = None    # results.jsonl lacks measured cases
         self.watcher = telemetry.watch(run_dir.path, plan.backend, plan.device_index,
                                        plan.options.telemetry_interval)
         self.plant: Plant | None = None
@@ -282,10 +286,12 @@ class OpRun:
             self.progress(f"[{len(self.rows)}] {self.op} {row.dtype} {row.shape_detail} "
                           f"{row.status}{' ' + row.reason if row.reason else ''}")
 
-    def finish(self, status: str, reason: str = "") -> None:
+    def finish(self, status: str, reason: str = "") -> str:
         """Records, IR, results and shapes, then the final run.json; each step on its own,
         so one failing clean-up cannot skip the others or run.json. A failure to write
-        run.json itself is kept in `final_write_error`."""
+        run.json itself is kept in `final_write_error`. run.json counts the rows
+        results.jsonl holds: when it could not take every measured case, the run is
+        `failed` (its reason says how many were lost). Returns the final status."""
         problems: list[str] = []
 
         def safely(step):
@@ -304,7 +310,23 @@ class OpRun:
         if self.ir is not None:
             safely(lambda: self.info.__setitem__("ir", self.ir.dump()))
             safely(self.ir.uninstall)
-        safely(lambda: self.dir.write_results(self.rows))
+        try:
+            self.dir.write_results(self.rows)
+        except OSError as exc:
+            problems.append(one_line(exc))
+            if self.dir.rows_written < len(self.rows):
+                self.results_error = exc
+        except Exception as exc:  # noqa: BLE001
+            problems.append(one_line(exc))
+        lost = len(self.rows) - self.dir.rows_written
+        if lost > 0:
+            why = (f"{lost} measured case(s) could not be written to results.jsonl"
+                   + (f" ({write_failure(self.results_error)})" if self.results_error else ""))
+            if status == "complete":
+                status, reason = "failed", why
+            self.info["unwritten_rows"] = lost
+            self.note(f"WARNING: {why}; run.json counts the {self.dir.rows_written} row(s) "
+                      f"it holds")
         safely(lambda: self.dir.write_shapes(self.plan.adapter.shapes_used(self.op)))
         for line in self.plan.adapter.run_markers(self.op):
             safely(lambda line=line: self.say(line))
@@ -315,6 +337,7 @@ class OpRun:
         except OSError as exc:
             if not self.dir.write_run_json_in_place(self.info):
                 self.final_write_error = exc
+        return status
 
     def _library_log_summary(self) -> None:
         """Repeated library log lines counted in run.log; run.json says how many there were."""
@@ -341,7 +364,7 @@ class OpRun:
             "caliber": self.caliber.to_dict(),
             "timer_requested": self.plan.timer,
             "graph_fallbacks": graph_fallbacks(self.rows),
-            "counts": _counts(self.rows),
+            "counts": _counts(self.rows[:self.dir.rows_written]),  # what results.jsonl has
             "finished_at": iso_time(finished),
             "wall_s": round(finished - self.started, 3),
             "inputs_s": round(self.inputs.total_s, 3),

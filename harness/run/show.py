@@ -8,7 +8,7 @@ from tabulate import tabulate
 
 from ..common import markers, style
 from ..common.fields import is_number
-from ..store.reader import ABANDONED, COMPLETE, load_run
+from ..store.reader import ABANDONED, COMPLETE, RESULTS_LOST, load_run
 from .table import render_rows
 
 
@@ -18,12 +18,18 @@ def show_run(run_dir: str, colour: bool = False) -> str:
     lines = [f"{info.get('run_id', run.path.name)}  op={run.op}  status={run.status}"
              f"  wall={info.get('wall_s', '-')} s"
              + _inputs_part(info.get("inputs_s"))]
-    if run.status != COMPLETE:
+    if run.status == RESULTS_LOST:
+        lines.append(f"WARNING: run.json says complete, but {run.lost}: the table holds only "
+                     f"the rows the file has, and `zlh ab` compares this run only with "
+                     f"--allow-partial")
+    elif run.status != COMPLETE:
         why = f", {info['reason']}" if info.get("reason") else ""
         lines.append(f"WARNING: this run did not complete (status {run.status}{why}"
                      f"{'; its process is gone' if run.status == ABANDONED else ''}); its "
                      f"table holds the cases measured before it stopped, and `zlh ab` "
                      f"compares it only with --allow-partial")
+        if run.lost:
+            lines.append(f"WARNING: {run.lost}: the table holds only the rows the file has")
     device = _object(info.get("device"))
     lines.append(f"device: {device.get('name')} ({device.get('arch')}), backend "
                  f"{device.get('backend')}; adapter {_object(info.get('adapter')).get('adapter')}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -53,7 +54,10 @@ def parallel_sweep(op: str, options: BenchOptions, shards: int, devices: list[in
                    root: Path, echo: Echo, timeout_s: float = 3600.0) -> Path:
     """Run the shards, merge their records; the merged record directory, or SweepRefused."""
     shards = min(shards, len(devices))
-    sweep_root = Path(root) / f".sweep-{safe_name(op)}-{time.strftime('%Y%m%d-%H%M%S')}"
+    # one folder per sweep: two sweeps of one op into one --out in the same second never
+    # share their shards (bench --out is no locked root: many runs share it)
+    sweep_root = Path(root) / (f".sweep-{safe_name(op)}-{time.strftime('%Y%m%d-%H%M%S')}-"
+                               f"{os.getpid()}")
     started = time.time()
     children: list[launcher.Child] = []
     runs = []

@@ -5,6 +5,7 @@ Every command that looks at a finished (or unfinished) run goes through `load_ru
 """
 from __future__ import annotations
 
+import collections
 import glob
 import os
 import socket
@@ -18,11 +19,14 @@ from ..common.files import (SYMLINK_LOOP, check_path_text, link_loop, read_json_
                             read_text)
 from ..common.schema import check_readable
 from .caliber import Caliber, check_caliber
-from .results import Row, check_row
+from .results import FAILED, SKIPPED, SUCCESS, Row, check_row
 from .rundir import RESULTS_JSONL, RUN_JSON, legacy_safe_name, safe_name
 
-# run.json statuses; `abandoned` is derived: `running`, but its process is gone.
+# run.json statuses; `abandoned` is derived: `running`, but its process is gone;
+# `results_lost` too: `complete`, but results.jsonl lacks rows run.json counts.
 RUNNING, COMPLETE, ABANDONED = "running", "complete", "abandoned"
+RESULTS_LOST = "results_lost"
+COUNTED = (SUCCESS, FAILED, SKIPPED)
 
 
 @dataclass
@@ -30,6 +34,25 @@ class StoredRun:
     path: Path
     info: dict
     rows: list[Row]
+    rows_read: bool = True           # False: run.json only (load_info)
+
+    @property
+    def lost(self) -> str | None:
+        """What results.jsonl lacks of the rows run.json counts (it is missing, or holds
+        fewer rows of a status), in words naming the file; None when it holds them all."""
+        counts = self.info.get("counts")
+        if not self.rows_read or not isinstance(counts, dict):
+            return None
+        held = collections.Counter(row.status for row in self.rows)
+        counted = {s: n for s in COUNTED if isinstance(n := counts.get(s), int)
+                   and not isinstance(n, bool) and n > 0}
+        if not any(n > held[s] for s, n in counted.items()):
+            return None
+        file = self.path / RESULTS_JSONL
+        holds = ("is missing" if not file.exists() else
+                 f"holds {len(self.rows)} row(s)" if self.rows else "holds no row")
+        said = ", ".join(f"{n} {s}" for s, n in counted.items())
+        return f"{file} {holds}, run.json counts {sum(counted.values())} ({said})"
 
     @property
     def op(self) -> str:
@@ -52,6 +75,8 @@ class StoredRun:
         hostname = host.get("hostname") if isinstance(host, dict) else None
         if status == RUNNING and not _process_alive(self.info.get("pid"), hostname):
             return ABANDONED
+        if status == COMPLETE and self.lost:
+            return RESULTS_LOST
         return status
 
     @property
@@ -166,12 +191,21 @@ def _row_fields(data: dict, where: str) -> dict:
 REPLAY_PARTIAL_ENV = "ZLH_REPLAY_PARTIAL"
 
 
-def describe_status(run: StoredRun) -> str:
+def status_detail(run: StoredRun) -> str:
+    """Why a run is not `complete`, in words: its process gone, still running, results lost
+    (naming the file), or run.json's reason; '' when there is nothing to add."""
     status = run.status
-    reason = run.info.get("reason")
+    if status == RESULTS_LOST:
+        return f"run.json says complete, but {run.lost}"
     extra = ("its process is gone" if status == ABANDONED else
-             "still running" if status == RUNNING else reason or "")
-    return f"the run did not complete (status {status}{', ' + extra if extra else ''})"
+             "still running" if status == RUNNING else run.info.get("reason") or "")
+    lost = run.lost
+    return "; ".join(part for part in (extra, lost) if part)
+
+
+def describe_status(run: StoredRun) -> str:
+    extra = status_detail(run)
+    return f"the run did not complete (status {run.status}{', ' + extra if extra else ''})"
 
 
 def check_complete(run: StoredRun, where: str, hint: str) -> None:
@@ -184,7 +218,7 @@ def check_complete(run: StoredRun, where: str, hint: str) -> None:
 
 def load_info(path) -> StoredRun:
     """The run with its run.json only (its rows are not read): for its status, op, mode."""
-    return StoredRun(Path(path), read_info(path), [])
+    return StoredRun(Path(path), read_info(path), [], rows_read=False)
 
 
 def load_run(path) -> StoredRun:

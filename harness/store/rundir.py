@@ -53,6 +53,7 @@ def legacy_safe_name(text: str) -> str:
 class RunDir:
     def __init__(self, path: Path):
         self.path = Path(path)
+        self.rows_written = 0        # rows results.jsonl holds: what run.json may count
 
     @classmethod
     def create(cls, root: str | os.PathLike, op: str, now: float | None = None) -> "RunDir":
@@ -85,8 +86,12 @@ class RunDir:
         return overwrite_in_place(self.file(RUN_JSON), text)
 
     def write_results(self, rows) -> None:
-        """Rewrite both result files from all rows so far: each is whole after every case."""
+        """Rewrite both result files from all rows so far: each is whole after every case.
+        `rows_written` says how many results.jsonl holds (it is left as it was when the
+        write fails)."""
+        rows = list(rows)
         atomic_write_text(self.file(RESULTS_JSONL), rows_to_jsonl(rows))
+        self.rows_written = len(rows)
         atomic_write_text(self.file(RESULTS_CSV), rows_to_csv(rows))
 
     def write_shapes(self, doc: dict) -> None:

@@ -1,0 +1,57 @@
+"""SIGHUP (the terminal closed) ends a zlh command as SIGTERM does: the run directory is
+finalised (run.json `interrupted`, reason SIGHUP, results written) and the exit status is
+128 + 1; a SIGHUP the command was started to ignore (`nohup`) stays ignored."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+from harness.common.process import install_terminate_handlers
+
+FAST = ["--adapter", "builtin", "--backend", "cpu", "--warmup-ms", "1", "--min-samples", "3",
+        "--min-time-ms", "0", "--max-time-ms", "20"]
+
+
+def test_sighup_finalises_a_running_bench(tmp_path):
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[64]]\n")
+    out = tmp_path / "runs"
+    child = subprocess.Popen([sys.executable, "-m", "harness", "bench", "add", "fault_hang",
+                              "--shapes", str(shapes), "--out", str(out), "-q", *FAST],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and child.poll() is None and \
+                not list(out.glob("fault_hang_*/run.json")):
+            time.sleep(0.1)                    # the hung op's run has begun
+        assert list(out.glob("fault_hang_*/run.json")), child.communicate()
+        child.send_signal(signal.SIGHUP)
+        _, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 128 + signal.SIGHUP, err
+    assert "terminated (SIGHUP)" in err and "Traceback" not in err, err
+    (done,) = out.glob("add_*")
+    (hung,) = out.glob("fault_hang_*")
+    assert json.loads((done / "run.json").read_text())["status"] == "complete"
+    info = json.loads((hung / "run.json").read_text())
+    assert info["status"] == "interrupted" and info["reason"] == "SIGHUP", info
+    assert (hung / "results.jsonl").is_file() and (hung / "results.csv").is_file()
+    assert (done / "results.jsonl").read_text().count("\n") == 1
+
+
+def test_a_sighup_ignored_at_start_stays_ignored():
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)          # as `nohup zlh …` starts it
+        install_terminate_handlers(lambda signum: None)
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+        assert callable(signal.getsignal(signal.SIGTERM))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
