@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.corpus import files as corpus_files
 from harness.corpus import screen as screen_mod
-from harness.corpus.lock import LOCK_NAME
+from harness.common.lock import LOCK_NAME
 
 FAST = ["--adapter", "builtin", "--backend", "cpu", "--warmup-ms", "1", "--min-samples", "3",
         "--min-time-ms", "0", "--max-time-ms", "20"]

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from harness.ab.preflight import ROOT_IN_USE
 from harness.cli import main
 from harness.common.errors import UsageError
-from harness.corpus import lock
+from harness.common import lock
 from harness.product import runner as runner_mod
 
 from product_fakes import fake_doc, write
@@ -81,7 +81,7 @@ def test_the_lock_is_held_by_the_command_and_let_go_after_it(tmp_path):
         with lock.holding(root, "ab"):
             pass
         probe = subprocess.run(
-            [sys.executable, "-c", "import sys; from harness.corpus.lock import root_in_use; "
+            [sys.executable, "-c", "import sys; from harness.common.lock import root_in_use; "
                                    "print(root_in_use(sys.argv[1]))", str(root)],
             capture_output=True, text=True, check=True)
         assert probe.stdout.strip() == f"zlh calibrate, pid {os.getpid()}"
@@ -90,7 +90,7 @@ def test_the_lock_is_held_by_the_command_and_let_go_after_it(tmp_path):
 
 HOLDER = ("import sys\n"
           "from pathlib import Path\n"
-          "from harness.corpus.lock import claim_root\n"
+          "from harness.common.lock import claim_root\n"
           "claim_root(Path(sys.argv[1]), sys.argv[2])\n"
           "print('held', flush=True)\n"
           "sys.stdin.read()\n")

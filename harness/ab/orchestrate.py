@@ -20,7 +20,7 @@ from ..common.errors import (EXIT_CALIBER, EXIT_FAILED_CASES, EXIT_OK, EXIT_PREF
 from ..common.files import atomic_write_json, check_output_dir, check_path_text
 from ..common.log import Echo
 from ..compile.ir import fingerprint
-from ..corpus.lock import held_fds, holding
+from ..common.lock import held_fds, holding
 from ..launch import launcher
 from ..run.options import BenchOptions
 from ..store.reader import (COMPLETE, REPLAY_PARTIAL_ENV, RESULTS_LOST, StoredRun, load_run,
@@ -142,7 +142,7 @@ def append_status(root: Path, op: str, outcome: RunOutcome) -> None:
 def run_ab(plan: ABPlan, echo: Echo = print,
            progress: Echo | None = None) -> tuple[list[ABReport], int]:
     """Every input checked, then both sides for every op, rounds, guard, report, the root
-    held throughout (corpus/lock.py). Returns (reports, exit code)."""
+    held throughout (common/lock.py). Returns (reports, exit code)."""
     with ab_root(plan, "ab"):
         return run_rounds(plan, echo, progress)
 

@@ -24,7 +24,7 @@ from ..common.files import check_output_dir
 from ..common.process import check_runnable
 from ..launch import launcher
 from ..compile.ir.fingerprint import compile_scrub
-from ..corpus.lock import in_use, root_in_use
+from ..common.lock import in_use, root_in_use
 from ..run.options import BenchOptions
 from ..run.plan import plan_bench, preserved_environ
 from ..store.reader import AB_ROOT_FILES, StoredRun, refuse_run_dir

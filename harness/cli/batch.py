@@ -13,7 +13,7 @@ from ..corpus.batch import BatchPlan, run_batch
 from ..corpus.check import (check_plan, check_replay_plan, check_replay_root, check_root,
                              corpus_adapter)
 from ..corpus.files import BATCH_JSON, check_tables, read_batch_json
-from ..corpus.lock import claim_root, forget_if_empty, only_lock, release_root
+from ..common.lock import claim_root, forget_if_empty, only_lock, release_root
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
 from ..run.plan import named_backend
 from .group import main
@@ -181,7 +181,7 @@ def new_root(root: Path, flag: str, verb: str) -> None:
 
 
 def hold_root(root: Path, verb: str, made: bool = False) -> None:
-    """This command holds `root` until it ends (corpus/lock.py): a second command on the same
+    """This command holds `root` until it ends (common/lock.py): a second command on the same
     root is one line, not interleaved writes. When it ends having written nothing there, the
     lock file goes (and the root, when `made` by it)."""
     claim_root(root, verb)

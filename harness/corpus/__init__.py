@@ -10,8 +10,8 @@ harness/product.
     outcome.py     an op's status (PASS, FAIL, SKIP, TIMEOUT, CRASH, POISONED) and notes
     batch.py       the batch: plan, retries, dtype fallback, resume, devices
     files.py       batch.json, ops_status.csv, summary.csv, .complete markers
-    check.py, lock.py, threads.py, progress.py  a plan checked, one command per root, the
-                   lanes' threads, what a batch prints
+    check.py, threads.py, progress.py  a plan checked, the lanes' threads, what a batch
+                   prints (one command per root: harness/common/lock.py)
     screen.py      zlh screen: one cheap pair per op; verdict.py: the verdict per op
     partition.py   ops spread over devices by their measured cost
     campaign.py    zlh campaign: rounds on a screen's ops over the GPUs of a host, merged

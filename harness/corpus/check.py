@@ -15,6 +15,7 @@ from pathlib import Path
 
 import adapters
 
+from ..common.lock import only_lock, root_in_use
 from ..common.errors import UsageError, one_line
 from ..common.process import check_runnable
 from ..measure.timers import GRAPH, resolve_timer_name
@@ -23,8 +24,6 @@ from ..run.plan import check_timer, options_backend, preserved_environ
 from ..run.plant import check_plant
 from ..run.shapes import ShapeFileError, load_shape_file
 from .files import read_batch_json, replay_source
-from .lock import root_in_use
-from .lock import only_lock
 from .selection import check_dtype_names
 
 MAX_RETRIES = 5                 # the --retries range of the corpus commands

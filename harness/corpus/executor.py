@@ -24,7 +24,7 @@ from typing import Sequence
 from ..common.errors import UsageError
 from ..launch import launcher
 from ..run.options import BenchOptions
-from .lock import held_fds
+from ..common.lock import held_fds
 from .outcome import Attempt
 from .supervisor import Lane, Worker, run_fresh
 

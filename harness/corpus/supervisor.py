@@ -22,7 +22,7 @@ from ..common.errors import EXIT_POISONED, UsageError
 from ..common.files import atomic_write_bytes
 from ..launch import launcher
 from ..store.reader import read_info
-from .lock import held_fds
+from ..common.lock import held_fds
 from .outcome import CRASH_RC, TIMEOUT_RC, Attempt, held_over_limit
 
 GRACE_S = launcher.GRACE_S

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..common.errors import UsageError
 from ..common.files import check_output_dir
 from ..common.log import Echo
-from ..corpus.lock import holding, in_use, root_in_use
+from ..common.lock import holding, in_use, root_in_use
 from .cells import CampaignContext, base_options
 from .classes import Rules, evaluate_gate
 from .contract import check_contract
@@ -39,7 +39,7 @@ def run_campaign(frozen_dir: str | Path, root: str | Path | None = None, resume:
                  echo: Echo = print, python: str = sys.executable,
                  progress: Echo | None = None) -> dict:
     """Run a frozen plan; the campaign receipt (its canary gate says the exit status). The
-    run root is held for the whole run (corpus/lock.py): a second run or a resume of it
+    run root is held for the whole run (common/lock.py): a second run or a resume of it
     meanwhile is one line naming this one."""
     frozen = load_frozen(frozen_dir)
     flag = "--out" if root else "FROZEN_DIR/run"

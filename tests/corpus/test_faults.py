@@ -20,7 +20,8 @@ from harness.cli import main
 from harness.common.errors import EXIT_FAILED_CASES, RunFailedError, Terminated, UsageError
 from harness.common.process import PARENT_ENV
 from harness.corpus import batch as batchmod
-from harness.corpus import lock, supervisor, worker
+from harness.common import lock
+from harness.corpus import supervisor, worker
 from harness.corpus.outcome import Attempt
 from harness.corpus.selection import Item
 from procs import alive
@@ -85,7 +86,7 @@ def test_a_worker_ended_by_sigterm_records_sigterm():
 
 HOLDER = """
 import os, subprocess, sys, time
-from harness.corpus import lock
+from harness.common import lock
 lock.claim_root(sys.argv[1], "batch")
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                          pass_fds=lock.held_fds(), stdout=subprocess.DEVNULL,

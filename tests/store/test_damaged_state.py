@@ -12,7 +12,7 @@ from harness.common.documents import MAX_DEPTH, loads_yaml
 from harness.common.errors import UsageError
 from harness.common.fields import Fields
 from harness.compile.ir.fingerprint import read_index
-from harness.corpus import lock
+from harness.common import lock
 from harness.corpus.campaign import card_files
 from harness.corpus.outcome import Outcome
 from harness.product.manifest import _given

@@ -22,7 +22,7 @@ import re
 import time
 from pathlib import Path
 
-from ..common.errors import UsageError
+from .errors import UsageError
 
 try:
     import fcntl
