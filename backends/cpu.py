@@ -30,6 +30,9 @@ class CpuBackend(Backend):
     def identity(self, index: int) -> DeviceIdentity:
         return DeviceIdentity(index, _cpu_model(), platform.machine() or "unknown", str(index))
 
+    def forced_env(self):
+        return dict(self.extra_env)      # activate_env sets it, whatever the environment says
+
     def activate_env(self) -> None:
         # Triton reads TRITON_INTERPRET when a kernel is decorated, so this must run before
         # any adapter imports its kernels.

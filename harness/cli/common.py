@@ -12,7 +12,7 @@ import sys
 import click
 from click.core import ParameterSource
 
-from ..common import errors, style
+from ..common import environ, errors, style
 from ..common.files import NUL_IN_PATH, SYMLINK_LOOP
 from ..common.process import die_with_parent_if_asked, terminate_handler
 from ..run.options import OPTIONS, SHARED_NAMES, BenchOptions, Option
@@ -42,7 +42,13 @@ def handles_errors(fn):
         signal.signal(signal.SIGTERM, terminate_handler(_raise_terminated))
         try:
             die_with_parent_if_asked()   # a `zlh bench` a corpus command started
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                blamed = environ.import_failure(exc, os.environ)  # a variable, not the op
+                if blamed is None:
+                    raise
+                raise blamed from None
         except errors.ZlhError as exc:
             fail(exc.message, exc.exit_code)
         except KeyboardInterrupt:

@@ -26,7 +26,7 @@ from ..common.files import (atomic_write_json, atomic_write_text, check_output_f
 from ..common.log import Echo
 from ..compile.ir.fingerprint import compile_scrub
 from . import files
-from .batch import Batch, BatchPlan, lane_for, watch_devices
+from .batch import Batch, BatchPlan, lane_for, record_env_change, watch_devices
 from .executor import make_executor
 from .outcome import Outcome
 from .selection import Item
@@ -220,6 +220,21 @@ def write_ir_changed(plan: ScreenPlan, verdicts: dict[str, Verdict]) -> Path:
 def write_plan(plan: ScreenPlan) -> None:
     plan.root.mkdir(parents=True, exist_ok=True)
     atomic_write_json(plan.root / SCREEN_JSON, plan.to_dict())
+
+
+def record_screen_env_change(plan: ScreenPlan, now: dict) -> None:
+    """screen.json (and each side's batch.json) of a resume allowed under other environment
+    switches: the new values, and the change (when, from, to) appended to `env_changes`."""
+    change = {"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "from": plan.base.env, "to": now}
+    path = plan.root / SCREEN_JSON
+    doc = read_json_object(path, f"{plan.root} is not a screen root (no {SCREEN_JSON})")
+    doc["batch"] = {**doc.get("batch", {}), "env": now}
+    doc["env_changes"] = [*(doc.get("env_changes") or []), change]
+    atomic_write_json(path, doc)
+    plan.base.env = now
+    for side in (plan.a, plan.b):
+        if (plan.root / side.label / files.BATCH_JSON).is_file():
+            record_env_change(plan.root / side.label, change)
 
 
 def write_side_plan(plan: ScreenPlan, side: Side) -> None:
