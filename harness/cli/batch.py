@@ -181,7 +181,7 @@ def resumed_plan(root: Path, vllm_dir: str | None, allow_env_change: bool = Fals
             check_replay_root(str(plan.replay_root), str(root))
         except errors.UsageError as exc:
             raise errors.UsageError(f"{where}: {exc.message}") from None
-    check_tables(root)
+    check_tables(root, [item.op for item in plan.items])
     return plan
 
 

@@ -254,7 +254,7 @@ def check_resume_files(plan: ScreenPlan) -> None:
         files.check_folder_place(folder, f"side {side.label}'s batch belongs there; move it "
                                          f"away, then zlh screen --resume {plan.root}")
         check_output_file(folder / files.BATCH_JSON, f"side {side.label} plan")
-        files.check_tables(folder)
+        files.check_tables(folder, [item.op for item in plan.base.items])
     for name in (SCREEN_TSV, IR_CHANGED_TXT):
         check_output_file(plan.root / name, "screen file")
 
