@@ -10,6 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from harness.cli import main
+from harness.corpus.campaign import plan_campaign, read_campaign, write_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
@@ -107,3 +108,14 @@ def test_a_screen_resumed_under_another_switch_is_refused(tmp_path, monkeypatch)
     assert result.exit_code == 2, result.output
     assert "ZLH_SCREEN_PROBE: unset -> 'x'" in result.output
     assert "ZLH_BUILTIN_SLOW" not in result.output
+    # a campaign over that screen records its switches too, and its resume is checked
+    monkeypatch.delenv("ZLH_SCREEN_PROBE")
+    plan = plan_campaign(tmp_path / "c", root, [0], 1, [], ("NO_TRITON",), timeout_s=120)
+    write_plan(plan)
+    assert read_campaign(tmp_path / "c").env == plan.env and "ZLH_SCREEN_PROBE" not in plan.env
+    monkeypatch.setenv("ZLH_SCREEN_PROBE", "x")
+    result = CliRunner().invoke(main, ["campaign", "--resume", str(tmp_path / "c"), "--dry-run"])
+    assert result.exit_code == 2 and "ZLH_SCREEN_PROBE: unset -> 'x'" in result.output
+    result = CliRunner().invoke(main, ["campaign", "--resume", str(tmp_path / "c"), "--dry-run",
+                                       "--allow-env-change"])
+    assert result.exit_code == 0, result.output
