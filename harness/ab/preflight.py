@@ -98,9 +98,8 @@ def check_side_interpreter(side: Side, flag: str, backend: str | None) -> dict:
     read_at_start = sorted(k for k in side.env if k.startswith(IMPORT_PREFIXES)
                            and k != "PYTHONUNBUFFERED")
     if side.python != sys.executable or read_at_start:
-        check_interpreter(side.python, flag, env,
-                          side_env=None if side.python != sys.executable else
-                          {k: side.env[k] for k in read_at_start}, side=side.label)
+        check_interpreter(side.python, flag, env, {k: side.env[k] for k in read_at_start},
+                          side.label, own_python=side.python == sys.executable)
     return env
 
 
@@ -121,11 +120,13 @@ def check_forced_env(side: Side, backend: str | None) -> None:
 
 
 def check_interpreter(python: str, flag: str, env: dict | None = None,
-                      side_env: dict | None = None, side: str = "") -> str:
+                      side_env: dict | None = None, side: str = "",
+                      own_python: bool = False) -> str:
     """The interpreter's path once it imports everything a run needs; UsageError when it is
     not an executable file, PreflightError (exit 3) when an import fails: naming the python
-    (check=interpreter), or with `side_env` (the side's variables read at start, the
-    interpreter being this process's own) those variables (check=environment)."""
+    (check=interpreter, and the side's variables read at start, `side_env`, that may be to
+    blame), or, for this process's own interpreter (`own_python`), those variables alone
+    (check=environment)."""
     found = (python if os.sep in python or Path(python).exists()
              else shutil.which(python) or python)
     path = Path(found).absolute()
@@ -140,13 +141,14 @@ def check_interpreter(python: str, flag: str, env: dict | None = None,
         why = next((ln for ln in lines if ln.startswith("cannot import")),
                    next((ln for ln in lines if "Error" in ln and not ln.startswith(" ")),
                         lines[-1] if lines else f"exit status {proc.returncode}"))
-        if side_env:
-            named = ", ".join(f"{k}={v!r}" for k, v in side_env.items())
+        named = ", ".join(f"{k}={v!r}" for k, v in (side_env or {}).items())
+        if named and own_python:
             raise PreflightError("environment", f"side {side}'s environment ({named}) breaks "
                                                 f"the interpreter {path}: {one_line(why)}; "
                                                 f"fix or drop the variable")
         which = lines[0] if lines and proc.stdout.strip() else path
-        raise PreflightError("interpreter", f"{flag} {python} (python: {which}) {why}")
+        also = f" (side {side}'s environment also sets {named})" if named else ""
+        raise PreflightError("interpreter", f"{flag} {python} (python: {which}) {why}{also}")
     if "ZLH_PROBE_OK" not in proc.stdout.splitlines():
         raise PreflightError("interpreter", f"{flag} {python} (python: {path}) did not run the "
                                             f"import check (is it a Python interpreter?)")

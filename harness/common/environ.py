@@ -19,6 +19,8 @@ from .errors import PreflightError, one_line
 IMPORT_PREFIXES = ("PYTHON", "TORCH_", "PYTORCH_", "LD_")
 # Variables an import failure may be blamed on, when the error names them or their value.
 BLAMED_PREFIXES = (*IMPORT_PREFIXES, "TRITON_", "CUDA_", "HIP_", "ROCM_", "OMP_", "MKL_")
+# Values too common to blame a variable for when an error text holds them.
+COMMON_VALUES = {"true", "false", "yes", "off", "none", "null", "all", "info", "debug"}
 # Packages whose failing import is blamed on the environment when a variable is to blame.
 LIBRARIES = ("torch", "triton", "numpy")
 
@@ -49,7 +51,9 @@ def suspects(text: str, environ: Mapping[str, str], names: Iterable[str] | None 
         value = environ.get(name)
         if value is None:
             continue
-        if name in text or (len(value.strip()) >= 3 and value.strip() in text):
+        shown = value.strip()
+        if name in text or (len(shown) >= 3 and shown.lower() not in COMMON_VALUES
+                            and not shown.isdigit() and shown in text):
             found.append(f"{name}={value!r}")
     return found
 

@@ -186,14 +186,17 @@ def pristine_copy(inputs: CaseInputs) -> CaseInputs:
 def _copied(value, memo: dict):
     import torch
     if isinstance(value, torch.Tensor):
-        storage = value.untyped_storage()
-        key = (storage.data_ptr(), storage.nbytes(), str(value.device))
-        if key not in memo:
-            memo[key] = storage.clone()
-        with torch.no_grad():
-            out = torch.empty(0, dtype=value.dtype, device=value.device).set_(
-                memo[key], value.storage_offset(), value.size(), value.stride())
-        return out.requires_grad_(value.requires_grad and out.is_floating_point())
+        try:
+            storage = value.untyped_storage()
+            key = (storage.data_ptr(), storage.nbytes(), str(value.device))
+            if key not in memo:
+                memo[key] = storage.clone()
+            with torch.no_grad():
+                out = torch.empty(0, dtype=value.dtype, device=value.device).set_(
+                    memo[key], value.storage_offset(), value.size(), value.stride())
+            return out.requires_grad_(value.requires_grad and out.is_floating_point())
+        except (RuntimeError, TypeError, NotImplementedError):  # sparse, quantized, subclass
+            return value.detach().clone().requires_grad_(value.requires_grad)
     if isinstance(value, (tuple, list)):
         return type(value)(_copied(v, memo) for v in value) if type(value) in (tuple, list) \
             else value
