@@ -1,6 +1,7 @@
 """The host CPU: Triton kernels run through Triton's interpreter, timed with the host clock."""
 from __future__ import annotations
 
+import logging
 import os
 import platform
 import time
@@ -35,7 +36,13 @@ class CpuBackend(Backend):
 
     def activate_env(self) -> None:
         # Triton reads TRITON_INTERPRET when a kernel is decorated, so this must run before
-        # any adapter imports its kernels.
+        # any adapter imports its kernels. Another value in the environment is said once,
+        # not replaced silently (an A/B side giving one is refused: ab/preflight.py).
+        given = os.environ.get("TRITON_INTERPRET")
+        if given is not None and given.strip() != "1":
+            logging.getLogger("zlh").warning(
+                f"WARNING TRITON_INTERPRET={given} ignored: backend cpu runs Triton through "
+                f"its interpreter (TRITON_INTERPRET=1)")
         os.environ["TRITON_INTERPRET"] = "1"
 
     def activate(self, device_index: int) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+import backends
+
 from harness.cli import main
 from harness.corpus.campaign import plan_campaign, read_campaign, write_plan
 
@@ -119,3 +121,11 @@ def test_a_screen_resumed_under_another_switch_is_refused(tmp_path, monkeypatch)
     result = CliRunner().invoke(main, ["campaign", "--resume", str(tmp_path / "c"), "--dry-run",
                                        "--allow-env-change"])
     assert result.exit_code == 0, result.output
+
+
+def test_the_cpu_backend_says_when_it_replaces_triton_interpret(monkeypatch, caplog):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    with caplog.at_level("WARNING", logger="zlh"):
+        backends.get_backend("cpu").activate_env()
+    assert os.environ["TRITON_INTERPRET"] == "1"
+    assert "TRITON_INTERPRET=0 ignored: backend cpu" in caplog.text
