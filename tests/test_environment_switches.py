@@ -13,6 +13,7 @@ import backends
 
 from harness.cli import main
 from harness.corpus.campaign import plan_campaign, read_campaign, write_plan
+from product_fakes import builtin_doc, mutated, write
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
@@ -129,3 +130,13 @@ def test_the_cpu_backend_says_when_it_replaces_triton_interpret(monkeypatch, cap
         backends.get_backend("cpu").activate_env()
     assert os.environ["TRITON_INTERPRET"] == "1"
     assert "TRITON_INTERPRET=0 ignored: backend cpu" in caplog.text
+
+
+def test_a_product_cell_value_the_backend_replaces_is_a_violation(tmp_path):
+    doc = mutated(builtin_doc(tmp_path),
+                  lambda d: d["protocol"]["cells"][2]["env"].update(TRITON_INTERPRET="0"))
+    result = CliRunner().invoke(main, ["product", "prepare", str(write(tmp_path / "m.json", doc)),
+                                       "--selection", "canary", "--dry-run"])
+    assert result.exit_code == 2
+    assert "protocol.cells[2].env.TRITON_INTERPRET: backend cpu sets TRITON_INTERPRET=1" in \
+        result.output
