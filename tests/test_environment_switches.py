@@ -55,6 +55,10 @@ def test_a_side_variable_that_breaks_the_interpreter_is_named_not_python_a(tmp_p
     assert result.exit_code == 3, result.output
     assert "check=environment" in result.output and "PYTHONHOME='/nonexistent'" in result.output
     assert "--python-a" not in result.output and not (tmp_path / "ab").exists()
+    result = ab(tmp_path, "--env-b", "TORCH_LOGS=bogus")      # torch refuses it at import
+    assert result.exit_code == 3, result.output
+    assert "side B's environment (TORCH_LOGS='bogus')" in result.output
+    assert "cannot import torch: ValueError: Invalid log settings: bogus" in result.output
 
 
 def test_a_side_variable_the_backend_replaces_is_refused(tmp_path):

@@ -39,7 +39,8 @@ _PROBE = ("import importlib, sys\n"
           "    try:\n"
           "        importlib.import_module(name)\n"
           "    except BaseException as exc:\n"
-          "        print('cannot import ' + ' '.join(f'{name}: {type(exc).__name__}: {exc}'.split())[:300])\n"
+          "        why = ' '.join(f'{name}: {type(exc).__name__}: {exc}'.split())\n"
+          "        print('cannot import ' + why[:300])\n"
           "        sys.exit(3)\n"
           "print('ZLH_PROBE_OK')\n")
 PROBE_TIMEOUT_S = 300.0
