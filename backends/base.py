@@ -165,6 +165,12 @@ class Backend:
         env.update(self.extra_env)
         return env
 
+    def forced_env(self) -> Mapping[str, str]:
+        """Variables this backend sets for every run whatever the environment says (an A/B
+        side giving another value is refused: it would not apply). Base: none (`extra_env`
+        is only a default)."""
+        return {}
+
     def activate_env(self) -> None:
         """The environment part of `activate` only (what the stack reads), no device touched:
         a process that only checks inputs must not create a device context."""

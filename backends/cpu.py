@@ -1,6 +1,7 @@
 """The host CPU: Triton kernels run through Triton's interpreter, timed with the host clock."""
 from __future__ import annotations
 
+import logging
 import os
 import platform
 import time
@@ -30,9 +31,18 @@ class CpuBackend(Backend):
     def identity(self, index: int) -> DeviceIdentity:
         return DeviceIdentity(index, _cpu_model(), platform.machine() or "unknown", str(index))
 
+    def forced_env(self):
+        return dict(self.extra_env)      # activate_env sets it, whatever the environment says
+
     def activate_env(self) -> None:
         # Triton reads TRITON_INTERPRET when a kernel is decorated, so this must run before
-        # any adapter imports its kernels.
+        # any adapter imports its kernels. Another value in the environment is said once,
+        # not replaced silently (an A/B side giving one is refused: ab/preflight.py).
+        given = os.environ.get("TRITON_INTERPRET")
+        if given is not None and given.strip() != "1":
+            logging.getLogger("zlh").warning(
+                f"WARNING TRITON_INTERPRET={given} ignored: backend cpu runs Triton through "
+                f"its interpreter (TRITON_INTERPRET=1)")
         os.environ["TRITON_INTERPRET"] = "1"
 
     def activate(self, device_index: int) -> None:

@@ -344,6 +344,9 @@ class FlagGemsAdapter(Adapter):
         return shapesets.render_document(header, doc)
 
     def unmatched_shape_keys(self, doc: dict) -> dict:
+        if not any(self.dirs.values()):      # nothing to match: every key would be "unmatched"
+            raise Unsupported(f"no FlagGems checkout to match the shape keys against; give "
+                              f"--flaggems-dir DIR (or set {FLAGGEMS_DIR_ENV})")
         repos = [(self.root(r), r) for r in ("flaggems", "vllm") if self.dirs.get(r)]
         return shapesets.unmatched(doc, shapesets.KnownNames(repos))
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import backends
 
+from ..common.environ import IMPORT_PREFIXES
 from ..common.errors import CaliberError, PreflightError, UsageError, one_line
 from ..common.files import check_output_dir
 from ..common.process import check_runnable
@@ -39,7 +40,8 @@ _PROBE = ("import importlib, sys\n"
           "    try:\n"
           "        importlib.import_module(name)\n"
           "    except BaseException as exc:\n"
-          "        print(f'cannot import {name}: {type(exc).__name__}: {exc}'.splitlines()[0])\n"
+          "        why = ' '.join(f'{name}: {type(exc).__name__}: {exc}'.split())\n"
+          "        print('cannot import ' + why[:300])\n"
           "        sys.exit(3)\n"
           "print('ZLH_PROBE_OK')\n")
 PROBE_TIMEOUT_S = 300.0
@@ -96,17 +98,44 @@ def check_side(ops, options: BenchOptions, side: Side, flag: str) -> None:
 
 def check_side_interpreter(side: Side, flag: str, backend: str | None) -> dict:
     """PreflightError when the side's interpreter cannot import what a run needs (probed
-    when it can differ from this process's); the side's environment."""
+    when it can differ from this process's: another interpreter, or a side environment
+    setting a variable the interpreter or a library reads at start), naming what broke it:
+    the interpreter (`flag`) or the side's variables (check=environment); UsageError for a
+    side variable the backend replaces. The side's environment."""
+    check_forced_env(side, backend)
     env = env_for(side, backend)
-    if side.python != sys.executable or any(k.startswith("PYTHON") and k != "PYTHONUNBUFFERED"
-                                             for k in side.env):
-        check_interpreter(side.python, flag, env)
+    read_at_start = sorted(k for k in side.env if k.startswith(IMPORT_PREFIXES)
+                           and k != "PYTHONUNBUFFERED")
+    if side.python != sys.executable or read_at_start:
+        check_interpreter(side.python, flag, env, {k: side.env[k] for k in read_at_start},
+                          side.label, own_python=side.python == sys.executable)
     return env
 
 
-def check_interpreter(python: str, flag: str, env: dict | None = None) -> str:
+def check_forced_env(side: Side, backend: str | None) -> None:
+    """UsageError (exit 2) for a side variable the backend sets to another value for every
+    run (the cpu backend's TRITON_INTERPRET=1): the side would not run as described."""
+    try:
+        chosen = backends.backend_for(backend)
+    except backends.UnknownBackend:
+        return                            # the bench checks name the unknown backend
+    for name, value in side.env.items():
+        forced = chosen.forced_env().get(name)
+        if forced is not None and (value is None or value.strip() != forced):
+            shown = "unset" if value is None else f"{name}={value}"
+            raise UsageError(f"side {side.label}: {shown} would not apply: backend "
+                             f"{chosen.name} sets {name}={forced} for every run; drop it "
+                             f"from the side, or run on a backend that leaves it alone")
+
+
+def check_interpreter(python: str, flag: str, env: dict | None = None,
+                      side_env: dict | None = None, side: str = "",
+                      own_python: bool = False) -> str:
     """The interpreter's path once it imports everything a run needs; UsageError when it is
-    not an executable file, PreflightError (exit 3, naming the python) when an import fails."""
+    not an executable file, PreflightError (exit 3) when an import fails: naming the python
+    (check=interpreter, and the side's variables read at start, `side_env`, that may be to
+    blame), or, for this process's own interpreter (`own_python`), those variables alone
+    (check=environment)."""
     found = (python if os.sep in python or Path(python).exists()
              else shutil.which(python) or python)
     path = Path(found).absolute()
@@ -118,10 +147,17 @@ def check_interpreter(python: str, flag: str, env: dict | None = None) -> str:
                                             f"{one_line(exc)}") from None
     lines = [ln for ln in (proc.stdout + "\n" + proc.stderr).splitlines() if ln.strip()]
     if proc.returncode != 0:
-        which = lines[0] if lines and proc.stdout.strip() else path
         why = next((ln for ln in lines if ln.startswith("cannot import")),
-                   lines[-1] if lines else f"exit status {proc.returncode}")
-        raise PreflightError("interpreter", f"{flag} {python} (python: {which}) {why}")
+                   next((ln for ln in lines if "Error" in ln and not ln.startswith(" ")),
+                        lines[-1] if lines else f"exit status {proc.returncode}"))
+        named = ", ".join(f"{k}={v!r}" for k, v in (side_env or {}).items())
+        if named and own_python:
+            raise PreflightError("environment", f"side {side}'s environment ({named}) breaks "
+                                                f"the interpreter {path}: {one_line(why)}; "
+                                                f"fix or drop the variable")
+        which = lines[0] if lines and proc.stdout.strip() else path
+        also = f" (side {side}'s environment also sets {named})" if named else ""
+        raise PreflightError("interpreter", f"{flag} {python} (python: {which}) {why}{also}")
     if "ZLH_PROBE_OK" not in proc.stdout.splitlines():
         raise PreflightError("interpreter", f"{flag} {python} (python: {path}) did not run the "
                                             f"import check (is it a Python interpreter?)")

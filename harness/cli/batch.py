@@ -9,7 +9,8 @@ import click
 
 from ..common import errors
 from ..common.files import check_output_dir
-from ..corpus.batch import BatchPlan, run_batch
+from ..corpus.batch import (BatchPlan, check_resume_env, environment_switches,
+                            record_env_change, run_batch)
 from ..corpus.check import (check_plan, check_replay_plan, check_replay_root, check_root,
                              corpus_adapter)
 from ..corpus.files import BATCH_JSON, check_tables, read_batch_json
@@ -96,12 +97,16 @@ def check_devices(backend_name: str | None, devices: list[int],
               help="Pin every op's tuned configs to what the batch at BATCH_DIR recorded for "
                    "it (e.g. the same corpus under another compiler build). An op without a "
                    "record there is SKIP, note no_record.")
+@click.option("--allow-env-change", is_flag=True,
+              help="With --resume: go on although an environment switch (TRITON_*, ZLH_*, "
+                   "a visibility variable, ...) differs from what the batch started with; "
+                   "the change is recorded in batch.json.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @bench_options
 @click.pass_context
 @handles_errors
 def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devices, op_timeout,
-          retries, fresh_process, out, resume, replay_root, quiet, **params):
+          retries, fresh_process, out, resume, replay_root, allow_env_change, quiet, **params):
     """Run many ops, each in its own run directory: isolated, resumable, over devices.
 
     Exit status: 0 every op PASS or SKIP, 1 some op FAIL/TIMEOUT/CRASH/POISONED (the batch
@@ -111,12 +116,17 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devic
     if resume is not None:
         if all_ops or ops or ops_file:
             raise errors.UsageError("--resume BATCH_DIR takes its ops from the batch; name none")
-        refuse_beside(ctx, "resume", allowed=("quiet", "vllm_dir"))
-        plan = resumed_plan(Path(resume), vllm_dir)
+        refuse_beside(ctx, "resume", allowed=("quiet", "vllm_dir", "allow_env_change"))
+        plan = resumed_plan(Path(resume), vllm_dir, allow_env_change)
         check_devices(plan.options.backend, plan.devices)
         hold_root(plan.root, "batch")
+        if plan.env_change:                   # allowed: batch.json says from when and what
+            record_env_change(plan.root, plan.env_change)
+            plan.env = plan.env_change["to"]
         sys.exit(interrupted_hint(plan.root, "batch", lambda: run_batch(
             plan, click.echo, progress, resume=True, warn=echo_err)).exit_code)
+    if allow_env_change:
+        raise errors.UsageError("--allow-env-change applies to --resume only")
     options = options_from(params)
     adapter = corpus_adapter(options, vllm_dir)
     dismissed = parse_dismiss(dismiss or DEFAULT_DISMISS) if (dismiss or all_ops) and \
@@ -132,7 +142,8 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devic
                      items=items, devices=lanes, options=options, op_timeout_s=op_timeout,
                      fresh_process=fresh_process, retries=retries,
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory,
-                     replay_root=check_replay_root(replay_root, out) if replay_root else None)
+                     replay_root=check_replay_root(replay_root, out) if replay_root else None,
+                     env=environment_switches(adapter.env_prefixes))
     check_plan(plan, adapter)
     if plan.replay_root is not None:
         check_replay_plan(plan)
@@ -144,9 +155,12 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devic
     sys.exit(result.exit_code)
 
 
-def resumed_plan(root: Path, vllm_dir: str | None) -> BatchPlan:
+def resumed_plan(root: Path, vllm_dir: str | None, allow_env_change: bool = False
+                 ) -> BatchPlan:
     """The plan of a batch root, checked like a new one (one line for what would fail every
-    op); a screen's side is refused (its B side replays A per op: resume the screen)."""
+    op); a screen's side is refused (its B side replays A per op: resume the screen), and so
+    is a resume under other environment switches (unless `allow_env_change`: then the new
+    values and the change are recorded in batch.json)."""
     check_root(root, "batch", "--resume")
     doc = read_batch_json(root)
     side = doc.get("screen_side") or (root.name in ("A", "B") and
@@ -156,13 +170,18 @@ def resumed_plan(root: Path, vllm_dir: str | None) -> BatchPlan:
                                 f"the screen: zlh screen --resume {root.parent}")
     plan = BatchPlan.from_dict(root, doc)
     where = f"{root}/{BATCH_JSON}"
-    check_plan(plan, corpus_adapter(plan.options, vllm_dir, where), where, resolve=True)
+    adapter = corpus_adapter(plan.options, vllm_dir, where)
+    check_plan(plan, adapter, where, resolve=True)
+    now = environment_switches(adapter.env_prefixes)
+    if check_resume_env(plan.env, now, where, allow_env_change, echo_err):
+        plan.env_change = {"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "from": plan.env,
+                           "to": now}
     if plan.replay_root is not None:       # the recorded batch it replays must still be there
         try:
             check_replay_root(str(plan.replay_root), str(root))
         except errors.UsageError as exc:
             raise errors.UsageError(f"{where}: {exc.message}") from None
-    check_tables(root)
+    check_tables(root, [item.op for item in plan.items])
     return plan
 
 

@@ -14,7 +14,8 @@ from ..common import errors
 from ..common.limits import MAX_ROUNDS
 from ..corpus.campaign import (check_root_files, merge, plan_campaign, read_campaign,
                                run_cards, write_plan)
-from ..corpus.check import check_root
+from ..corpus.batch import check_resume_env, environment_switches
+from ..corpus.check import check_root, corpus_adapter
 from ..corpus.partition import partition, render, weights_from_screen
 from ..corpus.verdict import VERDICTS
 from .group import main
@@ -104,10 +105,14 @@ class RoundsCommand(click.Command):
 @click.option("--resume", default=None, metavar="ROOT", type=click.Path(), callback=not_empty,
               help="Continue a killed campaign: each card runs the ops its reports lack.")
 @click.option("--dry-run", is_flag=True, help="Print the plan; run and write nothing.")
+@click.option("--allow-env-change", is_flag=True,
+              help="With --resume: go on although an environment switch (TRITON_*, ZLH_*, "
+                   "a visibility variable, ...) differs from what the campaign started with; "
+                   "the change is recorded in campaign.json.")
 @click.pass_context
 @handles_errors
 def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, only, timeout_s, root,
-             resume, dry_run):
+             resume, dry_run, allow_env_change):
     """Rounds on the ops of a screen, spread over the devices of this host by measured cost:
     one `zlh ab --rounds N` per device, side by side, merged at the end.
 
@@ -115,9 +120,17 @@ def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, only, timeo
     (Pre-registered product campaigns: `zlh product`.)
     """
     if resume is not None:
-        refuse_beside(ctx, "resume", allowed=("dry_run",))
+        refuse_beside(ctx, "resume", allowed=("dry_run", "allow_env_change"))
         plan = read_campaign(check_root(resume, "campaign", "--resume"))
+        where = f"{resume}/campaign.json"
+        now = environment_switches(corpus_adapter(plan.options, None, where).env_prefixes)
+        if check_resume_env(plan.env, now, where, allow_env_change, echo_err):
+            plan.env_changes.append({"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                     "from": plan.env, "to": now})
+            plan.env = now          # campaign.json is written again below, before any card
     else:
+        if allow_env_change:
+            raise errors.UsageError("--allow-env-change applies to --resume only")
         if not screen_root or not devices:
             raise errors.UsageError("give --screen ROOT and --devices 0,1,… (or --resume ROOT)")
         plan = plan_campaign(Path(root if root is not None else

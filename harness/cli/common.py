@@ -14,7 +14,7 @@ from click.core import ParameterSource
 from adapters.user import default_op
 
 from ..ab.gate import parse_gates
-from ..common import errors, style
+from ..common import environ, errors, style
 from ..common.files import NUL_IN_PATH, SYMLINK_LOOP
 from ..common.process import die_with_parent_if_asked, install_terminate_handlers, signal_name
 from ..run.options import OPTIONS, SHARED_NAMES, BenchOptions, Option
@@ -45,7 +45,13 @@ def handles_errors(fn):
         install_terminate_handlers(_raise_terminated)      # SIGTERM, SIGHUP
         try:
             die_with_parent_if_asked()   # a `zlh bench` a corpus command started
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                blamed = environ.import_failure(exc, os.environ)  # a variable, not the op
+                if blamed is None:
+                    raise
+                raise blamed from None
         except errors.ZlhError as exc:
             fail(exc.message, exc.exit_code)
         except KeyboardInterrupt:

@@ -12,6 +12,7 @@ import time
 
 import click
 
+from ..common.environ import safe_streams
 from . import output
 from .common import EXIT_BROKEN_PIPE, echo_err, quiet_broken_pipe
 
@@ -23,6 +24,7 @@ class ZlhGroup(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
              **extra):
         output.reset(echo_err)          # the zlh logger on stderr, colour and tables: auto
+        safe_streams()                  # no output lost to a stream's narrow encoding
         if not standalone_mode:
             _refuse_nul(args)
             return super().main(args, prog_name, complete_var, False, **extra)

@@ -103,10 +103,12 @@ def run(frozen_dir, out, resume):
 @click.option("--measured-launch-floor", "floor", type=click.IntRange(min=0), default=None,
               help="Count a measured variant only above this many launches. Default: the "
                    "floor the run was sealed with.")
+@click.option("--force", is_flag=True, help="Replace an earlier re-account in --out.")
 @handles_errors
-def reaccount_cmd(run_root, out, floor):
-    """Classify a sealed run again from its receipts with another launch floor."""
-    result = reaccount_run(run_root, out, floor)
+def reaccount_cmd(run_root, out, floor, force):
+    """Classify a sealed run again from its receipts with another launch floor. An earlier
+    re-account in --out is refused unless --force."""
+    result = reaccount_run(run_root, out, floor, force)
     for row in result["tasks"]:
         if row["changed"]:
             click.echo(f"{row['task_id']} {row['sealed_class']} -> {row['new_class']}: "

@@ -13,9 +13,10 @@ from ..ab.recipe import load_recipe
 from ..ab.sides import sides_from_env, sides_from_switch
 from ..common import errors
 from ..compile.ir.fingerprint import compile_scrub
-from ..corpus.batch import BatchPlan
+from ..corpus.batch import BatchPlan, check_resume_env, environment_switches
 from ..corpus.screen import (Screen, ScreenPlan, check_resume_files, mend_side_plans, read_plan,
-                             summary_lines, write_ir_changed, write_plan, write_side_plan)
+                             record_screen_env_change, summary_lines, write_ir_changed,
+                             write_plan, write_side_plan)
 from ..corpus.screen import rescore as rescore_root
 from ..corpus.check import check_executable, check_plan, check_root, corpus_adapter
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
@@ -112,12 +113,16 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.option("--rescore", default=None, metavar="ROOT", type=click.Path(), callback=not_empty,
               help="Recompute every verdict of ROOT from its run directories (with --scrub "
                    "patterns added); keeps screen.tsv.before-rescore.")
+@click.option("--allow-env-change", is_flag=True,
+              help="With --resume: go on although an environment switch (TRITON_*, ZLH_*, "
+                   "a visibility variable, ...) differs from what the screen started with; "
+                   "the change is recorded in screen.json.")
 @bench_options
 @click.pass_context
 @handles_errors
 def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, recipe, scrub,
            devices, op_timeout, retries, fresh_process, root, resume, rescore: str | None,
-           **params):
+           allow_env_change, **params):
     """One pair per op (A records, B replays A's record) and a verdict from the generated
     code: IR_CHANGED, NO_IR_DIFF, NO_TRITON or NO_ROWS (and BROKEN_BY_B).
 
@@ -131,17 +136,27 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
         rescored = rescore_root(rescore_path, list(scrub), click.echo, echo_err)
         sys.exit(1 if any(v.broken for v in rescored.values()) else 0)
     if resume is not None:
-        refuse_beside(ctx, "resume", allowed=("vllm_dir",))
+        refuse_beside(ctx, "resume", allowed=("vllm_dir", "allow_env_change"))
         plan = read_plan(check_root(resume, "screen", "--resume"))
         where = f"{resume}/screen.json"
-        check_plan(plan.base, corpus_adapter(plan.base.options, vllm_dir, where), where,
-                   (plan.a.python, plan.b.python), resolve=True)
+        adapter = corpus_adapter(plan.base.options, vllm_dir, where)
+        check_plan(plan.base, adapter, where, (plan.a.python, plan.b.python), resolve=True)
+        now = environment_switches(adapter.env_prefixes)
+        both = set(plan.a.env) & set(plan.b.env)     # set by each side: this one's is unused
+        changed = check_resume_env(
+            None if plan.base.env is None else
+            {k: v for k, v in plan.base.env.items() if k not in both},
+            {k: v for k, v in now.items() if k not in both}, where, allow_env_change, echo_err)
         _check_interpreters(plan.a, plan.b, plan.base.options.backend, f"{where}: ")
         check_devices(plan.base.options.backend, plan.base.devices)
         check_resume_files(plan)
         hold_root(plan.root, "screen")
+        if changed:                           # allowed: screen.json says from when and what
+            record_screen_env_change(plan, now)
         mend_side_plans(plan, echo_err)
         sys.exit(_run(plan, resume=True))
+    if allow_env_change:
+        raise errors.UsageError("--allow-env-change applies to --resume only")
     params = {**params, "all_ops": all_ops, "ops": ops, "ops_file": ops_file}
     params, given = with_recipe(recipe, params, given_options(ctx))
     a, b = sides_of(params)
@@ -161,7 +176,8 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
                      f"runs/screen_{time.strftime('%Y%m%d-%H%M%S')}")
     base = BatchPlan(root=root_path, items=items, devices=lanes, options=options,
                      op_timeout_s=op_timeout, fresh_process=fresh_process, retries=retries,
-                     argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory)
+                     argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory,
+                     env=environment_switches(adapter.env_prefixes))
     check_plan(base, adapter, pythons=(a.python, b.python))
     _check_interpreters(a, b, options.backend)
     new_root(root_path, "--root", "screen")

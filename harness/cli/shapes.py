@@ -11,7 +11,7 @@ import adapters
 
 from ..common import errors
 from ..common.documents import loads_yaml
-from ..common.files import atomic_write_text, check_output_file, read_text
+from ..common.files import atomic_write_text, check_new_file, check_output_file, read_text
 from ..run.shapes import INT64_MAX, ShapeFileError, load_shape_file
 from .group import main
 from .common import handles_errors, split_csv
@@ -44,10 +44,12 @@ def shapes():
               type=click.Path(), help="Shape file to write.")
 @click.option("--adapter", type=AdapterName(exclude=("user",)), default=None,
               help="Default: flaggems when a checkout is given.")
+@click.option("--force", is_flag=True, help="Replace --out when it exists.")
 @handles_errors
-def derive(flaggems_dir, kind, out, adapter):
-    """Write a shape set derived from upstream's core shapes (the rule is in its header)."""
-    check_output_file(out, "--out")
+def derive(flaggems_dir, kind, out, adapter, force):
+    """Write a shape set derived from upstream's core shapes (the rule is in its header).
+    An existing --out is refused unless --force."""
+    check_new_file(out, "--out", force)
     kind = kind or ("multi" if "multi" in Path(out).name else "single")
     source = _adapter(adapter, flaggems_dir)
     command = f"zlh shapes derive --flaggems-dir {flaggems_dir} --kind {kind} --out {out}"
@@ -82,7 +84,9 @@ def unmatched_path(path: str) -> Path:
 @handles_errors
 def check(file, flaggems_dir, vllm_dir, adapter):
     """Report keys of FILE that no op or benchmark class matches: they are written to
-    FILE's stem + `.unmatched.yaml`; exit 1 when there are any."""
+    FILE's stem + `.unmatched.yaml` (a file this command wrote before is replaced or, once
+    every key matches, removed; any other file there is left alone and refused); exit 1
+    when there are any. Without --adapter it needs the FlagGems checkout to match against."""
     if not str(file).strip():
         raise errors.UsageError("FILE: an empty path; name the shape file to check")
     try:
@@ -90,19 +94,48 @@ def check(file, flaggems_dir, vllm_dir, adapter):
     except ShapeFileError as exc:
         raise errors.UsageError(str(exc)) from None
     raw = loads_yaml(read_text(file))
+    if adapter is None and adapters.default_adapter_name(flaggems_dir) != "flaggems":
+        raise errors.UsageError("zlh shapes check: no FlagGems checkout to match the keys "
+                                "against; give --flaggems-dir DIR (or set FLAGGEMS_DIR), or "
+                                "--adapter builtin to match the builtin ops")
     target = check_output_file(unmatched_path(file), "unmatched keys file")
-    unmatched = _adapter(adapter, flaggems_dir, vllm_dir).unmatched_shape_keys(shape_file.doc)
+    try:
+        unmatched = _adapter(adapter, flaggems_dir, vllm_dir).unmatched_shape_keys(
+            shape_file.doc)
+    except adapters.Unsupported as exc:
+        raise errors.UsageError(str(exc)) from None
+    ours = _written_by_check(target)
+    if (target.exists() or target.is_symlink()) and not ours:
+        raise errors.UsageError(f"{target} exists and was not written by zlh shapes check; "
+                                f"move it away (this command writes the unmatched keys there)")
     if not unmatched:
-        if target.exists():
+        if ours:
             target.unlink()
             click.echo(f"removed stale {target}", err=True)
         click.echo(f"{file}: all {len(shape_file.doc)} keys match an op or benchmark class")
         return
-    atomic_write_text(target, yaml.safe_dump({k: raw.get(k, v) for k, v in unmatched.items()}, sort_keys=False,
-                                             default_flow_style=None))
+    atomic_write_text(target, f"{UNMATCHED_HEADER} {file}\n" + yaml.safe_dump(
+        {k: raw.get(k, v) for k, v in unmatched.items()}, sort_keys=False,
+        default_flow_style=None))
     click.echo(f"{file}: {len(unmatched)} of {len(shape_file.doc)} keys match nothing: "
                f"{', '.join(unmatched)} (written to {target})")
     sys.exit(1)
+
+
+# The first line of every unmatched-keys file: only a file that starts with it is replaced or
+# removed by a later check.
+UNMATCHED_HEADER = "# zlh shapes check: keys that match no op or benchmark class, of"
+
+
+def _written_by_check(path: Path) -> bool:
+    """`path` is a regular file an earlier `zlh shapes check` wrote (its first line)."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.readline().startswith(UNMATCHED_HEADER)
+    except OSError:
+        return False
 
 
 @shapes.command()
@@ -118,11 +151,13 @@ def check(file, flaggems_dir, vllm_dir, adapter):
               type=click.Path(), help="Shape file to write.")
 @click.option("--adapter", type=AdapterName(exclude=("user",)), default="flaggems",
               show_default=True, help="Whose benchmark keys to write.")
+@click.option("--force", is_flag=True, help="Replace --out when it exists.")
 @handles_errors
-def model(config, tokens, tp, lm_head, out, adapter):
+def model(config, tokens, tp, lm_head, out, adapter, force):
     """Write the GEMM and MoE shapes of a model (CONFIG: its config.json, or the same fields
-    in YAML) for the given token counts, keyed for the adapter's benchmarks."""
-    check_output_file(out, "--out")
+    in YAML) for the given token counts, keyed for the adapter's benchmarks. An existing
+    --out is refused unless --force."""
+    check_new_file(out, "--out", force)
     try:
         counts = [int(t) for t in tokens]
     except ValueError:

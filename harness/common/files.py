@@ -171,6 +171,16 @@ def check_output_file(path: str | os.PathLike, flag: str) -> Path:
     return target
 
 
+def check_new_file(path: str | os.PathLike, flag: str, force: bool) -> Path:
+    """check_output_file, and a file already there is refused (its name and `--force`)
+    unless `force`: a file the user named is replaced only when asked to."""
+    from .errors import UsageError
+    target = check_output_file(path, flag)
+    if not force and (target.exists() or target.is_symlink()):
+        raise UsageError(f"{flag} {path} exists; add --force to replace it")
+    return target
+
+
 def _refuse_broken_link(target: Path, flag: str, path) -> None:
     """A symbolic link that leads nowhere (a loop, a missing target): `exists()` says False
     and writing through it would fail later with a less useful error."""

@@ -20,11 +20,13 @@ from pathlib import Path
 import backends
 
 from ..common.fields import Fields
+from ..common.process import PARENT_ENV
 from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, PreflightError, RunFailedError,
                              UsageError, write_failure)
 from ..common.log import Echo
 from ..run.options import BenchOptions
 from ..run.plan import options_backend
+from ..store import identity
 from ..store.reader import load_run_or_none
 from ..telemetry.recorder import watch
 from . import files
@@ -55,6 +57,10 @@ class BatchPlan:
     left_out: list[tuple[str, str]] = field(default_factory=list)
     inventory: dict = field(default_factory=dict)      # op -> {"repo", "file"}
     replay_root: Path | None = None     # a recorded batch: each op replays its record there
+    # The environment switches the batch started under (environment_switches); None: an
+    # older root that recorded none (its resume is not checked).
+    env: dict | None = None
+    env_change: dict | None = None      # a resume allowed under other switches (not stored)
 
     def to_dict(self) -> dict:
         return {"ops": [{"op": i.op, "dtypes": list(i.dtypes) if i.dtypes else None,
@@ -64,7 +70,8 @@ class BatchPlan:
                 "retries": self.retries, "python": self.python, "command": self.argv,
                 "left_out": [{"op": o, "why": w} for o, w in self.left_out],
                 "inventory": self.inventory,
-                "replay_root": str(self.replay_root) if self.replay_root else None}
+                "replay_root": str(self.replay_root) if self.replay_root else None,
+                "env": self.env}
 
     @classmethod
     def from_dict(cls, root: Path, doc: dict, where: str | None = None) -> "BatchPlan":
@@ -81,6 +88,10 @@ class BatchPlan:
         retries = f.int("retries", low=0)
         if retries > MAX_RETRIES:
             raise f.error("retries", f"an integer from 0 to {MAX_RETRIES}", retries)
+        env = doc.get("env")
+        if env is not None and not (isinstance(env, dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
+            raise f.error("env", "null or an object of NAME: value strings", env)
         return cls(root=Path(root), items=items, devices=device_list(f, "devices"),
                    options=options_field(f, "options"),
                    op_timeout_s=f.number("op_timeout_s", low=1),
@@ -88,7 +99,52 @@ class BatchPlan:
                    python=f.str("python", "") or sys.executable, argv=f.strs("command"),
                    left_out=[(d.str("op"), d.str("why")) for d in lf], inventory=inventory,
                    replay_root=Path(f.str("replay_root", empty=False)) if replay is not None
-                   else None)
+                   else None, env=env)
+
+
+def environment_switches(adapter_prefixes=(), environ=None) -> dict:
+    """The environment switches a corpus root records: the variables run.json records (the
+    compiler's, zlh's, every backend's visibility variables, the adapter's), less the
+    parent-process marker a child of zlh carries."""
+    visibility = [k for b in backends.all_backends() for k in b.visibility_keys]
+    env = identity.recorded_env(identity.env_prefixes(visibility, adapter_prefixes), environ)
+    env.pop(PARENT_ENV, None)
+    return env
+
+
+def env_changes(recorded: dict, now: dict) -> list[str]:
+    """`NAME: 'old' -> 'new'` (or unset) for each switch whose value differs."""
+    shown = lambda v: "unset" if v is None else repr(v)      # noqa: E731
+    return [f"{k}: {shown(recorded.get(k))} -> {shown(now.get(k))}"
+            for k in sorted(set(recorded) | set(now)) if recorded.get(k) != now.get(k)]
+
+
+def check_resume_env(recorded: dict | None, now: dict, where: str, allow: bool,
+                     warn: Echo) -> list[str]:
+    """A resume under other environment switches than the root was started with would
+    measure half its ops one way and half the other: UsageError naming the differences,
+    unless `allow` (then a warning). The differences (none for an older root that recorded
+    no switches)."""
+    changes = env_changes(recorded, now) if recorded is not None else []
+    if changes and not allow:
+        raise UsageError(f"environment switches differ from those {where} records "
+                         f"({'; '.join(changes)}): a resume now would measure its ops two "
+                         f"ways; set them back, or add --allow-env-change to go on anyway")
+    if changes:
+        warn(f"zlh: WARNING resuming under other environment switches ({'; '.join(changes)}): "
+             f"the ops run from now on are measured under the new values (recorded in "
+             f"{where})")
+    return changes
+
+
+def record_env_change(root: Path, change: dict) -> None:
+    """batch.json of a resume allowed under other switches: the new values, and the change
+    (when, from, to) appended to `env_changes`."""
+    doc = files.read_batch_json(root)
+    doc.pop("schema_version", None)
+    doc["env"] = change["to"]
+    doc["env_changes"] = [*(doc.get("env_changes") or []), change]
+    files.write_batch_json(root, doc)
 
 
 def device_list(f: Fields, name: str) -> list[int]:

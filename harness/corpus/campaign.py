@@ -27,7 +27,8 @@ from ..common.files import (atomic_write_json, atomic_write_text, check_output_f
                             read_failure, read_json_object)
 from ..compile.ir.fingerprint import compile_scrub
 from ..run.options import BenchOptions
-from .batch import BatchPlan, device_list, lane_for, options_field
+from .batch import (BatchPlan, device_list, environment_switches, lane_for,
+                    options_field)
 from .check import check_plan, corpus_adapter
 from .executor import make_executor
 from .partition import Partition, partition, render, weights_from_screen
@@ -50,6 +51,10 @@ class CampaignPlan:
     options: BenchOptions
     scrub: list[str] = field(default_factory=list)
     timeout_s: float = 3600.0
+    # the environment switches the campaign started under (batch.environment_switches; None:
+    # an older root recorded none), and the changes a resume was allowed to make
+    env: dict | None = None
+    env_changes: list = field(default_factory=list)
 
     def card_root(self, device: int, attempt: int = 0) -> Path:
         return self.root / (f"card{device}" if not attempt else f"card{device}-r{attempt}")
@@ -61,7 +66,8 @@ class CampaignPlan:
                 "weights_s": self.part.weights, "planned_s": {str(d): s for d, s in
                                                               self.part.loads.items()},
                 "A": vars(self.a), "B": vars(self.b), "options": self.options.to_dict(),
-                "scrub": self.scrub, "timeout_s": self.timeout_s}
+                "scrub": self.scrub, "timeout_s": self.timeout_s, "env": self.env,
+                "env_changes": self.env_changes}
 
 
 def plan_campaign(root: Path, screen_root: Path, devices: list[int], rounds: int,
@@ -85,7 +91,7 @@ def plan_campaign(root: Path, screen_root: Path, devices: list[int], rounds: int
                                           replay=None)
     plan = CampaignPlan(Path(root), Path(screen_root), devices, rounds, part, screen.a,
                         screen.b, options, list(screen.scrub), timeout_s)
-    check_campaign(plan)
+    plan.env = environment_switches(check_campaign(plan).env_prefixes)
     return plan
 
 
@@ -270,6 +276,11 @@ def read_campaign(root: Path) -> CampaignPlan:
                         f.int("rounds", low=1, high=MAX_ROUNDS), Partition(planned, assignment, weights),
                         side_from(f, "A"), side_from(f, "B"), options, f.strs("scrub", []),
                         f.number("timeout_s", 3600.0, low=1))
+    env = doc.get("env")
+    if env is not None and not (isinstance(env, dict) and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
+        raise f.error("env", "null or an object of NAME: value strings", env)
+    plan.env, plan.env_changes = env, f.objects("env_changes", [])
     try:
         compile_scrub(plan.scrub)
     except ValueError as exc:
@@ -284,11 +295,12 @@ def _seconds(f: Fields, name: str, keys) -> dict[str, float]:
     return {k: seconds.number(k, low=0) for k in dict.fromkeys(keys)}
 
 
-def check_campaign(plan: CampaignPlan, where: str = "") -> None:
+def check_campaign(plan: CampaignPlan, where: str = ""):
     """What would make every card fail, one line now: an op twice or unknown to the adapter,
-    options or interpreters that cannot run (the checks of a batch plan)."""
+    options or interpreters that cannot run (the checks of a batch plan). The adapter."""
     ops = [op for d in sorted(plan.part.assignment) for op in plan.part.assignment[d]]
     batch = BatchPlan(root=plan.root, items=[Item(op) for op in ops], devices=plan.devices,
                       options=plan.options)
     adapter = corpus_adapter(plan.options, None, where)    # the adapter reads its own env
     check_plan(batch, adapter, where, (plan.a.python, plan.b.python), resolve=True)
+    return adapter

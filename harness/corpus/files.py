@@ -131,6 +131,8 @@ def set_aside(root: Path, op: str) -> Path | None:
     if not source.exists():
         return None
     target_root = Path(root) / ABANDONED
+    check_folder_place(target_root, "a resume keeps the attempts of an unfinished op there; "
+                                    "move it away, then resume")
     target_root.mkdir(exist_ok=True)
     target = target_root / f"{source.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     n = 1
@@ -153,20 +155,32 @@ def read_batch_json(root: Path) -> dict:
     return doc
 
 
-def check_tables(root: Path) -> None:
-    """The tables a resumed batch rewrites, and the folder it moves an unfinished op's
-    attempts to: a folder, a device or a file in their place is refused now, in one line,
-    rather than after the first op (as a failed write, exit 1)."""
+def check_tables(root: Path, ops=()) -> None:
+    """The tables a resumed batch rewrites, the folder it moves an unfinished op's attempts
+    to, and the folders of its `ops`: a folder, a device or a file in their place, or a
+    symbolic link (a resume never follows one out of the root), is refused now, in one
+    line, rather than after the first op (as a failed write, exit 1) or after files
+    outside the root were moved or written."""
     for name in ("ops_status.csv", "summary.csv"):
         check_output_file(Path(root) / name, "batch table")
     check_folder_place(Path(root) / ABANDONED, "a resume keeps the attempts of an unfinished "
                                                "op there; move it away, then resume")
+    for op in ops:
+        folder = op_dir(root, op)
+        if folder.is_symlink():
+            check_folder_place(folder, f"the folder of op {op} belongs there; remove the link, "
+                                       f"then resume")
 
 
 def check_folder_place(folder: Path, purpose: str) -> None:
-    """UsageError `FOLDER is not a folder: PURPOSE` when a file, a device or a link that
-    is no folder stands where a resumed corpus command keeps a folder."""
-    if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
+    """UsageError `FOLDER is not a folder: PURPOSE` when a file, a device or a link stands
+    where a resumed corpus command keeps a folder: a link (even to a folder) is refused, as
+    what it points to lies outside the root's own files."""
+    if folder.is_symlink():
+        raise UsageError(f"{folder} is a symbolic link, not a folder of the root (zlh does not "
+                         f"follow links out of a root; what it points to is left alone): "
+                         f"{purpose}")
+    if folder.exists() and not folder.is_dir():
         raise UsageError(f"{folder} is not a folder: {purpose}")
 
 

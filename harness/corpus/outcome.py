@@ -24,8 +24,9 @@ PASS, FAIL, SKIP, TIMEOUT, CRASH, POISONED = ("PASS", "FAIL", "SKIP", "TIMEOUT",
                                                "POISONED")
 STATUSES = (PASS, FAIL, SKIP, TIMEOUT, CRASH, POISONED)
 # Preflight checks that concern the whole machine, not one op: the batch stops on them
-# (`import*`: this Python cannot import the adapter's library).
-MACHINE_CHECKS = ("backend", "device")
+# (`import*`: this Python cannot import the adapter's library; `environment`: a variable
+# breaks a library's import).
+MACHINE_CHECKS = ("backend", "device", "environment")
 
 
 GIB = 1 << 30

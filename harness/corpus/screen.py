@@ -26,7 +26,7 @@ from ..common.files import (atomic_write_json, atomic_write_text, check_output_f
 from ..common.log import Echo
 from ..compile.ir.fingerprint import compile_scrub
 from . import files
-from .batch import Batch, BatchPlan, lane_for, watch_devices
+from .batch import Batch, BatchPlan, lane_for, record_env_change, watch_devices
 from .executor import make_executor
 from .outcome import Outcome
 from .selection import Item
@@ -222,6 +222,21 @@ def write_plan(plan: ScreenPlan) -> None:
     atomic_write_json(plan.root / SCREEN_JSON, plan.to_dict())
 
 
+def record_screen_env_change(plan: ScreenPlan, now: dict) -> None:
+    """screen.json (and each side's batch.json) of a resume allowed under other environment
+    switches: the new values, and the change (when, from, to) appended to `env_changes`."""
+    change = {"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "from": plan.base.env, "to": now}
+    path = plan.root / SCREEN_JSON
+    doc = read_json_object(path, f"{plan.root} is not a screen root (no {SCREEN_JSON})")
+    doc["batch"] = {**doc.get("batch", {}), "env": now}
+    doc["env_changes"] = [*(doc.get("env_changes") or []), change]
+    atomic_write_json(path, doc)
+    plan.base.env = now
+    for side in (plan.a, plan.b):
+        if (plan.root / side.label / files.BATCH_JSON).is_file():
+            record_env_change(plan.root / side.label, change)
+
+
 def write_side_plan(plan: ScreenPlan, side: Side) -> None:
     """A side's batch.json, derived from the screen plan."""
     (plan.root / side.label).mkdir(parents=True, exist_ok=True)
@@ -239,7 +254,7 @@ def check_resume_files(plan: ScreenPlan) -> None:
         files.check_folder_place(folder, f"side {side.label}'s batch belongs there; move it "
                                          f"away, then zlh screen --resume {plan.root}")
         check_output_file(folder / files.BATCH_JSON, f"side {side.label} plan")
-        files.check_tables(folder)
+        files.check_tables(folder, [item.op for item in plan.base.items])
     for name in (SCREEN_TSV, IR_CHANGED_TXT):
         check_output_file(plan.root / name, "screen file")
 

@@ -20,6 +20,7 @@ import os
 import sys
 from pathlib import Path
 
+from ..common.environ import import_failure, safe_streams
 from ..common.errors import (EXIT_OK, EXIT_POISONED, DevicePoisonedError, OpExitError,
                              RunFailedError, Terminated, ZlhError, one_line, op_exit_reason)
 from ..common.process import die_with_parent, install_terminate_handlers
@@ -82,8 +83,13 @@ def run_job(job: dict) -> dict:
             rc, message = CRASH_RC, op_exit_reason(exc.code)   # outside a run; worker lives
             _say(f"zlh: {message}")
         except Exception as exc:  # noqa: BLE001 - reported as the op's failure, worker lives
-            rc, message = 1, f"{type(exc).__name__}: {one_line(exc)}"
-            _say(f"zlh: unexpected error: {message}")
+            blamed = import_failure(exc, os.environ)      # the environment, not the op
+            if blamed is not None:
+                rc, message = blamed.exit_code, blamed.message
+                _say(f"zlh: {message}")
+            else:
+                rc, message = 1, f"{type(exc).__name__}: {one_line(exc)}"
+                _say(f"zlh: unexpected error: {message}")
         held = _reset(options or BenchOptions())
         changed = _state_left()
     return {"op": job["op"], "rc": rc, "message": message, "pid": os.getpid(),
@@ -142,6 +148,7 @@ def _reset(options) -> int | None:
 
 
 def main() -> int:
+    safe_streams()
     install_terminate_handlers(_raise_terminated)      # SIGTERM, SIGHUP
     die_with_parent()
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)

@@ -75,6 +75,12 @@ def _protocol_problems(manifest: Manifest, adapter, backend) -> tuple[list[str],
             adapter.check_environment({k: v for k, v in cell.env.items() if v is not None})
         except ZlhError as exc:
             problems.append(f"protocol.cells[{i}].env: {exc.message}")
+        for name, value in cell.env.items():       # a value the backend replaces never applies
+            forced = backend.forced_env().get(name)
+            if forced is not None and (value is None or value.strip() != forced):
+                problems.append(f"protocol.cells[{i}].env.{name}: backend {backend.name} sets "
+                                f"{name}={forced} for every run; the cell's value would not "
+                                f"apply")
     try:
         check_timer(BenchOptions.from_flat(timer=p.timer, l2=p.bench.get("l2", "warm")),
                     backend)

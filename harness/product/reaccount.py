@@ -32,7 +32,13 @@ MATRIX_COLUMNS = ("task_id", "op", "family", "sealed_class", "new_class", "chang
                   "new_convert_candidate", "new_reason")
 
 
-def reaccount_run(run_root: str | Path, out: str | Path, floor: int | None = None) -> dict:
+REACCOUNT_FILES = ("reaccount-receipt.json", "reaccount-matrix.csv")
+
+
+def reaccount_run(run_root: str | Path, out: str | Path, floor: int | None = None,
+                  force: bool = False) -> dict:
+    """Re-account a sealed run into `out`; an earlier re-account there is replaced only with
+    `force`."""
     run_root, out = Path(run_root).resolve(), Path(out).resolve()
     sealed = read_json(run_root / CAMPAIGN_RECEIPT, "campaign receipt (a sealed run root?)")
     if sealed.get("kind") != "campaign" or sealed.get("status") != "TERMINAL":
@@ -40,6 +46,11 @@ def reaccount_run(run_root: str | Path, out: str | Path, floor: int | None = Non
     if out == run_root or run_root in out.parents:
         raise UsageError(f"--out {out} is inside the sealed run {run_root}; write elsewhere")
     check_output_dir(out, "--out")
+    found = [name for name in REACCOUNT_FILES if (out / name).exists() or
+             (out / name).is_symlink()]
+    if found and not force:
+        raise UsageError(f"--out {out} already holds a re-account ({', '.join(found)}); add "
+                         f"--force to replace it, or give another --out")
     task_ids, shas, ir = _sealed_fields(sealed, run_root / CAMPAIGN_RECEIPT)
     floor = sealed["measured_launch_floor"] if floor is None else floor
     rows = []

@@ -10,6 +10,7 @@ the case window, input building included, is set-up.
 from __future__ import annotations
 
 import contextlib
+import copy
 import random
 import time
 
@@ -17,6 +18,7 @@ import numpy as np
 
 import adapters
 import backends
+from adapters.base import CaseInputs
 
 from ..common import markers
 from ..common.errors import (AdapterFailure, CaseFailure, CaseSkipped, DevicePoisonedError,
@@ -126,9 +128,14 @@ def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir
                retry_throttled: int = 0, plant=None) -> None:
     seed_everything(seed)
     inputs = case.build()
-    args, kwargs = inputs.args, inputs.kwargs
-    baseline = lambda: case.baseline(*args, **kwargs)      # noqa: E731
-    under_test = lambda: case.under_test(*args, **kwargs)  # noqa: E731
+    checking = check and case.check is not None
+    # The output check and the A/B output digest must see the inputs as built: an in-place
+    # function under test would otherwise hand the baseline its mutated inputs. With a check,
+    # the function under test gets a copy and the baseline the inputs as built; the timed
+    # calls then reuse the inputs (whatever state the calls before left them in).
+    fed = [pristine_copy(inputs) if checking else inputs]   # what under_test is called on
+    baseline = lambda: case.baseline(*inputs.args, **inputs.kwargs)      # noqa: E731
+    under_test = lambda: case.under_test(*fed[0].args, **fed[0].kwargs)  # noqa: E731
     if ir is not None:
         under_test = ir.timed(under_test)
     planted = []
@@ -141,11 +148,12 @@ def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir
     scope = case.under_test_context or contextlib.nullcontext
     with scope():
         out = under_test()
+    fed[0] = inputs                    # the timed calls: the inputs themselves
     try:
         row.extra["output"] = outputs.digest(out)   # for the A/B output gate
     except Exception as exc:  # noqa: BLE001 - the gate's data never fails a case
         row.extra["output_error"] = one_line(exc)
-    if check and case.check is not None:
+    if checking:
         try:
             case.check(out, baseline())
         except AssertionError as exc:
@@ -160,6 +168,44 @@ def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir
                            if v is not None}
         except Exception as exc:  # noqa: BLE001 - a metric never costs the latency
             row.extra["metrics_error"] = one_line(exc)
+
+
+def pristine_copy(inputs: CaseInputs) -> CaseInputs:
+    """A copy of the inputs that a call may mutate without touching the originals. Tensors
+    get their own storage with the same sizes, strides and offsets (inputs that share a
+    storage still share one copy of it); other values are deep-copied, or shared where
+    they cannot be (then a function mutating them is not isolated)."""
+    try:
+        return copy.deepcopy(inputs)
+    except Exception:  # noqa: BLE001 - a non-leaf tensor, an object refusing deepcopy
+        memo: dict = {}
+        return CaseInputs(tuple(_copied(a, memo) for a in inputs.args),
+                          {k: _copied(v, memo) for k, v in inputs.kwargs.items()})
+
+
+def _copied(value, memo: dict):
+    import torch
+    if isinstance(value, torch.Tensor):
+        try:
+            storage = value.untyped_storage()
+            key = (storage.data_ptr(), storage.nbytes(), str(value.device))
+            if key not in memo:
+                memo[key] = storage.clone()
+            with torch.no_grad():
+                out = torch.empty(0, dtype=value.dtype, device=value.device).set_(
+                    memo[key], value.storage_offset(), value.size(), value.stride())
+            return out.requires_grad_(value.requires_grad and out.is_floating_point())
+        except (RuntimeError, TypeError, NotImplementedError):  # sparse, quantized, subclass
+            return value.detach().clone().requires_grad_(value.requires_grad)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_copied(v, memo) for v in value) if type(value) in (tuple, list) \
+            else value
+    if isinstance(value, dict) and type(value) is dict:
+        return {k: _copied(v, memo) for k, v in value.items()}
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # noqa: BLE001 - shared as is (see pristine_copy)
+        return value
 
 
 def flag_markers(case, row: Row) -> list[str]:

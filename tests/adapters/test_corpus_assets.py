@@ -15,6 +15,7 @@ from adapters.flaggems.shapesets import pick, size
 from backends.skip_guards import MUSA_SKIP_GUARDS, SkipGuard, stale_guard
 from conftest import budget_args, FAKE_FLAGGEMS, FIXTURES, ROOT
 from harness.cli import main
+from harness.cli.shapes import UNMATCHED_HEADER
 from harness.run.shapes import load_shape_file
 from harness.store.reader import find_runs, read_rows
 from harness.store.results import SKIPPED, SUCCESS
@@ -91,7 +92,7 @@ def test_check_lists_keys_that_match_nothing(tmp_path):
     good = write(tmp_path / "good.yaml", "softmax: [[4, 4]]\nBlasBenchmark: [[1, 2, 3, 4]]\n"
                                          "abs_x7: [[3]]\nPoolBenchmark: [[1, 1, 2, 2]]\n")
     stale = tmp_path / "good.unmatched.yaml"
-    stale.write_text("old: [[1]]\n")
+    stale.write_text(f"{UNMATCHED_HEADER} good.yaml\nold: [[1]]\n")    # an earlier check's
     result = zlh("shapes", "check", good, "--flaggems-dir", FAKE)
     assert result.exit_code == 0, result.output
     assert "all 4 keys match" in result.output and not stale.exists()
