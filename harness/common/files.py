@@ -174,7 +174,6 @@ def check_output_file(path: str | os.PathLike, flag: str) -> Path:
 def check_new_file(path: str | os.PathLike, flag: str, force: bool) -> Path:
     """check_output_file, and a file already there is refused (its name and `--force`)
     unless `force`: a file the user named is replaced only when asked to."""
-    from .errors import UsageError
     target = check_output_file(path, flag)
     if not force and (target.exists() or target.is_symlink()):
         raise UsageError(f"{flag} {path} exists; add --force to replace it")
