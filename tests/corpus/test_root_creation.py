@@ -13,9 +13,8 @@ from harness.cli import main
 from harness.corpus import files as corpus_files
 from harness.corpus import screen as screen_mod
 from harness.common.lock import LOCK_NAME
+from conftest import CPU_FAST
 
-FAST = ["--adapter", "builtin", "--backend", "cpu", "--warmup-ms", "1", "--min-samples", "3",
-        "--min-time-ms", "0", "--max-time-ms", "20"]
 
 
 def _disk_full(path, *_args, **_kwargs):
@@ -25,7 +24,7 @@ def _disk_full(path, *_args, **_kwargs):
 def _batch(tmp_path: Path, *args):
     shapes = tmp_path / "shapes.yaml"
     shapes.write_text("add: [[64]]\n")
-    return CliRunner().invoke(main, ["batch", *FAST, "--shapes", str(shapes), "--ops", "add",
+    return CliRunner().invoke(main, ["batch", *CPU_FAST, "--shapes", str(shapes), "--ops", "add",
                                      "-q", *args])
 
 
@@ -50,7 +49,7 @@ def test_a_screen_whose_plan_cannot_be_written_leaves_an_existing_folder_as_it_w
     shapes.write_text("add: [[64]]\n")
     with monkeypatch.context() as patch:
         patch.setattr(screen_mod, "atomic_write_json", _disk_full)
-        failed = CliRunner().invoke(main, ["screen", *FAST, "--shapes", str(shapes), "--ops",
+        failed = CliRunner().invoke(main, ["screen", *CPU_FAST, "--shapes", str(shapes), "--ops",
                                            "add", "--switch", "ZLH_X=0,1", "--root", str(root)])
     assert failed.exit_code == 1, failed.output
     assert root.is_dir() and list(root.iterdir()) == []

@@ -20,9 +20,8 @@ from harness.common import lock
 from harness.product import runner as runner_mod
 
 from product_fakes import fake_doc, write
+from conftest import CPU_FAST
 
-FAST = ["--adapter", "builtin", "--backend", "cpu", "--warmup-ms", "1", "--min-samples", "3",
-        "--min-time-ms", "0", "--max-time-ms", "20"]
 
 
 def _shapes(tmp_path: Path) -> Path:
@@ -46,7 +45,7 @@ def test_a_second_ab_on_a_root_in_use_is_refused_naming_the_first(tmp_path):
     shapes = _shapes(tmp_path)
     first = subprocess.Popen(
         [sys.executable, "-m", "harness", "ab", "fault_hang", "--switch", "ZLH_X=0,1",
-         "--root", str(root), "--shapes", str(shapes), "--timeout", "120", "-q", *FAST],
+         "--root", str(root), "--shapes", str(shapes), "--timeout", "120", "-q", *CPU_FAST],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         log = root / "fault_hang" / "r1_A" / "bench.log"
@@ -57,10 +56,10 @@ def test_a_second_ab_on_a_root_in_use_is_refused_naming_the_first(tmp_path):
         holder = f"zlh ab, pid {first.pid}"
         before = sorted(p.name for p in root.iterdir())
         _refused(CliRunner().invoke(main, ["ab", "add", "--switch", "ZLH_X=0,1", "--root",
-                                           str(root), "--shapes", str(shapes), *FAST]),
+                                           str(root), "--shapes", str(shapes), *CPU_FAST]),
                  root, holder)
         _refused(CliRunner().invoke(main, ["calibrate", "add", "--root", str(root),
-                                           "--shapes", str(shapes), *FAST]), root, holder)
+                                           "--shapes", str(shapes), *CPU_FAST]), root, holder)
         runs = tmp_path / "runs"
         for name in ("a", "b"):         # two stored runs compared into the held root
             (runs / name).mkdir(parents=True)

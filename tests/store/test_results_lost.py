@@ -15,16 +15,15 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.store import rundir as rundir_mod
 from harness.store.reader import RESULTS_LOST, load_run
+from conftest import CPU_FAST
 
-FAST = ["--adapter", "builtin", "--backend", "cpu", "--warmup-ms", "1", "--min-samples", "3",
-        "--min-time-ms", "0", "--max-time-ms", "20"]
 
 
 def _bench(tmp_path: Path, out: Path, *args) -> Path:
     shapes = tmp_path / "shapes.yaml"
     shapes.write_text("add: [[64], [128], [256]]\n")
     result = CliRunner().invoke(main, ["bench", "add", "--shapes", str(shapes), "--out",
-                                       str(out), "-q", *FAST, *args])
+                                       str(out), "-q", *CPU_FAST, *args])
     assert result.exit_code == 0, result.output
     (run,) = [p for p in out.iterdir() if p.name.startswith("add_")]
     return run
@@ -55,7 +54,7 @@ def test_disk_full_mid_run_never_counts_a_row_the_results_file_lacks(tmp_path, m
     shapes = tmp_path / "shapes.yaml"
     shapes.write_text("add: [[64], [128], [256]]\n")
     result = CliRunner().invoke(main, ["bench", "add", "--shapes", str(shapes), "--out",
-                                       str(tmp_path / "runs"), "-q", *FAST])
+                                       str(tmp_path / "runs"), "-q", *CPU_FAST])
     assert result.exit_code == 1, result.output
     assert "disk full" in result.output and "marked failed" in result.output
     assert "WARNING: 1 measured case(s) could not be written to results.jsonl (disk full); " \

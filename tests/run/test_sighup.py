@@ -10,9 +10,8 @@ import sys
 import time
 
 from harness.common.process import install_terminate_handlers
+from conftest import CPU_FAST
 
-FAST = ["--adapter", "builtin", "--backend", "cpu", "--warmup-ms", "1", "--min-samples", "3",
-        "--min-time-ms", "0", "--max-time-ms", "20"]
 
 
 def test_sighup_finalises_a_running_bench(tmp_path):
@@ -20,7 +19,7 @@ def test_sighup_finalises_a_running_bench(tmp_path):
     shapes.write_text("add: [[64]]\n")
     out = tmp_path / "runs"
     child = subprocess.Popen([sys.executable, "-m", "harness", "bench", "add", "fault_hang",
-                              "--shapes", str(shapes), "--out", str(out), "-q", *FAST],
+                              "--shapes", str(shapes), "--out", str(out), "-q", *CPU_FAST],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
     try:

@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -13,10 +12,9 @@ import backends
 
 from harness.cli import main
 from harness.corpus.campaign import plan_campaign, read_campaign, write_plan
+from conftest import FAST, ROOT
 from product_fakes import builtin_doc, mutated, write
 
-ROOT = Path(__file__).resolve().parent.parent
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
 
 
 def zlh(tmp_path, *args, **env):

@@ -5,8 +5,8 @@ import json
 from click.testing import CliRunner
 
 from harness.cli import main
+from conftest import FAST
 
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
 
 
 def _batch(tmp_path, root):
