@@ -14,6 +14,7 @@ from ..corpus.check import (check_plan, check_replay_plan, check_replay_root, ch
                              corpus_adapter)
 from ..corpus.files import BATCH_JSON, check_tables, read_batch_json
 from ..corpus.lock import claim_root, release_root
+from ..corpus.outcome import parse_retry
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
 from ..run.plan import named_backend
 from . import main
@@ -91,6 +92,10 @@ def check_devices(backend_name: str | None, devices: list[int],
 @click.option("--resume", default=None, metavar="BATCH_DIR", type=click.Path(),
               callback=not_empty,
               help="Continue a killed batch: finished ops are kept, the others run again.")
+@click.option("--retry", default=None, metavar="FAIL,TIMEOUT,…", callback=not_empty,
+              help="With --resume: also run again the finished ops with these statuses "
+                   "(FAIL, TIMEOUT, CRASH, POISONED, SKIP), e.g. after fixing the "
+                   "environment; their earlier attempts are kept. Default: none.")
 @click.option("--replay", "replay_root", default=None, metavar="BATCH_DIR", type=click.Path(),
               callback=not_empty,
               help="Pin every op's tuned configs to what the batch at BATCH_DIR recorded for "
@@ -101,22 +106,24 @@ def check_devices(backend_name: str | None, devices: list[int],
 @click.pass_context
 @handles_errors
 def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devices, op_timeout,
-          retries, fresh_process, out, resume, replay_root, quiet, **params):
+          retries, fresh_process, out, resume, retry, replay_root, quiet, **params):
     """Run many ops, each in its own run directory: isolated, resumable, over devices.
 
     Exit status: 0 every op PASS or SKIP, 1 some op FAIL/TIMEOUT/CRASH/POISONED (the batch
     completed), 2 bad input, 3 preflight failed.
     """
     progress = None if quiet or not sys.stderr.isatty() else _overwrite
+    statuses = retry_statuses(retry, resume)
     if resume is not None:
         if all_ops or ops or ops_file:
             raise errors.UsageError("--resume BATCH_DIR takes its ops from the batch; name none")
-        refuse_beside(ctx, "resume", allowed=("quiet", "vllm_dir"))
+        refuse_beside(ctx, "resume", allowed=("quiet", "vllm_dir", "retry"))
         plan = resumed_plan(Path(resume), vllm_dir)
         check_devices(plan.options.backend, plan.devices)
         hold_root(plan.root, "batch")
         sys.exit(interrupted_hint(plan.root, "batch", lambda: run_batch(
-            plan, click.echo, progress, resume=True, warn=echo_err)).exit_code)
+            plan, click.echo, progress, resume=True, warn=echo_err,
+            retry=statuses)).exit_code)
     options = options_from(params)
     adapter = corpus_adapter(options, vllm_dir)
     dismissed = parse_dismiss(dismiss or DEFAULT_DISMISS) if (dismiss or all_ops) and \
@@ -142,6 +149,16 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devic
     result = interrupted_hint(plan.root, "batch", lambda: run_batch(plan, click.echo, progress,
                                                                      warn=echo_err))
     sys.exit(result.exit_code)
+
+
+def retry_statuses(retry: str | None, resume: str | None) -> tuple[str, ...]:
+    """`--retry` read (only beside --resume: a new root has nothing to retry)."""
+    if retry is None:
+        return ()
+    if resume is None:
+        raise errors.UsageError("--retry works with --resume ROOT (it names which finished "
+                                "ops of ROOT run again)")
+    return parse_retry(retry)
 
 
 def resumed_plan(root: Path, vllm_dir: str | None) -> BatchPlan:

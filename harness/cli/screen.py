@@ -20,7 +20,8 @@ from ..corpus.screen import rescore as rescore_root
 from ..corpus.check import check_executable, check_plan, check_root, corpus_adapter
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
 from . import main
-from .batch import check_devices, hold_root, interrupted_hint, new_root, parse_devices
+from .batch import (check_devices, hold_root, interrupted_hint, new_root, parse_devices,
+                    retry_statuses)
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
                      not_empty, options_from, parse_bench_args, refuse_beside, split_csv)
 
@@ -109,6 +110,10 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
               type=click.Path(), help="Default: runs/screen_<timestamp>.")
 @click.option("--resume", default=None, metavar="ROOT", callback=not_empty,
               type=click.Path(), help="Continue a killed screen.")
+@click.option("--retry", default=None, metavar="FAIL,TIMEOUT,…", callback=not_empty,
+              help="With --resume: also run again the ops whose side A or B finished with "
+                   "these statuses (FAIL, TIMEOUT, CRASH, POISONED, SKIP); a retried A "
+                   "reruns B too. Default: none.")
 @click.option("--rescore", default=None, metavar="ROOT", type=click.Path(), callback=not_empty,
               help="Recompute every verdict of ROOT from its run directories (with --scrub "
                    "patterns added); keeps screen.tsv.before-rescore.")
@@ -116,8 +121,8 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.pass_context
 @handles_errors
 def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, recipe, scrub,
-           devices, op_timeout, retries, fresh_process, root, resume, rescore: str | None,
-           **params):
+           devices, op_timeout, retries, fresh_process, root, resume, retry,
+           rescore: str | None, **params):
     """One pair per op (A records, B replays A's record) and a verdict from the generated
     code: IR_CHANGED, NO_IR_DIFF, NO_TRITON or NO_ROWS (and BROKEN_BY_B).
 
@@ -130,8 +135,9 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
         hold_root(rescore_path, "screen")
         rescored = rescore_root(rescore_path, list(scrub), click.echo, echo_err)
         sys.exit(1 if any(v.broken for v in rescored.values()) else 0)
+    statuses = retry_statuses(retry, resume)
     if resume is not None:
-        refuse_beside(ctx, "resume", allowed=("vllm_dir",))
+        refuse_beside(ctx, "resume", allowed=("vllm_dir", "retry"))
         plan = read_plan(check_root(resume, "screen", "--resume"))
         where = f"{resume}/screen.json"
         check_plan(plan.base, corpus_adapter(plan.base.options, vllm_dir, where), where,
@@ -141,7 +147,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
         check_resume_files(plan)
         hold_root(plan.root, "screen")
         mend_side_plans(plan, echo_err)
-        sys.exit(_run(plan, resume=True))
+        sys.exit(_run(plan, resume=True, retry=statuses))
     params = {**params, "all_ops": all_ops, "ops": ops, "ops_file": ops_file}
     params, given = with_recipe(recipe, params, given_options(ctx))
     a, b = sides_of(params)
@@ -181,10 +187,10 @@ def _check_scrub(patterns) -> None:
         raise errors.UsageError(str(exc)) from None
 
 
-def _run(plan: ScreenPlan, resume: bool) -> int:
+def _run(plan: ScreenPlan, resume: bool, retry: tuple[str, ...] = ()) -> int:
     started = time.time()
     verdicts = interrupted_hint(plan.root, "screen",
-                                lambda: Screen(plan, click.echo, None, resume).run())
+                                lambda: Screen(plan, click.echo, None, resume, retry).run())
     ir_changed = write_ir_changed(plan, verdicts)
     for line in summary_lines(plan, verdicts, time.time() - started,
                               rounds_command(plan, ir_changed)):

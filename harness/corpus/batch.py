@@ -7,7 +7,9 @@ fresh worker at most `retries` times, two identical outcomes in a row stopping t
 timeout is not retried. When the requested dtypes leave an op nothing to run, it runs once
 more with its own; when an op kills its process under graph timing (a library that aborts
 inside a capture), once more with event timing. Each finished op writes `.complete`;
-`--resume` runs only the others.
+`--resume` runs only the others, and with `--retry STATUSES` also the finished ops whose
+outcome has one of those statuses (their earlier attempts' logs and runs stay in the op's
+folder; the attempt numbers count on).
 """
 from __future__ import annotations
 
@@ -128,14 +130,17 @@ class Batch:
     """The state of one batch: finished outcomes, the tables, progress."""
 
     def __init__(self, plan: BatchPlan, echo: Echo, progress: Echo | None, resume: bool,
-                 warn: Echo | None = None, executor: Executor | None = None):
+                 warn: Echo | None = None, executor: Executor | None = None,
+                 retry: tuple[str, ...] = ()):
         self.plan, self.echo, self.progress, self.resume = plan, echo, progress, resume
+        self.retry = frozenset(retry) if resume else frozenset()
         self.executor = executor or make_executor(fresh_process=plan.fresh_process)
         self.warn = warn or _stderr
         self.lock = threading.Lock()
         self.outcomes: dict[str, Outcome] = {}
         self.devices: dict[str, int] = {}
         self.summary_rows: dict[str, list[dict]] = {}
+        self.timers: dict[str, str] = {}          # op -> the timer its run actually used
         self.stop = threading.Event()
         self.preflight: str | None = None
         self.started = time.time()
@@ -198,7 +203,8 @@ class Batch:
             replay = files.replay_source(self.plan.replay_root, item.op, self.backend_name)
             if isinstance(replay, str):          # nothing recorded: not measured unpinned
                 return Outcome(SKIP, 0, 0.0, reason=replay, notes=["no_record"])
-        outcome = self._attempts(item.op, dtypes, lane, runner, 1, replay)
+        outcome = self._attempts(item.op, dtypes, lane, runner,
+                                 files.next_attempt(self.plan.root, item.op), replay)
         if dtypes and dtype_problem(outcome):
             dtypes = None
             fallback = self._attempts(item.op, None, lane, runner, outcome.attempt + 1, replay)
@@ -218,6 +224,8 @@ class Batch:
             return None
         if item.op in self._resumed:
             outcome.notes.append("resumed")
+        if item.op in self._retried:
+            outcome.notes.append(f"retried={self._retried[item.op]}")
         return outcome
 
     def _attempts(self, op: str, dtypes, lane: Lane, runner: LaneRunner,
@@ -259,8 +267,10 @@ class Batch:
 
     # ---- bookkeeping --------------------------------------------------------------------
     def carry_over(self) -> list[Item]:
-        """On resume: finished ops are kept, unfinished ones set aside and run again."""
+        """On resume: finished ops are kept (but those whose status `retry` names run again,
+        in the same folder), unfinished ones set aside and run again."""
         self._resumed: set[str] = set()
+        self._retried: dict[str, str] = {}
         todo = []
         for item in self.plan.items:
             done = files.read_complete(self.plan.root, item.op) if self.resume else None
@@ -274,10 +284,14 @@ class Batch:
             if done is not None and self.plan.replay_root is not None and \
                     "no_record" in done[0].notes:
                 done = None                # the recorded batch may have finished it since
+            if done is not None and done[0].status in self.retry:
+                self._retried[item.op] = done[0].status
+                todo.append(item)          # its folder stays: the attempts count on
+                continue
             if done is not None:
                 outcome, device = done
                 self.outcomes[item.op], self.devices[item.op] = outcome, device
-                self.summary_rows[item.op] = _summary_rows(item.op, outcome)
+                self._note_rows(item.op, outcome, device)
                 continue
             if self.resume and files.set_aside(self.plan.root, item.op) is not None:
                 self._resumed.add(item.op)
@@ -286,12 +300,22 @@ class Batch:
             self._write_tables()
         return todo
 
+    def forget(self, op: str) -> None:
+        """An op carried over that runs again after all (a screen's B side, whose A side
+        is retried: B replays A's new record)."""
+        done = self.outcomes.pop(op, None)
+        if done is not None:
+            self._retried.setdefault(op, done.status)
+            self.summary_rows.pop(op, None)
+            self.timers.pop(op, None)
+            self.devices.pop(op, None)
+
     def record(self, op: str, outcome: Outcome, device: int) -> None:
         files.write_complete(self.plan.root, op, outcome, device)
         with self.lock:
             self._note_caliber(outcome)
             self.outcomes[op], self.devices[op] = outcome, device
-            self.summary_rows[op] = _summary_rows(op, outcome)
+            self._note_rows(op, outcome, device)
             self.done += 1
             self._write_tables()
             self._progress_line(op, outcome, device)
@@ -309,6 +333,19 @@ class Batch:
             files.write_batch_json(self.plan.root, {**doc, "caliber": caliber})
             self._caliber_noted = True
 
+    def _note_rows(self, op: str, outcome: Outcome, device: int) -> None:
+        """The op's measured rows for summary.csv and the timer its run used (from its
+        run.json: an op that fell back to event timing says so)."""
+        run = load_run_or_none(outcome.run_dir)
+        caliber = run.caliber if run is not None else None
+        self.timers[op] = caliber.timer if caliber is not None else "-"
+        common = {"backend": self.backend_name, "device": device, "timer": self.timers[op]}
+        self.summary_rows[op] = [
+            {"op": op, **common, "dtype": r.dtype, "shape": r.shape_detail,
+             "torch_ms": r.torch_ms, "gems_ms": r.gems_ms, "speedup": r.speedup,
+             "status": r.status, "op_status": outcome.status}
+            for r in (run.rows if run is not None else [])]
+
     def _write_tables(self) -> None:
         rows = []
         for item in self.plan.items:
@@ -317,8 +354,10 @@ class Batch:
                 continue
             where = self.plan.inventory.get(item.op, {})
             rows.append({"repo": where.get("repo", "-"), "op": item.op,
-                         "op_file": where.get("file", "-"), "device": self.devices[item.op],
-                         "status": outcome.status, "rc": outcome.rc,
+                         "op_file": where.get("file", "-"), "backend": self.backend_name,
+                         "device": self.devices[item.op], "timer": self.timers.get(item.op, "-"),
+                         "status": outcome.status, "attempts": outcome.attempt,
+                         "rc": outcome.rc,
                          "elapsed_s": round(outcome.elapsed_s, 3),
                          "rows_total": outcome.rows_total, "rows_success": outcome.rows_success,
                          "notes": " ".join(outcome.notes),
@@ -369,21 +408,14 @@ def lane_for(plan: BatchPlan, device: int, overrides: dict | None = None) -> Lan
     return Lane(python=plan.python, env=env, label=f"{plan.options.backend or 'dev'}:{device}")
 
 
-def _summary_rows(op: str, outcome: Outcome) -> list[dict]:
-    run = load_run_or_none(outcome.run_dir)
-    rows = run.rows if run is not None else []
-    return [{"op": op, "dtype": r.dtype, "shape": r.shape_detail, "torch_ms": r.torch_ms,
-             "gems_ms": r.gems_ms, "speedup": r.speedup, "status": r.status,
-             "op_status": outcome.status} for r in rows]
-
-
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
 def run_batch(plan: BatchPlan, echo: Echo = print, progress: Echo | None = None,
-              resume: bool = False, warn: Echo | None = None) -> BatchResult:
+              resume: bool = False, warn: Echo | None = None,
+              retry: tuple[str, ...] = ()) -> BatchResult:
     plan.root.mkdir(parents=True, exist_ok=True)
     if not resume:
         files.write_batch_json(plan.root, plan.to_dict())
-    return Batch(plan, echo, progress, resume, warn).run()
+    return Batch(plan, echo, progress, resume, warn, retry=retry).run()

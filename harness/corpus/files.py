@@ -3,8 +3,10 @@
     batch.json        schema_version, the plan (ops, devices), the bench options, settings
     ops_status.csv    one row per op, rewritten after every op
     summary.csv       one row per measured case of every finished op
-    <op>/.complete    the op's final outcome (JSON); present = finished, never run again
+    <op>/.complete    the op's latest outcome (JSON); present = finished: a resume keeps it
+                      unless `--retry` names its status
     <op>/run.attempt<k>.log, <op>/<op>_<timestamp>/   the attempts' logs and run directories
+                      (k counts on across a retrying resume: nothing earlier is removed)
 """
 from __future__ import annotations
 
@@ -25,14 +27,26 @@ SCHEMA_VERSION = 1
 BATCH_JSON = "batch.json"
 COMPLETE = ".complete"
 ABANDONED = ".abandoned"         # attempts of an op a killed batch left unfinished
-OPS_STATUS_COLUMNS = ("repo", "op", "op_file", "device", "status", "rc", "elapsed_s",
-                      "rows_total", "rows_success", "notes", "run_dir", "reason")
-SUMMARY_COLUMNS = ("op", "dtype", "shape", "torch_ms", "gems_ms", "speedup", "status",
-                   "op_status")
+# backend, device and timer in both tables: rows timed with CUDA graphs and rows timed
+# with events (an op's fallback), or of two backends, never mix unseen.
+OPS_STATUS_COLUMNS = ("repo", "op", "op_file", "backend", "device", "timer", "status",
+                      "attempts", "rc", "elapsed_s", "rows_total", "rows_success", "notes",
+                      "run_dir", "reason")
+SUMMARY_COLUMNS = ("op", "backend", "device", "timer", "dtype", "shape", "torch_ms",
+                   "gems_ms", "speedup", "status", "op_status")
 
 
 def op_dir(root: Path, op: str) -> Path:
     return Path(root) / safe_name(op)
+
+
+def next_attempt(root: Path, op: str) -> int:
+    """The number the op's next attempt log takes: one past the highest `run.attempt<k>.log`
+    in its folder (1 for a new op), so a retried op keeps its earlier attempts' logs."""
+    numbers = [int(p.name[len("run.attempt"):-len(".log")])
+               for p in op_dir(root, op).glob("run.attempt*.log")
+               if p.name[len("run.attempt"):-len(".log")].isdigit()]
+    return max(numbers, default=0) + 1
 
 
 def relative_run_dir(root: Path, run_dir: Path | None) -> str:
