@@ -35,6 +35,9 @@ _SUPPORTED_OVERRIDES = {"Benchmark"}
 class FlagGemsAdapter(Adapter):
     name = "flaggems"
     env_prefixes = ("FLAGGEMS_", "GEMS_", "USE_FLAGTUNE")
+    # USE_FLAGTUNE=1: FlagGems' @libtuner kernels tune over the FlagTune expanded config
+    # space (runtime.ops_get_configs) instead of their default configs.
+    tuning_switches = ("USE_FLAGTUNE",)
     version_packages = ("flag_gems", "flaggems_vllm")
 
     def __init__(self, flaggems_dir: str | None = None, vllm_dir: str | None = None, **_):

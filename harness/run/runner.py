@@ -180,6 +180,7 @@ class OpRun:
                             else plan.adapter.default_shape_mode()),
                 tuner_cache=plan.caches.tuner_cache,
                 autotune_mode="replay" if op in plan.replay_dirs else "record",
+                tuning_space=plan.adapter.tuning_space(os.environ), card=device.card,
                 **options.caliber_values())
             info = run_info(plan, op, run_dir, device, caliber, started)
             run_dir.write_run_json(info)
