@@ -5,7 +5,9 @@ at once); lanes run side by side. An op runs in the lane's reused worker (or, wi
 `--fresh-process`, in its own `zlh bench` process); a failed or crashed op is retried in a
 fresh worker at most `retries` times, two identical outcomes in a row stopping the retries; a
 timeout is not retried. When the requested dtypes leave an op nothing to run, it runs once
-more with its own; when an op kills its process under graph timing (a library that aborts
+more with its own (`dtype_fallback`), and so it does, once, when it FAILed with no
+successful case for another reason (`dtype_rescue`: a baseline that cannot build the
+requested dtype says so in its own words); when an op kills its process under graph timing (a library that aborts
 inside a capture), once more with event timing. Each finished op writes `.complete`;
 `--resume` runs only the others, and with `--retry STATUSES` also the finished ops whose
 outcome has one of those statuses (their earlier attempts' logs and runs stay in the op's
@@ -30,7 +32,7 @@ from ..run.plan import options_backend
 from ..store.reader import load_run_or_none
 from . import files
 from .outcome import (CRASH, FAIL, POISONED, SKIP, TIMEOUT, Outcome, dtype_problem,
-                      judge)
+                      dtype_rescue, judge)
 from .progress import bar, final_summary
 from .check import MAX_RETRIES, graph_timed
 from .selection import Item
@@ -210,6 +212,11 @@ class Batch:
             fallback = self._attempts(item.op, None, lane, runner, outcome.attempt + 1, replay)
             fallback.notes.append("dtype_fallback")
             outcome = fallback
+        elif dtypes and dtype_rescue(outcome):
+            dtypes = None
+            rescue = self._attempts(item.op, None, lane, runner, outcome.attempt + 1, replay)
+            rescue.notes.append("dtype_rescue")
+            outcome = rescue
         if outcome.status == CRASH and self.graph_timed:
             crashed = outcome
             outcome = self._attempts(item.op, dtypes, lane, runner, crashed.attempt + 1,

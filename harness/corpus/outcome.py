@@ -184,6 +184,15 @@ def dtype_problem(outcome: Outcome) -> bool:
     return outcome.status in (SKIP, FAIL) and outcome.rows_success == 0 and "dtype" in text
 
 
+def dtype_rescue(outcome: Outcome) -> bool:
+    """Whether an op that ran with requested dtypes gets one more try with its own: it
+    FAILed without a single successful case (its reason not naming a dtype: that is
+    `dtype_problem`). A real failure at the requested dtype fails again in the rescue (its
+    cases include that dtype where the op supports it), so the rescue does not hide it."""
+    return outcome.status == FAIL and outcome.rows_success == 0 and \
+        not outcome.preflight_check
+
+
 def _unfinished(run) -> str:
     """`status (reason)` of a stored run whose run.json says it did not finish — still
     `running` (its process vanished: os._exit), `interrupted` or `crashed` — or ""."""
