@@ -32,6 +32,38 @@ VENDORS = {"cuda": "nvidia", "musa": "mthreads", "rocm": "amd", "ascend": "ascen
 _SUPPORTED_OVERRIDES = {"Benchmark"}
 
 
+def discover_checkouts() -> list[tuple[str, Path]]:
+    """(how, checkout) of the FlagGems checkouts in sight: the one the importable flag_gems
+    comes from (…/src/flag_gems: an editable install of a checkout), and ./FlagGems; each
+    only when it holds benchmark/."""
+    out = []
+    try:
+        spec = importlib.util.find_spec(PACKAGES["flaggems"])
+    except (ImportError, ValueError):
+        spec = None
+    origin = getattr(spec, "origin", None)
+    if origin:
+        checkout = Path(origin).resolve().parent.parent.parent
+        if (checkout / "benchmark").is_dir():
+            out.append(("the importable flag_gems", checkout))
+    local = Path("FlagGems")
+    if (local / "benchmark").is_dir():
+        out.append(("./FlagGems", local.resolve()))
+    return out
+
+
+def node_checkout(name: str) -> Path | None:
+    """The checkout an absolute pytest node id lies in (`/…/FlagGems/benchmark/test_x.py::
+    test_y`: the folder holding benchmark/), else None."""
+    file_part = name.partition("::")[0]
+    if "::" not in name or not Path(file_part).is_absolute():
+        return None
+    for parent in Path(file_part).parents:
+        if parent.name == "benchmark" and parent.is_dir():
+            return parent.parent
+    return None
+
+
 class FlagGemsAdapter(Adapter):
     name = "flaggems"
     env_prefixes = ("FLAGGEMS_", "GEMS_", "USE_FLAGTUNE")
@@ -45,6 +77,9 @@ class FlagGemsAdapter(Adapter):
             "flaggems": flaggems_dir or os.environ.get(FLAGGEMS_DIR_ENV),
             "vllm": vllm_dir or os.environ.get(FLAGGEMS_VLLM_DIR_ENV),
         }
+        # How each checkout was found (run.json's adapter identity says it).
+        self.found = {"flaggems": "--flaggems-dir" if flaggems_dir else FLAGGEMS_DIR_ENV,
+                      "vllm": "--vllm" if vllm_dir else FLAGGEMS_VLLM_DIR_ENV}
         self._corpora: dict[str, Corpus] = {}
         self._nodes: dict[str, TestNode] = {}
         self._loaded: dict[str, object] = {}      # repo -> benchmark.base module
@@ -61,14 +96,38 @@ class FlagGemsAdapter(Adapter):
         label = "FlagGems" if repo == "flaggems" else "FlagGems-vllm"
         option, env = (("--flaggems-dir", FLAGGEMS_DIR_ENV) if repo == "flaggems"
                        else ("--vllm", FLAGGEMS_VLLM_DIR_ENV))
+        if not directory and repo == "flaggems":
+            directory = self._discover()
         if not directory:
             raise PreflightError("flaggems_dir", f"no {label} checkout given: pass {option} DIR "
-                                                 f"or set {env}")
+                                                 f"or set {env}" + (
+                                                     " (none found beside an importable "
+                                                     "flag_gems or in ./FlagGems)"
+                                                     if repo == "flaggems" else ""))
         root = Path(directory).expanduser().resolve()
         if not (root / "benchmark").is_dir():
             raise PreflightError("flaggems_dir", f"{label} checkout {root} (set by {option} or "
                                                  f"{env}) has no benchmark/ directory")
         return root
+
+    def _discover(self) -> str | None:
+        """A FlagGems checkout nobody named, where only one is in sight: the checkout the
+        importable flag_gems comes from (an editable install), or ./FlagGems. Two different
+        ones are PREFLIGHT_FAILED naming both; the one used is remembered (`found`)."""
+        from harness.common.errors import PreflightError
+        found = {}
+        for how, place in discover_checkouts():
+            found.setdefault(place, how)
+        if len(found) > 1:
+            shown = "; ".join(f"{place} ({how})" for place, how in found.items())
+            raise PreflightError("flaggems_dir", f"no FlagGems checkout given and more than one "
+                                                 f"in sight: {shown}; pass --flaggems-dir DIR "
+                                                 f"or set {FLAGGEMS_DIR_ENV}")
+        if not found:
+            return None
+        (place, how), = found.items()
+        self.dirs["flaggems"], self.found["flaggems"] = str(place), how
+        return str(place)
 
     def corpus(self, repo: str = "flaggems") -> Corpus:
         if repo not in self._corpora:
@@ -80,6 +139,9 @@ class FlagGemsAdapter(Adapter):
 
     def resolve(self, op: str) -> str:
         repo, name = ("vllm", op[len("vllm:"):]) if op.startswith("vllm:") else ("flaggems", op)
+        checkout = node_checkout(name)
+        if checkout is not None and not self.dirs.get(repo):
+            self.dirs[repo], self.found[repo] = str(checkout), "the op's node id"
         try:
             node = self.corpus(repo).resolve(name)
         except CorpusError as exc:
@@ -360,7 +422,8 @@ class FlagGemsAdapter(Adapter):
             root = self.root(repo)
         except Exception:  # noqa: BLE001
             return out
-        out.update({"repo": repo, "flaggems_dir": str(root), "commit": _commit(root)})
+        out.update({"repo": repo, "flaggems_dir": str(root), "found_by": self.found.get(repo),
+                    "commit": _commit(root)})
         if node:
             out["node"] = node.node_id
         package = sys.modules.get(PACKAGES[repo])

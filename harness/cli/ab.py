@@ -21,6 +21,7 @@ from ..common.files import check_output_dir, check_path_text
 from ..common.limits import MAX_ROUNDS
 from ..common import style
 from ..common.schema import stamp
+from ..run.options import refuse_unhooked
 from . import main
 from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out, echo_routed,
                      finite, gate_option, given_options, handles_errors, not_empty,
@@ -112,6 +113,7 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
                 "--rounds does not apply with --replay RUN_A: side A is a stored run that is "
                 "not run again, so a replay is one pair; drop --rounds, or run both sides "
                 "here (zlh ab OP --switch/--env-a/--python-a/--recipe --rounds N)")
+        refuse_unhooked(options_from(given), "zlh ab --replay")
         report, code = orchestrate.replay_against(
             replay_run, given, root_path, params["timeout_s"], echo,
             params["allow_caliber_mismatch"], params["scrub"], params["allow_partial"])
@@ -203,8 +205,10 @@ def _run_both(args, params: dict, given: dict, root: Path, echo, progress, floor
         if python:
             side.python = python
             side.description = (side.description + f" python={python}").strip()
+    options = options_from(given)
+    refuse_unhooked(options, "zlh ab")
     plan = ABPlan(
-        ops=list(dict.fromkeys(args)), a=side_a, b=side_b, options=options_from(given),
+        ops=list(dict.fromkeys(args)), a=side_a, b=side_b, options=options,
         root=root, rounds=params["rounds"] or 1, timeout_s=params["timeout_s"],
         allow_caliber_mismatch=params["allow_caliber_mismatch"],
         allow_no_ir_diff=params["allow_no_ir_diff"], scrub=list(params["scrub"]),

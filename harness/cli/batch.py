@@ -16,6 +16,7 @@ from ..corpus.files import BATCH_JSON, check_tables, read_batch_json
 from ..corpus.lock import claim_root, release_root
 from ..corpus.outcome import parse_retry
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
+from ..run.options import UNHOOKED_REPLAY
 from ..run.plan import named_backend
 from . import main
 from .common import (bench_options, echo_err, fail, finite, handles_errors, not_empty,
@@ -78,8 +79,10 @@ def check_devices(backend_name: str | None, devices: list[int],
 @click.option("--vllm", "vllm_dir", default=None, metavar="DIR",
               type=click.Path(), envvar="FLAGGEMS_VLLM_DIR",
               help="Also the FlagGems-vllm checkout (vllm:NAME ops). Env: FLAGGEMS_VLLM_DIR.")
-@click.option("--devices", default=None, metavar="0,1,…", callback=not_empty,
-              help="Devices to spread the ops over (one serial lane each). Default: the first.")
+@click.option("--devices", "--gpus", "devices", default=None, metavar="0,1,…",
+              callback=not_empty,
+              help="Devices to spread the ops over (one serial lane each). Default: the first. "
+                   "--gpus is the same option.")
 @click.option("--op-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
               callback=finite,
               help="Seconds an op may take before its worker is killed (status TIMEOUT).")
@@ -125,6 +128,8 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devic
             plan, click.echo, progress, resume=True, warn=echo_err,
             retry=statuses)).exit_code)
     options = options_from(params)
+    if replay_root and not options.autotune_hooks:
+        raise errors.UsageError("zlh batch --replay: " + UNHOOKED_REPLAY)
     adapter = corpus_adapter(options, vllm_dir)
     dismissed = parse_dismiss(dismiss or DEFAULT_DISMISS) if (dismiss or all_ops) and \
         (dismiss or DEFAULT_DISMISS.exists()) else None

@@ -19,6 +19,7 @@ from ..corpus.screen import (Screen, ScreenPlan, check_resume_files, mend_side_p
 from ..corpus.screen import rescore as rescore_root
 from ..corpus.check import check_executable, check_plan, check_root, corpus_adapter
 from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
+from ..run.options import refuse_unhooked
 from . import main
 from .batch import (check_devices, hold_root, interrupted_hint, new_root, parse_devices,
                     retry_statuses)
@@ -98,7 +99,8 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.option("--recipe", default=None, metavar="FILE", callback=not_empty,
               type=click.Path(), help="A/B recipe (YAML), see recipes/.")
 @click.option("--scrub", multiple=True, metavar="REGEX", help="Extra IR scrub pattern.")
-@click.option("--devices", default=None, metavar="0,1,…", callback=not_empty,
+@click.option("--devices", "--gpus", "devices", default=None, metavar="0,1,…",
+              callback=not_empty,
               help="Devices to spread the ops over.")
 @click.option("--op-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
               callback=finite,
@@ -154,6 +156,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
     scrub = list(params.get("scrub") or scrub)
     _check_scrub(scrub)
     options = options_from(given)
+    refuse_unhooked(options, "zlh screen")
     adapter = corpus_adapter(options, vllm_dir)
     dismissed = parse_dismiss(dismiss or DEFAULT_DISMISS) if (dismiss or all_ops) and \
         (dismiss or DEFAULT_DISMISS.exists()) else None
