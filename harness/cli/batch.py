@@ -15,7 +15,7 @@ from ..corpus.check import (check_plan, check_replay_plan, check_replay_root, ch
 from ..corpus.files import BATCH_JSON, check_tables, read_batch_json
 from ..corpus.lock import claim_root, release_root
 from ..corpus.outcome import parse_retry
-from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
+from ..corpus.selection import dismiss_list, select
 from ..run.options import UNHOOKED_REPLAY
 from ..run.plan import named_backend
 from . import main
@@ -74,8 +74,10 @@ def check_devices(backend_name: str | None, devices: list[int],
               help="With --all: also functions with an unconditional skip mark.")
 @click.option("--dismiss", default=None, metavar="FILE", type=click.Path(),
               callback=not_empty,
-              help=f"Ops left out of --all, one `[repo:]op  # reason, date` per line. "
-                   f"Default: {DEFAULT_DISMISS.name} in recipes/.")
+              help="Ops left out, one `[repo:]op  # reason; date; verified: how` per line. "
+                   "Default with --all: the curated list (recipes/dismiss.txt).")
+@click.option("--no-dismiss", is_flag=True,
+              help="Leave nothing out: not even the curated list's ops (to re-check them).")
 @click.option("--vllm", "vllm_dir", default=None, metavar="DIR",
               type=click.Path(), envvar="FLAGGEMS_VLLM_DIR",
               help="Also the FlagGems-vllm checkout (vllm:NAME ops). Env: FLAGGEMS_VLLM_DIR.")
@@ -108,8 +110,8 @@ def check_devices(backend_name: str | None, devices: list[int],
 @bench_options
 @click.pass_context
 @handles_errors
-def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devices, op_timeout,
-          retries, fresh_process, out, resume, retry, replay_root, quiet, **params):
+def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vllm_dir, devices,
+          op_timeout, retries, fresh_process, out, resume, retry, replay_root, quiet, **params):
     """Run many ops, each in its own run directory: isolated, resumable, over devices.
 
     Exit status: 0 every op PASS or SKIP, 1 some op FAIL/TIMEOUT/CRASH/POISONED (the batch
@@ -131,8 +133,7 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devic
     if replay_root and not options.autotune_hooks:
         raise errors.UsageError("zlh batch --replay: " + UNHOOKED_REPLAY)
     adapter = corpus_adapter(options, vllm_dir)
-    dismissed = parse_dismiss(dismiss or DEFAULT_DISMISS) if (dismiss or all_ops) and \
-        (dismiss or DEFAULT_DISMISS.exists()) else None
+    dismissed = dismiss_list(dismiss, all_ops, no_dismiss)
     items, left_out = select(adapter, all_ops, ops, ops_file, include_skipped, dismissed,
                              warn=echo_err)
     lanes = check_devices(options.backend, parse_devices(devices))

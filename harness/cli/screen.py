@@ -18,7 +18,7 @@ from ..corpus.screen import (Screen, ScreenPlan, check_resume_files, mend_side_p
                              summary_lines, write_ir_changed, write_plan, write_side_plan)
 from ..corpus.screen import rescore as rescore_root
 from ..corpus.check import check_executable, check_plan, check_root, corpus_adapter
-from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
+from ..corpus.selection import dismiss_list, select
 from ..run.options import refuse_unhooked
 from . import main
 from .batch import (check_devices, hold_root, interrupted_hint, new_root, parse_devices,
@@ -84,7 +84,10 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.option("--include-skipped", is_flag=True,
               help="With --all: also functions with an unconditional skip mark.")
 @click.option("--dismiss", default=None, metavar="FILE", type=click.Path(),
-              callback=not_empty, help="Ops left out of --all.")
+              callback=not_empty,
+              help="Ops left out. Default with --all: the curated list (recipes/dismiss.txt).")
+@click.option("--no-dismiss", is_flag=True,
+              help="Leave nothing out: not even the curated list's ops.")
 @click.option("--vllm", "vllm_dir", default=None, metavar="DIR",
               type=click.Path(), envvar="FLAGGEMS_VLLM_DIR",
               help="Also the FlagGems-vllm checkout. Env: FLAGGEMS_VLLM_DIR.")
@@ -122,8 +125,8 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @bench_options
 @click.pass_context
 @handles_errors
-def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, recipe, scrub,
-           devices, op_timeout, retries, fresh_process, root, resume, retry,
+def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vllm_dir, recipe,
+           scrub, devices, op_timeout, retries, fresh_process, root, resume, retry,
            rescore: str | None, **params):
     """One pair per op (A records, B replays A's record) and a verdict from the generated
     code: IR_CHANGED, NO_IR_DIFF, NO_TRITON or NO_ROWS (and BROKEN_BY_B).
@@ -158,8 +161,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
     options = options_from(given)
     refuse_unhooked(options, "zlh screen")
     adapter = corpus_adapter(options, vllm_dir)
-    dismissed = parse_dismiss(dismiss or DEFAULT_DISMISS) if (dismiss or all_ops) and \
-        (dismiss or DEFAULT_DISMISS.exists()) else None
+    dismissed = dismiss_list(dismiss, all_ops, no_dismiss)
     items, left_out = select(adapter, params["all_ops"], params["ops"], params["ops_file"],
                              include_skipped, dismissed, warn=echo_err)
     lanes = check_devices(options.backend, parse_devices(devices))
