@@ -14,6 +14,7 @@ from ..ab.preflight import check_new_root, check_scrub
 from ..ab.recipe import load_recipe
 from ..ab.render import render_terminal, to_json
 from ..ab.report import load_report, write_reports
+from ..ab.rescore import rescore as rescore_root
 from ..ab.sides import ABPlan, sides_from_env, sides_from_switch
 from ..calibrate.noise import NoiseFloor
 from ..common import errors
@@ -25,7 +26,7 @@ from ..run.options import refuse_unhooked
 from . import main
 from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out, echo_routed,
                      finite, gate_option, given_options, handles_errors, not_empty,
-                     options_from, parse_bench_args)
+                     options_from, parse_bench_args, refuse_beside)
 
 
 @main.command()
@@ -79,11 +80,16 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
 @click.option("--ops-file", default=None, metavar="FILE", callback=not_empty,
               help="The ops to run on both sides, one per line (e.g. a screen's "
                    "ir_changed.txt); # comments.")
+@click.option("--rescore", default=None, metavar="ROOT", type=click.Path(file_okay=False),
+              callback=not_empty,
+              help="Recompute ROOT's report.json/csv/html from its stored runs (with --scrub "
+                   "patterns added, --noise-floor labels); keeps the previous ones as "
+                   "*.before-rescore. Runs nothing.")
 @bench_options
 @click.pass_context
 @handles_errors
 def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on, ops_file,
-       **params):
+       rescore, **params):
     """Compare two sides: `zlh ab RUN_A RUN_B`, `zlh ab --replay RUN_A [bench options]`, or
     `zlh ab OP... --switch NAME=a,b | --env-a K=V --env-b K=V | --python-a P --python-b P |
     --recipe FILE [--rounds N]` (both sides run here, each run a fresh process).
@@ -98,6 +104,20 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
     progress = None if quiet else echo_err
     given = given_options(ctx)
     floor = NoiseFloor.load(noise_floor) if noise_floor else None
+    if rescore is not None:
+        if args:
+            raise errors.UsageError("--rescore ROOT takes the ops of ROOT; name none")
+        refuse_beside(ctx, "rescore", allowed=("scrub", "noise_floor", "allow_caliber_mismatch",
+                                               "quiet"))
+        check_scrub(params["scrub"])
+        check_path_text(rescore, "--rescore")
+        reports, code = rescore_root(Path(rescore), list(params["scrub"]), floor,
+                                     params["allow_caliber_mismatch"], echo_routed)
+        for op_report in reports:
+            echo_out(render_terminal(op_report, colour=style.colour()))
+        echo_routed(f"report.json/csv recomputed from the runs under {rescore} "
+                    f"({len(reports)} op(s)); the previous ones kept as *.before-rescore")
+        sys.exit(code)
     if ops_file:
         args = tuple(args) + _ops_from_file(ops_file)
     if recipe:
