@@ -52,6 +52,15 @@ def discover_checkouts() -> list[tuple[str, Path]]:
     return out
 
 
+def split_call(name: str) -> tuple[str, str | None]:
+    """`op[CALL]` -> (op, CALL); anything else -> (name, None)."""
+    if name.endswith("]") and "[" in name:
+        base, _, call = name[:-1].partition("[")
+        if base and call:
+            return base, call
+    return name, None
+
+
 def node_checkout(name: str) -> Path | None:
     """The checkout an absolute pytest node id lies in (`/…/FlagGems/benchmark/test_x.py::
     test_y`: the folder holding benchmark/), else None."""
@@ -82,6 +91,7 @@ class FlagGemsAdapter(Adapter):
                       "vllm": "--vllm" if vllm_dir else FLAGGEMS_VLLM_DIR_ENV}
         self._corpora: dict[str, Corpus] = {}
         self._nodes: dict[str, TestNode] = {}
+        self._selected: dict[str, str] = {}        # op -> the one parametrized call it runs
         self._loaded: dict[str, object] = {}      # repo -> benchmark.base module
         self._used: dict[str, dict] = {}
         self._checked_files: set[Path] = set()     # core_shapes.yaml files that parse
@@ -138,7 +148,10 @@ class FlagGemsAdapter(Adapter):
         return sorted({n.qualified for n in self.corpus().nodes})
 
     def resolve(self, op: str) -> str:
+        """`name` or `name[CALL]`: CALL selects one parametrized call of the benchmark
+        function by its pytest id (`grid_sample[dtype0]`, as in a pytest node id)."""
         repo, name = ("vllm", op[len("vllm:"):]) if op.startswith("vllm:") else ("flaggems", op)
+        name, call = split_call(name)
         checkout = node_checkout(name)
         if checkout is not None and not self.dirs.get(repo):
             self.dirs[repo], self.found[repo] = str(checkout), "the op's node id"
@@ -146,8 +159,10 @@ class FlagGemsAdapter(Adapter):
             node = self.corpus(repo).resolve(name)
         except CorpusError as exc:
             raise UnknownOp(str(exc)) from None
-        key = node.qualified
+        key = node.qualified + (f"[{call}]" if call else "")
         self._nodes[key] = node
+        if call:
+            self._selected[key] = call
         test_file = node.root / node.file
         if not test_file.is_file():
             from harness.common.errors import PreflightError
@@ -261,6 +276,15 @@ class FlagGemsAdapter(Adapter):
         calls = expand_calls(fn, module, lambda reason: any(
             g.matches(node.file, node.function, reason) for g in guards), ignored)
         self._markers[op] += [notices.guard_marker(op, backend.name, node, r) for r in ignored]
+        wanted = self._selected.get(op)
+        if wanted is not None:
+            chosen = [c for c in calls if c.id == wanted]
+            if not chosen:
+                ids = ", ".join(c.id for c in calls if c.id) or "none: not parametrized"
+                yield _status_case(op, wanted, "FAIL", f"no parametrized call {wanted!r} in "
+                                                       f"{node.node_id} (its calls: {ids})")
+                return
+            calls = chosen
         for call in calls:
             label = call.id or "-"
             if call.skip:
@@ -425,7 +449,8 @@ class FlagGemsAdapter(Adapter):
         out.update({"repo": repo, "flaggems_dir": str(root), "found_by": self.found.get(repo),
                     "commit": _commit(root)})
         if node:
-            out["node"] = node.node_id
+            out["node"] = node.node_id + (f"[{self._selected[op]}]" if op in self._selected
+                                          else "")
         package = sys.modules.get(PACKAGES[repo])
         if package is not None:
             out["version"] = getattr(package, "__version__", None)
