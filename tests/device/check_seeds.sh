@@ -23,7 +23,10 @@ step() {  # step LABEL SECONDS CMD...
   local label=$1 limit=$2; shift 2; local s=$SECONDS
   echo "\$ $*" > "$WORK/$label.log"
   timeout "$limit" "$@" >> "$WORK/$label.log" 2>&1
-  echo "== $label rc=$? wall=$((SECONDS-s))s: $*"
+  local rc=$?
+  echo "== $label rc=$rc wall=$((SECONDS-s))s: $*"
+  [ $rc -ne 0 ] && tail -n 4 "$WORK/$label.log" | cut -c1-400 | sed 's/^/   | /'
+  return 0
 }
 runs_summary() {  # runs_summary DIR: per run, op, case statuses, failures, crash text
   python3 - "$1" <<'EOF'
