@@ -94,3 +94,4 @@ def test_an_absolute_node_id_names_its_checkout(tmp_path, monkeypatch):
     identity = json.loads((run_dir / "run.json").read_text())["adapter"]
     assert identity["flaggems_dir"] == str(FAKE.resolve())
     assert identity["found_by"] == "the op's node id"
+    assert f"FlagGems checkout: {FAKE.resolve()} (the op's node id)" in result.output

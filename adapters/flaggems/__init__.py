@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from harness.common import log
+
 from ..base import Adapter, Case, UnknownOp, Unsupported, UnsupportedDtype
 from . import inject, inventory, notices, shapesets, tuners, upstream_config
 from .cases import (_case_for, _install_capture, _jsonable, _one_line, _outcome_exceptions,
@@ -137,6 +139,7 @@ class FlagGemsAdapter(Adapter):
             return None
         (place, how), = found.items()
         self.dirs["flaggems"], self.found["flaggems"] = str(place), how
+        log.progress(f"FlagGems checkout: {place} ({how}; --flaggems-dir chooses another)")
         return str(place)
 
     def corpus(self, repo: str = "flaggems") -> Corpus:
@@ -155,6 +158,7 @@ class FlagGemsAdapter(Adapter):
         checkout = node_checkout(name)
         if checkout is not None and not self.dirs.get(repo):
             self.dirs[repo], self.found[repo] = str(checkout), "the op's node id"
+            log.progress(f"FlagGems checkout: {checkout} (the op's node id)")
         try:
             node = self.corpus(repo).resolve(name)
         except CorpusError as exc:
