@@ -7,8 +7,8 @@ fresh worker at most `retries` times, two identical outcomes in a row stopping t
 timeout is not retried. When the requested dtypes leave an op nothing to run, it runs once
 more with its own (`dtype_fallback`), and so it does, once, when it FAILed with no
 successful case for another reason (`dtype_rescue`: a baseline that cannot build the
-requested dtype says so in its own words); when an op kills its process under graph timing (a library that aborts
-inside a capture), once more with event timing. Each finished op writes `.complete`;
+requested dtype says so in its own words); when an op kills its process under graph timing
+(a library that aborts inside a capture), once more with event timing. Each finished op writes `.complete`;
 `--resume` runs only the others, and with `--retry STATUSES` also the finished ops whose
 outcome has one of those statuses (their earlier attempts' logs and runs stay in the op's
 folder; the attempt numbers count on).
