@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import adapters
 import backends
-from adapters import flaggems
+from adapters.flaggems import checkout
 from conftest import FIXTURES
 from harness.cli import main
 from harness.common.errors import PreflightError
@@ -76,7 +76,7 @@ def test_a_checkout_is_found_where_unambiguous_and_said_which(tmp_path, monkeypa
     assert adapters.get_adapter("flaggems").root() == FAKE.resolve()
     other = tmp_path / "other"
     (other / "benchmark").mkdir(parents=True)
-    monkeypatch.setattr(flaggems, "discover_checkouts", lambda: [
+    monkeypatch.setattr(checkout, "discover_checkouts", lambda: [
         ("the importable flag_gems", FAKE.resolve()), ("./FlagGems", other)])
     with pytest.raises(PreflightError, match="more than one in sight"):
         adapters.get_adapter("flaggems").root()

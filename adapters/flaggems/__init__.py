@@ -22,57 +22,15 @@ from ..base import Adapter, Case, UnknownOp, Unsupported, UnsupportedDtype
 from . import inject, inventory, notices, shapesets, tuners, upstream_config
 from .cases import (_case_for, _install_capture, _jsonable, _one_line, _outcome_exceptions,
                     _status_case, _unsupported, collecting)
+from .checkout import (FLAGGEMS_DIR_ENV, FLAGGEMS_VLLM_DIR_ENV, PACKAGES, checkout_root,
+                       node_checkout, split_call)
 from .corpus import Corpus, CorpusError, TestNode
-from .marks import expand_calls
+from .marks import expand_calls, select_call
 
-FLAGGEMS_DIR_ENV = "FLAGGEMS_DIR"
-FLAGGEMS_VLLM_DIR_ENV = "FLAGGEMS_VLLM_DIR"
-PACKAGES = {"flaggems": "flag_gems", "vllm": "flaggems_vllm"}
 # FlagGems' vendor name (GEMS_VENDOR) per zlh backend.
 VENDORS = {"cuda": "nvidia", "musa": "mthreads", "rocm": "amd", "ascend": "ascend"}
 # Classes whose own run()/get_latency() change what is measured; not reproduced.
 _SUPPORTED_OVERRIDES = {"Benchmark"}
-
-
-def discover_checkouts() -> list[tuple[str, Path]]:
-    """(how, checkout) of the FlagGems checkouts in sight: the one the importable flag_gems
-    comes from (…/src/flag_gems: an editable install of a checkout), and ./FlagGems; each
-    only when it holds benchmark/."""
-    out = []
-    try:
-        spec = importlib.util.find_spec(PACKAGES["flaggems"])
-    except (ImportError, ValueError):
-        spec = None
-    origin = getattr(spec, "origin", None)
-    if origin:
-        checkout = Path(origin).resolve().parent.parent.parent
-        if (checkout / "benchmark").is_dir():
-            out.append(("the importable flag_gems", checkout))
-    local = Path("FlagGems")
-    if (local / "benchmark").is_dir():
-        out.append(("./FlagGems", local.resolve()))
-    return out
-
-
-def split_call(name: str) -> tuple[str, str | None]:
-    """`op[CALL]` -> (op, CALL); anything else -> (name, None)."""
-    if name.endswith("]") and "[" in name:
-        base, _, call = name[:-1].partition("[")
-        if base and call:
-            return base, call
-    return name, None
-
-
-def node_checkout(name: str) -> Path | None:
-    """The checkout an absolute pytest node id lies in (`/…/FlagGems/benchmark/test_x.py::
-    test_y`: the folder holding benchmark/), else None."""
-    file_part = name.partition("::")[0]
-    if "::" not in name or not Path(file_part).is_absolute():
-        return None
-    for parent in Path(file_part).parents:
-        if parent.name == "benchmark" and parent.is_dir():
-            return parent.parent
-    return None
 
 
 class FlagGemsAdapter(Adapter):
@@ -103,44 +61,7 @@ class FlagGemsAdapter(Adapter):
 
     # ---- static: corpus and names (no import) ------------------------------------------
     def root(self, repo: str = "flaggems") -> Path:
-        from harness.common.errors import PreflightError
-        directory = self.dirs.get(repo)
-        label = "FlagGems" if repo == "flaggems" else "FlagGems-vllm"
-        option, env = (("--flaggems-dir", FLAGGEMS_DIR_ENV) if repo == "flaggems"
-                       else ("--vllm", FLAGGEMS_VLLM_DIR_ENV))
-        if not directory and repo == "flaggems":
-            directory = self._discover()
-        if not directory:
-            raise PreflightError("flaggems_dir", f"no {label} checkout given: pass {option} DIR "
-                                                 f"or set {env}" + (
-                                                     " (none found beside an importable "
-                                                     "flag_gems or in ./FlagGems)"
-                                                     if repo == "flaggems" else ""))
-        root = Path(directory).expanduser().resolve()
-        if not (root / "benchmark").is_dir():
-            raise PreflightError("flaggems_dir", f"{label} checkout {root} (set by {option} or "
-                                                 f"{env}) has no benchmark/ directory")
-        return root
-
-    def _discover(self) -> str | None:
-        """A FlagGems checkout nobody named, where only one is in sight: the checkout the
-        importable flag_gems comes from (an editable install), or ./FlagGems. Two different
-        ones are PREFLIGHT_FAILED naming both; the one used is remembered (`found`)."""
-        from harness.common.errors import PreflightError
-        found = {}
-        for how, place in discover_checkouts():
-            found.setdefault(place, how)
-        if len(found) > 1:
-            shown = "; ".join(f"{place} ({how})" for place, how in found.items())
-            raise PreflightError("flaggems_dir", f"no FlagGems checkout given and more than one "
-                                                 f"in sight: {shown}; pass --flaggems-dir DIR "
-                                                 f"or set {FLAGGEMS_DIR_ENV}")
-        if not found:
-            return None
-        (place, how), = found.items()
-        self.dirs["flaggems"], self.found["flaggems"] = str(place), how
-        log.progress(f"FlagGems checkout: {place} ({how}; --flaggems-dir chooses another)")
-        return str(place)
+        return checkout_root(self.dirs, self.found, repo)
 
     def corpus(self, repo: str = "flaggems") -> Corpus:
         if repo not in self._corpora:
@@ -280,15 +201,10 @@ class FlagGemsAdapter(Adapter):
         calls = expand_calls(fn, module, lambda reason: any(
             g.matches(node.file, node.function, reason) for g in guards), ignored)
         self._markers[op] += [notices.guard_marker(op, backend.name, node, r) for r in ignored]
-        wanted = self._selected.get(op)
-        if wanted is not None:
-            chosen = [c for c in calls if c.id == wanted]
-            if not chosen:
-                ids = ", ".join(c.id for c in calls if c.id) or "none: not parametrized"
-                yield _status_case(op, wanted, "FAIL", f"no parametrized call {wanted!r} in "
-                                                       f"{node.node_id} (its calls: {ids})")
-                return
-            calls = chosen
+        calls, missing = select_call(calls, self._selected.get(op), node.node_id)
+        if missing:
+            yield _status_case(op, self._selected[op], "FAIL", missing)
+            return
         for call in calls:
             label = call.id or "-"
             if call.skip:

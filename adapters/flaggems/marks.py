@@ -127,6 +127,18 @@ def expand_calls(fn, module, stale=None, ignored: list | None = None) -> list[Ca
     return calls
 
 
+def select_call(calls: list[Call], wanted: str | None, node_id: str) -> tuple[list[Call], str]:
+    """(the calls to run, why none can): all of them, or the one whose id is `wanted` (the
+    `op[CALL]` form); a `wanted` id the function lacks is the reason, listing its calls."""
+    if wanted is None:
+        return calls, ""
+    chosen = [c for c in calls if c.id == wanted]
+    if chosen:
+        return chosen, ""
+    ids = ", ".join(c.id for c in calls if c.id) or "none: not parametrized"
+    return [], f"no parametrized call {wanted!r} in {node_id} (its calls: {ids})"
+
+
 def _label(value) -> str:
     if isinstance(value, (int, float, str, bool)) or value is None:
         return str(value)

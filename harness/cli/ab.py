@@ -105,19 +105,7 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
     given = given_options(ctx)
     floor = NoiseFloor.load(noise_floor) if noise_floor else None
     if rescore is not None:
-        if args:
-            raise errors.UsageError("--rescore ROOT takes the ops of ROOT; name none")
-        refuse_beside(ctx, "rescore", allowed=("scrub", "noise_floor", "allow_caliber_mismatch",
-                                               "quiet"))
-        check_scrub(params["scrub"])
-        check_path_text(rescore, "--rescore")
-        reports, code = rescore_root(Path(rescore), list(params["scrub"]), floor,
-                                     params["allow_caliber_mismatch"], echo_routed)
-        for op_report in reports:
-            echo_out(render_terminal(op_report, colour=style.colour()))
-        echo_routed(f"report.json/csv recomputed from the runs under {rescore} "
-                    f"({len(reports)} op(s)); the previous ones kept as *.before-rescore")
-        sys.exit(code)
+        sys.exit(_rescore(ctx, rescore, args, params, floor))
     if ops_file:
         args = tuple(args) + _ops_from_file(ops_file)
     if recipe:
@@ -205,6 +193,23 @@ def _apply_recipe(recipe: str, args, params: dict, given: dict):
     params["scrub"] = tuple(params["scrub"]) + tuple(spec.get("scrub") or ())
     given = {**parse_bench_args(spec.get("bench_args", []), f"recipe {recipe}"), **given}
     return args, params, given
+
+
+def _rescore(ctx, rescore: str, args, params: dict, floor) -> int:
+    """`zlh ab --rescore ROOT`: the report recomputed from ROOT's runs; its exit status."""
+    if args:
+        raise errors.UsageError("--rescore ROOT takes the ops of ROOT; name none")
+    refuse_beside(ctx, "rescore", allowed=("scrub", "noise_floor", "allow_caliber_mismatch",
+                                           "quiet"))
+    check_scrub(params["scrub"])
+    check_path_text(rescore, "--rescore")
+    reports, code = rescore_root(Path(rescore), list(params["scrub"]), floor,
+                                 params["allow_caliber_mismatch"], echo_routed)
+    for op_report in reports:
+        echo_out(render_terminal(op_report, colour=style.colour()))
+    echo_routed(f"report.json/csv recomputed from the runs under {rescore} "
+                f"({len(reports)} op(s)); the previous ones kept as *.before-rescore")
+    return code
 
 
 def _labelled(reports, floor):

@@ -4,14 +4,11 @@ One lane per device runs its ops one after another (never two measurements on on
 at once); lanes run side by side. An op runs in the lane's reused worker (or, with
 `--fresh-process`, in its own `zlh bench` process); a failed or crashed op is retried in a
 fresh worker at most `retries` times, two identical outcomes in a row stopping the retries; a
-timeout is not retried. When the requested dtypes leave an op nothing to run, it runs once
-more with its own (`dtype_fallback`), and so it does, once, when it FAILed with no
-successful case for another reason (`dtype_rescue`: a baseline that cannot build the
-requested dtype says so in its own words); when an op kills its process under graph timing
-(a library that aborts inside a capture), once more with event timing. Each finished op writes `.complete`;
-`--resume` runs only the others, and with `--retry STATUSES` also the finished ops whose
-outcome has one of those statuses (their earlier attempts' logs and runs stay in the op's
-folder; the attempt numbers count on).
+timeout is not retried. An op the requested dtypes leave nothing to run, or that FAILed
+with no successful case at them, runs once more with its own (`dtype_fallback`,
+`dtype_rescue`); one that kills its process under graph timing, once more with event
+timing. Each finished op writes `.complete`; `--resume` runs the others, and `--retry
+STATUSES` the finished ops with those statuses too (in their folders: attempts count on).
 """
 from __future__ import annotations
 
@@ -41,7 +38,6 @@ from ..run.child_env import child_environment
 from .executor import Executor, LaneRunner, OpWork, make_executor
 from .supervisor import Lane
 from .threads import run_lanes
-
 
 
 @dataclass
@@ -229,10 +225,8 @@ class Batch:
             self.preflight = outcome.reason
             self.stop.set()
             return None
-        if item.op in self._resumed:
-            outcome.notes.append("resumed")
-        if item.op in self._retried:
-            outcome.notes.append(f"retried={self._retried[item.op]}")
+        outcome.notes += (["resumed"] if item.op in self._resumed else []) + \
+            ([f"retried={self._retried[item.op]}"] if item.op in self._retried else [])
         return outcome
 
     def _attempts(self, op: str, dtypes, lane: Lane, runner: LaneRunner,
@@ -308,14 +302,12 @@ class Batch:
         return todo
 
     def forget(self, op: str) -> None:
-        """An op carried over that runs again after all (a screen's B side, whose A side
-        is retried: B replays A's new record)."""
+        """A carried-over op runs again after all (a screen's B, whose A is retried)."""
         done = self.outcomes.pop(op, None)
         if done is not None:
             self._retried.setdefault(op, done.status)
-            self.summary_rows.pop(op, None)
-            self.timers.pop(op, None)
-            self.devices.pop(op, None)
+            for table in (self.summary_rows, self.timers, self.devices):
+                table.pop(op, None)
 
     def record(self, op: str, outcome: Outcome, device: int) -> None:
         files.write_complete(self.plan.root, op, outcome, device)
@@ -341,35 +333,14 @@ class Batch:
             self._caliber_noted = True
 
     def _note_rows(self, op: str, outcome: Outcome, device: int) -> None:
-        """The op's measured rows for summary.csv and the timer its run used (from its
-        run.json: an op that fell back to event timing says so)."""
-        run = load_run_or_none(outcome.run_dir)
-        caliber = run.caliber if run is not None else None
-        self.timers[op] = caliber.timer if caliber is not None else "-"
-        common = {"backend": self.backend_name, "device": device, "timer": self.timers[op]}
-        self.summary_rows[op] = [
-            {"op": op, **common, "dtype": r.dtype, "shape": r.shape_detail,
-             "torch_ms": r.torch_ms, "gems_ms": r.gems_ms, "speedup": r.speedup,
-             "status": r.status, "op_status": outcome.status}
-            for r in (run.rows if run is not None else [])]
+        self.timers[op], self.summary_rows[op] = files.op_summary_rows(
+            op, outcome, self.backend_name, device)
 
     def _write_tables(self) -> None:
-        rows = []
-        for item in self.plan.items:
-            outcome = self.outcomes.get(item.op)
-            if outcome is None:
-                continue
-            where = self.plan.inventory.get(item.op, {})
-            rows.append({"repo": where.get("repo", "-"), "op": item.op,
-                         "op_file": where.get("file", "-"), "backend": self.backend_name,
-                         "device": self.devices[item.op], "timer": self.timers.get(item.op, "-"),
-                         "status": outcome.status, "attempts": outcome.attempt,
-                         "rc": outcome.rc,
-                         "elapsed_s": round(outcome.elapsed_s, 3),
-                         "rows_total": outcome.rows_total, "rows_success": outcome.rows_success,
-                         "notes": " ".join(outcome.notes),
-                         "run_dir": files.relative_run_dir(self.plan.root, outcome.run_dir),
-                         "reason": outcome.reason})
+        rows = [files.status_row(self.plan.root, item.op, self.outcomes[item.op],
+                                 self.plan.inventory.get(item.op, {}), self.backend_name,
+                                 self.devices[item.op], self.timers.get(item.op, "-"))
+                for item in self.plan.items if item.op in self.outcomes]
         files.write_tables(self.plan.root, rows,
                            [r for op in self.summary_rows for r in self.summary_rows[op]])
 

@@ -19,7 +19,8 @@ from ..common.errors import UsageError, one_line
 from ..common.files import (atomic_write_json, atomic_write_text, check_output_file, csv_text,
                             read_failure, read_json_object, read_text)
 from ..common.schema import check_readable
-from ..store.reader import COMPLETE as RUN_COMPLETE, describe_status, load_info, load_run
+from ..store.reader import (COMPLETE as RUN_COMPLETE, describe_status, load_info, load_run,
+                            load_run_or_none)
 from ..store.rundir import safe_name
 from .outcome import Outcome
 
@@ -180,6 +181,31 @@ def check_folder_place(folder: Path, purpose: str) -> None:
     is no folder stands where a resumed corpus command keeps a folder."""
     if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
         raise UsageError(f"{folder} is not a folder: {purpose}")
+
+
+def op_summary_rows(op: str, outcome: Outcome, backend: str, device: int
+                 ) -> tuple[str, list[dict]]:
+    """(the timer the op's run used, its summary.csv rows), from its run.json and results:
+    an op that fell back to event timing says so in both tables."""
+    run = load_run_or_none(outcome.run_dir)
+    caliber = run.caliber if run is not None else None
+    timer = caliber.timer if caliber is not None else "-"
+    common = {"backend": backend, "device": device, "timer": timer}
+    return timer, [{"op": op, **common, "dtype": r.dtype, "shape": r.shape_detail,
+                    "torch_ms": r.torch_ms, "gems_ms": r.gems_ms, "speedup": r.speedup,
+                    "status": r.status, "op_status": outcome.status}
+                   for r in (run.rows if run is not None else [])]
+
+
+def status_row(root: Path, op: str, outcome: Outcome, where: dict, backend: str, device: int,
+               timer: str) -> dict:
+    """One ops_status.csv row (`where`: the op's repo and file from the inventory)."""
+    return {"repo": where.get("repo", "-"), "op": op, "op_file": where.get("file", "-"),
+            "backend": backend, "device": device, "timer": timer, "status": outcome.status,
+            "attempts": outcome.attempt, "rc": outcome.rc,
+            "elapsed_s": round(outcome.elapsed_s, 3), "rows_total": outcome.rows_total,
+            "rows_success": outcome.rows_success, "notes": " ".join(outcome.notes),
+            "run_dir": relative_run_dir(root, outcome.run_dir), "reason": outcome.reason}
 
 
 def write_tables(root: Path, status_rows: list[dict], summary_rows: list[dict]) -> None:
