@@ -90,6 +90,15 @@ class Adapter(ABC):
     checks_outputs = False     # cases carry a check against the baseline's output
     env_prefixes: tuple[str, ...] = ()     # environment variables run.json records
     version_packages: tuple[str, ...] = ()  # packages whose versions run.json records
+    # Environment switches that change which configs the library tunes (its tuning space):
+    # the caliber records those that are on, so two sides must agree on them.
+    tuning_switches: tuple[str, ...] = ()
+
+    def tuning_space(self, environ) -> dict[str, str]:
+        """The tuning switches that are on in `environ` (set, not empty, not "0"), name ->
+        value: {} when the library tunes its default space."""
+        return {name: environ[name] for name in self.tuning_switches
+                if environ.get(name, "").strip() not in ("", "0")}
 
     @abstractmethod
     def available(self) -> tuple[bool, str]:

@@ -53,10 +53,16 @@ class DeviceIdentity:
     name: str
     arch: str
     physical_id: str = ""
+    uuid: str = ""              # the card's own id where the backend gives one
 
     def to_dict(self) -> dict:
         return {"index": self.index, "name": self.name, "arch": self.arch,
-                "physical_id": self.physical_id}
+                "physical_id": self.physical_id, "uuid": self.uuid}
+
+    @property
+    def card(self) -> str:
+        """Which card this is, for the caliber: its UUID, else the physical index."""
+        return self.uuid or (f"index {self.physical_id}" if self.physical_id else "")
 
 
 @dataclass(frozen=True)
@@ -146,7 +152,8 @@ class Backend:
             f"sm_{major}{minor}" if major is not None else "unknown")
         visible = self.visible_from_env()
         physical = visible[index] if visible and index < len(visible) else str(index)
-        return DeviceIdentity(index, props.name, arch, physical)
+        uuid = getattr(props, "uuid", None)
+        return DeviceIdentity(index, props.name, arch, physical, str(uuid) if uuid else "")
 
     def child_env(self, base: Mapping[str, str], devices: Sequence[str] | None = None,
                   all_backends: Sequence["Backend"] = ()) -> dict[str, str]:

@@ -39,7 +39,7 @@ class CudaBackend(Backend):
     def __init__(self):
         super().__init__(
             name="cuda",
-            aliases=("nvidia",),
+            aliases=("nvidia", "nv"),
             torch_device_type="cuda",
             visibility_keys=("CUDA_VISIBLE_DEVICES",),
             supports_graph=True,

@@ -18,17 +18,17 @@ from typing import Iterator, Sequence
 
 from harness.common.errors import PreflightError
 from harness.store.identity import git_commit
+from harness.common import log
 
 from ..base import Adapter, Case, UnknownOp, Unsupported, UnsupportedDtype
 from . import inject, inventory, model_shapes, notices, shapesets, tuners, upstream_config
 from .cases import (_case_for, _install_capture, _jsonable, _one_line, _outcome_exceptions,
                     _status_case, _unsupported, collecting)
+from .checkout import (FLAGGEMS_DIR_ENV, FLAGGEMS_VLLM_DIR_ENV, PACKAGES, checkout_root,
+                       node_checkout, split_call)
 from .corpus import Corpus, CorpusError, TestNode
-from .marks import expand_calls
+from .marks import expand_calls, select_call
 
-FLAGGEMS_DIR_ENV = "FLAGGEMS_DIR"
-FLAGGEMS_VLLM_DIR_ENV = "FLAGGEMS_VLLM_DIR"
-PACKAGES = {"flaggems": "flag_gems", "vllm": "flaggems_vllm"}
 # FlagGems' vendor name (GEMS_VENDOR) per zlh backend.
 VENDORS = {"cuda": "nvidia", "musa": "mthreads", "rocm": "amd", "ascend": "ascend"}
 # Classes whose own run()/get_latency() change what is measured; not reproduced.
@@ -38,6 +38,9 @@ _SUPPORTED_OVERRIDES = {"Benchmark"}
 class FlagGemsAdapter(Adapter):
     name = "flaggems"
     env_prefixes = ("FLAGGEMS_", "GEMS_", "USE_FLAGTUNE")
+    # USE_FLAGTUNE=1: FlagGems' @libtuner kernels tune over the FlagTune expanded config
+    # space (runtime.ops_get_configs) instead of their default configs.
+    tuning_switches = ("USE_FLAGTUNE",)
     version_packages = ("flag_gems", "flaggems_vllm")
 
     def __init__(self, flaggems_dir: str | None = None, vllm_dir: str | None = None, **_):
@@ -45,8 +48,12 @@ class FlagGemsAdapter(Adapter):
             "flaggems": flaggems_dir or os.environ.get(FLAGGEMS_DIR_ENV),
             "vllm": vllm_dir or os.environ.get(FLAGGEMS_VLLM_DIR_ENV),
         }
+        # How each checkout was found (run.json's adapter identity says it).
+        self.found = {"flaggems": "--flaggems-dir" if flaggems_dir else FLAGGEMS_DIR_ENV,
+                      "vllm": "--vllm" if vllm_dir else FLAGGEMS_VLLM_DIR_ENV}
         self._corpora: dict[str, Corpus] = {}
         self._nodes: dict[str, TestNode] = {}
+        self._selected: dict[str, str] = {}        # op -> the one parametrized call it runs
         self._loaded: dict[str, object] = {}      # repo -> benchmark.base module
         self._used: dict[str, dict] = {}
         self._checked_files: set[Path] = set()     # core_shapes.yaml files that parse
@@ -56,18 +63,7 @@ class FlagGemsAdapter(Adapter):
 
     # ---- static: corpus and names (no import) ------------------------------------------
     def root(self, repo: str = "flaggems") -> Path:
-        directory = self.dirs.get(repo)
-        label = "FlagGems" if repo == "flaggems" else "FlagGems-vllm"
-        option, env = (("--flaggems-dir", FLAGGEMS_DIR_ENV) if repo == "flaggems"
-                       else ("--vllm", FLAGGEMS_VLLM_DIR_ENV))
-        if not directory:
-            raise PreflightError("flaggems_dir", f"no {label} checkout given: pass {option} DIR "
-                                                 f"or set {env}")
-        root = Path(directory).expanduser().resolve()
-        if not (root / "benchmark").is_dir():
-            raise PreflightError("flaggems_dir", f"{label} checkout {root} (set by {option} or "
-                                                 f"{env}) has no benchmark/ directory")
-        return root
+        return checkout_root(self.dirs, self.found, repo)
 
     def corpus(self, repo: str = "flaggems") -> Corpus:
         if repo not in self._corpora:
@@ -78,13 +74,22 @@ class FlagGemsAdapter(Adapter):
         return sorted({n.qualified for n in self.corpus().nodes})
 
     def resolve(self, op: str) -> str:
+        """`name` or `name[CALL]`: CALL selects one parametrized call of the benchmark
+        function by its pytest id (`grid_sample[dtype0]`, as in a pytest node id)."""
         repo, name = ("vllm", op[len("vllm:"):]) if op.startswith("vllm:") else ("flaggems", op)
+        name, call = split_call(name)
+        checkout = node_checkout(name)
+        if checkout is not None and not self.dirs.get(repo):
+            self.dirs[repo], self.found[repo] = str(checkout), "the op's node id"
+            log.progress(f"FlagGems checkout: {checkout} (the op's node id)")
         try:
             node = self.corpus(repo).resolve(name)
         except CorpusError as exc:
             raise UnknownOp(str(exc)) from None
-        key = node.qualified
+        key = node.qualified + (f"[{call}]" if call else "")
         self._nodes[key] = node
+        if call:
+            self._selected[key] = call
         test_file = node.root / node.file
         if not test_file.is_file():
             raise PreflightError("test_file", f"{test_file} does not exist")
@@ -195,6 +200,10 @@ class FlagGemsAdapter(Adapter):
         calls = expand_calls(fn, module, lambda reason: any(
             g.matches(node.file, node.function, reason) for g in guards), ignored)
         self._markers[op] += [notices.guard_marker(op, backend.name, node, r) for r in ignored]
+        calls, missing = select_call(calls, self._selected.get(op), node.node_id)
+        if missing:
+            yield _status_case(op, self._selected[op], "FAIL", missing)
+            return
         for call in calls:
             label = call.id or "-"
             if call.skip:
@@ -358,9 +367,11 @@ class FlagGemsAdapter(Adapter):
             root = self.root(repo)
         except Exception:  # noqa: BLE001
             return out
-        out.update({"repo": repo, "flaggems_dir": str(root), "commit": _commit(root)})
+        out.update({"repo": repo, "flaggems_dir": str(root), "found_by": self.found.get(repo),
+                    "commit": _commit(root)})
         if node:
-            out["node"] = node.node_id
+            out["node"] = node.node_id + (f"[{self._selected[op]}]" if op in self._selected
+                                          else "")
         package = sys.modules.get(PACKAGES[repo])
         if package is not None:
             out["version"] = getattr(package, "__version__", None)

@@ -21,6 +21,17 @@ NON_OP_MARKS = {"parametrize", "skip", "skipif", "xfail", "usefixtures", "filter
                 "timeout", "tryfirst", "trylast"}
 
 
+def xfail_condition(text: str) -> bool:
+    """Whether an `xfail` mark's source text gives a condition (a positional argument or
+    `condition=`): then it applies only where that holds."""
+    try:
+        tree = ast.parse(text.lstrip("@"), mode="eval")
+    except SyntaxError:
+        return True
+    call = tree.body if isinstance(tree.body, ast.Call) else None
+    return bool(call and (call.args or any(k.arg == "condition" for k in call.keywords)))
+
+
 class CorpusError(ValueError):
     """A name that does not resolve, with suggestions."""
 
@@ -47,8 +58,11 @@ class TestNode:
 
     @property
     def unconditional_skip(self) -> bool:
-        """A `skip` mark (not `skipif`): skipped on every machine."""
-        return any(m.split("(")[0].strip().endswith(".skip") for m in self.skip_marks)
+        """A `skip` mark, or an `xfail` without condition (not `skipif`): skipped on every
+        machine."""
+        return any(m.split("(")[0].strip().endswith(".skip") or (
+            m.split("(")[0].strip().endswith(".xfail") and not xfail_condition(m))
+            for m in self.skip_marks)
 
     @property
     def node_id(self) -> str:
@@ -145,7 +159,7 @@ def _scan_source(path: Path, repo: str, root: Path, classes: frozenset | None) -
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark"
                                                 for t in stmt.targets):
             text = ast.get_source_segment(source, stmt.value) or ""
-            if "skip" in text:
+            if "skip" in text or "xfail" in text:
                 module_skips.append(" ".join(text.split()))
     nodes = []
     for stmt in tree.body:
@@ -158,7 +172,7 @@ def _scan_source(path: Path, repo: str, root: Path, classes: frozenset | None) -
             if found is None:
                 continue
             mark, node = found
-            if mark in ("skip", "skipif"):
+            if mark in ("skip", "skipif", "xfail"):
                 skips.append(" ".join((ast.get_source_segment(source, node) or mark).split()))
             elif mark == "parametrize":
                 parametrized = True

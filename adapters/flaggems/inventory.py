@@ -15,13 +15,12 @@ package cannot be imported beside the first one in one process).
 """
 from __future__ import annotations
 
-import ast
 import importlib
 
 from .cases import _one_line, _outcome_exceptions, _unsupported, collecting
 from .classes import ClassIndex
 from .corpus import Corpus, TestNode
-from .marks import expand_calls
+from .marks import always_skipped, expand_calls
 
 COLUMNS = ("repo", "op", "op_file", "function", "marked_skip", "op_names", "name", "file",
            "skipif", "stale_guards")
@@ -29,22 +28,8 @@ VERIFY_COLUMNS = ("collect", "collect_detail")
 
 
 def unconditional_skip(skip_marks) -> str:
-    """The reason of a skip mark that applies on every machine, else ''."""
-    for text in skip_marks:
-        try:
-            tree = ast.parse(text.lstrip("@"), mode="eval")
-        except SyntaxError:
-            continue
-        for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
-            name = getattr(call.func, "attr", "")
-            always = name == "skip" or (name == "skipif" and call.args and isinstance(
-                call.args[0], ast.Constant) and bool(call.args[0].value))
-            if always:
-                reason = next((k.value for k in call.keywords if k.arg == "reason"), None)
-                if reason is None and name == "skip" and call.args:
-                    reason = call.args[0]
-                return reason.value if isinstance(reason, ast.Constant) else name
-    return ""
+    """The reason of a skip (or xfail) mark that applies on every machine, else ''."""
+    return next((r for r in map(always_skipped, skip_marks) if r), "")
 
 
 def conditional_skips(skip_marks, marked: str) -> str:

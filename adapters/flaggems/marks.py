@@ -1,10 +1,13 @@
 """pytest marks on a FlagGems benchmark function, evaluated without pytest running.
 
-`parametrize` expands into calls (including `pytest.param(..., marks=...)`), `skip` and
-`skipif` are evaluated (boolean or string conditions, the latter in the module's globals).
+`parametrize` expands into calls (including `pytest.param(..., marks=...)`), `skip`,
+`skipif` and `xfail` are evaluated (boolean or string conditions, the latter in the module's
+globals). An `xfail` that applies (no condition, or a true one) is a skip: upstream declares
+the case expected to fail, so its timing would carry no signal.
 """
 from __future__ import annotations
 
+import ast
 import itertools
 import os
 import platform
@@ -32,6 +35,12 @@ def skip_reason(marks, module_globals: dict, stale=None, ignored: list | None = 
     for mark in marks:
         if mark.name == "skip":
             return mark.kwargs.get("reason") or (mark.args[0] if mark.args else "skip mark")
+        if mark.name == "xfail":
+            conditions = mark.args or ((mark.kwargs["condition"],)
+                                       if "condition" in mark.kwargs else ())
+            if not conditions or any(_true(c, module_globals) for c in conditions):
+                return f"xfail: {mark.kwargs.get('reason') or 'expected to fail upstream'}"
+            continue
         if mark.name == "skipif":
             conditions = mark.args or (mark.kwargs.get("condition"),)
             for condition in conditions:
@@ -43,6 +52,33 @@ def skip_reason(marks, module_globals: dict, stale=None, ignored: list | None = 
                         break
                     return reason
     return None
+
+
+def always_skipped(text: str) -> str:
+    """The reason of a skip mark's source text (`@pytest.mark.skip(reason=…)`) that applies
+    on every machine — `skip`, `skipif(True)`, an `xfail` without condition (or with a true
+    constant) — else ''."""
+    try:
+        tree = ast.parse(text.lstrip("@"), mode="eval")
+    except SyntaxError:
+        return ""
+    bare = isinstance(tree.body, ast.Attribute)        # `@pytest.mark.xfail`, no call
+    for node in [tree.body] if bare else [n for n in ast.walk(tree) if isinstance(n, ast.Call)]:
+        call = None if bare else node
+        name = getattr(call.func if call else node, "attr", "")
+        if name not in ("skip", "skipif", "xfail") or (call is None and name == "skipif"):
+            continue
+        args = call.args if call else []
+        condition = args[0] if args else next(
+            (k.value for k in (call.keywords if call else []) if k.arg == "condition"), None)
+        if name == "skip" or (condition is None and name == "xfail") or (
+                isinstance(condition, ast.Constant) and bool(condition.value)):
+            reason = next((k.value for k in (call.keywords if call else [])
+                           if k.arg == "reason"), None)
+            if reason is None and name == "skip" and args:
+                reason = args[0]
+            return reason.value if isinstance(reason, ast.Constant) else name
+    return ""
 
 
 def _true(condition, module_globals: dict) -> bool:
@@ -89,6 +125,18 @@ def expand_calls(fn, module, stale=None, ignored: list | None = None) -> list[Ca
             skip = skip or param_skip
         calls.append(Call(kwargs, "-".join(labels), skip))
     return calls
+
+
+def select_call(calls: list[Call], wanted: str | None, node_id: str) -> tuple[list[Call], str]:
+    """(the calls to run, why none can): all of them, or the one whose id is `wanted` (the
+    `op[CALL]` form); a `wanted` id the function lacks is the reason, listing its calls."""
+    if wanted is None:
+        return calls, ""
+    chosen = [c for c in calls if c.id == wanted]
+    if chosen:
+        return chosen, ""
+    ids = ", ".join(c.id for c in calls if c.id) or "none: not parametrized"
+    return [], f"no parametrized call {wanted!r} in {node_id} (its calls: {ids})"
 
 
 def _label(value) -> str:

@@ -45,7 +45,13 @@ def check_caliber(a: StoredRun, b: StoredRun, label: str | None = None) -> Calib
     if check.problems:
         return check
     for difference in cal_a.differences(cal_b, ignore=("autotune_mode",)):
-        check.problems.append(f"!!! [caliber] {label}: {difference.describe()}")
+        hint = (" (the library's tuning-space switches: the sides tuned over different "
+                "config spaces)" if difference.field == "tuning_space" else "")
+        check.problems.append(f"!!! [caliber] {label}: {difference.describe()}{hint}")
+    if cal_a.card and cal_b.card and cal_a.card != cal_b.card:
+        check.warnings.append(f"WARNING [caliber] {label}: the sides ran on different cards "
+                              f"of one model (A={cal_a.card}, B={cal_b.card}): card-to-card "
+                              f"spread is part of the difference")
     if (cal_a.autotune_mode, cal_b.autotune_mode) == ("record", "record"):
         check.problems.append(f"!!! [caliber] {label}: autotune_mode: both sides record — "
                               f"configs are not pinned; replay one side from the other")

@@ -240,17 +240,9 @@ class OpAB:
                 late.warnings = []          # round 1 already said them
                 if not guard(late, op, plan.allow_caliber_mismatch, self.echo):
                     return None, EXIT_CALIBER
-        report = compare_runs(pairs, plan.alpha)
-        report.verdict = ({"NO_IR_DIFF": "SWITCH_NO_IR_DIFF: identical generated code; the "
-                           "deltas are this machine's noise floor"}.get(verdict, verdict))
-        report.caliber_problems = check.problems
-        report.sides["A"]["label"] = plan.a.description or "A"
-        report.sides["B"]["label"] = plan.b.description or "B"
-        if plan.noise_floor is not None:
-            plan.noise_floor.label(report)
-        report.broken_by_b = sorted({case for a, b in pairs for case in broken_by_b(a, b)})
-        code = outcome_code(report, run_a, run_b, self.echo)
-        return (report if report.rows else None), code    # nothing paired: no report
+        return build_report(pairs, plan.alpha, verdict, check,
+                            (plan.a.description, plan.b.description), plan.noise_floor,
+                            self.echo)
 
     def _run(self, number: int, side: Side, replay_from: Path | None) -> bool:
         outcome = run_side(self.plan, self.op, number, side, replay_from)
@@ -275,6 +267,25 @@ class OpAB:
             return plan.rounds
         self.counter.skipped(2 * (plan.rounds - 1))
         return 1
+
+
+def build_report(pairs: list[tuple[StoredRun, StoredRun]], alpha: float, verdict: str,
+                 check: CaliberCheck, labels: tuple[str, str], noise_floor, echo: Echo
+                 ) -> tuple[ABReport | None, int]:
+    """One op's report from its rounds' (A, B) runs, round 1 first (also `zlh ab --rescore`):
+    the IR verdict, the guard's problems, the sides' labels, the noise floor's labels,
+    BROKEN_BY_B; no report when nothing paired."""
+    report = compare_runs(pairs, alpha)
+    report.verdict = ({"NO_IR_DIFF": "SWITCH_NO_IR_DIFF: identical generated code; the "
+                       "deltas are this machine's noise floor"}.get(verdict, verdict))
+    report.caliber_problems = check.problems
+    report.sides["A"]["label"] = labels[0] or "A"
+    report.sides["B"]["label"] = labels[1] or "B"
+    if noise_floor is not None:
+        noise_floor.label(report)
+    report.broken_by_b = sorted({case for a, b in pairs for case in broken_by_b(a, b)})
+    code = outcome_code(report, pairs[0][0], pairs[0][1], echo)
+    return (report if report.rows else None), code    # nothing paired: no report
 
 
 def guard(check: CaliberCheck, op: str, allow: bool, echo: Echo,

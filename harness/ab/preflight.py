@@ -76,8 +76,20 @@ def check_plan(plan: ABPlan) -> None:
         if _names_run_dir(op):
             raise UsageError(f"{op} is a run directory, not an op; to compare two existing "
                              f"runs give them without --switch/--env-*/--python-*/--recipe")
-    for flag, side in (("--python-a", plan.a), ("--python-b", plan.b)):
-        check_side(plan.ops, plan.options, side, flag)
+    spaces = [check_side(plan.ops, plan.options, side, flag)
+              for flag, side in (("--python-a", plan.a), ("--python-b", plan.b))]
+    if spaces[0] != spaces[1] and not plan.allow_caliber_mismatch:
+        raise CaliberError(tuning_space_refusal(*spaces))
+
+
+def tuning_space_refusal(a: dict, b: dict) -> str:
+    """One line: the sides' tuning-space switches differ (A/B of one config space only)."""
+    names = sorted(set(a) | set(b))
+    shown = ", ".join(f"{n}: A={a.get(n, 'off')!s} B={b.get(n, 'off')!s}" for n in names)
+    return (f"!!! [caliber] tuning_space differs ({shown}): the library would tune over "
+            f"different config spaces, so the sides' configs are not comparable; set "
+            f"{', '.join(names)} alike on both sides, or pass --allow-caliber-mismatch to "
+            f"compare them deliberately")
 
 
 def _names_run_dir(op: str) -> bool:
@@ -88,12 +100,14 @@ def _names_run_dir(op: str) -> bool:
         return False
 
 
-def check_side(ops, options: BenchOptions, side: Side, flag: str) -> None:
+def check_side(ops, options: BenchOptions, side: Side, flag: str) -> dict:
     """The bench checks under the side's environment; its interpreter's imports when they
-    can differ from this process's."""
+    can differ from this process's. The side's tuning space (the adapter's switches that
+    are on there)."""
     env = check_side_interpreter(side, flag, options.backend)
     with preserved_environ(env):
-        plan_bench(ops, options, dry_run=True)
+        bench = plan_bench(ops, options, dry_run=True)
+        return bench.adapter.tuning_space(os.environ)
 
 
 def check_side_interpreter(side: Side, flag: str, backend: str | None) -> dict:

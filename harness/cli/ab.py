@@ -15,6 +15,7 @@ from ..ab.preflight import check_new_root, check_scrub
 from ..ab.recipe import load_recipe
 from ..ab.render import render_terminal
 from ..ab.report import load_report, to_json, write_reports
+from ..ab.rescore import rescore as rescore_root
 from ..ab.sides import ABPlan, sides_from_env, sides_from_switch
 from ..calibrate.noise import NoiseFloor
 from ..common import errors
@@ -24,11 +25,12 @@ from ..common import style
 from ..common.schema import stamp
 from ..corpus.files import corpus_root_hint
 from ..corpus.selection import parse_ops_file
+from ..run.options import refuse_unhooked
 from ..telemetry.chart import for_report
 from .group import main
 from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out, echo_routed,
                      finite, gate_option, given_options, handles_errors, not_empty,
-                     options_from, parse_bench_args)
+                     options_from, parse_bench_args, refuse_beside)
 
 
 @main.command()
@@ -82,11 +84,16 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
 @click.option("--ops-file", default=None, metavar="FILE", callback=not_empty,
               help="The ops to run on both sides, one per line (e.g. a screen's "
                    "ir_changed.txt); # comments.")
+@click.option("--rescore", default=None, metavar="ROOT", type=click.Path(file_okay=False),
+              callback=not_empty,
+              help="Recompute ROOT's report.json/csv/html from its stored runs (with --scrub "
+                   "patterns added, --noise-floor labels); keeps the previous ones as "
+                   "*.before-rescore. Runs nothing.")
 @bench_options
 @click.pass_context
 @handles_errors
 def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on, ops_file,
-       **params):
+       rescore, **params):
     """Compare two sides: `zlh ab RUN_A RUN_B`, `zlh ab --replay RUN_A [bench options]`, or
     `zlh ab OP... --switch NAME=a,b | --env-a K=V --env-b K=V | --python-a P --python-b P |
     --recipe FILE [--rounds N]` (both sides run here, each run a fresh process).
@@ -101,6 +108,8 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
     progress = None if quiet else echo_err
     given = given_options(ctx)
     floor = NoiseFloor.load(noise_floor) if noise_floor else None
+    if rescore is not None:
+        sys.exit(_rescore(ctx, rescore, args, params, floor))
     if ops_file:
         args = tuple(args) + _ops_from_file(ops_file)
     if recipe:
@@ -116,6 +125,7 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
                 "--rounds does not apply with --replay RUN_A: side A is a stored run that is "
                 "not run again, so a replay is one pair; drop --rounds, or run both sides "
                 "here (zlh ab OP --switch/--env-a/--python-a/--recipe --rounds N)")
+        refuse_unhooked(options_from(given), "zlh ab --replay")
         report, code = orchestrate.replay_against(
             replay_run, given, root_path, params["timeout_s"], echo,
             params["allow_caliber_mismatch"], params["scrub"], params["allow_partial"], floor)
@@ -187,6 +197,23 @@ def _apply_recipe(recipe: str, args, params: dict, given: dict):
     return args, params, given
 
 
+def _rescore(ctx, rescore: str, args, params: dict, floor) -> int:
+    """`zlh ab --rescore ROOT`: the report recomputed from ROOT's runs; its exit status."""
+    if args:
+        raise errors.UsageError("--rescore ROOT takes the ops of ROOT; name none")
+    refuse_beside(ctx, "rescore", allowed=("scrub", "noise_floor", "allow_caliber_mismatch",
+                                           "quiet"))
+    check_scrub(params["scrub"])
+    check_path_text(rescore, "--rescore")
+    reports, code = rescore_root(Path(rescore), list(params["scrub"]), floor,
+                                 params["allow_caliber_mismatch"], echo_routed)
+    for op_report in reports:
+        echo_out(render_terminal(op_report, colour=style.colour()))
+    echo_routed(f"report.json/csv recomputed from the runs under {rescore} "
+                f"({len(reports)} op(s)); the previous ones kept as *.before-rescore")
+    return code
+
+
 def _labelled(reports, floor):
     for report in reports if floor is not None else ():
         floor.label(report)
@@ -205,8 +232,10 @@ def _run_both(args, params: dict, given: dict, root: Path, echo, progress, floor
         if python:
             side.python = python
             side.description = (side.description + f" python={python}").strip()
+    options = options_from(given)
+    refuse_unhooked(options, "zlh ab")
     plan = ABPlan(
-        ops=list(dict.fromkeys(args)), a=side_a, b=side_b, options=options_from(given),
+        ops=list(dict.fromkeys(args)), a=side_a, b=side_b, options=options,
         root=root, rounds=params["rounds"] or 1, timeout_s=params["timeout_s"],
         allow_caliber_mismatch=params["allow_caliber_mismatch"],
         allow_no_ir_diff=params["allow_no_ir_diff"], scrub=list(params["scrub"]),

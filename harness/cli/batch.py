@@ -15,7 +15,9 @@ from ..corpus.check import (check_plan, check_replay_plan, check_replay_root, ch
                              corpus_adapter)
 from ..corpus.files import BATCH_JSON, check_tables, read_batch_json
 from ..common.lock import claim_root, forget_if_empty, only_lock, release_root
-from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
+from ..corpus.outcome import parse_retry
+from ..corpus.selection import dismiss_list, select
+from ..run.options import UNHOOKED_REPLAY
 from ..run.plan import named_backend
 from .group import main
 from .common import (bench_options, echo_err, fail, finite, handles_errors, not_empty,
@@ -73,13 +75,17 @@ def check_devices(backend_name: str | None, devices: list[int],
               help="With --all: also functions with an unconditional skip mark.")
 @click.option("--dismiss", default=None, metavar="FILE", type=click.Path(),
               callback=not_empty,
-              help=f"Ops left out of --all, one `[repo:]op  # reason, date` per line. "
-                   f"Default: {DEFAULT_DISMISS.name} in recipes/.")
+              help="Ops left out, one `[repo:]op  # reason; date; verified: how` per line. "
+                   "Default with --all: the curated list (recipes/dismiss.txt).")
+@click.option("--no-dismiss", is_flag=True,
+              help="Leave nothing out: not even the curated list's ops (to re-check them).")
 @click.option("--vllm", "vllm_dir", default=None, metavar="DIR",
               type=click.Path(), envvar="FLAGGEMS_VLLM_DIR",
               help="Also the FlagGems-vllm checkout (vllm:NAME ops). Env: FLAGGEMS_VLLM_DIR.")
-@click.option("--devices", default=None, metavar="0,1,…", callback=not_empty,
-              help="Devices to spread the ops over (one serial lane each). Default: the first.")
+@click.option("--devices", "--gpus", "devices", default=None, metavar="0,1,…",
+              callback=not_empty,
+              help="Devices to spread the ops over (one serial lane each). Default: the first. "
+                   "--gpus is the same option.")
 @click.option("--op-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
               callback=finite,
               help="Seconds an op may take before its worker is killed (status TIMEOUT).")
@@ -92,6 +98,10 @@ def check_devices(backend_name: str | None, devices: list[int],
 @click.option("--resume", default=None, metavar="BATCH_DIR", type=click.Path(),
               callback=not_empty,
               help="Continue a killed batch: finished ops are kept, the others run again.")
+@click.option("--retry", default=None, metavar="FAIL,TIMEOUT,…", callback=not_empty,
+              help="With --resume: also run again the finished ops with these statuses "
+                   "(FAIL, TIMEOUT, CRASH, POISONED, SKIP), e.g. after fixing the "
+                   "environment; their earlier attempts are kept. Default: none.")
 @click.option("--replay", "replay_root", default=None, metavar="BATCH_DIR", type=click.Path(),
               callback=not_empty,
               help="Pin every op's tuned configs to what the batch at BATCH_DIR recorded for "
@@ -105,18 +115,20 @@ def check_devices(backend_name: str | None, devices: list[int],
 @bench_options
 @click.pass_context
 @handles_errors
-def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devices, op_timeout,
-          retries, fresh_process, out, resume, replay_root, allow_env_change, quiet, **params):
+def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vllm_dir, devices,
+          op_timeout, retries, fresh_process, out, resume, retry, replay_root, allow_env_change,
+          quiet, **params):
     """Run many ops, each in its own run directory: isolated, resumable, over devices.
 
     Exit status: 0 every op PASS or SKIP, 1 some op FAIL/TIMEOUT/CRASH/POISONED (the batch
     completed), 2 bad input, 3 preflight failed.
     """
     progress = None if quiet or not sys.stderr.isatty() else _overwrite
+    statuses = retry_statuses(retry, resume)
     if resume is not None:
         if all_ops or ops or ops_file:
             raise errors.UsageError("--resume BATCH_DIR takes its ops from the batch; name none")
-        refuse_beside(ctx, "resume", allowed=("quiet", "vllm_dir", "allow_env_change"))
+        refuse_beside(ctx, "resume", allowed=("quiet", "vllm_dir", "retry", "allow_env_change"))
         plan = resumed_plan(Path(resume), vllm_dir, allow_env_change)
         check_devices(plan.options.backend, plan.devices)
         hold_root(plan.root, "batch")
@@ -124,13 +136,15 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devic
             record_env_change(plan.root, plan.env_change)
             plan.env = plan.env_change["to"]
         sys.exit(interrupted_hint(plan.root, "batch", lambda: run_batch(
-            plan, click.echo, progress, resume=True, warn=echo_err)).exit_code)
+            plan, click.echo, progress, resume=True, warn=echo_err,
+            retry=statuses)).exit_code)
     if allow_env_change:
         raise errors.UsageError("--allow-env-change applies to --resume only")
     options = options_from(params)
+    if replay_root and not options.autotune_hooks:
+        raise errors.UsageError("zlh batch --replay: " + UNHOOKED_REPLAY)
     adapter = corpus_adapter(options, vllm_dir)
-    dismissed = parse_dismiss(dismiss or DEFAULT_DISMISS) if (dismiss or all_ops) and \
-        (dismiss or DEFAULT_DISMISS.exists()) else None
+    dismissed = dismiss_list(dismiss, all_ops, no_dismiss)
     items, left_out = select(adapter, all_ops, ops, ops_file, include_skipped, dismissed,
                              warn=echo_err)
     lanes = check_devices(options.backend, parse_devices(devices))
@@ -153,6 +167,16 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devic
     result = interrupted_hint(plan.root, "batch", lambda: run_batch(plan, click.echo, progress,
                                                                      warn=echo_err))
     sys.exit(result.exit_code)
+
+
+def retry_statuses(retry: str | None, resume: str | None) -> tuple[str, ...]:
+    """`--retry` read (only beside --resume: a new root has nothing to retry)."""
+    if retry is None:
+        return ()
+    if resume is None:
+        raise errors.UsageError("--retry works with --resume ROOT (it names which finished "
+                                "ops of ROOT run again)")
+    return parse_retry(retry)
 
 
 def resumed_plan(root: Path, vllm_dir: str | None, allow_env_change: bool = False

@@ -25,7 +25,8 @@ from .common import echo_err, finite, handles_errors, not_empty, refuse_beside, 
 
 @main.command("partition")
 @click.argument("screen_tsv", type=click.Path(dir_okay=False))
-@click.option("--devices", required=True, metavar="0,1,…", help="Devices to spread over.")
+@click.option("--devices", "--gpus", "devices", required=True, metavar="0,1,…",
+              help="Devices to spread over.")
 @click.option("--verdict", "verdicts", multiple=True, default=("IR_CHANGED",),
               type=click.Choice(VERDICTS),
               show_default=True, help="Keep ops with this verdict (repeatable).")
@@ -87,7 +88,8 @@ class RoundsCommand(click.Command):
 @click.option("--screen", "screen_root", default=None, metavar="ROOT",
               type=click.Path(), callback=not_empty,
               help="The screen whose ops to run rounds on.")
-@click.option("--devices", default=None, metavar="0,1,…", callback=not_empty,
+@click.option("--devices", "--gpus", "devices", default=None, metavar="0,1,…",
+              callback=not_empty,
               help="Devices, one card each.")
 @click.option("--rounds", type=click.IntRange(min=1, max=MAX_ROUNDS), default=3, show_default=True,
               help="Rounds of each op's zlh ab.")

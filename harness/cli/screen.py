@@ -19,9 +19,11 @@ from ..corpus.screen import (Screen, ScreenPlan, check_resume_files, mend_side_p
                              write_plan, write_side_plan)
 from ..corpus.screen import rescore as rescore_root
 from ..corpus.check import check_executable, check_plan, check_root, corpus_adapter
-from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
+from ..corpus.selection import dismiss_list, select
+from ..run.options import refuse_unhooked
 from .group import main
-from .batch import check_devices, hold_root, interrupted_hint, new_root, parse_devices
+from .batch import (check_devices, hold_root, interrupted_hint, new_root, parse_devices,
+                    retry_statuses)
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
                      not_empty, options_from, parse_bench_args, refuse_beside, split_csv)
 
@@ -83,7 +85,10 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.option("--include-skipped", is_flag=True,
               help="With --all: also functions with an unconditional skip mark.")
 @click.option("--dismiss", default=None, metavar="FILE", type=click.Path(),
-              callback=not_empty, help="Ops left out of --all.")
+              callback=not_empty,
+              help="Ops left out. Default with --all: the curated list (recipes/dismiss.txt).")
+@click.option("--no-dismiss", is_flag=True,
+              help="Leave nothing out: not even the curated list's ops.")
 @click.option("--vllm", "vllm_dir", default=None, metavar="DIR",
               type=click.Path(), envvar="FLAGGEMS_VLLM_DIR",
               help="Also the FlagGems-vllm checkout. Env: FLAGGEMS_VLLM_DIR.")
@@ -98,7 +103,8 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.option("--recipe", default=None, metavar="FILE", callback=not_empty,
               type=click.Path(), help="A/B recipe (YAML), see recipes/.")
 @click.option("--scrub", multiple=True, metavar="REGEX", help="Extra IR scrub pattern.")
-@click.option("--devices", default=None, metavar="0,1,…", callback=not_empty,
+@click.option("--devices", "--gpus", "devices", default=None, metavar="0,1,…",
+              callback=not_empty,
               help="Devices to spread the ops over.")
 @click.option("--op-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
               callback=finite,
@@ -110,6 +116,10 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
               type=click.Path(), help="Default: runs/screen_<timestamp>.")
 @click.option("--resume", default=None, metavar="ROOT", callback=not_empty,
               type=click.Path(), help="Continue a killed screen.")
+@click.option("--retry", default=None, metavar="FAIL,TIMEOUT,…", callback=not_empty,
+              help="With --resume: also run again the ops whose side A or B finished with "
+                   "these statuses (FAIL, TIMEOUT, CRASH, POISONED, SKIP); a retried A "
+                   "reruns B too. Default: none.")
 @click.option("--rescore", default=None, metavar="ROOT", type=click.Path(), callback=not_empty,
               help="Recompute every verdict of ROOT from its run directories (with --scrub "
                    "patterns added); keeps screen.tsv.before-rescore.")
@@ -120,9 +130,9 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @bench_options
 @click.pass_context
 @handles_errors
-def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, recipe, scrub,
-           devices, op_timeout, retries, fresh_process, root, resume, rescore: str | None,
-           allow_env_change, **params):
+def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vllm_dir, recipe,
+           scrub, devices, op_timeout, retries, fresh_process, root, resume, retry,
+           rescore: str | None, allow_env_change, **params):
     """One pair per op (A records, B replays A's record) and a verdict from the generated
     code: IR_CHANGED, NO_IR_DIFF, NO_TRITON or NO_ROWS (and BROKEN_BY_B).
 
@@ -135,8 +145,9 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
         hold_root(rescore_path, "screen")
         rescored = rescore_root(rescore_path, list(scrub), click.echo, echo_err)
         sys.exit(1 if any(v.broken for v in rescored.values()) else 0)
+    statuses = retry_statuses(retry, resume)
     if resume is not None:
-        refuse_beside(ctx, "resume", allowed=("vllm_dir", "allow_env_change"))
+        refuse_beside(ctx, "resume", allowed=("vllm_dir", "retry", "allow_env_change"))
         plan = read_plan(check_root(resume, "screen", "--resume"))
         where = f"{resume}/screen.json"
         adapter = corpus_adapter(plan.base.options, vllm_dir, where)
@@ -154,7 +165,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
         if changed:                           # allowed: screen.json says from when and what
             record_screen_env_change(plan, now)
         mend_side_plans(plan, echo_err)
-        sys.exit(_run(plan, resume=True))
+        sys.exit(_run(plan, resume=True, retry=statuses))
     if allow_env_change:
         raise errors.UsageError("--allow-env-change applies to --resume only")
     params = {**params, "all_ops": all_ops, "ops": ops, "ops_file": ops_file}
@@ -163,9 +174,9 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
     scrub = list(params.get("scrub") or scrub)
     _check_scrub(scrub)
     options = options_from(given)
+    refuse_unhooked(options, "zlh screen")
     adapter = corpus_adapter(options, vllm_dir)
-    dismissed = parse_dismiss(dismiss or DEFAULT_DISMISS) if (dismiss or all_ops) and \
-        (dismiss or DEFAULT_DISMISS.exists()) else None
+    dismissed = dismiss_list(dismiss, all_ops, no_dismiss)
     items, left_out = select(adapter, params["all_ops"], params["ops"], params["ops_file"],
                              include_skipped, dismissed, warn=echo_err)
     lanes = check_devices(options.backend, parse_devices(devices))
@@ -197,10 +208,10 @@ def _check_scrub(patterns) -> None:
         raise errors.UsageError(str(exc)) from None
 
 
-def _run(plan: ScreenPlan, resume: bool) -> int:
+def _run(plan: ScreenPlan, resume: bool, retry: tuple[str, ...] = ()) -> int:
     started = time.time()
     verdicts = interrupted_hint(plan.root, "screen",
-                                lambda: Screen(plan, click.echo, None, resume).run())
+                                lambda: Screen(plan, click.echo, None, resume, retry).run())
     ir_changed = write_ir_changed(plan, verdicts)
     for line in summary_lines(plan, verdicts, time.time() - started,
                               rounds_command(plan, ir_changed)):

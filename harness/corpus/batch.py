@@ -4,10 +4,11 @@ One lane per device runs its ops one after another (never two measurements on on
 at once); lanes run side by side. An op runs in the lane's reused worker (or, with
 `--fresh-process`, in its own `zlh bench` process); a failed or crashed op is retried in a
 fresh worker at most `retries` times, two identical outcomes in a row stopping the retries; a
-timeout is not retried. When the requested dtypes leave an op nothing to run, it runs once
-more with its own; when an op kills its process under graph timing (a library that aborts
-inside a capture), once more with event timing. Each finished op writes `.complete`;
-`--resume` runs only the others.
+timeout is not retried. An op the requested dtypes leave nothing to run, or that FAILed
+with no successful case at them, runs once more with its own (`dtype_fallback`,
+`dtype_rescue`); one that kills its process under graph timing, once more with event
+timing. Each finished op writes `.complete`; `--resume` runs the others, and `--retry
+STATUSES` the finished ops with those statuses too (in their folders: attempts count on).
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from ..store.reader import load_run_or_none
 from ..telemetry.recorder import watch
 from . import files
 from .outcome import (CRASH, FAIL, POISONED, SKIP, TIMEOUT, Outcome, dtype_problem,
-                      judge)
+                      dtype_rescue, judge)
 from .progress import bar, final_summary
 from .check import MAX_RETRIES, graph_timed
 from .selection import Item
@@ -40,7 +41,6 @@ from ..run.child_env import child_environment
 from .executor import Executor, LaneRunner, OpWork, make_executor
 from .supervisor import Lane
 from .threads import run_lanes
-
 
 
 @dataclass
@@ -185,14 +185,17 @@ class Batch:
     """The state of one batch: finished outcomes, the tables, progress."""
 
     def __init__(self, plan: BatchPlan, echo: Echo, progress: Echo | None, resume: bool,
-                 warn: Echo | None = None, executor: Executor | None = None):
+                 warn: Echo | None = None, executor: Executor | None = None,
+                 retry: tuple[str, ...] = ()):
         self.plan, self.echo, self.progress, self.resume = plan, echo, progress, resume
+        self.retry = frozenset(retry) if resume else frozenset()
         self.executor = executor or make_executor(fresh_process=plan.fresh_process)
         self.warn = warn or _stderr
         self.lock = threading.Lock()
         self.outcomes: dict[str, Outcome] = {}
         self.devices: dict[str, int] = {}
         self.summary_rows: dict[str, list[dict]] = {}
+        self.timers: dict[str, str] = {}          # op -> the timer its run actually used
         self.stop = threading.Event()
         self.preflight: str | None = None
         self.started = time.time()
@@ -255,12 +258,18 @@ class Batch:
             replay = files.replay_source(self.plan.replay_root, item.op, self.backend_name)
             if isinstance(replay, str):          # nothing recorded: not measured unpinned
                 return Outcome(SKIP, 0, 0.0, reason=replay, notes=["no_record"])
-        outcome = self._attempts(item.op, dtypes, lane, runner, 1, replay)
+        outcome = self._attempts(item.op, dtypes, lane, runner,
+                                 files.next_attempt(self.plan.root, item.op), replay)
         if dtypes and dtype_problem(outcome):
             dtypes = None
             fallback = self._attempts(item.op, None, lane, runner, outcome.attempt + 1, replay)
             fallback.notes.append("dtype_fallback")
             outcome = fallback
+        elif dtypes and dtype_rescue(outcome):
+            dtypes = None
+            rescue = self._attempts(item.op, None, lane, runner, outcome.attempt + 1, replay)
+            rescue.notes.append("dtype_rescue")
+            outcome = rescue
         if outcome.status == CRASH and self.graph_timed:
             crashed = outcome
             outcome = self._attempts(item.op, dtypes, lane, runner, crashed.attempt + 1,
@@ -273,8 +282,8 @@ class Batch:
             self.preflight = outcome.reason
             self.stop.set()
             return None
-        if item.op in self._resumed:
-            outcome.notes.append("resumed")
+        outcome.notes += (["resumed"] if item.op in self._resumed else []) + \
+            ([f"retried={self._retried[item.op]}"] if item.op in self._retried else [])
         return outcome
 
     def _attempts(self, op: str, dtypes, lane: Lane, runner: LaneRunner,
@@ -316,8 +325,10 @@ class Batch:
 
     # ---- bookkeeping --------------------------------------------------------------------
     def carry_over(self) -> list[Item]:
-        """On resume: finished ops are kept, unfinished ones set aside and run again."""
+        """On resume: finished ops are kept (but those whose status `retry` names run again,
+        in the same folder), unfinished ones set aside and run again."""
         self._resumed: set[str] = set()
+        self._retried: dict[str, str] = {}
         todo = []
         for item in self.plan.items:
             done = files.read_complete(self.plan.root, item.op) if self.resume else None
@@ -331,10 +342,14 @@ class Batch:
             if done is not None and self.plan.replay_root is not None and \
                     "no_record" in done[0].notes:
                 done = None                # the recorded batch may have finished it since
+            if done is not None and done[0].status in self.retry:
+                self._retried[item.op] = done[0].status
+                todo.append(item)          # its folder stays: the attempts count on
+                continue
             if done is not None:
                 outcome, device = done
                 self.outcomes[item.op], self.devices[item.op] = outcome, device
-                self.summary_rows[item.op] = _summary_rows(item.op, outcome)
+                self._note_rows(item.op, outcome, device)
                 continue
             if self.resume and files.set_aside(self.plan.root, item.op) is not None:
                 self._resumed.add(item.op)
@@ -343,12 +358,20 @@ class Batch:
             self._write_tables()
         return todo
 
+    def forget(self, op: str) -> None:
+        """A carried-over op runs again after all (a screen's B, whose A is retried)."""
+        done = self.outcomes.pop(op, None)
+        if done is not None:
+            self._retried.setdefault(op, done.status)
+            for table in (self.summary_rows, self.timers, self.devices):
+                table.pop(op, None)
+
     def record(self, op: str, outcome: Outcome, device: int) -> None:
         files.write_complete(self.plan.root, op, outcome, device)
         with self.lock:
             self._note_caliber(outcome)
             self.outcomes[op], self.devices[op] = outcome, device
-            self.summary_rows[op] = _summary_rows(op, outcome)
+            self._note_rows(op, outcome, device)
             self.done += 1
             self._write_tables()
             self._progress_line(op, outcome, device)
@@ -366,21 +389,15 @@ class Batch:
             files.write_batch_json(self.plan.root, {**doc, "caliber": caliber})
             self._caliber_noted = True
 
+    def _note_rows(self, op: str, outcome: Outcome, device: int) -> None:
+        self.timers[op], self.summary_rows[op] = files.op_summary_rows(
+            op, outcome, self.backend_name, device)
+
     def _write_tables(self) -> None:
-        rows = []
-        for item in self.plan.items:
-            outcome = self.outcomes.get(item.op)
-            if outcome is None:
-                continue
-            where = self.plan.inventory.get(item.op, {})
-            rows.append({"repo": where.get("repo", "-"), "op": item.op,
-                         "op_file": where.get("file", "-"), "device": self.devices[item.op],
-                         "status": outcome.status, "rc": outcome.rc,
-                         "elapsed_s": round(outcome.elapsed_s, 3),
-                         "rows_total": outcome.rows_total, "rows_success": outcome.rows_success,
-                         "notes": " ".join(outcome.notes),
-                         "run_dir": files.relative_run_dir(self.plan.root, outcome.run_dir),
-                         "reason": outcome.reason})
+        rows = [files.status_row(self.plan.root, item.op, self.outcomes[item.op],
+                                 self.plan.inventory.get(item.op, {}), self.backend_name,
+                                 self.devices[item.op], self.timers.get(item.op, "-"))
+                for item in self.plan.items if item.op in self.outcomes]
         files.write_tables(self.plan.root, rows,
                            [r for op in self.summary_rows for r in self.summary_rows[op]])
 
@@ -425,21 +442,14 @@ def lane_for(plan: BatchPlan, device: int, overrides: dict | None = None) -> Lan
     return Lane(python=plan.python, env=env, label=f"{plan.options.backend or 'dev'}:{device}")
 
 
-def _summary_rows(op: str, outcome: Outcome) -> list[dict]:
-    run = load_run_or_none(outcome.run_dir)
-    rows = run.rows if run is not None else []
-    return [{"op": op, "dtype": r.dtype, "shape": r.shape_detail, "torch_ms": r.torch_ms,
-             "gems_ms": r.gems_ms, "speedup": r.speedup, "status": r.status,
-             "op_status": outcome.status} for r in rows]
-
-
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
 def run_batch(plan: BatchPlan, echo: Echo = print, progress: Echo | None = None,
-              resume: bool = False, warn: Echo | None = None) -> BatchResult:
+              resume: bool = False, warn: Echo | None = None,
+              retry: tuple[str, ...] = ()) -> BatchResult:
     plan.root.mkdir(parents=True, exist_ok=True)
     if not resume:
         files.write_batch_json(plan.root, plan.to_dict())
-    return Batch(plan, echo, progress, resume, warn).run()
+    return Batch(plan, echo, progress, resume, warn, retry=retry).run()

@@ -3,8 +3,10 @@
     batch.json        schema_version, the plan (ops, devices), the bench options, settings
     ops_status.csv    one row per op, rewritten after every op
     summary.csv       one row per measured case of every finished op
-    <op>/.complete    the op's final outcome (JSON); present = finished, never run again
+    <op>/.complete    the op's latest outcome (JSON); present = finished: a resume keeps it
+                      unless `--retry` names its status
     <op>/run.attempt<k>.log, <op>/<op>_<timestamp>/   the attempts' logs and run directories
+                      (k counts on across a retrying resume: nothing earlier is removed)
 """
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from ..common.files import (atomic_write_json, atomic_write_text, check_output_f
                             read_failure, read_json_object, read_text)
 from ..common.schema import check_readable
 from ..compile.autotune import load_record_dir
-from ..store.reader import COMPLETE as RUN_COMPLETE, describe_status, load_info, load_run
+from ..store.reader import (COMPLETE as RUN_COMPLETE, describe_status, load_info, load_run,
+                            load_run_or_none)
 from ..store.rundir import safe_name
 from .outcome import Outcome
 
@@ -26,14 +29,26 @@ SCHEMA_VERSION = 1
 BATCH_JSON = "batch.json"
 COMPLETE = ".complete"
 ABANDONED = ".abandoned"         # attempts of an op a killed batch left unfinished
-OPS_STATUS_COLUMNS = ("repo", "op", "op_file", "device", "status", "rc", "elapsed_s",
-                      "rows_total", "rows_success", "notes", "run_dir", "reason")
-SUMMARY_COLUMNS = ("op", "dtype", "shape", "torch_ms", "gems_ms", "speedup", "status",
-                   "op_status")
+# backend, device and timer in both tables: rows timed with CUDA graphs and rows timed
+# with events (an op's fallback), or of two backends, never mix unseen.
+OPS_STATUS_COLUMNS = ("repo", "op", "op_file", "backend", "device", "timer", "status",
+                      "attempts", "rc", "elapsed_s", "rows_total", "rows_success", "notes",
+                      "run_dir", "reason")
+SUMMARY_COLUMNS = ("op", "backend", "device", "timer", "dtype", "shape", "torch_ms",
+                   "gems_ms", "speedup", "status", "op_status")
 
 
 def op_dir(root: Path, op: str) -> Path:
     return Path(root) / safe_name(op)
+
+
+def next_attempt(root: Path, op: str) -> int:
+    """The number the op's next attempt log takes: one past the highest `run.attempt<k>.log`
+    in its folder (1 for a new op), so a retried op keeps its earlier attempts' logs."""
+    numbers = [int(p.name[len("run.attempt"):-len(".log")])
+               for p in op_dir(root, op).glob("run.attempt*.log")
+               if p.name[len("run.attempt"):-len(".log")].isdigit()]
+    return max(numbers, default=0) + 1
 
 
 def relative_run_dir(root: Path, run_dir: Path | None) -> str:
@@ -182,6 +197,31 @@ def check_folder_place(folder: Path, purpose: str) -> None:
                          f"{purpose}")
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"{folder} is not a folder: {purpose}")
+
+
+def op_summary_rows(op: str, outcome: Outcome, backend: str, device: int
+                 ) -> tuple[str, list[dict]]:
+    """(the timer the op's run used, its summary.csv rows), from its run.json and results:
+    an op that fell back to event timing says so in both tables."""
+    run = load_run_or_none(outcome.run_dir)
+    caliber = run.caliber if run is not None else None
+    timer = caliber.timer if caliber is not None else "-"
+    common = {"backend": backend, "device": device, "timer": timer}
+    return timer, [{"op": op, **common, "dtype": r.dtype, "shape": r.shape_detail,
+                    "torch_ms": r.torch_ms, "gems_ms": r.gems_ms, "speedup": r.speedup,
+                    "status": r.status, "op_status": outcome.status}
+                   for r in (run.rows if run is not None else [])]
+
+
+def status_row(root: Path, op: str, outcome: Outcome, where: dict, backend: str, device: int,
+               timer: str) -> dict:
+    """One ops_status.csv row (`where`: the op's repo and file from the inventory)."""
+    return {"repo": where.get("repo", "-"), "op": op, "op_file": where.get("file", "-"),
+            "backend": backend, "device": device, "timer": timer, "status": outcome.status,
+            "attempts": outcome.attempt, "rc": outcome.rc,
+            "elapsed_s": round(outcome.elapsed_s, 3), "rows_total": outcome.rows_total,
+            "rows_success": outcome.rows_success, "notes": " ".join(outcome.notes),
+            "run_dir": relative_run_dir(root, outcome.run_dir), "reason": outcome.reason}
 
 
 def write_tables(root: Path, status_rows: list[dict], summary_rows: list[dict]) -> None:

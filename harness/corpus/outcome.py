@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ..common import markers
 from ..common.fields import Fields, is_number
-from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, EXIT_POISONED, EXIT_PREFLIGHT
+from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, EXIT_POISONED, EXIT_PREFLIGHT,
+                             UsageError)
 from ..launch.launcher import CRASH_RC, TIMEOUT_RC
 from ..store.reader import load_run_or_none
 from ..store.results import FAILED, SKIPPED, SUCCESS
@@ -23,6 +24,18 @@ from ..store.results import FAILED, SKIPPED, SUCCESS
 PASS, FAIL, SKIP, TIMEOUT, CRASH, POISONED = ("PASS", "FAIL", "SKIP", "TIMEOUT", "CRASH",
                                                "POISONED")
 STATUSES = (PASS, FAIL, SKIP, TIMEOUT, CRASH, POISONED)
+# What `--resume ROOT --retry …` may run again (PASS never: it has its rows).
+RETRYABLE = (FAIL, TIMEOUT, CRASH, POISONED, SKIP)
+
+
+def parse_retry(text: str, option: str = "--retry") -> tuple[str, ...]:
+    """`FAIL,TIMEOUT,CRASH` (any case) as statuses; anything else one line naming it."""
+    statuses = tuple(dict.fromkeys(s.strip().upper() for s in text.split(",")))
+    wrong = [s for s in statuses if s not in RETRYABLE]
+    if wrong or not statuses:
+        raise UsageError(f"{option} expects statuses from {','.join(RETRYABLE)} "
+                         f"(comma-separated), got {text[:60]!r}")
+    return statuses
 # Preflight checks that concern the whole machine, not one op: the batch stops on them
 # (`import*`: this Python cannot import the adapter's library; `environment`: a variable
 # breaks a library's import).
@@ -65,7 +78,7 @@ class Outcome:
     rows_total: int = 0
     rows_success: int = 0
     notes: list[str] = field(default_factory=list)
-    attempt: int = 1
+    attempt: int = 1           # the number of the attempt it came from (counts across resumes)
     rcs: list[int] = field(default_factory=list)   # exit codes of the attempts that led here
 
     def same_as(self, other: "Outcome") -> bool:
@@ -84,7 +97,7 @@ class Outcome:
         return {"status": self.status, "rc": self.rc, "elapsed_s": round(self.elapsed_s, 3),
                 "reason": self.reason, "run_dir": str(self.run_dir) if self.run_dir else None,
                 "rows_total": self.rows_total, "rows_success": self.rows_success,
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "attempt": self.attempt}
 
     @classmethod
     def from_dict(cls, data: dict, where: str = ".complete") -> "Outcome":
@@ -101,7 +114,7 @@ class Outcome:
                    reason=f.str("reason", ""),
                    run_dir=Path(run_dir) if run_dir else None,
                    rows_total=total, rows_success=f.int("rows_success", 0, low=0, high=total),
-                   notes=f.strs("notes", []))
+                   notes=f.strs("notes", []), attempt=f.int("attempt", 1, low=1))
 
 
 PATH_MAX = 4096          # the longest path Linux takes
@@ -173,6 +186,15 @@ def dtype_problem(outcome: Outcome) -> bool:
     """Whether the requested dtypes left the op without a runnable case."""
     text = outcome.reason.lower()
     return outcome.status in (SKIP, FAIL) and outcome.rows_success == 0 and "dtype" in text
+
+
+def dtype_rescue(outcome: Outcome) -> bool:
+    """Whether an op that ran with requested dtypes gets one more try with its own: it
+    FAILed without a single successful case (its reason not naming a dtype: that is
+    `dtype_problem`). A real failure at the requested dtype fails again in the rescue (its
+    cases include that dtype where the op supports it), so the rescue does not hide it."""
+    return outcome.status == FAIL and outcome.rows_success == 0 and \
+        not outcome.preflight_check
 
 
 def _unfinished(run) -> str:

@@ -97,12 +97,13 @@ def read_plan(root: Path) -> ScreenPlan:
 
 
 class Screen:
-    def __init__(self, plan: ScreenPlan, echo: Echo, progress: Echo | None, resume: bool):
+    def __init__(self, plan: ScreenPlan, echo: Echo, progress: Echo | None, resume: bool,
+                 retry: tuple[str, ...] = ()):
         self.plan, self.echo, self.progress = plan, echo, progress
         quiet = (lambda _: None)
         executor = make_executor(fresh_process=plan.base.fresh_process)
         self.sides = {s.label: Batch(plan.side_plan(s), quiet, None, resume,
-                                     executor=executor) for s in (plan.a, plan.b)}
+                                     executor=executor, retry=retry) for s in (plan.a, plan.b)}
         for side in self.sides.values():
             side.resume_command = f"zlh screen --resume {plan.root}"
         self.verdicts: dict[str, Verdict] = {}
@@ -117,6 +118,9 @@ class Screen:
         side_a, side_b = self.sides["A"], self.sides["B"]
         side_a.carry_over()
         side_b.carry_over()
+        for item in self.plan.base.items:       # A runs again (--retry): B replays its new record
+            if item.op not in side_a.outcomes:
+                side_b.forget(item.op)
         for item in self.plan.base.items:           # both sides finished before: verdict only
             if item.op in side_a.outcomes and item.op in side_b.outcomes:
                 self._verdict(item, side_a.outcomes[item.op], side_b.outcomes[item.op])

@@ -17,7 +17,9 @@ import adapters
 from ..common.errors import UsageError, one_line
 from ..common.files import read_bytes
 
-DEFAULT_DISMISS = Path(__file__).resolve().parents[2] / "recipes" / "dismiss.txt"
+# The curated dismiss list: package data (recipes/dismiss.txt links to it in a checkout), so
+# an installed zlh has it too.
+DEFAULT_DISMISS = Path(__file__).resolve().parent / "dismiss.txt"
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,24 @@ class DismissList(dict):
     def __init__(self):
         super().__init__()
         self.where: dict[str, str] = {}
+        self.curated = False        # the shipped list: names ops of the real corpus
+
+
+def dismiss_list(path: str | None, all_ops: bool, no_dismiss: bool = False
+                 ) -> DismissList | None:
+    """What a corpus command leaves out: `--dismiss FILE` (for any selection), else the
+    curated list with `--all` — unless `--no-dismiss`, which keeps every op."""
+    if no_dismiss:
+        if path:
+            raise UsageError("--no-dismiss keeps every op; it does not go with --dismiss FILE")
+        return None
+    if path:
+        return parse_dismiss(path)
+    if not all_ops or not DEFAULT_DISMISS.is_file():
+        return None
+    curated = parse_dismiss(DEFAULT_DISMISS)
+    curated.curated = True
+    return curated
 
 
 def parse_dismiss(path: str | Path) -> DismissList:
@@ -132,8 +152,9 @@ def select(adapter, all_ops: bool, ops: Sequence[str] | None, ops_file: str | No
     else:
         items = parse_ops_file(ops_file) if ops_file else [Item(o) for o in ops]
     items = _resolve(adapter, items, warn, "ops file" if ops_file and not all_ops else "--ops")
-    if dismiss and warn is not None:
-        _unmatched_dismissals(adapter, dismiss, warn)
+    if dismiss and warn is not None and not getattr(dismiss, "curated", False):
+        _unmatched_dismissals(adapter, dismiss, warn)   # the curated list: another checkout
+                                                        # may lack some of its ops
     if dismiss:
         kept = []
         for item in items:

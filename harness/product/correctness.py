@@ -87,7 +87,7 @@ def pytest_command(ctx: CampaignContext, task: dict) -> list[str]:
                f"--rootdir={library.path}", f"--confcutdir={library.path}", *targets]
     if spec.get("k"):
         command += ["-k", spec["k"]]
-    return command
+    return command + list(spec.get("pytest_args") or ())
 
 
 def accuracy_tests(ctx: CampaignContext, task: dict, cell: Cell, out: Path) -> dict:
@@ -111,6 +111,7 @@ def accuracy_tests(ctx: CampaignContext, task: dict, cell: Cell, out: Path) -> d
         counts[word.rstrip("s") if word.startswith("error") else word] = int(number)
     return {"status": _status(rc, counts), "rc": rc, "counts": counts,
             "elapsed_s": round(elapsed, 3), "command": command,
+            "pytest_args": list(task["correctness"].get("pytest_args") or ()),
             "log": relative(log, ctx.root), "log_sha256": sha256_or_none(log)}
 
 

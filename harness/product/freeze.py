@@ -5,7 +5,8 @@ it and renamed into place, so it either exists whole or not at all, and never tw
     manifest.sha256   its sha256 (`<hex>  manifest.json`)
     task-matrix.json  the tasks in run order, resolved op names, timeouts (canonical JSON)
     budget.json       processes and the time bound (canonical JSON)
-    ops.txt           one `op:op_file:dtypes` per task (the ops-file of batch and screen)
+    ops.txt           one `op:op_file:dtypes` per task (the ops-file of batch and screen;
+                      `op_file[call]` for a workload that measures one parametrized call)
     shapes.yaml       the protocol's shape file, when it names one
 
 `--selection all` is frozen only on the authority of a canary receipt: the campaign receipt of
@@ -94,8 +95,12 @@ def build_plan(manifest: Manifest, selection: str, resolved: dict[str, str],
             "correctness": None if spec is None else {
                 "file": spec.file, "k": spec.k,
                 "node_ids": list(spec.node_ids) if spec.node_ids else None,
-                "reason": spec.reason},
-            "inventory_override_reason": w.inventory_override_reason})
+                "reason": spec.reason,
+                # only when given: a plan frozen before these fields existed still matches
+                **({"pytest_args": list(spec.pytest_args)} if spec.pytest_args else {})},
+            "inventory_override_reason": w.inventory_override_reason,
+            **({"benchmark": w.benchmark, "benchmark_scope_reason": w.benchmark_scope_reason}
+               if w.benchmark else {})})
     head = stamp({"schema_version": SCHEMA_VERSION, "campaign_id": manifest.campaign_id,
                   "selection": selection, "manifest_sha256": manifest.sha256})
     matrix = {**head, "kind": "task-matrix", "canary_receipt_sha256": canary_sha,
@@ -157,8 +162,14 @@ def freeze_plan(manifest: Manifest, selection: str, out: Path, matrix: dict, bud
 
 
 def ops_text(matrix: dict) -> str:
-    return "".join(f"{t['op']}:{t['op_file'] or ''}:{','.join(t['dtypes'])}\n"
-                   for t in matrix["tasks"])
+    """One `op:op_file:dtypes` line per task; a workload measuring one parametrized call
+    names it after the op's name (`op:op_file[call]:dtypes`, `op[call]::dtypes`)."""
+    lines = []
+    for t in matrix["tasks"]:
+        call = f"[{t['benchmark']}]" if t.get("benchmark") else ""
+        name = f"{t['op']}:{t['op_file']}{call}" if t["op_file"] else f"{t['op']}{call}:"
+        lines.append(f"{name}:{','.join(t['dtypes'])}\n")
+    return "".join(lines)
 
 
 def plan_text(matrix: dict, budget: dict) -> str:

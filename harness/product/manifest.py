@@ -52,6 +52,7 @@ class Correctness:
     k: str | None = None
     node_ids: tuple[str, ...] | None = None
     reason: str | None = None
+    pytest_args: tuple[str, ...] = ()   # e.g. a vendor's compatibility plugin, --quick
 
 
 @dataclass(frozen=True)
@@ -65,11 +66,15 @@ class Workload:
     correctness: Correctness | None
     dtypes: tuple[str, ...] | None = None
     inventory_override_reason: str | None = None
+    benchmark: str | None = None               # the parametrized call measured (its id)
+    benchmark_scope_reason: str | None = None  # why only that call
 
     @property
     def op_name(self) -> str:
-        """The name zlh resolves: `op:op_file` where the corpus has files, else `op`."""
-        return f"{self.op}:{self.op_file}" if self.op_file else self.op
+        """The name zlh resolves: `op:op_file` where the corpus has files, else `op`, with
+        `[benchmark]` when the workload measures one parametrized call."""
+        name = f"{self.op}:{self.op_file}" if self.op_file else self.op
+        return f"{name}[{self.benchmark}]" if self.benchmark else name
 
 
 @dataclass(frozen=True)
@@ -193,8 +198,11 @@ def _workload(w: dict) -> Workload:
     c = w.get("correctness")
     correctness = None if c is None else Correctness(
         file=c.get("file"), k=c.get("k"),
-        node_ids=tuple(c["node_ids"]) if c.get("node_ids") else None, reason=c.get("reason"))
+        node_ids=tuple(c["node_ids"]) if c.get("node_ids") else None, reason=c.get("reason"),
+        pytest_args=tuple(c.get("pytest_args") or ()))
     return Workload(id=w["id"], op=w["op"], op_file=w.get("op_file"), family=w["family"],
                     cost=w["cost"], canary=w["canary"], correctness=correctness,
                     dtypes=tuple(w["dtypes"]) if w.get("dtypes") else None,
-                    inventory_override_reason=w.get("inventory_override_reason"))
+                    inventory_override_reason=w.get("inventory_override_reason"),
+                    benchmark=w.get("benchmark"),
+                    benchmark_scope_reason=w.get("benchmark_scope_reason"))

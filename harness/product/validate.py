@@ -30,8 +30,12 @@ SOURCE_KEYS = {"commit", "path", "package", "import_from", "binary"}
 DEVICE_KEYS = {"backend", "physical_device", "visible_device_count", "name_contains",
                "idle_util_pct_max"}
 WORKLOAD_KEYS = {"id", "op", "op_file", "family", "cost", "canary", "correctness", "dtypes",
-                 "inventory_override_reason", "notes"}
-CORRECTNESS_KEYS = {"file", "k", "node_ids", "reason"}
+                 "inventory_override_reason", "notes", "benchmark", "benchmark_scope_reason"}
+CORRECTNESS_KEYS = {"file", "k", "node_ids", "reason", "pytest_args"}
+# pytest options a manifest may not pass: they would move where the tests run or what
+# records their outcome (the receipt's log and counts).
+PYTEST_ARGS_REFUSED = ("--rootdir", "--confcutdir", "--junitxml", "--junit-xml",
+                       "--result-log", "-o", "--override-ini", "-c", "--pyargs")
 
 
 def load_manifest(path: str | Path) -> Manifest:
@@ -163,10 +167,26 @@ def _workloads(c: Checker, doc: dict) -> list[dict]:
         c.strings(w, "dtypes", f"{where}.dtypes", optional=True)
         c.text(w, "inventory_override_reason", f"{where}.inventory_override_reason",
                optional=True)
+        _benchmark(c, w, where)
         _correctness(c, w, where)
         good.append(w)
     _unique(c, good)
     return good
+
+
+def _benchmark(c: Checker, w: dict, where: str) -> None:
+    """`benchmark`: the id of the one parametrized call the workload measures (as in a
+    pytest node id, `dtype0`); narrowing what is timed needs `benchmark_scope_reason`."""
+    call = c.text(w, "benchmark", f"{where}.benchmark", optional=True)
+    reason = c.text(w, "benchmark_scope_reason", f"{where}.benchmark_scope_reason",
+                    optional=True)
+    if call is not None and any(ch in call for ch in "[]\n"):
+        c.bad(f"{where}.benchmark", f"a parametrized call's id without brackets, got {call!r}")
+    if call is not None and not (reason or "").strip():
+        c.bad(f"{where}.benchmark_scope_reason",
+              "narrowing the benchmark to one call needs a stated reason")
+    if reason is not None and call is None:
+        c.bad(f"{where}.benchmark_scope_reason", "given without benchmark (nothing narrowed)")
 
 
 def _correctness(c: Checker, w: dict, where: str) -> None:
@@ -184,6 +204,15 @@ def _correctness(c: Checker, w: dict, where: str) -> None:
     file = c.text(spec, "file", f"{where}.file", optional=True)
     k = c.text(spec, "k", f"{where}.k", optional=True)
     nodes = c.strings(spec, "node_ids", f"{where}.node_ids", optional=True)
+    args = spec.get("pytest_args")          # repeats are fine: `-p a -p b`
+    if args is not None and not (isinstance(args, list) and
+                                 all(isinstance(a, str) and a.strip() for a in args)):
+        c.bad(f"{where}.pytest_args", "must be a list of non-empty strings")
+        args = None
+    for arg in args or ():
+        if arg.split("=", 1)[0] in PYTEST_ARGS_REFUSED:
+            c.bad(f"{where}.pytest_args", f"{arg!r} would change where the tests run or how "
+                                          f"their outcome is recorded; zlh sets it")
     if file is not None and not _relative_inside(file):
         c.bad(f"{where}.file", f"must be a path inside the library checkout, got {file!r}")
     if file is None and nodes is None and "file" not in spec and "node_ids" not in spec:

@@ -225,6 +225,11 @@ OPTIONS = (
     Option("isolate_tuner_cache", "--isolate-tuner-cache", bool, False, kind="flag",
            group="compiler/IR",
            help="Give this invocation a private FlagGems tuner DB (default: the shared one)."),
+    Option("autotune_hooks", "--no-autotune-hooks", bool, True, kind="negated",
+           group="compiler/IR",
+           help="Do not hook the autotuners (no record, no replay): configs are tuned "
+                "live as the library does (caliber autotune_mode uncontrolled); not with "
+                "--replay, nor where a side replays another (zlh ab, screen)."),
     Option("ir", "--no-ir", bool, True, kind="negated", group="compiler/IR",
            caliber="ir_capture",
            help="Do not capture the IR of measured kernels (recorded in the caliber)."),

@@ -38,6 +38,18 @@ def _table_fields(cls):
     return cls
 
 
+UNHOOKED_REPLAY = ("--replay pins the configs through the autotune hooks, which "
+                   "--no-autotune-hooks switches off: leave out one of them")
+
+
+def refuse_unhooked(options: "BenchOptions", what: str) -> None:
+    """UsageError when `what` (a command whose runs replay others' records) is given
+    --no-autotune-hooks: there would be nothing to pin its sides' configs with."""
+    if not options.autotune_hooks:
+        raise UsageError(f"{what} replays side A's record on side B through the autotune "
+                         f"hooks, which --no-autotune-hooks switches off: leave it out")
+
+
 @dataclass(frozen=True)
 @_table_fields
 class BenchOptions:

@@ -26,7 +26,7 @@ from ..measure.timers import resolve_timer_name
 from ..store.compiler import compiler_identity
 from ..store.reader import (REPLAY_PARTIAL_ENV, check_complete, find_runs, load_info,
                             refuse_run_dir)
-from .options import BenchOptions
+from .options import UNHOOKED_REPLAY, BenchOptions
 from .plant import check_plant
 from .shapes import ShapeFile, ShapeFileError, load_shape_file
 
@@ -67,6 +67,8 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
     except adapters.UnknownOp as exc:
         raise UsageError(str(exc)) from None
     adapter.check_environment(os.environ)
+    if options.replay and not options.autotune_hooks:
+        raise UsageError(UNHOOKED_REPLAY)
     shape_file = _shape_file(options)
     timer = check_timer(options, backend)
     # Replay sources before the device: a record of another backend is bad input (exit 2)

@@ -183,7 +183,9 @@ class OpRun:
                 shape_mode=(f"file:{plan.shape_file.sha256[:16]}" if plan.shape_file
                             else plan.adapter.default_shape_mode()),
                 tuner_cache=plan.caches.tuner_cache,
-                autotune_mode="replay" if op in plan.replay_dirs else "record",
+                autotune_mode=("uncontrolled" if not options.autotune_hooks else
+                               "replay" if op in plan.replay_dirs else "record"),
+                tuning_space=plan.adapter.tuning_space(os.environ), card=device.card,
                 **options.caliber_values())
             info = run_info(plan, op, run_dir, device, caliber, started)
             run_dir.write_run_json(info)
@@ -227,7 +229,9 @@ class OpRun:
 
     def install_hooks(self) -> None:
         plan, op = self.plan, self.op
-        if op in plan.replay_dirs:
+        if not plan.options.autotune_hooks:           # --no-autotune-hooks
+            self.tuner_hook = autotune.Unhooked()
+        elif op in plan.replay_dirs:
             self.tuner_hook = autotune.AutotuneReplayer(plan.replay_dirs[op], plan.backend.name)
         else:
             self.tuner_hook = autotune.AutotuneRecorder(self.dir.path, {

@@ -16,7 +16,9 @@ from ..common.fields import Fields
 
 MISSING = "<missing>"
 # Fields added later, with the value every run written before them had.
-LEGACY_DEFAULTS = {"ir_stage": "ttgir"}
+LEGACY_DEFAULTS = {"ir_stage": "ttgir", "tuning_space": {}, "card": ""}
+# Recorded, never refused: the guard warns when they differ (store/../ab/guard.py).
+WARN_ONLY = ("card",)
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class Caliber:
     ir_capture: bool = True
     ir_stage: str = "ttgir"          # the IR stage fingerprints cover
     seed: int = 0                    # inputs are built from it; another seed, other inputs
+    tuning_space: Mapping[str, str] = field(default_factory=dict)  # adapter switches that are on
+    card: str = ""                   # which card (UUID or physical index): a warning only
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -43,6 +47,7 @@ class Caliber:
     def to_dict(self) -> dict:
         out = asdict(self)
         out["stopping"] = dict(self.stopping)
+        out["tuning_space"] = dict(self.tuning_space)
         return out
 
     @classmethod
@@ -66,10 +71,12 @@ class Caliber:
         return replace(self, timer=timer)
 
     def differences(self, other: "Caliber", ignore: tuple[str, ...] = ()) -> list["Difference"]:
-        """Every field (but `ignore`) whose value differs, in field order."""
+        """Every field (but `ignore` and the warn-only ones) whose value differs, in field
+        order."""
         return [Difference(name, getattr(self, name), getattr(other, name))
                 for name in self.field_names()
-                if name not in ignore and _plain(getattr(self, name)) != _plain(getattr(other, name))]
+                if name not in (*ignore, *WARN_ONLY)
+                and _plain(getattr(self, name)) != _plain(getattr(other, name))]
 
 
 def check_caliber(f: Fields) -> None:
@@ -78,7 +85,7 @@ def check_caliber(f: Fields) -> None:
     differs. `f`'s error names the field."""
     kinds = {"repeat": lambda name: f.int(name, low=1), "seed": f.int,
              "warmup_ms": lambda name: f.number(name, low=0), "stopping": f.object,
-             "ir_capture": f.bool}
+             "ir_capture": f.bool, "tuning_space": f.object}
     for name in Caliber.field_names():
         if f.doc.get(name) is not None:
             kinds.get(name, f.str)(name)

@@ -220,13 +220,15 @@ def test_batch_files_and_their_columns(corpus_batch):
     root = corpus_batch                  # `zlh batch --ops add,softmax`, FAST, made by conftest
     with open(root / "ops_status.csv", newline="") as handle:
         header = next(csv.reader(handle))
-    assert header == ["repo", "op", "op_file", "device", "status", "rc", "elapsed_s",
-                      "rows_total", "rows_success", "notes", "run_dir", "reason"]
+    assert header == ["repo", "op", "op_file", "backend", "device", "timer", "status",
+                      "attempts", "rc", "elapsed_s", "rows_total", "rows_success", "notes",
+                      "run_dir", "reason"]
     with open(root / "summary.csv", newline="") as handle:
         summary = list(csv.DictReader(handle))
     assert [r["op"] for r in summary] == ["add", "softmax"]
-    assert set(summary[0]) == {"op", "dtype", "shape", "torch_ms", "gems_ms", "speedup",
-                               "status", "op_status"}
+    assert set(summary[0]) == {"op", "backend", "device", "timer", "dtype", "shape",
+                               "torch_ms", "gems_ms", "speedup", "status", "op_status"}
+    assert (summary[0]["backend"], summary[0]["device"]) == ("cpu", "0")
     assert float(summary[0]["gems_ms"]) > 0 and summary[0]["op_status"] == PASS
     doc = json.loads((root / "batch.json").read_text())
     assert doc["schema_version"] == 1 and [o["op"] for o in doc["ops"]] == ["add", "softmax"]

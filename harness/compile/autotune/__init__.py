@@ -10,14 +10,14 @@ launch of the run; one hook at a time per process.
     record.py   AutotuneRecorder
     replay.py   AutotuneReplayer
 """
-from .hooks import UNCONTROLLED_FIELDS
+from .hooks import UNCONTROLLED_FIELDS, Unhooked
 from .record import AutotuneRecorder
 from .records import (COMPILE_FAILED, KEY_MISSING, META_FILE, NO_EVICT, RECORDS_FILE,
                       SCHEMA_VERSION, config_from_dict, config_to_dict, kernel_name, key_str,
                       load_record_dir, records_digest)
 from .replay import AutotuneReplayer
 
-__all__ = ["AutotuneRecorder", "AutotuneReplayer", "UNCONTROLLED_FIELDS",
+__all__ = ["AutotuneRecorder", "AutotuneReplayer", "UNCONTROLLED_FIELDS", "Unhooked",
            "COMPILE_FAILED", "KEY_MISSING", "META_FILE", "NO_EVICT", "RECORDS_FILE",
            "SCHEMA_VERSION", "config_from_dict", "config_to_dict", "kernel_name", "key_str",
            "load_record_dir", "records_digest"]

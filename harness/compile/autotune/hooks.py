@@ -205,3 +205,14 @@ class _TunerHook:
     def run_fields(self) -> dict:
         """Fields for run.json: autotune_mode and, per mode, record or fallback counts."""
         return dict(UNCONTROLLED_FIELDS)
+
+
+class Unhooked(_TunerHook):
+    """`--no-autotune-hooks`: nothing is patched; the library tunes as it does on its own
+    (autotune_mode uncontrolled, no record)."""
+
+    def install(self, support=None):
+        return self
+
+    def uninstall(self) -> None:
+        pass

@@ -1,0 +1,77 @@
+"""`zlh batch|screen --resume ROOT --retry STATUSES`: finished ops with those statuses run
+again in the same root (after an environment problem was fixed), their earlier attempts'
+logs kept; ops_status.csv shows the latest outcome and the attempt count."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.corpus.outcome import FAIL, PASS
+
+FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
+
+
+def status_rows(root: Path) -> dict[str, dict]:
+    with open(root / "ops_status.csv", newline="") as handle:
+        return {r["op"]: r for r in csv.DictReader(handle)}
+
+
+def test_resume_with_retry_runs_failed_ops_again_and_keeps_their_first_attempts(
+        tmp_path, monkeypatch):
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[64]]\nsoftmax: [[4, 64]]\n")
+    root = tmp_path / "b"
+    monkeypatch.setenv("ZLH_BUILTIN_SLOW", "maybe")        # the planted problem: every op FAILs
+    result = CliRunner().invoke(main, ["batch", "--adapter", "builtin", "--backend", "cpu",
+                                       "--shapes", str(shapes), *FAST, "--ops", "add,softmax",
+                                       "--retries", "0", "-q", "--out", str(root)])
+    assert result.exit_code == 1, result.output
+    assert {op: (r["status"], r["attempts"]) for op, r in status_rows(root).items()} == {
+        "add": (FAIL, "1"), "softmax": (FAIL, "1")}
+    # --retry needs --resume; a status it cannot retry is one line
+    result = CliRunner().invoke(main, ["batch", "--retry", "FAIL", "--ops", "add"])
+    assert result.exit_code == 2 and "--retry works with --resume ROOT" in result.output
+    result = CliRunner().invoke(main, ["batch", "--resume", str(root), "--retry", "PASS"])
+    assert result.exit_code == 2 and "--retry expects statuses from FAIL" in result.output
+    monkeypatch.setenv("ZLH_BUILTIN_SLOW", "0")            # fixed
+    result = CliRunner().invoke(main, ["batch", "--resume", str(root), "-q"])
+    assert result.exit_code == 1, result.output           # plain resume: FAILs are kept
+    assert status_rows(root)["add"]["status"] == FAIL
+    result = CliRunner().invoke(main, ["batch", "--resume", str(root), "-q",
+                                       "--retry", "fail,timeout,crash"])
+    assert result.exit_code == 0, result.output
+    rows = status_rows(root)
+    for op in ("add", "softmax"):
+        assert (rows[op]["status"], rows[op]["attempts"]) == (PASS, "2"), rows[op]
+        assert "retried=FAIL" in rows[op]["notes"]
+        logs = sorted(p.name for p in (root / op).glob("run.attempt*.log"))
+        assert logs == ["run.attempt1.log", "run.attempt2.log"]     # the first one kept
+        assert "maybe" in (root / op / "run.attempt1.log").read_text()
+        done = json.loads((root / op / ".complete").read_text())
+        assert done["status"] == PASS and done["attempt"] == 2
+    assert not (root / ".abandoned").exists()
+    with open(root / "summary.csv", newline="") as handle:
+        assert {r["op"] for r in csv.DictReader(handle)} == {"add", "softmax"}
+
+
+def test_screen_resume_with_retry_reruns_side_a_and_then_b(tmp_path, monkeypatch):
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[64]]\n")
+    root = tmp_path / "s"
+    monkeypatch.setenv("ZLH_BUILTIN_SLOW", "maybe")
+    result = CliRunner().invoke(main, ["screen", "--adapter", "builtin", "--backend", "cpu",
+                                       "--shapes", str(shapes), *FAST, "--ops", "add",
+                                       "--env-a", "ZLH_SIDE=A", "--env-b", "ZLH_SIDE=B",
+                                       "--retries", "0", "--root", str(root)])
+    assert "NO_ROWS" in result.output, result.output
+    monkeypatch.setenv("ZLH_BUILTIN_SLOW", "0")
+    result = CliRunner().invoke(main, ["screen", "--resume", str(root), "--retry", "FAIL"])
+    assert result.exit_code == 0, result.output
+    assert "NO_ROWS" not in result.output
+    a = status_rows(root / "A")["add"]
+    assert (a["status"], a["attempts"]) == (PASS, "2")
+    assert status_rows(root / "B")["add"]["status"] == PASS
