@@ -9,8 +9,8 @@ import click
 
 from ..common import errors
 from ..common.files import check_output_dir
-from ..corpus.batch import (BatchPlan, check_resume_env, environment_switches,
-                            record_env_change, run_batch)
+from ..corpus.batch import BatchPlan, run_batch
+from ..corpus.environment import check_resume_env, environment_switches, record_env_change
 from ..corpus.check import (check_plan, check_replay_plan, check_replay_root, check_root,
                              corpus_adapter)
 from ..corpus.files import BATCH_JSON, check_tables, read_batch_json

@@ -14,7 +14,7 @@ from ..common import errors
 from ..common.limits import MAX_ROUNDS
 from ..corpus.campaign import (check_root_files, merge, plan_campaign, read_campaign,
                                run_cards, write_plan)
-from ..corpus.batch import check_resume_env, environment_switches
+from ..corpus.environment import check_resume_env, environment_switches
 from ..corpus.check import check_root, corpus_adapter
 from ..corpus.partition import partition, render, weights_from_screen
 from ..corpus.verdict import VERDICTS

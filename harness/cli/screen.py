@@ -13,7 +13,8 @@ from ..ab.recipe import load_recipe
 from ..ab.sides import sides_from_env, sides_from_switch
 from ..common import errors
 from ..compile.ir.fingerprint import compile_scrub
-from ..corpus.batch import BatchPlan, check_resume_env, environment_switches
+from ..corpus.batch import BatchPlan
+from ..corpus.environment import check_resume_env, environment_switches
 from ..corpus.screen import (Screen, ScreenPlan, check_resume_files, mend_side_plans, read_plan,
                              record_screen_env_change, summary_lines, write_ir_changed,
                              write_plan, write_side_plan)
@@ -140,32 +141,11 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
     """
     if rescore is not None:
         refuse_beside(ctx, "rescore", allowed=("scrub",))
-        _check_scrub(scrub)
-        rescore_path = check_root(rescore, "screen", "--rescore")
-        hold_root(rescore_path, "screen")
-        rescored = rescore_root(rescore_path, list(scrub), click.echo, echo_err)
-        sys.exit(1 if any(v.broken for v in rescored.values()) else 0)
+        sys.exit(_rescore(rescore, scrub))
     statuses = retry_statuses(retry, resume)
     if resume is not None:
         refuse_beside(ctx, "resume", allowed=("vllm_dir", "retry", "allow_env_change"))
-        plan = read_plan(check_root(resume, "screen", "--resume"))
-        where = f"{resume}/screen.json"
-        adapter = corpus_adapter(plan.base.options, vllm_dir, where)
-        check_plan(plan.base, adapter, where, (plan.a.python, plan.b.python), resolve=True)
-        now = environment_switches(adapter.env_prefixes)
-        both = set(plan.a.env) & set(plan.b.env)     # set by each side: this one's is unused
-        changed = check_resume_env(
-            None if plan.base.env is None else
-            {k: v for k, v in plan.base.env.items() if k not in both},
-            {k: v for k, v in now.items() if k not in both}, where, allow_env_change, echo_err)
-        _check_interpreters(plan.a, plan.b, plan.base.options.backend, f"{where}: ")
-        check_devices(plan.base.options.backend, plan.base.devices)
-        check_resume_files(plan)
-        hold_root(plan.root, "screen")
-        if changed:                           # allowed: screen.json says from when and what
-            record_screen_env_change(plan, now)
-        mend_side_plans(plan, echo_err)
-        sys.exit(_run(plan, resume=True, retry=statuses))
+        sys.exit(_resume(resume, vllm_dir, allow_env_change, statuses))
     if allow_env_change:
         raise errors.UsageError("--allow-env-change applies to --resume only")
     params = {**params, "all_ops": all_ops, "ops": ops, "ops_file": ops_file}
@@ -200,6 +180,38 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
                f"{len(lanes)} device(s) -> {root_path}")
     sys.exit(_run(plan, resume=False))
 
+
+
+def _rescore(rescore: str, scrub) -> int:
+    """`--rescore ROOT`: every verdict again from ROOT's run directories."""
+    _check_scrub(scrub)
+    rescore_path = check_root(rescore, "screen", "--rescore")
+    hold_root(rescore_path, "screen")
+    rescored = rescore_root(rescore_path, list(scrub), click.echo, echo_err)
+    return 1 if any(v.broken for v in rescored.values()) else 0
+
+
+def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, ...]) -> int:
+    """`--resume ROOT`: the plan ROOT holds, checked like a new one (its environment
+    switches too), then the ops not finished (and those `statuses` name) run."""
+    plan = read_plan(check_root(resume, "screen", "--resume"))
+    where = f"{resume}/screen.json"
+    adapter = corpus_adapter(plan.base.options, vllm_dir, where)
+    check_plan(plan.base, adapter, where, (plan.a.python, plan.b.python), resolve=True)
+    now = environment_switches(adapter.env_prefixes)
+    both = set(plan.a.env) & set(plan.b.env)     # set by each side: this one's is unused
+    changed = check_resume_env(
+        None if plan.base.env is None else
+        {k: v for k, v in plan.base.env.items() if k not in both},
+        {k: v for k, v in now.items() if k not in both}, where, allow_env_change, echo_err)
+    _check_interpreters(plan.a, plan.b, plan.base.options.backend, f"{where}: ")
+    check_devices(plan.base.options.backend, plan.base.devices)
+    check_resume_files(plan)
+    hold_root(plan.root, "screen")
+    if changed:                           # allowed: screen.json says from when and what
+        record_screen_env_change(plan, now)
+    mend_side_plans(plan, echo_err)
+    return _run(plan, resume=True, retry=statuses)
 
 def _check_scrub(patterns) -> None:
     try:

@@ -18,18 +18,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import backends
-
 from ..common.fields import Fields
-from ..common.process import PARENT_ENV
 from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, PreflightError, RunFailedError,
                              UsageError, write_failure)
 from ..common.log import Echo
 from ..run.options import BenchOptions
 from ..run.plan import options_backend
-from ..store import identity
 from ..store.reader import load_run_or_none
-from ..telemetry.recorder import watch
 from . import files
 from .outcome import (CRASH, FAIL, POISONED, SKIP, TIMEOUT, Outcome, dtype_problem,
                       dtype_rescue, judge)
@@ -37,8 +32,8 @@ from .progress import bar, final_summary
 from .check import MAX_RETRIES, graph_timed
 from .selection import Item
 from .sharding import device_for
-from ..run.child_env import child_environment
 from .executor import Executor, LaneRunner, OpWork, make_executor
+from .lanes import lane_for, watch_devices
 from .supervisor import Lane
 from .threads import run_lanes
 
@@ -100,51 +95,6 @@ class BatchPlan:
                    left_out=[(d.str("op"), d.str("why")) for d in lf], inventory=inventory,
                    replay_root=Path(f.str("replay_root", empty=False)) if replay is not None
                    else None, env=env)
-
-
-def environment_switches(adapter_prefixes=(), environ=None) -> dict:
-    """The environment switches a corpus root records: the variables run.json records (the
-    compiler's, zlh's, every backend's visibility variables, the adapter's), less the
-    parent-process marker a child of zlh carries."""
-    visibility = [k for b in backends.all_backends() for k in b.visibility_keys]
-    env = identity.recorded_env(identity.env_prefixes(visibility, adapter_prefixes), environ)
-    env.pop(PARENT_ENV, None)
-    return env
-
-
-def env_changes(recorded: dict, now: dict) -> list[str]:
-    """`NAME: 'old' -> 'new'` (or unset) for each switch whose value differs."""
-    shown = lambda v: "unset" if v is None else repr(v)      # noqa: E731
-    return [f"{k}: {shown(recorded.get(k))} -> {shown(now.get(k))}"
-            for k in sorted(set(recorded) | set(now)) if recorded.get(k) != now.get(k)]
-
-
-def check_resume_env(recorded: dict | None, now: dict, where: str, allow: bool,
-                     warn: Echo) -> list[str]:
-    """A resume under other environment switches than the root was started with would
-    measure half its ops one way and half the other: UsageError naming the differences,
-    unless `allow` (then a warning). The differences (none for an older root that recorded
-    no switches)."""
-    changes = env_changes(recorded, now) if recorded is not None else []
-    if changes and not allow:
-        raise UsageError(f"environment switches differ from those {where} records "
-                         f"({'; '.join(changes)}): a resume now would measure its ops two "
-                         f"ways; set them back, or add --allow-env-change to go on anyway")
-    if changes:
-        warn(f"zlh: WARNING resuming under other environment switches ({'; '.join(changes)}): "
-             f"the ops run from now on are measured under the new values (recorded in "
-             f"{where})")
-    return changes
-
-
-def record_env_change(root: Path, change: dict) -> None:
-    """batch.json of a resume allowed under other switches: the new values, and the change
-    (when, from, to) appended to `env_changes`."""
-    doc = files.read_batch_json(root)
-    doc.pop("schema_version", None)
-    doc["env"] = change["to"]
-    doc["env_changes"] = [*(doc.get("env_changes") or []), change]
-    files.write_batch_json(root, doc)
 
 
 def device_list(f: Fields, name: str) -> list[int]:
@@ -421,25 +371,6 @@ class Batch:
         code = EXIT_FAILED_CASES if any(o.status in bad for o in self.outcomes.values()) \
             else EXIT_OK
         return BatchResult(dict(self.outcomes), code, wall)
-
-
-def watch_devices(root: Path, plan: BatchPlan):
-    """telemetry.tsv at the root, one line per device every --telemetry-interval seconds,
-    while the lanes run (telemetry.err says why when it cannot)."""
-    name = plan.options.backend
-    try:
-        backend = backends.backend_for(name)
-    except backends.UnknownBackend:
-        backend = None
-    return watch(root, backend, plan.devices if backend is not None else [],
-                 plan.options.telemetry_interval if backend is not None else 0.0)
-
-
-def lane_for(plan: BatchPlan, device: int, overrides: dict | None = None) -> Lane:
-    """The environment of one device lane: that device alone visible, zlh importable, and
-    a side's overrides (None unsets a variable)."""
-    env = child_environment(plan.options.backend, device, overrides, detect=True)
-    return Lane(python=plan.python, env=env, label=f"{plan.options.backend or 'dev'}:{device}")
 
 
 def _stderr(line: str) -> None:

@@ -27,10 +27,11 @@ from ..common.files import (atomic_write_json, atomic_write_text, check_output_f
                             read_failure, read_json_object)
 from ..compile.ir.fingerprint import compile_scrub
 from ..run.options import BenchOptions
-from .batch import (BatchPlan, device_list, environment_switches, lane_for,
-                    options_field)
+from .batch import BatchPlan, device_list, options_field
 from .check import check_plan, corpus_adapter
+from .environment import environment_switches
 from .executor import make_executor
+from .lanes import lane_for
 from .partition import Partition, partition, render, weights_from_screen
 from .screen import SCREEN_TSV, read_plan, side_from
 from .selection import Item
@@ -51,7 +52,7 @@ class CampaignPlan:
     options: BenchOptions
     scrub: list[str] = field(default_factory=list)
     timeout_s: float = 3600.0
-    # the environment switches the campaign started under (batch.environment_switches; None:
+    # the environment switches the campaign started under (environment.environment_switches; None:
     # an older root recorded none), and the changes a resume was allowed to make
     env: dict | None = None
     env_changes: list = field(default_factory=list)

@@ -26,7 +26,9 @@ from ..common.files import (atomic_write_json, atomic_write_text, check_output_f
 from ..common.log import Echo
 from ..compile.ir.fingerprint import compile_scrub
 from . import files
-from .batch import Batch, BatchPlan, lane_for, record_env_change, watch_devices
+from .batch import Batch, BatchPlan
+from .lanes import lane_for, watch_devices
+from .environment import record_env_change
 from .executor import make_executor
 from .outcome import Outcome
 from .selection import Item

@@ -1,12 +1,15 @@
-"""What `run_bench` returns for one op: its rows, run directory, caliber and status."""
+"""What `run_bench` returns for one op (its rows, run directory, caliber and status), and what
+its rows add up to: the timer actually used, graph fallbacks, counts per status."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
+from ..common import markers
 from ..common.errors import EXIT_FAILED_CASES, EXIT_OK
 from ..store.caliber import Caliber
-from ..store.results import FAILED, SUCCESS, Row
+from ..store.results import FAILED, SKIPPED, SUCCESS, Row
 
 
 @dataclass
@@ -34,3 +37,21 @@ class RunResult:
                     row[side].pop("samples_ms", None)
         return {"op": self.op, "run_dir": str(self.run_dir), "status": self.status,
                 "exit_code": self.exit_code, "caliber": self.caliber.to_dict(), "rows": rows}
+
+
+def effective_timer(requested: str, rows: Sequence[Row]) -> str:
+    """A graph run whose every measured case fell back is an event-timed run."""
+    measured = [r for r in rows if r.gems is not None]
+    if requested == "graph" and measured and all(
+            r.gems.timer != "graph" and (r.torch is None or r.torch.timer != "graph")
+            for r in measured):
+        return "event"
+    return requested
+
+
+def graph_fallbacks(rows: Sequence[Row]) -> int:
+    return sum(1 for r in rows for m in r.markers if markers.marker_name(m) == markers.NO_GRAPH)
+
+
+def status_counts(rows: Sequence[Row]) -> dict:
+    return {s: sum(1 for r in rows if r.status == s) for s in (SUCCESS, FAILED, SKIPPED)}

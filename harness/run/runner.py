@@ -18,9 +18,8 @@ import adapters
 
 from .. import telemetry
 from ..common import log, markers, style
-from ..common.errors import (DevicePoisonedError, OpExitError,
-                             RunFailedError, Terminated, UsageError, one_line, op_exit_reason,
-                             write_failure)
+from ..common.errors import (DevicePoisonedError, OpExitError, RunFailedError, Terminated,
+                             UsageError, one_line, op_exit_reason, write_failure)
 from ..common.log import Echo
 from ..common.process import HeldTermination, signal_name
 from ..compile import autotune
@@ -28,7 +27,7 @@ from ..compile.caches import remove_private
 from ..compile.ir.capture import IRCapture
 from ..measure.case_timer import CaseTimer
 from ..store.caliber import Caliber
-from ..store.results import FAILED, SKIPPED, SUCCESS, Row
+from ..store.results import Row
 from ..store.rundir import RunDir
 from ..store.compiler import describe as describe_compiler
 from .case import InputClock, measure_case, next_case, seed_everything
@@ -38,7 +37,7 @@ from .run_info import device_identity, iso_time, run_info, telemetry_sample
 from .options import BenchOptions
 from .plan import BenchPlan, plan_bench
 from .plant import Plant
-from .result import RunResult
+from .result import RunResult, effective_timer, graph_fallbacks, status_counts
 from .table import render_rows, summary_line
 
 
@@ -83,7 +82,8 @@ def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = Non
 
 def run_op(plan: BenchPlan, op: str, echo: Echo | None = None,
            progress: Echo | None = None) -> RunResult:
-    """One op, top to bottom: run directory and identity, hooks, cases, files, table."""
+    """One op, top to bottom: run directory and identity, hooks, cases, files, table. (long:
+    every way a run can end, and the status each gives, stays in view in this one function.)"""
     held = HeldTermination().hold()  # a SIGTERM while run.json is first written lands below
     try:
         run = OpRun.open(plan, op, echo, progress)
@@ -126,8 +126,7 @@ def run_op(plan: BenchPlan, op: str, echo: Echo | None = None,
         status, reason = "crashed", getattr(exc, "reason", "")
         raise
     finally:
-        # A parent that dies sends SIGTERM once per thread it had (PR_SET_PDEATHSIG follows
-        # the reparenting): a second one must not cut the final files short.
+        # a dying parent's second SIGTERM (one per thread it had) must not cut the files short
         closing = HeldTermination().hold()
         try:
             # records, IR, results, shapes, final run.json: `failed` when results.jsonl
@@ -282,7 +281,7 @@ class OpRun:
         """A measured case goes to disk before the next one starts."""
         self.rows.append(row)
         self.dir.write_results(self.rows)
-        self.info["counts"] = _counts(self.rows)
+        self.info["counts"] = status_counts(self.rows)
         self.dir.write_run_json(self.info)
         for line in row.markers:
             self.say(line)
@@ -368,7 +367,7 @@ class OpRun:
             "caliber": self.caliber.to_dict(),
             "timer_requested": self.plan.timer,
             "graph_fallbacks": graph_fallbacks(self.rows),
-            "counts": _counts(self.rows[:self.dir.rows_written]),  # what results.jsonl has
+            "counts": status_counts(self.rows[:self.dir.rows_written]),  # what results.jsonl has
             "finished_at": iso_time(finished),
             "wall_s": round(finished - self.started, 3),
             "inputs_s": round(self.inputs.total_s, 3),
@@ -388,7 +387,7 @@ class OpRun:
         the console and in run.log. For an unfinished run nothing here may raise: the error
         that ended it is on its way out."""
         wall = self.info.get("wall_s", time.time() - self.started)
-        tail = (summary_line(_counts(self.rows), graph_fallbacks(self.rows), wall,
+        tail = (summary_line(status_counts(self.rows), graph_fallbacks(self.rows), wall,
                              self.inputs.total_s), status_line)
         guard = contextlib.suppress(Exception) if status_line else contextlib.nullcontext()
         for write, colour, fmt in ((self.echo, style.colour(), style.tablefmt()),
@@ -399,21 +398,3 @@ class OpRun:
                 for text in (*render_rows(self.rows, colour=colour, tablefmt=fmt), *tail):
                     if text:
                         write(text)
-
-
-def effective_timer(requested: str, rows: Sequence[Row]) -> str:
-    """A graph run whose every measured case fell back is an event-timed run."""
-    measured = [r for r in rows if r.gems is not None]
-    if requested == "graph" and measured and all(
-            r.gems.timer != "graph" and (r.torch is None or r.torch.timer != "graph")
-            for r in measured):
-        return "event"
-    return requested
-
-
-def graph_fallbacks(rows: Sequence[Row]) -> int:
-    return sum(1 for r in rows for m in r.markers if markers.marker_name(m) == markers.NO_GRAPH)
-
-
-def _counts(rows) -> dict:
-    return {s: sum(1 for r in rows if r.status == s) for s in (SUCCESS, FAILED, SKIPPED)}
