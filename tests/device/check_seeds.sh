@@ -98,7 +98,10 @@ if has retry; then
   step retry_planted "${BOX_RETRY:-25}" env ZLH_BUILTIN_SLOW=maybe $ZLH batch --adapter builtin \
     --ops add,softmax --dtypes float16 --devices 0 $BUDGET --retries 0 -q --out "$WORK/retry"
   status_table "$WORK/retry"
-  step retry_plain "${BOX_RETRY:-25}" env -u ZLH_BUILTIN_SLOW $ZLH batch --resume "$WORK/retry" -q
+  step retry_refused "${BOX_RETRY:-25}" env -u ZLH_BUILTIN_SLOW $ZLH batch --resume "$WORK/retry" -q
+  echo "  (a resume under another value of a recorded switch is refused, exit 2)"
+  step retry_plain "${BOX_RETRY:-25}" env -u ZLH_BUILTIN_SLOW $ZLH batch --resume "$WORK/retry" \
+    --allow-env-change -q
   echo "  (a plain resume keeps the FAILs):"; status_table "$WORK/retry"
   step retry_fixed "${BOX_RETRY:-25}" env -u ZLH_BUILTIN_SLOW $ZLH batch --resume "$WORK/retry" \
     --retry FAIL -q

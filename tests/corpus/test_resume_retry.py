@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.corpus.outcome import FAIL, PASS
+from conftest import FAST
 
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20"]
 
 
 def status_rows(root: Path) -> dict[str, dict]:
@@ -37,8 +37,11 @@ def test_resume_with_retry_runs_failed_ops_again_and_keeps_their_first_attempts(
     assert result.exit_code == 2 and "--retry works with --resume ROOT" in result.output
     result = CliRunner().invoke(main, ["batch", "--resume", str(root), "--retry", "PASS"])
     assert result.exit_code == 2 and "--retry expects statuses from FAIL" in result.output
-    monkeypatch.setenv("ZLH_BUILTIN_SLOW", "0")            # fixed
+    monkeypatch.setenv("ZLH_BUILTIN_SLOW", "0")            # fixed: a switch the root records
     result = CliRunner().invoke(main, ["batch", "--resume", str(root), "-q"])
+    assert result.exit_code == 2 and "ZLH_BUILTIN_SLOW: 'maybe' -> '0'" in result.output
+    result = CliRunner().invoke(main, ["batch", "--resume", str(root), "-q",
+                                       "--allow-env-change"])
     assert result.exit_code == 1, result.output           # plain resume: FAILs are kept
     assert status_rows(root)["add"]["status"] == FAIL
     result = CliRunner().invoke(main, ["batch", "--resume", str(root), "-q",
@@ -69,7 +72,8 @@ def test_screen_resume_with_retry_reruns_side_a_and_then_b(tmp_path, monkeypatch
                                        "--retries", "0", "--root", str(root)])
     assert "NO_ROWS" in result.output, result.output
     monkeypatch.setenv("ZLH_BUILTIN_SLOW", "0")
-    result = CliRunner().invoke(main, ["screen", "--resume", str(root), "--retry", "FAIL"])
+    result = CliRunner().invoke(main, ["screen", "--resume", str(root), "--retry", "FAIL",
+                                       "--allow-env-change"])
     assert result.exit_code == 0, result.output
     assert "NO_ROWS" not in result.output
     a = status_rows(root / "A")["add"]

@@ -10,13 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import FIXTURES
+from conftest import FIXTURES, ROOT
 from harness.cli import main
 from harness.common.errors import UsageError
 from harness.corpus import selection
 from harness.corpus.selection import DEFAULT_DISMISS, dismiss_list, parse_dismiss
 
-ROOT = Path(__file__).resolve().parent.parent
 ENTRY = re.compile(r"^(?:vllm:)?[\w.:@]+\s+# (?P<reason>[^;]+(?:;[^;]+)*?); "
                    r"(?P<date>\d{4}-\d{2}-\d{2}); verified: (?P<how>.+)$")
 

@@ -13,13 +13,12 @@ from click.testing import CliRunner
 import adapters
 import backends
 from adapters.flaggems import checkout
-from conftest import FIXTURES
+from conftest import FIXTURES, budget_args
 from harness.cli import main
 from harness.common.errors import PreflightError
 
 FAKE = FIXTURES / "fake_flaggems"
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "10",
-        "--backend", "cpu"]
+FAST = [*budget_args(max_time_ms=10), "--backend", "cpu"]
 
 
 @pytest.fixture(autouse=True)

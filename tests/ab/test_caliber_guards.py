@@ -10,7 +10,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from conftest import FIXTURES
+from conftest import FIXTURES, budget_args
 from harness.ab import guard
 from harness.cli import main
 from harness.store.reader import load_run
@@ -19,8 +19,7 @@ from fake_runs import fake_run
 import adapters
 
 FAKE = FIXTURES / "fake_flaggems"
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "10",
-        "--backend", "cpu", "--adapter", "flaggems"]
+FAST = [*budget_args(max_time_ms=10), "--backend", "cpu", "--adapter", "flaggems"]
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from conftest import FIXTURES
+from conftest import FIXTURES, budget_args
 from harness.cli import main
 from harness.corpus.selection import select
 from harness.store.reader import read_rows
@@ -17,8 +17,7 @@ from harness.store.results import SKIPPED, SUCCESS
 import adapters
 
 FAKE = FIXTURES / "fake_flaggems"
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "10",
-        "--backend", "cpu", "--adapter", "flaggems"]
+FAST = [*budget_args(max_time_ms=10), "--backend", "cpu", "--adapter", "flaggems"]
 
 
 @pytest.fixture(autouse=True)

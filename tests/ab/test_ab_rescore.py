@@ -7,9 +7,9 @@ import json
 from click.testing import CliRunner
 
 from harness.cli import main
+from conftest import budget_args
 
-FAST = ["--warmup-ms", "1", "--min-samples", "3", "--min-time-ms", "0", "--max-time-ms", "20",
-        "--adapter", "builtin", "--backend", "cpu"]
+FAST = [*budget_args(), "--adapter", "builtin", "--backend", "cpu"]
 
 
 def test_rescore_recomputes_the_report_from_the_stored_runs(tmp_path):
