@@ -49,3 +49,27 @@ def test_the_bar_counts_from_the_lines_and_from_advance():
         meter.advance()
         assert meter.bar.n == 3
     assert meter.bar is None                                  # closed with the command
+
+
+def test_a_campaign_has_one_bar_over_every_cards_runs(tmp_path):
+    import threading
+    from types import SimpleNamespace
+
+    from harness.cli.campaign import _overall
+
+    plan = SimpleNamespace(root=tmp_path, rounds=2,
+                           part=SimpleNamespace(assignment={0: ["add", "mm"], 1: ["softmax"]}))
+    (tmp_path / "card0").mkdir()
+    (tmp_path / "card1").mkdir()
+    (tmp_path / "card0" / "status.tsv").write_text("round\top\n1\tadd\n1\tadd\n")
+    meter = Meter("campaign", stream=Terminal())
+    with meter, _overall(plan, meter, every_s=0.01):
+        assert (meter.bar.n, meter.bar.total) == (2, 12)        # 3 ops x 2 sides x 2 rounds
+        (tmp_path / "card1" / "status.tsv").write_text("round\top\n1\tsoftmax\n")
+        seen = threading.Event()
+        for _ in range(500):
+            if meter.bar.n == 3:
+                seen.set()
+                break
+            seen.wait(0.01)
+        assert seen.is_set(), meter.bar.n
