@@ -163,6 +163,11 @@ class Adapter(ABC):
     def identity(self, op: str | None = None) -> dict:
         return {"adapter": self.name}
 
+    def case_count(self, op: str) -> int | None:
+        """How many cases `cases(op, ...)` yields, once it has yielded its first (for the
+        progress line's `[done/total]` and ETA); None when the adapter cannot say."""
+        return None
+
     # ---- the library's tuners and caches (none by default) -------------------------------
     def tuner_support(self) -> TunerSupport | None:
         """Extra tuner classes to hook; called after `prepare`, before the first launch."""

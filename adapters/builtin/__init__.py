@@ -111,6 +111,7 @@ class BuiltinAdapter(Adapter):
 
     def __init__(self, **_):
         self._used: dict[str, dict] = {}
+        self._dtype_count: dict[str, int] = {}
 
     def available(self) -> tuple[bool, str]:
         return True, ""
@@ -144,6 +145,7 @@ class BuiltinAdapter(Adapter):
         spec = OPS[op]
         shape_list = self._shapes_for(spec, shapes, level)
         self._used[op] = {op: {"shapes": copy.deepcopy(shape_list), "shape_desc": spec.shape_desc}}
+        self._dtype_count[op] = len(dtypes)
         slow = slow_switch(os.environ)
         kernel = getattr(kernels, spec.kernel)
         for dtype_name in dtypes:
@@ -190,6 +192,10 @@ class BuiltinAdapter(Adapter):
         if level == "comprehensive":
             out += table["comprehensive"]
         return out
+
+    def case_count(self, op: str) -> int | None:
+        used = self._used.get(op, {}).get(op)
+        return None if used is None else len(used["shapes"]) * self._dtype_count.get(op, 1)
 
     def shapes_used(self, op: str) -> dict:
         return self._used.get(op, {})

@@ -44,8 +44,10 @@ def compare_runs(rounds: list[tuple[StoredRun, StoredRun]], alpha: float = 0.05)
     return ABReport(
         op=first_a.op,
         caliber=first_a.info.get("caliber") or {},
-        sides={"A": {"run_dir": str(first_a.path), "label": "A"},
-               "B": {"run_dir": str(first_b.path), "label": "B"}},
+        sides={"A": {"run_dir": str(first_a.path), "label": "A",
+                     "compiler": first_a.info.get("compiler")},
+               "B": {"run_dir": str(first_b.path), "label": "B",
+                     "compiler": first_b.info.get("compiler")}},
         rows=rows,
         unpaired=_unpaired(per_round, keys, common),
         output_mismatches=mismatches,

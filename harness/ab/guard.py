@@ -10,6 +10,7 @@ not complete (running, abandoned, interrupted, crashed, failed, poisoned) is lis
 """
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,7 +55,9 @@ def check_caliber(a: StoredRun, b: StoredRun, label: str | None = None) -> Calib
                               f"spread is part of the difference")
     if (cal_a.autotune_mode, cal_b.autotune_mode) == ("record", "record"):
         check.problems.append(f"!!! [caliber] {label}: autotune_mode: both sides record — "
-                              f"configs are not pinned; replay one side from the other")
+                              f"configs are not pinned; measure B again replaying A's "
+                              f"configs, where B's compiler or switch is in effect: "
+                              f"zlh ab --replay {shlex.quote(str(a.path))}")
     for side, cal in (("A", cal_a), ("B", cal_b)):
         if cal.autotune_mode == "record" and str(cal.tuner_cache).startswith("shared"):
             check.warnings.append(f"WARNING [caliber] {label}: side {side} recorded on a shared "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from html import escape
 
+from ..store.compiler import short as short_compiler
 from ..telemetry.chart import clock_svg
 
 # Chart geometry (pixels).
@@ -23,6 +24,10 @@ _TOP = 24           # room for the axis caption
 _LABEL_CHARS = 44   # longer labels are cut on screen; the full text is in the tooltip
 
 _COLOURS = {"faster": "#2e7d32", "slower": "#c62828", "unchanged": "#9e9e9e"}
+_FLOOR = -100.0     # delta % = (A / B - 1) x 100 cannot go below -100
+_REACH = 1.0        # whiskers reach at most this many delta spans beyond the deltas
+INTERPRETED = ("interpreted (cpu backend): host-clock times of Triton's interpreter; they show "
+               "the harness works, not a GPU's speed")
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
@@ -84,6 +89,8 @@ def _op_section(op: dict, telemetry: dict | None = None) -> str:
         _sides_line(op.get("sides") or {}),
         f'<p class="summary">{_summary_line(op.get("summary") or {})}</p>',
     ]
+    if (op.get("caliber") or {}).get("backend") == "cpu":
+        parts.append(f'<p class="sides">{escape(INTERPRETED)}</p>')
     clocks = clock_svg((telemetry or {}).get("points") or [],
                        ((telemetry or {}).get("windows") or {}).get(op.get("op")))
     if rows:
@@ -104,7 +111,8 @@ def _sides_line(sides: dict) -> str:
     for key in ("A", "B"):
         side = sides.get(key) or {}
         label = side.get("label") or key
-        items.append(f"<b>{key}</b> = {_text(label)} (<code>{_text(side.get('run_dir'))}</code>)")
+        items.append(f"<b>{key}</b> = {_text(label)}, {_text(short_compiler(side.get('compiler')))}"
+                     f" (<code>{_text(side.get('run_dir'))}</code>)")
     return f'<p class="sides">{"; ".join(items)}</p>'
 
 
@@ -156,42 +164,64 @@ def _chart(rows: list[dict]) -> str:
         parts.append(f'<text x="{_LABEL_W}" y="12">{_pct(low)}</text>')
     if _LABEL_W + _PLOT_W - zero_x > 140:
         parts.append(f'<text x="{_LABEL_W + _PLOT_W}" y="12" text-anchor="end">{_pct(high)}</text>')
+    clipped = 0
     for i, row in enumerate(plotted):
-        parts.append(_chart_row(row, _TOP + i * _ROW_H + _ROW_H / 2, x_of))
+        part, cut = _chart_row(row, _TOP + i * _ROW_H + _ROW_H / 2, x_of, low, high)
+        parts.append(part)
+        clipped += cut
     parts.append("</svg>")
+    if clipped:
+        parts.append(f'<p class="empty">{clipped} interval(s) reach beyond the axis: drawn '
+                     f'to its edge with an arrow; their bounds are in the table</p>')
     if missing:
         parts.append(f'<p class="empty">{missing} row(s) without a delta not plotted</p>')
     return "\n".join(parts)
 
 
-def _chart_row(row: dict, y: float, x_of) -> str:
+def _chart_row(row: dict, y: float, x_of, low: float, high: float) -> tuple[str, bool]:
+    """One shape's dot and whisker; (the SVG, whether the whisker was cut at the axis)."""
     colour = _COLOURS[_row_class(row)]
     label = _row_label(row)
     shown = label if len(label) <= _LABEL_CHARS else label[:_LABEL_CHARS - 1] + "\u2026"
     delta = float(row["delta_pct"])
-    parts = [f'<g><title>{escape(label)}: {_pct(delta)}</title>',
-             f'<text x="{_LABEL_W - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(shown)}</text>']
     lo, hi = row.get("ci_low_pct"), row.get("ci_high_pct")
+    interval = (f" [{_pct(lo)}, {_pct(hi)}]" if _is_num(lo) and _is_num(hi) else "")
+    parts = [f'<g><title>{escape(label)}: {_pct(delta)}{interval}</title>',
+             f'<text x="{_LABEL_W - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(shown)}</text>']
+    cut = False
     if _is_num(lo) and _is_num(hi):
-        parts.append(f'<line x1="{x_of(float(lo)):.1f}" y1="{y:.1f}" x2="{x_of(float(hi)):.1f}" '
+        left, right = max(float(lo), low), min(float(hi), high)
+        parts.append(f'<line x1="{x_of(left):.1f}" y1="{y:.1f}" x2="{x_of(right):.1f}" '
                      f'y2="{y:.1f}" stroke="{colour}" stroke-width="1.5"/>')
+        for end, edge, step in ((float(lo), low, 5), (float(hi), high, -5)):
+            if (end < edge) if step > 0 else (end > edge):
+                cut = True
+                x = x_of(edge)
+                parts.append(f'<path class="clipped" d="M{x:.1f},{y:.1f} l{step},-4 l0,8 z" '
+                             f'fill="{colour}"/>')
     parts.append(f'<circle class="mark" cx="{x_of(delta):.1f}" cy="{y:.1f}" r="4" '
                  f'fill="{colour}"/>')
     parts.append("</g>")
-    return "".join(parts)
+    return "".join(parts), cut
 
 
 def _axis_range(rows: list[dict]) -> tuple[float, float]:
-    """Axis limits covering zero, every delta and every whisker, with a little margin."""
-    values = [0.0]
+    """Axis limits covering zero and every delta, and the whiskers as far as the data's
+    robust range: at most one span of the deltas beyond them (an interval of +4,800,000 %
+    from an interpreted run must not flatten every point onto zero; a whisker cut there
+    ends in an arrow), never below -100 % (a delta cannot), with a little margin."""
+    deltas = [0.0] + [float(r["delta_pct"]) for r in rows if _is_num(r.get("delta_pct"))]
+    d_low, d_high = min(deltas), max(deltas)
+    reach = _REACH * max(d_high - d_low, 1.0)
+    values = list(deltas)
     for row in rows:
-        values += [float(row[k]) for k in ("delta_pct", "ci_low_pct", "ci_high_pct")
-                   if _is_num(row.get(k))]
-    low, high = min(values), max(values)
+        values += [min(max(float(row[k]), d_low - reach), d_high + reach)
+                   for k in ("ci_low_pct", "ci_high_pct") if _is_num(row.get(k))]
+    low, high = max(min(values), _FLOOR), max(values)
     if high - low < 1e-9:
-        return (low - 1.0, high + 1.0)
+        return (max(low - 1.0, _FLOOR), high + 1.0)
     pad = 0.05 * (high - low)
-    return (low - pad, high + pad)
+    return (max(low - pad, _FLOOR), high + pad)
 
 
 # --- tables ------------------------------------------------------------------------------
@@ -222,7 +252,7 @@ def _table_row(row: dict) -> str:
         f'<td class="delta">{_pct(row.get("delta_pct"))}</td>',
         _td(ci),
         _td(_num(row.get("p_value"), ".3g")),
-        _td("noise" if row.get("within_noise") else "yes" if row.get("significant") else ""),
+        _td("noise" if row.get("within_noise") else "yes" if row.get("significant") else "no"),
         _td(span),
         _td(stable),
         _td(escape("; ".join(str(a) for a in row.get("annotations") or [])), text=True),

@@ -12,7 +12,9 @@ from tabulate import tabulate
 
 from ..common import style
 from ..common.fields import is_number
+from ..store.compiler import short as short_compiler
 from .report import ABReport, ABRow
+
 
 def _num(value, spec: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -54,7 +56,7 @@ def render_terminal(report: ABReport, colour: bool = False) -> str:
     read as a conclusion — unless the runs were interpreted on the cpu backend (no compiled
     IR to judge there); for NO_IR_DIFF the range is labelled as this machine's noise floor."""
     lines = [f"== {report.op}: A={report.sides['A'].get('run_dir')}  "
-             f"B={report.sides['B'].get('run_dir')}"]
+             f"B={report.sides['B'].get('run_dir')}", compiler_line(report)]
     if report.verdict:
         lines.append(f"verdict: {report.verdict}")
     if report.verdict == "NO_IR" and report.caliber.get("backend") != "cpu":
@@ -69,6 +71,13 @@ def render_terminal(report: ABReport, colour: bool = False) -> str:
         summary[0] = "noise floor (identical generated code): " + summary[0]
     lines += summary
     return "\n".join(lines + _problem_lines(report))
+
+
+def compiler_line(report: ABReport) -> str:
+    """`compiler: A triton 3.9.0, B flagtree 0.3.0` (each side's run.json)."""
+    return "compiler: " + ", ".join(
+        f"{key} {short_compiler((report.sides.get(key) or {}).get('compiler'))}"
+        for key in ("A", "B"))
 
 
 def _table_lines(report: ABReport, colour: bool) -> list[str]:

@@ -173,13 +173,14 @@ def _direction_of(row: ABRow) -> int:
 
 
 # ---- files ------------------------------------------------------------------------------
-def report_document(root: Path, reports: list[ABReport]) -> dict:
-    return {"schema_version": SCHEMA_VERSION, "title": f"zlh ab {Path(root).name}",
+def report_document(root: Path, reports: list[ABReport], command: str = "ab") -> dict:
+    """report.json: titled by the command that made it (`zlh ab ROOT`, `zlh campaign ROOT`)."""
+    return {"schema_version": SCHEMA_VERSION, "title": f"zlh {command} {Path(root).name}",
             "generated_at": time.strftime("%Y-%m-%dT%H:%M:%S"), **to_json(reports)}
 
 
-def write_reports(root: Path, reports: list[ABReport]) -> None:
-    atomic_write_json(Path(root) / "report.json", report_document(root, reports))
+def write_reports(root: Path, reports: list[ABReport], command: str = "ab") -> None:
+    atomic_write_json(Path(root) / "report.json", report_document(root, reports, command))
     atomic_write_text(Path(root) / "report.csv", to_csv(reports))
 
 

@@ -21,6 +21,7 @@ from ..calibrate.noise import NoiseFloor
 from ..common import errors
 from ..common.files import atomic_write_text, check_output_dir, check_path_text
 from ..common.limits import MAX_ROUNDS
+from ..common.progress import Meter
 from ..common import style
 from ..common.schema import stamp
 from ..corpus.files import corpus_root_hint
@@ -105,7 +106,6 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
     """
     lines: list[str] = []
     echo = lines.append if as_json else echo_routed
-    progress = None if quiet else echo_err
     given = given_options(ctx)
     floor = NoiseFloor.load(noise_floor) if noise_floor else None
     if rescore is not None:
@@ -131,7 +131,10 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
             params["allow_caliber_mismatch"], params["scrub"], params["allow_partial"], floor)
         reports = [report] if report else []
     elif running:
-        reports, code = _run_both(args, params, given, root_path, echo, progress, floor)
+        with Meter("ab", show=False if quiet else None) as meter:
+            reports, code = _run_both(args, params, given, root_path,
+                                      meter.counted(echo) if not as_json else echo,
+                                      None if quiet else meter.counted(echo_err), floor)
         echo(f"runs, status.tsv and report.json/csv under {root_path}")
     else:
         reports, code = _compare_two(ctx, args, params, root, echo, floor)

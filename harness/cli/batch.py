@@ -9,6 +9,7 @@ import click
 
 from ..common import errors
 from ..common.files import check_output_dir
+from ..common.progress import Meter
 from ..corpus.batch import BatchPlan, run_batch
 from ..corpus.environment import check_resume_env, environment_switches, record_env_change
 from ..corpus.check import (check_plan, check_replay_plan, check_replay_root, check_root,
@@ -123,7 +124,7 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
     Exit status: 0 every op PASS or SKIP, 1 some op FAIL/TIMEOUT/CRASH/POISONED (the batch
     completed), 2 bad input, 3 preflight failed.
     """
-    progress = None if quiet or not sys.stderr.isatty() else _overwrite
+    meter = Meter("batch", show=False if quiet else None)
     statuses = retry_statuses(retry, resume)
     if resume is not None:
         if all_ops or ops or ops_file:
@@ -135,9 +136,11 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
         if plan.env_change:                   # allowed: batch.json says from when and what
             record_env_change(plan.root, plan.env_change)
             plan.env = plan.env_change["to"]
-        sys.exit(interrupted_hint(plan.root, "batch", lambda: run_batch(
-            plan, click.echo, progress, resume=True, warn=echo_err,
-            retry=statuses)).exit_code)
+        with meter:
+            result = interrupted_hint(plan.root, "batch", lambda: run_batch(
+                plan, meter.counted(click.echo), None, resume=True,
+                warn=meter.counted(echo_err), retry=statuses))
+        sys.exit(result.exit_code)
     if allow_env_change:
         raise errors.UsageError("--allow-env-change applies to --resume only")
     options = options_from(params)
@@ -164,8 +167,10 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
     new_root(plan.root, "--out", "batch")
     click.echo(f"zlh batch: {len(items)} ops on {len(lanes)} device(s) "
                f"({'fresh processes' if fresh_process else 'reused workers'}) -> {plan.root}")
-    result = interrupted_hint(plan.root, "batch", lambda: run_batch(plan, click.echo, progress,
-                                                                     warn=echo_err))
+    meter.set_total(len(items))
+    with meter:
+        result = interrupted_hint(plan.root, "batch", lambda: run_batch(
+            plan, meter.counted(click.echo), None, warn=meter.counted(echo_err)))
     sys.exit(result.exit_code)
 
 
@@ -242,8 +247,3 @@ def interrupted_hint(root: Path, verb: str, run):
     except KeyboardInterrupt:
         fail(f"interrupted; finished ops are kept under {root}: zlh {verb} --resume {root} "
              f"runs the others", 130)
-
-
-def _overwrite(line: str) -> None:
-    """The progress bar: one line on a terminal, overwritten in place."""
-    click.echo("\r" + line, err=True, nl=False)

@@ -1,6 +1,8 @@
 """`zlh bench`."""
 from __future__ import annotations
 
+import math
+import statistics
 import sys
 
 import click
@@ -63,6 +65,9 @@ def bench(ops, quiet, as_json, parallel_sweep, sweep_devices, **params):
     else:
         results = run_bench(ops, options, echo=echo, progress=progress)
     code = max((r.exit_code for r in results), default=0)
+    if not as_json:
+        for line in closing_lines(results):
+            echo_out(line)
     if as_json:
         echo_out(to_json(stamp({"runs": [r.to_dict() for r in results], "exit_code": code}),
                          indent=None))
@@ -73,3 +78,27 @@ def warnings_only(text: str) -> None:
     """With --json, stdout holds the JSON alone: warnings and refusals still reach stderr."""
     if text.startswith(("WARNING", "!!!")):
         echo_err(text)
+
+
+def closing_lines(results) -> list[str]:
+    """After every op's table: one line per op (cases ok of all, the speedup's geomean and
+    range, the run directory) and what to do next with these runs."""
+    if not results:
+        return []
+    lines = ["summary (speedup = base ms / test ms; > 1: the function under test is faster):"]
+    width = max(len(r.op) for r in results)
+    for r in results:
+        speedups = [row.speedup for row in r.rows if row.speedup]
+        spread = (f"speedup geomean {_g(math.exp(statistics.fmean(map(math.log, speedups))))}"
+                  f" ({_g(min(speedups))}~{_g(max(speedups))})" if speedups else "no speedup")
+        lines.append(f"  {r.op:<{width}}  {len(r.ok())}/{len(r.rows)} ok  {spread}  "
+                     f"{r.status}  {r.run_dir}")
+    first = results[0].run_dir
+    lines.append(f"next: zlh show {first} prints a run again; after a compiler or switch "
+                 f"change, zlh ab --replay {first} runs it again with the same tuned "
+                 f"configs and compares")
+    return lines
+
+
+def _g(value: float) -> str:
+    return format(value, ".3f") if value >= 0.01 else format(value, ".2g")

@@ -4,7 +4,9 @@ Pre-registered product campaigns are `zlh product` (cli/product.py); their old s
 `zlh campaign prepare|run|reaccount` is a usage error naming the new command, not an alias."""
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import click
 
 from ..common import errors
 from ..common.limits import MAX_ROUNDS
+from ..common.progress import Meter
 from ..corpus.campaign import (check_root_files, merge, plan_campaign, read_campaign,
                                run_cards, write_plan)
 from ..corpus.environment import check_resume_env, environment_switches
@@ -150,8 +153,10 @@ def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, only, timeo
         check_root_files(plan.root)
     hold_root(plan.root, "campaign")
     write_plan(plan)
-    cards = interrupted_hint(plan.root, "campaign",
-                             lambda: run_cards(plan, click.echo, resume=resume is not None))
+    with Meter("campaign") as meter, _overall(plan, meter):
+        cards = interrupted_hint(plan.root, "campaign",
+                                 lambda: run_cards(plan, meter.counted(click.echo),
+                                                   resume=resume is not None))
     doc = merge(plan, cards, echo_err)
     click.echo(f"merged: {len(doc['ops_reported'])} ops reported; runs {doc['runs']}, replay "
                f"fallbacks {doc['replay_fallbacks']}, graph fallbacks {doc['graph_fallbacks']}, "
@@ -159,3 +164,34 @@ def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, only, timeo
     click.echo(f"status.tsv, report.json/csv/html under {plan.root}")
     failed = any(info["rc"] != 0 for info in cards.values()) or doc["failed_runs_per_card"]
     sys.exit(1 if failed else 0)
+
+
+@contextlib.contextmanager
+def _overall(plan, meter: Meter, every_s: float = 2.0):
+    """On a terminal: one bar over every card's runs (ops x 2 sides x rounds), read from the
+    cards' status.tsv (a line per finished run) every `every_s` seconds while they run."""
+    if not meter.shown:
+        yield
+        return
+    total = sum(len(ops) for ops in plan.part.assignment.values()) * 2 * plan.rounds
+    stop = threading.Event()
+
+    def finished_runs() -> int:
+        done = 0
+        for path in plan.root.glob("card*/status.tsv"):
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                done += max(len(path.read_text(encoding="utf-8").splitlines()) - 1, 0)
+        return done
+
+    def watch() -> None:
+        while not stop.wait(every_s):
+            meter.count(min(finished_runs(), total), total)
+
+    meter.set_total(total, min(finished_runs(), total))
+    thread = threading.Thread(target=watch, name="campaign-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=every_s + 1)

@@ -10,12 +10,14 @@ from pathlib import Path
 
 import click
 
+from ..common.errors import UsageError
 from ..common.files import check_output_dir
+from ..common.progress import Meter
 from ..product import (CAMPAIGN_RECEIPT, SELECTIONS, STATUS_CSV, ManifestError, build_plan,
                        check_canary_receipt, corpus_adapter, cross_check, freeze_plan,
-                       load_manifest, plan_text, reaccount_run, run_campaign)
+                       load_frozen, load_manifest, plan_text, reaccount_run, run_campaign)
 from .group import main
-from .common import handles_errors, not_empty
+from .common import echo_err, handles_errors, not_empty
 
 
 @main.group("product")
@@ -80,8 +82,13 @@ def run(frozen_dir, out, resume):
     """Run a frozen plan: the contract, then every task on the one device, serially.
 
     Exit status: 0 terminal, 1 the canary gate failed, 2 bad input, 3 PREFLIGHT_FAILED."""
-    receipt = run_campaign(frozen_dir, out, resume, click.echo,
-                           progress=lambda line: click.echo(line, err=True))
+    with Meter("product", total=_task_count(frozen_dir)) as meter:
+        def task_done(line: str) -> None:
+            meter.write(click.echo, line)
+            if line.startswith("CAMPAIGN_TASK "):
+                meter.advance()
+        receipt = run_campaign(frozen_dir, out, resume, task_done,
+                               progress=lambda line: meter.write(echo_err, line))
     root = Path(receipt["run_root"])
     counts = ", ".join(f"{c} {n}" for c, n in receipt["counts"].items() if n)
     click.echo(f"campaign {receipt['campaign_id']} --{receipt['selection']}: "
@@ -115,3 +122,12 @@ def reaccount_cmd(run_root, out, floor, force):
                        f"{row['new_reason']}")
     click.echo(f"reaccount at floor {result['measured_launch_floor']}: {result['task_count']} "
                f"task(s), {len(result['changed'])} changed; {Path(out) / 'reaccount-matrix.csv'}")
+
+
+def _task_count(frozen_dir: str) -> int | None:
+    """How many tasks the frozen plan holds, for the progress bar (None when it cannot be
+    read: run_campaign then says why, in its own words)."""
+    try:
+        return len(load_frozen(frozen_dir).matrix["tasks"])
+    except (UsageError, OSError, KeyError, TypeError, ValueError):
+        return None

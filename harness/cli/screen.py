@@ -12,6 +12,7 @@ from ..ab.preflight import check_side_interpreter
 from ..ab.recipe import load_recipe
 from ..ab.sides import sides_from_env, sides_from_switch
 from ..common import errors
+from ..common.progress import Meter
 from ..compile.ir.fingerprint import compile_scrub
 from ..corpus.batch import BatchPlan
 from ..corpus.environment import check_resume_env, environment_switches
@@ -222,8 +223,10 @@ def _check_scrub(patterns) -> None:
 
 def _run(plan: ScreenPlan, resume: bool, retry: tuple[str, ...] = ()) -> int:
     started = time.time()
-    verdicts = interrupted_hint(plan.root, "screen",
-                                lambda: Screen(plan, click.echo, None, resume, retry).run())
+    with Meter("screen", total=len(plan.base.items)) as meter:
+        verdicts = interrupted_hint(plan.root, "screen",
+                                    lambda: Screen(plan, meter.counted(click.echo), None,
+                                                   resume, retry).run())
     ir_changed = write_ir_changed(plan, verdicts)
     for line in summary_lines(plan, verdicts, time.time() - started,
                               rounds_command(plan, ir_changed)):

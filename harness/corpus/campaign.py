@@ -200,9 +200,9 @@ def merge(plan: CampaignPlan, cards: dict[int, dict], echo: Echo | None = None) 
             status_rows += [{"device": device, **row} for row in rows]
             reports += card_reports
     reports = _latest_per_op(reports)
-    write_reports(plan.root, reports)
+    write_reports(plan.root, reports, "campaign")
     atomic_write_text(plan.root / "report.html",
-                      render_html({**report_document(plan.root, reports),
+                      render_html({**report_document(plan.root, reports, "campaign"),
                                    "ops": [r.to_dict() for r in reports]}))
     columns = ["device", *(status_rows[0].keys() - {"device"} if status_rows else [])]
     if status_rows:

@@ -58,6 +58,15 @@ class Measurement:
                 raise InvalidValue(f"Measurement: {name} must be {what}, "
                                    f"got {quoted(getattr(self, name), 60)}")
 
+    def __repr__(self) -> str:
+        """Short: the counts and the median, never the raw samples (thousands of numbers;
+        `samples_ms` holds them)."""
+        extra = "".join(f", {name}={getattr(self, name)!r}" for name in
+                        ("fallback", "undersampled") if getattr(self, name))
+        repeats = f", repeats={len(self.repeats)}" if self.repeats else ""
+        return (f"Measurement(n={self.n}, median_ms={self.median:.6g}, timer={self.timer!r}, "
+                f"calls_per_sample={self.calls_per_sample}{repeats}{extra})")
+
     @property
     def n(self) -> int:
         return len(self.samples_ms)

@@ -37,8 +37,12 @@ class StoppingRule:
         return relative_median_error(samples) <= self.target_rel_err
 
     def undersampled(self, n: int) -> bool:
-        """Whether a sample count fell short of the minimum (the time cap stopped first)."""
-        return n < self.min_samples
+        """Whether the time cap left the median on too few samples: fewer than half of
+        `min_samples` (and never fewer than 2 unflagged, unless the minimum itself is 1). A
+        cap that stops between half the minimum and the minimum (a slow interpreted kernel
+        on the default budgets: 18 samples of a 20-sample minimum) is not flagged; the row's
+        ±% says how well that median is known."""
+        return n < min(self.min_samples, max(2, -(-self.min_samples // 2)))
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -19,6 +19,13 @@ class RunResult:
     rows: list[Row]
     caliber: Caliber
     status: str
+    compiler: dict | None = None     # which distribution provided `triton` (run.json's)
+
+    def __repr__(self) -> str:
+        """Short: the run and how many rows, never the rows' raw samples."""
+        return (f"RunResult(op={self.op!r}, run_dir={str(self.run_dir)!r}, "
+                f"status={self.status!r}, rows={len(self.rows)}, "
+                f"ok={len(self.ok())})")
 
     @property
     def exit_code(self) -> int:
@@ -36,7 +43,8 @@ class RunResult:
                 if row.get(side):
                     row[side].pop("samples_ms", None)
         return {"op": self.op, "run_dir": str(self.run_dir), "status": self.status,
-                "exit_code": self.exit_code, "caliber": self.caliber.to_dict(), "rows": rows}
+                "exit_code": self.exit_code, "compiler": self.compiler,
+                "caliber": self.caliber.to_dict(), "rows": rows}
 
 
 def effective_timer(requested: str, rows: Sequence[Row]) -> str:

@@ -29,7 +29,7 @@ from ..measure.case_timer import CaseTimer
 from ..store.caliber import Caliber
 from ..store.results import Row
 from ..store.rundir import RunDir
-from ..store.compiler import describe as describe_compiler
+from ..store.compiler import describe as describe_compiler, short as short_compiler
 from .case import InputClock, measure_case, next_case, seed_everything
 from .library_log import LibraryLog
 from .process_state import InheritedState
@@ -142,7 +142,7 @@ def run_op(plan: BenchPlan, op: str, echo: Echo | None = None,
     write_error = write_error or run.final_write_error or run.results_error
     if write_error is not None:
         raise run.failure(write_error, write_failure(write_error))
-    return RunResult(op, run.dir.path, run.rows, run.caliber, status)
+    return RunResult(op, run.dir.path, run.rows, run.caliber, status, plan.compiler)
 
 
 class OpRun:
@@ -200,6 +200,7 @@ class OpRun:
         plan, op, caliber = self.plan, self.op, self.caliber
         self.watcher.start()         # telemetry.tsv (or telemetry.err) in the run directory
         self.say(f"zlh bench {op} · adapter={plan.adapter.name} · "
+                 f"compiler={short_compiler(plan.compiler)} · "
                  f"{plan.backend.name}:{plan.device_index} {caliber.device} · "
                  f"timer={plan.timer} · {self.dir.path}")
         if caliber.tuner_cache.startswith("shared") and op not in plan.replay_dirs:
@@ -286,8 +287,29 @@ class OpRun:
         for line in row.markers:
             self.say(line)
         if self.progress is not None:
-            self.progress(f"[{len(self.rows)}] {self.op} {row.dtype} {row.shape_detail} "
-                          f"{row.status}{' ' + row.reason if row.reason else ''}")
+            self.progress(self._progress_text(row))
+
+    def _progress_text(self, row: Row) -> str:
+        """`[2/4] add float32 4096 SUCCESS 1.3s, eta 0:00:03`: the count of the cases this
+        run measures when the adapter can say it (`[2]` otherwise), the case's own time and
+        the time the others should take at this pace."""
+        done, now = len(self.rows), time.time()
+        took, self._case_started = now - getattr(self, "_case_started", self.started), now
+        total = None
+        with contextlib.suppress(Exception):       # a plug-in's count never ends a run
+            total = self.plan.adapter.case_count(self.op)
+        if isinstance(total, int) and not isinstance(total, bool) and total >= done:
+            shard, shards = self.plan.options.shard()
+            total = len(range(shard, total, shards))
+        else:
+            total = None
+        count = f"{done}/{total}" if total and total >= done else f"{done}"
+        eta = ""
+        if total and total > done:
+            left = int((now - self.started) / done * (total - done))
+            eta = f", eta {left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}"
+        return (f"[{count}] {self.op} {row.dtype} {row.shape_detail} {row.status} "
+                f"{took:.1f}s{eta}{' ' + row.reason if row.reason else ''}")
 
     def finish(self, status: str, reason: str = "") -> str:
         """Records, IR, results and shapes, then the final run.json; each step on its own,
@@ -395,6 +417,8 @@ class OpRun:
             if write is None:
                 continue
             with guard:
-                for text in (*render_rows(self.rows, colour=colour, tablefmt=fmt), *tail):
+                for text in (*render_rows(self.rows, colour=colour, tablefmt=fmt,
+                                          interpreted=self.plan.backend.name == "cpu"),
+                             *tail):
                     if text:
                         write(text)

@@ -9,7 +9,8 @@ from tabulate import tabulate
 from ..common import markers, style
 from ..common.fields import is_number
 from ..store.reader import ABANDONED, COMPLETE, RESULTS_LOST, load_run
-from .table import render_rows
+from ..store.compiler import short as short_compiler
+from .table import BASE, TEST, render_rows
 
 
 def show_run(run_dir: str, colour: bool = False) -> str:
@@ -32,7 +33,8 @@ def show_run(run_dir: str, colour: bool = False) -> str:
             lines.append(f"WARNING: {run.lost}: the table holds only the rows the file has")
     device = _object(info.get("device"))
     lines.append(f"device: {device.get('name')} ({device.get('arch')}), backend "
-                 f"{device.get('backend')}; adapter {_object(info.get('adapter')).get('adapter')}")
+                 f"{device.get('backend')}; adapter {_object(info.get('adapter')).get('adapter')}"
+                 f"; compiler {short_compiler(info.get('compiler'))}")
     caliber = _object(info.get("caliber"))
     lines.append(tabulate([[k, json.dumps(v) if isinstance(v, dict) else v]
                            for k, v in caliber.items()], headers=["caliber", "value"],
@@ -48,10 +50,13 @@ def show_run(run_dir: str, colour: bool = False) -> str:
         lines.append("markers: " + ", ".join(f"{n} x{c}" for n, c in counts.most_common()))
     flags = collections.Counter(f for r in run.rows for f in r.flags)
     if flags:
-        lines.append("flags: " + ", ".join(f"{n} x{c}" for n, c in flags.most_common()) +
-                     " (undersampled: a cap stopped sampling before --min-samples; outliers, "
-                     "bimodal: see docs/concepts/measurement.md)")
-    legend, table = render_rows(run.rows, colour=colour, tablefmt=style.tablefmt())
+        lines.append("flags: " + ", ".join(f"{_by_role(n)} x{c}" for n, c in flags.most_common())
+                     + " (undersampled: a cap stopped sampling well before --min-samples; "
+                     "outliers, bimodal: see docs/concepts/measurement.md)")
+    interpreted = device.get("backend") == "cpu" or \
+        _object(info.get("caliber")).get("backend") == "cpu"
+    legend, table = render_rows(run.rows, colour=colour, tablefmt=style.tablefmt(),
+                                interpreted=interpreted)
     lines += [legend, table] if legend else [table]
     return "\n".join(lines)
 
@@ -66,3 +71,10 @@ def _inputs_part(inputs_s) -> str:
 def _object(value) -> dict:
     """A run.json field that should be an object; {} for one that is not (damaged)."""
     return value if isinstance(value, dict) else {}
+
+
+def _by_role(flag: str) -> str:
+    """`gems:undersampled` (results.jsonl's side names) as the table names the sides:
+    `test:undersampled`; `torch:` is `base:`."""
+    side, _, name = flag.partition(":")
+    return f"{ {'gems': TEST, 'torch': BASE}.get(side, side)}:{name}" if name else flag

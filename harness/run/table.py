@@ -1,9 +1,12 @@
 """Terminal presentation of result rows (tabulate). Data and statistics live elsewhere.
 
 Columns whose value is the same on every row fold into one legend line above the table.
-Colour only when the stream is a terminal. `±%` is the relative standard error of each side's
-median; `flags` names measurements that deserve a second look (`gems:undersampled`,
-`torch:outliers`, ...; see measure.stats).
+Colour only when the stream is a terminal. The sides are named by role: `test` is the
+function under test (the adapter's kernel: FlagGems' operator, a builtin Triton kernel, your
+own), `base` its baseline (torch); results.jsonl keeps its field names (`gems_ms`,
+`torch_ms`). `speedup` = base / test. `±%` is the relative standard error of each side's
+median; `flags` gives base/test's flags in letters (o outliers, b bimodal, u undersampled; see
+measure.stats), spelled out under the table.
 """
 from __future__ import annotations
 
@@ -15,6 +18,10 @@ from ..common.fields import is_number
 from ..store.results import SUCCESS
 
 FOLDABLE = ("op", "variant", "dtype", "shape", "status", "timer")
+TEST, BASE = "test", "base"           # the sides' names in every table (by role)
+FLAG_LETTERS = {"outliers": "o", "bimodal": "b", "undersampled": "u"}
+INTERPRETED = ("interpreted (cpu backend): host-clock times of Triton's interpreter; they show "
+               "the harness works, not a GPU's speed")
 
 
 def _fmt_ms(value) -> str:
@@ -31,6 +38,15 @@ def _fmt(value, spec: str) -> str:
     return format(value, spec)
 
 
+def _fmt_small(value, spec: str) -> str:
+    """`spec` (`.Nf`) for ordinary values; two significant digits for a value `spec` would
+    print with fewer (an interpreted kernel's speedup 0.00079, not 0.001 or 0.000)."""
+    text = _fmt(value, spec)
+    if is_number(value) and 0 < abs(value) < 10 ** (1 - int(spec.strip(".f"))):
+        return format(value, ".2g")
+    return text
+
+
 def _colour_speedup(text: str, value, colour: bool) -> str:
     if not colour or value is None:
         return text
@@ -41,11 +57,32 @@ def _colour_speedup(text: str, value, colour: bool) -> str:
     return text
 
 
-def render_rows(rows, colour: bool = False, tablefmt: str = "simple") -> tuple[str, str]:
-    """(legend line, table). The legend holds the columns identical across all rows.
-    `tablefmt`: tabulate's format (`github` for markdown)."""
+def _flag_letters(row) -> str:
+    """`o/ob`: base's flags / test's flags in letters; "-" when neither side has one."""
+    sides = []
+    for m in (row.torch, row.gems):
+        flags = m.flags if m is not None else ()
+        sides.append("".join(FLAG_LETTERS.get(f, "?") for f in flags) or "-")
+    return "-" if sides == ["-", "-"] else "/".join(sides)
+
+
+def flags_legend(rows) -> str:
+    """The line under a table that has flags: what the letters say."""
+    seen = {f for r in rows for m in (r.torch, r.gems) if m is not None for f in m.flags}
+    if not seen:
+        return ""
+    return ("flags base/test: " + ", ".join(f"{letter} {name}" for name, letter in
+                                          FLAG_LETTERS.items() if name in seen)
+            + " (docs/concepts/measurement.md)")
+
+
+def render_rows(rows, colour: bool = False, tablefmt: str = "simple",
+                interpreted: bool = False) -> tuple[str, str]:
+    """(legend lines, table). The legend holds the columns identical across all rows (and,
+    with `interpreted`, the line saying these are interpreter times); the flags' letters are
+    spelled out under the table. `tablefmt`: tabulate's format (`github` for markdown)."""
     if not rows:
-        return "", "(no cases)"
+        return (INTERPRETED if interpreted else ""), "(no cases)"
     records = []
     for row in rows:
         records.append({
@@ -55,15 +92,15 @@ def render_rows(rows, colour: bool = False, tablefmt: str = "simple") -> tuple[s
             "shape": row.shape_detail + (f" #{row.occurrence}" if row.occurrence else ""),
             "status": row.status if row.status == SUCCESS or not row.reason
             else f"{row.status}: {row.reason}",
-            "torch ms": _fmt_ms(row.torch_ms),
-            "gems ms": _fmt_ms(row.gems_ms),
-            "speedup": _colour_speedup(_fmt(row.speedup, ".3f"), row.speedup, colour),
-            "gems GB/s": _fmt(row.gbps("gems"), ".1f"),
-            "TFLOP/s": _fmt(row.tflops, ".1f"),
+            f"{BASE} ms": _fmt_ms(row.torch_ms),
+            f"{TEST} ms": _fmt_ms(row.gems_ms),
+            "speedup": _colour_speedup(_fmt_small(row.speedup, ".3f"), row.speedup, colour),
+            f"{TEST} GB/s": _fmt_small(row.gbps("gems"), ".1f"),
+            "TFLOP/s": _fmt_small(row.tflops, ".1f"),
             "timer": row.timer,
-            "torch ±%": _fmt(100 * row.torch.rel_error if row.torch else None, ".2f"),
-            "gems ±%": _fmt(100 * row.gems.rel_error if row.gems else None, ".2f"),
-            "flags": " ".join(row.flags) or "-",
+            f"{BASE} ±%": _fmt(100 * row.torch.rel_error if row.torch else None, ".2f"),
+            f"{TEST} ±%": _fmt(100 * row.gems.rel_error if row.gems else None, ".2f"),
+            "flags": _flag_letters(row),
         })
     columns = [c for c in records[0] if any(r[c] != "-" for r in records)]
     legend = []
@@ -75,7 +112,11 @@ def render_rows(rows, colour: bool = False, tablefmt: str = "simple") -> tuple[s
                 columns.remove(col)
     table = tabulate([[r[c] for c in columns] for r in records], headers=columns,
                      tablefmt=tablefmt, disable_numparse=True, stralign="right")
-    return "  ".join(legend), table
+    under = flags_legend(rows)
+    head = "  ".join(legend)
+    if interpreted:
+        head = f"{INTERPRETED}\n{head}" if head else INTERPRETED
+    return head, table + (f"\n{under}" if under else "")
 
 
 def summary_line(counts: dict, graph_fallbacks: int, wall_s: float,

@@ -80,6 +80,15 @@ def describe(identity: dict | None) -> str:
     return f"{name} {identity.get('version')}{commit} at {identity.get('path')}"
 
 
+def short(identity: dict | None) -> str:
+    """`flagtree 0.3.0`, `triton 3.9.0` (`triton (source tree) 3.4.0` for a checkout on
+    PYTHONPATH): which compiler a side ran, for headers and reports."""
+    if not isinstance(identity, dict) or not identity:
+        return "compiler not recorded"
+    name = identity.get("distribution") or f"{identity.get('package') or 'triton'} (source tree)"
+    return f"{name} {identity.get('version') or '?'}"
+
+
 def _owner(path: Path):
     """The installed distribution whose files hold `path` (the package directory), or whose
     editable install points at a directory holding it."""

@@ -36,6 +36,11 @@ class StoredRun:
     rows: list[Row]
     rows_read: bool = True           # False: run.json only (load_info)
 
+    def __repr__(self) -> str:
+        """Short: the directory, its status and how many rows, never the raw samples."""
+        return (f"StoredRun(path={str(self.path)!r}, status={self.info.get('status')!r}, "
+                f"rows={len(self.rows)})")
+
     @property
     def lost(self) -> str | None:
         """What results.jsonl lacks of the rows run.json counts (it is missing, or holds

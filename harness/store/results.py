@@ -36,6 +36,13 @@ class Row:
     variant: str = ""                  # benchmark/call within the op; "" = the op itself
     throttled: bool | None = None      # measured on a held-back device; None: no clock readings
 
+    def __repr__(self) -> str:
+        """Short: what the case is and its two medians (each Measurement's repr), never the
+        raw samples."""
+        reason = f", reason={self.reason[:60]!r}" if self.reason else ""
+        return (f"Row(op={self.op!r}, dtype={self.dtype!r}, shape={self.shape_detail!r}, "
+                f"status={self.status!r}{reason}, torch={self.torch!r}, gems={self.gems!r})")
+
     @property
     def torch_ms(self) -> float | None:
         return self.torch.median if self.torch else None

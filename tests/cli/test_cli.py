@@ -217,10 +217,10 @@ def test_progress_goes_to_stderr_and_quiet_silences_it(tmp_path):
             *FAST]
     loud = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "a")])
     assert loud.exit_code == 0, loud.output
-    assert "[1] add float32 64 SUCCESS" in loud.stderr
-    assert "[1] add" not in loud.stdout
+    assert "[1/1] add float32 64 SUCCESS" in loud.stderr
+    assert "[1/1] add" not in loud.stdout
     quiet = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "b"), "--quiet"])
-    assert quiet.exit_code == 0 and "[1] add" not in quiet.stderr
+    assert quiet.exit_code == 0 and "[1/1] add" not in quiet.stderr
 
 
 def test_api_prints_only_through_the_callers_echo(tmp_path, capfd):
@@ -233,7 +233,8 @@ def test_api_prints_only_through_the_callers_echo(tmp_path, capfd):
                         warmup_ms=1, min_samples=3, min_time_ms=0, max_time_ms=20)
     out, err = capfd.readouterr()
     assert "add" not in out and "[1]" not in err
-    assert any("zlh bench add" in ln for ln in lines) and progress == ["[1] add float32 64 SUCCESS"]
+    assert any("zlh bench add" in ln for ln in lines) and len(progress) == 1 \
+        and progress[0].startswith("[1/1] add float32 64 SUCCESS ")
     assert run.rows[0].status == "SUCCESS" and run.caliber.timer == "host"
 
 

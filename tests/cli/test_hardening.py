@@ -315,9 +315,9 @@ def test_undersampled_cases_are_marked_in_results_tables_and_show(tmp_path):
     assert {"torch:undersampled", "gems:undersampled"} <= set(row["flags"])
     assert "gems:undersampled" in (run_dir / "results.csv").read_text()
     assert "BENCHMARK_SAMPLES_FLAGGED op=add" in result.stdout
-    assert "flags" in result.stdout and "gems:undersampled" in result.stdout
+    assert "flags base/test: u undersampled" in result.stdout
     shown = CliRunner().invoke(main, ["show", str(run_dir)])
-    assert "flags: " in shown.stdout and "gems:undersampled x1" in shown.stdout
+    assert "flags: " in shown.stdout and "test:undersampled x1" in shown.stdout
     enough = CliRunner().invoke(main, ["bench", "add", "--adapter", "builtin", "--backend",
                                        "cpu", "--shapes", shapes(tmp_path, "add: [[64]]\n"),
                                        "--out", str(tmp_path / "ok"), "--warmup-ms", "0",

@@ -90,7 +90,7 @@ def test_python_api_prints_nothing_unless_asked(tmp_path, capfd):
     # ... and prints when asked
     harness.bench("add", out=str(tmp_path / "c"), echo=print, progress=print, **TINY)
     out, _ = capfd.readouterr()
-    assert "zlh bench add" in out and "[1] add float32" in out and "2 ok, 0 failed" in out
+    assert "zlh bench add" in out and "[1/2] add float32" in out and "2 ok, 0 failed" in out
 
 
 def test_api_progress_through_the_zlh_logger_when_configured(tmp_path, caplog, monkeypatch):
@@ -99,17 +99,17 @@ def test_api_progress_through_the_zlh_logger_when_configured(tmp_path, caplog, m
     monkeypatch.setattr(log.LOGGER, "propagate", True)   # as in a process without the CLI
     harness.bench("add", out=str(tmp_path), progress=log.progress, **TINY)
     messages = [r.getMessage() for r in caplog.records if r.name == "zlh"]
-    assert any(m.startswith("[1] add float32") for m in messages)
+    assert any(m.startswith("[1/2] add float32") for m in messages)
     assert any(m.startswith("compiler under test: triton") for m in messages)
 
 
 def test_cli_logger_quiet_and_verbose(tmp_path):
     args = ["bench", "add", *TINY_ARGS, "--out", str(tmp_path)]
     plain = CliRunner().invoke(main, args)
-    assert plain.exit_code == 0 and "[1] add float32" in plain.stderr
+    assert plain.exit_code == 0 and "[1/2] add float32" in plain.stderr
     assert "compiler under test" not in plain.stderr
     quiet = CliRunner().invoke(main, [*args, "-q"])
-    assert quiet.exit_code == 0 and "[1] add" not in quiet.stderr
+    assert quiet.exit_code == 0 and "[1/2] add" not in quiet.stderr
     assert "zlh bench add" in quiet.stdout                 # results still on stdout
     verbose = CliRunner().invoke(main, [*args, "-v"])
     assert "compiler under test: triton" in verbose.stderr
