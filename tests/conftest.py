@@ -25,6 +25,11 @@ from backends.base import Backend, DeviceIdentity  # noqa: E402
 from harness.measure.stopping import StoppingRule  # noqa: E402
 from harness.measure.timers import Budget  # noqa: E402
 
+# ir_kernels keeps triton.language as it is at import, before any test runs a kernel through
+# the interpreter (which patches it): imported here, first, so that the snapshot is pristine
+# whichever test module of this process runs first.
+import ir_kernels  # noqa: E402,F401
+
 
 @pytest.fixture(autouse=True)
 def _output_width_of_no_terminal(monkeypatch):

@@ -259,3 +259,14 @@ def _raise_if_device_unusable(backend, case, exc) -> None:
             markers.DEVICE_POISONED, op=case.op, dtype=case.dtype, shape=case.shape_detail,
             reason=type(exc).__name__,
             detail=f"{one_line(exc)}; device unusable afterwards: {problem}")) from exc
+
+
+def case_count(adapter, op: str, options) -> int | None:
+    """How many cases a run of `op` measures (its shard of them), when the adapter can say;
+    None otherwise (a plug-in's count never ends a run)."""
+    with contextlib.suppress(Exception):
+        total = adapter.case_count(op)
+        if isinstance(total, int) and not isinstance(total, bool) and total >= 0:
+            shard, shards = options.shard()
+            return len(range(shard, total, shards))
+    return None

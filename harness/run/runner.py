@@ -30,7 +30,7 @@ from ..store.caliber import Caliber
 from ..store.results import Row
 from ..store.rundir import RunDir
 from ..store.compiler import describe as describe_compiler, short as short_compiler
-from .case import InputClock, measure_case, next_case, seed_everything
+from .case import InputClock, case_count, measure_case, next_case, seed_everything
 from .library_log import LibraryLog
 from .process_state import InheritedState
 from .run_info import device_identity, iso_time, run_info, telemetry_sample
@@ -38,7 +38,7 @@ from .options import BenchOptions
 from .plan import BenchPlan, plan_bench
 from .plant import Plant
 from .result import RunResult, effective_timer, graph_fallbacks, status_counts
-from .table import render_rows, summary_line
+from .table import case_line, summary_line, write_table
 
 
 
@@ -153,7 +153,7 @@ class OpRun:
         self.plan, self.op, self.dir, self.info = plan, op, run_dir, info
         self.caliber, self.echo, self.progress = caliber, echo, progress
         self.rows: list[Row] = []
-        self.started = time.time()
+        self.started = self.case_clock = time.time()
         self.inputs = InputClock()
         self.tuner_hook = None
         self.ir: IRCapture | None = None
@@ -287,29 +287,11 @@ class OpRun:
         for line in row.markers:
             self.say(line)
         if self.progress is not None:
-            self.progress(self._progress_text(row))
-
-    def _progress_text(self, row: Row) -> str:
-        """`[2/4] add float32 4096 SUCCESS 1.3s, eta 0:00:03`: the count of the cases this
-        run measures when the adapter can say it (`[2]` otherwise), the case's own time and
-        the time the others should take at this pace."""
-        done, now = len(self.rows), time.time()
-        took, self._case_started = now - getattr(self, "_case_started", self.started), now
-        total = None
-        with contextlib.suppress(Exception):       # a plug-in's count never ends a run
-            total = self.plan.adapter.case_count(self.op)
-        if isinstance(total, int) and not isinstance(total, bool) and total >= done:
-            shard, shards = self.plan.options.shard()
-            total = len(range(shard, total, shards))
-        else:
-            total = None
-        count = f"{done}/{total}" if total and total >= done else f"{done}"
-        eta = ""
-        if total and total > done:
-            left = int((now - self.started) / done * (total - done))
-            eta = f", eta {left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}"
-        return (f"[{count}] {self.op} {row.dtype} {row.shape_detail} {row.status} "
-                f"{took:.1f}s{eta}{' ' + row.reason if row.reason else ''}")
+            now = time.time()
+            took, self.case_clock = now - self.case_clock, now
+            total = case_count(self.plan.adapter, self.op, self.plan.options)
+            self.progress(case_line(self.op, row, len(self.rows), total, took,
+                                    now - self.started))
 
     def finish(self, status: str, reason: str = "") -> str:
         """Records, IR, results and shapes, then the final run.json; each step on its own,
@@ -411,14 +393,6 @@ class OpRun:
         wall = self.info.get("wall_s", time.time() - self.started)
         tail = (summary_line(status_counts(self.rows), graph_fallbacks(self.rows), wall,
                              self.inputs.total_s), status_line)
-        guard = contextlib.suppress(Exception) if status_line else contextlib.nullcontext()
-        for write, colour, fmt in ((self.echo, style.colour(), style.tablefmt()),
-                                   (self.dir.log, False, "simple")):
-            if write is None:
-                continue
-            with guard:
-                for text in (*render_rows(self.rows, colour=colour, tablefmt=fmt,
-                                          interpreted=self.plan.backend.name == "cpu"),
-                             *tail):
-                    if text:
-                        write(text)
+        write_table(self.rows, tail, ((self.echo, style.colour(), style.tablefmt()),
+                                      (self.dir.log, False, "simple")),
+                    interpreted=self.plan.backend.name == "cpu", quiet_errors=bool(status_line))

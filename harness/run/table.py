@@ -10,6 +10,8 @@ measure.stats), spelled out under the table.
 """
 from __future__ import annotations
 
+import contextlib
+
 import click
 
 from tabulate import tabulate
@@ -126,3 +128,33 @@ def summary_line(counts: dict, graph_fallbacks: int, wall_s: float,
     return (f"{counts[SUCCESS]} ok, {counts['FAILED']} failed, {counts['SKIPPED']} skipped; "
             f"{graph_fallbacks} graph fallbacks; wall {wall_s:.1f} s"
             + (f", of which building inputs {inputs_s:.1f} s" if inputs_s >= 1.0 else ""))
+
+
+def case_line(op: str, row, done: int, total: int | None, took_s: float,
+              elapsed_s: float) -> str:
+    """`[2/4] add float32 4096 SUCCESS 1.3s, eta 0:00:03`: the count of the cases measured
+    (of how many, when known), the case's own time and the time the others should take at
+    this pace (`[2]` and no eta when the total is unknown)."""
+    known = total is not None and total >= done
+    count = f"{done}/{total}" if known else f"{done}"
+    eta = ""
+    if known and total > done and done:
+        left = int(elapsed_s / done * (total - done))
+        eta = f", eta {left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}"
+    return (f"[{count}] {op} {row.dtype} {row.shape_detail} {row.status} "
+            f"{took_s:.1f}s{eta}{' ' + row.reason if row.reason else ''}")
+
+
+def write_table(rows, tail, outputs, interpreted: bool, quiet_errors: bool) -> None:
+    """The table of `rows` and its `tail` lines through each (write, colour, tablefmt) of
+    `outputs` (the console, run.log; a None write is skipped). With `quiet_errors` nothing
+    here raises: the run is ending on an error already on its way out."""
+    guard = contextlib.suppress(Exception) if quiet_errors else contextlib.nullcontext()
+    for write, colour, fmt in outputs:
+        if write is None:
+            continue
+        with guard:
+            for text in (*render_rows(rows, colour=colour, tablefmt=fmt,
+                                      interpreted=interpreted), *tail):
+                if text:
+                    write(text)
