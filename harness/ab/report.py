@@ -144,11 +144,14 @@ def _check_report(data: dict, where: str) -> None:
     if f.get("verdict", None) is not None:
         f.str("verdict")
     summary = Fields(f.object("summary", {}), f"{where}: summary")
-    for name in ("geomean_speedup", "delta_min_pct", "delta_max_pct", "delta_median_pct"):
+    for name in ("geomean_speedup", "geomean_ci_low", "geomean_ci_high", "delta_min_pct",
+                 "delta_max_pct", "delta_median_pct"):
         _optional_number(summary, name)
     if summary.int("n", 0, low=0):
         for name in ("faster", "slower", "unchanged"):
             summary.int(name, low=0)
+    if summary.get("geomean_interval", None) is not None:
+        summary.str("geomean_interval")
     summary.int("within_noise", 0, low=0)
     if summary.int("rounds", 1, low=1) > 1:
         per_round = summary.get("per_round_median_delta_pct")
