@@ -19,6 +19,7 @@ from pathlib import Path
 
 import backends
 
+from ..common import spelling
 from ..common.fields import Fields
 from ..common.process import PARENT_ENV
 from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, PreflightError, RunFailedError,
@@ -161,7 +162,8 @@ def options_field(f: Fields, name: str) -> BenchOptions:
     """Stored bench options (without `out`); a bad one names the file and the field."""
     stored = f.object(name)
     try:
-        return BenchOptions.from_flat(**{k: v for k, v in stored.items() if k != "out"})
+        with spelling.as_keywords():         # the file's keys are the keywords
+            return BenchOptions.from_flat(**{k: v for k, v in stored.items() if k != "out"})
     except UsageError as exc:
         raise UsageError(f"{f.where}: field {name}: {exc.message}") from None
 
