@@ -37,6 +37,14 @@ def compare_runs(rounds: list[tuple[StoredRun, StoredRun]], alpha: float = 0.05)
     for row, stat in zip(rows, shape_stats):
         _apply(row, stat, "rounds" if multi else "samples")
     summary = stats.summarize(shape_stats)
+    if multi:
+        low, high = stats.geomean_rounds_interval(deltas, alpha)
+    else:
+        low, high = stats.geomean_samples_interval(
+            [(ra.gems.samples_ms, rb.gems.samples_ms) for ((ra, rb),) in
+             (pairs_of[k] for k in ordered)], alpha=alpha)
+    summary.update(geomean_ci_low=low, geomean_ci_high=high,
+                   geomean_interval="rounds" if multi else "samples")
     if multi and rows:
         _add_rounds(rows, summary, deltas, [pairs_of[k] for k in ordered], len(rounds))
     summary["rounds"] = len(rounds)

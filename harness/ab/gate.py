@@ -2,7 +2,11 @@
 
     slower:PCT    a shape significantly slower on B (its `direction` is -1: decided from its
                   interval after the Holm correction) by more than PCT percent
-    geomean:PCT   an op's geometric-mean latency on B more than PCT percent above A's
+    geomean:PCT   an op's geometric-mean latency on B more than PCT percent above A's over
+                  its whole interval: the interval's upper bound of the geomean speedup
+                  (`summary.geomean_ci_high`, Student's t over the per-round log geomean
+                  ratios, or a bootstrap of one round's samples; measure/stats.py) must itself
+                  be slower than PCT, so a noisy A/A whose interval reaches 1 stays quiet
     broken        B failed a case that A ran (SUCCESS on A, FAILED on B)
 
 "Slower by X %" is B's latency against A's: (B / A - 1) x 100, so `slower:100%` means "twice
@@ -90,17 +94,40 @@ def _check(gate: Gate, report: ABReport) -> list[str]:
                     ci_low_pct=_num(row.ci_low_pct), ci_high_pct=_num(row.ci_high_pct)))
         return lines
     if gate.kind == "geomean":
-        geomean = report.summary.get("geomean_speedup")
-        slower = (slower_pct((geomean - 1.0) * 100.0)
-                  if isinstance(geomean, (int, float)) and geomean > 0 else None)
-        if slower is not None and slower > gate.pct:
-            return [markers.marker(REGRESSION, gate=gate.kind, limit_pct=f"{gate.pct:g}",
-                                   op=report.op,
-                                   geomean_speedup=f"{geomean:.4f}",
-                                   slower_pct=f"{slower:.2f}")]
-        return []
+        return _check_geomean(gate, report)
     return [markers.marker(REGRESSION, gate=gate.kind, op=report.op, detail=case)
             for case in broken_cases(report)]
+
+
+def _speedup_slower(speedup) -> float | None:
+    """B's geomean latency against A's in percent, from a geomean speedup A / B."""
+    if not isinstance(speedup, (int, float)) or isinstance(speedup, bool) \
+            or not math.isfinite(speedup) or speedup <= 0:
+        return None
+    return slower_pct((speedup - 1.0) * 100.0)
+
+
+def _check_geomean(gate: Gate, report: ABReport) -> list[str]:
+    """Trips when the whole interval of the op's geomean speedup is beyond the limit: even
+    its upper bound (the best B could be) is more than PCT percent slower. A report without
+    an interval (one round with fewer than two samples a side) is judged on its point."""
+    summary = report.summary
+    geomean = summary.get("geomean_speedup")
+    slower = _speedup_slower(geomean)
+    if slower is None:
+        return []
+    low, high = summary.get("geomean_ci_low"), summary.get("geomean_ci_high")
+    best = _speedup_slower(high)
+    has_interval = best is not None and _speedup_slower(low) is not None
+    judged = best if has_interval else slower
+    if judged <= gate.pct:
+        return []
+    return [markers.marker(REGRESSION, gate=gate.kind, limit_pct=f"{gate.pct:g}",
+                           op=report.op, geomean_speedup=f"{geomean:.4f}",
+                           slower_pct=f"{slower:.2f}",
+                           ci_low=f"{low:.4f}" if has_interval else "-",
+                           ci_high=f"{high:.4f}" if has_interval else "-",
+                           least_slower_pct=f"{judged:.2f}")]
 
 
 def broken_cases(report: ABReport) -> list[str]:

@@ -125,7 +125,13 @@ def _summary_line(summary: dict) -> str:
             f"{_text(summary.get('faster', 0))} faster, "
             f"{_text(summary.get('slower', 0))} slower, "
             f"{_text(summary.get('unchanged', 0))} unchanged; "
-            f"geomean speedup {_num(geomean, '.4f')}x; "
+            f"geomean speedup {_num(geomean, '.4f')}x"
+            + (f" [{_num(summary['geomean_ci_low'], '.4f')}, "
+               f"{_num(summary['geomean_ci_high'], '.4f')}] (95% CI over "
+               f"{_text(summary.get('geomean_interval') or 'samples')})"
+               if _is_num(summary.get("geomean_ci_low"))
+               and _is_num(summary.get("geomean_ci_high")) else "")
+            + "; "
             f"delta {_pct(summary.get('delta_min_pct'))} .. {_pct(summary.get('delta_max_pct'))}"
             + (f"; {_text(summary['within_noise'])} significant within the noise floor"
                if summary.get("within_noise") else ""))

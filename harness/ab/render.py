@@ -107,11 +107,19 @@ def _problem_lines(report: ABReport) -> list[str]:
     return lines
 
 
+def _geomean_ci(s: dict) -> str:
+    """` [low, high] (95% CI over rounds)` of the geomean speedup; '' without one."""
+    low, high = s.get("geomean_ci_low"), s.get("geomean_ci_high")
+    if not (is_number(low) and is_number(high)) or math.isnan(low) or math.isnan(high):
+        return ""
+    return f" [{low:.4f}, {high:.4f}] (95% CI over {s.get('geomean_interval') or 'samples'})"
+
+
 def _summary_lines(s: dict) -> list[str]:
     if not s.get("n"):
         return []
     lines = [f"summary: {s['n']} shapes, geomean speedup B vs A "
-             f"{_num(s.get('geomean_speedup'), '.4f')}, delta "
+             f"{_num(s.get('geomean_speedup'), '.4f')}{_geomean_ci(s)}, delta "
              f"{_num(s.get('delta_min_pct'), '+.2f')}% ~ {_num(s.get('delta_max_pct'), '+.2f')}% "
              f"(median {_num(s.get('delta_median_pct'), '+.2f')}%), faster {s['faster']}, "
              f"slower {s['slower']}, unchanged {s['unchanged']} (delta > 0: B faster)"

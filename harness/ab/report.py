@@ -19,6 +19,7 @@ from ..common.files import (atomic_write_json, atomic_write_text, check_path_tex
 from ..measure.stats import ShapeStat, direction
 
 SCHEMA_VERSION = 1
+INTERVALS = ("samples", "rounds")     # what an interval covers, as the report writes it
 CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "a_ms", "b_ms",
                "delta_pct", "ci_low_pct", "ci_high_pct", "interval", "p_value", "significant",
                "direction", "rounds_min_delta_pct", "rounds_max_delta_pct", "sign_stable",
@@ -115,6 +116,8 @@ def _check_row(data, where: str) -> None:
         raise f.error("direction", "-1, 0 or 1", data["direction"])
     for name in ("interval", "timer_a", "timer_b"):
         f.str(name, "-")
+    if data.get("interval", "samples") not in INTERVALS:
+        raise f.error("interval", " or ".join(INTERVALS), data["interval"])
     f.strs("annotations", [])
     rounds = data.get("rounds")
     if rounds is not None:
@@ -144,11 +147,16 @@ def _check_report(data: dict, where: str) -> None:
     if f.get("verdict", None) is not None:
         f.str("verdict")
     summary = Fields(f.object("summary", {}), f"{where}: summary")
-    for name in ("geomean_speedup", "delta_min_pct", "delta_max_pct", "delta_median_pct"):
+    for name in ("geomean_speedup", "geomean_ci_low", "geomean_ci_high", "delta_min_pct",
+                 "delta_max_pct", "delta_median_pct"):
         _optional_number(summary, name)
     if summary.int("n", 0, low=0):
         for name in ("faster", "slower", "unchanged"):
             summary.int(name, low=0)
+    if summary.get("geomean_interval", None) is not None \
+            and summary.str("geomean_interval") not in INTERVALS:
+        raise summary.error("geomean_interval", " or ".join(INTERVALS),
+                            summary.get("geomean_interval"))
     summary.int("within_noise", 0, low=0)
     if summary.int("rounds", 1, low=1) > 1:
         per_round = summary.get("per_round_median_delta_pct")

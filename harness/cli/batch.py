@@ -21,8 +21,8 @@ from ..corpus.selection import dismiss_list, select
 from ..run.options import UNHOOKED_REPLAY
 from ..run.plan import named_backend
 from .group import main
-from .common import (bench_options, echo_err, fail, finite, handles_errors, not_empty,
-                     options_from, refuse_beside, split_csv)
+from .common import (bench_options, echo_err, finite, handles_errors, keeps_on_interrupt,
+                     not_empty, options_from, refuse_beside, split_csv)
 
 
 MAX_DEVICE_DIGITS = 5       # a device index beyond 99999 is a typo, not a device
@@ -241,9 +241,6 @@ def hold_root(root: Path, verb: str, made: bool = False) -> None:
 
 
 def interrupted_hint(root: Path, verb: str, run):
-    """Ctrl-C ends a corpus command with one line saying what is kept and how to go on."""
-    try:
-        return run()
-    except KeyboardInterrupt:
-        fail(f"interrupted; finished ops are kept under {root}: zlh {verb} --resume {root} "
-             f"runs the others", 130)
+    """Ctrl-C, SIGTERM or SIGHUP ends a corpus command with one line saying what is kept and
+    how to go on."""
+    return keeps_on_interrupt(root, f"zlh {verb} --resume {root}", run)

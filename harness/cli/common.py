@@ -14,7 +14,7 @@ from click.core import ParameterSource
 from adapters.user import default_op
 
 from ..ab.gate import parse_gates
-from ..common import environ, errors, style
+from ..common import environ, errors, spelling, style
 from ..common.files import NUL_IN_PATH, SYMLINK_LOOP
 from ..common.process import die_with_parent_if_asked, install_terminate_handlers, signal_name
 from ..run.options import OPTIONS, SHARED_NAMES, BenchOptions, Option
@@ -42,44 +42,64 @@ def handles_errors(fn):
     read-only file system) is one line naming the file."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        install_terminate_handlers(_raise_terminated)      # SIGTERM, SIGHUP
-        try:
-            die_with_parent_if_asked()   # a `zlh bench` a corpus command started
-            try:
-                return fn(*args, **kwargs)
-            except Exception as exc:
-                blamed = environ.import_failure(exc, os.environ)  # a variable, not the op
-                if blamed is None:
-                    raise
-                raise blamed from None
-        except errors.ZlhError as exc:
-            fail(exc.message, exc.exit_code)
-        except KeyboardInterrupt:
-            fail("interrupted; cases measured so far are in the run directory", 130)
-        except errors.Terminated as exc:
-            fail(f"terminated ({signal_name(exc.signum)}); cases measured so far are in the "
-                 f"run directory", exc.code)
-        except BrokenPipeError:
-            quiet_broken_pipe()
-            sys.exit(EXIT_BROKEN_PIPE)
-        except OSError as exc:
-            where = f"{_shortened(exc.filename)}: " if exc.filename else ""
-            if exc.errno in BAD_PATH:            # a path (or op name) the user gave: bad input
-                fail(f"{where}{BAD_PATH[exc.errno]}", errors.EXIT_USAGE)
-            fail(f"{where}{errors.write_failure(exc)}", errors.EXIT_FAILED_CASES)
-        except ValueError as exc:
-            # the system calls refuse a path holding a NUL byte (only a caller that is not a
-            # shell can pass one: CliRunner, main(args=[...]))
-            if "null byte" not in str(exc) and "null character" not in str(exc):
-                raise
-            fail(f"{NUL_IN_PATH} (an argument or option holds one)", errors.EXIT_USAGE)
-        except RuntimeError as exc:
-            # pathlib's resolve() (Python < 3.13) reports a symbolic link loop this way
-            loop = str(exc).partition("Symlink loop from ")[2]
-            if not loop:
-                raise
-            fail(f"{loop.strip(chr(39))}: {SYMLINK_LOOP}", errors.EXIT_USAGE)
+        with spelling.as_flags():            # errors name options by their flags here
+            return _handled(fn, *args, **kwargs)
     return wrapper
+
+
+def _handled(fn, *args, **kwargs):
+    """`fn` run with the user errors handled (handles_errors says how)."""
+    install_terminate_handlers(_raise_terminated)      # SIGTERM, SIGHUP
+    try:
+        die_with_parent_if_asked()   # a `zlh bench` a corpus command started
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            blamed = environ.import_failure(exc, os.environ)  # a variable, not the op
+            if blamed is None:
+                raise
+            raise blamed from None
+    except errors.ZlhError as exc:
+        fail(exc.message, exc.exit_code)
+    except KeyboardInterrupt:
+        fail("interrupted; cases measured so far are in the run directory", 130)
+    except errors.Terminated as exc:
+        fail(f"terminated ({signal_name(exc.signum)}); cases measured so far are in the "
+             f"run directory", exc.code)
+    except BrokenPipeError:
+        quiet_broken_pipe()
+        sys.exit(EXIT_BROKEN_PIPE)
+    except OSError as exc:
+        where = f"{_shortened(exc.filename)}: " if exc.filename else ""
+        if exc.errno in BAD_PATH:            # a path (or op name) the user gave: bad input
+            fail(f"{where}{BAD_PATH[exc.errno]}", errors.EXIT_USAGE)
+        fail(f"{where}{errors.write_failure(exc)}", errors.EXIT_FAILED_CASES)
+    except ValueError as exc:
+        # the system calls refuse a path holding a NUL byte (only a caller that is not a
+        # shell can pass one: CliRunner, main(args=[...]))
+        if "null byte" not in str(exc) and "null character" not in str(exc):
+            raise
+        fail(f"{NUL_IN_PATH} (an argument or option holds one)", errors.EXIT_USAGE)
+    except RuntimeError as exc:
+        # pathlib's resolve() (Python < 3.13) reports a symbolic link loop this way
+        loop = str(exc).partition("Symlink loop from ")[2]
+        if not loop:
+            raise
+        fail(f"{loop.strip(chr(39))}: {SYMLINK_LOOP}", errors.EXIT_USAGE)
+
+
+def keeps_on_interrupt(root, resume_command: str, run, kept: str = "finished ops"):
+    """`run()`, ended by Ctrl-C or SIGTERM/SIGHUP with one line naming the root where what
+    finished is kept and the command that goes on (a corpus command: batch, screen, product
+    run), instead of the run directory of a single bench; exit 130 or 128 + the signal."""
+    try:
+        return run()
+    except KeyboardInterrupt:
+        fail(f"interrupted; {kept} are kept under {root}: {resume_command} runs the others",
+             130)
+    except errors.Terminated as exc:
+        fail(f"terminated ({signal_name(exc.signum)}); {kept} are kept under {root}: "
+             f"{resume_command} runs the others", exc.code)
 
 
 BAD_PATH = {errno.ELOOP: SYMLINK_LOOP,

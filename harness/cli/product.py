@@ -17,7 +17,7 @@ from ..product import (CAMPAIGN_RECEIPT, SELECTIONS, STATUS_CSV, ManifestError, 
                        check_canary_receipt, corpus_adapter, cross_check, freeze_plan,
                        load_frozen, load_manifest, plan_text, reaccount_run, run_campaign)
 from .group import main
-from .common import echo_err, handles_errors, not_empty
+from .common import echo_err, handles_errors, keeps_on_interrupt, not_empty
 
 
 @main.group("product")
@@ -82,13 +82,16 @@ def run(frozen_dir, out, resume):
     """Run a frozen plan: the contract, then every task on the one device, serially.
 
     Exit status: 0 terminal, 1 the canary gate failed, 2 bad input, 3 PREFLIGHT_FAILED."""
+    root = Path(out) if out else Path(frozen_dir) / "run"
+    again = f"zlh product run {frozen_dir}{f' --out {out}' if out else ''} --resume"
     with Meter("product", total=_task_count(frozen_dir)) as meter:
         def task_done(line: str) -> None:
             meter.write(click.echo, line)
             if line.startswith("CAMPAIGN_TASK "):
                 meter.advance()
-        receipt = run_campaign(frozen_dir, out, resume, task_done,
-                               progress=lambda line: meter.write(echo_err, line))
+        receipt = keeps_on_interrupt(root, again, lambda: run_campaign(
+            frozen_dir, out, resume, task_done,
+            progress=lambda line: meter.write(echo_err, line)), kept="tasks with a receipt")
     root = Path(receipt["run_root"])
     counts = ", ".join(f"{c} {n}" for c, n in receipt["counts"].items() if n)
     click.echo(f"campaign {receipt['campaign_id']} --{receipt['selection']}: "

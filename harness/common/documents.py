@@ -1,6 +1,6 @@
 """JSON and YAML documents a person wrote or a disk may have damaged, parsed strictly.
 
-Two things the parsers accept without a word are refused here:
+Three things the parsers accept without a word are refused here:
 
 * a key given twice in one object or mapping: the parser keeps the last value and the first
   is lost (a shape file naming `mm:` twice measures only the second list);
@@ -8,12 +8,16 @@ Two things the parsers accept without a word are refused here:
   itself (`a: &x [*x]`): the parser, or the code walking the result, would end in a
   RecursionError instead of a message.
 
-Both are a ValueError with one line; every reader already turns a ValueError into its own
+* a number that is not finite (`NaN`, `Infinity`, `1e999`): zlh writes null for a number it
+  lacks, so one is damage (NotFinite names the field).
+
+Each is a ValueError with one line; every reader already turns a ValueError into its own
 `zlh: FILE …` line and exit code.
 """
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import yaml
@@ -22,16 +26,44 @@ MAX_DEPTH = 64          # zlh's deepest document (a product manifest) nests 6 le
 MAX_VALUES = 5_000_000  # values a document may expand to; far above any file zlh reads
 
 
-def loads_json(text: str, *, constants: bool = True) -> Any:
-    """json.loads, refusing duplicate keys and deep nesting; without `constants`, also the
-    NaN and Infinity literals (strict JSON has neither)."""
-    extra = {} if constants else {"parse_constant": _no_constant}
+class NotFinite(ValueError):
+    """A number that is not finite (NaN, Infinity, 1e999) in a JSON document: `field` is its
+    path (`wall_s`, `rows[0].a_ms`)."""
+
+    def __init__(self, field: str, value: float):
+        self.field = field
+        shown = "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
+        super().__init__(f"field {field}: expected a finite number, got {shown} (zlh writes "
+                         f"none: the file was edited or damaged)")
+
+
+def loads_json(text: str, *, constants: bool = False) -> Any:
+    """json.loads, refusing duplicate keys, deep nesting and, unless `constants`, every number
+    that is not finite — the NaN and Infinity literals strict JSON has not, and numbers too
+    large for a float (1e999) — with NotFinite naming the field. zlh writes none (it writes
+    null for a number it does not have), so one in a file zlh reads is damage."""
     try:
-        value = json.loads(text, object_pairs_hook=_unique_pairs, **extra)
+        value = json.loads(text, object_pairs_hook=_unique_pairs)
     except RecursionError:
         raise ValueError(f"nested more than {MAX_DEPTH} levels deep") from None
     check_depth(value)
+    if not constants:
+        check_finite(value)
     return value
+
+
+def check_finite(value: Any, path: str = "") -> None:
+    """NotFinite for the first float in `value` (walked in document order) that is not
+    finite."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise NotFinite(path or "(the document)", value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_finite(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            check_finite(item, f"{path}[{index}]")
 
 
 def loads_yaml(text: str, unique_keys: bool = True) -> Any:
@@ -81,10 +113,6 @@ def _walk(value: Any, depth: int, path: tuple, seen: dict) -> tuple[int, int]:
     if depth + levels > MAX_DEPTH:         # the same node again, reached deeper
         raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
     return size, levels
-
-
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not a JSON number (write a finite number)")
 
 
 def _unique_pairs(pairs) -> dict:

@@ -17,7 +17,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from .documents import loads_json
+from .documents import NotFinite, loads_json
 from .errors import UsageError
 from .schema import check_readable, stamp
 
@@ -274,6 +274,8 @@ def read_json_object(path: str | os.PathLike, missing: str, what: str = "a JSON 
         raise UsageError(missing) from None
     except IsADirectoryError:
         raise UsageError(f"{path} is a directory, not a file ({what} was expected)") from None
+    except NotFinite as exc:
+        raise UsageError(f"{path}: {exc}") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         if link_loop(path):
             raise UsageError(f"{path}: {SYMLINK_LOOP}") from None

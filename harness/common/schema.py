@@ -41,16 +41,21 @@ def major(version) -> int | None:
 
 def check_readable(doc, where: str, known: int = SCHEMA_VERSION):
     """`doc` itself, or UsageError when it was written with a newer major schema version
-    than this zlh reads, or one that is not a version number at all. Documents without a version
-    (older files) are read as they are."""
+    than this zlh reads, or its schema_version is not the integer zlh writes (a string "1"
+    included: the file was edited or damaged). Documents without a version (older files) are
+    read as they are; a string naming a newer major ("2.1") is refused as newer."""
     if isinstance(doc, dict):
-        found = major(doc.get("schema_version"))
-        if found is None and doc.get("schema_version") is not None:
-            raise UsageError(f"{where}: schema_version {doc['schema_version']!r:.40} is not a "
-                             f"version number (the file is damaged)")
+        version = doc.get("schema_version")
+        found = major(version)
+        prefix = f"{where}: " if where else ""
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int)) \
+                and (found is None or found <= known):
+            raise UsageError(f"{prefix}schema_version {version!r:.40} is not a version "
+                             f"number (an integer was expected: the file was edited or "
+                             f"damaged)")
         if found is not None and found > known:
             writer = f"zlh {doc['zlh_version']}" if doc.get("zlh_version") else "a newer zlh"
-            raise UsageError(f"{where}: schema_version {doc.get('schema_version')} is newer "
+            raise UsageError(f"{prefix}schema_version {doc.get('schema_version')} is newer "
                              f"than this zlh reads ({known}); it was written by {writer}: "
                              f"upgrade zlh (this is {__version__})")
     return doc

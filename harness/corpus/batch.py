@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..common import spelling
 from ..common.fields import Fields
 from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, PreflightError, RunFailedError,
                              UsageError, write_failure)
@@ -111,7 +112,8 @@ def options_field(f: Fields, name: str) -> BenchOptions:
     """Stored bench options (without `out`); a bad one names the file and the field."""
     stored = f.object(name)
     try:
-        return BenchOptions.from_flat(**{k: v for k, v in stored.items() if k != "out"})
+        with spelling.as_keywords():         # the file's keys are the keywords
+            return BenchOptions.from_flat(**{k: v for k, v in stored.items() if k != "out"})
     except UsageError as exc:
         raise UsageError(f"{f.where}: field {name}: {exc.message}") from None
 

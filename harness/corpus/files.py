@@ -10,11 +10,11 @@
 """
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from pathlib import Path
 
+from ..common.documents import loads_json
 from ..common.errors import UsageError, one_line
 from ..common.files import (atomic_write_json, atomic_write_text, check_output_file, csv_text,
                             read_failure, read_json_object, read_text)
@@ -102,7 +102,7 @@ def read_complete(root: Path, op: str) -> tuple[Outcome, int] | None:
         raise UsageError(f"{op_dir(root, op)} is a file where the folder of op {op} belongs; "
                          f"move it away to run {op} again")
     try:
-        data = check_readable(json.loads(read_text(path)), "")
+        data = check_readable(loads_json(read_text(path)), "")
         if not isinstance(data, dict):
             raise ValueError(f"a JSON object was expected, found {type(data).__name__}")
         if data.get("op", op) != op:           # another op's outcome copied or moved here

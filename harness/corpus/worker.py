@@ -20,6 +20,7 @@ import os
 import sys
 from pathlib import Path
 
+from ..common import spelling
 from ..common.environ import import_failure, safe_streams
 from ..common.errors import (EXIT_OK, EXIT_POISONED, DevicePoisonedError, OpExitError,
                              RunFailedError, Terminated, ZlhError, one_line, op_exit_reason)
@@ -149,6 +150,7 @@ def _reset(options) -> int | None:
 
 def main() -> int:
     safe_streams()
+    spelling.use_flags()             # its errors reach a command-line batch or screen
     install_terminate_handlers(_raise_terminated)      # SIGTERM, SIGHUP
     die_with_parent()
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)

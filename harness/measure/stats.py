@@ -44,7 +44,9 @@ rounds: each round's delta is one independent observation, and the interval and 
 Student's t over the per-round deltas (on the log of each round's ratio). That is the
 honest unit: on an H200, a 1.4 us kernel measured to 0.003% inside each process still moved
 by about 2% from one process to the next, which pooled samples would have called a
-significant change. `detectable_pct` turns the same t around: the smallest change N rounds
+significant change. An op's geometric-mean speedup gets an interval the same way
+(`geomean_rounds_interval`: Student's t over the per-round log geomean ratios;
+`geomean_samples_interval`: a bootstrap over the raw samples of one round). `detectable_pct` turns the same t around: the smallest change N rounds
 find with 80 % power (`zlh calibrate`).
 """
 from __future__ import annotations
@@ -419,6 +421,57 @@ def geomean(values: Sequence[float]) -> float:
     if arr.size == 0:
         return math.nan
     return float(np.exp(np.mean(np.log(arr))))
+
+
+def geomean_rounds_interval(per_shape_deltas: Sequence[Sequence[float]],
+                            alpha: float = 0.05) -> tuple[float, float]:
+    """(low, high) of an op's geometric-mean speedup A / B measured over several rounds.
+
+    Each round is one observation: its log geomean ratio is the mean, over the shapes, of
+    log(1 + delta / 100) — the log of that round's geomean speedup. The interval is Student's
+    t of the mean of those per-round values (N rounds, N - 1 degrees of freedom), the same t
+    `rounds_interval` gives one shape, and its bounds are speedups again (exp). Only shapes
+    with a usable delta in every round take part, so each round averages the same shapes.
+    Fewer than two rounds or no such shape: (nan, nan)."""
+    table = [list(map(float, d)) for d in per_shape_deltas]
+    if not table:
+        return (math.nan, math.nan)
+    usable = [d for d in table if len(d) >= 2 and all(_finite(v) and v > -100.0 for v in d)]
+    rounds = {len(d) for d in usable}
+    if not usable or len(rounds) != 1:
+        return (math.nan, math.nan)
+    logs = np.log1p(np.array(usable, dtype=float) / 100.0).mean(axis=0)   # one per round
+    mean, sd = float(logs.mean()), float(logs.std(ddof=1))
+    half = t_critical(logs.size - 1, alpha) * sd / math.sqrt(logs.size) if sd > 0 else 0.0
+    return (float(np.exp(mean - half)), float(np.exp(mean + half)))
+
+
+def geomean_samples_interval(sample_pairs, n_boot: int = 2000, alpha: float = 0.05,
+                             seed: int = 0) -> tuple[float, float]:
+    """(low, high) of an op's geometric-mean speedup A / B from one round: a percentile
+    bootstrap. Each resample draws every shape's two sample sets again with replacement (as
+    `bootstrap_delta_ci` does, same seed per shape) and takes the geomean over the shapes of
+    the ratio of resampled medians. `sample_pairs` holds (samples_a, samples_b) per shape;
+    shapes with fewer than two samples on a side are left out; none left: (nan, nan)."""
+    total, used = np.zeros(max(n_boot, 0)), 0
+    for samples_a, samples_b in sample_pairs:
+        a, b = clean(samples_a), clean(samples_b)
+        if a.size < 2 or b.size < 2 or n_boot < 1:
+            continue
+        rng = np.random.default_rng(seed)
+        med_a = _bootstrap_medians(a, n_boot, rng)
+        med_b = _bootstrap_medians(b, n_boot, rng)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            total = total + np.log(med_a / med_b)
+        used += 1
+    if not used:
+        return (math.nan, math.nan)
+    logs = total / used
+    logs = logs[np.isfinite(logs)]
+    if logs.size == 0:
+        return (math.nan, math.nan)
+    low, high = np.percentile(logs, [100.0 * alpha / 2, 100.0 * (1 - alpha / 2)])
+    return (float(np.exp(low)), float(np.exp(high)))
 
 
 def round_stats(per_round_deltas: Sequence[Sequence[float]]) -> list[dict]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..common import spelling
 from ..common.errors import UsageError
 from ..common.fields import Checker
 from ..compile.ir.fingerprint import pattern_problem
@@ -121,7 +122,8 @@ def _bench(c: Checker, bench: dict) -> None:
     for key in sorted(set(bench) - set(BENCH_KEYS)):
         c.bad(f"protocol.bench.{key}", f"not settable here (allowed: {', '.join(BENCH_KEYS)})")
     try:
-        BenchOptions.from_flat(**{k: v for k, v in bench.items() if k in BENCH_KEYS})
+        with spelling.as_keywords():         # the manifest's keys are the keywords
+            BenchOptions.from_flat(**{k: v for k, v in bench.items() if k in BENCH_KEYS})
     except UsageError as exc:
         c.bad("protocol.bench", exc.message)
 

@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 
 import backends
 
+from ..common import spelling
 from ..common.errors import UsageError
 from ..common.limits import MAX_REPEAT, MAX_RETRY_THROTTLED
 from ..compile.ir.variants import IR_STAGES
@@ -100,7 +101,7 @@ class Option:
             return None if value is None and self.optional else self.convert(value)
         if value is None and self.optional:
             return value
-        name, kind = self.name, self.type
+        name, kind = spelling.option(self.name), self.type
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
@@ -135,7 +136,8 @@ class Option:
         try:
             return self.type(text)
         except ValueError:
-            raise UsageError(f"option {self.name}: expected {self.type.__name__}, got "
+            raise UsageError(f"option {spelling.option(self.name)}: expected "
+                             f"{self.type.__name__}, got "
                              f"{text!r}") from None
 
     def range_text(self) -> str:
@@ -268,6 +270,7 @@ OPTIONS = (
 
 BY_NAME = {o.name: o for o in OPTIONS}
 BY_FLAG = {o.flag: o for o in OPTIONS}
+spelling.register({o.name: o.flag for o in OPTIONS})
 FLAT_NAMES = tuple(BY_NAME)
 LOCATION_NAMES = tuple(o.name for o in OPTIONS if o.location)
 SHARED_NAMES = tuple(o.name for o in OPTIONS if o.shared)

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
+from ..common import spelling
 from ..common.errors import UsageError
 from ..measure.stopping import StoppingRule
 from ..measure.timers import Budget
@@ -94,8 +95,9 @@ class BenchOptions:
         low = given["rule"].get("min_time_ms", rule.min_time_ms)
         high = given["rule"].get("max_time_ms", rule.max_time_ms)
         if high < low:
-            raise UsageError(f"--max-time-ms {high:g} is below --min-time-ms {low:g}; "
-                             f"give a --min-time-ms at most {high:g}")
+            least = spelling.option("min_time_ms")
+            raise UsageError(f"{spelling.option('max_time_ms')} {high:g} is below {least} "
+                             f"{low:g}; give a {least} at most {high:g}")
         try:
             if given["rule"]:
                 least = given["rule"].get("min_samples", rule.min_samples)

@@ -18,6 +18,7 @@ from typing import Sequence
 import adapters
 import backends
 
+from ..common import spelling
 from ..common.errors import PreflightError, UsageError
 from ..common.files import check_output_dir
 from ..compile import autotune
@@ -141,9 +142,11 @@ def check_timer(options: BenchOptions, backend) -> str:
         raise UsageError(str(exc)) from None
     if options.l2 == "flush" and timer != "event":
         if not backend.supports_events:
-            raise UsageError(f"--l2 flush needs device events (--timer event), which backend "
-                             f"{backend.name} lacks; leave --l2 at warm")
-        raise UsageError("--l2 flush needs --timer event (a graph replays with a warm L2)")
+            raise UsageError(f"{spelling.option('l2', 'flush')} needs device events "
+                             f"({spelling.option('timer', 'event')}), which backend "
+                             f"{backend.name} lacks; leave {spelling.option('l2')} at warm")
+        raise UsageError(f"{spelling.option('l2', 'flush')} needs "
+                         f"{spelling.option('timer', 'event')} (a graph replays with a warm L2)")
     return timer
 
 
@@ -166,8 +169,9 @@ def _adapter(options: BenchOptions) -> adapters.Adapter:
     name = options.adapter or ("user" if options.cases else
                                adapters.default_adapter_name(options.flaggems_dir))
     if options.cases and name != "user":
-        raise UsageError(f"--cases names user cases; it cannot be combined with --adapter "
-                         f"{name} (leave --adapter out)")
+        raise UsageError(f"{spelling.option('cases')} names user cases; it cannot be "
+                         f"combined with {spelling.option('adapter', name)} (leave "
+                         f"{spelling.option('adapter')} out)")
     try:
         return adapters.get_adapter(name, flaggems_dir=options.flaggems_dir,
                                     cases=options.cases)
@@ -195,7 +199,7 @@ def _device(backend, adapter, options: BenchOptions) -> int:
     if not visible:
         raise PreflightError("device", f"backend {backend.name} sees no device")
     if options.device is not None and options.device not in visible:
-        raise PreflightError("device", f"--device {options.device}: backend {backend.name} "
+        raise PreflightError("device", f"{spelling.option('device', options.device)}: backend {backend.name} "
                                        f"sees devices {', '.join(map(str, visible))}")
     return options.device if options.device is not None else visible[0]
 
@@ -244,9 +248,10 @@ def find_record_run(path: str, op: str, backend: str) -> Path:
     if os.path.lexists(candidate / "run.json"):     # refused as `zlh ab --replay` refuses it
         run = load_info(candidate)
         if os.environ.get(REPLAY_PARTIAL_ENV) != "1":
-            check_complete(run, f"--replay {candidate}",
+            check_complete(run, spelling.option("replay", str(candidate)),
                            "replay from a record run that completed")
         recorded_op = run.info.get("op")
     if recorded_op not in (None, op):
-        raise UsageError(f"--replay {candidate}: recorded op {recorded_op!r}, not {op!r}")
+        raise UsageError(f"{spelling.option('replay', str(candidate))}: recorded op "
+                         f"{recorded_op!r}, not {op!r}")
     return candidate

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..common import markers
+from ..common import markers, spelling
 from ..common.errors import UsageError
 from ..store.reader import load_run
 from ..store.results import SUCCESS
@@ -28,10 +28,12 @@ def check_plant(pct: float | None, replay: str | None, backend) -> None:
     if pct is None:
         return
     if pct > 0 and not replay:
-        raise UsageError("--plant-pct needs --replay RUN_A: the plant is sized from the "
-                         "latencies side A measured")
+        side_a = " RUN_A" if spelling.flags() else " (side A's run)"
+        raise UsageError(f"{spelling.option('plant_pct')} needs {spelling.option('replay')}"
+                         f"{side_a}: the plant is sized from the latencies side A measured")
     if not backend.has_spin():
-        raise UsageError(f"--plant-pct: backend {backend.name} has no device spin")
+        raise UsageError(f"{spelling.option('plant_pct')}: backend {backend.name} has no "
+                         f"device spin")
 
 
 def sizing_latencies(run_dir) -> dict[tuple, float]:

@@ -26,6 +26,9 @@ from .rundir import RESULTS_JSONL, RUN_JSON, legacy_safe_name, safe_name
 # `results_lost` too: `complete`, but results.jsonl lacks rows run.json counts.
 RUNNING, COMPLETE, ABANDONED = "running", "complete", "abandoned"
 RESULTS_LOST = "results_lost"
+# Every status zlh writes in run.json (the run schema's enum), spelled as written.
+RUN_STATUSES = (RUNNING, COMPLETE, "interrupted", "failed", "poisoned", "crashed",
+                "usage_error")
 COUNTED = (SUCCESS, FAILED, SKIPPED)
 
 
@@ -147,6 +150,16 @@ def _info_fields(info: dict, where: str) -> dict:
     for name in _INFO_OBJECTS:
         if info.get(name) is not None:
             f.object(name)
+    if info.get("status") is not None and info["status"] not in RUN_STATUSES:
+        raise f.error("status", " or ".join(RUN_STATUSES), info["status"])
+    for name in ("wall_s", "inputs_s"):
+        if info.get(name) is not None:
+            f.number(name, low=0)
+    if info.get("counts") is not None:
+        counts = Fields(f.object("counts"), f"{where}: counts")
+        for name in COUNTED:
+            if name in counts.doc:
+                counts.int(name, low=0)
     if info.get("pid") is not None:
         f.int("pid")
     if isinstance(info.get("caliber"), dict):

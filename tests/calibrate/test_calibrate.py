@@ -209,7 +209,7 @@ def test_plant_is_sized_from_side_a_latency():
 def test_plant_needs_a_sizing_run_and_a_spin():
     check_plant(None, None, SpinBackend())
     check_plant(0.0, None, SpinBackend())
-    with pytest.raises(UsageError, match="needs --replay"):
+    with pytest.raises(UsageError, match="plant_pct needs replay"):      # API: keywords
         check_plant(1.0, None, SpinBackend())
     with pytest.raises(UsageError, match="no device spin"):
         check_plant(1.0, "runs/a", type("NoSpin", (), {"name": "x", "has_spin": lambda s: False})())
@@ -231,7 +231,7 @@ def test_a_planted_cpu_run_is_slower_by_about_the_plant(tmp_path):
     info = json.loads((b.run_dir / "run.json").read_text())
     assert info["plant"]["pct"] == 300.0 and info["plant"]["cycles_per_ms"] == 1e6
     assert info["plant"]["planted_cases"] == len(b.rows)
-    with pytest.raises(UsageError, match="needs --replay"):
+    with pytest.raises(UsageError, match="plant_pct needs replay"):      # API: keywords
         harness.bench("add", plant_pct=1.0, **opts)
 
 

@@ -169,7 +169,7 @@ ROWS = [
       first="run.json: caliber: field repeat: expected an integer >= 1, got 'x'"),
     R("ab", "--replay", "bad/reprec", code=2, first="caliber: field repeat: expected an int"),
     R("ab", "r/rec", "bad/nan", code=2,
-      first="caliber: field warmup_ms: expected a finite number >= 0, got nan"),
+      first="field caliber.warmup_ms: expected a finite number, got NaN"),
     R("ab", "r/rec", "bad/dupkey", code=2, first="key 'op' appears twice in one object"),
     R("ab", "--replay", "bad/nocal", code=4, first="its run.json has no caliber"),
     R("ab", "r/rec", "bad/detail", code=2,

@@ -112,7 +112,8 @@ def test_readers_refuse_a_newer_major_version(two_runs, tmp_path):
 
 def test_older_and_current_versions_are_read():
     assert check_readable({"schema_version": 1}, "x") == {"schema_version": 1}
-    assert check_readable({"schema_version": "1.4"}, "x")          # a minor bump reads
+    with pytest.raises(UsageError, match="is not a version number"):
+        check_readable({"schema_version": "1.4"}, "x")              # zlh writes integers
     assert check_readable({"no": "version"}, "x")                   # files before versions
 
 

@@ -15,6 +15,7 @@ import json
 import numbers
 from pathlib import Path
 
+from ...common import spelling
 from ...common.documents import loads_json
 from ...common.errors import UsageError, one_line
 from ...common.fields import Fields
@@ -138,7 +139,7 @@ def records_digest(record_dir) -> str | None:
 def load_record_dir(record_dir, backend: str) -> tuple[dict, dict]:
     """(meta, records) of a record run, or UsageError with a one-line reason."""
     path = Path(record_dir)
-    where = f"--replay {path}"
+    where = spelling.option("replay", str(path))
     if not path.is_dir():
         raise UsageError(f"{where}: {SYMLINK_LOOP}" if link_loop(path) else
                          f"{where}: no such run directory")

@@ -1,0 +1,34 @@
+"""`tests/ci_example.sh`, the repository's own CI job, run as a user would: the A/A must pass
+the gates (exit 0) and the planted regression must trip them (exit 6). Its cost is the 24
+processes it starts (2 ops x 3 rounds x 2 sides x 2 steps); the budgets below keep each one
+short."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("bash") is None, reason="the CI job is a bash script")
+def test_ci_example_passes_its_a_a_and_catches_the_planted_regression(tmp_path):
+    env = dict(os.environ,
+               PATH=os.pathsep.join([str(Path(sys.executable).parent),
+                                     os.environ.get("PATH", "")]),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO),
+                                                        os.environ.get("PYTHONPATH")])),
+               CI_EXAMPLE_WARMUP_MS="10", CI_EXAMPLE_MIN_SAMPLES="10",
+               CI_EXAMPLE_MAX_TIME_MS="300")
+    out = tmp_path / "ci"
+    done = subprocess.run(["bash", str(REPO / "tests" / "ci_example.sh"), str(out)], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert "ci_example: OK" in done.stdout
+    assert "== aa: zlh ab exit 0" in done.stdout
+    assert "== regression: zlh ab exit 6" in done.stdout
