@@ -72,12 +72,17 @@ def check_plan(plan: ABPlan) -> None:
     """Every input of a two-sided A/B, before the root or any process exists."""
     check_scrub(plan.scrub)
     check_new_root(plan.root)
-    for op in plan.ops:
+    refuse_run_dirs_as_ops(plan.ops)
+    for flag, side in (("--python-a", plan.a), ("--python-b", plan.b)):
+        check_side(plan.ops, plan.options, side, flag)
+
+
+def refuse_run_dirs_as_ops(ops) -> None:
+    """UsageError for a run directory given where both sides run an op."""
+    for op in ops:
         if _names_run_dir(op):
             raise UsageError(f"{op} is a run directory, not an op; to compare two existing "
                              f"runs give them without --switch/--env-*/--python-*/--recipe")
-    for flag, side in (("--python-a", plan.a), ("--python-b", plan.b)):
-        check_side(plan.ops, plan.options, side, flag)
 
 
 def _names_run_dir(op: str) -> bool:

@@ -11,7 +11,7 @@ from click.core import ParameterSource
 
 from ..ab import gate, orchestrate
 from ..ab.html import render_html
-from ..ab.preflight import check_new_root, check_scrub
+from ..ab.preflight import check_new_root, check_scrub, refuse_run_dirs_as_ops
 from ..ab.recipe import load_recipe
 from ..ab.render import render_terminal
 from ..ab.report import load_report, to_json, write_reports
@@ -22,7 +22,7 @@ from ..common.files import atomic_write_text, check_output_dir, check_path_text
 from ..common.limits import MAX_ROUNDS
 from ..common import style
 from ..common.schema import stamp
-from ..corpus.files import corpus_root_hint
+from ..corpus.files import corpus_root_hint, refuse_corpus_root
 from ..corpus.selection import parse_ops_file
 from ..telemetry.chart import for_report
 from .group import main
@@ -106,6 +106,7 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
     if recipe:
         args, params, given = _apply_recipe(recipe, args, params, given)
     check_scrub(params["scrub"])
+    refuse_corpus_root(root, "the A/B's")
     root_path = Path(root or f"runs/ab_{time.strftime('%Y%m%d-%H%M%S')}")
     running = any(params.get(k) for k in ("switch", "env_a", "env_b", "python_a", "python_b"))
     if replay_run:
@@ -149,7 +150,7 @@ def _compare_two(ctx, args, params: dict, root, echo, floor):
     if len(args) != 2:
         raise errors.UsageError("give two run directories (zlh ab RUN_A RUN_B), --replay "
                                 "RUN_A, or ops with --switch/--env-a/--python-a/--recipe")
-    running_only = {*BENCH_NAMES, "rounds", "timeout_s"}
+    running_only = {*BENCH_NAMES, "rounds", "timeout_s", "recipe", "ops_file"}
     named = [param.opts[0] for param in ctx.command.params if param.name in running_only
              and ctx.get_parameter_source(param.name) == ParameterSource.COMMANDLINE]
     if named:
@@ -197,6 +198,7 @@ def _run_both(args, params: dict, given: dict, root: Path, echo, progress, floor
     args = tuple(args) or tuple(default_ops(options_from(given)))
     if not args:
         raise errors.UsageError("name at least one op to run on both sides")
+    refuse_run_dirs_as_ops(args)              # before any interpreter is probed
     if params["switch"] and (params["env_a"] or params["env_b"]):
         raise errors.UsageError("use either --switch or --env-a/--env-b")
     side_a, side_b = (sides_from_switch(params["switch"]) if params["switch"]

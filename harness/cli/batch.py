@@ -19,7 +19,7 @@ from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
 from ..run.plan import named_backend
 from .group import main
 from .common import (bench_options, echo_err, fail, finite, handles_errors, not_empty,
-                     options_from, refuse_beside, split_csv)
+                     options_from, refuse_beside, refuse_vllm_beside, split_csv)
 
 
 MAX_DEVICE_DIGITS = 5       # a device index beyond 99999 is a typo, not a device
@@ -129,6 +129,7 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, devic
         raise errors.UsageError("--allow-env-change applies to --resume only")
     options = options_from(params)
     adapter = corpus_adapter(options, vllm_dir)
+    refuse_vllm_beside(ctx, adapter)
     dismissed = parse_dismiss(dismiss or DEFAULT_DISMISS) if (dismiss or all_ops) and \
         (dismiss or DEFAULT_DISMISS.exists()) else None
     items, left_out = select(adapter, all_ops, ops, ops_file, include_skipped, dismissed,

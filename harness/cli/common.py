@@ -221,6 +221,16 @@ def default_ops(options: BenchOptions) -> list[str]:
     return [default_op(options.cases)]
 
 
+def refuse_vllm_beside(ctx, adapter) -> None:
+    """`--vllm DIR` typed beside an adapter that reads no FlagGems-vllm checkout: it would be
+    ignored without a word (FLAGGEMS_VLLM_DIR in the environment stays harmless)."""
+    if (ctx.get_parameter_source("vllm_dir") == ParameterSource.COMMANDLINE
+            and getattr(adapter, "name", "flaggems") != "flaggems"):
+        raise errors.UsageError(f"--vllm adds a FlagGems-vllm checkout: it needs the flaggems "
+                                f"adapter (--flaggems-dir or --adapter flaggems), not "
+                                f"{adapter.name}")
+
+
 def refuse_beside(ctx: click.Context, mode: str, allowed: tuple[str, ...] = ()) -> None:
     """`--resume ROOT` (or `--rescore ROOT`) takes its plan and options from ROOT: any other
     option named on the command line would be ignored without a word, so it is refused by

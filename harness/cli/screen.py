@@ -23,7 +23,8 @@ from ..corpus.selection import DEFAULT_DISMISS, parse_dismiss, select
 from .group import main
 from .batch import check_devices, hold_root, interrupted_hint, new_root, parse_devices
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
-                     not_empty, options_from, parse_bench_args, refuse_beside, split_csv)
+                     not_empty, options_from, parse_bench_args, refuse_beside,
+                     refuse_vllm_beside, split_csv)
 
 SIDE_KEYS = ("switch", "env_a", "env_b", "python_a", "python_b")
 
@@ -164,6 +165,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, vllm_dir, reci
     _check_scrub(scrub)
     options = options_from(given)
     adapter = corpus_adapter(options, vllm_dir)
+    refuse_vllm_beside(ctx, adapter)
     dismissed = parse_dismiss(dismiss or DEFAULT_DISMISS) if (dismiss or all_ops) and \
         (dismiss or DEFAULT_DISMISS.exists()) else None
     items, left_out = select(adapter, params["all_ops"], params["ops"], params["ops_file"],
