@@ -100,6 +100,7 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
     echo = lines.append if as_json else echo_routed
     progress = None if quiet else echo_err
     given = given_options(ctx)
+    typed = tuple(args)
     floor = NoiseFloor.load(noise_floor) if noise_floor else None
     if ops_file:
         args = tuple(args) + _ops_from_file(ops_file)
@@ -125,7 +126,7 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
         reports, code = _run_both(args, params, given, root_path, echo, progress, floor)
         echo(f"runs, status.tsv and report.json/csv under {root_path}")
     else:
-        reports, code = _compare_two(ctx, args, params, root, echo, floor)
+        reports, code = _compare_two(ctx, args, params, root, echo, floor, typed)
     found = gate.violations(fail_on, reports)
     _print(reports, lines, as_json, printed=running and not replay_run,
            extra={"fail_on": gate.to_json(fail_on, found)} if fail_on else None)
@@ -145,16 +146,18 @@ def _ops_from_file(path: str) -> tuple[str, ...]:
     return tuple(i.op for i in items)
 
 
-def _compare_two(ctx, args, params: dict, root, echo, floor):
-    """`zlh ab RUN_A RUN_B`: options that only apply when zlh runs the sides are refused."""
-    if len(args) != 2:
-        raise errors.UsageError("give two run directories (zlh ab RUN_A RUN_B), --replay "
-                                "RUN_A, or ops with --switch/--env-a/--python-a/--recipe")
+def _compare_two(ctx, args, params: dict, root, echo, floor, typed=()):
+    """`zlh ab RUN_A RUN_B`: options that only apply when zlh runs the sides are refused
+    (`typed`: the arguments as given, before an ops file or recipe added ops)."""
     running_only = {*BENCH_NAMES, "rounds", "timeout_s", "recipe", "ops_file"}
     named = [param.opts[0] for param in ctx.command.params if param.name in running_only
              and ctx.get_parameter_source(param.name) == ParameterSource.COMMANDLINE]
+    if len(args) != 2 and not (len(typed) == 2 and named):
+        raise errors.UsageError("give two run directories (zlh ab RUN_A RUN_B), --replay "
+                                "RUN_A, or ops with --switch/--env-a/--python-a/--recipe")
     if named:
-        raise errors.UsageError(f"{', '.join(named)} only apply when zlh ab runs the sides; "
+        verb = "applies" if len(named) == 1 else "apply"
+        raise errors.UsageError(f"{', '.join(named)} only {verb} when zlh ab runs the sides; "
                                 f"two existing runs are compared as they were measured")
     if root:
         check_new_root(Path(root))

@@ -342,6 +342,7 @@ C("ab", "r/rec", "r/rep", "--noise-floor", "nf/garbage.json")
 C("ab", "r/rec", "r/rep", "--switch", "ZLH_BUILTIN_SLOW=0,1")
 C("ab", "r/rec", "r/rep", "--python-a", "exe")
 C("ab", "r/rec", "r/rep", "--recipe", "rc/nothing.yaml")
+C("ab", "r/rec", "r/rep", "--ops-file", "of/add.txt", "--recipe", "rc/nothing.yaml")
 C("ab", "r/rec", "r/rep", "--replay", "r/rec")
 C("ab", "r/rec", "batch")
 C("ab", "screen", "r/rep")
@@ -781,7 +782,9 @@ EXPECT.update({
     'ab r/rec r/rep --python-a exe':
         (2, 'r/rec is a run directory, not an op; to compare two existing'),
     'ab r/rec r/rep --recipe rc/nothing.yaml':
-        (2, '--recipe only apply when zlh ab runs the sides; two existing'),
+        (2, '--recipe only applies when zlh ab runs the sides; two existing'),
+    'ab r/rec r/rep --ops-file of/add.txt --recipe rc/nothing.yaml':
+        (2, 'only apply when zlh ab runs the sides'),
     'ab r/rec r/rep --replay r/rec':
         (2, '--replay RUN_A takes no ops or side options'),
     'ab r/rec batch':
