@@ -208,8 +208,16 @@ bench_options = _decorator(o for o in OPTIONS if o.shared)
 run_options = _decorator(o for o in OPTIONS if not o.shared)
 
 
+def check_ir_options(params: dict) -> None:
+    """--no-ir beside an --ir-stage other than the default: one of them would be ignored."""
+    if params.get("ir") is False and params.get("ir_stage") not in (None, "ttgir"):
+        raise errors.UsageError(f"--ir-stage {params['ir_stage']} names the IR to capture and "
+                                f"--no-ir captures none; drop one of them")
+
+
 def options_from(params: dict, **extra) -> BenchOptions:
     """BenchOptions from a command's parameters (bench names only) plus `extra`."""
+    check_ir_options(params)
     return BenchOptions.from_flat(**{k: params[k] for k in BENCH_NAMES if k in params}, **extra)
 
 

@@ -622,7 +622,7 @@ EXPECT.update({
     'bench add --ir-stage ptx':
         (0, None),
     'bench add --no-ir --ir-stage llir':
-        (0, None),
+        (2, '--ir-stage llir names the IR to capture and --no-ir captures'),
     'bench add --telemetry-interval -1':
         (2, "Invalid value for '--telemetry-interval': -1.0 is not in the"),
     'bench add --telemetry-interval nan':
@@ -640,7 +640,7 @@ EXPECT.update({
     'bench add --sweep-devices 0':
         (2, '--sweep-devices needs --parallel-sweep N (it names the'),
     'bench add --parallel-sweep 2 --replay r/rec':
-        (0, None),
+        (2, '--parallel-sweep sweeps the autotune configs of a record run;'),
     'bench add --color purple':
         (2, "Invalid value for '--color': 'purple' is not one of 'auto',"),
     'bench add --format html':
