@@ -72,14 +72,19 @@ def check_plan(plan: ABPlan) -> None:
     """Every input of a two-sided A/B, before the root or any process exists."""
     check_scrub(plan.scrub)
     check_new_root(plan.root)
-    for op in plan.ops:
-        if _names_run_dir(op):
-            raise UsageError(f"{op} is a run directory, not an op; to compare two existing "
-                             f"runs give them without --switch/--env-*/--python-*/--recipe")
+    refuse_run_dirs_as_ops(plan.ops)
     spaces = [check_side(plan.ops, plan.options, side, flag)
               for flag, side in (("--python-a", plan.a), ("--python-b", plan.b))]
     if spaces[0] != spaces[1] and not plan.allow_caliber_mismatch:
         raise CaliberError(tuning_space_refusal(*spaces))
+
+
+def refuse_run_dirs_as_ops(ops) -> None:
+    """UsageError for a run directory given where both sides run an op."""
+    for op in ops:
+        if _names_run_dir(op):
+            raise UsageError(f"{op} is a run directory, not an op; to compare two existing "
+                             f"runs give them without --switch/--env-*/--python-*/--recipe")
 
 
 def tuning_space_refusal(a: dict, b: dict) -> str:

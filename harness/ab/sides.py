@@ -1,6 +1,7 @@
 """The two sides of an A/B comparison and the plan that runs them."""
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,9 +67,15 @@ def parse_assignments(items, what: str) -> dict:
 ENV_MAX_BYTES = 131071     # Linux's MAX_ARG_STRLEN less the NUL: one NAME=VALUE string
 
 
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def check_env_text(name: str, value: str, what: str) -> None:
     if "\0" in name or "\0" in value:
         raise UsageError(f"{what}: {name!r}: an environment variable cannot hold a NUL byte")
+    if not ENV_NAME.fullmatch(name):          # a typo: no program reads such a variable
+        raise UsageError(f"{what}: {name[:40]!r} is not an environment variable name "
+                         f"(letters, digits and _, not starting with a digit)")
     size = len(f"{name}={value}".encode("utf-8", "surrogateescape"))
     if size > ENV_MAX_BYTES:              # the side's process could not even be started
         raise UsageError(f"{what}: {name[:40]!r}: NAME=VALUE is {size} bytes; a process takes "

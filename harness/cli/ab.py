@@ -11,7 +11,7 @@ from click.core import ParameterSource
 
 from ..ab import gate, orchestrate
 from ..ab.html import render_html
-from ..ab.preflight import check_new_root, check_scrub
+from ..ab.preflight import check_new_root, check_scrub, refuse_run_dirs_as_ops
 from ..ab.recipe import load_recipe
 from ..ab.render import render_terminal
 from ..ab.report import load_report, to_json, write_reports
@@ -24,7 +24,7 @@ from ..common.limits import MAX_ROUNDS
 from ..common.progress import Meter
 from ..common import style
 from ..common.schema import stamp
-from ..corpus.files import corpus_root_hint
+from ..corpus.files import corpus_root_hint, refuse_corpus_root
 from ..corpus.selection import parse_ops_file
 from ..run.options import refuse_unhooked
 from ..telemetry.chart import for_report
@@ -107,6 +107,7 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
     lines: list[str] = []
     echo = lines.append if as_json else echo_routed
     given = given_options(ctx)
+    typed = tuple(args)
     floor = NoiseFloor.load(noise_floor) if noise_floor else None
     if rescore is not None:
         sys.exit(_rescore(ctx, rescore, args, params, floor))
@@ -115,6 +116,7 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
     if recipe:
         args, params, given = _apply_recipe(recipe, args, params, given)
     check_scrub(params["scrub"])
+    refuse_corpus_root(root, "the A/B's")
     root_path = Path(root or f"runs/ab_{time.strftime('%Y%m%d-%H%M%S')}")
     running = any(params.get(k) for k in ("switch", "env_a", "env_b", "python_a", "python_b"))
     if replay_run:
@@ -137,7 +139,7 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
                                       None if quiet else meter.counted(echo_err), floor)
         echo(f"runs, status.tsv and report.json/csv under {root_path}")
     else:
-        reports, code = _compare_two(ctx, args, params, root, echo, floor)
+        reports, code = _compare_two(ctx, args, params, root, echo, floor, typed)
     found = gate.violations(fail_on, reports)
     _print(reports, lines, as_json, printed=running and not replay_run,
            extra={"fail_on": gate.to_json(fail_on, found)} if fail_on else None)
@@ -157,16 +159,18 @@ def _ops_from_file(path: str) -> tuple[str, ...]:
     return tuple(i.op for i in items)
 
 
-def _compare_two(ctx, args, params: dict, root, echo, floor):
-    """`zlh ab RUN_A RUN_B`: options that only apply when zlh runs the sides are refused."""
-    if len(args) != 2:
-        raise errors.UsageError("give two run directories (zlh ab RUN_A RUN_B), --replay "
-                                "RUN_A, or ops with --switch/--env-a/--python-a/--recipe")
-    running_only = {*BENCH_NAMES, "rounds", "timeout_s"}
+def _compare_two(ctx, args, params: dict, root, echo, floor, typed=()):
+    """`zlh ab RUN_A RUN_B`: options that only apply when zlh runs the sides are refused
+    (`typed`: the arguments as given, before an ops file or recipe added ops)."""
+    running_only = {*BENCH_NAMES, "rounds", "timeout_s", "recipe", "ops_file"}
     named = [param.opts[0] for param in ctx.command.params if param.name in running_only
              and ctx.get_parameter_source(param.name) == ParameterSource.COMMANDLINE]
+    if len(args) != 2 and not (len(typed) == 2 and named):
+        raise errors.UsageError("give two run directories (zlh ab RUN_A RUN_B), --replay "
+                                "RUN_A, or ops with --switch/--env-a/--python-a/--recipe")
     if named:
-        raise errors.UsageError(f"{', '.join(named)} only apply when zlh ab runs the sides; "
+        verb = "applies" if len(named) == 1 else "apply"
+        raise errors.UsageError(f"{', '.join(named)} only {verb} when zlh ab runs the sides; "
                                 f"two existing runs are compared as they were measured")
     if root:
         check_new_root(Path(root))
@@ -227,6 +231,7 @@ def _run_both(args, params: dict, given: dict, root: Path, echo, progress, floor
     args = tuple(args) or tuple(default_ops(options_from(given)))
     if not args:
         raise errors.UsageError("name at least one op to run on both sides")
+    refuse_run_dirs_as_ops(args)              # before any interpreter is probed
     if params["switch"] and (params["env_a"] or params["env_b"]):
         raise errors.UsageError("use either --switch or --env-a/--env-b")
     side_a, side_b = (sides_from_switch(params["switch"]) if params["switch"]

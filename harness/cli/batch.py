@@ -22,7 +22,7 @@ from ..run.options import UNHOOKED_REPLAY
 from ..run.plan import named_backend
 from .group import main
 from .common import (bench_options, echo_err, finite, handles_errors, keeps_on_interrupt,
-                     not_empty, options_from, refuse_beside, split_csv)
+                     not_empty, options_from, refuse_beside, refuse_vllm_beside, split_csv)
 
 
 MAX_DEVICE_DIGITS = 5       # a device index beyond 99999 is a typo, not a device
@@ -147,6 +147,7 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
     if replay_root and not options.autotune_hooks:
         raise errors.UsageError("zlh batch --replay: " + UNHOOKED_REPLAY)
     adapter = corpus_adapter(options, vllm_dir)
+    refuse_vllm_beside(ctx, adapter)
     dismissed = dismiss_list(dismiss, all_ops, no_dismiss)
     items, left_out = select(adapter, all_ops, ops, ops_file, include_skipped, dismissed,
                              warn=echo_err)

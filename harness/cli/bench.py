@@ -14,7 +14,8 @@ from ..common.schema import stamp
 from ..run.options import BenchOptions
 from ..run.runner import run_bench
 from .group import main
-from .common import bench_options, default_ops, echo_err, echo_out, handles_errors, run_options
+from .common import (bench_options, check_ir_options, default_ops, echo_err, echo_out,
+                     handles_errors, run_options)
 from .output import complete_ops
 from ..run.sweep import bench_with_sweep
 from .batch import check_devices, parse_devices, visible_devices
@@ -48,6 +49,7 @@ def bench(ops, quiet, as_json, parallel_sweep, sweep_devices, **params):
     interrupted (SIGINT/SIGTERM/SIGHUP: the terminal closed). An op whose code calls
     sys.exit(N) exits 1 (run.json: crashed), never N.
     """
+    check_ir_options(params)
     options = BenchOptions.from_flat(**params, argv=["zlh"] + sys.argv[1:])
     ops = list(ops) or default_ops(options)
     progress = None if quiet else log.progress
@@ -55,6 +57,10 @@ def bench(ops, quiet, as_json, parallel_sweep, sweep_devices, **params):
     if sweep_devices is not None and not parallel_sweep:
         raise UsageError("--sweep-devices needs --parallel-sweep N (it names the devices of "
                          "the sweep)")
+    if parallel_sweep and options.replay:
+        raise UsageError("--parallel-sweep sweeps the autotune configs of a record run; a "
+                         "--replay run forces the recorded ones and sweeps nothing: drop one "
+                         "of them")
     if parallel_sweep:
         devices = (parse_devices(sweep_devices, "--sweep-devices")
                    or visible_devices(options.backend))

@@ -8,9 +8,8 @@ from pathlib import Path
 import click
 
 from ..calibrate.run import CalibratePlan, calibrate as run_calibration
-from ..common import errors
 from ..common.limits import MAX_ROUNDS
-from ..corpus.files import corpus_root_hint
+from ..corpus.files import refuse_corpus_root
 from .group import main
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
                      not_empty, options_from)
@@ -41,10 +40,7 @@ def calibrate(ctx, ops, rounds, plant_pct, timeout_s, root, quiet, **params):
 
     Exit status: 0 calibrated, 1 a run failed, 2 bad input, 4 caliber refusal.
     """
-    if root is not None and corpus_root_hint(root, "an A/B root"):
-        raise errors.UsageError(f"--root {root} is the root of a zlh batch, screen or campaign "
-                                f"(or one op's folder in it): the calibration's runs would mix "
-                                f"with its ops; give a new --root")
+    refuse_corpus_root(root, "the calibration's")
     plan = CalibratePlan(
         ops=list(ops), options=options_from(given_options(ctx)),
         root=Path(root or f"runs/calibrate_{time.strftime('%Y%m%d-%H%M%S')}"),

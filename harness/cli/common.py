@@ -228,8 +228,16 @@ bench_options = _decorator(o for o in OPTIONS if o.shared)
 run_options = _decorator(o for o in OPTIONS if not o.shared)
 
 
+def check_ir_options(params: dict) -> None:
+    """--no-ir beside an --ir-stage other than the default: one of them would be ignored."""
+    if params.get("ir") is False and params.get("ir_stage") not in (None, "ttgir"):
+        raise errors.UsageError(f"--ir-stage {params['ir_stage']} names the IR to capture and "
+                                f"--no-ir captures none; drop one of them")
+
+
 def options_from(params: dict, **extra) -> BenchOptions:
     """BenchOptions from a command's parameters (bench names only) plus `extra`."""
+    check_ir_options(params)
     return BenchOptions.from_flat(**{k: params[k] for k in BENCH_NAMES if k in params}, **extra)
 
 
@@ -239,6 +247,16 @@ def default_ops(options: BenchOptions) -> list[str]:
     if not options.cases:
         return []
     return [default_op(options.cases)]
+
+
+def refuse_vllm_beside(ctx, adapter) -> None:
+    """`--vllm DIR` typed beside an adapter that reads no FlagGems-vllm checkout: it would be
+    ignored without a word (FLAGGEMS_VLLM_DIR in the environment stays harmless)."""
+    if (ctx.get_parameter_source("vllm_dir") == ParameterSource.COMMANDLINE
+            and getattr(adapter, "name", "flaggems") != "flaggems"):
+        raise errors.UsageError(f"--vllm adds a FlagGems-vllm checkout: it needs the flaggems "
+                                f"adapter (--flaggems-dir or --adapter flaggems), not "
+                                f"{adapter.name}")
 
 
 def refuse_beside(ctx: click.Context, mode: str, allowed: tuple[str, ...] = ()) -> None:

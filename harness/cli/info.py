@@ -65,6 +65,11 @@ def ops_cmd(ctx, patterns, adapter, flaggems_dir, vllm_dir, all_builtin, as_csv,
     if any(not p.strip() for p in patterns):     # '' is in every name: it would keep all
         raise errors.UsageError("PATTERNS holds an empty pattern, which every op matches; give "
                                 "part of an op, file or function name, or none to list all")
+    if as_csv and as_json:
+        raise errors.UsageError("give one of --csv and --json (each is the whole inventory)")
+    if verify_collect and not as_csv:
+        raise errors.UsageError("--verify-collect goes with --csv (it fills the CSV's collect "
+                                "columns); add --csv")
     name = adapter or adapters.default_adapter_name(flaggems_dir)
     if (name != "flaggems" and vllm_dir
             and ctx.get_parameter_source("vllm_dir") == ParameterSource.COMMANDLINE):

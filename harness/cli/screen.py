@@ -27,7 +27,8 @@ from .group import main
 from .batch import (check_devices, hold_root, interrupted_hint, new_root, parse_devices,
                     retry_statuses)
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
-                     not_empty, options_from, parse_bench_args, refuse_beside, split_csv)
+                     not_empty, options_from, parse_bench_args, refuse_beside,
+                     refuse_vllm_beside, split_csv)
 
 SIDE_KEYS = ("switch", "env_a", "env_b", "python_a", "python_b")
 
@@ -157,6 +158,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
     options = options_from(given)
     refuse_unhooked(options, "zlh screen")
     adapter = corpus_adapter(options, vllm_dir)
+    refuse_vllm_beside(ctx, adapter)
     dismissed = dismiss_list(dismiss, all_ops, no_dismiss)
     items, left_out = select(adapter, params["all_ops"], params["ops"], params["ops_file"],
                              include_skipped, dismissed, warn=echo_err)

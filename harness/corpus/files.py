@@ -229,6 +229,15 @@ def write_tables(root: Path, status_rows: list[dict], summary_rows: list[dict]) 
     atomic_write_text(Path(root) / "summary.csv", csv_text(SUMMARY_COLUMNS, summary_rows))
 
 
+def refuse_corpus_root(root, whose: str) -> None:
+    """UsageError when `--root` names a batch, screen or campaign root (or one op's folder
+    in it): `whose` runs (an A/B's, a calibration's) would mix with its ops."""
+    if root is not None and corpus_root_hint(root, "an A/B root"):
+        raise UsageError(f"--root {root} is the root of a zlh batch, screen or campaign (or "
+                         f"one op's folder in it): {whose} runs would mix with its ops; give "
+                         f"a new --root")
+
+
 def corpus_root_hint(path: str | Path, reader: str) -> str | None:
     """What a corpus root (or a batch op's folder) given to `zlh report` or `zlh show`
     holds instead, and where to look; None for any other path."""

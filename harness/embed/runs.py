@@ -24,7 +24,7 @@ from ..common.errors import CaliberError, UsageError
 from ..common.files import check_output_dir, check_path_text
 from ..run.options import BenchOptions
 from ..run.runner import RunResult, run_bench
-from ..store.reader import StoredRun, load_run, refuse_run_dir
+from ..store.reader import AB_ROOT_FILES, StoredRun, load_run, refuse_run_dir
 
 DEFAULT_OP = "cases"
 
@@ -72,6 +72,9 @@ def compare(run_a, run_b, *, allow_caliber_mismatch: bool = False, alpha: float 
     With `root`, report.json and report.csv are written there (`zlh report ROOT` reads
     them). Every argument is checked before a run is read or a file written."""
     scrub = _compare_arguments(allow_caliber_mismatch, alpha, scrub, root)
+    if echo is not None and not callable(echo):
+        raise UsageError(f"echo must be a function taking one line (e.g. print) or None, "
+                         f"got {type(echo).__name__}")
     sides_a, sides_b = _runs(run_a, "run_a"), _runs(run_b, "run_b")
     if len(sides_a) != len(sides_b):
         raise UsageError(f"run_a has {len(sides_a)} rounds, run_b {len(sides_b)}; give one "
@@ -118,6 +121,10 @@ def _compare_arguments(allow, alpha, scrub, root) -> list[str]:
             raise UsageError(f"root must be a directory path, got {type(root).__name__}")
         check_output_dir(root, "root")
         refuse_run_dir(root, "root")
+        found = [name for name in AB_ROOT_FILES if (Path(root) / name).exists()]
+        if found:                              # its report would be replaced without a word
+            raise UsageError(f"root {root} already holds an A/B ({', '.join(found)}); give a "
+                             f"new root")
     return list(scrub)
 
 

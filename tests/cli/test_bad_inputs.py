@@ -264,7 +264,7 @@ ROWS = [
     R("ab", "r/soft", "r/f16", "--allow-caliber-mismatch", code=1,
       first="!!! [caliber] softmax: op differs: A=softmax, B=add"),
     R("ab", "r/recA", "r/repB", "--rounds", "3", code=2,
-      first="--rounds only apply when zlh ab runs the sides"),
+      first="--rounds only applies when zlh ab runs the sides"),
     R("ab", "r/recA", "r/repB", "--dtypes", "float16", "--timeout", "5", code=2,
       first="--timeout, --dtypes only apply when zlh ab runs the sides"),
     R("ab", "r/recA", "r/repB", "--scrub", "(", code=2, first="bad scrub pattern '('"),
