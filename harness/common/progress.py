@@ -16,11 +16,12 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from typing import Callable, TextIO
+from typing import TextIO
 
 from tqdm import tqdm
 
-Echo = Callable[[str], None]
+from .log import Echo
+
 COUNTER = re.compile(r"^\[\s*(\d+)/(\d+)\]")
 BAR_FORMAT = "{desc}{bar:24} {n_fmt}/{total_fmt} elapsed {elapsed} eta {remaining}"
 
