@@ -39,6 +39,28 @@ def _output_width_of_no_terminal(monkeypatch):
     monkeypatch.delenv("LINES", raising=False)
 
 
+@pytest.fixture
+def fresh_flaggems_modules():
+    """The fake FlagGems checkouts' packages (flag_gems, flaggems_vllm, benchmark) imported
+    afresh by each test and gone after it, with sys.path as it was (a test's own copy of a
+    fixture tree is put on it too). Modules that use the fake checkouts ask for it with
+    `pytestmark = pytest.mark.usefixtures("fresh_flaggems_modules")`."""
+    trees = [FAKE_FLAGGEMS, FIXTURES / "fake_flaggems_vllm"]
+
+    def purge():
+        for name in list(sys.modules):
+            if name.split(".")[0] in ("flag_gems", "flaggems_vllm", "benchmark"):
+                del sys.modules[name]
+        for path in [str(p) for tree in trees for p in (tree, tree / "src")]:
+            while path in sys.path:
+                sys.path.remove(path)
+    purge()
+    saved = list(sys.path)
+    yield
+    sys.path[:] = saved
+    purge()
+
+
 # ---- timing budgets ----------------------------------------------------------------------
 # Tests check what zlh does with measurements, never how good they are: the fewest samples and
 # milliseconds that still go through every step. A test whose behaviour needs more (an A/B that

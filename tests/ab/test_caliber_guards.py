@@ -5,7 +5,6 @@ model: a warning only)."""
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 from click.testing import CliRunner
@@ -22,17 +21,7 @@ FAKE = FIXTURES / "fake_flaggems"
 FAST = [*budget_args(max_time_ms=10), "--backend", "cpu", "--adapter", "flaggems"]
 
 
-@pytest.fixture(autouse=True)
-def fresh_flaggems_modules():
-    def purge():
-        for name in list(sys.modules):
-            if name.split(".")[0] in ("flag_gems", "benchmark"):
-                del sys.modules[name]
-    purge()
-    saved = list(sys.path)
-    yield
-    sys.path[:] = saved
-    purge()
+pytestmark = pytest.mark.usefixtures("fresh_flaggems_modules")
 
 
 def test_flaggems_tuning_space_is_the_switches_that_are_on():

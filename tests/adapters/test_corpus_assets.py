@@ -25,18 +25,7 @@ VLLM = FIXTURES / "fake_flaggems_vllm"
 FAST = [*budget_args(max_time_ms=10), "--backend", "cpu", "--adapter", "flaggems", "-q"]
 
 
-@pytest.fixture(autouse=True)
-def fresh_flaggems_modules():
-    def purge():
-        for name in list(sys.modules):
-            if name.split(".")[0] in ("flag_gems", "flaggems_vllm", "benchmark"):
-                del sys.modules[name]
-        for path in (str(FAKE), str(FAKE / "src"), str(VLLM), str(VLLM / "src")):
-            while path in sys.path:
-                sys.path.remove(path)
-    purge()
-    yield
-    purge()
+pytestmark = pytest.mark.usefixtures("fresh_flaggems_modules")
 
 
 def zlh(*args):

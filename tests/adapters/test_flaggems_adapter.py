@@ -16,21 +16,7 @@ FAKE = FAKE_FLAGGEMS
 FAST = [*budget_args(max_time_ms=10), "--backend", "cpu", "--adapter", "flaggems"]
 
 
-@pytest.fixture(autouse=True)
-def fresh_flaggems_modules():
-    """Each test imports the fixture's flag_gems/benchmark afresh and leaves nothing behind."""
-    def purge():
-        for name in list(sys.modules):
-            if name.split(".")[0] in ("flag_gems", "benchmark"):
-                del sys.modules[name]
-        for path in (str(FAKE), str(FAKE / "src")):
-            while path in sys.path:
-                sys.path.remove(path)
-    purge()
-    saved_path = list(sys.path)       # a test's own copy of the fixture tree is put there too
-    yield
-    sys.path[:] = saved_path
-    purge()
+pytestmark = pytest.mark.usefixtures("fresh_flaggems_modules")
 
 
 def bench(tmp_path, *args):

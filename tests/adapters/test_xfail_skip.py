@@ -3,7 +3,6 @@ never timed; `--all` leaves the unconditional ones out like a skip mark, `--incl
 keeps them; an xfail whose condition is false runs as usual."""
 from __future__ import annotations
 
-import sys
 
 import pytest
 from click.testing import CliRunner
@@ -20,17 +19,7 @@ FAKE = FIXTURES / "fake_flaggems"
 FAST = [*budget_args(max_time_ms=10), "--backend", "cpu", "--adapter", "flaggems"]
 
 
-@pytest.fixture(autouse=True)
-def fresh_flaggems_modules():
-    def purge():
-        for name in list(sys.modules):
-            if name.split(".")[0] in ("flag_gems", "benchmark"):
-                del sys.modules[name]
-    purge()
-    saved = list(sys.path)
-    yield
-    sys.path[:] = saved
-    purge()
+pytestmark = pytest.mark.usefixtures("fresh_flaggems_modules")
 
 
 def test_xfail_marks_are_skips_and_all_leaves_the_unconditional_one_out():

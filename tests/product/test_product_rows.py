@@ -5,7 +5,6 @@ arguments (`correctness.pytest_args`), recorded in the correctness receipt. The 
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 from click.testing import CliRunner
@@ -22,14 +21,7 @@ from product_fakes import FakeCells, Spec, builtin_doc, flaggems_doc, mutated, n
 FAKE = FIXTURES / "fake_flaggems"
 
 
-@pytest.fixture(autouse=True)
-def fresh_flaggems_modules():
-    saved = list(sys.path)
-    yield
-    sys.path[:] = saved
-    for name in list(sys.modules):
-        if name.split(".")[0] in ("flag_gems", "benchmark"):
-            del sys.modules[name]
+pytestmark = pytest.mark.usefixtures("fresh_flaggems_modules")
 
 
 def cli(*args):
