@@ -44,8 +44,9 @@ fi
 has screen && step screen ${BOX_S:-300} $ZLH screen --ops-file $OPS --switch TRITON_F32_DEFAULT=ieee,tf32x3 --devices 0 \
   $FASTB --op-timeout 90 --retries 0 --root "$WORK/s"
 has screen && $SUM screen "$WORK/s"
-(cd "$WORK" && tar czf "$OUT/same.tgz" --exclude='.cache-*' --exclude='*.ttgir' --exclude='*.ptx' \
-  --exclude='*.llir' $(ls -d b b2 s 2>/dev/null))
+roots=$(cd "$WORK" && ls -d b b2 bp s 2>/dev/null)
+[ -n "$roots" ] && (cd "$WORK" && tar czf "$OUT/same.tgz" --exclude='.cache-*' --exclude='*.ttgir' \
+  --exclude='*.ptx' --exclude='*.llir' $roots)
 if [ -n "${REF:-}" ] && ! has pinned; then
   mkdir -p "$WORK/ref" && tar xzf "$REF" -C "$WORK/ref"
   echo "---- against the reference roots ($REF)"
