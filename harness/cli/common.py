@@ -251,7 +251,7 @@ def default_ops(options: BenchOptions) -> list[str]:
 
 def refuse_vllm_beside(ctx, adapter) -> None:
     """`--vllm DIR` typed beside an adapter that reads no FlagGems-vllm checkout: it would be
-    ignored without a word (FLAGGEMS_VLLM_DIR in the environment stays harmless)."""
+    ignored without a word (the checkout variable in the environment stays harmless)."""
     if (ctx.get_parameter_source("vllm_dir") == ParameterSource.COMMANDLINE
             and getattr(adapter, "name", "flaggems") != "flaggems"):
         raise errors.UsageError(f"--vllm adds a FlagGems-vllm checkout: it needs the flaggems "

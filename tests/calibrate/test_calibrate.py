@@ -138,7 +138,9 @@ def test_noise_floor_labels_significant_deltas_within_the_floor(tmp_path):
     assert f"within noise (floor {floor_pct:.3g}%)" in row.annotations
     assert small.summary["within_noise"] == 2
     text = render_terminal(small)
-    assert "noise" in text.split("\n")[3] and "within the noise floor 2" in text
+    lines = text.split("\n")
+    first_row = next(i for i, line in enumerate(lines) if line.startswith("----")) + 1
+    assert "noise" in lines[first_row] and "within the noise floor 2" in text
     page = render_html({"ops": [small.to_dict()]})
     assert "<td>noise</td>" in page and "within noise" in page
     assert not any(r.within_noise for r in big.rows)
