@@ -70,7 +70,9 @@ EOF
 }
 {
 nvidia-smi --query-gpu=index,name,uuid,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
-echo "FLAGGEMS_DIR=${FLAGGEMS_DIR:-<unset>} commit $(git -C "${FLAGGEMS_DIR:-.}" rev-parse --short HEAD 2>/dev/null)"
+# a staged checkout says its commit in COMMIT (git would name the enclosing repository's)
+echo "FLAGGEMS_DIR=${FLAGGEMS_DIR:-<unset>} commit $(cat "${FLAGGEMS_DIR:-.}/COMMIT" 2>/dev/null \
+  || git -C "${FLAGGEMS_DIR:-.}" rev-parse --short HEAD 2>/dev/null)"
 if has blas; then
   echo "---- a) fp16 BLAS on this GPU (FlagGems' cluster path:"
   grep -rn "cluster_remote_mm_scenario" "${FLAGGEMS_DIR:-/nonexistent}/src" 2>/dev/null | head -3
