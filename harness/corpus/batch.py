@@ -314,6 +314,7 @@ class Batch:
         """A carried-over op runs again after all (a screen's B, whose A is retried)."""
         done = self.outcomes.pop(op, None)
         if done is not None:
+            files.drop_complete(self.plan.root, op)
             self._retried.setdefault(op, done.status)
             for table in (self.summary_rows, self.timers, self.devices):
                 table.pop(op, None)

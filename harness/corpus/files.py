@@ -96,6 +96,12 @@ def write_complete(root: Path, op: str, outcome: Outcome, device: int) -> None:
                                                     "device": device, **doc})
 
 
+def drop_complete(root: Path, op: str) -> None:
+    """The op is no longer finished on disk (its logs and run directories stay): a screen's B
+    whose A runs again must not be paired, by a later resume, with A's new run."""
+    (op_dir(root, op) / COMPLETE).unlink(missing_ok=True)
+
+
 def read_complete(root: Path, op: str) -> tuple[Outcome, int] | None:
     path = op_dir(root, op) / COMPLETE
     if op_dir(root, op).exists() and not op_dir(root, op).is_dir():

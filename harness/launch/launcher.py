@@ -116,7 +116,7 @@ class Child:
             pass
 
     def close_pipes(self) -> None:
-        for stream in (self.stdin, self.stdout):
+        for stream in (self.stdin, self.stdout, getattr(self.proc, "stderr", None)):
             try:
                 if stream:
                     stream.close()
@@ -189,8 +189,8 @@ def capture(cmd: Sequence[str], env: dict | None, timeout_s: float, *,
         out, err = child.proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         child.signal_group(signal.SIGKILL)
-        child.proc.communicate()
-        child.kill_leftovers()
+        child.proc.wait()            # not communicate(): a process that left the group
+        child.close_pipes()          # may hold the pipes open for as long as it lives
         raise subprocess.TimeoutExpired(child.proc.args, timeout_s) from None
     except BaseException:
         child.stop(INTERRUPT_GRACE_S)

@@ -200,6 +200,9 @@ class BenchOptions:
                              f"zlh?); cannot reproduce its settings")
         caliber = info.get("caliber") if isinstance(info.get("caliber"), dict) else {}
         values = {k: v for k, v in stored.items() if k in FLAT_NAMES and k not in LOCATION_NAMES}
+        # a run reproduced to replay it must hook the tuners: an unhooked run records nothing,
+        # which the replay check then says in its own words (not as a flag never typed)
+        values.pop("autotune_hooks", None)
         for option in OPTIONS:
             if option.caliber and option.name not in values:
                 key, _, sub = option.caliber.partition(".")

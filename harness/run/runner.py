@@ -373,7 +373,7 @@ class OpRun:
             "graph_fallbacks": graph_fallbacks(self.rows),
             "counts": status_counts(self.rows[:self.dir.rows_written]),  # what results.jsonl has
             "finished_at": iso_time(finished),
-            "wall_s": round(finished - self.started, 3),
+            "wall_s": round(max(0.0, finished - self.started), 3),   # a clock stepped back
             "inputs_s": round(self.inputs.total_s, 3),
         })
         if reason:

@@ -8,6 +8,7 @@ import select
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -125,3 +126,20 @@ def test_capture_times_out_as_subprocess_run_does():
         launcher.capture([sys.executable, "-c", "import time; time.sleep(300)"], None, 0.2)
     done = launcher.capture([sys.executable, "-c", "print('out')"], None, 60)
     assert (done.returncode, done.stdout) == (0, "out\n")
+
+
+def test_capture_returns_at_its_timeout_though_a_process_that_left_the_group_holds_its_pipes(
+        tmp_path):
+    """A descendant in a session of its own keeps the probe's pipes open: the timeout must
+    not wait for it (it lives 60 s here; the call returns long before)."""
+    pid_file = tmp_path / "pid"
+    code = ("import subprocess, sys; p = subprocess.Popen(['sleep', '60'], start_new_session=True);"
+            f"open({str(pid_file)!r}, 'w').write(str(p.pid)); import time; time.sleep(300)")
+    started = time.monotonic()
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            launcher.capture([sys.executable, "-c", code], None, 2.0)
+        assert time.monotonic() - started < 30
+    finally:
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)

@@ -70,7 +70,9 @@ def test_run_json_records_each_value_once_and_older_run_json_still_reads():
     assert not recorded & set(record) and set(record) | recorded == set(FLAT_NAMES)
     assert caliber["stopping"]["min_samples"] == 7 and caliber["bench_level"] == "comprehensive"
     assert "warmup_ms" not in options.budget_record() and "max_unroll" in options.budget_record()
-    expected = options.replace(**{k: BY_NAME[k].default for k in LOCATION_NAMES})
+    # a run reproduced for a replay hooks the tuners again (an unhooked one recorded nothing)
+    expected = options.replace(**{k: BY_NAME[k].default for k in LOCATION_NAMES},
+                               autotune_hooks=True)
     now = {"options": record, "caliber": {**caliber, "backend": "cpu"}}
     assert BenchOptions.from_run(json.loads(json.dumps(now))) == expected
     older = {"options": options.to_dict(), "seed": 5, "budget": options.budget.to_dict(),
