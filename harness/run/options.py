@@ -122,11 +122,8 @@ class BenchOptions:
     def to_dict(self) -> dict:
         """Every option, flat, with paths made absolute, without argv (batch.json, an A/B
         root's sides.json, a campaign plan)."""
-        out = self.to_flat()
+        out = self.absolute().to_flat()
         out.pop("argv")
-        for option in OPTIONS:
-            if option.path and out.get(option.name):
-                out[option.name] = os.path.abspath(str(out[option.name]))
         return out
 
     def run_record(self) -> dict:
