@@ -11,7 +11,8 @@
 # Each step is time-boxed (BOX_CORE, BOX_COMP, BOX_DISMISS, BOX_RETRY seconds; DISMISS_TIMEOUT
 # is b's op timeout; defaults 110 + 130 + 200 + 3 x 25 s): all within 9 minutes. A first
 # FlagGems mm/addmm/bmm/linear tuner sweep on a fresh machine may need more than BOX_CORE: the
-# step's rc (124) and the runs finished before it say so; rerun with STEPS=blas. STEPS picks among "blas dismiss retry".
+# step's rc (124) and the runs finished before it say so; rerun with STEPS=blas (BLAS_OPS and
+# BLAS_LEVELS narrow it). STEPS picks among "blas dismiss retry".
 # Output: $OUT/seeds.txt (the summary), $OUT/seeds_logs.tgz (logs and the roots, no caches).
 set -uo pipefail
 WORK=${WORK:-/tmp/zlh-seeds}
@@ -77,9 +78,9 @@ if has blas; then
   echo "---- a) fp16 BLAS on this GPU (FlagGems' cluster path:"
   grep -rn "cluster_remote_mm_scenario" "${FLAGGEMS_DIR:-/nonexistent}/src" 2>/dev/null | head -3
   echo "   )"
-  for level in core comprehensive; do
+  for level in ${BLAS_LEVELS:-core comprehensive}; do
     box=$([ $level = core ] && echo "${BOX_CORE:-110}" || echo "${BOX_COMP:-130}")
-    step blas_$level "$box" $ZLH bench mm addmm bmm linear --adapter flaggems --dtypes float16 \
+    step blas_$level "$box" $ZLH bench ${BLAS_OPS:-mm addmm bmm linear} --adapter flaggems --dtypes float16 \
       --level $level $BUDGET --no-ir --out "$WORK/blas_$level"
     runs_summary "$WORK/blas_$level"
     grep -iE "illegal|out of bounds|misaligned|Traceback|Error" "$WORK/blas_$level.log" | head -8
