@@ -125,6 +125,26 @@ def screens(root: Path, reference: Path) -> None:
         print(f"   {op:<24} {mine[op]:<12} {'=' if mine[op] == theirs[op] else '!='} {theirs[op]}")
 
 
+def where(root: Path, rows: list[dict]) -> None:
+    """Where the op time went, summed over both sides: the runs' own wall_s (of it inputs_s,
+    input building) and the rest (process or worker hand-over, imports, files)."""
+    total = run_wall = inputs = 0.0
+    for r in rows:
+        for side in ("a", "b"):
+            elapsed = r.get(f"elapsed_{side}", "-")
+            if elapsed in ("-", ""):
+                continue
+            total += float(elapsed)
+            for info_path in (root / side.upper() / r["op"]).glob("*/run.json"):
+                info = json.loads(info_path.read_text())
+                run_wall += float(info.get("wall_s") or 0)
+                inputs += float(info.get("inputs_s") or 0)
+    if total:
+        print(f"   where it went: op time {total:.0f} s = runs' own wall {run_wall:.0f} s "
+              f"(inputs {inputs:.0f} s, the rest compile, sweeps, measurement) + outside the runs "
+              f"{total - run_wall:.0f} s (start, imports, hand-over)")
+
+
 def screen(root: Path) -> None:
     rows = screen_rows(root)
     counts: dict[str, list[str]] = {}
@@ -135,9 +155,16 @@ def screen(root: Path) -> None:
     print(f"{root.name}: {len(rows)} ops; " +
           ", ".join(f"{v} {len(ops)}" for v, ops in counts.items()))
     if walls:
-        print(f"   wall per op pair: median {statistics.median(walls):.1f} s, total "
-              f"{sum(walls):.0f} s of op time; corpus of {CORPUS_OPS} ops on one device at "
-              f"the median pair: {CORPUS_OPS * statistics.median(walls) / 3600:.2f} h")
+        mean = sum(walls) / len(walls)
+        print(f"   wall per op pair: mean {mean:.1f} s, median {statistics.median(walls):.1f} s, "
+              f"total {sum(walls):.0f} s of op time over {len(walls)} pairs; corpus of "
+              f"{CORPUS_OPS} ops on one device at the mean pair: {CORPUS_OPS * mean / 3600:.2f} h "
+              f"(at the median: {CORPUS_OPS * statistics.median(walls) / 3600:.2f} h)")
+        where(root, rows)
+        slow = sorted(((float(r["elapsed_a"]) + float(r["elapsed_b"]), r["op"]) for r in rows
+                       if r["elapsed_a"] not in ("-", "") and r["elapsed_b"] not in ("-", "")),
+                      reverse=True)[:12]
+        print("   slowest pairs: " + ", ".join(f"{op} {w:.0f}s" for w, op in slow))
     for verdict, ops in counts.items():
         example = next(r for r in rows if r["verdict"] == verdict)
         print(f"   {verdict}: {', '.join(ops)}")

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The corpus-throughput benchmark on a GPU with real FlagGems (source .fg/env.sh first): a
+# screen of the fixed stratified sample tests/device/sample162.txt (every family) under a real
+# compiler switch, at the corpus budgets, resumed across calls:
+#   NAME=before BOX=1000 bash tests/device/screen_sample.sh          # first call
+#   NAME=before BOX=1000 IN=device-in/before.tgz bash tests/device/screen_sample.sh   # resume
+# EXTRA adds screen options (e.g. "--timing changed"); OPS picks another list; WORK the
+# scratch folder. The screen is killed after BOX seconds (resumable: finished ops are kept);
+# the root (without compiled artefacts) comes back as $OUT/NAME.tgz, the summary (verdicts,
+# wall per op pair, where it went, the corpus projection) as $OUT/NAME.txt.
+set -uo pipefail
+WORK=${WORK:-/tmp/zlh-sample}
+source "$(dirname "$0")/common.sh"
+NAME=${NAME:-sample}
+OPS=${OPS:-tests/device/sample162.txt}
+SWITCH=${SWITCH:-TRITON_F32_DEFAULT=ieee,tf32x3}
+BUDGET="--level core --dtypes bfloat16 --warmup-ms 10 --min-samples 5 --min-time-ms 5 --max-time-ms 50 --op-timeout 90 --retries 0"
+{
+nvidia-smi --query-gpu=index,name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
+root="$WORK/$NAME"
+if [ -n "${IN:-}" ] && [ -f "$IN" ] && [ ! -d "$root" ]; then
+  mkdir -p "$WORK" && tar xzf "$IN" -C "$WORK" && echo "resuming $root from $IN"
+fi
+s=$SECONDS
+if [ -f "$root/screen.json" ]; then
+  timeout "${BOX:-540}" $ZLH screen --resume "$root" --allow-env-change ${EXTRA:-} > "$WORK/$NAME.log" 2>&1
+else
+  timeout "${BOX:-540}" $ZLH screen --ops-file "$OPS" --switch "$SWITCH" --devices 0 $BUDGET \
+    ${EXTRA:-} --root "$root" > "$WORK/$NAME.log" 2>&1
+fi
+echo "== screen rc=$? wall=$((SECONDS-s))s"
+tail -n 5 "$WORK/$NAME.log" | cut -c1-300
+python3 tests/device/corpus_summary.py screen "$root"
+(cd "$WORK" && tar czf "$OUT/$NAME.tgz" --exclude='.cache-*' --exclude='*.ttgir' --exclude='*.ptx' \
+  --exclude='*.llir' --exclude='*.cubin' --exclude='*.json.gz' "$NAME")
+ls -la "$OUT/$NAME.tgz"
+} 2>&1 | tee "$OUT/$NAME.txt"
