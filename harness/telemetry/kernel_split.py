@@ -149,3 +149,49 @@ class KernelSplit:
         except OSError as exc:
             self.say(f"kernel split: cannot write {self.path} ({one_line(exc)})")
         return rows
+
+
+CASE_KEY = ("variant", "dtype", "shape", "occurrence")
+
+
+def read_split(path: str | Path) -> list[dict[str, str]]:
+    """Rows of a run's `kernel_split.tsv` (a run directory or the file) keyed by header
+    name; [] when there is none or it is not text."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / FILE_NAME
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    if not lines:
+        return []
+    header = lines[0].split("\t")
+    return [dict(zip(header, line.split("\t"))) for line in lines[1:]
+            if len(line.split("\t")) == len(header)]
+
+
+def case_sums(rows: list[dict[str, str]]) -> list[dict]:
+    """Per case (in file order): its kernels, the sum of their `time_us` and the measured
+    latency beside it, and how far apart they are (`gap_pct`: (latency - sum) / latency in
+    %, None without a latency). The time between kernels is in the latency, not the sum."""
+    cases: dict[tuple, dict] = {}
+    for row in rows:
+        key = tuple(row.get(c, "") for c in CASE_KEY)
+        case = cases.setdefault(key, {**dict(zip(CASE_KEY, key)), "kernels": 0,
+                                      "kernels_us": 0.0, "op_latency_us": None})
+        try:
+            case["kernels_us"] += float(row.get("time_us", ""))
+        except ValueError:
+            continue
+        case["kernels"] += 1
+        try:
+            case["op_latency_us"] = float(row.get("op_latency_us", ""))
+        except ValueError:
+            pass
+    for case in cases.values():
+        latency = case["op_latency_us"]
+        case["kernels_us"] = round(case["kernels_us"], 3)
+        case["gap_pct"] = (round(100.0 * (latency - case["kernels_us"]) / latency, 3)
+                           if latency else None)
+    return list(cases.values())

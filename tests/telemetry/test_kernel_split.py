@@ -138,3 +138,21 @@ def test_backends_name_the_profiler_activity_that_sees_their_kernels(monkeypatch
                         lambda: {activity.CPU, activity.CUDA})
     assert cuda.profiler_activities() == rocm.profiler_activities() == [activity.CUDA]
     assert cpu.profiler_activities() == musa.profiler_activities() == []
+
+
+def test_a_written_split_reads_back_with_its_sum_beside_the_latency(tmp_path):
+    rows = ks.split_rows(ks.aggregate(ks.device_events(EVENTS)), op_calls=2)
+    where = {"variant": "", "dtype": "float32", "shape": "[1024, 65536]", "occurrence": 0}
+    other = dict(where, dtype="float16")
+    table = [{**where, **r, "op_latency_us": 43.0} for r in rows]
+    table += [{**other, **rows[0], "op_latency_us": None}]
+    (tmp_path / ks.FILE_NAME).write_text(ks.tsv(table))
+    back = ks.read_split(tmp_path)
+    assert [r["kernel"] for r in back] == ["scan_kernel", "add_kernel", "Memset (Device)",
+                                           "scan_kernel"]
+    first, second = ks.case_sums(back)
+    assert (first["dtype"], first["kernels"], first["kernels_us"], first["op_latency_us"]) == \
+        ("float32", 3, 42.0, 43.0)
+    assert first["gap_pct"] == round(100 / 43, 3)
+    assert (second["kernels"], second["op_latency_us"], second["gap_pct"]) == (1, None, None)
+    assert ks.read_split(tmp_path / "missing") == []
