@@ -110,6 +110,9 @@ class Backend:
     extra_env: Mapping[str, str] = field(default_factory=dict)
     # Corpus skip guards known stale (or verified needed) on this runtime: skip_guards.py.
     skip_guards: tuple = ()
+    # The torch.profiler.ProfilerActivity member that records this runtime's device kernels;
+    # "" where torch's profiler does not see them.
+    profiler_activity: str = ""
 
     # ---- identity and enumeration -------------------------------------------------------
     def torch_module(self):
@@ -343,6 +346,19 @@ class Backend:
         once = sorted(timed(n) for _ in range(5))[2]
         twice = sorted(timed(2 * n) for _ in range(5))[2]
         return n / max(twice - once, 1e-6)
+
+    def profiler_activities(self) -> list:
+        """The torch.profiler activities that record this runtime's device kernels (for a
+        kernel split); [] where there are none, or this torch's profiler lacks them."""
+        if not self.profiler_activity:
+            return []
+        try:
+            import torch  # heavy: imported only where used
+            activity = getattr(torch.profiler.ProfilerActivity, self.profiler_activity, None)
+            supported = torch.profiler.supported_activities()
+        except Exception:  # noqa: BLE001 - no profiler in this torch: no split
+            return []
+        return [activity] if activity is not None and activity in supported else []
 
     def describe(self) -> dict:
         return {

@@ -44,6 +44,7 @@ class CudaBackend(Backend):
             visibility_keys=("CUDA_VISIBLE_DEVICES",),
             supports_graph=True,
             supports_events=True,
+            profiler_activity="CUDA",
             telemetry_command=("nvidia-smi", "--query-gpu=" + ",".join(NVIDIA_SMI_QUERY),
                                "--format=csv,noheader,nounits"),
             telemetry_tools=("nvml", "nvidia-smi"),

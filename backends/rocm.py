@@ -19,6 +19,7 @@ class RocmBackend(Backend):
             visibility_keys=("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"),
             supports_graph=False,   # not validated on ROCm yet: event timing only
             supports_events=True,
+            profiler_activity="CUDA",   # torch's profiler records HIP kernels under it too
             telemetry_command=("rocm-smi", "--showuse", "--showtemp", "--showpower",
                                "--showclocks", "--json"),
             telemetry_tools=("amdsmi", "rocm-smi"),

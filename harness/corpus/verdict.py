@@ -8,7 +8,9 @@ Decided in this order:
                cannot matter here.
 3. NO_IR_DIFF  identical fingerprints (after scrub): the measured range is this machine's
                noise floor for the op, never the switch's gain.
-4. IR_CHANGED  otherwise; the note gives kernels and convert_layout counts A->B.
+4. IR_CHANGED  otherwise; the note gives kernels and convert_layout counts A->B, and the
+               measured kernels whose registers, spills, shared memory, warps, stages or
+               CTAs changed (`k: regs 128->96`, two at most).
 
 Besides, BROKEN_BY_B flags cases B failed that A ran (a change that breaks shapes must never
 look like "no change"), and SETUP_IR_CHANGED notes a change in set-up kernels only.
@@ -24,6 +26,7 @@ from ..ab.pairing import broken_by_b
 from ..common.errors import UsageError
 from ..common.files import read_text
 from ..compile.ir.fingerprint import SETUP, convert_layout_total, fingerprint
+from ..compile.ir.kernel_meta import changes_note
 from ..store.caliber import Caliber
 from ..store.reader import StoredRun, load_run
 from ..store.results import FAILED, SUCCESS
@@ -119,7 +122,7 @@ def decide(op: str, a: Outcome | None, b: Outcome | None, scrub=(),
     else:
         v.verdict = IR_CHANGED
         v.note = (f"kernels {_n(v.kernels_a)}->{_n(v.kernels_b)}, convert_layout "
-                  f"{_n(v.cvt_a)}->{_n(v.cvt_b)}")
+                  f"{_n(v.cvt_a)}->{_n(v.cvt_b)}") + changes_note(run_a.path, run_b.path)
     v.note += _cut_short(a, b, v) + _timers_differ(run_a, run_b)
     return _flag(v)
 

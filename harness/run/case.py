@@ -28,6 +28,7 @@ from ..measure import stats
 from ..measure.case_timer import CaseTimer
 from ..store.results import FAILED, SKIPPED, SUCCESS, Row
 from ..telemetry import throttle
+from ..telemetry.kernel_split import KernelSplit
 from . import outputs
 
 
@@ -82,11 +83,12 @@ def seed_everything(seed: int) -> None:
 
 def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
                  occurrence: int = 0, ir: IRCapture | None = None, retry_throttled: int = 0,
-                 plant=None) -> Row:
+                 plant=None, split: KernelSplit | None = None) -> Row:
     """A Row for one case: SUCCESS with both measurements, SKIPPED, or FAILED with a reason
     and a marker. Only a poisoned device escapes as an exception. `retry_throttled`: measure
     a case again (up to this many times) while a timed function ran throttled; `plant`: a
-    run.plant.Plant adding a known device delay to the function under test."""
+    run.plant.Plant adding a known device delay to the function under test; `split`: a
+    profiler pass over the function under test once the case is timed (--kernel-split)."""
     row = Row(op=case.op, dtype=case.dtype, shape=case.shape, shape_detail=case.shape_detail,
               status=SUCCESS, occurrence=occurrence, extra=dict(case.info),
               variant=case.variant or "")
@@ -97,7 +99,7 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
         if ir is not None:
             ir.begin_case(case.shape_detail, case.dtype)
         try:
-            _time_case(case, case_timer, seed, check, row, ir, retry_throttled, plant)
+            _time_case(case, case_timer, seed, check, row, ir, retry_throttled, plant, split)
         finally:
             if ir is not None:
                 ir.end_case()
@@ -125,7 +127,7 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
 
 
 def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir,
-               retry_throttled: int = 0, plant=None) -> None:
+               retry_throttled: int = 0, plant=None, split=None) -> None:
     seed_everything(seed)
     inputs = case.build()
     checking = check and case.check is not None
@@ -138,6 +140,7 @@ def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir
     under_test = lambda: case.under_test(*fed[0].args, **fed[0].kwargs)  # noqa: E731
     if ir is not None:
         under_test = ir.timed(under_test)
+    profiled = under_test              # the kernel split profiles the op, never a plant
     planted = []
     if plant is not None:
         under_test, line = plant.wrap(under_test, (row.variant, row.dtype, row.shape_detail,
@@ -160,6 +163,11 @@ def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir
             raise CaseFailure("mismatch", one_line(exc)) from None
     del out
     _measure_both(case, case_timer, baseline, under_test, scope, row, retry_throttled)
+    if split is not None:              # after the timing: the profiler never sees it
+        with scope():
+            split.profile_case(profiled, {"variant": row.variant, "dtype": row.dtype,
+                                          "shape": row.shape_detail,
+                                          "occurrence": row.occurrence}, row.gems_ms)
     row.markers = planted + row.markers + flag_markers(case, row)
     if case.metrics is not None:
         try:

@@ -262,6 +262,11 @@ OPTIONS = (
            shared=False, group="timing",
            help="Self-test: add a device spin to the function under test, sized as X% of "
                 "its latency in the --replay run (0: the spin kernel with no spin)."),
+    Option("kernel_split", "--kernel-split", bool, False, kind="flag", location=True,
+           shared=False, group="telemetry",
+           help="After each case is timed, profile the function under test (torch's "
+                "profiler) and write its device time per kernel to kernel_split.tsv; "
+                "the timed numbers are unchanged."),
     Option("case_shard", "--case-shard", str, metavar="K/N", hidden=True, shared=False,
            extra=_valid_shard,
            extra_message="option {name}: expected k/N with 0 <= k < N, got {value!r}",

@@ -30,6 +30,7 @@ from ..store.caliber import Caliber
 from ..store.results import Row
 from ..store.rundir import RunDir
 from ..store.compiler import describe as describe_compiler, short as short_compiler
+from ..telemetry.kernel_split import KernelSplit
 from .case import InputClock, case_count, measure_case, next_case, seed_everything
 from .library_log import LibraryLog
 from .process_state import InheritedState
@@ -39,7 +40,6 @@ from .plan import BenchPlan, plan_bench
 from .plant import Plant
 from .result import RunResult, effective_timer, graph_fallbacks, status_counts
 from .table import case_line, summary_line, write_table
-
 
 
 def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = None,
@@ -255,6 +255,7 @@ class OpRun:
         shard, shards = options.shard()
         self.plant = Plant.for_run(options.plant_pct, plan.backend, plan.device_index,
                                    plan.replay_dirs.get(self.op))
+        split = KernelSplit.for_run(options.kernel_split, plan.backend, self.dir.path, self.say)
         with contextlib.closing(iter(cases)) as cases:   # closes the adapter's contexts
             for index in itertools.count():
                 seed_everything(options.seed)   # adapters that build inputs while yielding
@@ -271,7 +272,7 @@ class OpRun:
                     row = measure_case(case, case_timer, plan.backend, options.seed,
                                        options.check, occurrence=seen.get(key, 0), ir=self.ir,
                                        retry_throttled=options.retry_throttled,
-                                       plant=self.plant)
+                                       plant=self.plant, split=split)
                 finally:
                     tuned_markers = self.tuner_hook.take_markers()
                 row.markers = tuned_markers + row.markers

@@ -7,4 +7,5 @@ the dump tree, and the fingerprint that tells whether two runs generated the sam
     dump.py          roles, index.tsv, naming.md, the tree written atomically
     naming.py        short stable variant names
     fingerprint.py   sha256 over scrubbed IR; convert_layout counts
+    kernel_meta.py   per measured kernel metadata from index.tsv, and its A->B note
 """

@@ -29,8 +29,11 @@ DUMPED, MISSING, NOT_DUMPED = "dumped", "ir missing", "not dumped"
 TIMED, SETUP_LAUNCH, SWEEP, OTHER = range(4)
 INDEX_COLUMNS = ("shape", "kernel", "role", "status", "file", "case_dtypes", "launches",
                  "setup_launches", "sweep_launches", "other_launches", "num_warps", "num_stages",
-                 "num_ctas", "maxnreg", "constexprs", "specialization", "signature",
-                 "convert_layout", "hash")
+                 "num_ctas", "maxnreg", "n_regs", "n_spills", "shared", "constexprs",
+                 "specialization", "signature", "convert_layout", "hash")
+# Resource columns whose value may be unknown (not loaded here, a backend without it): an
+# empty cell, never a guess.
+RESOURCE_COLUMNS = ("n_regs", "n_spills", "shared")
 
 
 @dataclass
@@ -113,6 +116,7 @@ def _index_rows(seen: Observed, roles, paths, cvt) -> list[dict]:
                 "sweep_launches": counts[SWEEP], "other_launches": counts[OTHER],
                 "num_warps": v.num_warps, "num_stages": v.num_stages, "num_ctas": v.num_ctas,
                 "maxnreg": v.maxnreg,
+                **{c: "" if getattr(v, c) is None else getattr(v, c) for c in RESOURCE_COLUMNS},
                 "constexprs": ",".join(f"{k}={cell(x)}" for k, x in v.constexprs.items()),
                 "specialization": ",".join(f"{k}:{x}" for k, x in v.spec.items()),
                 "signature": ",".join(f"{k}:{x}" for k, x in v.signature.items()),

@@ -14,11 +14,12 @@ Triton without a compile listener gets one warning and no capture: timing goes o
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from typing import Any, Callable, Protocol
 
 from ...common import log
-from .variants import Variant, describe
+from .variants import Variant, count_or_none, describe
 
 
 class Listener(Protocol):
@@ -127,6 +128,33 @@ def timed_call(fn: Callable[[], Any]) -> Callable[[], Any]:
     return call
 
 
+# --------------------------------------------------------------------------- loaded binary
+# Registers and spills are known only once the driver has loaded the binary:
+# `CompiledKernel._init_handles` sets `n_regs` and `n_spills` (CUDA: CU_FUNC_ATTRIBUTE_NUM_REGS
+# and CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES / 4; HIP alike) and then calls
+# kernel_load_end_hook, whose arguments do not include the kernel. The kernel is the `self`
+# of a calling frame a few levels up (the hook chain sits between), matched by its hash.
+_LOAD_FRAMES = 8
+
+
+def loaded_resources(hash: str) -> tuple[int | None, int | None]:
+    """(n_regs, n_spills) of the CompiledKernel with this hash whose load is calling the
+    hook, or (None, None) where no such caller is found (a simulated load, another Triton)."""
+    try:
+        frame = sys._getframe(1)
+        for _ in range(_LOAD_FRAMES):
+            if frame is None:
+                break
+            owner = frame.f_locals.get("self")
+            if owner is not None and getattr(owner, "hash", None) == hash:
+                return (count_or_none(getattr(owner, "n_regs", None)),
+                        count_or_none(getattr(owner, "n_spills", None)))
+            frame = frame.f_back
+    except Exception:  # noqa: BLE001 - never break a kernel load; the values stay unknown
+        pass
+    return None, None
+
+
 # --------------------------------------------------------------------------- hook plumbing
 class _Hook:
     """One of Triton's hook slots: a HookChain (`add`/`remove`, Triton 3.6 and 3.9) or a
@@ -185,6 +213,7 @@ class _Observer:
         self.variants: dict[str, Variant] = {}
         self.by_function: dict[Any, str] = {}
         self.by_name: dict[str, set[str]] = {}
+        self.loaded: dict[str, tuple[int | None, int | None]] = {}  # hash -> (regs, spills)
         self.captures: list[Listener] = []
         self.hooks: list[_Hook] = []
         self.compilation: Any = None
@@ -270,6 +299,10 @@ class _Observer:
         swept = in_sweep()
         with self.lock:
             known = self.variants.setdefault(variant.hash, variant)
+            if known.shared is None:
+                known.shared = variant.shared
+            if variant.hash in self.loaded and known.n_regs is None:
+                known.n_regs, known.n_spills = self.loaded[variant.hash]
             # A recompile (another op's private cache) puts the files elsewhere: keep the
             # newest path, the older one may be gone with its cache.
             known.ir_paths.update(variant.ir_paths)
@@ -278,10 +311,19 @@ class _Observer:
                 each._compiled(known.hash, swept)
 
     def on_kernel_load(self, module, function, name, metadata_group, hash, *rest) -> None:
-        """kernel_load_end_hook(module, function, name, metadata_group, hash)."""
-        if function is not None and hash:
-            with self.lock:
+        """kernel_load_end_hook(module, function, name, metadata_group, hash); also keeps
+        the loaded binary's registers and spills (see `loaded_resources`)."""
+        if not hash:
+            return
+        regs, spills = loaded_resources(hash)
+        with self.lock:
+            if function is not None:
                 self.by_function[function] = hash
+            if regs is not None or spills is not None:
+                self.loaded[hash] = (regs, spills)
+                known = self.variants.get(hash)
+                if known is not None:
+                    known.n_regs, known.n_spills = regs, spills
 
     def on_launch(self, metadata) -> None:
         """launch_enter_hook(LazyDict): its `.data` holds name, function and stream

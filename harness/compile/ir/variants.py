@@ -32,6 +32,9 @@ class Variant:
     dtype: str
     stable_id: str
     ir_paths: dict[str, str]         # stage ("ttir", "ttgir", "llir", "ptx", ...) -> file
+    shared: int | None = None        # shared memory per block, bytes (compile metadata)
+    n_regs: int | None = None        # registers per thread, known once the binary is loaded
+    n_spills: int | None = None      # local memory per thread in 32-bit words (spills)
 
     @property
     def ttgir_path(self) -> str | None:
@@ -110,7 +113,15 @@ def describe(src: Any, metadata: dict, metadata_group: dict) -> Variant:
                    constexprs=constexprs, signature=signature, spec=spec,
                    num_warps=md.get("num_warps"), num_stages=md.get("num_stages"),
                    num_ctas=md.get("num_ctas"), maxnreg=md.get("maxnreg"), dtype=dtype,
-                   stable_id=_stable_id(src, md), ir_paths=_ir_paths(metadata_group))
+                   stable_id=_stable_id(src, md), ir_paths=_ir_paths(metadata_group),
+                   shared=count_or_none(md.get("shared")))
+
+
+def count_or_none(value: Any) -> int | None:
+    """A non-negative int from compile or load metadata, or None (absent, not a count)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
 
 
 def _stable_id(src: Any, md: dict) -> str:
