@@ -100,12 +100,8 @@ class BatchPlan:
                    python=f.str("python", "") or sys.executable, argv=f.strs("command"),
                    left_out=[(d.str("op"), d.str("why")) for d in lf], inventory=inventory,
                    replay_root=Path(f.str("replay_root", empty=False)) if replay is not None
-                   else None, env=env, shard=_optional_object(f, "shard"),
-                   merged=_optional_object(f, "merged"))
-
-
-def _optional_object(f: Fields, name: str) -> dict | None:
-    return None if f.get(name, None) is None else f.object(name)
+                   else None, env=env, shard=f.object("shard", {}) or None,
+                   merged=f.object("merged", {}) or None)
 
 
 def device_list(f: Fields, name: str) -> list[int]:

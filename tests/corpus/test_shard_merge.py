@@ -84,6 +84,16 @@ def test_merged_screen_equals_the_unsharded_one_and_rescores(shards, corpus_root
     rescored = zlh("screen", "--rescore", merged)
     assert rescored.exit_code == 0, rescored.output
     assert table(merged / "screen.tsv", "\t") == table(screen / "screen.tsv", "\t")
+    weighed = zlh("partition", merged / "screen.tsv", "--devices", "0,1", "--verdict",
+                  "NO_TRITON")
+    assert weighed.exit_code == 0 and "add" in weighed.output, weighed.output
+    other = tmp_path / "other-switch"
+    shutil.copytree(shards / "s2", other)
+    doc = json.loads((other / "screen.json").read_text())
+    doc["B"]["env"] = {"ZLH_BUILTIN_SLOW": "2"}
+    (other / "screen.json").write_text(json.dumps(doc))
+    refused = zlh("merge", shards / "s1", other, "--out", tmp_path / "m2")
+    assert refused.exit_code == 2 and "other side B" in refused.output, refused.output
 
 
 def _copy(shards, name, tmp_path, edit=None):
