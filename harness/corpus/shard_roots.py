@@ -106,7 +106,11 @@ def finished_ops(shard: ShardRoot) -> set[str]:
     table = shard.root / SCREEN_TSV
     rows = read_tsv(table) if table.is_file() else []
     mine = set(shard.ops())
-    return {row["op"] for row in rows if row["op"] in mine}
+    done = {row["op"] for row in rows if row["op"] in mine}
+    for op in done:                       # a damaged side is named here, in the shard
+        for side in shard.sides:
+            files.read_complete(shard.root / side, op)
+    return done
 
 
 def check_shards(shards: list[ShardRoot], partial: bool) -> list[int]:
