@@ -6,6 +6,7 @@
     ab.py      zlh ab, zlh report
     batch.py   zlh batch
     screen.py  zlh screen
+    merge.py   zlh merge (one root from the shards of a batch or screen)
     campaign.py  zlh partition, zlh campaign (rounds over the devices of a host)
     calibrate.py  zlh calibrate
     product.py   zlh product prepare | run | reaccount (pre-registered product campaigns)
@@ -18,8 +19,8 @@ fish: fish_source).
 """
 from __future__ import annotations
 
-from . import (ab, batch, bench, calibrate, campaign, info, output, product,  # noqa: F401
-               screen, shapes)  # (registers the commands)
+from . import (ab, batch, bench, calibrate, campaign, info, merge, output,  # noqa: F401
+               product, screen, shapes)  # (registers the commands)
 from .group import main
 
 output.install(main)    # --color, -v, -q and --format on the commands (output.py)

@@ -18,6 +18,7 @@ from ..corpus.files import BATCH_JSON, check_tables, read_batch_json
 from ..common.lock import claim_root, forget_if_empty, only_lock, release_root
 from ..corpus.outcome import parse_retry
 from ..corpus.selection import dismiss_list, select
+from ..corpus.sharding import parse_shard, refuse_merged, ops_phrase
 from ..run.options import UNHOOKED_REPLAY
 from ..run.plan import named_backend
 from .group import main
@@ -26,6 +27,10 @@ from .common import (bench_options, echo_err, finite, handles_errors, keeps_on_i
 
 
 MAX_DEVICE_DIGITS = 5       # a device index beyond 99999 is a typo, not a device
+
+SHARD_HELP = ("Run only the K-th of N shards of the selection (K from 1 to N; auto/N: K from "
+              "SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX) into its own root; zlh merge "
+              "joins the shards' roots.")
 
 
 def parse_devices(text: str | None, option: str = "--devices") -> list[int] | None:
@@ -112,13 +117,15 @@ def check_devices(backend_name: str | None, devices: list[int],
               help="With --resume: go on although an environment switch (TRITON_*, ZLH_*, "
                    "a visibility variable, ...) differs from what the batch started with; "
                    "the change is recorded in batch.json.")
+@click.option("--shard", "shard_text", default=None, metavar="K/N", callback=not_empty,
+              help=SHARD_HELP)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @bench_options
 @click.pass_context
 @handles_errors
 def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vllm_dir, devices,
           op_timeout, retries, fresh_process, out, resume, retry, replay_root, allow_env_change,
-          quiet, **params):
+          shard_text, quiet, **params):
     """Run many ops, each in its own run directory: isolated, resumable, over devices.
 
     Exit status: 0 every op PASS or SKIP, 1 some op FAIL/TIMEOUT/CRASH/POISONED (the batch
@@ -143,36 +150,46 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
         sys.exit(result.exit_code)
     if allow_env_change:
         raise errors.UsageError("--allow-env-change applies to --resume only")
+    shard = parse_shard(shard_text)
     options = options_from(params)
     if replay_root and not options.autotune_hooks:
         raise errors.UsageError("zlh batch --replay: " + UNHOOKED_REPLAY)
     adapter = corpus_adapter(options, vllm_dir)
     refuse_vllm_beside(ctx, adapter)
     dismissed = dismiss_list(dismiss, all_ops, no_dismiss)
-    items, left_out = select(adapter, all_ops, ops, ops_file, include_skipped, dismissed,
+    whole, left_out = select(adapter, all_ops, ops, ops_file, include_skipped, dismissed,
                              warn=echo_err)
+    items = shard.take(whole) if shard else whole
     lanes = check_devices(options.backend, parse_devices(devices))
     inventory = {r["op"]: {"repo": r.get("repo", adapter.repo_of(r["op"])),
                            "file": r.get("file", "-")}
                  for r in adapter.describe_ops(include_hidden=True)}
-    plan = BatchPlan(root=Path(out if out is not None else
-                               f"runs/batch_{time.strftime('%Y%m%d-%H%M%S')}"),
+    plan = BatchPlan(root=Path(out if out is not None else default_root("batch", shard)),
                      items=items, devices=lanes, options=options, op_timeout_s=op_timeout,
                      fresh_process=fresh_process, retries=retries,
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory,
                      replay_root=check_replay_root(replay_root, out) if replay_root else None,
-                     env=environment_switches(adapter.env_prefixes))
+                     env=environment_switches(adapter.env_prefixes),
+                     shard=shard.record(whole, left_out) if shard else None)
     check_plan(plan, adapter)
     if plan.replay_root is not None:
         check_replay_plan(plan)
     new_root(plan.root, "--out", "batch")
-    click.echo(f"zlh batch: {len(items)} ops on {len(lanes)} device(s) "
+    click.echo(f"zlh batch: {ops_phrase(shard, len(items), len(whole))} on {len(lanes)} "
+               f"device(s) "
                f"({'fresh processes' if fresh_process else 'reused workers'}) -> {plan.root}")
     meter.set_total(len(items))
     with meter:
         result = interrupted_hint(plan.root, "batch", lambda: run_batch(
             plan, meter.counted(click.echo), None, warn=meter.counted(echo_err)))
     sys.exit(result.exit_code)
+
+
+def default_root(verb: str, shard) -> str:
+    """runs/<verb>_<timestamp>, with the shard when there is one (the tasks of a job array
+    start in the same second)."""
+    tail = f"_shard{shard.k}of{shard.n}" if shard else ""
+    return f"runs/{verb}_{time.strftime('%Y%m%d-%H%M%S')}{tail}"
 
 
 def retry_statuses(retry: str | None, resume: str | None) -> tuple[str, ...]:
@@ -198,6 +215,7 @@ def resumed_plan(root: Path, vllm_dir: str | None, allow_env_change: bool = Fals
     if side:
         raise errors.UsageError(f"{root} is side {side} of the screen {root.parent}; resume "
                                 f"the screen: zlh screen --resume {root.parent}")
+    refuse_merged(doc, root, "batch")
     plan = BatchPlan.from_dict(root, doc)
     where = f"{root}/{BATCH_JSON}"
     adapter = corpus_adapter(plan.options, vllm_dir, where)

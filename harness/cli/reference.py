@@ -324,7 +324,10 @@ def formats_page() -> str:
            "against them. Every JSON document zlh writes starts with `schema_version` (the "
            "major version of its layout: it changes only when a field changes meaning or "
            "goes away) and `zlh_version`. Files without a schema (results.csv, status.tsv, "
-           "screen.tsv, ops_status.csv, …) are described in [files.md](files.md).", ""]
+           "screen.tsv, ops_status.csv, …) are described in [files.md](files.md), and so "
+           "are the roots of `--shard K/N` and of `zlh merge`, whose run directories are hard "
+           "links to the shards' files, neither copies nor symbolic links ([why]"
+           "(files.md#a-shard-root-and-a-merged-root-zlh-merge)).", ""]
     listed = list(SCHEMA_FILES.items())
     listed += [(p.name[:-len(".schema.json")], p.name[:-len(".schema.json")])
                for p in sorted(SCHEMAS.glob("*.schema.json"))

@@ -22,10 +22,11 @@ from ..corpus.screen import (Screen, ScreenPlan, check_resume_files, mend_side_p
 from ..corpus.screen import rescore as rescore_root
 from ..corpus.check import check_executable, check_plan, check_root, corpus_adapter
 from ..corpus.selection import dismiss_list, select
+from ..corpus.sharding import ops_phrase, parse_shard, refuse_merged
 from ..run.options import refuse_unhooked
 from .group import main
-from .batch import (check_devices, hold_root, interrupted_hint, new_root, parse_devices,
-                    retry_statuses)
+from .batch import (SHARD_HELP, check_devices, default_root, hold_root, interrupted_hint,
+                    new_root, parse_devices, retry_statuses)
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
                      not_empty, options_from, parse_bench_args, refuse_beside,
                      refuse_vllm_beside, split_csv)
@@ -130,12 +131,14 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
               help="With --resume: go on although an environment switch (TRITON_*, ZLH_*, "
                    "a visibility variable, ...) differs from what the screen started with; "
                    "the change is recorded in screen.json.")
+@click.option("--shard", "shard_text", default=None, metavar="K/N", callback=not_empty,
+              help=SHARD_HELP)
 @bench_options
 @click.pass_context
 @handles_errors
 def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vllm_dir, recipe,
            scrub, devices, op_timeout, retries, fresh_process, root, resume, retry,
-           rescore: str | None, allow_env_change, **params):
+           rescore: str | None, allow_env_change, shard_text, **params):
     """One pair per op (A records, B replays A's record) and a verdict from the generated
     code: IR_CHANGED, NO_IR_DIFF, NO_TRITON or NO_ROWS (and BROKEN_BY_B).
 
@@ -150,6 +153,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
         sys.exit(_resume(resume, vllm_dir, allow_env_change, statuses))
     if allow_env_change:
         raise errors.UsageError("--allow-env-change applies to --resume only")
+    shard = parse_shard(shard_text)
     params = {**params, "all_ops": all_ops, "ops": ops, "ops_file": ops_file}
     params, given = with_recipe(recipe, params, given_options(ctx))
     a, b = sides_of(params)
@@ -160,18 +164,19 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
     adapter = corpus_adapter(options, vllm_dir)
     refuse_vllm_beside(ctx, adapter)
     dismissed = dismiss_list(dismiss, all_ops, no_dismiss)
-    items, left_out = select(adapter, params["all_ops"], params["ops"], params["ops_file"],
+    whole, left_out = select(adapter, params["all_ops"], params["ops"], params["ops_file"],
                              include_skipped, dismissed, warn=echo_err)
+    items = shard.take(whole) if shard else whole
     lanes = check_devices(options.backend, parse_devices(devices))
     inventory = {r["op"]: {"repo": r.get("repo", adapter.repo_of(r["op"])),
                            "file": r.get("file", "-")}
                  for r in adapter.describe_ops(include_hidden=True)}
-    root_path = Path(root if root is not None else
-                     f"runs/screen_{time.strftime('%Y%m%d-%H%M%S')}")
+    root_path = Path(root if root is not None else default_root("screen", shard))
     base = BatchPlan(root=root_path, items=items, devices=lanes, options=options,
                      op_timeout_s=op_timeout, fresh_process=fresh_process, retries=retries,
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory,
-                     env=environment_switches(adapter.env_prefixes))
+                     env=environment_switches(adapter.env_prefixes),
+                     shard=shard.record(whole, left_out) if shard else None)
     check_plan(base, adapter, pythons=(a.python, b.python))
     _check_interpreters(a, b, options.backend)
     new_root(root_path, "--root", "screen")
@@ -179,7 +184,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
     write_plan(plan)
     for side in (a, b):
         write_side_plan(plan, side)
-    click.echo(f"zlh screen: {len(items)} ops, A[{a.description}] vs B[{b.description}], "
+    click.echo(f"zlh screen: {ops_phrase(shard, len(items), len(whole))}, A[{a.description}] vs B[{b.description}], "
                f"{len(lanes)} device(s) -> {root_path}")
     sys.exit(_run(plan, resume=False))
 
@@ -198,6 +203,7 @@ def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, 
     """`--resume ROOT`: the plan ROOT holds, checked like a new one (its environment
     switches too), then the ops not finished (and those `statuses` name) run."""
     plan = read_plan(check_root(resume, "screen", "--resume"))
+    refuse_merged({"merged": plan.base.merged}, resume, "screen")
     where = f"{resume}/screen.json"
     adapter = corpus_adapter(plan.base.options, vllm_dir, where)
     check_plan(plan.base, adapter, where, (plan.a.python, plan.b.python), resolve=True)

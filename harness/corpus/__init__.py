@@ -4,7 +4,8 @@ on it. Pre-registered product campaigns (`zlh product`) are a package of their o
 harness/product.
 
     selection.py   which ops: --all / --ops / --ops-file, dismiss list, skip marks
-    sharding.py    which device an op runs on (stable across reordering and resume)
+    sharding.py    which device an op runs on (stable across reordering and resume), and
+                   which shard of a job array (`--shard K/N`)
     worker.py      a long-lived process that runs one op after another, isolated
     supervisor.py  the workers' keeper: start, hand an op, time out, replace
     outcome.py     an op's status (PASS, FAIL, SKIP, TIMEOUT, CRASH, POISONED) and notes
@@ -15,6 +16,7 @@ harness/product.
     screen.py      zlh screen: one cheap pair per op; verdict.py: the verdict per op
     partition.py   ops spread over devices by their measured cost
     campaign.py    zlh campaign: rounds on a screen's ops over the GPUs of a host, merged
+    shard_roots.py, merge.py   zlh merge: the shards' roots checked, one root built
 """
 
 __all__: list[str] = []      # its modules are imported by name

@@ -57,6 +57,10 @@ class BatchPlan:
     # older root that recorded none (its resume is not checked).
     env: dict | None = None
     env_change: dict | None = None      # a resume allowed under other switches (not stored)
+    # `--shard K/N`: {k, n, selection, digest} (sharding.Shard.record); a root `zlh merge`
+    # made: {n, digest, shards, ...} (merge.py). Kept as they are through a resume.
+    shard: dict | None = None
+    merged: dict | None = None
 
     def to_dict(self) -> dict:
         return {"ops": [{"op": i.op, "dtypes": list(i.dtypes) if i.dtypes else None,
@@ -67,7 +71,8 @@ class BatchPlan:
                 "left_out": [{"op": o, "why": w} for o, w in self.left_out],
                 "inventory": self.inventory,
                 "replay_root": str(self.replay_root) if self.replay_root else None,
-                "env": self.env}
+                "env": self.env, **({"shard": self.shard} if self.shard else {}),
+                **({"merged": self.merged} if self.merged else {})}
 
     @classmethod
     def from_dict(cls, root: Path, doc: dict, where: str | None = None) -> "BatchPlan":
@@ -95,7 +100,8 @@ class BatchPlan:
                    python=f.str("python", "") or sys.executable, argv=f.strs("command"),
                    left_out=[(d.str("op"), d.str("why")) for d in lf], inventory=inventory,
                    replay_root=Path(f.str("replay_root", empty=False)) if replay is not None
-                   else None, env=env)
+                   else None, env=env, shard=f.object("shard", {}) or None,
+                   merged=f.object("merged", {}) or None)
 
 
 def device_list(f: Fields, name: str) -> list[int]:

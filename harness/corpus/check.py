@@ -51,7 +51,7 @@ def check_plan(plan, adapter, where: str = "", pythons: tuple[str, ...] = (),
     whatever in `plan` (a BatchPlan) would make every op fail; `resolve`: also ask the
     adapter for every op's name (a new plan's names were resolved when it was selected)."""
     p = _prefix(where)
-    if not plan.items:
+    if not plan.items and not getattr(plan, "shard", None):    # a shard may hold none
         raise UsageError(f"{p}no op to run")
     seen = set()
     for item in plan.items:
