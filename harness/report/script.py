@@ -1,0 +1,102 @@
+"""The page's own script and style (no library): the op table built from the embedded
+JSON, sorted by a click on a column head, filtered by text and status, and each op's detail
+(forest plot, flags, links, changed kernels, time split, TTGIR diff) drawn when opened."""
+
+STYLE = """
+body{font-family:system-ui,sans-serif;margin:1.2em;color:#222}
+h1{font-size:1.35em}h2{font-size:1.1em;margin-top:1.6em;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;font-size:.82em}
+th,td{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
+th{background:#f4f4f4}#ops th{cursor:pointer;user-select:none}
+#ops td.num{text-align:right;font-variant-numeric:tabular-nums}
+#ops tr.op:hover{background:#f5f9ff;cursor:pointer}
+td.faster{color:#2e7d32;font-weight:bold}td.slower{color:#c62828;font-weight:bold}
+.head td:first-child{font-weight:bold;white-space:nowrap}
+.counts span{display:inline-block;margin-right:.8em;font-family:monospace}
+.controls{margin:.6em 0}.controls input{width:22em}
+.detail{background:#fafafa}.detail td{padding:.5em 1em}
+.diff{font-family:monospace;font-size:.75em;margin:.4em 0}
+.diff td{white-space:pre;border:none;padding:0 4px}.diff td.n{color:#999;text-align:right}
+.diff tr.ch td,.diff tr.del td,.diff tr.ins td{background:#fff3cd}
+.diff tr.gap td{color:#999;text-align:center}.diff caption{text-align:left;font-weight:bold}
+svg text{font-family:monospace;font-size:11px}.note{color:#555;font-size:.85em}
+.flag{background:#eee;border-radius:3px;padding:0 .3em;margin-right:.3em;font-size:.85em}
+.thr{color:#c62828}
+"""
+
+SCRIPT = r"""
+(function(){
+'use strict';
+var data=JSON.parse(document.getElementById('data').textContent);
+var ops=data.ops, body=document.querySelector('#ops tbody');
+var sortKey=null, sortDir=1, COLS=data.cols;
+function fmt(v,d){return v===null||v===undefined?'-':(typeof v==='number'?(d?(v>0?'+':'')+v.toFixed(2):v.toFixed(1)):String(v));}
+function el(tag,cls,text){var e=document.createElement(tag);if(cls)e.className=cls;if(text!==undefined)e.textContent=text;return e;}
+function dir(o){if(o.z)return '';if(o.l!==null&&o.h!==null&&o.l===o.l){if(o.l>0)return 'faster';if(o.h<0)return 'slower';}return '';}
+function row(o){
+  var tr=el('tr','op');tr.dataset.i=o.i;
+  var cells=[o.o,o.s,o.f,fmt(o.d,1),o.l===null?'-':fmt(o.l,1)+' ~ '+fmt(o.h,1),o.k,o.c,fmt(o.e),o.n,o.r];
+  cells.forEach(function(c,j){var td=el('td',(j===3||j===4||j===7)?'num':'',c);if(j===3)td.className+=' '+dir(o);tr.appendChild(td);});
+  tr.addEventListener('click',function(){toggle(tr,o);});
+  return tr;
+}
+function render(){
+  var q=document.getElementById('filter').value.toLowerCase(), st=document.getElementById('status').value;
+  var list=ops.filter(function(o){return (!st||o.s===st)&&(!q||(o.o+' '+o.f+' '+o.n+' '+o.r).toLowerCase().indexOf(q)>=0);});
+  if(sortKey!==null){list.sort(function(a,b){var x=a[sortKey],y=b[sortKey];
+    if(x===null||x===undefined)return 1; if(y===null||y===undefined)return -1;
+    return (x<y?-1:x>y?1:0)*sortDir;});}
+  var frag=document.createDocumentFragment();list.forEach(function(o){frag.appendChild(row(o));});
+  body.textContent='';body.appendChild(frag);
+  document.getElementById('shown').textContent=list.length+' of '+ops.length+' ops';
+}
+function axisX(ax,v,left,w){var c=Math.min(Math.max(v,ax[0]),ax[1]);return left+(c-ax[0])/(ax[1]-ax[0])*w;}
+function forest(o){
+  var D=o.D, S=D.shapes; if(!S.length)return null;
+  var ns='http://www.w3.org/2000/svg', left=260, w=420, rh=16, top=16, ax=D.axis;
+  var svg=document.createElementNS(ns,'svg');svg.setAttribute('width',left+w+20);svg.setAttribute('height',top+rh*S.length+20);
+  function add(tag,attrs,title){var e=document.createElementNS(ns,tag);for(var k in attrs)e.setAttribute(k,attrs[k]);
+    if(title){var t=document.createElementNS(ns,'title');t.textContent=title;e.appendChild(t);}svg.appendChild(e);return e;}
+  var zero=axisX(ax,0,left,w);add('line',{x1:zero,y1:top,x2:zero,y2:top+rh*S.length,stroke:'#444'});
+  var t1=add('text',{x:left,y:11});t1.textContent='delta %, 95% interval; purple: clipped';
+  S.forEach(function(s,i){
+    var y=top+i*rh+rh/2, col=s[6]?(s[1]>0?'#2e7d32':'#c62828'):'#757575';
+    var lab=add('text',{x:left-6,y:y+4,'text-anchor':'end'});lab.textContent=(s[8]?'! ':'')+s[0].slice(0,36);
+    var tip=s[0]+': '+fmt(s[1],1)+'% ['+fmt(s[2],1)+', '+fmt(s[3],1)+'] A '+fmt(s[4])+' ms B '+fmt(s[5])+' ms'+(s[7].length?' flags '+s[7].join(' '):'')+(s[8]?' THROTTLED':'');
+    if(s[2]!==null&&s[3]!==null)add('line',{x1:axisX(ax,s[2],left,w),y1:y,x2:axisX(ax,s[3],left,w),y2:y,stroke:col,'stroke-width':2},tip);
+    if(s[1]!==null){var clip=s[1]<ax[0]||s[1]>ax[1]||(s[2]!==null&&(s[2]<ax[0]||s[3]>ax[1]));
+      add('rect',{x:axisX(ax,s[1],left,w)-3,y:y-3,width:6,height:6,fill:clip?'#6a1b9a':col},tip);}
+  });
+  return svg;
+}
+function table(head,rows){var t=el('table');var h=el('tr');head.forEach(function(c){h.appendChild(el('th','',c));});t.appendChild(h);
+  rows.forEach(function(r){var tr=el('tr');r.forEach(function(c){tr.appendChild(el('td','',c===null||c===undefined?'-':String(c)));});t.appendChild(tr);});return t;}
+function detail(o){
+  var D=o.D, box=el('div');
+  box.appendChild(el('div','note',o.s+(o.n?' — '+o.n:'')+(o.r?' — reason: '+o.r:'')));
+  var f=forest(o); if(f)box.appendChild(f); else box.appendChild(el('div','note','no paired shapes to plot'));
+  var fl=[];D.shapes.forEach(function(s){if(s[7].length||s[8])fl.push([s[0],s[7].join(' '),s[8]?'throttled':'']);});
+  if(fl.length){box.appendChild(el('h4','','flags and throttled marks'));box.appendChild(table(['shape','flags','clock'],fl));}
+  if(D.links.length){var p=el('p','note','files: ');D.links.forEach(function(l){var a=el('a','',l[0]);a.href=l[1];p.appendChild(a);p.appendChild(document.createTextNode(' '));});box.appendChild(p);}
+  if(D.kernels.length){box.appendChild(el('h4','','measured kernels whose code changed, A→B'));
+    var cols=D.meta, rows=D.kernels.map(function(k){var r=[k.shape,k.kernel];cols.forEach(function(c){var a=k.a[c],b=k.b[c];r.push((a===undefined?'-':a)+(a===b?'':' → '+(b===undefined?'-':b)));});return r;});
+    box.appendChild(table(['shape','kernel'].concat(cols),rows));}
+  Object.keys(D.split).forEach(function(side){box.appendChild(el('h4','','device time per kernel, '+side));
+    box.appendChild(table(Object.keys(D.split[side][0]),D.split[side].map(function(r){return Object.keys(r).map(function(k){return typeof r[k]==='number'?+r[k].toFixed(3):r[k];});})));});
+  if(D.extra){box.appendChild(el('pre','',D.extra));}
+  if(D.diff){var d=el('div');d.innerHTML=D.diff;box.appendChild(el('h4','','TTGIR A | B (scrubbed)'));box.appendChild(d);}
+  return box;
+}
+function toggle(tr,o){
+  var next=tr.nextSibling;
+  if(next&&next.classList.contains('detail')){next.remove();return;}
+  var d=el('tr','detail'), td=el('td');td.colSpan=COLS.length;td.appendChild(detail(o));d.appendChild(td);
+  tr.parentNode.insertBefore(d,tr.nextSibling);
+}
+document.querySelectorAll('#ops th').forEach(function(th,j){th.addEventListener('click',function(){
+  var k=th.dataset.k; sortDir=(sortKey===k)?-sortDir:1; sortKey=k; render();});});
+document.getElementById('filter').addEventListener('input',render);
+document.getElementById('status').addEventListener('change',render);
+render();
+})();
+"""
