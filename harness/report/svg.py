@@ -1,9 +1,9 @@
 """The page's charts as inline SVG (no script, no font, no network).
 
-Axes are robust: the range comes from the bulk of the points (2nd to 98th percentile of the
-medians, and 0), widened to take in the whiskers and outlying points that lie within half
-that width again; anything beyond is drawn at the edge as a clipped mark whose tooltip gives
-the real value. So one delta of -102 % or an interval of +4.8 million % cannot flatten every
+Axes are robust: the range comes from the bulk of the points (the medians and 0, less the
+outermost ones that lie more than GAP times farther from 0 than the next one in), widened
+to take in the whiskers that lie within half that width again; anything beyond is drawn at
+the edge as a clipped mark (purple) whose tooltip gives the real value. So one delta of -102 % or an interval of +4.8 million % cannot flatten every
 other point. A delta (A / B - 1) x 100 is never below -100, nor is the axis.
 """
 from __future__ import annotations
@@ -17,22 +17,31 @@ COLOURS = {"faster": "#2e7d32", "slower": "#c62828", "same": "#757575", "noise":
            "clip": "#6a1b9a"}
 
 
-def _percentile(sorted_values: list[float], q: float) -> float:
-    k = (len(sorted_values) - 1) * q
-    f, c = math.floor(k), math.ceil(k)
-    return sorted_values[f] + (sorted_values[c] - sorted_values[f]) * (k - f)
+GAP = 5.0                   # a point this many times farther from 0 than the next is clipped
+MIN_SPAN = 1.0              # ... but never for a spread of deltas within +-1 %
+
+
+def bulk(values) -> list[float]:
+    """The finite values without the outermost ones that lie more than GAP times farther
+    from 0 than the next one in (repeated: a few far outliers go together)."""
+    ordered = sorted((v for v in values if v is not None and math.isfinite(v)),
+                     key=lambda v: -abs(v))
+    i = 0
+    while i < len(ordered) - 1 and abs(ordered[i]) > GAP * max(abs(ordered[i + 1]), MIN_SPAN):
+        i += 1
+    return ordered[i:]
 
 
 def robust_range(points, extras=()) -> tuple[float, float]:
-    """(low, high) of an axis for `points` (medians) and `extras` (interval ends)."""
-    values = sorted(v for v in points if v is not None and math.isfinite(v))
+    """(low, high) of an axis for `points` (medians) and `extras` (interval ends): the bulk
+    of the points and 0, widened by the extras and outliers within half that width again."""
+    values = bulk(points)
     if not values:
         return -1.0, 1.0
-    lo = min(_percentile(values, 0.02), 0.0)
-    hi = max(_percentile(values, 0.98), 0.0)
+    lo, hi = min(min(values), 0.0), max(max(values), 0.0)
     width = (hi - lo) or max(abs(hi), 1.0)
     reach_lo, reach_hi = lo - width / 2, hi + width / 2
-    every = values + [v for v in extras if v is not None and math.isfinite(v)]
+    every = [v for v in [*points, *extras] if v is not None and math.isfinite(v)]
     lo = min([lo] + [v for v in every if reach_lo <= v < lo])
     hi = max([hi] + [v for v in every if hi < v <= reach_hi])
     pad = (hi - lo) * 0.04 or 0.5
