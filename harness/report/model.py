@@ -73,7 +73,7 @@ class OpEntry:
     shapes: list[Shape] = field(default_factory=list)
     links: list[tuple[str, str]] = field(default_factory=list)    # (label, relative href)
     changed_kernels: list[Kernel] = field(default_factory=list)
-    split: dict[str, list[dict]] = field(default_factory=dict)   # side -> kernel_split rows
+    split: dict[str, dict] = field(default_factory=dict)   # side -> runs.read_split()
     diff_html: str = ""             # the side-by-side TTGIR diff, already escaped
     extra: dict = field(default_factory=dict)                      # kind-specific lines
 

@@ -23,6 +23,7 @@ META_COLUMNS = ("n_regs", "n_spills", "shared", "num_warps", "num_stages", "num_
                 "convert_layout")
 SPLIT_FILE = "kernel_split.tsv"
 SPLIT_COLUMNS = ("kernel", "time_us", "share")
+MAX_SPLIT_ROWS = 60           # kernel rows per run shown
 MAX_DIFF_KERNELS = 3            # changed kernels diffed per op
 DIFF_BUDGET = 60_000            # characters of diff per op
 
@@ -153,24 +154,39 @@ def _text(run: Path, row: dict | None) -> str | None:
         return None
 
 
-def read_split(run: Path) -> list[dict]:
-    """kernel_split.tsv of a run (a profiler pass's per-kernel device time): its rows with
-    the numbers as floats; [] without one or with another header."""
+def read_split(run: Path) -> dict:
+    """kernel_split.tsv of a run (`zlh bench --kernel-split`: a profiler pass's device time
+    per kernel) as {"rows": [[case, kernel, calls, time_us, share]], "sums": [[case, sum of
+    time_us, op_latency_us, gap %]]}, at most MAX_SPLIT_ROWS rows; {} without a file or with
+    another header. A file with only `kernel, time_us, share` (one case) reads too."""
     path = Path(run) / SPLIT_FILE
     try:
         lines = read_text(path).splitlines()
     except (OSError, UnicodeDecodeError):
-        return []
-    if not lines:
-        return []
-    header = lines[0].split("\t")
+        return {}
+    header = lines[0].split("\t") if lines else []
     if not set(SPLIT_COLUMNS) <= set(header):
-        return []
-    rows = []
+        return {}
+    rows, sums = [], {}
     for line in lines[1:]:
         cells = line.split("\t")
         if len(cells) != len(header):
             continue
         row = dict(zip(header, cells))
-        rows.append({**row, "time_us": finite(row["time_us"]), "share": finite(row["share"])})
-    return rows
+        case = " ".join(row[c] for c in ("variant", "dtype", "shape") if row.get(c)) or "-"
+        case += f" #{row['occurrence']}" if row.get("occurrence") not in (None, "", "0") else ""
+        time_us = finite(row["time_us"])
+        if len(rows) < MAX_SPLIT_ROWS:
+            rows.append([case, row["kernel"], row.get("calls", "-"), _r3(time_us),
+                         _r3(finite(row["share"]))])
+        total = sums.setdefault(case, [case, 0.0, finite(row.get("op_latency_us")), None])
+        total[1] += time_us or 0.0
+    for total in sums.values():
+        total[1] = _r3(total[1])
+        if total[2]:
+            total[3] = _r3(100.0 * (total[2] - total[1]) / total[2])
+    return {"rows": rows, "sums": list(sums.values())}
+
+
+def _r3(value):
+    return None if value is None else round(value, 3)

@@ -8,7 +8,7 @@ h1{font-size:1.35em}h2{font-size:1.1em;margin-top:1.6em;border-bottom:1px solid 
 table{border-collapse:collapse;font-size:.82em}
 th,td{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
 th{background:#f4f4f4}#ops th{cursor:pointer;user-select:none}
-#ops td.num{text-align:right;font-variant-numeric:tabular-nums}
+#ops td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 #ops tr.op:hover{background:#f5f9ff;cursor:pointer}
 td.faster{color:#2e7d32;font-weight:bold}td.slower{color:#c62828;font-weight:bold}
 .head td:first-child{font-weight:bold;white-space:nowrap}
@@ -81,8 +81,10 @@ function detail(o){
   if(D.kernels.length){box.appendChild(el('h4','','measured kernels whose code changed, A→B'));
     var cols=D.meta, rows=D.kernels.map(function(k){var r=[k.shape,k.kernel];cols.forEach(function(c){var a=k.a[c],b=k.b[c];r.push((a===undefined?'-':a)+(a===b?'':' → '+(b===undefined?'-':b)));});return r;});
     box.appendChild(table(['shape','kernel'].concat(cols),rows));}
-  Object.keys(D.split).forEach(function(side){box.appendChild(el('h4','','device time per kernel, '+side));
-    box.appendChild(table(Object.keys(D.split[side][0]),D.split[side].map(function(r){return Object.keys(r).map(function(k){return typeof r[k]==='number'?+r[k].toFixed(3):r[k];});})));});
+  Object.keys(D.split).forEach(function(side){var sp=D.split[side];
+    box.appendChild(el('h4','','device time per kernel (profiler pass), '+side));
+    box.appendChild(table(['case','kernel','calls','µs per op call','share'],sp.rows));
+    box.appendChild(table(['case','sum of kernels µs','measured latency µs','gap %'],sp.sums));});
   if(D.extra){box.appendChild(el('pre','',D.extra));}
   if(D.diff){var d=el('div');d.innerHTML=D.diff;box.appendChild(el('h4','','TTGIR A | B (scrubbed)'));box.appendChild(d);}
   return box;

@@ -1,9 +1,9 @@
 """The page's charts as inline SVG (no script, no font, no network).
 
-Axes are robust: the range comes from the bulk of the points (the medians and 0, less the
-outermost ones that lie more than GAP times farther from 0 than the next one in), widened
-to take in the whiskers that lie within half that width again; anything beyond is drawn at
-the edge as a clipped mark (purple) whose tooltip gives the real value. So one delta of -102 % or an interval of +4.8 million % cannot flatten every
+Axes are robust: the range covers 0 and the bulk of the values drawn (medians and interval
+ends), less the outermost ones that lie more than GAP times farther from 0 than the next one
+in; anything beyond is drawn at the edge as a clipped mark (purple) whose tooltip gives the
+real value. So one delta of -102 % or an interval of +4.8 million % cannot flatten every
 other point. A delta (A / B - 1) x 100 is never below -100, nor is the axis.
 """
 from __future__ import annotations
@@ -17,33 +17,32 @@ COLOURS = {"faster": "#2e7d32", "slower": "#c62828", "same": "#757575", "noise":
            "clip": "#6a1b9a"}
 
 
-GAP = 5.0                   # a point this many times farther from 0 than the next is clipped
+GAP = 10.0                  # a point this many times farther from 0 than the next is clipped
 MIN_SPAN = 1.0              # ... but never for a spread of deltas within +-1 %
 
 
 def bulk(values) -> list[float]:
-    """The finite values without the outermost ones that lie more than GAP times farther
-    from 0 than the next one in (repeated: a few far outliers go together)."""
+    """The finite values less the outermost ones: scanning from the farthest from 0 inwards,
+    everything before a value more than GAP times farther from 0 than the next one in goes,
+    repeatedly (a few far outliers go together), but never half the values or more."""
     ordered = sorted((v for v in values if v is not None and math.isfinite(v)),
                      key=lambda v: -abs(v))
-    i = 0
-    while i < len(ordered) - 1 and abs(ordered[i]) > GAP * max(abs(ordered[i + 1]), MIN_SPAN):
-        i += 1
-    return ordered[i:]
+    start, end = 0, (len(ordered) + 1) // 2 - 1      # fewer than half the values go
+    while True:
+        cut = next((i for i in range(start, end)
+                    if abs(ordered[i]) > GAP * max(abs(ordered[i + 1]), MIN_SPAN)), None)
+        if cut is None:
+            return ordered[start:]
+        start = cut + 1
 
 
 def robust_range(points, extras=()) -> tuple[float, float]:
     """(low, high) of an axis for `points` (medians) and `extras` (interval ends): the bulk
-    of the points and 0, widened by the extras and outliers within half that width again."""
-    values = bulk(points)
+    of them all, and 0."""
+    values = bulk([*points, *extras])
     if not values:
         return -1.0, 1.0
     lo, hi = min(min(values), 0.0), max(max(values), 0.0)
-    width = (hi - lo) or max(abs(hi), 1.0)
-    reach_lo, reach_hi = lo - width / 2, hi + width / 2
-    every = [v for v in [*points, *extras] if v is not None and math.isfinite(v)]
-    lo = min([lo] + [v for v in every if reach_lo <= v < lo])
-    hi = max([hi] + [v for v in every if hi < v <= reach_hi])
     pad = (hi - lo) * 0.04 or 0.5
     return max(lo - pad, FLOOR), hi + pad
 

@@ -50,3 +50,11 @@ def test_history_refuses_a_batch_root(tmp_path):
     screen = R.screen_root(tmp_path / "s", 3)
     result = CliRunner().invoke(main, ["history", str(screen), str(batch)])
     assert result.exit_code == 2 and "is a batch root" in result.output
+
+
+def test_history_wants_two_roots_that_exist(tmp_path):
+    screen = R.screen_root(tmp_path / "s", 3)
+    one = CliRunner().invoke(main, ["history", str(screen)])
+    assert one.exit_code == 2 and "name two or more roots" in one.output
+    gone = CliRunner().invoke(main, ["history", str(screen), str(tmp_path / "nope")])
+    assert gone.exit_code == 2 and "nope: no such folder" in gone.output

@@ -53,8 +53,10 @@ def test_screen_model(roots):
             kernel.a["num_warps"], kernel.b["num_warps"]) == ("40", "64", "2", "16384", "4", "8")
     assert kernel.file_a.startswith("A/op0000/") and kernel.file_a.endswith(".ttgir")
     assert "ttg.convert_layout" in changed.diff_html and '<table class="diff">' in changed.diff_html
-    assert [r["kernel"] for r in changed.split["A"]] == ["op0000_kernel", "op0000_setup"]
-    assert sum(r["share"] for r in changed.split["B"]) == pytest.approx(1.0)
+    assert [r[1] for r in changed.split["A"]["rows"]] == ["op0000_kernel", "op0000_setup"]
+    assert sum(r[4] for r in changed.split["B"]["rows"]) == pytest.approx(1.0)
+    (case, total, latency, gap), = changed.split["B"]["sums"]
+    assert (total, latency, gap) == (200.0, 202.0, pytest.approx(0.99, abs=0.01))
     noise = next(e for e in report.ops if e.status == "NO_IR_DIFF")
     assert noise.noise and not noise.changed_kernels and not noise.diff_html
     no_rows = next(e for e in report.ops if e.status in ("NO_ROWS", "NO_TRITON"))
