@@ -84,8 +84,10 @@ def render(report: Report) -> str:
     h = report.headline
     data = {"cols": [k for k, _ in COLUMNS],
             "ops": [op_data(i, e) for i, e in enumerate(report.ops)]}
-    # `</` inside a string would end the script element: JSON allows `<\/`
-    blob = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    # `</` inside a string would end the script element and `<!--` change how it is
+    # parsed: JSON allows `<\/` and `\u0021`
+    blob = json.dumps(data, separators=(",", ":"), allow_nan=False).replace(
+        "</", "<\\/").replace("<!--", "<\\u0021--")
     statuses = "".join(f'<option value="{escape(s)}">{escape(s)}</option>'
                        for s in sorted({e.status for e in report.ops}))
     heads = "".join(f'<th data-k="{k}">{escape(t)}</th>' for k, t in COLUMNS)

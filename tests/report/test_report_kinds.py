@@ -143,3 +143,16 @@ def test_bare_html_writes_into_the_root(roots):
     result = CliRunner().invoke(main, ["report", str(roots["ab"]), "--html"])
     assert result.exit_code == 0, result.output
     assert (roots["ab"] / "report.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_names_from_a_root_cannot_break_out_of_the_page(tmp_path):
+    root = R.screen_root(tmp_path / "s", 3)
+    nasty = "op</script><!--<b>x</b>&"
+    table = root / "screen.tsv"
+    table.write_text(table.read_text().replace("op0002", nasty))
+    html = page.render(build(root))
+    head, rest = html.split('<script type="application/json" id="data">')
+    blob, tail = rest.split("</script>", 1)
+    assert html.count("</script>") == 2 and "<!--" not in blob
+    assert "<b>x" not in head + tail and "&lt;b&gt;x" in head        # escaped in the SVG
+    assert nasty in [o["o"] for o in json.loads(blob)["ops"]]
