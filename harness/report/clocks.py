@@ -65,8 +65,9 @@ def chart(points: list[dict]) -> str:
         for n, device in enumerate(devices):
             pts = [p for p in points if str(p["device"]) == device
                    and isinstance(p.get(key), (int, float))]
-            coords = " ".join(f"{x(p['time']):.1f},{top + _H - (p[key] - low) / (high - low) * _H:.1f}"
-                              for p in sorted(pts, key=lambda p: p["time"]))
+            coords = " ".join(
+                f"{x(p['time']):.1f},{top + _H - (p[key] - low) / (high - low) * _H:.1f}"
+                for p in sorted(pts, key=lambda p: p["time"]))
             if coords:
                 parts.append(f'<polyline fill="none" stroke="{DEVICE_COLOURS[n % 8]}" '
                              f'stroke-width="1.2" points="{coords}"/>')

@@ -74,7 +74,8 @@ def summarize(entry: OpEntry) -> None:
 def fill(entry: OpEntry, path_a, path_b, page_dir: Path, ir_changed: bool,
          scrub=(), summary: bool = True) -> tuple:
     """The detail of `entry` from its two run directories (either may be missing); the runs
-    read (A, B; None for a side not read). `summary`: fill the op's median and range from its shapes when it has none."""
+    read (A, B; None for a side not read). `summary`: fill the op's median and range from
+    its shapes when it has none."""
     run_a, run_b = load(path_a), load(path_b)
     for side, run in (("A", run_a), ("B", run_b)):
         if run is not None:

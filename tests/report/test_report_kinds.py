@@ -73,7 +73,8 @@ def test_old_index_without_metadata_still_reads(tmp_path):
         index.write_text("\n".join("\t".join(c) for c in lines) + "\n")
     kernel = build(root).ops[0].changed_kernels[0]
     assert "n_regs" not in kernel.a and kernel.b["num_warps"] == "8"
-    assert '"meta":["num_warps","num_stages","num_ctas","convert_layout"]' in page.render(build(root))
+    meta = '"meta":["num_warps","num_stages","num_ctas","convert_layout"]'
+    assert meta in page.render(build(root))
 
 
 def test_batch_model(roots):
