@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .build import build
+from .sources import epoch
 from .model import OpEntry, Report
 
 STEP_PCT = 1.0          # medians closer than this are never a step
@@ -53,7 +54,7 @@ def line_up(reports: list[Report], step_pct: float = STEP_PCT
             ) -> tuple[list[Build], list[OpHistory]]:
     """(the builds in order, one history per op seen in any build)."""
     order = sorted(range(len(reports)),
-                   key=lambda i: (reports[i].headline.started, reports[i].root))
+                   key=lambda i: (epoch(reports[i].headline.started) or 0.0, reports[i].root))
     builds, histories = [], {}
     for n, i in enumerate(order):
         r = reports[i]

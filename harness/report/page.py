@@ -16,6 +16,7 @@ from .runs import META_COLUMNS
 from .script import SCRIPT, STYLE
 
 RANKED = 25                 # ops in the chart of the largest changes
+DIFF_PAGE_BUDGET = 800_000  # characters of TTGIR diff in one page, the largest changes first
 COLUMNS = (("o", "op"), ("s", "status"), ("f", "family"), ("d", "delta %"),
            ("l", "range %"), ("k", "kernels A→B"), ("c", "convert_layout A→B"),
            ("e", "elapsed s"), ("n", "notes"), ("r", "reason"))
@@ -25,7 +26,20 @@ def _r(v):
     return None if v is None else round(v, 4)
 
 
-def op_data(i: int, e: OpEntry) -> dict:
+def diff_kept(ops: list[OpEntry], budget: int = DIFF_PAGE_BUDGET) -> set[int]:
+    """The ops (by index) whose TTGIR diff the page embeds: the largest changes first, until
+    the page's budget is spent (the others keep their links to the TTGIR files)."""
+    order = sorted((i for i, e in enumerate(ops) if e.diff_html),
+                   key=lambda i: -abs(ops[i].delta or 0.0))
+    kept, used = set(), 0
+    for i in order:
+        if used + len(ops[i].diff_html) <= budget:
+            kept.add(i)
+            used += len(ops[i].diff_html)
+    return kept
+
+
+def op_data(i: int, e: OpEntry, with_diff: bool = True) -> dict:
     """The compact JSON of one op (short keys: a 1,115-op page must stay small)."""
     shapes = [[s.label, _r(s.delta), _r(s.low), _r(s.high), _r(s.a_ms), _r(s.b_ms),
                s.significant, s.flags, s.throttled] for s in e.shapes]
@@ -44,7 +58,9 @@ def op_data(i: int, e: OpEntry) -> dict:
                   "links": links, "meta": meta,
                   "kernels": [{"shape": k.shape, "kernel": k.kernel, "a": k.a, "b": k.b}
                               for k in e.changed_kernels],
-                  "split": e.split, "extra": extra, "diff": e.diff_html}}
+                  "split": e.split, "extra": extra,
+                  "diff": e.diff_html if with_diff else "",
+                  "diff_left_out": bool(e.diff_html) and not with_diff}}
 
 
 def _headline(report: Report) -> str:
@@ -82,8 +98,9 @@ def charts(report: Report) -> str:
 
 def render(report: Report) -> str:
     h = report.headline
+    kept = diff_kept(report.ops)
     data = {"cols": [k for k, _ in COLUMNS],
-            "ops": [op_data(i, e) for i, e in enumerate(report.ops)]}
+            "ops": [op_data(i, e, i in kept) for i, e in enumerate(report.ops)]}
     # `</` inside a string would end the script element and `<!--` change how it is
     # parsed: JSON allows `<\/` and `\u0021`
     blob = json.dumps(data, separators=(",", ":"), allow_nan=False).replace(

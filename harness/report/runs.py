@@ -25,7 +25,7 @@ SPLIT_FILE = "kernel_split.tsv"
 SPLIT_COLUMNS = ("kernel", "time_us", "share")
 MAX_SPLIT_ROWS = 60           # kernel rows per run shown
 MAX_DIFF_KERNELS = 3            # changed kernels diffed per op
-DIFF_BUDGET = 60_000            # characters of diff per op
+DIFF_BUDGET = 30_000            # characters of diff per op
 
 
 def load(path) -> StoredRun | None:

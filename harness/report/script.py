@@ -179,6 +179,10 @@ function detail(o) {
                           sp.sums));
   });
   if (D.extra) box.appendChild(el('pre', '', D.extra));
+  if (D.diff_left_out) {
+    box.appendChild(el('p', 'note', 'TTGIR diff left out of this page (its budget went to ' +
+                                    'larger changes): see the TTGIR links above'));
+  }
   if (D.diff) {                    // escaped when the page was made (diff.py)
     var d = el('div');
     d.innerHTML = D.diff;

@@ -19,3 +19,15 @@ def test_a_1115_op_screen_page_is_under_2_mb(tmp_path):
     blob = html.split('<script type="application/json" id="data">')[1].split("</script>")[0]
     ops = json.loads(blob.replace("<\\/", "</"))["ops"]
     assert len(ops) == 1115 and sum(1 for o in ops if o["D"]["diff"]) >= 300
+
+
+def test_the_diff_budget_keeps_the_largest_changes(tmp_path):
+    report = build(R.screen_root(tmp_path / "s", 40))
+    with_diff = [e for e in report.ops if e.diff_html]
+    size = len(with_diff[0].diff_html)
+    kept = page.diff_kept(report.ops, budget=3 * size + 10)
+    assert len(kept) == 3
+    largest = sorted(with_diff, key=lambda e: -abs(e.delta))[:3]
+    assert {report.ops[i].op for i in kept} == {e.op for e in largest}
+    left = page.op_data(0, with_diff[0], with_diff=False)["D"]
+    assert left["diff"] == "" and left["diff_left_out"]
