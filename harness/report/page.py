@@ -16,7 +16,8 @@ from .runs import META_COLUMNS
 from .script import SCRIPT, STYLE
 
 RANKED = 25                 # ops in the chart of the largest changes
-DIFF_PAGE_BUDGET = 800_000  # characters of TTGIR diff in one page, the largest changes first
+DIFF_PAGE_BUDGET = 600_000  # characters of TTGIR diff in one page, the largest changes first
+PAGE_LIMIT = 2_000_000      # bytes; a page over this is made again with half the diff budget
 COLUMNS = (("o", "op"), ("s", "status"), ("f", "family"), ("d", "delta %"),
            ("l", "range %"), ("k", "kernels A→B"), ("c", "convert_layout A→B"),
            ("e", "elapsed s"), ("n", "notes"), ("r", "reason"))
@@ -97,8 +98,19 @@ def charts(report: Report) -> str:
 
 
 def render(report: Report) -> str:
+    """The page; over PAGE_LIMIT bytes, made again with half the TTGIR diff budget
+    (down to none) — the diffs are the one part of a page that can give way."""
+    budget = DIFF_PAGE_BUDGET
+    while True:
+        html = _render(report, budget)
+        if len(html.encode("utf-8")) <= PAGE_LIMIT or budget == 0:
+            return html
+        budget = budget // 2 if budget > 20_000 else 0
+
+
+def _render(report: Report, budget: int) -> str:
     h = report.headline
-    kept = diff_kept(report.ops)
+    kept = diff_kept(report.ops, budget)
     data = {"cols": [k for k, _ in COLUMNS],
             "ops": [op_data(i, e, i in kept) for i, e in enumerate(report.ops)]}
     # `</` inside a string would end the script element and `<!--` change how it is

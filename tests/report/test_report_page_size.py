@@ -31,3 +31,11 @@ def test_the_diff_budget_keeps_the_largest_changes(tmp_path):
     assert {report.ops[i].op for i in kept} == {e.op for e in largest}
     left = page.op_data(0, with_diff[0], with_diff=False)["D"]
     assert left["diff"] == "" and left["diff_left_out"]
+
+
+def test_a_page_over_the_limit_gives_up_diffs_first(tmp_path, monkeypatch):
+    report = build(R.screen_root(tmp_path / "s", 40))
+    full = page.render(report)
+    monkeypatch.setattr(page, "PAGE_LIMIT", len(full.encode("utf-8")) - 1)
+    smaller = page.render(report)
+    assert len(smaller) < len(full) and "diff_left_out\":true" in smaller
