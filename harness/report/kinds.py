@@ -33,6 +33,9 @@ def detect(root) -> str:
     if (path / "run.json").is_file():
         raise UsageError(f"{root} is a run directory, not an A/B root: `zlh show {root}` "
                          f"prints it")
+    if (path / "run" / "contract-receipt.json").is_file():
+        raise UsageError(f"{root} is a frozen product campaign: its run is {path / 'run'}; "
+                         f"give that")
     if (path / ".complete").is_file() or any(path.glob("run.attempt*.log")):
         raise UsageError(f"{root} is the folder of one op of a batch, not a root: give the "
                          f"batch root above it")

@@ -15,7 +15,7 @@ td.faster{color:#2e7d32;font-weight:bold}td.slower{color:#c62828;font-weight:bol
 .counts span{display:inline-block;margin-right:.8em;font-family:monospace}
 .controls{margin:.6em 0}.controls input{width:22em}
 .detail{background:#fafafa}.detail td{padding:.5em 1em}
-.diff{font-family:monospace;font-size:.75em;margin:.4em 0}
+.diff{font-family:monospace;font-size:11px;margin:.4em 0}
 .diff td{white-space:pre;border:none;padding:0 4px}.diff td.n{color:#999;text-align:right}
 .diff tr.ch td,.diff tr.del td,.diff tr.ins td{background:#fff3cd}
 .diff tr.gap td{color:#999;text-align:center}.diff caption{text-align:left;font-weight:bold}

@@ -35,6 +35,10 @@ def test_a_run_directory_and_an_empty_folder_are_refused(roots, tmp_path):
         kinds.detect(run)
     with pytest.raises(UsageError, match="no report.json"):
         kinds.detect(tmp_path)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "contract-receipt.json").write_text("{}")
+    with pytest.raises(UsageError, match="is a frozen product campaign: its run is"):
+        kinds.detect(tmp_path)
 
 
 def test_screen_model(roots):
