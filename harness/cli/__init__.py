@@ -3,7 +3,8 @@
     group.py   the `zlh` group the commands register on; one-line usage errors
     common.py  errors and exit codes, bench options shared by bench and ab
     bench.py   zlh bench
-    ab.py      zlh ab, zlh report
+    ab.py      zlh ab
+    report.py  zlh report (any root), zlh history (roots across builds)
     batch.py   zlh batch
     screen.py  zlh screen
     merge.py   zlh merge (one root from the shards of a batch or screen)
@@ -20,7 +21,7 @@ fish: fish_source).
 from __future__ import annotations
 
 from . import (ab, batch, bench, calibrate, campaign, info, merge, output,  # noqa: F401
-               product, screen, shapes)  # (registers the commands)
+               product, report, screen, shapes)  # (registers the commands)
 from .group import main
 
 output.install(main)    # --color, -v, -q and --format on the commands (output.py)

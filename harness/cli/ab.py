@@ -1,4 +1,4 @@
-"""`zlh ab` and `zlh report`."""
+"""`zlh ab`."""
 from __future__ import annotations
 
 import json
@@ -10,24 +10,22 @@ import click
 from click.core import ParameterSource
 
 from ..ab import gate, orchestrate
-from ..ab.html import render_html
 from ..ab.preflight import check_new_root, check_scrub, refuse_run_dirs_as_ops
 from ..ab.recipe import load_recipe
 from ..ab.render import render_terminal
-from ..ab.report import load_report, to_json, write_reports
+from ..ab.report import to_json, write_reports
 from ..ab.rescore import rescore as rescore_root
 from ..ab.sides import ABPlan, sides_from_env, sides_from_switch
 from ..calibrate.noise import NoiseFloor
 from ..common import errors
-from ..common.files import atomic_write_text, check_output_dir, check_path_text
+from ..common.files import check_path_text
 from ..common.limits import MAX_ROUNDS
 from ..common.progress import Meter
 from ..common import style
 from ..common.schema import stamp
-from ..corpus.files import corpus_root_hint, refuse_corpus_root
+from ..corpus.files import refuse_corpus_root
 from ..corpus.selection import parse_ops_file
 from ..run.options import refuse_unhooked
-from ..telemetry.chart import for_report
 from .group import main
 from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out, echo_routed,
                      finite, gate_option, given_options, handles_errors, not_empty,
@@ -261,31 +259,3 @@ def _print(reports, lines: list[str], as_json: bool, printed: bool, extra=None) 
     elif not printed:
         for report in reports:
             echo_out(render_terminal(report, colour=style.colour()))
-
-
-@main.command()
-@click.argument("root", type=click.Path(file_okay=False))
-@click.option("--html", "html_out", is_flag=True, help="Write ROOT/report.html (self-contained).")
-@handles_errors
-def report(root, html_out):
-    """Print (or render as HTML) the A/B report saved under ROOT by `zlh ab`.
-
-    Exit status: 0 printed, 1 the report holds no op (every op failed or was refused),
-    2 no readable report under ROOT."""
-    check_path_text(root, "ROOT")
-    if not (Path(root) / "report.json").exists():
-        hint = corpus_root_hint(root, "an A/B root")
-        if hint:
-            raise errors.UsageError(hint)
-    doc, reports = load_report(root)
-    if not reports:
-        raise errors.RunFailedError(f"{root}: the report holds no op (every op failed or was "
-                                    f"refused; see {Path(root) / 'status.tsv'})", "empty")
-    if html_out:
-        check_output_dir(root, "ROOT")
-        page = render_html({**doc, "ops": [r.to_dict() for r in reports],
-                            "telemetry": for_report(root, [r.op for r in reports])})
-        click.echo(str(atomic_write_text(Path(root) / "report.html", page)))
-        return
-    for op_report in reports:
-        echo_out(render_terminal(op_report, colour=style.colour()))

@@ -22,7 +22,7 @@ from adapters import suggest
 
 from ..common import log, style
 
-TABLE_COMMANDS = ("bench", "show", "ab", "report", "backends", "ops", "calibrate")
+TABLE_COMMANDS = ("bench", "show", "ab", "report", "history", "backends", "ops", "calibrate")
 
 
 def reset(echo) -> None:

@@ -375,8 +375,7 @@ def test_campaign_root_that_is_a_file_is_one_line(roots, tmp_path):
 
 # ---- report and show pointed at corpus roots ---------------------------------------------
 @pytest.mark.parametrize("verb,where,fragment", [
-    ("report", "batch", "is a batch root, not an A/B root: see ops_status.csv"),
-    ("report", "screen", "is a screen root, not an A/B root: its verdicts are in screen.tsv"),
+    ("report", "batch/add", "is the folder of one op of a batch, not a root"),
     ("show", "batch", "is a batch root, not a run directory"),
     ("show", "screen", "is a screen root, not a run directory"),
     ("show", "batch/add", "is the folder of one op of a batch, not a run directory (newest: "

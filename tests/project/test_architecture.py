@@ -42,6 +42,7 @@ LAYERS = [
     ["harness.calibrate", "harness.embed"],                  # built on ab and run
     ["harness.corpus"],                                      # batches, screens, campaigns
     ["harness.product"],                                     # product campaigns
+    ["harness.report"],                                      # pages over every root kind
     ["harness.cli", "harness", "harness.api", "harness.__main__"],
 ]
 

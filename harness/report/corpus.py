@@ -1,0 +1,141 @@
+"""The models of a screen root (screen.json, screen.tsv, the sides' batch roots A/ and B/)
+and of a batch root (batch.json, ops_status.csv, one run directory per op)."""
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from ..common.errors import UsageError
+from ..common.files import read_json_object, read_text
+from ..corpus.files import BATCH_JSON, read_complete
+from ..corpus.verdict import IR_CHANGED, NO_IR_DIFF, NO_ROWS, NO_TRITON, read_tsv
+from ..store.reader import StoredRun
+from . import runs, sources
+from .model import Headline, OpEntry, Report, Shape, Side, arrow, count, finite
+
+SCREEN_JSON, SCREEN_TSV, OPS_STATUS = "screen.json", "screen.tsv", "ops_status.csv"
+
+
+def _outcome_dir(side_root: Path, op: str):
+    try:
+        found = read_complete(side_root, op)
+    except UsageError:
+        return None, None
+    return (found[0].run_dir, found[0]) if found else (None, None)
+
+
+def _side(doc: dict, label: str, infos: list[dict]) -> Side:
+    side = doc.get(label) if isinstance(doc.get(label), dict) else {}
+    switch = side.get("description") or " ".join(f"{k}={v}" for k, v in
+                                                 (side.get("env") or {}).items()) or "-"
+    if side.get("python"):
+        switch += f" (python {side['python']})"
+    return Side(label, sources.compiler(next((i for i in infos if i), {})), switch)
+
+
+def screen(root: Path, page_dir: Path) -> Report:
+    """(long: one pass over the table, reading each op's two runs as it goes)"""
+    doc = read_json_object(root / SCREEN_JSON, f"{root}: no {SCREEN_JSON}", "a zlh screen plan")
+    rows = read_tsv(root / SCREEN_TSV) if (root / SCREEN_TSV).is_file() else []
+    scrub = doc.get("scrub") if isinstance(doc.get("scrub"), list) else []
+    entries, infos_a, infos_b = [], [], []
+    for row in rows:
+        op, verdict = row["op"], row.get("verdict", "-")
+        entry = OpEntry(op=op, status=verdict, family=sources.family(row.get("op_file")),
+                        kernels=arrow(row.get("kernels_a"), row.get("kernels_b")),
+                        convert_layout=arrow(row.get("cvt_a"), row.get("cvt_b")),
+                        notes=row.get("note", ""), noise=verdict == NO_IR_DIFF)
+        shown = verdict not in (NO_ROWS, NO_TRITON)
+        entry.delta = finite(row.get("median_delta_pct")) if shown else None
+        elapsed = [finite(row.get(k)) for k in ("elapsed_a", "elapsed_b")]
+        entry.elapsed_s = sum(e for e in elapsed if e is not None) if any(
+            e is not None for e in elapsed) else None
+        dir_a, out_a = _outcome_dir(root / "A", op)
+        dir_b, out_b = _outcome_dir(root / "B", op)
+        entry.reason = "; ".join(f"{s}: {o.reason}" for s, o in (("A", out_a), ("B", out_b))
+                                 if o is not None and o.reason)
+        run_a, run_b = runs.fill(entry, dir_a, dir_b, page_dir, verdict == IR_CHANGED, scrub,
+                                 summary=shown)
+        infos_a += [run_a.info] if run_a else []
+        infos_b += [run_b.info] if run_b else []
+        entries.append(entry)
+    plan = doc.get("batch") if isinstance(doc.get("batch"), dict) else {}
+    return Report(_screen_headline(root, doc, plan, rows, infos_a, infos_b), entries,
+                  sources.telemetry(root), str(root))
+
+
+def _screen_headline(root: Path, doc: dict, plan: dict, rows: list[dict], infos_a, infos_b
+                     ) -> Headline:
+    started, took = sources.span(infos_a + infos_b)
+    first = rows[0] if rows else {}
+    caliber = next((i.get("caliber") for i in infos_a if i.get("caliber")), None)
+    return Headline(
+        kind="screen", title=f"zlh screen {root.name}",
+        sides=[_side(doc, "A", infos_a), _side(doc, "B", infos_b)],
+        device=first.get("device", "-"), cards=_cards(plan.get("devices")),
+        caliber=sources.caliber_line(caliber), started=started, duration_s=took,
+        counts=count(r.get("verdict", "-") for r in rows),
+        notes=[f"scrub: {', '.join(doc['scrub'])}"] if doc.get("scrub") else [])
+
+
+def _cards(devices) -> str:
+    return ", ".join(str(d) for d in devices) if isinstance(devices, list) and devices else "-"
+
+
+def _csv_rows(path: Path) -> list[dict]:
+    try:
+        return list(csv.DictReader(io.StringIO(read_text(path))))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise UsageError(f"{path} cannot be read ({exc})") from None
+
+
+def batch(root: Path, page_dir: Path) -> Report:
+    doc = read_json_object(root / BATCH_JSON, f"{root}: no {BATCH_JSON}", "a zlh batch plan")
+    rows = _csv_rows(root / OPS_STATUS) if (root / OPS_STATUS).is_file() else []
+    entries, infos = [], []
+    for row in rows:
+        entry = OpEntry(op=row.get("op", "-"), status=row.get("status", "-"),
+                        family=sources.family(row.get("op_file")),
+                        elapsed_s=finite(row.get("elapsed_s")), notes=row.get("notes", ""),
+                        reason=row.get("reason", ""))
+        run_dir = root / row["run_dir"] if row.get("run_dir") else None
+        run = runs.load(run_dir)
+        if run is not None:
+            infos.append(run.info)
+            entry.links.append(("run", runs.link(run.path, page_dir)))
+            entry.shapes = speedups(run)
+            runs.summarize(entry)
+            split = runs.read_split(run.path)
+            if split:
+                entry.split["run"] = split
+        entries.append(entry)
+    started, took = sources.span(infos)
+    caliber = doc.get("caliber") if isinstance(doc.get("caliber"), dict) else None
+    info = infos[0] if infos else {}
+    device = (info.get("device") or {}).get("name") if isinstance(info.get("device"), dict) \
+        else None
+    side = doc.get("screen_side")
+    headline = Headline(
+        kind="batch", title=f"zlh batch {root.name}" + (f" (screen side {side})" if side else ""),
+        sides=[Side(side or "batch", sources.compiler(info),
+                    " ".join(str(a) for a in doc.get("command") or [])[:300] or "-")],
+        device=device or (caliber or {}).get("device", "-"), cards=_cards(doc.get("devices")),
+        caliber=sources.caliber_line(caliber), started=started, duration_s=took,
+        counts=count(r.get("status", "-") for r in rows),
+        delta_label="FlagGems vs torch: median speedup - 1, % (FlagGems faster > 0)")
+    return Report(headline, entries, sources.telemetry(root), str(root))
+
+
+def speedups(run: StoredRun) -> list[Shape]:
+    """A batch op's shapes: FlagGems against torch, (torch / gems - 1) x 100."""
+    out = []
+    for row in run.rows:
+        t, g = finite(row.torch_ms), finite(row.gems_ms)
+        delta = (t / g - 1) * 100 if t and g and t > 0 and g > 0 else None
+        label = " ".join(p for p in (row.dtype, row.shape_detail) if p)
+        out.append(Shape(label=label, delta=delta, a_ms=t, b_ms=g,
+                         flags=list(row.flags) + ([row.status] if row.status != "SUCCESS"
+                                                  else []),
+                         throttled=bool(row.throttled)))
+    return out

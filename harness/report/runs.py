@@ -1,0 +1,193 @@
+"""One op's detail from the run directories of its two sides: per-shape intervals (the same
+statistics `zlh ab` computes), the measured kernels whose code changed with their compiled
+metadata (`ttgir/index.tsv`), the per-kernel time split (`kernel_split.tsv`, when a profiler
+pass wrote one) and a side-by-side of the changed kernels' scrubbed TTGIR."""
+from __future__ import annotations
+
+import os
+import statistics
+from pathlib import Path
+
+from ..ab.pairing import pair_rows
+from ..common.errors import UsageError
+from ..common.files import read_text
+from ..compile.ir.fingerprint import compile_scrub, ir_root, read_index, scrub_text
+from ..measure import stats
+from ..store.reader import StoredRun, load_run
+from .diff import side_by_side
+from .model import Kernel, OpEntry, Shape, finite
+
+# index.tsv columns shown per changed kernel, in this order, when the index has them (older
+# roots lack the compiled-kernel ones: n_regs, n_spills, shared)
+META_COLUMNS = ("n_regs", "n_spills", "shared", "num_warps", "num_stages", "num_ctas",
+                "convert_layout")
+SPLIT_FILE = "kernel_split.tsv"
+SPLIT_COLUMNS = ("kernel", "time_us", "share")
+MAX_SPLIT_ROWS = 60           # kernel rows per run shown
+MAX_DIFF_KERNELS = 3            # changed kernels diffed per op
+DIFF_BUDGET = 30_000            # characters of diff per op
+
+
+def load(path) -> StoredRun | None:
+    """The stored run at `path`, or None when there is none or it cannot be read."""
+    if path is None or not Path(path).is_dir():
+        return None
+    try:
+        return load_run(path)
+    except UsageError:
+        return None
+
+
+def link(path, page_dir: Path) -> str:
+    """`path` relative to the page's folder, in URL form."""
+    return Path(os.path.relpath(Path(path).resolve(), page_dir.resolve())).as_posix()
+
+
+def shapes(run_a: StoredRun, run_b: StoredRun) -> list[Shape]:
+    """Every paired shape with its delta and interval (bootstrap over the samples, as zlh ab
+    does for one round), its flags and throttled mark."""
+    pairs, _ = pair_rows(run_a.rows, run_b.rows)
+    found = stats.shape_stats([(ra.gems.samples_ms, rb.gems.samples_ms, ra.gems_ms, rb.gems_ms)
+                               for ra, rb in pairs])
+    out = []
+    for (ra, rb), stat in zip(pairs, found):
+        label = " ".join(p for p in (ra.variant if ra.variant != ra.op else "", ra.dtype,
+                                     ra.shape_detail) if p)
+        out.append(Shape(label=label + (f" #{ra.occurrence}" if ra.occurrence else ""),
+                         delta=finite(stat.delta_pct), low=finite(stat.ci_low_pct),
+                         high=finite(stat.ci_high_pct), a_ms=finite(ra.gems_ms),
+                         b_ms=finite(rb.gems_ms), significant=bool(stat.significant),
+                         flags=sorted({*ra.flags, *rb.flags}),
+                         throttled=bool(ra.throttled or rb.throttled)))
+    return out
+
+
+def summarize(entry: OpEntry) -> None:
+    """The op's median delta and range over its shapes, when the model has none."""
+    deltas = [s.delta for s in entry.shapes if s.delta is not None]
+    if deltas and entry.delta is None:
+        entry.delta = statistics.median(deltas)
+    if deltas and entry.low is None:
+        entry.low, entry.high = min(deltas), max(deltas)
+
+
+def fill(entry: OpEntry, path_a, path_b, page_dir: Path, ir_changed: bool,
+         scrub=(), summary: bool = True) -> tuple:
+    """The detail of `entry` from its two run directories (either may be missing); the runs
+    read (A, B; None for a side not read). `summary`: fill the op's median and range from
+    its shapes when it has none."""
+    run_a, run_b = load(path_a), load(path_b)
+    for side, run in (("A", run_a), ("B", run_b)):
+        if run is not None:
+            entry.links.append((f"run {side}", link(run.path, page_dir)))
+            split = read_split(run.path)
+            if split:
+                entry.split[side] = split
+    if run_a is None or run_b is None:
+        return run_a, run_b
+    try:
+        entry.shapes = shapes(run_a, run_b)
+    except (ValueError, TypeError, ZeroDivisionError):
+        entry.shapes = []
+    if summary:
+        summarize(entry)
+    if ir_changed:
+        entry.changed_kernels = changed_kernels(run_a.path, run_b.path, page_dir)
+        entry.diff_html = kernel_diffs(entry.changed_kernels, run_a.path, run_b.path, scrub)
+    return run_a, run_b
+
+
+def _index(path: Path) -> dict[tuple[str, str], dict]:
+    return {(r.get("shape", ""), r.get("kernel", "")): r for r in read_index(path)
+            if r.get("role", "measured") == "measured"}
+
+
+def changed_kernels(path_a: Path, path_b: Path, page_dir: Path) -> list[Kernel]:
+    """The measured kernels (shape, name) whose hash differs A->B, or that one side lacks."""
+    index_a, index_b = _index(path_a), _index(path_b)
+    out = []
+    for key in sorted(index_a.keys() | index_b.keys()):
+        ra, rb = index_a.get(key, {}), index_b.get(key, {})
+        if ra.get("hash") and ra.get("hash") == rb.get("hash"):
+            continue
+        out.append(Kernel(shape=key[0], kernel=key[1],
+                          a={c: ra[c] for c in META_COLUMNS if c in ra},
+                          b={c: rb[c] for c in META_COLUMNS if c in rb},
+                          file_a=_file_link(path_a, ra, page_dir),
+                          file_b=_file_link(path_b, rb, page_dir)))
+    return out
+
+
+def _file_link(run: Path, row: dict, page_dir: Path) -> str | None:
+    rel = row.get("file")
+    if not rel or rel == "-":
+        return None
+    return link(ir_root(run) / rel, page_dir)
+
+
+def kernel_diffs(kernels: list[Kernel], path_a: Path, path_b: Path, scrub=()) -> str:
+    """Side-by-side diffs of the first changed kernels whose TTGIR both sides kept."""
+    patterns = compile_scrub(list(scrub))        # the default patterns and the root's own
+    parts, used = [], 0
+    rows_a = {(r.get("shape"), r.get("kernel")): r for r in read_index(path_a)}
+    rows_b = {(r.get("shape"), r.get("kernel")): r for r in read_index(path_b)}
+    for k in kernels:
+        if len(parts) >= MAX_DIFF_KERNELS or used >= DIFF_BUDGET:
+            break
+        text_a = _text(path_a, rows_a.get((k.shape, k.kernel)))
+        text_b = _text(path_b, rows_b.get((k.shape, k.kernel)))
+        if text_a is None or text_b is None:
+            continue
+        html = side_by_side(f"{k.shape} {k.kernel}", scrub_text(text_a, patterns),
+                            scrub_text(text_b, patterns))
+        if html:
+            parts.append(html)
+            used += len(html)
+    return "".join(parts)
+
+
+def _text(run: Path, row: dict | None) -> str | None:
+    if not row or not row.get("file") or row["file"] == "-":
+        return None
+    try:
+        return read_text(ir_root(run) / row["file"], errors="replace")
+    except OSError:
+        return None
+
+
+def read_split(run: Path) -> dict:
+    """kernel_split.tsv of a run (`zlh bench --kernel-split`: a profiler pass's device time
+    per kernel) as {"rows": [[case, kernel, calls, time_us, share]], "sums": [[case, sum of
+    time_us, op_latency_us, gap %]]}, at most MAX_SPLIT_ROWS rows; {} without a file or with
+    another header. A file with only `kernel, time_us, share` (one case) reads too."""
+    path = Path(run) / SPLIT_FILE
+    try:
+        lines = read_text(path).splitlines()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    header = lines[0].split("\t") if lines else []
+    if not set(SPLIT_COLUMNS) <= set(header):
+        return {}
+    rows, sums = [], {}
+    for line in lines[1:]:
+        cells = line.split("\t")
+        if len(cells) != len(header):
+            continue
+        row = dict(zip(header, cells))
+        case = " ".join(row[c] for c in ("variant", "dtype", "shape") if row.get(c)) or "-"
+        case += f" #{row['occurrence']}" if row.get("occurrence") not in (None, "", "0") else ""
+        time_us = finite(row["time_us"])
+        if len(rows) < MAX_SPLIT_ROWS:
+            rows.append([case, row["kernel"], row.get("calls", "-"), _r3(time_us),
+                         _r3(finite(row["share"]))])
+        total = sums.setdefault(case, [case, 0.0, finite(row.get("op_latency_us")), None])
+        total[1] += time_us or 0.0
+    for total in sums.values():
+        total[1] = _r3(total[1])
+        if total[2]:
+            total[3] = _r3(100.0 * (total[2] - total[1]) / total[2])
+    return {"rows": rows, "sums": list(sums.values())}
+
+
+def _r3(value):
+    return None if value is None else round(value, 3)
