@@ -98,7 +98,8 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
        rescore, **params):
     """Compare two sides: `zlh ab RUN_A RUN_B`, `zlh ab --replay RUN_A [bench options]`, or
     `zlh ab OP... --switch NAME=a,b | --env-a K=V --env-b K=V | --python-a P --python-b P |
-    --recipe FILE [--rounds N]` (both sides run here, each run a fresh process).
+    --recipe FILE [--rounds N|auto] [--round-process persistent]` (both sides run here; each
+    run a fresh process unless --round-process persistent).
 
     delta % = (A / B - 1) x 100: positive means B is faster. Every input is checked before
     the first run. Exit status: 0 reported, 1 a run failed, outputs differ or nothing paired,

@@ -18,12 +18,13 @@ processes started per side). The round's seed is a digest of op, round and side.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 import zlib
 from pathlib import Path
 
 from ..ab.rounds import PERSISTENT
-from ..ab.runs import RunOutcome, append_status
+from ..ab.runs import RunOutcome, append_status, outcome_of
 from ..ab.sides import ABPlan, Side, env_for
 from ..launch import launcher
 from ..store.rundir import safe_name
@@ -75,7 +76,15 @@ class PersistentRounds:
         job = {"op": op, "args": args, "log": str(log), "argv": ["zlh", "bench", op, *args],
                "round": {"seed": round_seed(op, number, side.label),
                          "shift_max_bytes": self.shift_max_bytes}}
-        attempt = worker.run(job, plan.timeout_s, log, out)
+        started = time.time()
+        try:
+            attempt = worker.run(job, plan.timeout_s, log, out)
+        except BaseException:         # Ctrl-C or SIGTERM of zlh ab: the round stops too
+            worker.stop()             # (its run directory is finalised on SIGTERM)
+            with contextlib.suppress(Exception):          # status.tsv still gets its row
+                append_status(plan.root, op, outcome_of(out, number, side.label, None,
+                                                        started))
+            raise
         outcome = RunOutcome(number, side.label, attempt.rc, round(attempt.elapsed_s, 3),
                              attempt.run_dir, log)
         append_status(plan.root, op, outcome)

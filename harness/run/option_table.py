@@ -215,7 +215,7 @@ OPTIONS = (
            group="timing", part="rule", caliber="stopping.target_rel_err", manifest=True,
            measure=True,
            help="Stop early once the median's relative standard error is below this."),
-    Option("pace_us", "--pace-us", float, StoppingRule.pace_us, low=0, high=1e6,
+    Option("pace_us", "--pace-us", float, StoppingRule.pace_us, low=0, high=1_000_000,
            group="timing", part="rule", caliber="stopping.pace_us", measure=True,
            metavar="US",
            help="Idle gap (microseconds) after every sample: each graph replay or batch of "

@@ -52,3 +52,27 @@ def test_rounds_run_in_one_worker_per_side_in_abba_order(tmp_path):
     assert again.exit_code == 0, again.output
     assert json.loads((tmp_path / "ab" / "report.json").read_text())["ops"][0]["rows"][0][
         "delta_pct"] == pytest.approx(report["rows"][0]["delta_pct"])
+
+
+def test_an_interrupted_round_stops_its_worker_and_leaves_its_status_row(tmp_path):
+    class Stuck:
+        alive, stopped = True, 0
+
+        def run(self, job, timeout_s, log, out):
+            assert job["round"]["seed"] == round_seed("add", 2, "B")
+            raise KeyboardInterrupt
+
+        def stop(self):
+            self.stopped += 1
+
+    runner = PersistentRounds(settle_s=0.0)
+    runner.workers["B"] = worker = Stuck()
+    plan = ABPlan(ops=["add"], a=Side("A"), b=Side("B"), options=BenchOptions(),
+                  root=tmp_path / "ab", runner=runner)
+    (tmp_path / "ab").mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(plan, "add", 2, plan.b, tmp_path / "record")
+    assert worker.stopped == 1 and runner.starts == {}
+    (row,) = (tmp_path / "ab" / "status.tsv").read_text().splitlines()[1:]
+    assert row.split("\t")[:4] == ["2", "add", "B", "-1"]
+    assert "--replay" in (tmp_path / "ab" / "add" / "r2_B" / "bench.log").read_text()
