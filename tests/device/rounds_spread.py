@@ -12,9 +12,13 @@ process, does pacing calm a GEMM under the power cap, and does `--rounds auto` f
 Environment: OPS (the ops; defaults below), K (rounds per arm, spread/pace: 5), VARIANTS
 (spread: in-process arms among `full noshift nosettle`, default `full`), PACE_US (pace: 1000),
 BOX_S (the mode's time box, 450), TARGET_PCT / MIN_ROUNDS / MAX_ROUNDS (plant, aa: 0.15, 6,
-20), BUDGET (bench budget options of every run), COMMON (the rest: bfloat16, core, an isolated
+12), BUDGET (bench budget options of every run), COMMON (the rest: bfloat16, core, an isolated
 tuner DB), WORK (scratch, default a temp dir). Output:
 $OUT/rounds_spread.txt (the table), $OUT/<mode>.json (the numbers).
+
+plant / aa / fresh3 run one group of ops per call (ACCEPT_GROUPS below, e.g.
+`OPS="mm addmm" bash tests/device/rounds_spread.sh plant`); a box that ends mid-op still
+counts the ops report.json holds; `summarize ROOT…` adds groups up.
 
 spread: one record run of OPS, then K rounds of each arm interleaved (fresh k, in-process k,
 fresh k+1, …) so that a drift of the card falls on both: an arm's round is every op once.
@@ -51,8 +55,12 @@ from harness.run.options import BenchOptions  # noqa: E402
 from harness.store.reader import load_run  # noqa: E402
 from harness.store.results import SUCCESS  # noqa: E402
 
-SPREAD_OPS = "fused_add_rms_norm softmax mm bmm sum"
-ACCEPT_OPS = "mm addmm bmm fused_add_rms_norm layer_norm softmax sum cumsum gelu add"
+SPREAD_OPS = "fused_add_rms_norm softmax mm einsum sum"
+# Five groups of the acceptance ops, one device call each (OPS="…"): every family, autotuned BLAS
+# included. ACCEPT_OPS (all of them) is the default of a call given no OPS.
+ACCEPT_GROUPS = ("mm addmm", "bmm einsum", "fused_add_rms_norm layer_norm softmax",
+                 "sum cumsum", "gelu add")
+ACCEPT_OPS = " ".join(ACCEPT_GROUPS)
 MIN_MS = 0.02
 COMMON = (os.environ.get("COMMON") or
           "--dtypes bfloat16 --level core --isolate-tuner-cache").split()
@@ -318,7 +326,7 @@ def calibrate(work: Path, box: Box, out: Path, mode: str) -> list[str]:
     else:
         rounds = ["--rounds", "auto", "--target-pct", env("TARGET_PCT", "0.15"),
                   "--min-rounds", env("MIN_ROUNDS", "6"), "--max-rounds",
-                  env("MAX_ROUNDS", "20"), "--round-process", "persistent"]
+                  env("MAX_ROUNDS", "12"), "--round-process", "persistent"]
     plant = [] if mode == "aa" else ["--plant-pct", "0.3"]
     cmd = [sys.executable, "-m", "harness", "calibrate", *ops, *COMMON, *budget, *rounds,
            *plant, "--root", str(root), "-q"]
@@ -357,17 +365,41 @@ def summary_lines(n: dict) -> list[str]:
     return lines
 
 
+def total_lines(parts: list[dict]) -> list[str]:
+    """The groups added up: planted shapes found, A/A significant shapes, walls."""
+    lines = []
+    for planted in (True, False):
+        mine = [p for p in parts if ("found_20us" in p) is planted]
+        if not mine:
+            continue
+        wall = sum(p["wall_s"] or 0 for p in mine)
+        shapes = sum(p["shapes_20us"] for p in mine)
+        if planted:
+            found = sum(p["found_20us"] for p in mine)
+            lines.append(f"all planted roots: found {found}/{shapes} shapes >= 20 us"
+                         + (f" ({100 * found / shapes:.1f} %)" if shapes else "")
+                         + f", wrong sign {sum(p['wrong_sign'] for p in mine)}, runs' wall "
+                           f"{wall:.0f} s")
+        else:
+            worst = max((p["abs_delta_max_20us"] or 0 for p in mine), default=0)
+            lines.append(f"all A/A roots: {sum(p['significant'] for p in mine)} significant of "
+                         f"{sum(p['shapes'] for p in mine)} shapes; |delta| max (>= 20 us) "
+                         f"{worst:.3f} %; runs' wall {wall:.0f} s")
+    return lines
+
+
 def main(argv: list[str]) -> int:
     mode = argv[0] if argv else "spread"
     out = Path(os.environ.get("OUT") or "device-out")
     out.mkdir(parents=True, exist_ok=True)
     if mode == "summarize":
-        lines = []
+        lines, parts = [], []
         for root in argv[1:]:
             plan = json.loads((Path(root) / "plan.json").read_text())
             planted = bool(((plan.get("B") or {}).get("options") or {}).get("plant_pct"))
-            lines += summary_lines(summarize_root(Path(root), planted))
-        print("\n".join(lines))
+            parts.append(summarize_root(Path(root), planted))
+            lines += summary_lines(parts[-1])
+        print("\n".join(lines + total_lines(parts)))
         return 0
     work = Path(os.environ.get("WORK") or tempfile.mkdtemp(prefix="zlh-rounds-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -72,3 +72,14 @@ def test_pacing_is_adopted_only_when_it_lowers_the_spread_without_moving_the_med
     slower = {key: [v * 1.05 for v in calm[key]]}
     (line,) = rounds_spread.pace_lines(rounds_spread.spread_rows(off, slower))
     assert "keep pacing off" in line and "median shifted" in line
+
+
+def test_groups_add_up():
+    parts = [{"found_20us": 9, "shapes_20us": 10, "wrong_sign": 0, "wall_s": 100.0},
+             {"found_20us": 10, "shapes_20us": 10, "wrong_sign": 0, "wall_s": 50.0},
+             {"significant": 0, "shapes": 12, "shapes_20us": 8, "abs_delta_max_20us": 0.2,
+              "wall_s": 80.0}]
+    assert rounds_spread.total_lines(parts) == [
+        "all planted roots: found 19/20 shapes >= 20 us (95.0 %), wrong sign 0, runs' wall 150 s",
+        "all A/A roots: 0 significant of 12 shapes; |delta| max (>= 20 us) 0.200 %; runs' wall "
+        "80 s"]
