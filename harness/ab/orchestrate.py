@@ -194,7 +194,7 @@ class OpAB:
                   load_run(self.outcomes[(n, "B")].run_dir)) for n in range(1, pilot + 1)]
         rows = compare_runs(pairs, self.plan.alpha).rows
         deltas = [(r.rounds or {}).get("deltas_pct") or [] for r in rows]
-        rounds = self.plan.auto.planned(deltas, self.plan.alpha)
+        rounds = min(cap, self.plan.auto.planned(deltas, self.plan.alpha))
         widest = max((sequential.rounds_needed(sequential.pilot_sd_pct(d, pilot), pilot,
                                                self.plan.auto.target_pct, self.plan.alpha)
                       for d in deltas), default=pilot)
