@@ -1,6 +1,8 @@
 """`zlh ab --rounds auto`: the rounds policy over synthetic sides (a clear change stops after
 the pilot, noise wider than the target runs to the cap), the ABBA order, the report's
 per-shape rounds and detectable change, --rescore of an auto root, and the option checks."""
+import csv
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -90,6 +92,9 @@ def test_a_clear_change_stops_after_the_pilot(tmp_path, monkeypatch):
     assert again[0].summary["rounds_design"] == report.summary["rounds_design"]
     _, stored = load_report(tmp_path / "ab")
     assert stored[0].rows[0].rounds["needed"] == 4
+    rows = list(csv.DictReader(open(tmp_path / "ab" / "report.csv")))
+    assert [(r["rounds"], r["rounds_needed"]) for r in rows] == [("4", "4")] * 2
+    assert all(0 < float(r["detectable_pct"]) < 0.3 for r in rows)
 
 
 def test_noise_wider_than_the_target_runs_to_the_cap_in_abba_order(tmp_path, monkeypatch):
