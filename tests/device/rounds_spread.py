@@ -7,14 +7,16 @@ process, does pacing calm a GEMM under the power cap, and does `--rounds auto` f
     python3 tests/device/rounds_spread.py plant      # zlh calibrate --rounds auto --plant-pct 0.3
     python3 tests/device/rounds_spread.py aa         # the same without the plant (A/A)
     python3 tests/device/rounds_spread.py fresh3     # today's: --rounds 3, fresh processes
-    python3 tests/device/rounds_spread.py summarize ROOT...   # (CPU too) the acceptance lines
+    python3 tests/device/rounds_spread.py summarize ROOT|JSON...   # (CPU too) groups added up
 
 Environment: OPS (the ops; defaults below), K (rounds per arm, spread/pace: 5), VARIANTS
 (spread: in-process arms among `full noshift nosettle`, default `full`), PACE_US (pace: 1000),
 BOX_S (the mode's time box, 450), TARGET_PCT / MIN_ROUNDS / MAX_ROUNDS (plant, aa: 0.15, 6,
 12), BUDGET (bench budget options of every run), COMMON (the rest: bfloat16, core, an isolated
 tuner DB), WORK (scratch, default a temp dir). Output:
-$OUT/rounds_spread.txt (the table), $OUT/<mode>.json (the numbers).
+$OUT/rounds_spread.txt (the table), $OUT/<mode>.json (the numbers), and for plant / aa /
+fresh3 the root's report.json, calibration.json, status.tsv and plan.json in
+$OUT/<mode>_root/ (what `summarize` reads).
 
 plant / aa / fresh3 run one group of ops per call (ACCEPT_GROUPS below, e.g.
 `OPS="mm addmm" bash tests/device/rounds_spread.sh plant`); a box that ends mid-op still
@@ -37,6 +39,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -341,6 +344,11 @@ def calibrate(work: Path, box: Box, out: Path, mode: str) -> list[str]:
             rc = 124
     wall = time.time() - started
     lines = [f"{mode}: rc={rc}, wall {wall:.0f} s: {' '.join(cmd[3:])}"]
+    kept = out / f"{mode}_root"                 # what summarize reads, back with $OUT
+    kept.mkdir(exist_ok=True)
+    for name in ("report.json", "calibration.json", "status.tsv", "plan.json"):
+        if (root / name).is_file():
+            shutil.copyfile(root / name, kept / name)
     if (root / "report.json").is_file():
         numbers = summarize_root(root, planted=mode != "aa")
         numbers["command_wall_s"] = round(wall, 1)
@@ -359,9 +367,10 @@ def summary_lines(n: dict) -> list[str]:
                      + (f" ({100 * rate:.0f} %)" if rate is not None else "")
                      + f"; wrong sign {n['wrong_sign']}")
     else:
+        med, top = n["abs_delta_median_20us"], n["abs_delta_max_20us"]
         lines.append(f"A/A: {n['significant']} shapes called significant; shapes >= 20 us "
-                     f"|delta| median {n['abs_delta_median_20us']} % max "
-                     f"{n['abs_delta_max_20us']} %")
+                     f"|delta| median {'-' if med is None else format(med, '.3f')} % max "
+                     f"{'-' if top is None else format(top, '.3f')} %")
     return lines
 
 
@@ -395,9 +404,12 @@ def main(argv: list[str]) -> int:
     if mode == "summarize":
         lines, parts = [], []
         for root in argv[1:]:
-            plan = json.loads((Path(root) / "plan.json").read_text())
-            planted = bool(((plan.get("B") or {}).get("options") or {}).get("plant_pct"))
-            parts.append(summarize_root(Path(root), planted))
+            if Path(root).is_file():         # a call's $OUT/<mode>.json
+                parts.append(json.loads(Path(root).read_text()))
+            else:                            # a root, or a call's $OUT/<mode>_root
+                plan = json.loads((Path(root) / "plan.json").read_text())
+                planted = bool(((plan.get("B") or {}).get("options") or {}).get("plant_pct"))
+                parts.append(summarize_root(Path(root), planted))
             lines += summary_lines(parts[-1])
         print("\n".join(lines + total_lines(parts)))
         return 0
