@@ -4,19 +4,22 @@ Data only: statistics live in `measure.stats`, presentation in `render` / `html`
 """
 from __future__ import annotations
 
-from ..measure import stats
+from ..measure import sequential, stats
 from ..store.reader import StoredRun
 from .pairing import annotations, output_mismatches, pair_rows, row_key
 from .report import ABReport, ABRow
 
 
-def compare_runs(rounds: list[tuple[StoredRun, StoredRun]], alpha: float = 0.05) -> ABReport:
+def compare_runs(rounds: list[tuple[StoredRun, StoredRun]], alpha: float = 0.05,
+                 auto=None) -> ABReport:
     """The report for one op over one or more (A, B) rounds.
 
     With several rounds, a shape counts only when it paired in every round; its latencies and
     delta are the medians across rounds, and its interval and p-value treat each round's
-    delta as one observation (Student's t; see stats). One round: bootstrap and rank test over
-    the raw samples of the two processes."""
+    delta as one observation (Student's t; see stats) — under `auto` (rounds.AutoRounds, the
+    rounds `--rounds auto` chose) the two-stage test, with the pilot rounds' spread (see
+    measure.sequential). One round: bootstrap and rank test over the raw samples of the two
+    processes."""
     first_a, first_b = rounds[0]
     per_round = [pair_rows(a.rows, b.rows) for a, b in rounds]
     keys = [set(row_key(ra) for ra, _ in pairs) for pairs, _ in per_round]
@@ -29,7 +32,8 @@ def compare_runs(rounds: list[tuple[StoredRun, StoredRun]], alpha: float = 0.05)
     if multi:
         deltas = [[stats.delta_pct(ra.gems_ms, rb.gems_ms) for ra, rb in pairs_of[k]]
                   for k in ordered]
-        shape_stats = stats.rounds_stats(deltas, alpha)
+        shape_stats = (sequential.two_stage_stats(deltas, auto.min_rounds, alpha)
+                       if auto is not None else stats.rounds_stats(deltas, alpha))
     else:
         shape_stats = stats.shape_stats(
             [(ra.gems.samples_ms, rb.gems.samples_ms, row.a_ms, row.b_ms)
@@ -47,6 +51,7 @@ def compare_runs(rounds: list[tuple[StoredRun, StoredRun]], alpha: float = 0.05)
                    geomean_interval="rounds" if multi else "samples")
     if multi and rows:
         _add_rounds(rows, summary, deltas, [pairs_of[k] for k in ordered], len(rounds))
+        _add_design(rows, summary, deltas, auto, alpha, len(rounds))
     summary["rounds"] = len(rounds)
     mismatches = output_mismatches(rounds)
     return ABReport(
@@ -91,6 +96,21 @@ def _add_rounds(rows: list[ABRow], summary: dict, deltas, pairs_per_row, n_round
     summary["sign_unstable"] = sum(1 for r in rows if not r.rounds["sign_stable"])
     summary["side_spread_median_pct"] = {"A": _median([r.spread_a_pct for r in rows]),
                                          "B": _median([r.spread_b_pct for r in rows])}
+
+
+def _add_design(rows: list[ABRow], summary: dict, deltas, auto, alpha: float,
+                n_rounds: int) -> None:
+    """Per shape what its rounds could see (rounds run, spread, half-width, smallest
+    detectable change at 80 % power; with `auto` the rounds this shape alone needed); per op
+    the design and what stopped it (`target`: every shape reached the half-width; `cap`)."""
+    pilot, target = (auto.min_rounds, auto.target_pct) if auto is not None else (None, None)
+    for row, own in zip(rows, deltas):
+        row.rounds.update(sequential.shape_rounds(own, pilot, target, alpha))
+    design = {"design": "fixed"} if auto is None else dict(auto.to_dict())
+    if auto is not None:
+        needed = max((r.rounds.get("needed", 0) for r in rows), default=0)
+        design["stopped_by"] = "cap" if needed > n_rounds else "target"
+    summary["rounds_design"] = design
 
 
 def _unpaired(per_round, keys, common) -> list[dict]:

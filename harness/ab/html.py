@@ -233,7 +233,7 @@ def _axis_range(rows: list[dict]) -> tuple[float, float]:
 # --- tables ------------------------------------------------------------------------------
 
 _ROW_HEADERS = ("dtype", "shape", "occ", "A ms", "B ms", "delta %", "CI 95%", "p",
-                "sig", "rounds min~max", "stable", "notes")
+                "sig", "rounds min~max", "stable", "detectable %", "notes")
 
 
 def _rows_table(rows: list[dict]) -> str:
@@ -261,6 +261,7 @@ def _table_row(row: dict) -> str:
         _td("noise" if row.get("within_noise") else "yes" if row.get("significant") else "no"),
         _td(span),
         _td(stable),
+        _td(_num(rounds.get("detectable_pct"), ".3f") if rounds else "&#8212;"),
         _td(escape("; ".join(str(a) for a in row.get("annotations") or [])), text=True),
     ]
     return f'<tr class="{_row_class(row)}">{"".join(cells)}</tr>'

@@ -10,22 +10,19 @@ import collections
 import contextlib
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import telemetry
 from ..common import markers, style
-from ..common.errors import (EXIT_CALIBER, EXIT_FAILED_CASES, EXIT_OK, EXIT_PREFLIGHT,
-                             EXIT_USAGE, UsageError)
+from ..common.errors import EXIT_CALIBER, EXIT_FAILED_CASES, EXIT_OK, UsageError
 from ..common.files import atomic_write_json, check_output_dir, check_path_text
 from ..common.log import Echo
 from ..compile.ir import fingerprint
 from ..common.lock import held_fds, holding
 from ..launch import launcher
+from ..measure import sequential
 from ..run.options import BenchOptions
-from ..store.reader import (COMPLETE, REPLAY_PARTIAL_ENV, RESULTS_LOST, StoredRun, load_run,
-                            status_detail)
-from ..store.results import FAILED, SUCCESS
+from ..store.reader import REPLAY_PARTIAL_ENV, StoredRun, load_run
 from ..store.rundir import safe_name
 from .compare import compare_runs
 from .guard import CaliberCheck, check_caliber
@@ -33,54 +30,15 @@ from .pairing import broken_by_b
 from .preflight import ROOT_IN_USE, check_new_root, check_plan, check_replay
 from .render import render_terminal
 from .report import ABReport, write_reports
+from .rounds import side_order
+from .runs import STATUS_COLUMNS, RunOutcome, append_status, outcome_of  # noqa: F401
 from .sides import ABPlan, Side, env_for
 
-STATUS_COLUMNS = ("round", "op", "side", "rc", "elapsed_s", "rows_ok", "rows_failed",
-                  "replay_fallbacks", "graph_fallbacks", "poisoned", "run_dir")
 NO_IR_DIFF = "SWITCH_NO_IR_DIFF"
 BROKEN_BY_B = "BROKEN_BY_B"
 # A run past the timeout gets SIGTERM (zlh bench then writes run.json, records and IR), and
 # SIGKILL after this long.
 GRACE_S = 15.0
-
-
-@dataclass
-class RunOutcome:
-    round: int
-    side: str
-    rc: int
-    elapsed_s: float
-    run_dir: Path | None
-    log: Path | None = None
-
-    def problem(self) -> str | None:
-        """Why this run cannot be compared (None: it can): an exit status other than 0 (all
-        cases ok) or 1 (some case failed), no run directory, or a run.json that does not
-        say `complete` (a crashed or killed child)."""
-        if self.rc not in (EXIT_OK, EXIT_FAILED_CASES):
-            return f"rc={self.rc}"
-        if self.run_dir is None:
-            return f"rc={self.rc}, no run directory"
-        try:
-            run = load_run(self.run_dir)
-        except UsageError as exc:
-            return f"rc={self.rc}, {exc.message}"
-        detail = status_detail(run) if run.status == RESULTS_LOST else ""
-        return None if run.status == COMPLETE else \
-            f"rc={self.rc}, status {run.status}" + (f": {detail}" if detail else "")
-
-    def exit_code(self) -> int:
-        """What the failed run means for `zlh ab`: its own bad-input or preflight code (2, 3)
-        when it gave one, else 1."""
-        return self.rc if self.rc in (EXIT_USAGE, EXIT_PREFLIGHT) else EXIT_FAILED_CASES
-
-    def last_words(self) -> str:
-        """The last line the run printed (the one-line error of a failed run)."""
-        try:
-            lines = [ln for ln in self.log.read_text(errors="replace").splitlines() if ln.strip()]
-        except (OSError, AttributeError):
-            return ""
-        return lines[-1].strip() if len(lines) > 1 else ""
 
 
 def run_side(plan: ABPlan, op: str, number: int, side: Side,
@@ -103,40 +61,12 @@ def run_side(plan: ABPlan, op: str, number: int, side: Side,
             rc = child.finish(plan.timeout_s, grace_s=GRACE_S)
         except BaseException:          # Ctrl-C or SIGTERM of zlh ab: the run was stopped too
             with contextlib.suppress(Exception):     # status.tsv still gets its row
-                append_status(plan.root, op, _outcome(out, number, side, child.returncode,
-                                                      started))
+                append_status(plan.root, op, outcome_of(out, number, side.label,
+                                                        child.returncode, started))
             raise
-    outcome = _outcome(out, number, side, rc, started)
+    outcome = outcome_of(out, number, side.label, rc, started)
     append_status(plan.root, op, outcome)
     return outcome
-
-
-def _outcome(out: Path, number: int, side: Side, rc, started: float) -> RunOutcome:
-    runs = sorted(p for p in out.iterdir() if p.is_dir() and (p / "run.json").exists())
-    return RunOutcome(number, side.label, rc if rc is not None else -1,
-                      round(time.time() - started, 3), runs[-1] if runs else None,
-                      out / "bench.log")
-
-
-def append_status(root: Path, op: str, outcome: RunOutcome) -> None:
-    counts = {"rows_ok": 0, "rows_failed": 0, "replay_fallbacks": 0, "graph_fallbacks": 0,
-              "poisoned": 0}
-    if outcome.run_dir is not None and (outcome.run_dir / "results.jsonl").exists():
-        run = load_run(outcome.run_dir)
-        counts["rows_ok"] = sum(1 for r in run.rows if r.status == SUCCESS)
-        counts["rows_failed"] = sum(1 for r in run.rows if r.status == FAILED)
-        names = [markers.marker_name(m) for r in run.rows for m in r.markers]
-        counts["replay_fallbacks"] = names.count(markers.REPLAY_FALLBACK)
-        counts["graph_fallbacks"] = names.count(markers.NO_GRAPH)
-        counts["poisoned"] = int(run.info.get("status") == "poisoned")
-    path = root / "status.tsv"
-    new = not path.exists()
-    with open(path, "a", encoding="utf-8") as handle:
-        if new:
-            handle.write("\t".join(STATUS_COLUMNS) + "\n")
-        values = {"round": outcome.round, "op": op, "side": outcome.side, "rc": outcome.rc,
-                  "elapsed_s": outcome.elapsed_s, "run_dir": outcome.run_dir or "-", **counts}
-        handle.write("\t".join(str(values[c]) for c in STATUS_COLUMNS) + "\n")
 
 
 def run_ab(plan: ABPlan, echo: Echo = print,
@@ -175,7 +105,7 @@ def run_rounds(plan: ABPlan, echo: Echo = print,
     reports, code = [], EXIT_OK
     write_reports(plan.root, reports)
     counter = _Counter(len(plan.ops) * 2 * plan.rounds, progress)
-    with _watch(plan):                  # telemetry.tsv beside status.tsv
+    with _watch(plan), _closing(plan.runner):     # telemetry.tsv beside status.tsv
         for op in plan.ops:
             report, op_code = OpAB(plan, op, echo, counter).run()
             code = max(code, op_code)
@@ -185,6 +115,16 @@ def run_rounds(plan: ABPlan, echo: Echo = print,
                 write_reports(plan.root, reports)
                 echo(render_terminal(report, colour=style.colour()))
     return reports, code
+
+
+@contextlib.contextmanager
+def _closing(runner):
+    """A persistent runner's workers stop when the A/B ends, however it ends."""
+    try:
+        yield
+    finally:
+        if runner is not None:
+            runner.close()
 
 
 def _watch(plan: ABPlan):
@@ -227,11 +167,14 @@ class OpAB:
         if not guard(check, op, plan.allow_caliber_mismatch, self.echo):
             return None, EXIT_CALIBER
         verdict = ir_verdict(run_a.path, run_b.path, plan.scrub)
-        rounds = self._rounds_after(verdict)
-        for number in range(2, rounds + 1):
-            for side in ((plan.a, plan.b) if number % 2 else (plan.b, plan.a)):
+        rounds, number = self._rounds_after(verdict), 2
+        while number <= rounds:
+            for side in (plan.a if label == "A" else plan.b for label in side_order(number)):
                 if not self._run(number, side, record):
                     return None, self.outcomes[(number, side.label)].exit_code()
+            if plan.auto is not None and number == plan.auto.min_rounds:
+                rounds = self._planned(number, rounds)
+            number += 1
         pairs = [(load_run(self.outcomes[(n, "A")].run_dir),
                   load_run(self.outcomes[(n, "B")].run_dir)) for n in range(1, rounds + 1)]
         for number, (later_a, later_b) in enumerate(pairs[1:], start=2):
@@ -242,10 +185,31 @@ class OpAB:
                     return None, EXIT_CALIBER
         return build_report(pairs, plan.alpha, verdict, check,
                             (plan.a.description, plan.b.description), plan.noise_floor,
-                            self.echo)
+                            self.echo, plan.auto)
+
+    def _planned(self, pilot: int, cap: int) -> int:
+        """--rounds auto, after the pilot rounds: the op's rounds (two-stage design), said in
+        one line; the runs it will not need leave the progress count."""
+        pairs = [(load_run(self.outcomes[(n, "A")].run_dir),
+                  load_run(self.outcomes[(n, "B")].run_dir)) for n in range(1, pilot + 1)]
+        rows = compare_runs(pairs, self.plan.alpha).rows
+        deltas = [(r.rounds or {}).get("deltas_pct") or [] for r in rows]
+        rounds = min(cap, self.plan.auto.planned(deltas, self.plan.alpha))
+        widest = max((sequential.rounds_needed(sequential.pilot_sd_pct(d, pilot), pilot,
+                                               self.plan.auto.target_pct, self.plan.alpha)
+                      for d in deltas), default=pilot)
+        self.echo(f"{self.op}: rounds auto: {rounds} rounds after a pilot of {pilot} (the "
+                  f"widest of {len(rows)} shapes needs {widest} for a half-width <= "
+                  f"{self.plan.auto.target_pct:g} %" + (f"; capped at {cap}" if widest > cap
+                                                         else "") + ")")
+        self.counter.skipped(2 * (cap - rounds))
+        return rounds
 
     def _run(self, number: int, side: Side, replay_from: Path | None) -> bool:
-        outcome = run_side(self.plan, self.op, number, side, replay_from)
+        runner = self.plan.runner
+        outcome = (runner.run(self.plan, self.op, number, side, replay_from)
+                   if runner is not None else run_side(self.plan, self.op, number, side,
+                                                       replay_from))
         self.outcomes[(number, side.label)] = outcome
         self.counter.finished(self.op, outcome)
         problem = outcome.problem()
@@ -270,12 +234,13 @@ class OpAB:
 
 
 def build_report(pairs: list[tuple[StoredRun, StoredRun]], alpha: float, verdict: str,
-                 check: CaliberCheck, labels: tuple[str, str], noise_floor, echo: Echo
-                 ) -> tuple[ABReport | None, int]:
+                 check: CaliberCheck, labels: tuple[str, str], noise_floor, echo: Echo,
+                 auto=None) -> tuple[ABReport | None, int]:
     """One op's report from its rounds' (A, B) runs, round 1 first (also `zlh ab --rescore`):
     the IR verdict, the guard's problems, the sides' labels, the noise floor's labels,
-    BROKEN_BY_B; no report when nothing paired."""
-    report = compare_runs(pairs, alpha)
+    BROKEN_BY_B; no report when nothing paired. `auto`: the AutoRounds the rounds ran under
+    (their two-stage test)."""
+    report = compare_runs(pairs, alpha, auto)
     report.verdict = ({"NO_IR_DIFF": "SWITCH_NO_IR_DIFF: identical generated code; the "
                        "deltas are this machine's noise floor"}.get(verdict, verdict))
     report.caliber_problems = check.problems

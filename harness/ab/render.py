@@ -30,7 +30,8 @@ def _colour(text: str, row: ABRow, colour: bool) -> str:
     return click.style(text, fg="green" if row.direction > 0 else "red")
 
 
-def _table_entry(report: ABReport, r: ABRow, multi: bool, colour: bool) -> list:
+def _table_entry(report: ABReport, r: ABRow, multi: bool, colour: bool,
+                 auto: bool = False) -> list:
     label = f"{r.variant} " if r.variant and r.variant != report.op else ""
     entry = [r.dtype, label + r.shape_detail + (f" #{r.occurrence}" if r.occurrence else ""),
              _num(r.a_ms, ".5f"), _num(r.b_ms, ".5f"),
@@ -41,7 +42,9 @@ def _table_entry(report: ABReport, r: ABRow, multi: bool, colour: bool) -> list:
     if multi:
         rd = r.rounds or {}
         entry += [f"{_num(rd.get('min_delta_pct'), '+.2f')}~{_num(rd.get('max_delta_pct'), '+.2f')}",
-                  "yes" if rd.get("sign_stable") else "NO"]
+                  "yes" if rd.get("sign_stable") else "NO", _num(rd.get("detectable_pct"), ".3f")]
+        if auto:
+            entry.append(_num(rd.get("needed"), "d"))
     entry.append("; ".join(r.annotations) or "")
     return entry
 
@@ -85,10 +88,12 @@ def _table_lines(report: ABReport, colour: bool) -> list[str]:
     headers = ["dtype", "shape", "A ms", "B ms", "delta %",
                "95% CI (rounds)" if any(r.interval == "rounds" for r in report.rows)
                else "95% CI", "p", "signif."]
+    auto = multi and (report.summary.get("rounds_design") or {}).get("design") == "two-stage"
     if multi:
-        headers += ["rounds min~max", "sign stable"]
+        headers += ["rounds min~max", "sign stable", "detectable %"]
+        headers += ["rounds needed"] if auto else []
     headers.append("notes")
-    table = [_table_entry(report, r, multi, colour) for r in report.rows]
+    table = [_table_entry(report, r, multi, colour, auto) for r in report.rows]
     return [tabulate(table, headers=headers, tablefmt=style.tablefmt(), disable_numparse=True)
             if table else "(no paired rows)"]
 
@@ -136,4 +141,18 @@ def _summary_lines(s: dict) -> list[str]:
         lines.append(f"rounds: {s['rounds']}; per-round median delta {per_round}; sign-unstable "
                      f"shapes {s['sign_unstable']}; side spread (median over shapes) "
                      f"A {_num(spread.get('A'), '.2f')}% B {_num(spread.get('B'), '.2f')}%")
+        lines.append(_design_line(s))
     return lines
+
+
+def _design_line(s: dict) -> str:
+    """How the rounds were chosen and what `detectable %` means."""
+    design = s.get("rounds_design") if isinstance(s.get("rounds_design"), dict) else {}
+    what = ("detectable %: the smallest change found 4 times in 5 (alpha 0.05, before Holm) "
+            "from the per-round spread")
+    if design.get("design") != "two-stage":
+        return f"rounds fixed at {s.get('rounds')}; {what}"
+    return (f"rounds auto (two-stage: pilot {design.get('min_rounds')}, target half-width "
+            f"{_num(design.get('target_pct'), 'g')} %, cap {design.get('max_rounds')}): "
+            f"{s.get('rounds')} rounds, stopped by the {design.get('stopped_by', '?')}; the "
+            f"interval uses the pilot's spread; {what}")

@@ -23,7 +23,7 @@ INTERVALS = ("samples", "rounds")     # what an interval covers, as the report w
 CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "a_ms", "b_ms",
                "delta_pct", "ci_low_pct", "ci_high_pct", "interval", "p_value", "significant",
                "direction", "rounds_min_delta_pct", "rounds_max_delta_pct", "sign_stable",
-               "within_noise", "annotations")
+               "rounds", "detectable_pct", "rounds_needed", "within_noise", "annotations")
 
 
 @dataclass
@@ -224,6 +224,9 @@ def to_csv(reports: list[ABReport]) -> str:
                              "rounds_min_delta_pct": rounds.get("min_delta_pct"),
                              "rounds_max_delta_pct": rounds.get("max_delta_pct"),
                              "sign_stable": rounds.get("sign_stable"),
+                             "rounds": rounds.get("rounds"),
+                             "detectable_pct": rounds.get("detectable_pct"),
+                             "rounds_needed": rounds.get("needed"),
                              "annotations": "; ".join(row.annotations)})
     return buf.getvalue()
 

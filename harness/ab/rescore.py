@@ -21,6 +21,7 @@ from .guard import check_caliber
 from .html import render_html
 from .orchestrate import build_report, guard, ir_verdict
 from .report import ABReport, report_document, write_reports
+from .rounds import AutoRounds
 
 REPORT_FILES = ("report.json", "report.csv", "report.html")
 BEFORE = ".before-rescore"
@@ -62,6 +63,7 @@ def rescore(root: Path, extra_scrub: list[str], noise_floor, allow_caliber_misma
     plan = read_ab_plan(root)
     scrub = [*(plan.get("scrub") or []), *extra_scrub]
     labels = tuple((plan.get(side) or {}).get("description", "") for side in "AB")
+    auto = AutoRounds.from_dict(plan.get("rounds_auto"))
     reports, code = [], 0
     for op in dict.fromkeys(plan["ops"]):
         pairs = stored_pairs(root, op)
@@ -85,7 +87,7 @@ def rescore(root: Path, extra_scrub: list[str], noise_floor, allow_caliber_misma
             code = max(code, EXIT_CALIBER)
             continue
         report, op_code = build_report(pairs, ALPHA, ir_verdict(a.path, b.path, scrub), check,
-                                       labels, noise_floor, echo)
+                                       labels, noise_floor, echo, auto)
         code = max(code, op_code)
         if report is not None:
             reports.append(report)

@@ -37,6 +37,8 @@ class ABPlan:
     alpha: float = 0.05
     switch_name: str = ""              # the variable a --switch flips, for markers
     noise_floor: object = None         # calibrate.noise.NoiseFloor: label deltas within it
+    auto: object = None                # rounds.AutoRounds: --rounds auto (rounds = its cap)
+    runner: object = None              # rounds.RoundRunner; None: a fresh process per run
 
     @property
     def switch(self) -> str:
@@ -45,7 +47,9 @@ class ABPlan:
     def to_dict(self) -> dict:
         return {"ops": self.ops, "rounds": self.rounds, "options": self.options.to_dict(),
                 "bench_args": self.options.to_argv(), "A": vars(self.a), "B": vars(self.b),
-                "timeout_s": self.timeout_s, "scrub": self.scrub}
+                "timeout_s": self.timeout_s, "scrub": self.scrub,
+                "rounds_auto": self.auto.to_dict() if self.auto is not None else None,
+                "round_process": getattr(self.runner, "name", "fresh")}
 
 
 def parse_assignments(items, what: str) -> dict:

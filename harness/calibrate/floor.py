@@ -14,6 +14,11 @@ Input is one shape's per-round deltas (delta_pct = (A / B - 1) * 100, as everywh
   (before the Holm correction across an op's shapes, which asks a little more when an op has
   many shapes). With N = 3: (4.303 + 1.061) * s / 1.732 = 3.10 s.
 
+Rounds needed to detect a change of D % (`rounds_to_detect`, printed per shape): the smallest
+N with detectable(N) ≤ D for the shape's measured s — a fixed `--rounds N` chosen before the
+A/B from a calibration's spread, so its t test keeps its level (N - 1 degrees of freedom); more
+than MAX_ROUNDS: None (shown as `>1000`). Roughly N ≈ ((1.96 + 0.84) · s / D)² + 2 for large N.
+
 A planted change slows side B, so it is *detected* when the shape is significant with B
 slower (direction -1); significant with B faster is the wrong sign.
 
@@ -26,6 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..common.limits import MAX_ROUNDS
 from ..measure.stats import clean, detectable_pct
 
 ALPHA = 0.05
@@ -46,6 +52,24 @@ def shape_floor(deltas: Sequence[float], alpha: float = ALPHA, power: float = PO
             "mean_pct": float(d.mean()),
             "sd_pct": sd,
             "detectable_pct": detectable_pct(sd, int(d.size), alpha, power)}
+
+
+def rounds_to_detect(sd: float | None, change_pct: float, alpha: float = ALPHA,
+                     power: float = POWER, most: int = MAX_ROUNDS) -> int | None:
+    """The fewest rounds (≥ 2) whose detectable change is at most `change_pct` for a per-round
+    spread `sd`; None when even `most` rounds are not enough or the spread is unknown."""
+    if sd is None or not change_pct > 0:
+        return None
+    if detectable_pct(sd, most, alpha, power) > change_pct:
+        return None
+    low, high = 2, most                  # detectable(high) <= change; find the first such N
+    while low < high:
+        mid = (low + high) // 2
+        if detectable_pct(sd, mid, alpha, power) <= change_pct:
+            high = mid
+        else:
+            low = mid + 1
+    return low
 
 
 def plant_outcome(row: dict) -> dict:

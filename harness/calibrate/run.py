@@ -17,7 +17,7 @@ wrong_sign) — with an op summary and an overall one (`floor`).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tabulate import tabulate
@@ -26,6 +26,7 @@ from ..ab.orchestrate import ab_root, run_rounds
 from ..ab.sides import ABPlan, Side
 from ..common import style
 from ..common.files import atomic_write_json
+from ..common.limits import MAX_ROUNDS
 from ..common.log import Echo
 from ..run.options import BenchOptions
 from ..store.reader import load_run
@@ -36,6 +37,7 @@ from .noise import KIND
 SCHEMA_VERSION = 1
 FILE = "calibration.json"
 FORMULA = "detectable = (t(1-alpha/2, N-1) + t(power, N-1)) * sd / sqrt(N)"
+DETECT_PCT = 0.3           # the change whose rounds are printed when none is named
 
 
 @dataclass
@@ -46,6 +48,14 @@ class CalibratePlan:
     rounds: int = 3
     plant_pct: float | None = None
     timeout_s: float = 3600.0
+    auto: object = None                 # ab.rounds.AutoRounds: --rounds auto
+    runner: object = None               # ab.rounds.RoundRunner: --round-process persistent
+    detect_pct: float | None = None     # rounds to detect this change (default: the plant)
+    started: float = field(default_factory=time.time)
+
+    @property
+    def detect(self) -> float:
+        return self.detect_pct or self.plant_pct or DETECT_PCT
 
     def ab_plan(self) -> ABPlan:
         planted = self.plant_pct is not None
@@ -56,7 +66,7 @@ class CalibratePlan:
                  options={"plant_pct": self.plant_pct} if planted else {})
         return ABPlan(ops=list(self.ops), a=a, b=b, options=self.options, root=self.root,
                       rounds=self.rounds, timeout_s=self.timeout_s, allow_no_ir_diff=True,
-                      switch_name="calibrate")
+                      switch_name="calibrate", auto=self.auto, runner=self.runner)
 
 
 def calibrate(plan: CalibratePlan, echo: Echo = print,
@@ -74,27 +84,36 @@ def calibrate(plan: CalibratePlan, echo: Echo = print,
 
 
 def document(plan: CalibratePlan, reports) -> dict:
-    ops = [_op_entry(report, plan.plant_pct) for report in reports]
+    ops = [_op_entry(report, plan.plant_pct, plan.detect) for report in reports]
     return {
         "schema_version": SCHEMA_VERSION, "kind": KIND,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "root": str(plan.root),
-        "machine": machine(reports, plan.root), "rounds": plan.rounds, "alpha": floor.ALPHA,
+        "machine": machine(reports, plan.root),
+        "rounds": "auto" if plan.auto is not None else plan.rounds,
+        "rounds_auto": plan.auto.to_dict() if plan.auto is not None else None,
+        "round_process": getattr(plan.runner, "name", "fresh"), "alpha": floor.ALPHA,
         "power": floor.POWER, "formula": FORMULA, "plant_pct": plan.plant_pct,
+        "detect_pct": plan.detect, "wall_s": round(time.time() - plan.started, 1),
         "bench_args": plan.options.to_argv(), "ops": ops,
         "floor": floor.overall([op["summary"] for op in ops]),
     }
 
 
-def _op_entry(report, plant_pct: float | None) -> dict:
+def _op_entry(report, plant_pct: float | None, detect: float = 0.3) -> dict:
     shapes = []
     for row in report.rows:
-        deltas = (row.rounds or {}).get("deltas_pct") or [row.delta_pct]
+        rounds = row.rounds or {}
+        deltas = rounds.get("deltas_pct") or [row.delta_pct]
         entry = {"variant": row.variant, "dtype": row.dtype, "shape_detail": row.shape_detail,
                  "occurrence": row.occurrence, "a_ms": row.a_ms, "b_ms": row.b_ms,
                  "delta_pct": row.delta_pct, "deltas_pct": list(deltas),
                  "significant": row.significant, "direction": row.direction,
                  "throttled": any("throttled" in a for a in row.annotations),
                  **floor.shape_floor(deltas)}
+        if "needed" in rounds:         # --rounds auto: what its two-stage test could see
+            entry.update(detectable_pct=rounds.get("detectable_pct"),
+                         rounds_needed_target=rounds["needed"])
+        entry["rounds_to_detect"] = floor.rounds_to_detect(entry["sd_pct"], detect)
         if plant_pct is not None:
             entry.update(planted_pct=plant_pct,
                          **floor.plant_outcome({"significant": row.significant,
@@ -130,7 +149,7 @@ def render(doc: dict) -> list[str]:
     """The table per shape, then the machine and the summary lines."""
     planted = doc.get("plant_pct") is not None
     headers = ["op", "dtype", "shape", "A ms", "|d| median %", "|d| max %", "sd %",
-               f"detectable % (N={doc['rounds']})"]
+               f"detectable % (N={doc['rounds']})", f"rounds for {doc.get('detect_pct', 0.3):g}%"]
     headers += ["delta %", "found"] if planted else ["signif."]
     table = []
     for op in doc["ops"]:
@@ -139,7 +158,7 @@ def render(doc: dict) -> list[str]:
                                                                if s["occurrence"] else ""),
                      _num(s["a_ms"], ".5f"), _num(s["noise_median_pct"], ".3f"),
                      _num(s["noise_max_pct"], ".3f"), _num(s["sd_pct"], ".3f"),
-                     _num(s["detectable_pct"], ".3f")]
+                     _num(s["detectable_pct"], ".3f"), _needed(s)]
             entry += ([_num(s["delta_pct"], "+.3f"), "yes" if s["detected"] else
                        "WRONG SIGN" if s["wrong_sign"] else "no"] if planted
                       else ["yes" if s["significant"] else "no"])
@@ -172,6 +191,9 @@ def summary_lines(doc: dict) -> list[str]:
             text += (f"; planted {doc['plant_pct']:g}%: detected {_rate(s['plant'])}, "
                      f"shapes >= 20 us {_rate(s['plant_target'])}")
         lines.append(text)
+    if doc.get("wall_s") is not None:
+        lines.append(f"wall: {doc['wall_s']:.1f} s, rounds {doc['rounds']} "
+                     f"({doc.get('round_process') or 'fresh'} processes)")
     total = doc["floor"]
     for key, label in (("plant", "all shapes"), ("plant_target", "shapes >= 20 us")):
         if key in total:
@@ -185,6 +207,14 @@ def _rate(part: dict) -> str:
     return (f"{part['detected']}/{part['shapes']}"
             + (f" ({100 * rate:.0f}%)" if rate is not None else "")
             + (f", wrong sign {part['wrong_sign']}" if part.get("wrong_sign") else ""))
+
+
+def _needed(shape: dict) -> str:
+    """Rounds to detect the calibration's change size; `>1000` when no count will."""
+    if "rounds_to_detect" not in shape or shape.get("sd_pct") is None:
+        return "-"
+    value = shape["rounds_to_detect"]
+    return str(value) if value is not None else f">{MAX_ROUNDS}"
 
 
 def _num(value, spec: str) -> str:

@@ -19,7 +19,6 @@ from ..ab.sides import ABPlan, sides_from_env, sides_from_switch
 from ..calibrate.noise import NoiseFloor
 from ..common import errors
 from ..common.files import check_path_text
-from ..common.limits import MAX_ROUNDS
 from ..common.progress import Meter
 from ..common import style
 from ..common.schema import stamp
@@ -27,6 +26,7 @@ from ..corpus.files import refuse_corpus_root
 from ..corpus.selection import parse_ops_file
 from ..run.options import refuse_unhooked
 from .group import main
+from .rounds import AUTO_NAMES, NAMES as ROUNDS_NAMES, rounds_options, rounds_plan
 from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out, echo_routed,
                      finite, gate_option, given_options, handles_errors, not_empty,
                      options_from, parse_bench_args, refuse_beside)
@@ -49,9 +49,10 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
 @click.option("--recipe", default=None, metavar="FILE",
               type=click.Path(), callback=not_empty,
               help="A/B recipe (YAML), see recipes/.")
-@click.option("--rounds", type=click.IntRange(min=1, max=MAX_ROUNDS), default=None,
-              help="Pairs to run; round 1's A records, every other run replays it. Default 1. "
-                   "Not with --replay (its side A is a stored run).")
+@rounds_options(1, None, "Pairs to run (ABBA order); round 1's A records, every other run "
+                         "replays it. Default 1. auto: a pilot of --min-rounds, then as many "
+                         "as the widest shape needs for --target-pct, at most --max-rounds. "
+                         "Not with --replay (its side A is a stored run).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=3600.0,
               callback=finite, show_default=True,
               help="Per-run limit in seconds (the whole process group is killed; recorded as "
@@ -95,7 +96,8 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
        rescore, **params):
     """Compare two sides: `zlh ab RUN_A RUN_B`, `zlh ab --replay RUN_A [bench options]`, or
     `zlh ab OP... --switch NAME=a,b | --env-a K=V --env-b K=V | --python-a P --python-b P |
-    --recipe FILE [--rounds N]` (both sides run here, each run a fresh process).
+    --recipe FILE [--rounds N|auto] [--round-process persistent]` (both sides run here; each
+    run a fresh process unless --round-process persistent).
 
     delta % = (A / B - 1) x 100: positive means B is faster. Every input is checked before
     the first run. Exit status: 0 reported, 1 a run failed, outputs differ or nothing paired,
@@ -120,7 +122,9 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
     if replay_run:
         if args or running:
             raise errors.UsageError("--replay RUN_A takes no ops or side options")
-        if params["rounds"] is not None:     # A is stored: no later round can run it again
+        if params["rounds"] is not None or params["round_process"] != "fresh" or any(
+                params[name] is not None for name in AUTO_NAMES):
+            # A is stored: no later round can run it again
             raise errors.UsageError(
                 "--rounds does not apply with --replay RUN_A: side A is a stored run that is "
                 "not run again, so a replay is one pair; drop --rounds, or run both sides "
@@ -160,7 +164,7 @@ def _ops_from_file(path: str) -> tuple[str, ...]:
 def _compare_two(ctx, args, params: dict, root, echo, floor, typed=()):
     """`zlh ab RUN_A RUN_B`: options that only apply when zlh runs the sides are refused
     (`typed`: the arguments as given, before an ops file or recipe added ops)."""
-    running_only = {*BENCH_NAMES, "rounds", "timeout_s", "recipe", "ops_file"}
+    running_only = {*BENCH_NAMES, *ROUNDS_NAMES, "timeout_s", "recipe", "ops_file"}
     named = [param.opts[0] for param in ctx.command.params if param.name in running_only
              and ctx.get_parameter_source(param.name) == ParameterSource.COMMANDLINE]
     if len(args) != 2 and not (len(typed) == 2 and named):
@@ -240,9 +244,10 @@ def _run_both(args, params: dict, given: dict, root: Path, echo, progress, floor
             side.description = (side.description + f" python={python}").strip()
     options = options_from(given)
     refuse_unhooked(options, "zlh ab")
+    rounds, auto, runner = rounds_plan(params)
     plan = ABPlan(
         ops=list(dict.fromkeys(args)), a=side_a, b=side_b, options=options,
-        root=root, rounds=params["rounds"] or 1, timeout_s=params["timeout_s"],
+        root=root, rounds=rounds, auto=auto, runner=runner, timeout_s=params["timeout_s"],
         allow_caliber_mismatch=params["allow_caliber_mismatch"],
         allow_no_ir_diff=params["allow_no_ir_diff"], scrub=list(params["scrub"]),
         switch_name=(params["switch"] or "").partition("=")[0], noise_floor=floor)

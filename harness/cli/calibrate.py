@@ -8,21 +8,25 @@ from pathlib import Path
 import click
 
 from ..calibrate.run import CalibratePlan, calibrate as run_calibration
-from ..common.limits import MAX_ROUNDS
 from ..corpus.files import refuse_corpus_root
 from .group import main
+from .rounds import rounds_options, rounds_plan
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
                      not_empty, options_from)
 
 
 @main.command()
 @click.argument("ops", nargs=-1, required=True)
-@click.option("--rounds", type=click.IntRange(min=2, max=MAX_ROUNDS), default=3, show_default=True,
-              help="A/A rounds (each a pair of fresh processes); the floor and the detectable "
-                   "change are per shape over these rounds.")
+@rounds_options(2, 3, "A/A rounds (ABBA order); the floor and the detectable change are per "
+                      "shape over these rounds. auto: as `zlh ab --rounds auto`.")
 @click.option("--plant-pct", type=click.FloatRange(min=0, min_open=True, max=1000), default=None,
               callback=finite, metavar="X", help="Self-test: slow side B by a device spin of X% of side A's "
                                 "latency and report the shapes found with the right sign.")
+@click.option("--detect-pct", type=click.FloatRange(min=0, min_open=True, max=1000),
+              default=None, callback=finite, metavar="X",
+              help="Print per shape the rounds a fixed --rounds N needs to detect a change of "
+                   "X % (80 % power) from its measured spread. Default: --plant-pct, else "
+                   "0.3.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=3600.0,
               callback=finite, show_default=True, help="Per-run limit in seconds.")
 @click.option("--root", default=None, metavar="DIR", type=click.Path(), callback=not_empty,
@@ -31,7 +35,7 @@ from .common import (bench_options, echo_err, finite, given_options, handles_err
 @bench_options
 @click.pass_context
 @handles_errors
-def calibrate(ctx, ops, rounds, plant_pct, timeout_s, root, quiet, **params):
+def calibrate(ctx, ops, plant_pct, detect_pct, timeout_s, root, quiet, **params):
     """This machine's noise floor for OPS: A/A (the same build on both sides) through the
     `zlh ab` machinery, over --rounds; writes ROOT/calibration.json (per shape: |delta| median
     and max, spread, the smallest change detectable at N rounds) for `zlh ab --noise-floor`.
@@ -41,9 +45,11 @@ def calibrate(ctx, ops, rounds, plant_pct, timeout_s, root, quiet, **params):
     Exit status: 0 calibrated, 1 a run failed, 2 bad input, 4 caliber refusal.
     """
     refuse_corpus_root(root, "the calibration's")
+    rounds, auto, runner = rounds_plan(params, fixed_default=3)
     plan = CalibratePlan(
         ops=list(ops), options=options_from(given_options(ctx)),
         root=Path(root or f"runs/calibrate_{time.strftime('%Y%m%d-%H%M%S')}"),
-        rounds=rounds, plant_pct=plant_pct, timeout_s=timeout_s)
+        rounds=rounds, plant_pct=plant_pct, timeout_s=timeout_s, auto=auto, runner=runner,
+        detect_pct=detect_pct)
     _, code = run_calibration(plan, echo=click.echo, progress=None if quiet else echo_err)
     sys.exit(code)

@@ -17,6 +17,7 @@ import contextlib
 import gc
 import json
 import os
+import random
 import sys
 from pathlib import Path
 
@@ -67,8 +68,9 @@ def run_job(job: dict) -> dict:
     with _output_to(log):
         try:
             options = BenchOptions.from_argv(job.get("args", ()), argv=job.get("argv"))
-            results = run_bench([job["op"]], options, echo=print,
-                                progress=lambda line: print(line, file=sys.stderr))
+            with _round_state(job.get("round"), options):
+                results = run_bench([job["op"]], options, echo=print,
+                                    progress=lambda line: print(line, file=sys.stderr))
             rc = max((r.exit_code for r in results), default=EXIT_OK)
         except OpExitError as exc:          # the run is marked crashed; the worker lives
             rc, message = CRASH_RC, exc.reason
@@ -95,6 +97,36 @@ def run_job(job: dict) -> dict:
         changed = _state_left()
     return {"op": job["op"], "rc": rc, "message": message, "pid": os.getpid(),
             "write_failure": reason, "held_bytes": held, "state_changed": changed}
+
+
+@contextlib.contextmanager
+def _round_state(spec, options):
+    """A round of an A/B run in this worker (corpus/rounds.py): what a new process would
+    change, re-randomised — the device allocator's cache emptied, then a random-size
+    allocation (from the round's seed, up to `shift_max_bytes`) held while the round builds
+    its inputs and measures, so that they land at new addresses. Best effort: a device that
+    refuses is said in the op's log and the round runs as it is."""
+    held = None
+    if spec:
+        import backends
+        import torch
+        try:
+            backend = backends.backend_for(options.backend)
+            device = options.device or 0
+            backend.activate(device)        # as the run itself does first
+            backend.empty_cache()
+            rng = random.Random(int(spec["seed"]))
+            size = rng.randrange(1, max(2, int(spec.get("shift_max_bytes", 1 << 20)) // 512))
+            held = torch.empty(size * 512, dtype=torch.uint8,
+                               device=backend.torch_device(device))
+            _say(f"zlh: round re-randomised: seed {spec['seed']}, {size * 512} bytes held "
+                 f"before the inputs")
+        except Exception as exc:  # noqa: BLE001 - the round still measures
+            _say(f"zlh: round not re-randomised: {type(exc).__name__}: {one_line(exc)}")
+    try:
+        yield
+    finally:
+        del held
 
 
 _LEFT_BY_PREVIOUS: list = []         # the process state the previous op left (none yet)

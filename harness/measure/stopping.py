@@ -1,7 +1,13 @@
-"""When to stop taking samples.
+"""When to stop taking samples, and how they are paced.
 
 Stop once both minimums are met and the median is known well enough, or when a cap is hit.
 Every budget is named in milliseconds or counts; the rule holds no state.
+
+`pace_us` (default 0: off): an idle gap, in microseconds, after every sample — the device
+timers then synchronise after each sample (one graph replay or one batch of calls) and the
+host sleeps, so that a long kernel under a power cap is not timed back to back. The gap
+counts toward the time budgets (fewer samples fit in --max-time-ms). Recorded in the caliber
+(`stopping.pace_us`) only when it is on, so runs without pacing keep the caliber they had.
 """
 from __future__ import annotations
 
@@ -19,10 +25,11 @@ class StoppingRule:
     max_time_ms: float = 1000.0
     max_samples: int = 5000
     target_rel_err: float = 0.001    # relative standard error of the median
+    pace_us: float = 0.0             # idle gap after every sample (0: none)
 
     def __post_init__(self):
         check_fields(self, {"min_samples": 1, "max_samples": 1},
-                     ("min_time_ms", "max_time_ms", "target_rel_err"))
+                     ("min_time_ms", "max_time_ms", "target_rel_err", "pace_us"))
         if self.max_samples < self.min_samples:
             raise InvalidValue("need 1 <= min_samples <= max_samples")
         if self.max_time_ms < self.min_time_ms:
@@ -45,4 +52,7 @@ class StoppingRule:
         return n < min(self.min_samples, max(2, -(-self.min_samples // 2)))
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        if not self.pace_us:                 # off: the caliber of an unpaced run as before
+            del out["pace_us"]
+        return out

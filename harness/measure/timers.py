@@ -119,16 +119,23 @@ class _TimerBase:
         timed window, into `self.clocks`."""
         self.clocks = self._clock()
         samples: list[float] = []
+        pace_s = self.rule.pace_us / 1e6
         start = time.perf_counter()
         while True:
             samples.extend(take_batch())
             if self.rule.should_stop(samples, (time.perf_counter() - start) * 1e3):
                 self.clocks += self._clock()
                 return samples
+            if pace_s:
+                time.sleep(pace_s)       # the device idles between samples (stopping.py)
 
     def _clock(self) -> tuple:
         reading = self.backend.clock_reading(self.device_index)
         return (reading,) if reading is not None else ()
+
+    def _per_sync(self) -> int:
+        """Samples between host syncs: one when paced (each sample is followed by the gap)."""
+        return 1 if self.rule.pace_us else self.budget.samples_per_sync
 
     def _calls_per_sample(self, per_call_ms: float) -> int:
         if per_call_ms >= self.budget.batch_ms:
@@ -194,7 +201,7 @@ class EventTimer(_TimerBase):
 
     def _sample(self, fn, per_call_ms, warmup_calls, scope) -> Measurement:
         calls = 1 if self.flush_l2 else self._calls_per_sample(per_call_ms)
-        per_sync = self.budget.samples_per_sync
+        per_sync = self._per_sync()
 
         def take_batch():
             pairs = []
@@ -247,7 +254,7 @@ class GraphTimer(EventTimer):
                         self.budget.max_warmup_calls)
         self._replay(graph, replays, "warmup")
         self._sync("sync")
-        per_sync = self.budget.samples_per_sync
+        per_sync = self._per_sync()
 
         def take_batch():
             pairs = []

@@ -215,6 +215,12 @@ OPTIONS = (
            group="timing", part="rule", caliber="stopping.target_rel_err", manifest=True,
            measure=True,
            help="Stop early once the median's relative standard error is below this."),
+    Option("pace_us", "--pace-us", float, StoppingRule.pace_us, low=0, high=1_000_000,
+           group="timing", part="rule", caliber="stopping.pace_us", measure=True,
+           metavar="US",
+           help="Idle gap (microseconds) after every sample: each graph replay or batch of "
+                "calls is synchronised and the device rests before the next (long kernels "
+                "under a power cap). Default 0: off. Counts toward --max-time-ms."),
     Option("seed", "--seed", int, DEFAULT_SEED, low=0, high=SEED_LIMIT - 1, caliber="seed",
            manifest=True, above="option {name}: {value} is out of range (0 .. {high})",
            help="Seed for random, numpy and torch before each case's inputs are built "

@@ -1,0 +1,79 @@
+"""How many rounds an op of an A/B gets, and how a round's runs start.
+
+`--rounds N`: N rounds. `--rounds auto` (`AutoRounds`): the two-stage design of
+`measure.sequential` — `min_rounds` pilot rounds, then as many as the widest shape needs for
+an interval half-width ≤ `target_pct`, at most `max_rounds`; the report tests every shape with
+the pilot's spread (exactly level alpha whatever N the pilot chose).
+
+Every round runs A and B in ABBA order (round 1 A then B, round 2 B then A, …) so that a drift
+over the rounds (the card warming, a clock settling) falls on both sides alike. How a run
+starts is a `RoundRunner`: None (the default) starts each in a fresh `zlh bench` process
+(`orchestrate.run_side`); a persistent one keeps one worker process per side and runs every
+round of that side in it (`harness.corpus.rounds`, chosen by the command line).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Protocol, Sequence
+
+from ..common.errors import UsageError
+from ..measure import sequential
+
+FRESH, PERSISTENT = "fresh", "persistent"
+ROUND_PROCESSES = (FRESH, PERSISTENT)
+DESIGN = "two-stage"
+
+
+@dataclass(frozen=True)
+class AutoRounds:
+    target_pct: float = sequential.TARGET_PCT
+    min_rounds: int = sequential.PILOT
+    max_rounds: int = sequential.MAX_ROUNDS
+
+    def __post_init__(self):
+        if not self.min_rounds >= 2:
+            raise UsageError(f"--min-rounds {self.min_rounds}: at least 2 (the pilot rounds "
+                             f"estimate each shape's spread)")
+        if self.max_rounds < self.min_rounds:
+            raise UsageError(f"--max-rounds {self.max_rounds} is below --min-rounds "
+                             f"{self.min_rounds}; give a cap of at least the pilot rounds")
+        if not self.target_pct > 0:
+            raise UsageError(f"--target-pct {self.target_pct}: a half-width above 0 %")
+
+    def planned(self, per_shape_deltas: Sequence[Sequence[float]], alpha: float = 0.05) -> int:
+        """The op's rounds, from the pilot rounds' per-shape deltas."""
+        return sequential.planned_rounds(per_shape_deltas, self.min_rounds, self.target_pct,
+                                         self.max_rounds, alpha)
+
+    def to_dict(self) -> dict:
+        return {"design": DESIGN, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data) -> "AutoRounds | None":
+        """From plan.json's `rounds_auto` (None when the A/B ran a fixed number of rounds)."""
+        if not isinstance(data, dict):
+            return None
+        try:
+            return cls(float(data["target_pct"]), int(data["min_rounds"]),
+                       int(data["max_rounds"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(f"plan.json: rounds_auto is malformed ({exc})") from None
+
+
+def side_order(number: int) -> tuple[str, str]:
+    """Which side runs first in round `number`: A B | B A | A B | … (ABBA)."""
+    return ("A", "B") if number % 2 else ("B", "A")
+
+
+class RoundRunner(Protocol):
+    """Runs one side of one round of one op and returns its `runs.RunOutcome` (its run under
+    ROOT/<op>/r<number>_<side>/, its row in status.tsv)."""
+
+    name: str
+
+    def run(self, plan, op: str, number: int, side, replay_from: Path | None):
+        ...
+
+    def close(self) -> None:
+        ...

@@ -1,0 +1,85 @@
+"""One run of an A/B side as the orchestration sees it (`RunOutcome`: exit status, time, run
+directory, log) and its row in the root's `status.tsv` — the same whichever way the run was
+started (a fresh `zlh bench` process, or a round in a side's persistent worker)."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..common import markers
+from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, EXIT_PREFLIGHT, EXIT_USAGE, UsageError
+from ..store.reader import COMPLETE, RESULTS_LOST, load_run, status_detail
+from ..store.results import FAILED, SUCCESS
+
+STATUS_COLUMNS = ("round", "op", "side", "rc", "elapsed_s", "rows_ok", "rows_failed",
+                  "replay_fallbacks", "graph_fallbacks", "poisoned", "run_dir")
+
+
+@dataclass
+class RunOutcome:
+    round: int
+    side: str
+    rc: int
+    elapsed_s: float
+    run_dir: Path | None
+    log: Path | None = None
+
+    def problem(self) -> str | None:
+        """Why this run cannot be compared (None: it can): an exit status other than 0 (all
+        cases ok) or 1 (some case failed), no run directory, or a run.json that does not
+        say `complete` (a crashed or killed child)."""
+        if self.rc not in (EXIT_OK, EXIT_FAILED_CASES):
+            return f"rc={self.rc}"
+        if self.run_dir is None:
+            return f"rc={self.rc}, no run directory"
+        try:
+            run = load_run(self.run_dir)
+        except UsageError as exc:
+            return f"rc={self.rc}, {exc.message}"
+        detail = status_detail(run) if run.status == RESULTS_LOST else ""
+        return None if run.status == COMPLETE else \
+            f"rc={self.rc}, status {run.status}" + (f": {detail}" if detail else "")
+
+    def exit_code(self) -> int:
+        """What the failed run means for `zlh ab`: its own bad-input or preflight code (2, 3)
+        when it gave one, else 1."""
+        return self.rc if self.rc in (EXIT_USAGE, EXIT_PREFLIGHT) else EXIT_FAILED_CASES
+
+    def last_words(self) -> str:
+        """The last line the run printed (the one-line error of a failed run)."""
+        try:
+            lines = [ln for ln in self.log.read_text(errors="replace").splitlines() if ln.strip()]
+        except (OSError, AttributeError):
+            return ""
+        return lines[-1].strip() if len(lines) > 1 else ""
+
+
+def outcome_of(out: Path, number: int, label: str, rc, started: float) -> RunOutcome:
+    runs = sorted(p for p in out.iterdir() if p.is_dir() and (p / "run.json").exists())
+    return RunOutcome(number, label, rc if rc is not None else -1,
+                      round(time.time() - started, 3), runs[-1] if runs else None,
+                      out / "bench.log")
+
+
+def append_status(root: Path, op: str, outcome: RunOutcome) -> None:
+    counts = {"rows_ok": 0, "rows_failed": 0, "replay_fallbacks": 0, "graph_fallbacks": 0,
+              "poisoned": 0}
+    if outcome.run_dir is not None and (outcome.run_dir / "results.jsonl").exists():
+        run = load_run(outcome.run_dir)
+        counts["rows_ok"] = sum(1 for r in run.rows if r.status == SUCCESS)
+        counts["rows_failed"] = sum(1 for r in run.rows if r.status == FAILED)
+        names = [markers.marker_name(m) for r in run.rows for m in r.markers]
+        counts["replay_fallbacks"] = names.count(markers.REPLAY_FALLBACK)
+        counts["graph_fallbacks"] = names.count(markers.NO_GRAPH)
+        counts["poisoned"] = int(run.info.get("status") == "poisoned")
+    path = root / "status.tsv"
+    new = not path.exists()
+    with open(path, "a", encoding="utf-8") as handle:
+        if new:
+            handle.write("\t".join(STATUS_COLUMNS) + "\n")
+        values = {"round": outcome.round, "op": op, "side": outcome.side, "rc": outcome.rc,
+                  "elapsed_s": outcome.elapsed_s, "run_dir": outcome.run_dir or "-", **counts}
+        handle.write("\t".join(str(values[c]) for c in STATUS_COLUMNS) + "\n")
+
+

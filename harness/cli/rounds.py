@@ -1,0 +1,89 @@
+"""The rounds options of `zlh ab` and `zlh calibrate`: `--rounds N|auto`, `--target-pct`,
+`--min-rounds`, `--max-rounds` (the two-stage design, harness/measure/sequential.py) and
+`--round-process fresh|persistent` (harness/ab/rounds.py, harness/corpus/rounds.py)."""
+from __future__ import annotations
+
+import click
+
+from ..ab.rounds import FRESH, PERSISTENT, ROUND_PROCESSES, AutoRounds
+from ..common import errors
+from ..common.limits import MAX_ROUNDS
+from ..corpus.rounds import PersistentRounds
+from ..measure import sequential
+from .common import finite
+
+AUTO = "auto"
+AUTO_NAMES = ("target_pct", "min_rounds", "max_rounds")
+NAMES = ("rounds", *AUTO_NAMES, "round_process")
+
+
+class Rounds(click.ParamType):
+    """A whole number of rounds in [low, MAX_ROUNDS], or `auto`."""
+
+    name = "rounds"
+
+    def __init__(self, low: int):
+        self.low = low
+
+    def convert(self, value, param, ctx):
+        if value is None or value == AUTO or isinstance(value, int):
+            return value
+        text = str(value).strip().lower()
+        if text == AUTO:
+            return AUTO
+        try:
+            number = int(text)
+        except ValueError:
+            self.fail(f"{value!r} is neither a whole number nor auto", param, ctx)
+        if not self.low <= number <= MAX_ROUNDS:
+            self.fail(f"{number} is not in the range {self.low}<=x<={MAX_ROUNDS} (or auto)",
+                      param, ctx)
+        return number
+
+
+def rounds_options(low: int, default, help_text: str):
+    """The five options, `--rounds` taking N ≥ low or auto (default `default`)."""
+    options = [
+        click.option("--rounds", type=Rounds(low), default=default, metavar="N|auto",
+                     show_default=default is not None, help=help_text),
+        click.option("--target-pct", type=click.FloatRange(min=0, min_open=True),
+                     default=None, callback=finite, metavar="X",
+                     help=f"With --rounds auto: the interval half-width (%) every shape must "
+                          f"reach. Default {sequential.TARGET_PCT:g} (a 0.3 % change is then "
+                          f"found about 97 times in 100)."),
+        click.option("--min-rounds", type=click.IntRange(min=2, max=MAX_ROUNDS), default=None,
+                     help=f"With --rounds auto: the pilot rounds that estimate each shape's "
+                          f"spread (the test's degrees of freedom + 1). Default "
+                          f"{sequential.PILOT}."),
+        click.option("--max-rounds", type=click.IntRange(min=2, max=MAX_ROUNDS), default=None,
+                     help=f"With --rounds auto: the most rounds an op gets. Default "
+                          f"{sequential.MAX_ROUNDS}."),
+        click.option("--round-process", type=click.Choice(ROUND_PROCESSES), default=FRESH,
+                     show_default=True,
+                     help="fresh: every run a new `zlh bench` process; persistent: one "
+                          "worker process per side runs all its rounds, each re-randomised "
+                          "(new addresses, graphs, allocator cache, a settle gap)."),
+    ]
+
+    def decorate(fn):
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+    return decorate
+
+
+def rounds_plan(params: dict, fixed_default: int = 1):
+    """(rounds — for auto its cap —, AutoRounds or None, the round runner or None) from the
+    options; an auto-only option without --rounds auto is one line, exit 2."""
+    given = [name for name in AUTO_NAMES if params.get(name) is not None]
+    if params.get("rounds") == AUTO:
+        auto = AutoRounds(**{name: params[name] for name in given})
+        rounds = auto.max_rounds
+    else:
+        if given:
+            flags = ", ".join("--" + n.replace("_", "-") for n in given)
+            raise errors.UsageError(f"{flags} only with --rounds auto (a fixed --rounds N "
+                                    f"runs N rounds)")
+        auto, rounds = None, params.get("rounds") or fixed_default
+    runner = PersistentRounds() if params.get("round_process") == PERSISTENT else None
+    return rounds, auto, runner

@@ -1,0 +1,95 @@
+"""Rounds of an A/B in one persistent worker per side (`zlh ab --round-process persistent`).
+
+Each side gets one reused worker (`harness.corpus.worker`, started and supervised by
+`supervisor.Worker` through the launcher) with that side's interpreter and environment, and
+runs every round of every op in it: a round is one `zlh bench` job, written where a fresh run
+would be (ROOT/<op>/r<k>_<side>/, its output in bench.log, its row in status.tsv), so the report,
+the caliber guard and `zlh ab --rescore` read it alike. What a new process would change is
+re-randomised per round instead:
+
+* a settle gap (`SETTLE_S`) before each round, the device idle as between two process starts;
+* the device allocator's cache emptied, then a random-size allocation (from the round's seed)
+  held while the round builds its inputs and measures: its tensors land at new addresses;
+* a new graph capture and new inputs (every job is a whole `zlh bench` run), compiled into a
+  private cache; between rounds the worker's own reset empties the kernel and tuner caches.
+
+A worker that dies, hangs or is poisoned is replaced by the supervisor (`starts` counts the
+processes started per side). The round's seed is a digest of op, round and side.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+import zlib
+from pathlib import Path
+
+from ..ab.rounds import PERSISTENT
+from ..ab.runs import RunOutcome, append_status, outcome_of
+from ..ab.sides import ABPlan, Side, env_for
+from ..launch import launcher
+from ..store.rundir import safe_name
+from .supervisor import Lane, Worker
+
+SETTLE_S = 1.0                # the idle gap before each round
+SHIFT_MAX_BYTES = 64 << 20    # the random allocation before a round's inputs: up to 64 MiB
+
+
+def round_seed(op: str, number: int, label: str) -> int:
+    return zlib.crc32(f"{op}/{number}/{label}".encode())
+
+
+class PersistentRounds:
+    """A `rounds.RoundRunner`: one worker per side, kept for the whole A/B."""
+
+    name = PERSISTENT
+
+    def __init__(self, settle_s: float = SETTLE_S, shift_max_bytes: int = SHIFT_MAX_BYTES,
+                 sleep=time.sleep):
+        self.settle_s, self.shift_max_bytes, self.sleep = settle_s, shift_max_bytes, sleep
+        self.workers: dict[str, Worker] = {}
+        self.starts: dict[str, int] = {}
+
+    def _worker(self, plan: ABPlan, side: Side) -> Worker:
+        worker = self.workers.get(side.label)
+        if worker is None:
+            lane = Lane(python=side.python, env=env_for(side, plan.options.backend),
+                        label=f"side{side.label}")
+            worker = Worker(lane, Path(plan.root) / f"worker_{side.label}.log")
+            self.workers[side.label] = worker
+        if not worker.alive:
+            self.starts[side.label] = self.starts.get(side.label, 0) + 1
+        return worker
+
+    def run(self, plan: ABPlan, op: str, number: int, side: Side,
+            replay_from: Path | None) -> RunOutcome:
+        out = Path(plan.root) / safe_name(op) / f"r{number}_{side.label}"
+        out.mkdir(parents=True, exist_ok=True)
+        options = plan.options.replace(out=str(out),
+                                       replay=str(replay_from) if replay_from else None,
+                                       telemetry_interval=0.0, **side.options)
+        args = options.to_argv()
+        log = out / "bench.log"
+        with open(log, "w", encoding="utf-8") as handle:
+            launcher.write_command(handle, [side.python, "-m", "harness", "bench", op, *args])
+        worker = self._worker(plan, side)
+        self.sleep(self.settle_s)
+        job = {"op": op, "args": args, "log": str(log), "argv": ["zlh", "bench", op, *args],
+               "round": {"seed": round_seed(op, number, side.label),
+                         "shift_max_bytes": self.shift_max_bytes}}
+        started = time.time()
+        try:
+            attempt = worker.run(job, plan.timeout_s, log, out)
+        except BaseException:         # Ctrl-C or SIGTERM of zlh ab: the round stops too
+            worker.stop()             # (its run directory is finalised on SIGTERM)
+            with contextlib.suppress(Exception):          # status.tsv still gets its row
+                append_status(plan.root, op, outcome_of(out, number, side.label, None,
+                                                        started))
+            raise
+        outcome = RunOutcome(number, side.label, attempt.rc, round(attempt.elapsed_s, 3),
+                             attempt.run_dir, log)
+        append_status(plan.root, op, outcome)
+        return outcome
+
+    def close(self) -> None:
+        for worker in self.workers.values():
+            worker.stop()

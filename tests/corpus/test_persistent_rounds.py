@@ -1,0 +1,78 @@
+"""`zlh ab --round-process persistent`: every round of a side in one worker process (one start
+per side), rounds in ABBA order and re-randomised, the root as fresh rounds leave it (status.tsv,
+r<k>_<side>/ run directories, report.json that `zlh ab --rescore` recomputes)."""
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from harness.ab import orchestrate as abmod
+from harness.ab.rounds import side_order
+from harness.ab.sides import ABPlan, Side
+from harness.cli import main
+from harness.corpus.rounds import PersistentRounds, round_seed
+from harness.run.options import BenchOptions
+from conftest import FAST_API
+
+
+@pytest.mark.e2e
+def test_rounds_run_in_one_worker_per_side_in_abba_order(tmp_path):
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[4096]]\n")
+    runner = PersistentRounds(settle_s=0.0, shift_max_bytes=1 << 16)
+    plan = ABPlan(ops=["add"], a=Side("A", {}, description="plain"),
+                  b=Side("B", {"ZLH_BUILTIN_SLOW": "1"}, description="slow"),
+                  options=BenchOptions.from_flat(adapter="builtin", backend="cpu",
+                                                 shapes=str(shapes), **FAST_API),
+                  root=tmp_path / "ab", rounds=4, runner=runner)
+    reports, code = abmod.run_ab(plan, echo=lambda _: None)
+    assert code == 0 and len(reports) == 1
+    assert runner.starts == {"A": 1, "B": 1}                 # one process start per side
+    assert not any(w.alive for w in runner.workers.values())   # stopped when the A/B ended
+    status = (tmp_path / "ab" / "status.tsv").read_text().splitlines()[1:]
+    order = [(int(ln.split("\t")[0]), ln.split("\t")[2]) for ln in status]
+    assert order == [(n, s) for n in range(1, 5) for s in side_order(n)]
+    assert "".join(s for _, s in order) == "ABBAABBA"
+    pids = {}
+    for number, side in order:
+        (run,) = (tmp_path / "ab" / "add" / f"r{number}_{side}").glob("*/run.json")
+        info = json.loads(run.read_text())
+        pids.setdefault(side, set()).add(info["pid"])
+        assert info["autotune_mode"] == ("record" if (number, side) == (1, "A") else "replay")
+        log = (run.parent.parent / "bench.log").read_text()
+        assert f"round re-randomised: seed {round_seed('add', number, side)}" in log
+        assert (info.get("env") or {}).get("ZLH_BUILTIN_SLOW") == ("1" if side == "B" else None)
+    assert all(len(p) == 1 for p in pids.values()) and pids["A"] != pids["B"]
+    assert json.loads((tmp_path / "ab" / "plan.json").read_text())["round_process"] == \
+        "persistent"
+    report = reports[0].to_dict()
+    assert report["summary"]["rounds"] == 4 and all(r["interval"] == "rounds"
+                                                    for r in report["rows"])
+    again = CliRunner().invoke(main, ["ab", "--rescore", str(tmp_path / "ab")])
+    assert again.exit_code == 0, again.output
+    assert json.loads((tmp_path / "ab" / "report.json").read_text())["ops"][0]["rows"][0][
+        "delta_pct"] == pytest.approx(report["rows"][0]["delta_pct"])
+
+
+def test_an_interrupted_round_stops_its_worker_and_leaves_its_status_row(tmp_path):
+    class Stuck:
+        alive, stopped = True, 0
+
+        def run(self, job, timeout_s, log, out):
+            assert job["round"]["seed"] == round_seed("add", 2, "B")
+            raise KeyboardInterrupt
+
+        def stop(self):
+            self.stopped += 1
+
+    runner = PersistentRounds(settle_s=0.0)
+    runner.workers["B"] = worker = Stuck()
+    plan = ABPlan(ops=["add"], a=Side("A"), b=Side("B"), options=BenchOptions(),
+                  root=tmp_path / "ab", runner=runner)
+    (tmp_path / "ab").mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(plan, "add", 2, plan.b, tmp_path / "record")
+    assert worker.stopped == 1 and runner.starts == {}
+    (row,) = (tmp_path / "ab" / "status.tsv").read_text().splitlines()[1:]
+    assert row.split("\t")[:4] == ["2", "add", "B", "-1"]
+    assert "--replay" in (tmp_path / "ab" / "add" / "r2_B" / "bench.log").read_text()

@@ -1,0 +1,438 @@
+"""Rounds on a GPU: does a round in one persistent process spread like a round in a fresh
+process, does pacing calm a GEMM under the power cap, and does `--rounds auto` find a planted
+0.3 % (device experiment; real FlagGems, `source .fg/env.sh` first; each mode ≤ 8 minutes).
+
+    python3 tests/device/rounds_spread.py spread     # fresh processes vs in-process rounds
+    python3 tests/device/rounds_spread.py pace       # mm, --pace-us on vs off
+    python3 tests/device/rounds_spread.py plant      # zlh calibrate --rounds auto --plant-pct 0.3
+    python3 tests/device/rounds_spread.py aa         # the same without the plant (A/A)
+    python3 tests/device/rounds_spread.py fresh3     # today's: --rounds 3, fresh processes
+    python3 tests/device/rounds_spread.py summarize ROOT|JSON...   # (CPU too) groups added up
+
+Environment: OPS (the ops; defaults below), K (rounds per arm, spread/pace: 5), VARIANTS
+(spread: in-process arms among `full noshift nosettle`, default `full`), PACE_US (pace: 1000),
+BOX_S (the mode's time box, 450), TARGET_PCT / MIN_ROUNDS / MAX_ROUNDS (plant, aa: 0.15, 6,
+12), BUDGET (bench budget options of every run), COMMON (the rest: bfloat16, core, an isolated
+tuner DB), WORK (scratch, default a temp dir). Output:
+$OUT/rounds_spread.txt (the table), $OUT/<mode>.json (the numbers), and for plant / aa /
+fresh3 the root's report.json, calibration.json, status.tsv and plan.json in
+$OUT/<mode>_root/ (what `summarize` reads).
+
+plant / aa / fresh3 run one group of ops per call (ACCEPT_GROUPS below, e.g.
+`OPS="mm addmm" bash tests/device/rounds_spread.sh plant`); a box that ends mid-op still
+counts the ops report.json holds; `summarize ROOT…` adds groups up.
+
+spread: one record run of OPS, then K rounds of each arm interleaved (fresh k, in-process k,
+fresh k+1, …) so that a drift of the card falls on both: an arm's round is every op once.
+Fresh: one `zlh bench OPS --replay` process. In-process: one worker (harness.corpus.worker,
+started by supervisor.Worker) runs the op jobs; `full` re-randomises as `zlh ab
+--round-process persistent` does (settle gap, allocator cache emptied, a seeded random-size
+allocation before the inputs); `noshift` without the allocation; `nosettle` without the gap.
+Per shape: sd of 100·ln(median) over the K rounds in each arm, the variance ratio in/fresh
+with its 95 % F interval; per op the ratio pooled over its shapes ≥ 20 µs (degrees of freedom
+summed). The decision rule: in-process rounds are honest for an op when its pooled ratio's 95 %
+interval reaches 1 (upper end ≥ 1: the in-process spread is not demonstrably smaller than the
+fresh one) and the pooled ratio is ≥ 0.5.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from harness.corpus.rounds import SETTLE_S, SHIFT_MAX_BYTES  # noqa: E402
+from harness.corpus.supervisor import Lane, Worker  # noqa: E402
+from harness.run.options import BenchOptions  # noqa: E402
+from harness.store.reader import load_run  # noqa: E402
+from harness.store.results import SUCCESS  # noqa: E402
+
+SPREAD_OPS = "fused_add_rms_norm softmax mm einsum sum"
+# Five groups of the acceptance ops, one device call each (OPS="…"): every family, autotuned BLAS
+# included. ACCEPT_OPS (all of them) is the default of a call given no OPS.
+ACCEPT_GROUPS = ("mm addmm", "bmm einsum", "fused_add_rms_norm layer_norm softmax",
+                 "sum cumsum", "gelu add")
+ACCEPT_OPS = " ".join(ACCEPT_GROUPS)
+MIN_MS = 0.02
+COMMON = (os.environ.get("COMMON") or
+          "--dtypes bfloat16 --level core --isolate-tuner-cache").split()
+
+
+def env(name: str, default: str) -> str:
+    return os.environ.get(name) or default
+
+
+# ---- analysis (pure: tested on the CPU) -------------------------------------------------------
+def log_sd(values) -> float | None:
+    """sd (ddof 1) of 100 · ln(value): a relative spread in % of a shape's per-round medians."""
+    v = np.array([x for x in values if x and x > 0], dtype=float)
+    return float((100 * np.log(v)).std(ddof=1)) if v.size >= 2 else None
+
+
+def f_interval(ratio: float, df1: int, df2: int, level: float = 0.95, sims: int = 200_000,
+               seed: int = 0) -> tuple[float, float]:
+    """The interval of a true variance ratio given an observed one on (df1, df2) degrees of
+    freedom: ratio / F(1 - a/2), ratio / F(a/2), the F quantiles by simulation."""
+    rng = np.random.default_rng(seed)
+    f = (rng.chisquare(df1, sims) / df1) / (rng.chisquare(df2, sims) / df2)
+    low_q, high_q = np.quantile(f, [(1 - level) / 2, (1 + level) / 2])
+    return float(ratio / high_q), float(ratio / low_q)
+
+
+def spread_rows(fresh: dict, inproc: dict, min_ms: float = MIN_MS) -> list[dict]:
+    """Per shape (key: (op, variant, dtype, shape, occurrence) -> per-round ms in each arm)."""
+    rows = []
+    for key in sorted(set(fresh) & set(inproc)):
+        a, b = fresh[key], inproc[key]
+        sd_f, sd_i = log_sd(a), log_sd(b)
+        row = {"op": key[0], "shape": key[3], "ms": float(np.median(a)), "sd_fresh": sd_f,
+               "sd_in": sd_i, "df_fresh": len(a) - 1, "df_in": len(b) - 1,
+               "shift_pct": 100 * (np.median(b) / np.median(a) - 1), "ratio": None}
+        if sd_f and sd_i is not None:
+            row["ratio"] = sd_i ** 2 / sd_f ** 2
+            row["low"], row["high"] = f_interval(row["ratio"], row["df_in"], row["df_fresh"])
+        row["counted"] = row["ms"] >= min_ms
+        rows.append(row)
+    return rows
+
+
+def pooled(rows: list[dict]) -> dict:
+    """Per op over its shapes ≥ 20 µs: pooled variances, their ratio, the F interval and the
+    decision."""
+    out = {}
+    for op in dict.fromkeys(r["op"] for r in rows):
+        mine = [r for r in rows if r["op"] == op and r["counted"] and r["sd_fresh"]
+                and r["sd_in"] is not None]
+        if not mine:
+            continue
+        df_f, df_i = sum(r["df_fresh"] for r in mine), sum(r["df_in"] for r in mine)
+        var_f = sum(r["df_fresh"] * r["sd_fresh"] ** 2 for r in mine) / df_f
+        var_i = sum(r["df_in"] * r["sd_in"] ** 2 for r in mine) / df_i
+        ratio = var_i / var_f
+        low, high = f_interval(ratio, df_i, df_f)
+        out[op] = {"shapes": len(mine), "ratio": ratio, "low": low, "high": high,
+                   "df": [df_i, df_f], "honest": high >= 1.0 and ratio >= 0.5}
+    return out
+
+
+def spread_text(rows: list[dict], ops: dict, title: str) -> list[str]:
+    def n(v, spec):
+        return format(v, spec) if isinstance(v, (int, float)) else "-"
+    lines = [f"== {title}", f"{'op':20} {'shape':24} {'ms':>9} {'sd fresh %':>10} "
+             f"{'sd in %':>9} {'ratio':>7} {'95% F interval':>18} {'shift %':>8}"]
+    for r in rows:
+        lines.append(f"{r['op']:20} {r['shape'][:24]:24} {n(r['ms'], '.5f'):>9} "
+                     f"{n(r['sd_fresh'], '.3f'):>10} {n(r['sd_in'], '.3f'):>9} "
+                     f"{n(r['ratio'], '.2f'):>7} "
+                     f"[{n(r.get('low'), '.2f')}, {n(r.get('high'), '.2f')}]".rjust(18)
+                     + f" {n(r['shift_pct'], '+.3f'):>8}" + ("" if r["counted"] else " (<20us)"))
+    for op, p in ops.items():
+        lines.append(f"{op}: pooled over {p['shapes']} shapes >= 20 us: var in/fresh "
+                     f"{p['ratio']:.2f} [{p['low']:.2f}, {p['high']:.2f}] (df {p['df'][0]}/"
+                     f"{p['df'][1]}) -> {'in-process rounds honest' if p['honest'] else 'NOT honest'}")
+    return lines
+
+
+def pace_lines(rows: list[dict]) -> list[str]:
+    """Per shape ≥ 20 µs the pacing decision: it helps when the 95 % interval of var on/off
+    lies below 1, and it leaves the median alone when |shift| ≤ 2 standard errors of the
+    difference of the two arms' mean log medians."""
+    lines = []
+    for r in rows:
+        if not r["counted"] or r["ratio"] is None or not r["sd_fresh"]:
+            continue
+        se = math.sqrt(r["sd_fresh"] ** 2 / (r["df_fresh"] + 1) + r["sd_in"] ** 2 /
+                       (r["df_in"] + 1))
+        helps, unbiased = r["high"] < 1.0, abs(r["shift_pct"]) <= 2 * se
+        lines.append(f"{r['op']} {r['shape']}: sd off {r['sd_fresh']:.3f} % on "
+                     f"{r['sd_in']:.3f} %, var ratio {r['ratio']:.2f} [{r['low']:.2f}, "
+                     f"{r['high']:.2f}], median shift {r['shift_pct']:+.3f} % (2 se "
+                     f"{2 * se:.3f} %) -> " + ("adopt pacing" if helps and unbiased else
+                                               "keep pacing off") +
+                     f" ({'lower sd' if helps else 'sd not lower'}, "
+                     f"{'median unbiased' if unbiased else 'median shifted'})")
+    return lines
+
+
+def summarize_root(root: Path, planted: bool, min_ms: float = MIN_MS) -> dict:
+    """The acceptance numbers of a `zlh calibrate` root (from report.json, rewritten after every
+    op, so a root whose box ended still counts the ops it finished)."""
+    doc = json.loads((Path(root) / "report.json").read_text())
+    shapes = [dict(row, op=op["op"], rounds_run=op["summary"].get("rounds"))
+              for op in doc.get("ops", []) for row in op.get("rows", [])]
+    big = [s for s in shapes if (s.get("a_ms") or 0) >= min_ms]
+    out = {"root": str(root), "ops": len(doc.get("ops", [])), "shapes": len(shapes),
+           "shapes_20us": len(big),
+           "significant": sum(1 for s in shapes if s.get("significant")),
+           "rounds": sorted({s["rounds_run"] for s in shapes if s.get("rounds_run")}),
+           "wall_s": status_wall(Path(root))}
+    cal = Path(root) / "calibration.json"
+    if cal.is_file():
+        out["wall_s"] = json.loads(cal.read_text()).get("wall_s") or out["wall_s"]
+    if planted:
+        out["found_20us"] = sum(1 for s in big if s.get("significant") and s.get("direction") == -1)
+        out["wrong_sign"] = sum(1 for s in shapes if s.get("significant") and s.get("direction") == 1)
+        out["rate_20us"] = out["found_20us"] / len(big) if big else None
+    else:
+        deltas = [abs(s["delta_pct"]) for s in big if s.get("delta_pct") is not None]
+        out["abs_delta_median_20us"] = float(np.median(deltas)) if deltas else None
+        out["abs_delta_max_20us"] = max(deltas) if deltas else None
+    return out
+
+
+def status_wall(root: Path) -> float | None:
+    """The sum of the runs' elapsed_s in status.tsv (what the rounds themselves took)."""
+    path = root / "status.tsv"
+    if not path.is_file():
+        return None
+    lines = path.read_text().splitlines()
+    col = lines[0].split("\t").index("elapsed_s")
+    return round(sum(float(ln.split("\t")[col]) for ln in lines[1:]), 1)
+
+
+# ---- running ----------------------------------------------------------------------------------
+class Box:
+    def __init__(self, seconds: float):
+        self.end = time.time() + seconds
+
+    def left(self) -> float:
+        return self.end - time.time()
+
+
+def bench(ops, out: Path, extra, timeout: float) -> int:
+    cmd = [sys.executable, "-m", "harness", "bench", *ops, *COMMON, *extra, "--out", str(out)]
+    with open(out.parent / f"{out.name}.log", "w") as log:
+        try:
+            return subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+                                  timeout=max(timeout, 1)).returncode
+        except subprocess.TimeoutExpired:
+            return 124
+
+
+def medians(folder: Path) -> dict:
+    """(op, variant, dtype, shape, occurrence) -> gems ms of every run directory under folder."""
+    out = {}
+    for run_json in sorted(folder.rglob("run.json")):
+        try:
+            run = load_run(run_json.parent)
+        except Exception:  # noqa: BLE001 - a broken run is left out, the table says fewer
+            continue
+        for r in run.rows:
+            if r.status == SUCCESS and r.gems_ms:
+                out[(run.op, r.variant, r.dtype, r.shape_detail, r.occurrence)] = r.gems_ms
+    return out
+
+
+def worker_round(worker: Worker, ops, out: Path, extra, rec: Path, seed: int, shift: bool,
+                 settle: float, timeout: float) -> None:
+    time.sleep(settle)
+    for op in ops:
+        opts = BenchOptions.from_argv([*COMMON, *extra, "--replay", str(rec), "--out", str(out)])
+        job = {"op": op, "args": opts.to_argv(), "log": str(out / f"{op}.log"),
+               "argv": ["zlh", "bench", op]}
+        if shift:
+            job["round"] = {"seed": seed, "shift_max_bytes": SHIFT_MAX_BYTES}
+        out.mkdir(parents=True, exist_ok=True)
+        worker.run(job, timeout, out / f"{op}.log", out)
+
+
+def collect(rounds: list[Path]) -> dict:
+    table: dict = {}
+    for folder in rounds:
+        for key, ms in medians(folder).items():
+            table.setdefault(key, []).append(ms)
+    return table
+
+
+def spread(work: Path, box: Box, out: Path) -> list[str]:
+    ops, k = env("OPS", SPREAD_OPS).split(), int(env("K", "5"))
+    budget = env("BUDGET", "--warmup-ms 50 --max-time-ms 300").split()
+    variants = env("VARIANTS", "full").split()
+    rec = work / "record"
+    rc = bench(ops, rec, budget, min(200, box.left()))
+    lines = [f"record rc={rc} ({', '.join(ops)}; {' '.join(budget)})"]
+    workers = {v: Worker(Lane(), work / f"worker_{v}.log") for v in variants}
+    fresh_dirs, in_dirs = [], {v: [] for v in variants}
+    for number in range(k):
+        if box.left() < 60:
+            lines.append(f"box ended after {number} rounds")
+            break
+        started = time.time()
+        fresh_dirs.append(work / f"fresh{number}")
+        bench(ops, fresh_dirs[-1], [*budget, "--replay", str(rec)], box.left())
+        walls = [f"fresh {time.time() - started:.1f}s"]
+        for v, worker in workers.items():
+            started = time.time()
+            in_dirs[v].append(work / f"in_{v}{number}")
+            worker_round(worker, ops, in_dirs[v][-1], budget, rec, 1000 + number,
+                         shift=v != "noshift", settle=0.0 if v == "nosettle" else SETTLE_S,
+                         timeout=box.left())
+            walls.append(f"{v} {time.time() - started:.1f}s")
+        lines.append(f"round {number + 1}: " + ", ".join(walls))
+    for worker in workers.values():
+        worker.stop()
+    fresh = collect(fresh_dirs)
+    numbers = {}
+    for v, dirs in in_dirs.items():
+        rows = spread_rows(fresh, collect(dirs))
+        ops_pooled = pooled(rows)
+        lines += spread_text(rows, ops_pooled, f"fresh processes vs in-process rounds ({v}), "
+                                              f"K={len(dirs)}")
+        numbers[v] = {"rows": rows, "pooled": ops_pooled}
+    (out / "spread.json").write_text(json.dumps(numbers, indent=1, default=str))
+    return lines
+
+
+def pace(work: Path, box: Box, out: Path) -> list[str]:
+    ops, k = env("OPS", "mm").split(), int(env("K", "5"))
+    pace_us = env("PACE_US", "1000")
+    budget = env("BUDGET", "").split()
+    rec = work / "record"
+    rc = bench(ops, rec, budget, min(200, box.left()))
+    worker = Worker(Lane(), work / "worker_pace.log")
+    arms = {"off": [], "on": []}
+    for number in range(k):
+        for arm in (("off", "on") if number % 2 == 0 else ("on", "off")):
+            if box.left() < 30:
+                break
+            extra = [*budget] + (["--pace-us", pace_us] if arm == "on" else [])
+            arms[arm].append(work / f"pace_{arm}{number}")
+            worker_round(worker, ops, arms[arm][-1], extra, rec, 2000 + number, True,
+                         SETTLE_S, box.left())
+    worker.stop()
+    rows = spread_rows(collect(arms["off"]), collect(arms["on"]))
+    lines = [f"record rc={rc}; pace {pace_us} us; K={len(arms['on'])} rounds per arm (ABBA)"]
+    lines += spread_text(rows, {}, "pace off (\"sd fresh\" column) vs on (\"sd in\" column); "
+                                   "ratio = var on / off; shift % = median on / off - 1")
+    lines += pace_lines(rows)
+    (out / "pace.json").write_text(json.dumps(rows, indent=1, default=str))
+    return lines
+
+
+def calibrate(work: Path, box: Box, out: Path, mode: str) -> list[str]:
+    ops = env("OPS", ACCEPT_OPS).split()
+    budget = env("BUDGET", "--warmup-ms 30 --max-time-ms 250").split()
+    root = work / mode
+    if mode == "fresh3":
+        rounds = ["--rounds", "3"]
+    else:
+        rounds = ["--rounds", "auto", "--target-pct", env("TARGET_PCT", "0.15"),
+                  "--min-rounds", env("MIN_ROUNDS", "6"), "--max-rounds",
+                  env("MAX_ROUNDS", "12"), "--round-process", "persistent"]
+    plant = [] if mode == "aa" else ["--plant-pct", "0.3"]
+    cmd = [sys.executable, "-m", "harness", "calibrate", *ops, *COMMON, *budget, *rounds,
+           *plant, "--root", str(root), "-q"]
+    started = time.time()
+    with open(out / f"{mode}.log", "w") as log:
+        log.write(" ".join(cmd) + "\n")
+        log.flush()
+        try:
+            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+                                timeout=max(box.left() - 15, 1)).returncode
+        except subprocess.TimeoutExpired:
+            rc = 124
+    wall = time.time() - started
+    lines = [f"{mode}: rc={rc}, wall {wall:.0f} s: {' '.join(cmd[3:])}"]
+    kept = out / f"{mode}_root"                 # what summarize reads, back with $OUT
+    kept.mkdir(exist_ok=True)
+    for name in ("report.json", "calibration.json", "status.tsv", "plan.json"):
+        if (root / name).is_file():
+            shutil.copyfile(root / name, kept / name)
+    if (root / "report.json").is_file():
+        numbers = summarize_root(root, planted=mode != "aa")
+        numbers["command_wall_s"] = round(wall, 1)
+        lines += summary_lines(numbers)
+        (out / f"{mode}.json").write_text(json.dumps(numbers, indent=1))
+    return lines
+
+
+def summary_lines(n: dict) -> list[str]:
+    lines = [f"{n['root']}: {n['ops']} ops, {n['shapes']} shapes ({n['shapes_20us']} >= 20 us), "
+             f"rounds {n['rounds']}, runs' wall {n['wall_s']} s, significant {n['significant']}"]
+    if "found_20us" in n:
+        rate = n["rate_20us"]
+        lines.append(f"planted 0.3 % found with the right sign on {n['found_20us']}/"
+                     f"{n['shapes_20us']} shapes >= 20 us"
+                     + (f" ({100 * rate:.0f} %)" if rate is not None else "")
+                     + f"; wrong sign {n['wrong_sign']}")
+    else:
+        med, top = n["abs_delta_median_20us"], n["abs_delta_max_20us"]
+        lines.append(f"A/A: {n['significant']} shapes called significant; shapes >= 20 us "
+                     f"|delta| median {'-' if med is None else format(med, '.3f')} % max "
+                     f"{'-' if top is None else format(top, '.3f')} %")
+    return lines
+
+
+def total_lines(parts: list[dict]) -> list[str]:
+    """The groups added up: planted shapes found, A/A significant shapes, walls."""
+    lines = []
+    for planted in (True, False):
+        mine = [p for p in parts if ("found_20us" in p) is planted]
+        if not mine:
+            continue
+        wall = sum(p["wall_s"] or 0 for p in mine)
+        shapes = sum(p["shapes_20us"] for p in mine)
+        if planted:
+            found = sum(p["found_20us"] for p in mine)
+            lines.append(f"all planted roots: found {found}/{shapes} shapes >= 20 us"
+                         + (f" ({100 * found / shapes:.1f} %)" if shapes else "")
+                         + f", wrong sign {sum(p['wrong_sign'] for p in mine)}, runs' wall "
+                           f"{wall:.0f} s")
+        else:
+            worst = max((p["abs_delta_max_20us"] or 0 for p in mine), default=0)
+            lines.append(f"all A/A roots: {sum(p['significant'] for p in mine)} significant of "
+                         f"{sum(p['shapes'] for p in mine)} shapes; |delta| max (>= 20 us) "
+                         f"{worst:.3f} %; runs' wall {wall:.0f} s")
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    mode = argv[0] if argv else "spread"
+    out = Path(os.environ.get("OUT") or "device-out")
+    out.mkdir(parents=True, exist_ok=True)
+    if mode == "summarize":
+        lines, parts = [], []
+        for root in argv[1:]:
+            if Path(root).is_file():         # a call's $OUT/<mode>.json
+                parts.append(json.loads(Path(root).read_text()))
+            else:                            # a root, or a call's $OUT/<mode>_root
+                plan = json.loads((Path(root) / "plan.json").read_text())
+                planted = bool(((plan.get("B") or {}).get("options") or {}).get("plant_pct"))
+                parts.append(summarize_root(Path(root), planted))
+            lines += summary_lines(parts[-1])
+        print("\n".join(lines + total_lines(parts)))
+        return 0
+    work = Path(os.environ.get("WORK") or tempfile.mkdtemp(prefix="zlh-rounds-"))
+    work.mkdir(parents=True, exist_ok=True)
+    box = Box(float(env("BOX_S", "450")))
+    started = time.time()
+    if mode == "spread":
+        lines = spread(work, box, out)
+    elif mode == "pace":
+        lines = pace(work, box, out)
+    elif mode in ("plant", "aa", "fresh3"):
+        lines = calibrate(work, box, out, mode)
+    else:
+        print(f"unknown mode {mode!r}", file=sys.stderr)
+        return 2
+    lines.append(f"{mode}: {time.time() - started:.0f} s in all; scratch {work}")
+    text = "\n".join(lines) + "\n"
+    with open(out / "rounds_spread.txt", "a") as handle:
+        handle.write(text)
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

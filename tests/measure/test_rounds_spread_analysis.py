@@ -1,0 +1,85 @@
+"""The analysis of the device experiment tests/device/rounds_spread.py, on synthetic rounds:
+spreads, the variance ratio and its F interval, the per-op decision, the acceptance summary."""
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from conftest import TESTS
+
+spec = importlib.util.spec_from_file_location("rounds_spread", TESTS / "device" /
+                                              "rounds_spread.py")
+rounds_spread = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(rounds_spread)
+
+
+def test_f_interval_matches_the_tables():
+    # F(0.975; 20, 20) = 2.464: a ratio of 1 on 20/20 df spans [1/2.464, 2.464]
+    low, high = rounds_spread.f_interval(1.0, 20, 20)
+    assert low == pytest.approx(1 / 2.464, rel=0.02) and high == pytest.approx(2.464, rel=0.02)
+
+
+def rounds(rng, ms, sd_pct, k):
+    return list(ms * np.exp(sd_pct / 100 * rng.standard_normal(k)))
+
+
+@pytest.mark.parametrize("in_sd, honest", [(0.5, True), (0.05, False)])
+def test_in_process_rounds_that_spread_less_are_not_honest(in_sd, honest):
+    rng = np.random.default_rng(1)
+    keys = [("mm", "", "bfloat16", f"s{i}", 0) for i in range(5)]
+    fresh = {k: rounds(rng, 0.2, 0.5, 6) for k in keys}
+    inproc = {k: rounds(rng, 0.2, in_sd, 6) for k in keys}
+    fresh[("mm", "", "bfloat16", "tiny", 0)] = [0.001, 0.002, 0.001]     # < 20 us: not pooled
+    inproc[("mm", "", "bfloat16", "tiny", 0)] = [0.001, 0.001, 0.001]
+    rows = rounds_spread.spread_rows(fresh, inproc)
+    assert len(rows) == 6 and sum(r["counted"] for r in rows) == 5
+    assert all(r["low"] <= r["ratio"] <= r["high"] for r in rows if r["ratio"])
+    (op,) = rounds_spread.pooled(rows).values()
+    assert op["shapes"] == 5 and op["df"] == [25, 25]
+    assert op["honest"] is honest
+    text = "\n".join(rounds_spread.spread_text(rows, {"mm": op}, "t"))
+    assert ("NOT honest" in text) is (not honest)
+
+
+def test_acceptance_summary_of_a_calibrate_root(tmp_path):
+    rows = [{"a_ms": 0.05, "delta_pct": -0.31, "significant": True, "direction": -1},
+            {"a_ms": 0.03, "delta_pct": -0.1, "significant": False, "direction": 0},
+            {"a_ms": 0.001, "delta_pct": 0.5, "significant": True, "direction": 1}]
+    (tmp_path / "report.json").write_text(json.dumps(
+        {"ops": [{"op": "mm", "summary": {"rounds": 9}, "rows": rows}]}))
+    (tmp_path / "status.tsv").write_text("round\top\tside\trc\telapsed_s\n1\tmm\tA\t0\t2.5\n"
+                                         "1\tmm\tB\t0\t3.0\n")
+    planted = rounds_spread.summarize_root(tmp_path, planted=True)
+    assert planted["shapes_20us"] == 2 and planted["found_20us"] == 1
+    assert planted["wrong_sign"] == 1 and planted["rate_20us"] == 0.5
+    assert planted["wall_s"] == 5.5 and planted["rounds"] == [9]
+    aa = rounds_spread.summarize_root(tmp_path, planted=False)
+    assert aa["significant"] == 2
+    assert aa["abs_delta_median_20us"] == pytest.approx(0.205)
+    assert aa["abs_delta_max_20us"] == pytest.approx(0.31)
+    assert "planted 0.3 % found with the right sign on 1/2" in "\n".join(
+        rounds_spread.summary_lines(planted))
+
+
+def test_pacing_is_adopted_only_when_it_lowers_the_spread_without_moving_the_median():
+    rng = np.random.default_rng(2)
+    key = ("mm", "", "bfloat16", "4096x4096x4096", 0)
+    off = {key: rounds(rng, 0.22, 1.5, 8)}
+    calm = {key: rounds(rng, 0.22 * np.median(off[key]) / 0.22, 0.1, 8)}
+    (line,) = rounds_spread.pace_lines(rounds_spread.spread_rows(off, calm))
+    assert line.endswith("adopt pacing (lower sd, median unbiased)"), line
+    slower = {key: [v * 1.05 for v in calm[key]]}
+    (line,) = rounds_spread.pace_lines(rounds_spread.spread_rows(off, slower))
+    assert "keep pacing off" in line and "median shifted" in line
+
+
+def test_groups_add_up():
+    parts = [{"found_20us": 9, "shapes_20us": 10, "wrong_sign": 0, "wall_s": 100.0},
+             {"found_20us": 10, "shapes_20us": 10, "wrong_sign": 0, "wall_s": 50.0},
+             {"significant": 0, "shapes": 12, "shapes_20us": 8, "abs_delta_max_20us": 0.2,
+              "wall_s": 80.0}]
+    assert rounds_spread.total_lines(parts) == [
+        "all planted roots: found 19/20 shapes >= 20 us (95.0 %), wrong sign 0, runs' wall 150 s",
+        "all A/A roots: 0 significant of 12 shapes; |delta| max (>= 20 us) 0.200 %; runs' wall "
+        "80 s"]

@@ -1,0 +1,75 @@
+"""The two-stage rounds design (`zlh ab --rounds auto`): rounds needed, its interval on the
+pilot's spread, what a shape's rounds could see, and its false-positive rate by simulation."""
+import math
+import time
+
+import numpy as np
+import pytest
+
+from harness.measure import sequential, stats
+
+
+def test_rounds_needed_follows_the_pilot_t():
+    # t(0.975, 5) = 2.571: sd 0.15 % at a target of 0.15 % needs ceil(2.571^2) = 7 rounds
+    assert sequential.rounds_needed(0.15, 6, 0.15) == 7
+    assert sequential.rounds_needed(0.01, 6, 0.15) == 6          # never fewer than the pilot
+    assert sequential.rounds_needed(None, 6, 0.15) == 6
+    # the op takes the widest shape, capped
+    quiet, noisy = [0.01, -0.01] * 3, [1.0, -1.0] * 3
+    assert sequential.planned_rounds([quiet], 6, 0.15, 30) == 6
+    assert sequential.planned_rounds([quiet, noisy], 6, 0.15, 30) == 30
+    assert sequential.planned_rounds([quiet, [0.2, -0.2] * 3], 6, 0.5, 30) == 6
+
+
+def test_two_stage_interval_uses_the_pilot_spread_and_its_degrees_of_freedom():
+    pilot = [1.0, 1.2, 0.8, 1.1, 0.9, 1.0]
+    later = [5.0, -3.0, 1.0, 1.0]                  # wild later rounds do not widen it
+    low, high, p = sequential.two_stage_interval(pilot + later, 6)
+    logs = np.log1p(np.array(pilot + later) / 100)
+    sd = np.log1p(np.array(pilot) / 100).std(ddof=1)
+    se = sd / math.sqrt(10)
+    assert p == pytest.approx(stats.t_two_sided_p(logs.mean() / se, 5))
+    assert math.log1p(high / 100) - logs.mean() == pytest.approx(stats.t_critical(5) * se)
+    assert low > 0                                  # a 1 % change, clearly seen
+    out = sequential.shape_rounds(pilot + later, 6, 0.15)
+    assert out["rounds"] == 10 and out["df"] == 5
+    assert out["half_width_pct"] == pytest.approx(100 * stats.t_critical(5) * se, rel=1e-3)
+    assert out["detectable_pct"] > out["half_width_pct"]
+    assert out["needed"] == sequential.rounds_needed(out["sd_pct"], 6, 0.15)
+    fixed = sequential.shape_rounds(pilot, None, None)       # fixed rounds: N - 1 df
+    assert fixed["df"] == 5 and "needed" not in fixed
+
+
+@pytest.mark.parametrize("sd_pct", [0.05, 0.2, 0.6])      # stops at the pilot, midway, at the cap
+@pytest.mark.parametrize("shapes", [1, 4])
+def test_two_stage_false_positive_rate_is_nominal(sd_pct, shapes):
+    """10,000 simulated A/As per case: the share called significant lies in the binomial
+    99 % interval around alpha = 0.05."""
+    started = time.perf_counter()
+    out = sequential.false_positive_rate(10_000, pilot=6, max_rounds=30, target_pct=0.15,
+                                         sd_pct=sd_pct, shapes=shapes, seed=11)
+    low, high = sequential.binomial_interval(0.05, out["tests"])
+    assert low <= out["rate"] <= high, out
+    assert time.perf_counter() - started < 3.0
+    assert 6 <= out["mean_rounds"] <= 30
+
+
+def test_stopping_on_the_usual_t_interval_inflates_the_rate():
+    """Why the design: stopping when the ordinary t interval is narrow enough, and testing with
+    the spread of all rounds, calls more than alpha significant."""
+    naive = sequential.false_positive_rate(10_000, pilot=6, max_rounds=30, target_pct=0.15,
+                                           sd_pct=0.2, seed=11, rule="naive")
+    assert naive["rate"] > sequential.binomial_interval(0.05, naive["tests"])[1], naive
+
+
+def test_a_real_change_is_found_by_the_stopped_design():
+    """The power side: a 0.3 % change with sd 0.15 % and the default target is found in
+    (nearly) every simulated comparison with the right sign."""
+    rng = np.random.default_rng(3)
+    found = 0
+    for _ in range(200):
+        deltas = list(0.3 + 0.15 * rng.standard_normal(30))
+        n = sequential.planned_rounds([deltas], 6, sequential.TARGET_PCT, 30)
+        (stat,) = sequential.two_stage_stats([deltas[:n]], 6)
+        found += stat.significant and stats.direction(stat) > 0
+    assert found >= 190
