@@ -41,7 +41,6 @@ from .result import RunResult, effective_timer, graph_fallbacks, status_counts
 from .table import case_line, summary_line, write_table
 
 
-
 def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = None,
               progress: Echo | None = None,
               adapter: adapters.Adapter | None = None) -> list[RunResult]:
@@ -275,6 +274,7 @@ class OpRun:
                 finally:
                     tuned_markers = self.tuner_hook.take_markers()
                 row.markers = tuned_markers + row.markers
+                row.extra["inputs_s"] = self.inputs.take()   # this case's input building
                 seen[key] = seen.get(key, 0) + 1
                 self._keep(row)
 
@@ -338,6 +338,7 @@ class OpRun:
         for line in self.plan.adapter.run_markers(self.op):
             safely(lambda line=line: self.say(line))
         safely(self._library_log_summary)
+        safely(lambda: self.info.__setitem__("inputs", self.plan.adapter.inputs_record(self.op)))
         safely(lambda: self._finish_info(status, reason, problems))
         try:
             self.dir.write_run_json(self.info)
