@@ -17,6 +17,8 @@ from backends import backend_for
 from conftest import FAKE_FLAGGEMS, ROOT, budget_args
 from harness.cli import main
 from harness.run.case import seed_everything
+from harness.run.options import BenchOptions
+from harness.store.caliber import Caliber
 from harness.store.reader import read_rows
 
 SUMMARY = runpy.run_path(str(ROOT / "tests" / "device" / "inputs_summary.py"))
@@ -159,3 +161,19 @@ def test_run_json_says_how_inputs_were_made_and_runs_of_one_seed_agree(tmp_path)
     assert upstream["caliber"]["inputs"] == "upstream"
     assert outputs == same                       # both sides of an A/B draw the same values
     assert outputs[0] != theirs[0] and outputs[1] == theirs[1]   # large case only
+
+
+def test_a_run_written_before_the_mode_reads_and_replays_as_upstream():
+    """Such runs built every input as upstream does: their caliber reads `upstream`, and
+    `zlh ab --replay` of one reproduces it with --inputs upstream (no needless refusal)."""
+    options = BenchOptions(backend="cpu")
+    caliber = {k: v for k, v in options.caliber_values().items() if k != "inputs"}
+    info = {"options": options.run_record(), "caliber": caliber}
+    assert BenchOptions.from_run(info).inputs == "upstream"
+    assert BenchOptions.from_run({**info, "caliber": {**caliber, "inputs": "device"}}
+                                 ).inputs == "device"
+    full = {"backend": "cpu", "device": "host", "timer": "host", "shape_mode": "default",
+            "tuner_cache": "none", **caliber}
+    assert Caliber.from_dict(full).inputs == "upstream"
+    assert [d.field for d in Caliber.from_dict(full).differences(
+        Caliber.from_dict({**full, "inputs": "device"}))] == ["inputs"]
