@@ -120,18 +120,18 @@ def factory_calls(path: str) -> dict:
 
 def caller_moves(frame, name: str) -> bool:
     """Whether the call of torch.`name` that `frame` is making is one whose result its source
-    moves to a device. Found by the call's exact position where Python keeps positions; else
-    by its line, when every factory call spanning that line moves its result."""
+    moves to a device. Found by the call's exact position where Python keeps positions (3.11
+    on) and it names a factory call of the source; else by its line, when every factory call
+    spanning that line moves its result (two on one line, one kept: neither is replaced)."""
     calls = factory_calls(frame.f_code.co_filename)
     if not calls:
         return False
     positions = getattr(frame.f_code, "co_positions", None)
     if positions is not None:
-        with contextlib.suppress(IndexError, TypeError):
-            where = list(positions())[frame.f_lasti // 2]
-            if None not in where:
-                hit = calls.get(where)
-                return hit is not None and hit == (name, True)
+        with contextlib.suppress(IndexError, TypeError, ValueError):
+            hit = calls.get(tuple(list(positions())[frame.f_lasti // 2]))
+            if hit is not None:
+                return hit == (name, True)
     line = frame.f_lineno
     spanning = [hit for (first, last, _, _), hit in calls.items() if first <= line <= last]
     return bool(spanning) and all(hit == (name, True) for hit in spanning)

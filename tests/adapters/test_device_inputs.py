@@ -6,12 +6,14 @@ import importlib.util
 import json
 import runpy
 import threading
+import types
 
 import pytest
 import torch
 from click.testing import CliRunner
 
-from adapters.device_inputs import THRESHOLD, DeviceInputs, call_seed, factory_calls
+from adapters.device_inputs import (THRESHOLD, DeviceInputs, call_seed, caller_moves,
+                                    factory_calls)
 from adapters.flaggems import FlagGemsAdapter
 from backends import backend_for
 from conftest import FAKE_FLAGGEMS, ROOT, budget_args
@@ -54,6 +56,10 @@ def test_only_large_device_bound_host_draws_are_replaced_with_seeded_ones(source
     moved = {line: flag for (line, *_), (_, flag) in factory_calls(str(path)).items()}
     assert moved == {2: True, 4: True, 7: False, 9: False, 10: True, 11: True,  # 11: both
                      12: False, 13: True}
+    for line, expected in ((2, True), (4, True), (7, False), (11, False)):   # no positions:
+        frame = types.SimpleNamespace(f_code=types.SimpleNamespace(co_filename=str(path)),
+                                      f_lineno=line)                       # by line; two on
+        assert caller_moves(frame, "randint") is expected                 # line 11: neither
     drawing = DeviceInputs("cpu", threshold=16)
     original = torch.randint
     torch.manual_seed(3)
