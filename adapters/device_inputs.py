@@ -18,7 +18,10 @@ device instead when
 
 It is then the same function with the same arguments — same dtype, shape and range, the same
 distribution — with `device` set to the run's device and a generator seeded from the run's
-seed and the call's position among the case's replaced calls. The run's seed is torch's
+seed and the call's position among the case's replaced calls. `numpy.random.choice` over a
+population of at least `THRESHOLD` (index sets: `np.random.choice(np.arange(2**28), 65536,
+replace=False)` permutes 2**28 numbers on the host) is drawn on the device the same way and
+handed back as the numpy array it would be: its result stays on the host, so it needs no move. The run's seed is torch's
 initial seed when the scope opens (the runner seeds torch with it before each case is built),
 so both sides of an A/B comparison and every round draw the same values, and another seed
 draws others. Every other call runs exactly as written. `mode="upstream"` replaces nothing.
@@ -33,6 +36,8 @@ import math
 import operator
 import sys
 import threading
+
+import numpy as np
 
 from harness.common import memo
 
@@ -169,6 +174,7 @@ class DeviceInputs:
         self.device, self.mode, self.threshold = device, mode, threshold
         self.replaced: collections.Counter = collections.Counter()
         self._owner: int | None = None
+        self._originals: dict = {}
         self._seed = 0
         self._position = 0
 
@@ -181,15 +187,62 @@ class DeviceInputs:
             return
         import torch  # heavy: imported only where used
         originals = {name: getattr(torch, name) for name in FACTORIES}
+        choice = np.random.choice
         self._owner, self._seed, self._position = threading.get_ident(), torch.initial_seed(), 0
+        self._originals = originals
         try:
             for name, original in originals.items():
                 setattr(torch, name, self._wrap(name, original))
+            np.random.choice = self._wrap_choice(choice)
             yield
         finally:
             for name, original in originals.items():
                 setattr(torch, name, original)
+            np.random.choice = choice
             self._owner = None
+
+    def _generator(self):
+        """A generator on the device for the next replaced call of the case."""
+        import torch  # heavy: imported only where used
+        generator = torch.Generator(device=self.device)
+        generator.manual_seed(call_seed(self._seed, self._position))
+        self._position += 1
+        return generator
+
+    def _wrap_choice(self, original):
+        def choice(a, size=None, replace=True, p=None):
+            if threading.get_ident() == self._owner and p is None and size is not None:
+                drawn = self._choose(a, size, replace)
+                if drawn is not None:
+                    return drawn
+            return original(a, size, replace, p)
+        choice.__wrapped__ = original
+        return choice
+
+    def _choose(self, a, size, replace: bool):
+        """`numpy.random.choice(a, size, replace)` over a population of at least `threshold`
+        (an int n or a 1-d array, e.g. `np.arange(n)`), uniform, drawn on the device and
+        handed back as the numpy array numpy would give (same dtype and shape); None: numpy
+        draws it (a host permutation of 2**28 for `replace=False` takes seconds)."""
+        population = a if isinstance(a, np.ndarray) and a.ndim == 1 else None
+        try:
+            n = len(population) if population is not None else operator.index(a)
+            shape = tuple(size) if isinstance(size, (tuple, list)) else (operator.index(size),)
+            count = math.prod(operator.index(d) for d in shape)
+        except TypeError:
+            return None
+        if n < self.threshold or count < 0 or (not replace and count > n):
+            return None
+        generator = self._generator()
+        if replace:
+            picked = self._originals["randint"](0, n, (count,), device=self.device,
+                                                generator=generator)
+        else:
+            picked = self._originals["randperm"](n, device=self.device,
+                                                 generator=generator)[:count]
+        picked = picked.cpu().numpy().reshape(shape)
+        self.replaced["numpy.random.choice"] += 1
+        return population[picked] if population is not None else picked
 
     def _wrap(self, name: str, original):
         def factory(*args, **kwargs):
@@ -216,11 +269,9 @@ class DeviceInputs:
         count = elements(name, args, kwargs)
         if count is None or count < self.threshold:
             return None
-        generator = torch.Generator(device=self.device)
-        generator.manual_seed(call_seed(self._seed, self._position))
-        self._position += 1
         changed = {k: v for k, v in kwargs.items() if k != "pin_memory"}
-        drawn = original(*args, **{**changed, "device": self.device, "generator": generator})
+        drawn = original(*args, **{**changed, "device": self.device,
+                                   "generator": self._generator()})
         self.replaced[f"torch.{name}"] += 1
         return drawn
 

@@ -8,6 +8,7 @@ import runpy
 import threading
 import types
 
+import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
@@ -25,7 +26,8 @@ from harness.store.reader import read_rows
 
 SUMMARY = runpy.run_path(str(ROOT / "tests" / "device" / "inputs_summary.py"))
 
-SOURCE = '''import torch
+SOURCE = '''import numpy as np
+import torch
 def moved(n): return torch.randint(0, 10, (n,), device="cpu").to("cpu")
 def chained(n):
     return (torch.randint(0, 2, (n,), dtype=torch.int8, device="cpu") * 2 - 1).float().to(
@@ -38,6 +40,7 @@ def own(n, g): return torch.randint(0, 10, (n,), generator=g).to("cpu")
 def two(n): return torch.randint(0, 10, (n,)).to("cpu"), torch.randint(0, 10, (n,))
 def cast(n): return torch.randint(0, 10, (n,), device="cpu").to(torch.float32)
 def cast_then_move(n, dtype): return torch.randn(n).to(dtype).to(device="cpu")
+def pick(n, k, replace, p=None): return np.random.choice(np.arange(n), size=k, replace=replace, p=p)
 '''
 
 
@@ -54,14 +57,14 @@ def source(tmp_path):
 def test_only_large_device_bound_host_draws_are_replaced_with_seeded_ones(source):
     path, mod = source
     moved = {line: flag for (line, *_), (_, flag) in factory_calls(str(path)).items()}
-    assert moved == {2: True, 4: True, 7: False, 9: False, 10: True, 11: True,  # 11: both
-                     12: False, 13: True}
-    for line, expected in ((2, True), (4, True), (7, False), (11, False)):   # no positions:
+    assert moved == {3: True, 5: True, 8: False, 10: False, 11: True, 12: True,  # 12: both
+                     13: False, 14: True}
+    for line, expected in ((3, True), (5, True), (8, False), (12, False)):   # no positions:
         frame = types.SimpleNamespace(f_code=types.SimpleNamespace(co_filename=str(path)),
                                       f_lineno=line)                       # by line; two on
-        assert caller_moves(frame, "randint") is expected                 # line 11: neither
+        assert caller_moves(frame, "randint") is expected                 # line 12: neither
     drawing = DeviceInputs("cpu", threshold=16)
-    original = torch.randint
+    original, choice = torch.randint, np.random.choice
     torch.manual_seed(3)
     with drawing.scope():
         assert torch.randint is not original
@@ -70,14 +73,19 @@ def test_only_large_device_bound_host_draws_are_replaced_with_seeded_ones(source
         pair = mod.two(64)                     # two calls on one line: only the moved one
         mod.cast(64)                                           # .to(dtype) alone: as written
         mod.cast_then_move(64, torch.float16)                  # randn: 4th replaced
+        picked = mod.pick(64, 32, False)                       # a host index set: 5th
+        assert picked.dtype == np.arange(1).dtype and len(set(picked.tolist())) == 32
+        assert picked.min() >= 0 and picked.max() < 64
+        mod.pick(8, 4, True), mod.pick(64, 4, True, np.full(64, 1 / 64))   # small; weighted
         elsewhere = []
         thread = threading.Thread(target=lambda: elsewhere.append(mod.moved(64)))
         thread.start()
         thread.join()                          # another thread's draw stays as written
-    assert torch.randint is original           # restored
+    assert torch.randint is original and np.random.choice is choice   # restored
     assert drawing.record() == {"mode": "device", "threshold_elements": 16,
-                                "replaced_calls": 4,
-                                "replaced": {"torch.randint": 3, "torch.randn": 1}}
+                                "replaced_calls": 5,
+                                "replaced": {"numpy.random.choice": 1, "torch.randint": 3,
+                                             "torch.randn": 1}}
     expected = torch.randint(0, 10, (64,), generator=torch.Generator().manual_seed(
         call_seed(3, 0)))
     assert torch.equal(first, expected)        # the run's seed and the call's position
