@@ -15,7 +15,7 @@
 set -uo pipefail
 WORK=${WORK:-/tmp/zlh-inputs}
 source "$(dirname "$0")/common.sh"
-OPS=${OPS:-bitwise_xor_scalar:bitwise_xor,bitwise_and,fmod_tensor_:fmod,where_self_out:where,remainder,gcd,lshift,rshift,randint_like,bincount,bitwise_left_shift,bitwise_right_shift_,to_copy,contiguous,cumprod_perf:cumprod,nanmedian,masked_scale,margin_ranking_loss,index_acc_perf:index,index_put_acc_false:index_put,dequantize}
+OPS=${OPS:-bitwise_xor_scalar:bitwise_xor,bitwise_and,fmod_tensor_:fmod,where_self_out:where,remainder,gcd,lshift,rshift,randint_like,bincount,bitwise_left_shift,bitwise_right_shift_,contiguous,cumprod_perf:cumprod,nanmedian,index_acc_perf:index,index_put_acc_false:index_put,dequantize}
 UP_OPS=${UP_OPS:-bitwise_xor_scalar:bitwise_xor,lshift}
 BUDGET="--level core --dtypes bfloat16 --warmup-ms 10 --min-samples 5 --min-time-ms 5
         --max-time-ms 50 --op-timeout 90 --retries 0"
