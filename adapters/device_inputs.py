@@ -46,6 +46,9 @@ DEFAULT_MODE = "device"
 THRESHOLD = 1 << 20          # elements: below it the host draws in a few milliseconds
 FACTORIES = ("rand", "randn", "randint", "randperm", "normal")
 _OWN_RNG = ("generator", "out")
+# One scope patches at a time in a process: a second thread building inputs waits, so the
+# functions each scope restores are the originals.
+_PATCHING = threading.RLock()
 _MASK64 = (1 << 64) - 1
 
 
@@ -181,10 +184,16 @@ class DeviceInputs:
     @contextlib.contextmanager
     def scope(self):
         """Replace while the block runs (one case's inputs), in this thread only; torch's
-        factories are restored when it ends. A scope inside a scope adds nothing."""
+        factories are restored when it ends. A scope inside a scope adds nothing; scopes of
+        other threads wait for this one."""
         if self.mode != "device" or self._owner is not None:
             yield
             return
+        with _PATCHING:
+            yield from self._patched()
+
+    def _patched(self):
+        """The scope's body, the process's patching lock held."""
         import torch  # heavy: imported only where used
         originals = {name: getattr(torch, name) for name in FACTORIES}
         choice = np.random.choice
