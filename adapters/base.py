@@ -163,6 +163,21 @@ class Adapter(ABC):
     def identity(self, op: str | None = None) -> dict:
         return {"adapter": self.name}
 
+    # ---- how inputs are made ----------------------------------------------------------------
+    input_mode = "device"
+
+    def set_input_mode(self, mode: str) -> None:
+        """How the cases of the next runs make their inputs: `upstream` exactly as the
+        library's own code does; `device` lets an adapter draw large inputs that the
+        library draws on the host and moves to the device on the device instead (same
+        distribution, from the run's seed: adapters/device_inputs.py). Set before `cases`."""
+        self.input_mode = mode
+
+    def inputs_record(self, op: str) -> dict:
+        """run.json's `inputs` after a run of `op`: the mode and how many calls the adapter
+        drew on the device instead (an adapter that builds every input as written: none)."""
+        return {"mode": self.input_mode, "replaced_calls": 0}
+
     def case_count(self, op: str) -> int | None:
         """How many cases `cases(op, ...)` yields, once it has yielded its first (for the
         progress line's `[done/total]` and ETA); None when the adapter cannot say."""

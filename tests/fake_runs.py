@@ -15,7 +15,8 @@ from harness.store.rundir import RunDir
 CPU_CALIBER = {"backend": "cpu", "device": "host", "timer": "host", "bench_level": "core",
                "shape_mode": "file:0123456789abcdef", "tuner_cache": "none", "repeat": 1,
                "l2_policy": "warm", "warmup_ms": 1.0, "stopping": {"min_samples": 3},
-               "autotune_mode": "record", "ir_capture": True, "ir_stage": "ttgir", "seed": 0}
+               "autotune_mode": "record", "ir_capture": True, "ir_stage": "ttgir", "seed": 0,
+               "inputs": "device"}
 
 
 def fake_run(root: Path, name: str, op: str = "add", mode: str = "record",
@@ -55,7 +56,7 @@ def fake_run(root: Path, name: str, op: str = "add", mode: str = "record",
 CALIBER = {"backend": "cuda", "device": "NVIDIA H200", "timer": "graph", "bench_level": "core",
            "shape_mode": "upstream", "tuner_cache": "isolated", "repeat": 1, "l2_policy": "warm",
            "warmup_ms": 100.0, "stopping": {"min_samples": 20}, "autotune_mode": "record",
-           "ir_capture": True, "ir_stage": "ttgir", "seed": 0}
+           "ir_capture": True, "ir_stage": "ttgir", "seed": 0, "inputs": "device"}
 
 
 def make_run(root, name, latencies, caliber=None, mode="record", statuses=None, outputs=None,

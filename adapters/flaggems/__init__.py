@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from harness.common.errors import PreflightError
-from harness.store.identity import git_commit
 from harness.common import log
 
 from ..base import Adapter, Case, UnknownOp, Unsupported, UnsupportedDtype
+from ..device_inputs import DeviceInputs
 from . import inject, inventory, model_shapes, notices, shapesets, tuners, upstream_config
 from .cases import (_case_for, _install_capture, _jsonable, _one_line, _outcome_exceptions,
                     _status_case, _unsupported, collecting)
 from .checkout import (FLAGGEMS_DIR_ENV, FLAGGEMS_VLLM_DIR_ENV, PACKAGES, checkout_root,
-                       node_checkout, split_call)
+                       commit as _commit, node_checkout, split_call)
 from .corpus import Corpus, CorpusError, TestNode
 from .marks import expand_calls, select_call
 
@@ -60,6 +60,7 @@ class FlagGemsAdapter(Adapter):
         self._markers: dict[str, list[str]] = {}   # op -> adapter marker lines
         self._shape_doc: dict | None = None          # the zlh shape file, when one is given
         self._config = None
+        self._drawn: dict[str, DeviceInputs] = {}  # op -> its inputs drawn on the device
 
     # ---- static: corpus and names (no import) ------------------------------------------
     def root(self, repo: str = "flaggems") -> Path:
@@ -185,6 +186,7 @@ class FlagGemsAdapter(Adapter):
         base = self._load(node.repo, level, notices.upstream_shape_file(shapes))
         self._used[op], self._markers[op] = {}, []
         self._shape_doc = shapes.doc if shapes is not None else None
+        self._drawn[op] = DeviceInputs(device, self.input_mode)
         module_name = node.file[:-3].replace("/", ".")
         try:
             module = importlib.import_module(module_name)
@@ -263,7 +265,8 @@ class FlagGemsAdapter(Adapter):
                       else bench.get_input_iter(dtype))
             while True:
                 try:
-                    item = next(inputs)
+                    with self._drawn[op].scope():   # one case's inputs
+                        item = next(inputs)
                 except StopIteration:
                     break
                 except skipped as exc:
@@ -290,6 +293,10 @@ class FlagGemsAdapter(Adapter):
         """This op's shape-injection and skip-guard markers, then FOREIGN_VENDOR_MODULE when
         another vendor's backend modules were imported."""
         return list(self._markers.get(op, [])) + notices.foreign_vendor_markers()
+
+    def inputs_record(self, op: str) -> dict:
+        drawn = self._drawn.get(op)
+        return drawn.record() if drawn is not None else super().inputs_record(op)
 
     def _package(self, op: str) -> str:
         return PACKAGES[self.node(op).repo]
@@ -386,11 +393,3 @@ def _empty_cache() -> None:
         torch_device_fn.empty_cache()
     except Exception:  # noqa: BLE001
         pass
-
-
-def _commit(root: Path) -> str | None:
-    commit = git_commit(root)
-    if commit:
-        return commit
-    stamp = root / "COMMIT"     # exported trees (git archive) may carry the commit in a file
-    return stamp.read_text().strip() if stamp.is_file() else None

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from harness.common import log
 from harness.common.errors import PreflightError
+from harness.store.identity import git_commit
 
 FLAGGEMS_DIR_ENV = "FLAGGEMS_DIR"
 FLAGGEMS_VLLM_DIR_ENV = "FLAGGEMS_VLLM_DIR"
@@ -96,3 +97,13 @@ def node_checkout(name: str) -> Path | None:
         if parent.name == "benchmark" and parent.is_dir():
             return parent.parent
     return None
+
+
+def commit(root: Path) -> str | None:
+    """The checkout's commit: git's, else the COMMIT file an exported tree (git archive)
+    may carry."""
+    found = git_commit(root)
+    if found:
+        return found
+    stamp = root / "COMMIT"
+    return stamp.read_text().strip() if stamp.is_file() else None

@@ -40,6 +40,13 @@ class InputClock:
 
     def __init__(self):
         self.total_s = 0.0
+        self._taken_s = 0.0
+
+    def take(self) -> float:
+        """Seconds counted since the last `take` (one case's: the runner takes after each
+        case; results.jsonl keeps it in the row's `extra.inputs_s`), rounded to 0.1 ms."""
+        since, self._taken_s = self.total_s - self._taken_s, self.total_s
+        return round(since, 4)
 
     @contextlib.contextmanager
     def counting(self):

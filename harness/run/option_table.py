@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import backends
+from adapters.device_inputs import DEFAULT_MODE as DEFAULT_INPUTS, MODES as INPUT_MODES
 
 from ..common import spelling
 from ..common.errors import UsageError
@@ -225,6 +226,11 @@ OPTIONS = (
            manifest=True, above="option {name}: {value} is out of range (0 .. {high})",
            help="Seed for random, numpy and torch before each case's inputs are built "
                 "(part of the caliber)."),
+    Option("inputs", "--inputs", str, DEFAULT_INPUTS, choices=INPUT_MODES, caliber="inputs",
+           help="device: inputs an upstream benchmark draws on the host and moves to the "
+                "device (integer randint at 2**30 elements) are drawn on the device instead, "
+                "same dtype, shape and range, from the seed; upstream: the library's exact "
+                "construction (its values). Part of the caliber."),
     Option("check", "--no-check", bool, True, kind="negated",
            help="Skip the comparison with the baseline's output."),
     Option("flaggems_dir", "--flaggems-dir", str, metavar="DIR", envvar="FLAGGEMS_DIR",

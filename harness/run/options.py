@@ -17,6 +17,7 @@ from ..common import spelling
 from ..common.errors import UsageError
 from ..measure.stopping import StoppingRule
 from ..measure.timers import Budget
+from ..store.caliber import LEGACY_DEFAULTS
 from .option_table import (BY_FLAG, BY_NAME, DEFAULT_SEED, FLAT_NAMES, L2_POLICIES, LEVELS,
                            LOCATION_NAMES, MEASURE_NAMES, OPTIONS, SEED_LIMIT, SHARED_NAMES,
                            TIMERS, Option, manifest_option_names, option_rows)
@@ -203,7 +204,8 @@ class BenchOptions:
         for option in OPTIONS:
             if option.caliber and option.name not in values:
                 key, _, sub = option.caliber.partition(".")
-                held = caliber.get(key)
+                # a field older runs lack: the value every one of them had (--inputs upstream)
+                held = caliber.get(key, None if sub else LEGACY_DEFAULTS.get(key))
                 if sub:
                     held = held.get(sub) if isinstance(held, dict) else None
                 if held is not None:

@@ -102,6 +102,7 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
     plan.caches = compile_cache(plan.cache_root).merged(
         _tuner_cache(adapter, plan.cache_root, options))
     apply_env(plan.caches.env)
+    adapter.set_input_mode(options.inputs)     # device-drawn or upstream inputs (--inputs)
     adapter.prepare(resolved, backend, options.level, plan.shape_file)
     check_output_dir(given_out, "--out", create=True)
     return plan

@@ -276,6 +276,7 @@ class OpRun:
                 finally:
                     tuned_markers = self.tuner_hook.take_markers()
                 row.markers = tuned_markers + row.markers
+                row.extra["inputs_s"] = self.inputs.take()   # this case's input building
                 seen[key] = seen.get(key, 0) + 1
                 self._keep(row)
 
@@ -339,6 +340,7 @@ class OpRun:
         for line in self.plan.adapter.run_markers(self.op):
             safely(lambda line=line: self.say(line))
         safely(self._library_log_summary)
+        safely(lambda: self.info.__setitem__("inputs", self.plan.adapter.inputs_record(self.op)))
         safely(lambda: self._finish_info(status, reason, problems))
         try:
             self.dir.write_run_json(self.info)

@@ -16,7 +16,8 @@ from ..common.fields import Fields
 
 MISSING = "<missing>"
 # Fields added later, with the value every run written before them had.
-LEGACY_DEFAULTS = {"ir_stage": "ttgir", "tuning_space": {}, "card": ""}
+# (Runs before `inputs` built every input as the library's code does: "upstream".)
+LEGACY_DEFAULTS = {"ir_stage": "ttgir", "tuning_space": {}, "card": "", "inputs": "upstream"}
 # Recorded, never refused: the guard warns when they differ (store/../ab/guard.py).
 WARN_ONLY = ("card",)
 
@@ -39,6 +40,7 @@ class Caliber:
     seed: int = 0                    # inputs are built from it; another seed, other inputs
     tuning_space: Mapping[str, str] = field(default_factory=dict)  # adapter switches that are on
     card: str = ""                   # which card (UUID or physical index): a warning only
+    inputs: str = "device"           # how inputs are made (--inputs): other values, other inputs
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

@@ -64,8 +64,8 @@ def test_derive_writes_reachable_keys_and_hardcoded_classes(tmp_path):
     text = out.read_text()
     assert "upper median (position n // 2)" in text.splitlines()[0]
     doc = load_shape_file(str(out)).doc           # a valid zlh shape file
-    assert list(doc) == ["Benchmark", "BlasBenchmark", "softmax", "FixedBenchmark",
-                         "LinalgLuFactorBenchmark", "PoolBenchmark"]
+    assert list(doc) == ["Benchmark", "BlasBenchmark", "softmax", "bitwise_xor_host",
+                         "FixedBenchmark", "LinalgLuFactorBenchmark", "PoolBenchmark"]
     assert doc["softmax"]["shapes"] == [[8, 32]]          # equal sizes: the later one
     assert doc["FixedBenchmark"] == {"shapes": [[4, 16]], "shape_desc": "rows, cols"}
     assert doc["PoolBenchmark"]["shapes"] == [[2, 3, 16, 16]]

@@ -48,6 +48,7 @@ def test_run_json_counts_input_building_and_not_the_measuring(tmp_path, fast_rul
     info = json.loads((result.run_dir / "run.json").read_text())
     # both kinds counted: 2 x yield + at least 2 builds (a case may be built more than once)
     assert info["inputs_s"] >= 2 * (YIELD_S + BUILD_S) - 0.01
+    assert all(r.extra["inputs_s"] >= YIELD_S + BUILD_S - 0.01 for r in result.rows)  # per case
     # the under-test calls (CALL_S each, five samples or more per case) are not
     assert info["wall_s"] - info["inputs_s"] >= 2 * 5 * CALL_S
     log = (result.run_dir / "run.log").read_text()

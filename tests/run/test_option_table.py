@@ -24,7 +24,8 @@ OTHER = {"adapter": "builtin", "cases": "pkg.mod:cases", "backend": "cpu", "devi
          "dtypes": ["float16", "bfloat16"], "shapes": "/s.yaml", "level": "comprehensive",
          "timer": "event", "repeat": 3, "l2": "flush", "warmup_ms": 12.5, "min_samples": 7,
          "min_time_ms": 2.0, "max_time_ms": 80.0, "target_rel_err": 0.002, "seed": 5,
-         "check": False, "flaggems_dir": "/fg", "isolate_tuner_cache": True, "ir": False,
+         "inputs": "upstream", "check": False, "flaggems_dir": "/fg", "isolate_tuner_cache": True,
+         "ir": False,
          "ir_stage": "ptx", "telemetry_interval": 0.5, "retry_throttled": 2, "out": "/o",
          "replay": "/r", "keep_cache": True, "autotune_hooks": False, "plant_pct": 1.5,
          "kernel_split": True, "case_shard": "1/3", "pace_us": 250.0}
