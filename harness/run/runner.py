@@ -1,8 +1,6 @@
 """`zlh bench`: plan (validate everything), then run each op into its own run directory.
-
 `run_op` is the whole of what one benchmark run does, top to bottom; `OpRun` holds the
-state of that one run (its directory, run.json, rows) so each step reads as one call.
-"""
+state of that one run (its directory, run.json, rows) so each step reads as one call."""
 from __future__ import annotations
 
 import contextlib
