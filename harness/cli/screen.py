@@ -16,9 +16,9 @@ from ..common.progress import Meter
 from ..compile.ir.fingerprint import compile_scrub
 from ..corpus.batch import BatchPlan
 from ..corpus.environment import check_resume_env, environment_switches
-from ..corpus.screen import (Screen, ScreenPlan, check_resume_files, mend_side_plans, read_plan,
-                             record_screen_env_change, summary_lines, write_ir_changed,
-                             write_plan, write_side_plan)
+from ..corpus.screen import (TIMING_ALL, TIMING_MODES, Screen, ScreenPlan, check_resume_files,
+                             mend_side_plans, read_plan, record_screen_env_change,
+                             summary_lines, write_ir_changed, write_plan, write_side_plan)
 from ..corpus.screen import rescore as rescore_root
 from ..corpus.check import check_executable, check_plan, check_root, corpus_adapter
 from ..corpus.selection import dismiss_list, select
@@ -114,6 +114,12 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
               help="Seconds one side of an op may take (status TIMEOUT, verdict NO_ROWS).")
 @click.option("--retries", type=click.IntRange(min=0, max=5), default=2, show_default=True,
               help="Retries of a side that FAILed or CRASHed, each in a fresh worker.")
+@click.option("--timing", "timing", type=click.Choice(TIMING_MODES), default=TIMING_ALL,
+              show_default=True,
+              help="all: both sides time every op (a delta, or a noise floor, on every row); "
+                   "changed: both sides run each case once untimed, the code decides the "
+                   "verdict, and only IR_CHANGED ops are timed (NO_IR_DIFF rows get no "
+                   "noise floor); none: verdicts only, nothing timed.")
 @click.option("--fresh-process", is_flag=True, help="Every run in its own zlh bench process.")
 @click.option("--root", default=None, metavar="DIR", callback=not_empty,
               type=click.Path(), help="Default: runs/screen_<timestamp>.")
@@ -134,7 +140,7 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.pass_context
 @handles_errors
 def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vllm_dir, recipe,
-           scrub, devices, op_timeout, retries, fresh_process, root, resume, retry,
+           scrub, devices, op_timeout, retries, timing, fresh_process, root, resume, retry,
            rescore: str | None, allow_env_change, **params):
     """One pair per op (A records, B replays A's record) and a verdict from the generated
     code: IR_CHANGED, NO_IR_DIFF, NO_TRITON or NO_ROWS (and BROKEN_BY_B).
@@ -175,12 +181,12 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
     check_plan(base, adapter, pythons=(a.python, b.python))
     _check_interpreters(a, b, options.backend)
     new_root(root_path, "--root", "screen")
-    plan = ScreenPlan(root_path, base, a, b, scrub)
+    plan = ScreenPlan(root_path, base, a, b, scrub, timing)
     write_plan(plan)
-    for side in (a, b):
-        write_side_plan(plan, side)
+    for side, timed in plan.batches():
+        write_side_plan(plan, side, timed)
     click.echo(f"zlh screen: {len(items)} ops, A[{a.description}] vs B[{b.description}], "
-               f"{len(lanes)} device(s) -> {root_path}")
+               f"{len(lanes)} device(s), timing {timing} -> {root_path}")
     sys.exit(_run(plan, resume=False))
 
 

@@ -262,6 +262,10 @@ OPTIONS = (
            shared=False, group="timing",
            help="Self-test: add a device spin to the function under test, sized as X% of "
                 "its latency in the --replay run (0: the spin kernel with no spin)."),
+    Option("timing", "--no-timing", bool, True, kind="negated", shared=False, group="timing",
+           help="Run each case once (inputs, output check, IR capture) and time nothing: "
+                "rows carry no latency and the caliber's timer reads `none` (what `zlh "
+                "screen --timing changed|none` decides its verdicts with)."),
     Option("case_shard", "--case-shard", str, metavar="K/N", hidden=True, shared=False,
            extra=_valid_shard,
            extra_message="option {name}: expected k/N with 0 <= k < N, got {value!r}",

@@ -26,7 +26,7 @@ from ..compile import autotune
 from ..compile.caches import remove_private
 from ..compile.ir.capture import IRCapture
 from ..measure.case_timer import CaseTimer
-from ..store.caliber import Caliber
+from ..store.caliber import UNTIMED, Caliber
 from ..store.results import Row
 from ..store.rundir import RunDir
 from ..store.compiler import describe as describe_compiler, short as short_compiler
@@ -178,7 +178,8 @@ class OpRun:
         try:
             device = device_identity(backend, index)
             caliber = Caliber(
-                backend=backend.name, device=device.name, timer=plan.timer,
+                backend=backend.name, device=device.name,
+                timer=plan.timer if options.timing else UNTIMED,
                 shape_mode=(f"file:{plan.shape_file.sha256[:16]}" if plan.shape_file
                             else plan.adapter.default_shape_mode()),
                 tuner_cache=plan.caches.tuner_cache,
@@ -202,7 +203,7 @@ class OpRun:
         self.say(f"zlh bench {op} · adapter={plan.adapter.name} · "
                  f"compiler={short_compiler(plan.compiler)} · "
                  f"{plan.backend.name}:{plan.device_index} {caliber.device} · "
-                 f"timer={plan.timer} · {self.dir.path}")
+                 f"timer={caliber.timer} · {self.dir.path}")
         if caliber.tuner_cache.startswith("shared") and op not in plan.replay_dirs:
             self.say(f"WARNING [caliber] {op}: recording on a shared tuner cache "
                      f"{caliber.tuner_cache}: configs may come from earlier runs without "
@@ -271,7 +272,7 @@ class OpRun:
                     row = measure_case(case, case_timer, plan.backend, options.seed,
                                        options.check, occurrence=seen.get(key, 0), ir=self.ir,
                                        retry_throttled=options.retry_throttled,
-                                       plant=self.plant)
+                                       plant=self.plant, timing=options.timing)
                 finally:
                     tuned_markers = self.tuner_hook.take_markers()
                 row.markers = tuned_markers + row.markers
@@ -358,8 +359,9 @@ class OpRun:
                      f"({summary['distinct']} distinct) went to {self.dir.file('run.log')}")
 
     def _finish_info(self, status: str, reason: str, problems: list[str]) -> None:
-        effective = effective_timer(self.plan.timer, self.rows)
-        if effective != self.plan.timer:
+        effective = effective_timer(self.plan.timer, self.rows) if self.plan.options.timing \
+            else UNTIMED
+        if effective not in (self.plan.timer, UNTIMED):
             self.note(markers.marker(markers.ALL_EVENT_TIMED, op=self.op,
                                      requested=self.plan.timer,
                                      detail="every measured case fell back: this is an "

@@ -17,6 +17,9 @@ from ..common.fields import Fields
 MISSING = "<missing>"
 # Fields added later, with the value every run written before them had.
 LEGACY_DEFAULTS = {"ir_stage": "ttgir", "tuning_space": {}, "card": ""}
+# The caliber's timer of a run that timed nothing (`--no-timing`): its rows carry no latency,
+# and it never compares with a timed run.
+UNTIMED = "none"
 # Recorded, never refused: the guard warns when they differ (store/../ab/guard.py).
 WARN_ONLY = ("card",)
 

@@ -27,7 +27,7 @@ OTHER = {"adapter": "builtin", "cases": "pkg.mod:cases", "backend": "cpu", "devi
          "check": False, "flaggems_dir": "/fg", "isolate_tuner_cache": True, "ir": False,
          "ir_stage": "ptx", "telemetry_interval": 0.5, "retry_throttled": 2, "out": "/o",
          "replay": "/r", "keep_cache": True, "autotune_hooks": False, "plant_pct": 1.5,
-         "case_shard": "1/3"}
+         "case_shard": "1/3", "timing": False}
 
 
 def test_every_option_has_a_value_here_and_the_dataclass_its_fields():
