@@ -30,6 +30,7 @@ from ..store.caliber import UNTIMED, Caliber
 from ..store.results import Row
 from ..store.rundir import RunDir
 from ..store.compiler import describe as describe_compiler, short as short_compiler
+from .heartbeat import Heartbeat
 from .case import InputClock, case_count, measure_case, next_case, seed_everything
 from .library_log import LibraryLog
 from .process_state import InheritedState
@@ -41,16 +42,14 @@ from .result import RunResult, effective_timer, graph_fallbacks, status_counts
 from .table import case_line, summary_line, write_table
 
 
-
 def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = None,
               progress: Echo | None = None,
               adapter: adapters.Adapter | None = None) -> list[RunResult]:
-    """Plan every op, then run them one after the other. The process environment (cache
-    locations, backend switches) is restored afterwards and private caches are removed
-    unless kept. `echo` gets the header, marker and table lines (None: nothing is printed;
-    run.log has them all), `progress` a line per case. `adapter`: an adapter object instead
-    of the one the options name. A run that fails for a reason outside its cases (disk full),
-    or whose op's code called sys.exit, ends the invocation: the ops after it are not run."""
+    """Plan every op, then run them one after the other; the process environment (cache
+    locations, backend switches) is restored afterwards, private caches removed unless kept.
+    `echo`: the header, marker and table lines (None: only run.log has them); `progress`: a
+    line per case; `adapter`: an adapter object instead of the one the options name. A run
+    failing outside its cases (disk full) or whose op called sys.exit ends the invocation."""
     for name, value in (("echo", echo), ("progress", progress)):
         if value is not None and not callable(value):
             raise UsageError(f"{name} must be a function taking one line (e.g. print) or None, "
@@ -163,6 +162,7 @@ class OpRun:
                                        plan.options.telemetry_interval)
         self.plant: Plant | None = None
         self.library_log = LibraryLog(self.dir.log)
+        self.heartbeat = Heartbeat(run_dir.path)      # beats now, at each case end, compile
 
     @classmethod
     def open(cls, plan: BenchPlan, op: str, echo: Echo, progress: Echo | None) -> "OpRun":
@@ -178,8 +178,8 @@ class OpRun:
         try:
             device = device_identity(backend, index)
             caliber = Caliber(
-                backend=backend.name, device=device.name,
-                timer=plan.timer if options.timing else UNTIMED,
+                backend=backend.name, device=device.name, timer=plan.timer if options.timing
+                else UNTIMED,
                 shape_mode=(f"file:{plan.shape_file.sha256[:16]}" if plan.shape_file
                             else plan.adapter.default_shape_mode()),
                 tuner_cache=plan.caches.tuner_cache,
@@ -244,6 +244,7 @@ class OpRun:
             self.ir = IRCapture(self.dir.path / "ttgir",
                                 extra_stages=() if stage == "ttgir" else (stage,))
             self.info["ir_hooks"] = self.ir.install()
+            self.heartbeat.attach()
 
     def measure_cases(self) -> None:
         plan, options = self.plan, self.plan.options
@@ -283,6 +284,7 @@ class OpRun:
         """A measured case goes to disk before the next one starts."""
         self.rows.append(row)
         self.dir.write_results(self.rows)
+        self.heartbeat.beat()
         self.info["counts"] = status_counts(self.rows)
         self.dir.write_run_json(self.info)
         for line in row.markers:
@@ -295,11 +297,10 @@ class OpRun:
                                     now - self.started))
 
     def finish(self, status: str, reason: str = "") -> str:
-        """Records, IR, results and shapes, then the final run.json; each step on its own,
-        so one failing clean-up cannot skip the others or run.json. A failure to write
-        run.json itself is kept in `final_write_error`. run.json counts the rows
-        results.jsonl holds: when it could not take every measured case, the run is
-        `failed` (its reason says how many were lost). Returns the final status."""
+        """Records, IR, results and shapes, then the final run.json; each step on its own, so
+        one failing clean-up cannot skip the others or run.json (a failure to write run.json
+        is kept in `final_write_error`). run.json counts the rows results.jsonl holds: when
+        it lacks measured cases, the run is `failed`. Returns the final status."""
         problems: list[str] = []
 
         def safely(step):
@@ -308,7 +309,8 @@ class OpRun:
             except Exception as exc:  # noqa: BLE001
                 problems.append(one_line(exc))
 
-        safely(self.watcher.stop)
+        for stop in (self.watcher.stop, self.heartbeat.detach):
+            safely(stop)
         hook = self.tuner_hook
         if hook is not None:
             safely(hook.uninstall)
@@ -359,8 +361,7 @@ class OpRun:
                      f"({summary['distinct']} distinct) went to {self.dir.file('run.log')}")
 
     def _finish_info(self, status: str, reason: str, problems: list[str]) -> None:
-        effective = effective_timer(self.plan.timer, self.rows) if self.plan.options.timing \
-            else UNTIMED
+        effective = effective_timer(self.plan.timer, self.rows, self.plan.options.timing)
         if effective not in (self.plan.timer, UNTIMED):
             self.note(markers.marker(markers.ALL_EVENT_TIMED, op=self.op,
                                      requested=self.plan.timer,
@@ -389,9 +390,8 @@ class OpRun:
             self.info["plant"] = self.plant.run_fields()
 
     def print_table(self, status_line: str | None = None) -> None:
-        """The table and summary (and, for a run that did not complete, its status line) on
-        the console and in run.log. For an unfinished run nothing here may raise: the error
-        that ended it is on its way out."""
+        """The table and summary (and an unfinished run's status line) on the console and in
+        run.log; for an unfinished run nothing here raises (its error is on its way out)."""
         wall = self.info.get("wall_s", time.time() - self.started)
         tail = (summary_line(status_counts(self.rows), graph_fallbacks(self.rows), wall,
                              self.inputs.total_s), status_line)
