@@ -22,6 +22,7 @@ from ..corpus.screen import (TIMING_ALL, TIMING_MODES, Screen, ScreenPlan, check
 from ..corpus.screen import rescore as rescore_root
 from ..corpus.check import check_executable, check_plan, check_root, corpus_adapter
 from ..corpus.selection import dismiss_list, select
+from ..corpus.stall import DEFAULT_STALL_S
 from ..run.options import refuse_unhooked
 from .group import main
 from .batch import (check_devices, hold_root, interrupted_hint, new_root, parse_devices,
@@ -112,6 +113,11 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.option("--op-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
               callback=finite,
               help="Seconds one side of an op may take (status TIMEOUT, verdict NO_ROWS).")
+@click.option("--stall-timeout", type=click.FloatRange(min=0), default=DEFAULT_STALL_S,
+              show_default=True, callback=finite,
+              help="Seconds an op may go without finishing a case or compiling a kernel before "
+                   "it is ended as TIMEOUT (a hang; what it measured is kept); 0: off. "
+                   "--op-timeout stays the hard cap.")
 @click.option("--retries", type=click.IntRange(min=0, max=5), default=2, show_default=True,
               help="Retries of a side that FAILed or CRASHed, each in a fresh worker.")
 @click.option("--timing", "timing", type=click.Choice(TIMING_MODES), default=TIMING_ALL,
@@ -140,7 +146,7 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.pass_context
 @handles_errors
 def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vllm_dir, recipe,
-           scrub, devices, op_timeout, retries, timing, fresh_process, root, resume, retry,
+           scrub, devices, op_timeout, stall_timeout, retries, timing, fresh_process, root, resume, retry,
            rescore: str | None, allow_env_change, **params):
     """One pair per op (A records, B replays A's record) and a verdict from the generated
     code: IR_CHANGED, NO_IR_DIFF, NO_TRITON or NO_ROWS (and BROKEN_BY_B).
@@ -175,7 +181,8 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
     root_path = Path(root if root is not None else
                      f"runs/screen_{time.strftime('%Y%m%d-%H%M%S')}")
     base = BatchPlan(root=root_path, items=items, devices=lanes, options=options,
-                     op_timeout_s=op_timeout, fresh_process=fresh_process, retries=retries,
+                     op_timeout_s=op_timeout, stall_timeout_s=stall_timeout,
+                     fresh_process=fresh_process, retries=retries,
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory,
                      env=environment_switches(adapter.env_prefixes))
     check_plan(base, adapter, pythons=(a.python, b.python))

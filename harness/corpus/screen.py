@@ -260,6 +260,9 @@ def summary_lines(plan: ScreenPlan, verdicts: dict[str, Verdict], wall_s: float,
     counts = {name: sum(1 for v in verdicts.values() if v.verdict == name) for name in VERDICTS}
     lines = [f"screen: {len(verdicts)} ops in {wall_s:.0f} s: " +
              ", ".join(f"{k} {n}" for k, n in counts.items() if n)]
+    if plan.timing != TIMING_ALL:
+        lines.append(f"--timing {plan.timing}: {sum(v.timed for v in verdicts.values())} op(s) "
+                     f"timed; the other rows carry no range (NO_IR_DIFF: no noise floor)")
     broken = [v for v in verdicts.values() if v.broken]
     if broken:
         lines.append(f"!!! BROKEN_BY_B: {len(broken)} op(s) where B failed cases A ran: " +
