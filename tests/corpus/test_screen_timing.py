@@ -51,7 +51,8 @@ def screens(tmp_path_factory):
     try:
         for timing in ("changed", "all", "none"):
             roots[timing] = base / timing
-            result = screen(base, "--timing", timing, "--root", str(roots[timing]))
+            result = screen(base, "--timing", timing, "--root", str(roots[timing]),
+                            "--stall-timeout", "120")
             assert result.exit_code == 0, result.output
     finally:
         mp.undo()
@@ -84,7 +85,9 @@ def test_changed_times_only_the_ops_whose_code_changed(screens):
                                                             "same": NO_IR_DIFF}
     assert {op: r["verdict"] for op, r in rows.items()} == \
         {op: r["verdict"] for op, r in table(screens["all"]).items()}
-    assert json.loads((root / "screen.json").read_text())["timing"] == "changed"
+    plan = json.loads((root / "screen.json").read_text())
+    assert plan["timing"] == "changed" and plan["batch"]["stall_timeout_s"] == 120
+    assert json.loads((root / "A.timed/batch.json").read_text())["stall_timeout_s"] == 120
     # the verdict pass timed nothing: each case ran once, untimed, and says so
     for side in "AB":
         for op in ("changed", "same"):

@@ -170,3 +170,29 @@ def test_real_hangs_end_in_seconds_with_their_finished_cases_kept(tmp_path):
         assert info["stalled_s"] == 2.0 and info["reason"].startswith("stalled")
     kept = judge(attempts["hang_late"], 300)
     assert kept.rows_success == 2 and kept.rows_total == 2
+
+
+def test_a_batch_hands_its_stall_timeout_to_every_attempt(tmp_path):
+    from harness.corpus.batch import Batch
+    from harness.corpus.executor import LaneRunner
+    from harness.corpus.outcome import Attempt
+
+    class Recorder(LaneRunner):
+        def __init__(self):
+            super().__init__(Lane())
+            self.works = []
+
+        def run_op(self, work):
+            self.works.append(work)
+            return Attempt(0, 0.1, work.log, None)
+
+        def run_command(self, cmd, log, timeout_s=None):
+            raise AssertionError("no command here")
+
+    options = BenchOptions(adapter="builtin", backend="cpu")
+    for stall_s, handed in ((42.0, 42.0), (0.0, None)):
+        plan = BatchPlan(root=tmp_path / str(stall_s), items=[], devices=[0], options=options,
+                         stall_timeout_s=stall_s)
+        runner = Recorder()
+        Batch(plan, lambda _: None, None, resume=False)._attempt("add", None, Lane(), runner, 1)
+        assert runner.works[0].stall_s == handed
