@@ -72,7 +72,7 @@ def test_run_json_records_each_value_once_and_older_run_json_still_reads():
     assert "warmup_ms" not in options.budget_record() and "max_unroll" in options.budget_record()
     # a run reproduced for a replay hooks the tuners again (an unhooked one recorded nothing)
     expected = options.replace(**{k: BY_NAME[k].default for k in LOCATION_NAMES},
-                               autotune_hooks=True)
+                               autotune_hooks=True, timing=True)
     now = {"options": record, "caliber": {**caliber, "backend": "cpu"}}
     assert BenchOptions.from_run(json.loads(json.dumps(now))) == expected
     older = {"options": options.to_dict(), "seed": 5, "budget": options.budget.to_dict(),
