@@ -203,7 +203,8 @@ def _no_rows_note(a: Outcome | None, b: Outcome | None, v: Verdict) -> str:
         if outcome is None:
             parts.append(f"side {side} not run (side A had no rows to replay)")
         elif outcome.status == TIMEOUT:
-            parts.append(f"side {side} timed out: a time problem, not a verdict on the switch")
+            how = "stalled" if outcome.reason.startswith("stalled") else "timed out"
+            parts.append(f"side {side} {how}: a time problem, not a verdict on the switch")
         else:
             parts.append(f"side {side} {outcome.status}: {outcome.reason or 'no SUCCESS case'}")
     return "; ".join(parts)

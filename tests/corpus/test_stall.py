@@ -196,3 +196,12 @@ def test_a_batch_hands_its_stall_timeout_to_every_attempt(tmp_path):
         runner = Recorder()
         Batch(plan, lambda _: None, None, resume=False)._attempt("add", None, Lane(), runner, 1)
         assert runner.works[0].stall_s == handed
+
+
+def test_a_screen_side_that_stalled_says_so_in_its_verdict():
+    from harness.corpus.outcome import Outcome
+    from harness.corpus.verdict import NO_ROWS, decide
+    stalled = Outcome(TIMEOUT, TIMEOUT_RC, 3.0, "stalled: no case finished and no compile "
+                      "for 2 s (the op timeout is 90 s): a hang, not a verdict on the op")
+    v = decide("op", stalled, None)
+    assert v.verdict == NO_ROWS and v.note.startswith("side A stalled: a time problem")
