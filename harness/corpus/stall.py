@@ -2,12 +2,13 @@
 seconds is hung, and ends as TIMEOUT now rather than at `--op-timeout` (the hard cap).
 
 Progress is read from the op's run directory: its `heartbeat` file (run/heartbeat.py), touched
-when the run starts, when a case ends and when Triton compiles a kernel (IR capture on). Its
-mtime, or the moment the op was handed over when there is none yet (a worker importing, an
-adapter planning), is the op's last sign of life. The supervisor asks `StallWatch.stalled`
-while it waits for the op (about once a second); an op it ends for this keeps what it
-measured (its finished cases in results.jsonl), and its run.json says why (`reason`,
-`stalled_s`).
+when the run starts, when a case ends and when Triton compiles a kernel (IR capture on). The
+last time its mtime was seen to change (on this machine's clock: a file server's clock may
+differ), or the moment the op was handed over when there is none yet (a worker importing,
+an adapter planning), is the op's last sign of life. The supervisor asks
+`StallWatch.stalled` while it waits for the op (about once a second); an op it ends for
+this keeps what it measured (its finished cases in results.jsonl), and its run.json says
+why (`reason`, `stalled_s`).
 """
 from __future__ import annotations
 
@@ -36,27 +37,31 @@ class StallWatch:
     def __init__(self, out: Path, before: set[Path], stall_s: float | None,
                  clock: Callable[[], float] = time.time):
         self.out, self.before, self.stall_s, self.clock = Path(out), before, stall_s, clock
-        self.started = clock()
+        self.last_change = clock()         # when the op began, then when a heartbeat moved
+        self.seen: tuple = ()
         self.fired = False
 
-    def last_progress(self) -> float:
-        """The mtime of the newest heartbeat of a run the op started, else when it began."""
-        newest = self.started
+    def heartbeats(self) -> tuple:
+        """(run, mtime) of the heartbeat of every run the op started."""
         try:
-            runs = [p for p in self.out.iterdir() if p.is_dir() and p not in self.before]
+            runs = sorted(p for p in self.out.iterdir() if p.is_dir() and p not in self.before)
         except OSError:
-            runs = []
+            return ()
+        beats = []
         for run in runs:
             try:
-                newest = max(newest, (run / HEARTBEAT).stat().st_mtime)
+                beats.append((run.name, (run / HEARTBEAT).stat().st_mtime_ns))
             except OSError:
                 continue
-        return newest
+        return tuple(beats)
 
     def stalled(self) -> bool:
         if not self.stall_s:
             return False
-        self.fired = self.clock() - self.last_progress() >= self.stall_s
+        now, beats = self.clock(), self.heartbeats()
+        if beats != self.seen:
+            self.seen, self.last_change = beats, now
+        self.fired = now - self.last_change >= self.stall_s
         return self.fired
 
     def mark(self, run_dir: Path | None) -> None:

@@ -205,3 +205,21 @@ def test_a_screen_side_that_stalled_says_so_in_its_verdict():
                       "for 2 s (the op timeout is 90 s): a hang, not a verdict on the op")
     v = decide("op", stalled, None)
     assert v.verdict == NO_ROWS and v.note.startswith("side A stalled: a time problem")
+
+
+def test_progress_is_a_heartbeat_that_moved_whatever_clock_stamped_it(tmp_path):
+    now = [1000.0]
+    run = tmp_path / "op" / "r"
+    run.mkdir(parents=True)
+    beat = run / HEARTBEAT
+    beat.touch()
+    watch = StallWatch(tmp_path / "op", set(), 5.0, clock=lambda: now[0])
+    os.utime(beat, ns=(1, 1))                  # stamped by a clock decades behind
+    assert not watch.stalled()
+    now[0] += 4
+    os.utime(beat, ns=(2, 2))                  # it moved: progress
+    assert not watch.stalled()
+    now[0] += 4
+    assert not watch.stalled()                 # 4 s since it moved
+    now[0] += 1.5
+    assert watch.stalled() and watch.fired
