@@ -169,6 +169,9 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
     _check_scrub(scrub)
     options = options_from(given)
     refuse_unhooked(options, "zlh screen")
+    if timing != TIMING_ALL and not options.ir:
+        raise errors.UsageError(f"--timing {timing} decides from the generated code alone, "
+                                f"which --no-ir does not capture: leave out one of them")
     adapter = corpus_adapter(options, vllm_dir)
     refuse_vllm_beside(ctx, adapter)
     dismissed = dismiss_list(dismiss, all_ops, no_dismiss)

@@ -164,3 +164,9 @@ def test_rescore_reads_every_timing_mode_and_roots_older_than_it(screens, tmp_pa
     (old / "screen.json").write_text(json.dumps(doc))
     verdicts = rescore(old, [], lambda _: None)
     assert verdicts["same"].timed and verdicts["same"].shown_range().startswith("noise floor")
+
+
+def test_timing_without_the_code_is_refused(tmp_path):
+    result = screen(tmp_path, "--timing", "changed", "--no-ir", "--root", str(tmp_path / "s"))
+    assert result.exit_code == 2 and "--no-ir does not capture" in result.output
+    assert not (tmp_path / "s").exists()
