@@ -170,3 +170,43 @@ def test_timing_without_the_code_is_refused(tmp_path):
     result = screen(tmp_path, "--timing", "changed", "--no-ir", "--root", str(tmp_path / "s"))
     assert result.exit_code == 2 and "--no-ir does not capture" in result.output
     assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.e2e
+def test_a_screen_killed_after_its_untimed_pair_resumes_at_the_timed_one(screens, tmp_path):
+    """SIGTERM once `changed` has its verdict pair (and before `same` ran): the resume keeps
+    that pair, times it, screens `same`, and decides as an unbroken screen did."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    base = screens["changed"].parent
+    env = {**os.environ, "PYTHONPATH": f"{base}:{ROOT}:{ROOT / 'tests'}"}
+    root = tmp_path / "s"
+    args = [sys.executable, "-m", "harness", "screen", "--cases", "ir_cases:cases", "--ops",
+            "changed,same", "--backend", "cpu", *FAST, "--switch", "ZLH_TEST_SWITCH=0,1",
+            "--timing", "changed", "--root", str(root)]
+    proc = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 240
+        while not (root / "B/changed/.complete").exists() and proc.poll() is None \
+                and time.time() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not (root / "B/same/.complete").exists(), "the screen ended before the kill"
+    kept = {side: run_of(root, side, "changed") for side in "AB"}
+    result = subprocess.run([sys.executable, "-m", "harness", "screen", "--resume", str(root)],
+                            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert {side: run_of(root, side, "changed") for side in "AB"} == kept
+    assert len(list((root / "A/changed").glob("changed_*"))) == 1
+    rows = table(root)
+    assert {op: (r["verdict"], r["timed"]) for op, r in rows.items()} == {
+        "changed": (IR_CHANGED, "yes"), "same": (NO_IR_DIFF, "no")}
