@@ -19,6 +19,7 @@ from ..common.lock import claim_root, forget_if_empty, only_lock, release_root
 from ..corpus.outcome import parse_retry
 from ..corpus.selection import dismiss_list, select
 from ..corpus.sharding import parse_shard, refuse_merged, ops_phrase
+from ..corpus.stall import DEFAULT_STALL_S
 from ..run.options import UNHOOKED_REPLAY
 from ..run.plan import named_backend
 from .group import main
@@ -95,6 +96,11 @@ def check_devices(backend_name: str | None, devices: list[int],
 @click.option("--op-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
               callback=finite,
               help="Seconds an op may take before its worker is killed (status TIMEOUT).")
+@click.option("--stall-timeout", type=click.FloatRange(min=0), default=DEFAULT_STALL_S,
+              show_default=True, callback=finite,
+              help="Seconds an op may go without finishing a case or compiling a kernel before "
+                   "it is ended as TIMEOUT (a hang; what it measured is kept); 0: off. "
+                   "--op-timeout stays the hard cap.")
 @click.option("--retries", type=click.IntRange(min=0, max=5), default=2, show_default=True,
               help="Retries of an op that FAILed or CRASHed, each in a fresh worker.")
 @click.option("--fresh-process", is_flag=True,
@@ -124,8 +130,8 @@ def check_devices(backend_name: str | None, devices: list[int],
 @click.pass_context
 @handles_errors
 def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vllm_dir, devices,
-          op_timeout, retries, fresh_process, out, resume, retry, replay_root, allow_env_change,
-          shard_text, quiet, **params):
+          op_timeout, stall_timeout, retries, fresh_process, out, resume, retry, replay_root,
+          allow_env_change, shard_text, quiet, **params):
     """Run many ops, each in its own run directory: isolated, resumable, over devices.
 
     Exit status: 0 every op PASS or SKIP, 1 some op FAIL/TIMEOUT/CRASH/POISONED (the batch
@@ -166,6 +172,7 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
                  for r in adapter.describe_ops(include_hidden=True)}
     plan = BatchPlan(root=Path(out if out is not None else default_root("batch", shard)),
                      items=items, devices=lanes, options=options, op_timeout_s=op_timeout,
+                     stall_timeout_s=stall_timeout,
                      fresh_process=fresh_process, retries=retries,
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory,
                      replay_root=check_replay_root(replay_root, out) if replay_root else None,

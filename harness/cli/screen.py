@@ -16,13 +16,14 @@ from ..common.progress import Meter
 from ..compile.ir.fingerprint import compile_scrub
 from ..corpus.batch import BatchPlan
 from ..corpus.environment import check_resume_env, environment_switches
-from ..corpus.screen import (Screen, ScreenPlan, check_resume_files, mend_side_plans, read_plan,
-                             record_screen_env_change, summary_lines, write_ir_changed,
-                             write_plan, write_side_plan)
+from ..corpus.screen import (TIMING_ALL, TIMING_MODES, Screen, ScreenPlan, check_resume_files,
+                             mend_side_plans, read_plan, record_screen_env_change,
+                             summary_lines, write_ir_changed, write_plan, write_side_plan)
 from ..corpus.screen import rescore as rescore_root
 from ..corpus.check import check_executable, check_plan, check_root, corpus_adapter
 from ..corpus.selection import dismiss_list, select
 from ..corpus.sharding import ops_phrase, parse_shard, refuse_merged
+from ..corpus.stall import DEFAULT_STALL_S
 from ..run.options import refuse_unhooked
 from .group import main
 from .batch import (SHARD_HELP, check_devices, default_root, hold_root, interrupted_hint,
@@ -113,8 +114,19 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.option("--op-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
               callback=finite,
               help="Seconds one side of an op may take (status TIMEOUT, verdict NO_ROWS).")
+@click.option("--stall-timeout", type=click.FloatRange(min=0), default=DEFAULT_STALL_S,
+              show_default=True, callback=finite,
+              help="Seconds an op may go without finishing a case or compiling a kernel before "
+                   "it is ended as TIMEOUT (a hang; what it measured is kept); 0: off. "
+                   "--op-timeout stays the hard cap.")
 @click.option("--retries", type=click.IntRange(min=0, max=5), default=2, show_default=True,
               help="Retries of a side that FAILed or CRASHed, each in a fresh worker.")
+@click.option("--timing", "timing", type=click.Choice(TIMING_MODES), default=TIMING_ALL,
+              show_default=True,
+              help="all: both sides time every op (a delta, or a noise floor, on every row); "
+                   "changed: both sides run each case once untimed, the code decides the "
+                   "verdict, and only IR_CHANGED ops are timed (NO_IR_DIFF rows get no "
+                   "noise floor); none: verdicts only, nothing timed.")
 @click.option("--fresh-process", is_flag=True, help="Every run in its own zlh bench process.")
 @click.option("--root", default=None, metavar="DIR", callback=not_empty,
               type=click.Path(), help="Default: runs/screen_<timestamp>.")
@@ -137,8 +149,8 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.pass_context
 @handles_errors
 def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vllm_dir, recipe,
-           scrub, devices, op_timeout, retries, fresh_process, root, resume, retry,
-           rescore: str | None, allow_env_change, shard_text, **params):
+           scrub, devices, op_timeout, stall_timeout, retries, timing, fresh_process, root,
+           resume, retry, rescore: str | None, allow_env_change, shard_text, **params):
     """One pair per op (A records, B replays A's record) and a verdict from the generated
     code: IR_CHANGED, NO_IR_DIFF, NO_TRITON or NO_ROWS (and BROKEN_BY_B).
 
@@ -161,6 +173,9 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
     _check_scrub(scrub)
     options = options_from(given)
     refuse_unhooked(options, "zlh screen")
+    if timing != TIMING_ALL and not options.ir:
+        raise errors.UsageError(f"--timing {timing} decides from the generated code alone, "
+                                f"which --no-ir does not capture: leave out one of them")
     adapter = corpus_adapter(options, vllm_dir)
     refuse_vllm_beside(ctx, adapter)
     dismissed = dismiss_list(dismiss, all_ops, no_dismiss)
@@ -173,19 +188,20 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
                  for r in adapter.describe_ops(include_hidden=True)}
     root_path = Path(root if root is not None else default_root("screen", shard))
     base = BatchPlan(root=root_path, items=items, devices=lanes, options=options,
-                     op_timeout_s=op_timeout, fresh_process=fresh_process, retries=retries,
+                     op_timeout_s=op_timeout, stall_timeout_s=stall_timeout,
+                     fresh_process=fresh_process, retries=retries,
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory,
                      env=environment_switches(adapter.env_prefixes),
                      shard=shard.record(whole, left_out) if shard else None)
     check_plan(base, adapter, pythons=(a.python, b.python))
     _check_interpreters(a, b, options.backend)
     new_root(root_path, "--root", "screen")
-    plan = ScreenPlan(root_path, base, a, b, scrub)
+    plan = ScreenPlan(root_path, base, a, b, scrub, timing)
     write_plan(plan)
-    for side in (a, b):
-        write_side_plan(plan, side)
-    click.echo(f"zlh screen: {ops_phrase(shard, len(items), len(whole))}, A[{a.description}] vs B[{b.description}], "
-               f"{len(lanes)} device(s) -> {root_path}")
+    for side, timed in plan.batches():
+        write_side_plan(plan, side, timed)
+    click.echo(f"zlh screen: {ops_phrase(shard, len(items), len(whole))}, A[{a.description}] vs "
+               f"B[{b.description}], {len(lanes)} device(s), timing {timing} -> {root_path}")
     sys.exit(_run(plan, resume=False))
 
 

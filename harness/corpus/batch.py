@@ -35,6 +35,7 @@ from .selection import Item
 from .sharding import device_for
 from .executor import Executor, LaneRunner, OpWork, make_executor
 from .lanes import lane_for, watch_devices
+from .stall import DEFAULT_STALL_S
 from .supervisor import Lane
 from .threads import run_lanes
 
@@ -46,6 +47,7 @@ class BatchPlan:
     devices: list[int]
     options: BenchOptions                  # every op's bench options (out set per op)
     op_timeout_s: float = 1800.0
+    stall_timeout_s: float = DEFAULT_STALL_S    # 0: off (the op timeout alone)
     fresh_process: bool = False
     retries: int = 2
     python: str = sys.executable
@@ -66,7 +68,8 @@ class BatchPlan:
         return {"ops": [{"op": i.op, "dtypes": list(i.dtypes) if i.dtypes else None,
                          "device": device_for(i.op, self.devices)} for i in self.items],
                 "devices": self.devices, "options": self.options.to_dict(),
-                "op_timeout_s": self.op_timeout_s, "fresh_process": self.fresh_process,
+                "op_timeout_s": self.op_timeout_s, "stall_timeout_s": self.stall_timeout_s,
+                "fresh_process": self.fresh_process,
                 "retries": self.retries, "python": self.python, "command": self.argv,
                 "left_out": [{"op": o, "why": w} for o, w in self.left_out],
                 "inventory": self.inventory,
@@ -96,6 +99,7 @@ class BatchPlan:
         return cls(root=Path(root), items=items, devices=device_list(f, "devices"),
                    options=options_field(f, "options"),
                    op_timeout_s=f.number("op_timeout_s", low=1),
+                   stall_timeout_s=f.number("stall_timeout_s", DEFAULT_STALL_S, low=0),
                    fresh_process=f.bool("fresh_process"), retries=retries,
                    python=f.str("python", "") or sys.executable, argv=f.strs("command"),
                    left_out=[(d.str("op"), d.str("why")) for d in lf], inventory=inventory,
@@ -279,7 +283,8 @@ class Batch:
                                             telemetry_interval=0.0,
                                             timer=timer or self.plan.options.timer)
         return runner.run_op(OpWork(op, options, log, out, self.plan.op_timeout_s,
-                                    [*self.plan.argv, f"[{op}]"]))
+                                    [*self.plan.argv, f"[{op}]"],
+                                    stall_s=self.plan.stall_timeout_s or None))
 
     # ---- bookkeeping --------------------------------------------------------------------
     def carry_over(self) -> list[Item]:

@@ -39,6 +39,7 @@ class OpWork:
     out: Path
     timeout_s: float
     argv: list[str] = field(default_factory=list)
+    stall_s: float | None = None      # the stall rule (stall.py); None: the op timeout alone
 
 
 class LaneRunner(ABC):
@@ -89,9 +90,10 @@ class LocalLane(LaneRunner):
     def run_op(self, work: OpWork) -> Attempt:
         args = work.options.to_argv()     # a fresh `zlh bench` and a worker read the same
         if self.worker is None:
-            return run_fresh(self.lane, work.op, args, work.timeout_s, work.log, work.out)
+            return run_fresh(self.lane, work.op, args, work.timeout_s, work.log, work.out,
+                             stall_s=work.stall_s)
         job = {"op": work.op, "args": args, "log": str(work.log), "argv": list(work.argv)}
-        return self.worker.run(job, work.timeout_s, work.log, work.out)
+        return self.worker.run(job, work.timeout_s, work.log, work.out, stall_s=work.stall_s)
 
     def run_command(self, cmd: Sequence[str], log: Path,
                     timeout_s: float | None = None) -> Attempt:

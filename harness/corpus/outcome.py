@@ -19,6 +19,7 @@ from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, EXIT_POISONED, EXIT_PRE
                              UsageError)
 from ..launch.launcher import CRASH_RC, TIMEOUT_RC
 from ..store.reader import load_run_or_none
+from .stall import stall_reason
 from ..store.results import FAILED, SKIPPED, SUCCESS
 
 PASS, FAIL, SKIP, TIMEOUT, CRASH, POISONED = ("PASS", "FAIL", "SKIP", "TIMEOUT", "CRASH",
@@ -66,6 +67,7 @@ class Attempt:
     write_failure: str = ""    # the run could not write its files (disk full, read-only)
     memory_held: int = 0       # device memory (bytes) the worker still held after the reset
     state_changed: tuple = ()  # process switches the op changed (process_state.py)
+    stalled_s: float | None = None   # ended by the stall rule after this many idle seconds
 
 
 @dataclass
@@ -130,7 +132,10 @@ def judge(attempt: Attempt, op_timeout_s: float) -> Outcome:
     out.rows_success = sum(1 for r in rows if r.status == SUCCESS)
     if attempt.rc == TIMEOUT_RC:
         out.status = TIMEOUT
-        out.reason = (f"no result within the op timeout ({op_timeout_s:g} s): a time problem, "
+        out.reason = (f"{stall_reason(attempt.stalled_s)} (the op timeout is "
+                      f"{op_timeout_s:g} s): a hang, not a verdict on the op"
+                      if attempt.stalled_s else
+                      f"no result within the op timeout ({op_timeout_s:g} s): a time problem, "
                       f"not a verdict on the op")
     elif attempt.rc == EXIT_POISONED or (run is not None and
                                          run.info.get("status") == "poisoned"):

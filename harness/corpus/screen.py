@@ -6,8 +6,14 @@ timeouts, retries, `.complete` markers), so a killed screen resumes like a batch
 comes from the two run directories (verdict.py) and is recomputed, never run again, by
 `--rescore` (new scrub patterns, fixed rules).
 
-Files under the screen root: screen.json (plan, sides, options, scrub, IR stage),
-screen.tsv (a row per op, rewritten atomically as ops finish), ir_changed.txt, A/ and B/.
+`timing` says what is timed: `all` (both sides time every case: a delta, or a noise floor,
+for every op), `changed` (A and B run each case once, untimed; the code decides the verdict;
+only an IR_CHANGED op is then timed, A and B each replaying A's record, into `A.timed/` and
+`B.timed/`), `none` (verdicts only).
+
+Files under the screen root: screen.json (plan, sides, options, scrub, IR stage, timing),
+screen.tsv (a row per op, rewritten atomically as ops finish), ir_changed.txt, A/ and B/
+(and A.timed/, B.timed/).
 """
 from __future__ import annotations
 
@@ -35,11 +41,14 @@ from .selection import Item
 from .sharding import device_for
 from .threads import run_lanes
 from .verdict import (IR_CHANGED, NO_IR_DIFF, NO_ROWS, NO_TRITON, VERDICTS, Verdict, decide,
-                      read_tsv, tsv_row, tsv_text)
+                      old_verdicts, tsv_row, tsv_text)
 
 SCREEN_JSON = "screen.json"
 SCREEN_TSV = "screen.tsv"
 IR_CHANGED_TXT = "ir_changed.txt"
+TIMING_ALL, TIMING_CHANGED, TIMING_NONE = "all", "changed", "none"
+TIMING_MODES = (TIMING_ALL, TIMING_CHANGED, TIMING_NONE)
+TIMED = ".timed"             # A.timed/, B.timed/: the timed pair of an IR_CHANGED op
 
 
 @dataclass
@@ -49,16 +58,27 @@ class ScreenPlan:
     a: Side
     b: Side
     scrub: list[str] = field(default_factory=list)
+    timing: str = TIMING_ALL
 
-    def side_plan(self, side: Side) -> BatchPlan:
-        plan = BatchPlan(**{**vars(self.base), "root": self.root / side.label,
-                            "python": side.python})
-        return plan
+    def side_plan(self, side: Side, timed: bool = False) -> BatchPlan:
+        """Side `side`'s batch: the verdict pass (`A/`, `B/`; untimed unless timing is all),
+        or with `timed` the timed pair (`A.timed/`, `B.timed/`)."""
+        options = self.base.options
+        if not timed and self.timing != TIMING_ALL:
+            options = options.replace(timing=False)
+        return BatchPlan(**{**vars(self.base), "root": self.root / side_folder(side, timed),
+                            "python": side.python, "options": options})
+
+    def batches(self) -> list[tuple[Side, bool]]:
+        """(side, timed) of every batch root this screen has."""
+        return [(s, t) for t in (False, True) if not t or self.timing == TIMING_CHANGED
+                for s in (self.a, self.b)]
 
     def to_dict(self) -> dict:
         return {"schema_version": files.SCHEMA_VERSION, "kind": "screen",
                 "batch": self.base.to_dict(), "A": vars(self.a), "B": vars(self.b),
-                "scrub": self.scrub, "ir_stage": self.base.options.ir_stage}
+                "scrub": self.scrub, "ir_stage": self.base.options.ir_stage,
+                "timing": self.timing}
 
     @classmethod
     def from_dict(cls, root: Path, doc: dict) -> "ScreenPlan":
@@ -69,8 +89,15 @@ class ScreenPlan:
             compile_scrub(scrub)
         except ValueError as exc:
             raise f.error("scrub", f"valid patterns ({exc})", scrub) from None
+        timing = f.str("timing", TIMING_ALL)     # older roots timed everything
+        if timing not in TIMING_MODES:
+            raise f.error("timing", " or ".join(TIMING_MODES), timing)
         return cls(root=Path(root), base=base, a=side_from(f, "A"), b=side_from(f, "B"),
-                   scrub=scrub)
+                   scrub=scrub, timing=timing)
+
+
+def side_folder(side: Side, timed: bool = False) -> str:
+    return side.label + (TIMED if timed else "")
 
 
 def side_from(f: Fields, label: str) -> Side:
@@ -104,8 +131,9 @@ class Screen:
         self.plan, self.echo, self.progress = plan, echo, progress
         quiet = (lambda _: None)
         executor = make_executor(fresh_process=plan.base.fresh_process)
-        self.sides = {s.label: Batch(plan.side_plan(s), quiet, None, resume,
-                                     executor=executor, retry=retry) for s in (plan.a, plan.b)}
+        self.sides = {side_folder(s, t): Batch(plan.side_plan(s, t), quiet, None, resume,
+                                               executor=executor, retry=retry)
+                      for s, t in plan.batches()}
         for side in self.sides.values():
             side.resume_command = f"zlh screen --resume {plan.root}"
         self.verdicts: dict[str, Verdict] = {}
@@ -117,21 +145,24 @@ class Screen:
             return self._run()
 
     def _run(self) -> dict[str, Verdict]:
-        side_a, side_b = self.sides["A"], self.sides["B"]
-        side_a.carry_over()
-        side_b.carry_over()
-        for item in self.plan.base.items:       # A runs again (--retry): B replays its new record
-            if item.op not in side_a.outcomes:
-                side_b.forget(item.op)
-        for item in self.plan.base.items:           # both sides finished before: verdict only
-            if item.op in side_a.outcomes and item.op in side_b.outcomes:
-                self._verdict(item, side_a.outcomes[item.op], side_b.outcomes[item.op])
+        for side in self.sides.values():
+            side.carry_over()
+        order = list(self.sides)             # A, B (, A.timed, B.timed): the order they run
+        for item in self.plan.base.items:    # a step that runs again (--retry): the later ones
+            missing = [n for n, label in enumerate(order)    # too (B replays A's new record,
+                       if item.op not in self.sides[label].outcomes]    # a new pair is timed)
+            for label in order[missing[0] + 1:] if missing else ():
+                self.sides[label].forget(item.op)
+        for item in self.plan.base.items:      # every step finished before: verdict only
+            done = self._finished(item.op)
+            if done is not None:
+                self._verdict(item, *done)
         todo = [i for i in self.plan.base.items if i.op not in self.verdicts]
         devices = self.plan.base.devices
         run_lanes([(f"screen-{d}", self._lane,
                     (d, [i for i in todo if device_for(i.op, devices) == d])) for d in devices],
                   lambda: [b.stop.set() for b in self.sides.values()])
-        preflight = side_a.preflight or side_b.preflight
+        preflight = next((s.preflight for s in self.sides.values() if s.preflight), None)
         if preflight:
             raise PreflightError("screen", preflight)
         return self.verdicts
@@ -150,9 +181,25 @@ class Screen:
                 if not self._pair(item, device, lanes, runners):
                     break
 
+    def _finished(self, op: str) -> tuple | None:
+        """(a, b, timed) when every step of `op` finished before (a resume), else None."""
+        a, b = self.sides["A"].outcomes.get(op), self.sides["B"].outcomes.get(op)
+        if a is None or b is None:
+            return None
+        if not self._wants_timing(op, a, b):
+            return a, b, None
+        timed = tuple(self.sides[label + TIMED].outcomes.get(op) for label in "AB")
+        return (a, b, timed) if None not in timed else None
+
+    def _wants_timing(self, op: str, a: Outcome, b: Outcome | None) -> bool:
+        """--timing changed, and the untimed pair's code differs: time it."""
+        return self.plan.timing == TIMING_CHANGED and b is not None and decide(
+            op, a, b, self.plan.scrub, self.plan.base.options.ir_stage).verdict == IR_CHANGED
+
     def _pair(self, item: Item, device: int, lanes, runners) -> bool:
-        """A records, then B replays A's record; False when a machine-wide preflight failure
-        stops the screen."""
+        """A records, then B replays A's record (then, for an IR_CHANGED op under --timing
+        changed, the timed pair); False when a machine-wide preflight failure stops the
+        screen."""
         side_a, side_b = self.sides["A"], self.sides["B"]
         a = side_a.outcomes.get(item.op)
         if a is None:
@@ -162,17 +209,28 @@ class Screen:
                     batch.stop.set()
                 return False
             side_a.record(item.op, a, device)
-        b = None
-        if a.run_dir is not None and a.rows_success:
+        b = side_b.outcomes.get(item.op)
+        if b is None and a.run_dir is not None and a.rows_success:
             b = side_b.run_item(item, lanes["B"], runners["B"], replay=a.run_dir)
             if b is None:
                 return False
             side_b.record(item.op, b, device)
-        self._verdict(item, a, b)
+        timed = [] if self._wants_timing(item.op, a, b) else None
+        for label in "AB" if timed is not None else ():   # each replays A's record, as B did
+            batch = self.sides[label + TIMED]
+            done = batch.outcomes.get(item.op)
+            if done is None:
+                done = batch.run_item(item, lanes[label], runners[label], replay=a.run_dir)
+                if done is None:
+                    return False
+                batch.record(item.op, done, device)
+            timed.append(done)
+        self._verdict(item, a, b, timed)
         return True
 
-    def _verdict(self, item: Item, a: Outcome, b: Outcome | None) -> None:
-        verdict = decide(item.op, a, b, self.plan.scrub, self.plan.base.options.ir_stage)
+    def _verdict(self, item: Item, a: Outcome, b: Outcome | None, timed=None) -> None:
+        verdict = decide(item.op, a, b, self.plan.scrub, self.plan.base.options.ir_stage,
+                         tuple(timed) if timed is not None else None)
         with self.lock:
             self.verdicts[item.op] = verdict
             write_table(self.plan, self.verdicts)
@@ -202,6 +260,9 @@ def summary_lines(plan: ScreenPlan, verdicts: dict[str, Verdict], wall_s: float,
     counts = {name: sum(1 for v in verdicts.values() if v.verdict == name) for name in VERDICTS}
     lines = [f"screen: {len(verdicts)} ops in {wall_s:.0f} s: " +
              ", ".join(f"{k} {n}" for k, n in counts.items() if n)]
+    if plan.timing != TIMING_ALL:
+        lines.append(f"--timing {plan.timing}: {sum(v.timed for v in verdicts.values())} op(s) "
+                     f"timed; the other rows carry no range (NO_IR_DIFF: no noise floor)")
     broken = [v for v in verdicts.values() if v.broken]
     if broken:
         lines.append(f"!!! BROKEN_BY_B: {len(broken)} op(s) where B failed cases A ran: " +
@@ -238,16 +299,17 @@ def record_screen_env_change(plan: ScreenPlan, now: dict) -> None:
     doc["env_changes"] = [*(doc.get("env_changes") or []), change]
     atomic_write_json(path, doc)
     plan.base.env = now
-    for side in (plan.a, plan.b):
-        if (plan.root / side.label / files.BATCH_JSON).is_file():
-            record_env_change(plan.root / side.label, change)
+    for side, timed in plan.batches():
+        if (plan.root / side_folder(side, timed) / files.BATCH_JSON).is_file():
+            record_env_change(plan.root / side_folder(side, timed), change)
 
 
-def write_side_plan(plan: ScreenPlan, side: Side) -> None:
-    """A side's batch.json, derived from the screen plan."""
-    (plan.root / side.label).mkdir(parents=True, exist_ok=True)
-    files.write_batch_json(plan.root / side.label, {**plan.side_plan(side).to_dict(),
-                                                     "screen_side": side.label})
+def write_side_plan(plan: ScreenPlan, side: Side, timed: bool = False) -> None:
+    """A side's batch.json (its timed pair's with `timed`), derived from the screen plan."""
+    folder = plan.root / side_folder(side, timed)
+    folder.mkdir(parents=True, exist_ok=True)
+    files.write_batch_json(folder, {**plan.side_plan(side, timed).to_dict(),
+                                    "screen_side": side_folder(side, timed)})
 
 
 def check_resume_files(plan: ScreenPlan) -> None:
@@ -255,11 +317,12 @@ def check_resume_files(plan: ScreenPlan) -> None:
     batch.json (written again when lost) and tables, and the screen's own tables. A file
     where a side's folder belongs, or a folder where a table belongs, is one line now (exit
     2), not a failed write (exit 1) after the ops ran."""
-    for side in (plan.a, plan.b):
-        folder = plan.root / side.label
-        files.check_folder_place(folder, f"side {side.label}'s batch belongs there; move it "
+    for side, timed in plan.batches():
+        label = side_folder(side, timed)
+        folder = plan.root / label
+        files.check_folder_place(folder, f"side {label}'s batch belongs there; move it "
                                          f"away, then zlh screen --resume {plan.root}")
-        check_output_file(folder / files.BATCH_JSON, f"side {side.label} plan")
+        check_output_file(folder / files.BATCH_JSON, f"side {label} plan")
         files.check_tables(folder, [item.op for item in plan.base.items])
     for name in (SCREEN_TSV, IR_CHANGED_TXT):
         check_output_file(plan.root / name, "screen file")
@@ -269,13 +332,17 @@ def mend_side_plans(plan: ScreenPlan, echo: Echo) -> None:
     """A side's batch.json that is missing or unreadable (its side directory deleted, the
     file damaged) is written again from screen.json; the finished ops the side still holds
     are kept."""
-    for side in (plan.a, plan.b):
+    for side, timed in plan.batches():
+        label = side_folder(side, timed)
         try:
-            files.read_batch_json(plan.root / side.label)
+            files.read_batch_json(plan.root / label)
         except UsageError as exc:
-            echo(f"zlh screen: {side.label}/{files.BATCH_JSON} written again from "
+            if timed and not (plan.root / label).exists():
+                write_side_plan(plan, side, timed)      # nothing timed yet: made now
+                continue
+            echo(f"zlh screen: {label}/{files.BATCH_JSON} written again from "
                  f"{plan.root}/{SCREEN_JSON} ({exc})")
-            write_side_plan(plan, side)
+            write_side_plan(plan, side, timed)
 
 
 def rescore(root: Path, extra_scrub: list[str], echo: Echo,
@@ -288,7 +355,7 @@ def rescore(root: Path, extra_scrub: list[str], echo: Echo,
     plan.scrub = list(dict.fromkeys([*plan.scrub, *extra_scrub]))
     for name in (SCREEN_TSV, SCREEN_TSV + ".before-rescore", IR_CHANGED_TXT):
         check_output_file(root / name, "screen file")
-    old = _old_verdicts(root / SCREEN_TSV, warn)
+    old = old_verdicts(root / SCREEN_TSV, warn)
     verdicts, unfinished = {}, []
     for item in plan.base.items:
         a = files.read_complete(root / "A", item.op)
@@ -296,14 +363,19 @@ def rescore(root: Path, extra_scrub: list[str], echo: Echo,
         if a is None:
             unfinished.append(item.op)
             continue
-        for label, side in (("A", a), ("B", b)):
+        timed = None
+        if plan.timing == TIMING_CHANGED:
+            timed = [files.read_complete(root / (label + TIMED), item.op) for label in "AB"]
+            timed = tuple(t[0] for t in timed) if None not in timed else None
+        for label, side in (("A", a), ("B", b), *(((f"{s}{TIMED}", (t,)) for s, t in
+                                                    zip("AB", timed or ())))):
             problem = side and files.run_problem(item.op, side[0])
             if problem:
                 warn(f"WARNING: {files.op_dir(root / label, item.op) / files.COMPLETE} "
                      f"names run {side[0].run_dir}, which {problem}; the verdict is decided "
                      f"without it (zlh screen --resume {root} runs it again)")
         verdicts[item.op] = decide(item.op, a[0], b[0] if b else None, plan.scrub,
-                                   plan.base.options.ir_stage)
+                                   plan.base.options.ir_stage, timed)
     if not verdicts:
         raise UsageError(f"{root}: no op has a finished side A (A/<op>/{files.COMPLETE}); "
                          f"nothing to rescore (zlh screen --resume {root} runs them)")
@@ -321,18 +393,6 @@ def rescore(root: Path, extra_scrub: list[str], echo: Echo,
     counts = {name: sum(1 for v in verdicts.values() if v.verdict == name) for name in VERDICTS}
     echo("rescored: " + ", ".join(f"{k} {n}" for k, n in counts.items() if n))
     return verdicts
-
-
-def _old_verdicts(path: Path, warn: Echo) -> dict[str, str]:
-    """{op: verdict} of the table a rescore replaces; a damaged one is said and read as
-    empty (the rescore writes it anew from the run directories)."""
-    if not path.exists():
-        return {}
-    try:
-        return {r.get("op", "-"): r.get("verdict", "-") for r in read_tsv(path)}
-    except UsageError as exc:
-        warn(f"WARNING: {exc.message}; previous verdicts shown as -")
-        return {}
 
 
 __all__ = ["ScreenPlan", "Screen", "read_plan", "write_plan", "rescore", "summary_lines",

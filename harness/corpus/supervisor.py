@@ -24,6 +24,7 @@ from ..launch import launcher
 from ..store.reader import read_info
 from ..common.lock import held_fds
 from .outcome import CRASH_RC, TIMEOUT_RC, Attempt, held_over_limit
+from .stall import StallWatch, run_watched
 
 GRACE_S = launcher.GRACE_S
 START_TIMEOUT_S = 300.0
@@ -150,7 +151,7 @@ class Worker:
         self.pid = ready["pid"]
 
     def run(self, job: dict, timeout_s: float, log: Path, out: Path,
-            log_limit: int = LOG_LIMIT_BYTES) -> Attempt:
+            log_limit: int = LOG_LIMIT_BYTES, stall_s: float | None = None) -> Attempt:
         if not self.alive:
             try:
                 self.start()
@@ -158,14 +159,15 @@ class Worker:
                 return Attempt(CRASH_RC, 0.0, log, None, str(exc))   # a fresh worker
         before = run_dirs(out)
         started = time.time()
+        watch = StallWatch(out, before, stall_s)     # the stall rule (stall.py)
         try:
             self.proc.stdin.write(json.dumps(job) + "\n")
             self.proc.stdin.flush()
-            reply, ended = self._read(timeout_s)
+            reply, ended = self._read(timeout_s, watch.stalled)
         except (BrokenPipeError, OSError):
             reply, ended = None, "eof"
         elapsed = time.time() - started
-        if reply is None and ended == "timeout":     # no answer in time: a hang
+        if reply is None and ended in ("timeout", "stalled"):    # a hang
             self.stop()
             rc = TIMEOUT_RC
         elif reply is None:                          # the worker died under the op
@@ -179,16 +181,19 @@ class Worker:
             if rc == EXIT_POISONED or held_too_much(reply) or reply.get("state_changed"):
                 self.stop()                          # the next op gets a fresh worker
         run_dir = newest_run_dir(out, before)
+        if reply is None and ended == "stalled":
+            watch.mark(run_dir)
         message = last_line(log)
         cap_log(log, log_limit)
         return Attempt(rc, elapsed, log, run_dir, message, self.pid,
                        (reply or {}).get("write_failure") or failed_write(run_dir),
                        held_too_much(reply or {}),
-                       state_names((reply or {}).get("state_changed")))
+                       state_names((reply or {}).get("state_changed")),
+                       stall_s if reply is None and ended == "stalled" else None)
 
-    def _read(self, timeout_s: float) -> tuple[dict | None, str]:
+    def _read(self, timeout_s: float, stalled=None) -> tuple[dict | None, str]:
         """(the next protocol line, "ok"), or (None, "eof") when the worker is gone, or
-        (None, "timeout")."""
+        (None, "timeout"), or (None, "stalled") once `stalled()` says so."""
         deadline = time.time() + timeout_s
         stream = self.proc.stdout
         while True:
@@ -206,6 +211,8 @@ class Worker:
                     continue
             elif self.proc.poll() is not None:
                 return None, "eof"
+            elif stalled is not None and stalled():
+                return None, "stalled"
 
     def stop(self, grace_s: float = GRACE_S) -> None:
         """SIGTERM the worker's process group (it finalises the op's run directory), then
@@ -217,18 +224,22 @@ class Worker:
 
 
 def run_fresh(lane: Lane, op: str, argv: list[str], timeout_s: float, log: Path,
-              out: Path, log_limit: int = LOG_LIMIT_BYTES) -> Attempt:
+              out: Path, log_limit: int = LOG_LIMIT_BYTES,
+              stall_s: float | None = None) -> Attempt:
     """One op in its own `zlh bench` process (the comparison mode, --fresh-process)."""
     out.mkdir(parents=True, exist_ok=True)
     before = run_dirs(out)
     cmd = [lane.python, "-m", "harness", "bench", op, *argv]
     started = time.time()
-    ended = launcher.run(cmd, lane.env, log, timeout_s, append=True, pass_fds=held_fds())
+    watch = StallWatch(out, before, stall_s)     # the stall rule (stall.py)
+    ended = run_watched(cmd, lane.env, log, timeout_s, watch, pass_fds=held_fds())
     run_dir = newest_run_dir(out, before)
+    if watch.fired:
+        watch.mark(run_dir)
     message = last_line(log)
     cap_log(log, log_limit)
     return Attempt(ended.rc, time.time() - started, log, run_dir, message, ended.pid,
-                   failed_write(run_dir))
+                   failed_write(run_dir), stalled_s=stall_s if watch.fired else None)
 
 
 def failed_write(run_dir: Path | None) -> str:

@@ -14,6 +14,10 @@ Decided in this order:
 
 Besides, BROKEN_BY_B flags cases B failed that A ran (a change that breaks shapes must never
 look like "no change"), and SETUP_IR_CHANGED notes a change in set-up kernels only.
+
+The verdict comes from the code alone, so the two runs it reads may be untimed (`zlh screen
+--timing changed|none`: each case run once, caliber timer `none`); the median delta and the
+range then come from a separate timed pair (`timed`), or there is none and the row says so.
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ from ..common.errors import UsageError
 from ..common.files import read_text
 from ..compile.ir.fingerprint import SETUP, convert_layout_total, fingerprint
 from ..compile.ir.kernel_meta import changes_note
-from ..store.caliber import Caliber
+from ..store.caliber import UNTIMED, Caliber
 from ..store.reader import StoredRun, load_run
 from ..store.results import FAILED, SUCCESS
 from .outcome import FAIL, PASS, SKIP, TIMEOUT, Outcome
@@ -58,6 +62,7 @@ class Verdict:
     delta_max_pct: float | None = None
     broken_by_b: list[str] = field(default_factory=list)
     caliber: dict = field(default_factory=dict)
+    timed: bool = False          # the delta and range come from a timed pair
 
     @property
     def broken(self) -> bool:
@@ -66,7 +71,13 @@ class Verdict:
     def shown_range(self) -> str:
         """The printing rule: no range for NO_ROWS and NO_TRITON; NO_IR_DIFF's range is this
         machine's noise floor; IR_CHANGED shows the range and the median delta."""
-        if self.verdict in (NO_ROWS, NO_TRITON) or self.median_delta_pct is None:
+        if self.verdict in (NO_ROWS, NO_TRITON):
+            return ""
+        if not self.timed and self.verdict == NO_IR_DIFF:
+            return "not timed: no noise floor"
+        if not self.timed:
+            return "not timed"
+        if self.median_delta_pct is None:
             return ""
         span = f"{_pct(self.delta_min_pct)} ~ {_pct(self.delta_max_pct)}"
         if self.verdict == NO_IR_DIFF:
@@ -84,10 +95,11 @@ def _load(outcome: Outcome | None) -> StoredRun | None:
 
 
 def decide(op: str, a: Outcome | None, b: Outcome | None, scrub=(),
-           stage: str = "ttgir") -> Verdict:
+           stage: str = "ttgir", timed: tuple | None = None) -> Verdict:
+    """The verdict from sides `a` and `b`; the delta from them too, unless `timed` gives the
+    (A, B) outcomes of a separate timed pair (`zlh screen --timing changed`)."""
     run_a, run_b = _load(a), _load(b)
-    v = Verdict(op, NO_ROWS, elapsed_a=a.elapsed_s if a else None,
-                elapsed_b=b.elapsed_s if b else None,
+    v = Verdict(op, NO_ROWS, elapsed_a=_plus(a, timed, 0), elapsed_b=_plus(b, timed, 1),
                 caliber=(run_a.info.get("caliber") or {}) if run_a else {})
     for side, run in (("a", run_a), ("b", run_b)):
         if run is not None:
@@ -97,7 +109,11 @@ def decide(op: str, a: Outcome | None, b: Outcome | None, scrub=(),
     if not v.rows_a or not v.rows_b:
         v.note = _no_rows_note(a, b, v)
         return _flag(v)
-    _deltas(v, run_a, run_b)
+    pair = (run_a, run_b) if timed is None else (_load(timed[0]), _load(timed[1]))
+    v.timed = all(r is not None and _timed_rows(r) for r in pair)
+    if v.timed:
+        _deltas(v, *pair)
+        v.caliber = pair[0].info.get("caliber") or v.caliber
     fp_a, fp_b = fingerprint(run_a.path, scrub, stage=stage), fingerprint(run_b.path, scrub,
                                                                           stage=stage)
     for side, run in (("a", run_a), ("b", run_b)):
@@ -114,7 +130,8 @@ def decide(op: str, a: Outcome | None, b: Outcome | None, scrub=(),
                    "nothing went through Triton, the switch cannot act here"))
     elif fp_a == fp_b:
         v.verdict = NO_IR_DIFF
-        v.note = "identical generated code: the range is this machine's noise floor"
+        v.note = ("identical generated code: the range is this machine's noise floor"
+                  if v.timed else "identical generated code; not timed, so no noise floor")
         setup_a = fingerprint(run_a.path, scrub, part=SETUP)
         setup_b = fingerprint(run_b.path, scrub, part=SETUP)
         if setup_a != setup_b:
@@ -123,8 +140,36 @@ def decide(op: str, a: Outcome | None, b: Outcome | None, scrub=(),
         v.verdict = IR_CHANGED
         v.note = (f"kernels {_n(v.kernels_a)}->{_n(v.kernels_b)}, convert_layout "
                   f"{_n(v.cvt_a)}->{_n(v.cvt_b)}") + changes_note(run_a.path, run_b.path)
-    v.note += _cut_short(a, b, v) + _timers_differ(run_a, run_b)
+        if not v.timed:
+            v.note += _untimed_note(timed)
+    v.note += _cut_short(a, b, v) + (_timers_differ(*pair) if v.timed else "")
     return _flag(v)
+
+
+def _plus(outcome: Outcome | None, timed, side: int) -> float | None:
+    """A side's elapsed seconds, its timed run's added."""
+    if outcome is None:
+        return None
+    extra = timed[side] if timed is not None else None
+    return outcome.elapsed_s + (extra.elapsed_s if extra is not None else 0.0)
+
+
+def _timed_rows(run: StoredRun) -> bool:
+    """The run timed its cases and has a SUCCESS row."""
+    if run.caliber is not None and run.caliber.timer == UNTIMED:
+        return False
+    return any(r.status == SUCCESS and r.gems is not None for r in run.rows)
+
+
+def _untimed_note(timed) -> str:
+    """Why an IR_CHANGED row has no delta."""
+    if timed is None:
+        return "; not timed (screen --timing none, or not timed yet: --resume times it)"
+    parts = [f"side {side} {'not run' if o is None else o.status}"
+             + (f": {o.reason}" if o is not None and o.reason else "")
+             for side, o in (("A", timed[0]), ("B", timed[1]))
+             if o is None or not o.rows_success]
+    return "; timed pair without rows: " + ("; ".join(parts) or "no timed rows")
 
 
 def _timers_differ(run_a: StoredRun, run_b: StoredRun) -> str:
@@ -161,7 +206,8 @@ def _no_rows_note(a: Outcome | None, b: Outcome | None, v: Verdict) -> str:
         if outcome is None:
             parts.append(f"side {side} not run (side A had no rows to replay)")
         elif outcome.status == TIMEOUT:
-            parts.append(f"side {side} timed out: a time problem, not a verdict on the switch")
+            how = "stalled" if outcome.reason.startswith("stalled") else "timed out"
+            parts.append(f"side {side} {how}: a time problem, not a verdict on the switch")
         else:
             parts.append(f"side {side} {outcome.status}: {outcome.reason or 'no SUCCESS case'}")
     return "; ".join(parts)
@@ -193,7 +239,7 @@ def _pct(value) -> str:
 
 TSV_COLUMNS = ("op", "op_file", "dtypes", "rows_a", "rows_b", "failed_a", "failed_b",
                "kernels_a", "kernels_b", "cvt_a", "cvt_b", "elapsed_a", "elapsed_b",
-               "median_delta_pct", "verdict", "note", *Caliber.field_names())
+               "median_delta_pct", "timed", "verdict", "note", *Caliber.field_names())
 
 
 def tsv_row(v: Verdict, op_file: str, dtypes: str) -> dict:
@@ -204,7 +250,8 @@ def tsv_row(v: Verdict, op_file: str, dtypes: str) -> dict:
            "elapsed_a": "-" if v.elapsed_a is None else f"{v.elapsed_a:.3f}",
            "elapsed_b": "-" if v.elapsed_b is None else f"{v.elapsed_b:.3f}",
            "median_delta_pct": "-" if v.median_delta_pct is None or
-           v.verdict in (NO_ROWS, NO_TRITON) else f"{v.median_delta_pct:.4f}",
+           v.verdict in (NO_ROWS, NO_TRITON) or not v.timed else f"{v.median_delta_pct:.4f}",
+           "timed": "yes" if v.timed else "no",
            "verdict": v.verdict, "note": v.note}
     for name in Caliber.field_names():
         value = v.caliber.get(name, "-")
@@ -239,6 +286,18 @@ def read_tsv(path: Path) -> list[dict]:
                              f"({row['op']!r:.60})")
         rows.append(row)
     return rows
+
+
+def old_verdicts(path: Path, warn) -> dict[str, str]:
+    """{op: verdict} of the table a rescore replaces; a damaged one is said and read as
+    empty (the rescore writes it anew from the run directories)."""
+    if not path.exists():
+        return {}
+    try:
+        return {r.get("op", "-"): r.get("verdict", "-") for r in read_tsv(path)}
+    except UsageError as exc:
+        warn(f"WARNING: {exc.message}; previous verdicts shown as -")
+        return {}
 
 
 def tsv_text(rows: list[dict]) -> str:

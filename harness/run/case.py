@@ -90,12 +90,14 @@ def seed_everything(seed: int) -> None:
 
 def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
                  occurrence: int = 0, ir: IRCapture | None = None, retry_throttled: int = 0,
-                 plant=None, split: KernelSplit | None = None) -> Row:
+                 plant=None, split: KernelSplit | None = None, timing: bool = True) -> Row:
     """A Row for one case: SUCCESS with both measurements, SKIPPED, or FAILED with a reason
     and a marker. Only a poisoned device escapes as an exception. `retry_throttled`: measure
     a case again (up to this many times) while a timed function ran throttled; `plant`: a
     run.plant.Plant adding a known device delay to the function under test; `split`: a
-    profiler pass over the function under test once the case is timed (--kernel-split)."""
+    profiler pass over the function under test once the case is timed (--kernel-split);
+    `timing` False: the function under test runs once (output check, digest, IR) and nothing
+    is timed."""
     row = Row(op=case.op, dtype=case.dtype, shape=case.shape, shape_detail=case.shape_detail,
               status=SUCCESS, occurrence=occurrence, extra=dict(case.info),
               variant=case.variant or "")
@@ -106,7 +108,8 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
         if ir is not None:
             ir.begin_case(case.shape_detail, case.dtype)
         try:
-            _time_case(case, case_timer, seed, check, row, ir, retry_throttled, plant, split)
+            _time_case(case, case_timer if timing else None, seed, check, row, ir,
+                       retry_throttled, plant, split)
         finally:
             if ir is not None:
                 ir.end_case()
@@ -133,8 +136,10 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
     return row
 
 
-def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir,
+def _time_case(case, case_timer: CaseTimer | None, seed: int, check: bool, row: Row, ir,
                retry_throttled: int = 0, plant=None, split=None) -> None:
+    """Seed, build, one call of the function under test (digest, check), then both timed
+    (no `case_timer`: nothing is timed)."""
     seed_everything(seed)
     inputs = case.build()
     checking = check and case.check is not None
@@ -169,14 +174,15 @@ def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir
         except AssertionError as exc:
             raise CaseFailure("mismatch", one_line(exc)) from None
     del out
-    _measure_both(case, case_timer, baseline, under_test, scope, row, retry_throttled)
-    if split is not None:              # after the timing: the profiler never sees it
+    if case_timer is not None:
+        _measure_both(case, case_timer, baseline, under_test, scope, row, retry_throttled)
+    if split is not None and case_timer is not None:   # after the timing: never in it
         with scope():
             split.profile_case(profiled, {"variant": row.variant, "dtype": row.dtype,
                                           "shape": row.shape_detail,
                                           "occurrence": row.occurrence}, row.gems_ms)
     row.markers = planted + row.markers + flag_markers(case, row)
-    if case.metrics is not None:
+    if case.metrics is not None and case_timer is not None:
         try:
             row.metrics = {k: float(v) for k, v in
                            case.metrics(inputs, row.torch_ms, row.gems_ms).items()

@@ -15,7 +15,7 @@ import collections
 import logging
 from typing import Callable
 
-from ..common import markers
+from ..common import log, markers
 from ..common.log import NAME
 
 LIBRARY_LOG = "LIBRARY_LOG"
@@ -65,3 +65,14 @@ class LibraryLog(logging.Handler):
         return [markers.marker(LIBRARY_LOG, logger=name, level=level, count=n,
                                detail=f"repeated {n} times: {message}")
                 for (name, level, message), n in self.counts.items() if n > 1]
+
+    def close_into(self, info: dict, op: str) -> None:
+        """Repeated lines counted in run.log; run.json (`info`) says how many there were."""
+        summary = self.summary()
+        if not summary["records"]:
+            return
+        for line in self.repeated():
+            self.write(line)
+        info["library_log"] = summary
+        log.progress(f"{op}: {summary['records']} log line(s) of other libraries "
+                     f"({summary['distinct']} distinct) went to run.log")

@@ -279,6 +279,10 @@ OPTIONS = (
            help="After each case is timed, profile the function under test (torch's "
                 "profiler) and write its device time per kernel to kernel_split.tsv; "
                 "the timed numbers are unchanged."),
+    Option("timing", "--no-timing", bool, True, kind="negated", shared=False, group="timing",
+           help="Run each case once (inputs, output check, IR capture) and time nothing: "
+                "rows carry no latency and the caliber's timer reads `none` (what `zlh "
+                "screen --timing changed|none` decides its verdicts with)."),
     Option("case_shard", "--case-shard", str, metavar="K/N", hidden=True, shared=False,
            extra=_valid_shard,
            extra_message="option {name}: expected k/N with 0 <= k < N, got {value!r}",

@@ -201,6 +201,7 @@ class BenchOptions:
         # a run reproduced to replay it must hook the tuners: an unhooked run records nothing,
         # which the replay check then says in its own words (not as a flag never typed)
         values.pop("autotune_hooks", None)
+        values.pop("timing", None)      # an untimed run (--no-timing) is reproduced timed
         for option in OPTIONS:
             if option.caliber and option.name not in values:
                 key, _, sub = option.caliber.partition(".")

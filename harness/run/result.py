@@ -8,7 +8,7 @@ from typing import Sequence
 
 from ..common import markers
 from ..common.errors import EXIT_FAILED_CASES, EXIT_OK
-from ..store.caliber import Caliber
+from ..store.caliber import UNTIMED, Caliber
 from ..store.results import FAILED, SKIPPED, SUCCESS, Row
 
 
@@ -47,8 +47,11 @@ class RunResult:
                 "caliber": self.caliber.to_dict(), "rows": rows}
 
 
-def effective_timer(requested: str, rows: Sequence[Row]) -> str:
-    """A graph run whose every measured case fell back is an event-timed run."""
+def effective_timer(requested: str, rows: Sequence[Row], timing: bool = True) -> str:
+    """A graph run whose every measured case fell back is an event-timed run; a run that
+    timed nothing (--no-timing) has no timer."""
+    if not timing:
+        return UNTIMED
     measured = [r for r in rows if r.gems is not None]
     if requested == "graph" and measured and all(
             r.gems.timer != "graph" and (r.torch is None or r.torch.timer != "graph")

@@ -24,11 +24,12 @@ from ..compile import autotune
 from ..compile.caches import remove_private
 from ..compile.ir.capture import IRCapture
 from ..measure.case_timer import CaseTimer
-from ..store.caliber import Caliber
+from ..store.caliber import UNTIMED, Caliber
 from ..store.results import Row
 from ..store.rundir import RunDir
 from ..store.compiler import describe as describe_compiler, short as short_compiler
 from ..telemetry.kernel_split import KernelSplit
+from .heartbeat import Heartbeat
 from .case import InputClock, case_count, measure_case, next_case, seed_everything
 from .library_log import LibraryLog
 from .process_state import InheritedState
@@ -43,12 +44,11 @@ from .table import case_line, summary_line, write_table
 def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = None,
               progress: Echo | None = None,
               adapter: adapters.Adapter | None = None) -> list[RunResult]:
-    """Plan every op, then run them one after the other. The process environment (cache
-    locations, backend switches) is restored afterwards and private caches are removed
-    unless kept. `echo` gets the header, marker and table lines (None: nothing is printed;
-    run.log has them all), `progress` a line per case. `adapter`: an adapter object instead
-    of the one the options name. A run that fails for a reason outside its cases (disk full),
-    or whose op's code called sys.exit, ends the invocation: the ops after it are not run."""
+    """Plan every op, then run them one after the other; the process environment (cache
+    locations, backend switches) is restored afterwards, private caches removed unless kept.
+    `echo`: the header, marker and table lines (None: only run.log has them); `progress`: a
+    line per case; `adapter`: an adapter object instead of the one the options name. A run
+    failing outside its cases (disk full) or whose op called sys.exit ends the invocation."""
     for name, value in (("echo", echo), ("progress", progress)):
         if value is not None and not callable(value):
             raise UsageError(f"{name} must be a function taking one line (e.g. print) or None, "
@@ -161,6 +161,7 @@ class OpRun:
                                        plan.options.telemetry_interval)
         self.plant: Plant | None = None
         self.library_log = LibraryLog(self.dir.log)
+        self.heartbeat = Heartbeat(run_dir.path)      # beats now, at each case end, compile
 
     @classmethod
     def open(cls, plan: BenchPlan, op: str, echo: Echo, progress: Echo | None) -> "OpRun":
@@ -176,7 +177,8 @@ class OpRun:
         try:
             device = device_identity(backend, index)
             caliber = Caliber(
-                backend=backend.name, device=device.name, timer=plan.timer,
+                backend=backend.name, device=device.name, timer=plan.timer if options.timing
+                else UNTIMED,
                 shape_mode=(f"file:{plan.shape_file.sha256[:16]}" if plan.shape_file
                             else plan.adapter.default_shape_mode()),
                 tuner_cache=plan.caches.tuner_cache,
@@ -200,7 +202,7 @@ class OpRun:
         self.say(f"zlh bench {op} · adapter={plan.adapter.name} · "
                  f"compiler={short_compiler(plan.compiler)} · "
                  f"{plan.backend.name}:{plan.device_index} {caliber.device} · "
-                 f"timer={plan.timer} · {self.dir.path}")
+                 f"timer={caliber.timer} · {self.dir.path}")
         if caliber.tuner_cache.startswith("shared") and op not in plan.replay_dirs:
             self.say(f"WARNING [caliber] {op}: recording on a shared tuner cache "
                      f"{caliber.tuner_cache}: configs may come from earlier runs without "
@@ -241,6 +243,7 @@ class OpRun:
             self.ir = IRCapture(self.dir.path / "ttgir",
                                 extra_stages=() if stage == "ttgir" else (stage,))
             self.info["ir_hooks"] = self.ir.install()
+            self.heartbeat.attach()
 
     def measure_cases(self) -> None:
         plan, options = self.plan, self.plan.options
@@ -270,7 +273,7 @@ class OpRun:
                     row = measure_case(case, case_timer, plan.backend, options.seed,
                                        options.check, occurrence=seen.get(key, 0), ir=self.ir,
                                        retry_throttled=options.retry_throttled,
-                                       plant=self.plant, split=split)
+                                       plant=self.plant, split=split, timing=options.timing)
                 finally:
                     tuned_markers = self.tuner_hook.take_markers()
                 row.markers = tuned_markers + row.markers
@@ -282,6 +285,7 @@ class OpRun:
         """A measured case goes to disk before the next one starts."""
         self.rows.append(row)
         self.dir.write_results(self.rows)
+        self.heartbeat.beat()
         self.info["counts"] = status_counts(self.rows)
         self.dir.write_run_json(self.info)
         for line in row.markers:
@@ -294,11 +298,10 @@ class OpRun:
                                     now - self.started))
 
     def finish(self, status: str, reason: str = "") -> str:
-        """Records, IR, results and shapes, then the final run.json; each step on its own,
-        so one failing clean-up cannot skip the others or run.json. A failure to write
-        run.json itself is kept in `final_write_error`. run.json counts the rows
-        results.jsonl holds: when it could not take every measured case, the run is
-        `failed` (its reason says how many were lost). Returns the final status."""
+        """Records, IR, results and shapes, then the final run.json; each step on its own, so
+        one failing clean-up cannot skip the others or run.json (a failure to write run.json
+        is kept in `final_write_error`). run.json counts the rows results.jsonl holds: when
+        it lacks measured cases, the run is `failed`. Returns the final status."""
         problems: list[str] = []
 
         def safely(step):
@@ -307,7 +310,8 @@ class OpRun:
             except Exception as exc:  # noqa: BLE001
                 problems.append(one_line(exc))
 
-        safely(self.watcher.stop)
+        for stop in (self.watcher.stop, self.heartbeat.detach):
+            safely(stop)
         hook = self.tuner_hook
         if hook is not None:
             safely(hook.uninstall)
@@ -337,7 +341,7 @@ class OpRun:
         safely(lambda: self.dir.write_shapes(self.plan.adapter.shapes_used(self.op)))
         for line in self.plan.adapter.run_markers(self.op):
             safely(lambda line=line: self.say(line))
-        safely(self._library_log_summary)
+        safely(lambda: self.library_log.close_into(self.info, self.op))
         safely(lambda: self.info.__setitem__("inputs", self.plan.adapter.inputs_record(self.op)))
         safely(lambda: self._finish_info(status, reason, problems))
         try:
@@ -347,20 +351,9 @@ class OpRun:
                 self.final_write_error = exc
         return status
 
-    def _library_log_summary(self) -> None:
-        """Repeated library log lines counted in run.log; run.json says how many there were."""
-        summary = self.library_log.summary()
-        if not summary["records"]:
-            return
-        for line in self.library_log.repeated():
-            self.dir.log(line)
-        self.info["library_log"] = summary
-        log.progress(f"{self.op}: {summary['records']} log line(s) of other libraries "
-                     f"({summary['distinct']} distinct) went to {self.dir.file('run.log')}")
-
     def _finish_info(self, status: str, reason: str, problems: list[str]) -> None:
-        effective = effective_timer(self.plan.timer, self.rows)
-        if effective != self.plan.timer:
+        effective = effective_timer(self.plan.timer, self.rows, self.plan.options.timing)
+        if effective not in (self.plan.timer, UNTIMED):
             self.note(markers.marker(markers.ALL_EVENT_TIMED, op=self.op,
                                      requested=self.plan.timer,
                                      detail="every measured case fell back: this is an "
@@ -388,9 +381,8 @@ class OpRun:
             self.info["plant"] = self.plant.run_fields()
 
     def print_table(self, status_line: str | None = None) -> None:
-        """The table and summary (and, for a run that did not complete, its status line) on
-        the console and in run.log. For an unfinished run nothing here may raise: the error
-        that ended it is on its way out."""
+        """The table and summary (and an unfinished run's status line) on the console and in
+        run.log; for an unfinished run nothing here raises (its error is on its way out)."""
         wall = self.info.get("wall_s", time.time() - self.started)
         tail = (summary_line(status_counts(self.rows), graph_fallbacks(self.rows), wall,
                              self.inputs.total_s), status_line)

@@ -18,6 +18,9 @@ MISSING = "<missing>"
 # Fields added later, with the value every run written before them had.
 # (Runs before `inputs` built every input as the library's code does: "upstream".)
 LEGACY_DEFAULTS = {"ir_stage": "ttgir", "tuning_space": {}, "card": "", "inputs": "upstream"}
+# The caliber's timer of a run that timed nothing (`--no-timing`): its rows carry no latency,
+# and it never compares with a timed run.
+UNTIMED = "none"
 # Recorded, never refused: the guard warns when they differ (store/../ab/guard.py).
 WARN_ONLY = ("card",)
 

@@ -99,7 +99,7 @@ def test_bench_softmax_on_cpu_leaves_the_run_directory(tmp_path):
     assert run_dir.name.startswith("softmax_")
     assert {p.name for p in run_dir.iterdir()} == {"run.json", "results.jsonl", "results.csv",
                                                    "run.log", "shapes.yaml", "autotune", "ttgir",
-                                                   "telemetry.err"}
+                                                   "telemetry.err", "heartbeat"}
     assert "backend cpu: no device telemetry" in (run_dir / "telemetry.err").read_text()
     meta = json.loads((run_dir / "autotune" / "meta.json").read_text())
     assert meta["mode"] == "record" and meta["backend"] == "cpu" and meta["op"] == "softmax"

@@ -135,7 +135,8 @@ def where(root: Path, rows: list[dict]) -> None:
             if elapsed in ("-", ""):
                 continue
             total += float(elapsed)
-            for info_path in (root / side.upper() / r["op"]).glob("*/run.json"):
+            for info_path in [*(root / side.upper() / r["op"]).glob("*/run.json"),
+                              *(root / f"{side.upper()}.timed" / r["op"]).glob("*/run.json")]:
                 info = json.loads(info_path.read_text())
                 run_wall += float(info.get("wall_s") or 0)
                 inputs += float(info.get("inputs_s") or 0)

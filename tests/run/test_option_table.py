@@ -28,7 +28,7 @@ OTHER = {"adapter": "builtin", "cases": "pkg.mod:cases", "backend": "cpu", "devi
          "ir": False,
          "ir_stage": "ptx", "telemetry_interval": 0.5, "retry_throttled": 2, "out": "/o",
          "replay": "/r", "keep_cache": True, "autotune_hooks": False, "plant_pct": 1.5,
-         "kernel_split": True, "case_shard": "1/3", "pace_us": 250.0}
+         "kernel_split": True, "case_shard": "1/3", "pace_us": 250.0, "timing": False}
 
 
 def test_every_option_has_a_value_here_and_the_dataclass_its_fields():
@@ -73,7 +73,7 @@ def test_run_json_records_each_value_once_and_older_run_json_still_reads():
     assert "warmup_ms" not in options.budget_record() and "max_unroll" in options.budget_record()
     # a run reproduced for a replay hooks the tuners again (an unhooked one recorded nothing)
     expected = options.replace(**{k: BY_NAME[k].default for k in LOCATION_NAMES},
-                               autotune_hooks=True)
+                               autotune_hooks=True, timing=True)
     now = {"options": record, "caliber": {**caliber, "backend": "cpu"}}
     assert BenchOptions.from_run(json.loads(json.dumps(now))) == expected
     older = {"options": options.to_dict(), "seed": 5, "budget": options.budget.to_dict(),

@@ -1,0 +1,212 @@
+"""`zlh screen --timing all|changed|none` on the CPU, with real IR: two user ops whose kernel is
+compiled for a GPU target (tests/ir_kernels.py) and launched through Triton's hooks, one whose
+code the switch changes (`changed`) and one it leaves alone (`same`). With `changed`, the
+verdicts are those of `all`, the NO_IR_DIFF op is never timed, the IR_CHANGED one is, and a
+screen stopped between its untimed and its timed pair resumes without redoing either."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.corpus.screen import rescore
+from harness.corpus.verdict import IR_CHANGED, NO_IR_DIFF, read_tsv
+from conftest import FAST, ROOT
+
+CASES = '''
+import os
+import torch
+import harness
+import ir_kernels as K
+
+
+def _changed(x):
+    K.launch(K.compile_add(64 if os.environ.get("ZLH_TEST_SWITCH", "0") == "0" else 128))
+    return x + 1
+
+
+def _same(x):
+    K.launch(K.compile_add(64))
+    return x + 1
+
+
+cases = {name: [harness.Case(fn=fn, baseline=lambda x: x + 1, inputs=lambda: torch.ones(8),
+                             dtype="float32", shape=[8], name=name)]
+         for name, fn in (("changed", _changed), ("same", _same))}
+'''
+
+
+@pytest.fixture(scope="module")
+def screens(tmp_path_factory):
+    """{timing: root} of the same screen under each timing mode, made once."""
+    base = tmp_path_factory.mktemp("timing")
+    (base / "ir_cases.py").write_text(CASES)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PYTHONPATH", f"{base}:{ROOT}:{ROOT / 'tests'}")
+    mp.syspath_prepend(str(base))
+    roots = {}
+    try:
+        for timing in ("changed", "all", "none"):
+            roots[timing] = base / timing
+            result = screen(base, "--timing", timing, "--root", str(roots[timing]),
+                            "--stall-timeout", "120")
+            assert result.exit_code == 0, result.output
+    finally:
+        mp.undo()
+    return roots
+
+
+def screen(base: Path, *args):
+    return CliRunner().invoke(main, ["screen", "--cases", "ir_cases:cases", "--ops",
+                                     "changed,same", "--backend", "cpu", *FAST, "--switch",
+                                     "ZLH_TEST_SWITCH=0,1", *args])
+
+
+def run_of(root: Path, side: str, op: str) -> Path:
+    return root / side / json.loads((root / side / op / ".complete").read_text())["run_dir"]
+
+
+def rows_of(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+
+
+def table(root: Path) -> dict:
+    return {r["op"]: r for r in read_tsv(root / "screen.tsv")}
+
+
+@pytest.mark.e2e
+def test_changed_times_only_the_ops_whose_code_changed(screens):
+    root = screens["changed"]
+    rows = table(root)
+    assert {op: r["verdict"] for op, r in rows.items()} == {"changed": IR_CHANGED,
+                                                            "same": NO_IR_DIFF}
+    assert {op: r["verdict"] for op, r in rows.items()} == \
+        {op: r["verdict"] for op, r in table(screens["all"]).items()}
+    plan = json.loads((root / "screen.json").read_text())
+    assert plan["timing"] == "changed" and plan["batch"]["stall_timeout_s"] == 120
+    assert json.loads((root / "A.timed/batch.json").read_text())["stall_timeout_s"] == 120
+    # the verdict pass timed nothing: each case ran once, untimed, and says so
+    for side in "AB":
+        for op in ("changed", "same"):
+            run = run_of(root, side, op)
+            info = json.loads((run / "run.json").read_text())
+            assert info["caliber"]["timer"] == "none" and info["options"]["timing"] is False
+            assert [(r["status"], r["gems"], r["torch"]) for r in rows_of(run)] == \
+                [("SUCCESS", None, None)]
+            assert (run / "ttgir").is_dir()
+    # NO_IR_DIFF: never timed, no noise floor, and the table says so
+    assert not (root / "A.timed/same").exists() and not (root / "B.timed/same").exists()
+    assert rows["same"]["timed"] == "no" and rows["same"]["median_delta_pct"] == "-"
+    assert "not timed, so no noise floor" in rows["same"]["note"]
+    # IR_CHANGED: a timed pair, both sides replaying A's record
+    for side in ("A.timed", "B.timed"):
+        run = run_of(root, side, "changed")
+        assert rows_of(run)[0]["gems"]["samples_ms"]
+        info = json.loads((run / "run.json").read_text())
+        assert info["autotune_mode"] == "replay" and "/A/changed/" in info["autotune_replay_from"]
+    assert rows["changed"]["timed"] == "yes" and rows["changed"]["median_delta_pct"] != "-"
+    assert rows["changed"]["timer"] != "none"        # the caliber of the timed pair
+
+
+@pytest.mark.e2e
+def test_all_times_every_op_and_none_times_nothing(screens):
+    rows = table(screens["all"])
+    assert [rows[op]["timed"] for op in ("changed", "same")] == ["yes", "yes"]
+    assert "noise floor" in rows["same"]["note"] and rows["same"]["median_delta_pct"] != "-"
+    assert not (screens["all"] / "A.timed").exists()
+    rows = table(screens["none"])
+    assert {op: r["verdict"] for op, r in rows.items()} == {"changed": IR_CHANGED,
+                                                            "same": NO_IR_DIFF}
+    assert [rows[op]["timed"] for op in ("changed", "same")] == ["no", "no"]
+    assert not (screens["none"] / "A.timed").exists()
+    assert all(r["gems"] is None for op in ("changed", "same") for side in "AB"
+               for r in rows_of(run_of(screens["none"], side, op)))
+
+
+@pytest.mark.e2e
+def test_a_screen_stopped_before_its_timed_pair_resumes_without_redoing_work(
+        screens, tmp_path, monkeypatch):
+    import shutil
+    root = tmp_path / "s"
+    shutil.copytree(screens["changed"], root, symlinks=True)
+    # stopped after the verdict pass and the timed A, before the timed B finished
+    (root / "B.timed/changed/.complete").unlink()
+    kept = {side: sorted((root / side).glob("*/*_*/run.json")) for side in ("A", "B", "A.timed")}
+    monkeypatch.setenv("PYTHONPATH", f"{screens['changed'].parent}:{ROOT}:{ROOT / 'tests'}")
+    monkeypatch.syspath_prepend(str(screens["changed"].parent))
+    result = CliRunner().invoke(main, ["screen", "--resume", str(root)])
+    assert result.exit_code == 0, result.output
+    assert {side: sorted((root / side).glob("*/*_*/run.json")) for side in kept} == kept
+    assert (root / "B.timed/changed/.complete").exists()
+    assert rows_of(run_of(root, "B.timed", "changed"))[0]["gems"]["samples_ms"]
+    assert table(root)["changed"]["timed"] == "yes" and len(table(root)) == 2
+    # every step done: a second resume runs nothing
+    before = sorted(root.glob("*/*/*_*/run.json"))
+    result = CliRunner().invoke(main, ["screen", "--resume", str(root)])
+    assert result.exit_code == 0, result.output
+    assert sorted(root.glob("*/*/*_*/run.json")) == before
+
+
+def test_rescore_reads_every_timing_mode_and_roots_older_than_it(screens, tmp_path):
+    import shutil
+    for timing, root in screens.items():
+        copy = shutil.copytree(root, tmp_path / timing, symlinks=True)
+        verdicts = rescore(copy, [], lambda _: None)
+        assert {op: v.verdict for op, v in verdicts.items()} == {"changed": IR_CHANGED,
+                                                                 "same": NO_IR_DIFF}
+        assert verdicts["changed"].timed == (timing != "none")
+    old = tmp_path / "all"                   # written before --timing: timed everything
+    doc = json.loads((old / "screen.json").read_text())
+    del doc["timing"]
+    (old / "screen.json").write_text(json.dumps(doc))
+    verdicts = rescore(old, [], lambda _: None)
+    assert verdicts["same"].timed and verdicts["same"].shown_range().startswith("noise floor")
+
+
+def test_timing_without_the_code_is_refused(tmp_path):
+    result = screen(tmp_path, "--timing", "changed", "--no-ir", "--root", str(tmp_path / "s"))
+    assert result.exit_code == 2 and "--no-ir does not capture" in result.output
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.e2e
+def test_a_screen_killed_after_its_untimed_pair_resumes_at_the_timed_one(screens, tmp_path):
+    """SIGTERM once `changed` has its verdict pair (and before `same` ran): the resume keeps
+    that pair, times it, screens `same`, and decides as an unbroken screen did."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    base = screens["changed"].parent
+    env = {**os.environ, "PYTHONPATH": f"{base}:{ROOT}:{ROOT / 'tests'}"}
+    root = tmp_path / "s"
+    args = [sys.executable, "-m", "harness", "screen", "--cases", "ir_cases:cases", "--ops",
+            "changed,same", "--backend", "cpu", *FAST, "--switch", "ZLH_TEST_SWITCH=0,1",
+            "--timing", "changed", "--root", str(root)]
+    proc = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 240
+        while not (root / "B/changed/.complete").exists() and proc.poll() is None \
+                and time.time() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not (root / "B/same/.complete").exists(), "the screen ended before the kill"
+    kept = {side: run_of(root, side, "changed") for side in "AB"}
+    result = subprocess.run([sys.executable, "-m", "harness", "screen", "--resume", str(root)],
+                            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert {side: run_of(root, side, "changed") for side in "AB"} == kept
+    assert len(list((root / "A/changed").glob("changed_*"))) == 1
+    rows = table(root)
+    assert {op: (r["verdict"], r["timed"]) for op, r in rows.items()} == {
+        "changed": (IR_CHANGED, "yes"), "same": (NO_IR_DIFF, "no")}
