@@ -146,7 +146,7 @@ def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir
                                        "shape": case.shape_detail})
         planted.append(line)
     scope = case.under_test_context or contextlib.nullcontext
-    with scope():
+    with case_timer.first_call(), scope():
         out = under_test()
     fed[0] = inputs                    # the timed calls: the inputs themselves
     try:
@@ -159,7 +159,8 @@ def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir
         except AssertionError as exc:
             raise CaseFailure("mismatch", one_line(exc)) from None
     del out
-    _measure_both(case, case_timer, baseline, under_test, scope, row, retry_throttled)
+    with case_timer.section():       # the device alone (its lock) for the timed calls
+        _measure_both(case, case_timer, baseline, under_test, scope, row, retry_throttled)
     row.markers = planted + row.markers + flag_markers(case, row)
     if case.metrics is not None:
         try:

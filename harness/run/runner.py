@@ -39,7 +39,7 @@ from .plan import BenchPlan, plan_bench
 from .plant import Plant
 from .result import RunResult, effective_timer, graph_fallbacks, status_counts
 from .table import case_line, summary_line, write_table
-
+from . import phases
 
 
 def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = None,
@@ -155,14 +155,15 @@ class OpRun:
         self.rows: list[Row] = []
         self.started = self.case_clock = time.time()
         self.inputs = InputClock()
-        self.tuner_hook = None
-        self.ir: IRCapture | None = None
-        self.final_write_error: OSError | None = None
-        self.results_error: OSError | None = None    # results.jsonl lacks measured cases
+        self.tuner_hook, self.ir = None, None
+        # run.json could not be written; results.jsonl lacks measured cases
+        self.final_write_error = self.results_error = None
         self.watcher = telemetry.watch(run_dir.path, plan.backend, plan.device_index,
                                        plan.options.telemetry_interval)
         self.plant: Plant | None = None
         self.library_log = LibraryLog(self.dir.log)
+        self.case_timer, self.device_lock = None, phases.lock_for(   # the device's, where named
+            plan.backend.name, caliber.card, plan.device_index)
 
     @classmethod
     def open(cls, plan: BenchPlan, op: str, echo: Echo, progress: Echo | None) -> "OpRun":
@@ -237,6 +238,7 @@ class OpRun:
             self.tuner_hook = autotune.AutotuneRecorder(self.dir.path, {
                 "backend": plan.backend.name, "provider": plan.adapter.name, "op": op,
                 "versions": self.info["versions"]})
+        phases.hold_during_sweeps(self.tuner_hook, self.device_lock)
         self.tuner_hook.install(plan.adapter.tuner_support())
         if plan.options.ir:
             stage = plan.options.ir_stage
@@ -246,8 +248,9 @@ class OpRun:
 
     def measure_cases(self) -> None:
         plan, options = self.plan, self.plan.options
-        case_timer = CaseTimer(plan.backend, plan.device_index, plan.timer, options.rule,
-                               options.budget, options.repeat, flush_l2=options.l2 == "flush")
+        case_timer = self.case_timer = CaseTimer(
+            plan.backend, plan.device_index, plan.timer, options.rule, options.budget,
+            options.repeat, flush_l2=options.l2 == "flush", lock=self.device_lock)
         cases = plan.adapter.cases(self.op, plan.dtypes[self.op], plan.shape_file,
                                    options.level, plan.backend,
                                    plan.backend.torch_device(plan.device_index))
@@ -270,8 +273,7 @@ class OpRun:
                 try:
                     row = measure_case(case, case_timer, plan.backend, options.seed,
                                        options.check, occurrence=seen.get(key, 0), ir=self.ir,
-                                       retry_throttled=options.retry_throttled,
-                                       plant=self.plant)
+                                       retry_throttled=options.retry_throttled, plant=self.plant)
                 finally:
                     tuned_markers = self.tuner_hook.take_markers()
                 row.markers = tuned_markers + row.markers
@@ -360,10 +362,8 @@ class OpRun:
     def _finish_info(self, status: str, reason: str, problems: list[str]) -> None:
         effective = effective_timer(self.plan.timer, self.rows)
         if effective != self.plan.timer:
-            self.note(markers.marker(markers.ALL_EVENT_TIMED, op=self.op,
-                                     requested=self.plan.timer,
-                                     detail="every measured case fell back: this is an "
-                                            "event-timed run"))
+            self.note(markers.marker(markers.ALL_EVENT_TIMED, op=self.op, requested=self.plan.timer,
+                                     detail="every measured case fell back: an event-timed run"))
         self.caliber = self.caliber.with_timer(effective)
         finished = time.time()
         self.info.update({
@@ -375,6 +375,7 @@ class OpRun:
             "finished_at": iso_time(finished),
             "wall_s": round(max(0.0, finished - self.started), 3),   # a clock stepped back
             "inputs_s": round(self.inputs.total_s, 3),
+            **phases.phase_fields(self.case_timer, self.tuner_hook, self.device_lock),
         })
         if reason:
             self.info["reason"] = reason
