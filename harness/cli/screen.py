@@ -22,6 +22,7 @@ from ..corpus.screen import (Screen, ScreenPlan, check_resume_files, mend_side_p
 from ..corpus.screen import rescore as rescore_root
 from ..corpus.check import check_executable, check_plan, check_root, corpus_adapter
 from ..corpus.selection import dismiss_list, select
+from ..corpus.standby import record_overlap
 from ..run.options import refuse_unhooked
 from .group import main
 from .batch import (check_devices, hold_root, interrupted_hint, new_root, parse_devices,
@@ -115,6 +116,11 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.option("--retries", type=click.IntRange(min=0, max=5), default=2, show_default=True,
               help="Retries of a side that FAILed or CRASHed, each in a fresh worker.")
 @click.option("--fresh-process", is_flag=True, help="Every run in its own zlh bench process.")
+@click.option("--overlap/--no-overlap", default=None,
+              help="Overlap what needs no device: per device, two ops (a screen: two pairs) at "
+                   "once and a warm spare worker, timed sections kept apart by the "
+                   "device's measurement lock. Default: off. With --resume: switch it for "
+                   "the rest of the root (recorded in its plan).")
 @click.option("--root", default=None, metavar="DIR", callback=not_empty,
               type=click.Path(), help="Default: runs/screen_<timestamp>.")
 @click.option("--resume", default=None, metavar="ROOT", callback=not_empty,
@@ -134,7 +140,7 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.pass_context
 @handles_errors
 def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vllm_dir, recipe,
-           scrub, devices, op_timeout, retries, fresh_process, root, resume, retry,
+           scrub, devices, op_timeout, retries, fresh_process, overlap, root, resume, retry,
            rescore: str | None, allow_env_change, **params):
     """One pair per op (A records, B replays A's record) and a verdict from the generated
     code: IR_CHANGED, NO_IR_DIFF, NO_TRITON or NO_ROWS (and BROKEN_BY_B).
@@ -146,8 +152,9 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
         sys.exit(_rescore(rescore, scrub))
     statuses = retry_statuses(retry, resume)
     if resume is not None:
-        refuse_beside(ctx, "resume", allowed=("vllm_dir", "retry", "allow_env_change"))
-        sys.exit(_resume(resume, vllm_dir, allow_env_change, statuses))
+        refuse_beside(ctx, "resume", allowed=("vllm_dir", "retry", "allow_env_change",
+                                              "overlap"))
+        sys.exit(_resume(resume, vllm_dir, allow_env_change, statuses, overlap))
     if allow_env_change:
         raise errors.UsageError("--allow-env-change applies to --resume only")
     params = {**params, "all_ops": all_ops, "ops": ops, "ops_file": ops_file}
@@ -171,7 +178,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
     base = BatchPlan(root=root_path, items=items, devices=lanes, options=options,
                      op_timeout_s=op_timeout, fresh_process=fresh_process, retries=retries,
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory,
-                     env=environment_switches(adapter.env_prefixes))
+                     env=environment_switches(adapter.env_prefixes), overlap=bool(overlap))
     check_plan(base, adapter, pythons=(a.python, b.python))
     _check_interpreters(a, b, options.backend)
     new_root(root_path, "--root", "screen")
@@ -194,9 +201,11 @@ def _rescore(rescore: str, scrub) -> int:
     return 1 if any(v.broken for v in rescored.values()) else 0
 
 
-def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, ...]) -> int:
+def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, ...],
+            overlap: bool | None = None) -> int:
     """`--resume ROOT`: the plan ROOT holds, checked like a new one (its environment
-    switches too), then the ops not finished (and those `statuses` name) run."""
+    switches too), then the ops not finished (and those `statuses` name) run; `overlap`
+    (given: not None) switches overlap for the rest of the root."""
     plan = read_plan(check_root(resume, "screen", "--resume"))
     where = f"{resume}/screen.json"
     adapter = corpus_adapter(plan.base.options, vllm_dir, where)
@@ -214,6 +223,11 @@ def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, 
     if changed:                           # allowed: screen.json says from when and what
         record_screen_env_change(plan, now)
     mend_side_plans(plan, echo_err)
+    if overlap is not None and overlap != plan.base.overlap:
+        plan.base.overlap = overlap
+        write_plan(plan)
+        for side in (plan.a, plan.b):
+            record_overlap(plan.root / side.label, overlap)
     return _run(plan, resume=True, retry=statuses)
 
 def _check_scrub(patterns) -> None:

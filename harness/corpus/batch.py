@@ -35,6 +35,7 @@ from .selection import Item
 from .sharding import device_for
 from .executor import Executor, LaneRunner, OpWork, make_executor
 from .lanes import lane_for, watch_devices
+from .standby import in_order
 from .supervisor import Lane
 from .threads import run_lanes
 
@@ -57,6 +58,7 @@ class BatchPlan:
     # older root that recorded none (its resume is not checked).
     env: dict | None = None
     env_change: dict | None = None      # a resume allowed under other switches (not stored)
+    overlap: bool = False               # two ops at once per lane, timed sections apart
 
     def to_dict(self) -> dict:
         return {"ops": [{"op": i.op, "dtypes": list(i.dtypes) if i.dtypes else None,
@@ -67,7 +69,7 @@ class BatchPlan:
                 "left_out": [{"op": o, "why": w} for o, w in self.left_out],
                 "inventory": self.inventory,
                 "replay_root": str(self.replay_root) if self.replay_root else None,
-                "env": self.env}
+                "env": self.env, "overlap": self.overlap}
 
     @classmethod
     def from_dict(cls, root: Path, doc: dict, where: str | None = None) -> "BatchPlan":
@@ -95,7 +97,7 @@ class BatchPlan:
                    python=f.str("python", "") or sys.executable, argv=f.strs("command"),
                    left_out=[(d.str("op"), d.str("why")) for d in lf], inventory=inventory,
                    replay_root=Path(f.str("replay_root", empty=False)) if replay is not None
-                   else None, env=env)
+                   else None, env=env, overlap=f.bool("overlap", False))
 
 
 def device_list(f: Fields, name: str) -> list[int]:
@@ -141,7 +143,8 @@ class Batch:
                  retry: tuple[str, ...] = ()):
         self.plan, self.echo, self.progress, self.resume = plan, echo, progress, resume
         self.retry = frozenset(retry) if resume else frozenset()
-        self.executor = executor or make_executor(fresh_process=plan.fresh_process)
+        self.executor = executor or make_executor(fresh_process=plan.fresh_process,
+                                                  overlap=plan.overlap)
         self.warn = warn or _stderr
         self.lock = threading.Lock()
         self.outcomes: dict[str, Outcome] = {}
@@ -188,13 +191,12 @@ class Batch:
     def _lane(self, device: int, items: list[Item]) -> None:
         lane = lane_for(self.plan, device)
         with self.open_lane(lane, device) as runner:
-            for item in items:
-                if self.stop.is_set():
-                    break
+            def one(item: Item) -> bool:
                 outcome = self.run_item(item, lane, runner)
-                if outcome is None:
-                    break
-                self.record(item.op, outcome, device)
+                if outcome is not None:
+                    self.record(item.op, outcome, device)
+                return outcome is not None
+            in_order(items, runner.slots, one, self.stop)      # with overlap: two at once
 
     def open_lane(self, lane: Lane, device: int) -> LaneRunner:
         """What runs this batch's ops on `device` (its reused worker logs to

@@ -33,6 +33,7 @@ from .executor import make_executor
 from .outcome import Outcome
 from .selection import Item
 from .sharding import device_for
+from .standby import in_order
 from .threads import run_lanes
 from .verdict import (IR_CHANGED, NO_IR_DIFF, NO_ROWS, NO_TRITON, VERDICTS, Verdict, decide,
                       read_tsv, tsv_row, tsv_text)
@@ -103,7 +104,8 @@ class Screen:
                  retry: tuple[str, ...] = ()):
         self.plan, self.echo, self.progress = plan, echo, progress
         quiet = (lambda _: None)
-        executor = make_executor(fresh_process=plan.base.fresh_process)
+        executor = make_executor(fresh_process=plan.base.fresh_process,
+                                 overlap=plan.base.overlap)
         self.sides = {s.label: Batch(plan.side_plan(s), quiet, None, resume,
                                      executor=executor, retry=retry) for s in (plan.a, plan.b)}
         for side in self.sides.values():
@@ -144,11 +146,14 @@ class Screen:
                 lanes[side.label] = lane_for(batch.plan, device, side.env)
                 runners[side.label] = stack.enter_context(
                     batch.open_lane(lanes[side.label], device))
-            for item in items:
+            stop = threading.Event()        # either side's stop, or a preflight failure
+
+            def one(item: Item) -> bool:
                 if any(b.stop.is_set() for b in self.sides.values()):
-                    break
-                if not self._pair(item, device, lanes, runners):
-                    break
+                    return False
+                return self._pair(item, device, lanes, runners)
+            # with overlap: the next pair's A while this pair's B runs
+            in_order(items, min(r.slots for r in runners.values()), one, stop)
 
     def _pair(self, item: Item, device: int, lanes, runners) -> bool:
         """A records, then B replays A's record; False when a machine-wide preflight failure

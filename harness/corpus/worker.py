@@ -18,6 +18,7 @@ import gc
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from ..common import spelling
@@ -58,8 +59,11 @@ def _output_to(log: Path):
 
 def run_job(job: dict) -> dict:
     """One op: run it, keep its output in its log, reset state afterwards."""
+    importing = time.perf_counter()
     from ..run.options import BenchOptions      # torch comes with these: after die_with_parent
     from ..run.runner import run_bench
+    if not _RUNNER_IMPORT:
+        _RUNNER_IMPORT.append(time.perf_counter() - importing)
     rc, message, reason = EXIT_OK, "", ""
     log = Path(job["log"])
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -97,6 +101,7 @@ def run_job(job: dict) -> dict:
             "write_failure": reason, "held_bytes": held, "state_changed": changed}
 
 
+_RUNNER_IMPORT: list[float] = []    # the first job's import of zlh's runner (torch with it)
 _LEFT_BY_PREVIOUS: list = []         # the process state the previous op left (none yet)
 
 
@@ -148,11 +153,38 @@ def _reset(options) -> int | None:
     return held
 
 
+# What the worker's start imported (seconds): before its ready line (a standby's warm start)
+# and in its first job (zlh's runner, torch with it); its first reply says it.
+_START = {"import_s": 0.0, "said": False}
+
+
+def _warm(spec: dict) -> float:
+    """A standby's start: what a first op would import — torch, zlh's runner, the adapter
+    and its library (its `prepare` for the op the lane ran last) — before the worker says it
+    is ready, while another worker measures. A failure here is left for the op to meet."""
+    started = time.perf_counter()
+    with contextlib.suppress(Exception):
+        import adapters
+        import backends
+        from ..run.options import BenchOptions
+        from ..run.runner import run_bench  # noqa: F401 - imported for its imports
+        options = BenchOptions.from_argv(spec.get("args", ()))
+        name = options.adapter or adapters.default_adapter_name(options.flaggems_dir)
+        adapter = adapters.get_adapter(name, flaggems_dir=options.flaggems_dir)
+        backend = backends.backend_for(options.backend)
+        if spec.get("op"):
+            adapter.prepare([adapter.resolve(spec["op"])], backend, options.level, None)
+    return time.perf_counter() - started
+
+
 def main() -> int:
     safe_streams()
     spelling.use_flags()             # its errors reach a command-line batch or screen
     install_terminate_handlers(_raise_terminated)      # SIGTERM, SIGHUP
     die_with_parent()
+    if sys.argv[1:2] == ["--warm"]:
+        with _output_to(Path(os.devnull)):          # what imports print is nobody's log
+            _START["import_s"] += _warm(json.loads(sys.argv[2]))
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     jobs = os.fdopen(os.dup(0), "r", encoding="utf-8")
     # Nothing but protocol lines on the original stdout: stray prints go to stderr. The jobs
@@ -160,8 +192,8 @@ def main() -> int:
     os.dup2(2, 1)
     with open(os.devnull, "rb") as null:
         os.dup2(null.fileno(), 0)
-    protocol.write(json.dumps({"ready": True, "pid": os.getpid(),
-                               "protocol": PROTOCOL_VERSION}) + "\n")
+    protocol.write(json.dumps({"ready": True, "pid": os.getpid(), "protocol": PROTOCOL_VERSION,
+                               "import_s": round(_START["import_s"], 3)}) + "\n")
     for line in jobs:
         if not line.strip():
             continue
@@ -171,6 +203,9 @@ def main() -> int:
         except DevicePoisonedError as exc:
             reply = {"op": job.get("op"), "rc": EXIT_POISONED, "message": exc.message,
                      "pid": os.getpid()}
+        if not _START["said"]:
+            reply["import_s"] = round(_START["import_s"] + sum(_RUNNER_IMPORT), 3)
+            _START["said"] = True
         protocol.write(json.dumps(reply) + "\n")
         if reply["rc"] == EXIT_POISONED:
             return EXIT_POISONED          # the device cannot be trusted in this process

@@ -66,6 +66,7 @@ class DeviceLock:
         self.acquires = 0
         self.contended = 0             # acquires that had to wait
         self.sections: list[tuple[float, float]] = []   # (enter, exit), epoch seconds
+        self.opened_at = time.time()   # (for run.json: the run's span beside its sections)
 
     def acquire(self) -> None:
         self._guard.acquire()          # another thread of this process waits here
@@ -124,6 +125,7 @@ class DeviceLock:
         return {"key": self.key, "wait_s": round(self.waited_s, 3),
                 "held_s": round(self.held_s, 3), "acquires": self.acquires,
                 "contended": self.contended,
+                "run_span": [round(self.opened_at, 6), round(time.time(), 6)],
                 "sections": [[round(a, 6), round(b, 6)] for a, b in self.sections]}
 
 
