@@ -123,10 +123,10 @@ class OverlapLane(LocalLane):
 
     slots = SLOTS
 
-    def __init__(self, lane: Lane, worker_log: Path | None):
+    def __init__(self, lane: Lane, worker_log: Path | None, turns: Turns | None = None):
         super().__init__(lock_env(lane), None)
         self.pool = WarmPool(self.lane, worker_log) if worker_log is not None else None
-        self.turns = Turns()
+        self.turns = turns or Turns()     # shared by the lanes of one device (a screen's sides)
         self.mine = threading.local()
         self.handed: list[Worker] = []
         if self.pool is not None:
@@ -181,11 +181,13 @@ class LocalExecutor(Executor):
 
     def __init__(self, fresh_process: bool = False, overlap: bool = False):
         self.fresh_process, self.overlap = fresh_process, overlap
+        self.turns: dict[str, Turns] = {}      # per device: who runs beside whom
 
     def open_lane(self, lane: Lane, worker_log: Path | None = None) -> LocalLane:
         reuse = not self.fresh_process and worker_log is not None
         if self.overlap:
-            return OverlapLane(lane, worker_log if reuse else None)
+            return OverlapLane(lane, worker_log if reuse else None,
+                               self.turns.setdefault(lane.label, Turns()))
         return LocalLane(lane, Worker(lane, worker_log) if reuse else None)
 
 

@@ -166,3 +166,22 @@ def test_alone_waits_for_what_runs_and_holds_back_new_starts():
     thread.join(30)
     late.join(30)
     assert entered.is_set() and began.is_set()
+
+
+def test_a_screen_overlaps_its_pairs_and_a_resume_switches_it_off(tmp_path):
+    cli = ["screen", "--adapter", "builtin", "--backend", "cpu", "--shapes",
+           str(shapes(tmp_path)), *FAST]
+    result = CliRunner().invoke(main, [*cli, "--ops", "add,softmax", "--switch", "X=0,1",
+                                       "--overlap", "--root", str(tmp_path / "s")])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "s/screen.json").read_text())["batch"]["overlap"] is True
+    rows = (tmp_path / "s/screen.tsv").read_text().splitlines()[1:]
+    assert sorted(r.split("\t")[0] for r in rows) == ["add", "softmax"]
+    infos = [json.loads(p.read_text()) for p in (tmp_path / "s").glob("[AB]/*/*/run.json")]
+    assert len(infos) == 4 and all("device_lock" in i for i in infos)
+    result = CliRunner().invoke(main, ["screen", "--resume", str(tmp_path / "s"),
+                                       "--no-overlap"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "s/screen.json").read_text())["batch"]["overlap"] is False
+    for side in "AB":
+        assert json.loads((tmp_path / "s" / side / "batch.json").read_text())["overlap"] is False
