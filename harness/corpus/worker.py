@@ -174,6 +174,7 @@ def _warm(spec: dict) -> float:
         backend = backends.backend_for(options.backend)
         if spec.get("op"):
             adapter.prepare([adapter.resolve(spec["op"])], backend, options.level, None)
+        _reset(options)        # whatever the import compiled or cached: not the first op's
     return time.perf_counter() - started
 
 

@@ -68,15 +68,19 @@ class DeviceLock:
         self.sections: list[tuple[float, float]] = []   # (enter, exit), epoch seconds
         self.opened_at = time.time()   # (for run.json: the run's span beside its sections)
 
+    def open(self) -> None:
+        """The lock file, created where missing (OSError when its folder cannot hold it)."""
+        if self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+
     def acquire(self) -> None:
         self._guard.acquire()          # another thread of this process waits here
         if self._depth:
             self._depth += 1
             return
         try:
-            if self._fd is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            self.open()
             try:
                 fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -16,14 +16,25 @@ environment names a lock folder (a corpus command that overlaps its ops sets it)
 """
 from __future__ import annotations
 
+from ..common.errors import UsageError
 from ..measure import device_lock
 from ..measure.device_lock import DeviceLock
 
 
 def lock_for(backend_name: str, card: str, index: int) -> DeviceLock | None:
     """The measurement lock of this run's device, keyed by the identity the backend gives
-    (`card`: its UUID, else its physical index), or None where no lock folder is named."""
-    return device_lock.for_device(f"{backend_name}-{card or f'index {index}'}")
+    (`card`: its UUID, else its physical index), or None where no lock folder is named;
+    UsageError when the named folder cannot hold it (a run measuring beside another without
+    the lock would be worse than no run)."""
+    lock = device_lock.for_device(f"{backend_name}-{card or f'index {index}'}")
+    if lock is not None:
+        try:
+            lock.open()
+        except OSError as exc:
+            raise UsageError(f"{device_lock.LOCK_DIR_ENV}={lock.path.parent}: cannot create "
+                             f"the device's measurement lock there ({exc.strerror or exc}); "
+                             f"name a writable folder or unset it") from None
+    return lock
 
 
 def hold_during_sweeps(hook, lock: DeviceLock | None) -> None:

@@ -149,7 +149,7 @@ class OpRun:
     """The state of one op's run, and its steps."""
 
     def __init__(self, plan: BenchPlan, op: str, run_dir: RunDir, info: dict,
-                 caliber: Caliber, echo: Echo, progress: Echo | None):
+                 caliber: Caliber, echo: Echo, progress: Echo | None, device_lock=None):
         self.plan, self.op, self.dir, self.info = plan, op, run_dir, info
         self.caliber, self.echo, self.progress = caliber, echo, progress
         self.rows: list[Row] = []
@@ -162,8 +162,7 @@ class OpRun:
                                        plan.options.telemetry_interval)
         self.plant: Plant | None = None
         self.library_log = LibraryLog(self.dir.log)
-        self.case_timer, self.device_lock = None, phases.lock_for(   # the device's, where named
-            plan.backend.name, caliber.card, plan.device_index)
+        self.case_timer, self.device_lock = None, device_lock   # the device's, where named
 
     @classmethod
     def open(cls, plan: BenchPlan, op: str, echo: Echo, progress: Echo | None) -> "OpRun":
@@ -189,13 +188,14 @@ class OpRun:
                 **options.caliber_values())
             info = run_info(plan, op, run_dir, device, caliber, started)
             run_dir.write_run_json(info)
+            lock = phases.lock_for(backend.name, caliber.card, index)
         except BaseException as exc:
             shutil.rmtree(run_dir.path, ignore_errors=True)
             if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
                 raise RunFailedError(f"{op}: cannot write {exc.filename or run_dir.path}: "
                                      f"{write_failure(exc)}", write_failure(exc)) from None
             raise
-        return cls(plan, op, run_dir, info, caliber, echo, progress)
+        return cls(plan, op, run_dir, info, caliber, echo, progress, lock)
 
     def announce(self) -> None:
         plan, op, caliber = self.plan, self.op, self.caliber

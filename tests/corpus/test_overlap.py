@@ -24,7 +24,9 @@ from harness.corpus.supervisor import Lane
 from harness.measure.device_lock import LOCK_DIR_ENV
 from harness.run.options import BenchOptions
 
-SHAPES = ("add: [[64], [128], [256], [512]]\nsoftmax: [[4, 64], [8, 64], [16, 64]]\n"
+# Enough cases per op that two ops whose workers became ready a second apart still overlap.
+SHAPES = ("add: [[64], [128], [256], [512], [1024], [2048], [4096], [8192]]\n"
+          "softmax: [[4, 64], [8, 64], [16, 64], [32, 64], [64, 64], [128, 64]]\n"
           "mm: [[16, 16, 16], [32, 32, 32]]\n")
 
 

@@ -157,3 +157,17 @@ def test_a_run_waits_for_the_device_and_records_the_wait(tmp_path):
     sections = info["device_lock"]["sections"]
     assert sections and all(enter >= released - 0.01 for enter, _ in sections)
     assert info["measure_s"] > 0 and info["compile_s"] >= 0 and "sweep_s" in info
+
+
+def test_a_lock_folder_that_cannot_hold_the_lock_is_one_line(tmp_path):
+    (tmp_path / "file").write_text("")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRITON_INTERPRET": "1",
+           device_lock.LOCK_DIR_ENV: str(tmp_path / "file" / "sub")}
+    done = subprocess.run([sys.executable, "-m", "harness", "bench", "add", *CPU_FAST, "--out",
+                           str(tmp_path / "out"), "-q"], cwd=ROOT, env=env, text=True,
+                          capture_output=True, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith(
+        f"zlh: {device_lock.LOCK_DIR_ENV}={tmp_path / 'file' / 'sub'}: cannot create the "
+        f"device's measurement lock there")
+    assert not list((tmp_path / "out").glob("add_*"))       # no run directory left behind
