@@ -218,6 +218,7 @@ def combined(first: Attempt, second: Attempt) -> Attempt:
     """The second attempt, alone, as the op's answer; its time counts both."""
     second.elapsed_s += first.elapsed_s
     second.start_s += first.start_s
+    second.import_s += first.import_s
     return second
 
 

@@ -208,7 +208,8 @@ class Worker:
         return Attempt(rc, elapsed, log, run_dir, message, self.pid,
                        (reply or {}).get("write_failure") or failed_write(run_dir),
                        held_too_much(reply or {}),
-                       state_names((reply or {}).get("state_changed")), round(start_s, 3))
+                       state_names((reply or {}).get("state_changed")), round(start_s, 3),
+                       float((reply or {}).get("job_import_s") or 0.0))
 
     def _read(self, timeout_s: float) -> tuple[dict | None, str]:
         """(the next protocol line, "ok"), or (None, "eof") when the worker is gone, or

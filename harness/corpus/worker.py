@@ -1,9 +1,12 @@
 """A worker: one long-lived process that runs ops one after another.
 
-`python -m harness.corpus.worker` reads one job per line on stdin (JSON: op, `args` — the
-`zlh bench` arguments a fresh process would get, `BenchOptions.to_argv` — log path, argv)
-and answers one line per job on its original stdout (JSON: op, rc, message, pid,
-held_bytes, state_changed). Everything an op prints — zlh's own lines, the
+`python -m harness.corpus.worker [--warm SPEC]` reads one job per line on stdin (JSON: op,
+`args` — the `zlh bench` arguments a fresh process would get, `BenchOptions.to_argv` — log
+path, argv) and answers one line per job on its original stdout (JSON: op, rc, message, pid,
+held_bytes, state_changed, job_import_s: what this job spent importing zlh's runner and
+torch — a cold worker's first job —, and in its first reply import_s: all its start
+imported). Its ready line says import_s too: with `--warm` (a standby: {"op", "args"} of the
+lane's latest job) it imports torch, zlh's runner and the adapter's library before it. Everything an op prints — zlh's own lines, the
 library's, the compiler's, even at the file-descriptor level — goes to that op's log, so the
 protocol line is all the supervisor reads. Between ops the compiler's in-memory kernel and
 tuner caches are emptied and the adapter drops its per-op state, so each op compiles into its
@@ -62,8 +65,9 @@ def run_job(job: dict) -> dict:
     importing = time.perf_counter()
     from ..run.options import BenchOptions      # torch comes with these: after die_with_parent
     from ..run.runner import run_bench
+    imported = time.perf_counter() - importing    # a cold worker's first job: seconds
     if not _RUNNER_IMPORT:
-        _RUNNER_IMPORT.append(time.perf_counter() - importing)
+        _RUNNER_IMPORT.append(imported)
     rc, message, reason = EXIT_OK, "", ""
     log = Path(job["log"])
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -98,7 +102,8 @@ def run_job(job: dict) -> dict:
         held = _reset(options or BenchOptions())
         changed = _state_left()
     return {"op": job["op"], "rc": rc, "message": message, "pid": os.getpid(),
-            "write_failure": reason, "held_bytes": held, "state_changed": changed}
+            "write_failure": reason, "held_bytes": held, "state_changed": changed,
+            "job_import_s": round(imported, 3)}
 
 
 _RUNNER_IMPORT: list[float] = []    # the first job's import of zlh's runner (torch with it)

@@ -63,9 +63,19 @@ def test_a_replaced_worker_is_the_warm_spare_and_costs_no_start(tmp_path):
         assert second.rc == EXIT_OK, second.log.read_text()
         assert second.worker_pid != first.worker_pid
         assert second.start_s < 0.5 < first.start_s  # promoted: nothing left to start
+        assert first.import_s < 0.5                  # the spare imported before it was ready
         assert runner.pool.starts == 3               # the first, its spare, the spare's spare
         info = json.loads((second.run_dir / "run.json").read_text())
         assert info["device_lock"]["key"] == "cpu-index 0"
+
+
+def test_a_cold_worker_says_what_its_first_op_spent_importing(tmp_path):
+    lane = Lane(python=sys.executable, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    with make_executor().open_lane(lane, tmp_path / "w.log") as runner:
+        first = runner.run_op(work(tmp_path, "add", "one"))
+        second = runner.run_op(work(tmp_path, "add", "two"))
+    assert first.rc == second.rc == EXIT_OK
+    assert first.import_s > 0.1 and second.import_s < 0.05     # torch came with the first
 
 
 def test_two_ops_overlap_but_never_their_timed_sections(tmp_path):

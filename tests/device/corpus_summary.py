@@ -137,12 +137,14 @@ PHASES = ("inputs_s", "compile_s", "sweep_s", "measure_s", "lock_wait_s")
 
 def where(sides: list[Path], ops: list[str]) -> None:
     """Where the op time went, summed over `sides` (batch roots: a screen's A and B): the
-    worker start an op waited for (.complete start_s: process start and imports; 0 when a
-    warm spare took over), the runs' own wall_s split into inputs, compile, autotune sweeps,
+    worker start an op waited for (.complete start_s: process start, and a spare's imports
+    when it was not ready yet; 0 when a ready spare took over), what a cold worker's first op
+    spent importing torch and zlh's runner (.complete import_s), the runs' own wall_s split
+    into inputs, compile, autotune sweeps,
     measurement and lock waits (run.json; the rest of a run: files, checks, first run.json),
     and what lies outside the runs (planning, the adapter's library import in a worker's
     first op, resets, hand-over). Runs of every attempt count."""
-    total = start = run_wall = 0.0
+    total = start = imports = run_wall = 0.0
     phases = dict.fromkeys(PHASES, 0.0)
     for side in sides:
         for op in ops:
@@ -151,6 +153,7 @@ def where(sides: list[Path], ops: list[str]) -> None:
             except (OSError, ValueError):
                 continue
             start += float(done.get("start_s") or 0)      # not part of elapsed_s
+            imports += float(done.get("import_s") or 0)    # part of elapsed_s
             total += float(done.get("elapsed_s") or 0) + float(done.get("start_s") or 0)
             for info_path in (side / op).glob("*/run.json"):
                 info = json.loads(info_path.read_text())
@@ -160,12 +163,12 @@ def where(sides: list[Path], ops: list[str]) -> None:
     if not total:
         return
     inside = sum(phases.values())
-    print(f"   where it went: op time {total:.0f} s = worker start (imports) {start:.0f} s + "
-          f"runs' own wall {run_wall:.0f} s [inputs {phases['inputs_s']:.0f} s, compile "
+    print(f"   where it went: op time {total:.0f} s = worker start {start:.0f} s + imports in "
+          f"ops {imports:.0f} s + runs' own wall {run_wall:.0f} s [inputs {phases['inputs_s']:.0f} s, compile "
           f"{phases['compile_s']:.0f} s, sweep {phases['sweep_s']:.0f} s, measure "
           f"{phases['measure_s']:.0f} s, lock wait {phases['lock_wait_s']:.0f} s, rest of the "
-          f"runs {run_wall - inside:.0f} s] + outside the runs {total - start - run_wall:.0f} s "
-          f"(a cold worker's imports in its first op, plan, library import, reset, hand-over)")
+          f"runs {run_wall - inside:.0f} s] + outside the runs {total - start - imports - run_wall:.0f} "
+          f"s (plan, the library's import in a worker's first op, reset, hand-over)")
 
 
 def lane_wall(sides: list[Path], ops: list[str]) -> float:
