@@ -23,6 +23,11 @@ waits until nothing else runs and starts nothing beside it) and that second atte
 op's answer. A TIMEOUT runs again alone only when an attempt beside it also ended in TIMEOUT
 or POISONED (a hang elsewhere can hold the lock; a clean neighbour cannot have held it long).
 A usage error (exit 2: bad input, decided before any device work) is never run again.
+
+Not kept apart: one op's device work outside timed sections (inputs built on the device, a
+case's first call, the output check) may land in the other's timed section, where the two
+processes then share the device in time slices. tests/device/check_overlap.sh measures what
+that does to the numbers (an A/A with and without overlap); overlap is off by default.
 """
 from __future__ import annotations
 
@@ -36,7 +41,7 @@ from ..common.errors import EXIT_OK, EXIT_POISONED, EXIT_USAGE
 from ..measure.device_lock import LOCK_DIR_ENV, default_folder
 from . import files
 from .outcome import TIMEOUT_RC, Attempt
-from .supervisor import Lane, Worker, WorkerStartError, run_fresh
+from .supervisor import Lane, Worker, WorkerStartError
 from .threads import run_lanes
 
 SLOTS = 2                 # units one lane runs at once with overlap

@@ -197,3 +197,14 @@ def test_a_screen_overlaps_its_pairs_and_a_resume_switches_it_off(tmp_path):
     assert json.loads((tmp_path / "s/screen.json").read_text())["batch"]["overlap"] is False
     for side in "AB":
         assert json.loads((tmp_path / "s" / side / "batch.json").read_text())["overlap"] is False
+
+
+def test_a_batch_resume_switches_overlap_and_records_it(tmp_path):
+    cli = ["batch", "--adapter", "builtin", "--backend", "cpu", "--shapes", str(shapes(tmp_path)),
+           *FAST, "-q"]
+    result = CliRunner().invoke(main, [*cli, "--ops", "mm", "--out", str(tmp_path / "b")])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "b/batch.json").read_text())["overlap"] is False
+    result = CliRunner().invoke(main, ["batch", "--resume", str(tmp_path / "b"), "--overlap"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "b/batch.json").read_text())["overlap"] is True
