@@ -20,6 +20,7 @@ from ..corpus.outcome import parse_retry
 from ..corpus.selection import dismiss_list, select
 from ..corpus.sharding import parse_shard, refuse_merged, ops_phrase
 from ..corpus.stall import DEFAULT_STALL_S
+from ..corpus.standby import record_overlap
 from ..run.options import UNHOOKED_REPLAY
 from ..run.plan import named_backend
 from .group import main
@@ -105,6 +106,11 @@ def check_devices(backend_name: str | None, devices: list[int],
               help="Retries of an op that FAILed or CRASHed, each in a fresh worker.")
 @click.option("--fresh-process", is_flag=True,
               help="Run every op in its own zlh bench process instead of reused workers.")
+@click.option("--overlap/--no-overlap", default=None,
+              help="Overlap what needs no device: per device, two ops (a screen: two pairs) at "
+                   "once and a warm spare worker, timed sections kept apart by the "
+                   "device's measurement lock. Default: off. With --resume: switch it for "
+                   "the rest of the root (recorded in its plan).")
 @click.option("--out", default=None, metavar="DIR", type=click.Path(), callback=not_empty,
               help="Batch root. Default: runs/batch_<timestamp>.")
 @click.option("--resume", default=None, metavar="BATCH_DIR", type=click.Path(),
@@ -130,8 +136,8 @@ def check_devices(backend_name: str | None, devices: list[int],
 @click.pass_context
 @handles_errors
 def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vllm_dir, devices,
-          op_timeout, stall_timeout, retries, fresh_process, out, resume, retry, replay_root,
-          allow_env_change, shard_text, quiet, **params):
+          op_timeout, stall_timeout, retries, fresh_process, overlap, out, resume, retry,
+          replay_root, allow_env_change, shard_text, quiet, **params):
     """Run many ops, each in its own run directory: isolated, resumable, over devices.
 
     Exit status: 0 every op PASS or SKIP, 1 some op FAIL/TIMEOUT/CRASH/POISONED (the batch
@@ -142,13 +148,17 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
     if resume is not None:
         if all_ops or ops or ops_file:
             raise errors.UsageError("--resume BATCH_DIR takes its ops from the batch; name none")
-        refuse_beside(ctx, "resume", allowed=("quiet", "vllm_dir", "retry", "allow_env_change"))
+        refuse_beside(ctx, "resume", allowed=("quiet", "vllm_dir", "retry", "allow_env_change",
+                                              "overlap"))
         plan = resumed_plan(Path(resume), vllm_dir, allow_env_change)
         check_devices(plan.options.backend, plan.devices)
         hold_root(plan.root, "batch")
         if plan.env_change:                   # allowed: batch.json says from when and what
             record_env_change(plan.root, plan.env_change)
             plan.env = plan.env_change["to"]
+        if overlap is not None and overlap != plan.overlap:
+            plan.overlap = overlap
+            record_overlap(plan.root, overlap)
         with meter:
             result = interrupted_hint(plan.root, "batch", lambda: run_batch(
                 plan, meter.counted(click.echo), None, resume=True,
@@ -176,15 +186,15 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
                      fresh_process=fresh_process, retries=retries,
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory,
                      replay_root=check_replay_root(replay_root, out) if replay_root else None,
-                     env=environment_switches(adapter.env_prefixes),
+                     env=environment_switches(adapter.env_prefixes), overlap=bool(overlap),
                      shard=shard.record(whole, left_out) if shard else None)
     check_plan(plan, adapter)
     if plan.replay_root is not None:
         check_replay_plan(plan)
     new_root(plan.root, "--out", "batch")
     click.echo(f"zlh batch: {ops_phrase(shard, len(items), len(whole))} on {len(lanes)} "
-               f"device(s) "
-               f"({'fresh processes' if fresh_process else 'reused workers'}) -> {plan.root}")
+               f"device(s) ({'fresh processes' if fresh_process else 'reused workers'}"
+               f"{', overlapped' if overlap else ''}) -> {plan.root}")
     meter.set_total(len(items))
     with meter:
         result = interrupted_hint(plan.root, "batch", lambda: run_batch(

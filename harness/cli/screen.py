@@ -24,6 +24,7 @@ from ..corpus.check import check_executable, check_plan, check_root, corpus_adap
 from ..corpus.selection import dismiss_list, select
 from ..corpus.sharding import ops_phrase, parse_shard, refuse_merged
 from ..corpus.stall import DEFAULT_STALL_S
+from ..corpus.standby import record_overlap
 from ..run.options import refuse_unhooked
 from .group import main
 from .batch import (SHARD_HELP, check_devices, default_root, hold_root, interrupted_hint,
@@ -128,6 +129,11 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
                    "verdict, and only IR_CHANGED ops are timed (NO_IR_DIFF rows get no "
                    "noise floor); none: verdicts only, nothing timed.")
 @click.option("--fresh-process", is_flag=True, help="Every run in its own zlh bench process.")
+@click.option("--overlap/--no-overlap", default=None,
+              help="Overlap what needs no device: per device, two ops (a screen: two pairs) at "
+                   "once and a warm spare worker, timed sections kept apart by the "
+                   "device's measurement lock. Default: off. With --resume: switch it for "
+                   "the rest of the root (recorded in its plan).")
 @click.option("--root", default=None, metavar="DIR", callback=not_empty,
               type=click.Path(), help="Default: runs/screen_<timestamp>.")
 @click.option("--resume", default=None, metavar="ROOT", callback=not_empty,
@@ -149,8 +155,8 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.pass_context
 @handles_errors
 def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vllm_dir, recipe,
-           scrub, devices, op_timeout, stall_timeout, retries, timing, fresh_process, root,
-           resume, retry, rescore: str | None, allow_env_change, shard_text, **params):
+           scrub, devices, op_timeout, stall_timeout, retries, timing, fresh_process, overlap,
+           root, resume, retry, rescore: str | None, allow_env_change, shard_text, **params):
     """One pair per op (A records, B replays A's record) and a verdict from the generated
     code: IR_CHANGED, NO_IR_DIFF, NO_TRITON or NO_ROWS (and BROKEN_BY_B).
 
@@ -161,8 +167,9 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
         sys.exit(_rescore(rescore, scrub))
     statuses = retry_statuses(retry, resume)
     if resume is not None:
-        refuse_beside(ctx, "resume", allowed=("vllm_dir", "retry", "allow_env_change"))
-        sys.exit(_resume(resume, vllm_dir, allow_env_change, statuses))
+        refuse_beside(ctx, "resume", allowed=("vllm_dir", "retry", "allow_env_change",
+                                              "overlap"))
+        sys.exit(_resume(resume, vllm_dir, allow_env_change, statuses, overlap))
     if allow_env_change:
         raise errors.UsageError("--allow-env-change applies to --resume only")
     shard = parse_shard(shard_text)
@@ -191,7 +198,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
                      op_timeout_s=op_timeout, stall_timeout_s=stall_timeout,
                      fresh_process=fresh_process, retries=retries,
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory,
-                     env=environment_switches(adapter.env_prefixes),
+                     env=environment_switches(adapter.env_prefixes), overlap=bool(overlap),
                      shard=shard.record(whole, left_out) if shard else None)
     check_plan(base, adapter, pythons=(a.python, b.python))
     _check_interpreters(a, b, options.backend)
@@ -215,9 +222,11 @@ def _rescore(rescore: str, scrub) -> int:
     return 1 if any(v.broken for v in rescored.values()) else 0
 
 
-def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, ...]) -> int:
+def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, ...],
+            overlap: bool | None = None) -> int:
     """`--resume ROOT`: the plan ROOT holds, checked like a new one (its environment
-    switches too), then the ops not finished (and those `statuses` name) run."""
+    switches too), then the ops not finished (and those `statuses` name) run; `overlap`
+    (given: not None) switches overlap for the rest of the root."""
     plan = read_plan(check_root(resume, "screen", "--resume"))
     refuse_merged({"merged": plan.base.merged}, resume, "screen")
     where = f"{resume}/screen.json"
@@ -236,6 +245,11 @@ def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, 
     if changed:                           # allowed: screen.json says from when and what
         record_screen_env_change(plan, now)
     mend_side_plans(plan, echo_err)
+    if overlap is not None and overlap != plan.base.overlap:
+        plan.base.overlap = overlap
+        write_plan(plan)
+        for side in (plan.a, plan.b):
+            record_overlap(plan.root / side.label, overlap)
     return _run(plan, resume=True, retry=statuses)
 
 def _check_scrub(patterns) -> None:

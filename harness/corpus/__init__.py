@@ -9,10 +9,12 @@ harness/product.
     worker.py      a long-lived process that runs one op after another, isolated
     supervisor.py  the workers' keeper: start, hand an op, time out, replace
     outcome.py     an op's status (PASS, FAIL, SKIP, TIMEOUT, CRASH, POISONED) and notes
-    batch.py       the batch: plan, retries, dtype fallback, resume, devices
+    batch_plan.py  the batch's plan (batch.json)
+    batch.py       the batch: retries, dtype fallback, resume, devices
     files.py       batch.json, ops_status.csv, summary.csv, .complete markers
     check.py, threads.py, progress.py  a plan checked, the lanes' threads, what a batch
                    prints (one command per root: harness/common/lock.py)
+    screen_plan.py the screen's plan (screen.json) and its file names
     screen.py      zlh screen: one cheap pair per op; verdict.py: the verdict per op
     partition.py   ops spread over devices by their measured cost
     campaign.py    zlh campaign: rounds on a screen's ops over the GPUs of a host, merged

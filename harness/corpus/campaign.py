@@ -27,13 +27,13 @@ from ..common.files import (atomic_write_json, atomic_write_text, check_output_f
                             read_failure, read_json_object)
 from ..compile.ir.fingerprint import compile_scrub
 from ..run.options import BenchOptions
-from .batch import BatchPlan, device_list, options_field
+from .batch_plan import BatchPlan, device_list, options_field
 from .check import check_plan, corpus_adapter
 from .environment import environment_switches
 from .executor import make_executor
 from .lanes import lane_for
 from .partition import Partition, partition, render, weights_from_screen
-from .screen import SCREEN_TSV, read_plan, side_from
+from .screen_plan import SCREEN_TSV, read_plan, side_from
 from .selection import Item
 from .threads import run_lanes
 

@@ -16,16 +16,18 @@ past the op's reset (the worker is replaced), a retry in a fresh worker (`renew`
 """
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from ..common.errors import UsageError
+from ..common.errors import EXIT_OK, EXIT_USAGE, UsageError
 from ..launch import launcher
 from ..run.options import BenchOptions
 from ..common.lock import held_fds
 from .outcome import Attempt
+from .standby import SLOTS, Turns, WarmPool, combined, lock_env, note_in_log, second_look
 from .supervisor import Lane, Worker, run_fresh
 
 
@@ -43,7 +45,10 @@ class OpWork:
 
 
 class LaneRunner(ABC):
-    """The units of one device lane, run one at a time."""
+    """The units of one device lane, run one at a time (`slots` > 1: the engine may hand it
+    that many at once, from as many threads; it keeps their timed sections apart)."""
+
+    slots = 1
 
     def __init__(self, lane: Lane):
         self.lane = lane
@@ -113,14 +118,78 @@ class LocalLane(LaneRunner):
             self.worker.stop()
 
 
+class OverlapLane(LocalLane):
+    """This machine, with overlap (standby.py): two units at once, each thread its own
+    worker, a warm spare behind them, the device's lock around timed sections; an attempt
+    that ran beside another and did not end cleanly runs again alone."""
+
+    slots = SLOTS
+
+    def __init__(self, lane: Lane, worker_log: Path | None, turns: Turns | None = None):
+        super().__init__(lock_env(lane), None)
+        self.pool = WarmPool(self.lane, worker_log) if worker_log is not None else None
+        self.turns = turns or Turns()     # shared by the lanes of one device (a screen's sides)
+        self.mine = threading.local()
+        self.handed: list[Worker] = []
+        if self.pool is not None:
+            self.pool.prime()
+
+    def run_op(self, work: OpWork) -> Attempt:
+        turn = self.turns.begin()
+        rc = None
+        try:
+            attempt = self._once(work)
+            rc = attempt.rc
+        finally:
+            self.turns.end(turn, rc if rc is not None else -1)
+        if not turn.beside or attempt.rc in (EXIT_OK, EXIT_USAGE):
+            return attempt
+        with self.turns.alone():          # what ran beside it has ended: judged now
+            if not second_look(turn):
+                return attempt
+            note_in_log(work.log, f"----- this attempt ran beside another op on this device "
+                                  f"and ended with exit status {attempt.rc}; it runs again "
+                                  f"alone, so that its status is its own -----")
+            self.renew()
+            return combined(attempt, self._once(work))
+
+    def _once(self, work: OpWork) -> Attempt:
+        if self.pool is None:
+            return super().run_op(work)
+        args = work.options.to_argv()
+        self.pool.warm = {"op": work.op, "args": args}
+        worker = getattr(self.mine, "worker", None)
+        if worker is None or worker.proc is None:     # none yet, or stopped: the spare
+            worker = self.mine.worker = self.pool.take()
+            self.handed.append(worker)
+        job = {"op": work.op, "args": args, "log": str(work.log), "argv": list(work.argv)}
+        return worker.run(job, work.timeout_s, work.log, work.out)
+
+    def renew(self) -> None:
+        worker = getattr(self.mine, "worker", None)
+        if worker is not None:
+            worker.stop()
+            self.mine.worker = None
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+        for worker in self.handed:
+            worker.stop()
+
+
 class LocalExecutor(Executor):
     kind = "local"
 
-    def __init__(self, fresh_process: bool = False):
-        self.fresh_process = fresh_process
+    def __init__(self, fresh_process: bool = False, overlap: bool = False):
+        self.fresh_process, self.overlap = fresh_process, overlap
+        self.turns: dict[str, Turns] = {}      # per device: who runs beside whom
 
     def open_lane(self, lane: Lane, worker_log: Path | None = None) -> LocalLane:
         reuse = not self.fresh_process and worker_log is not None
+        if self.overlap:
+            return OverlapLane(lane, worker_log if reuse else None,
+                               self.turns.setdefault(lane.label, Turns()))
         return LocalLane(lane, Worker(lane, worker_log) if reuse else None)
 
 

@@ -33,7 +33,7 @@ from ..common.files import (atomic_write_json, atomic_write_text, check_output_d
 from ..common.lock import holding, only_lock
 from . import files
 from .batch import BatchPlan
-from .screen import IR_CHANGED_TXT, SCREEN_JSON, SCREEN_TSV, ScreenPlan
+from .screen_plan import IR_CHANGED_TXT, SCREEN_JSON, SCREEN_TSV, ScreenPlan
 from .shard_roots import ShardRoot, check_shards, read_shard
 from .sharding import device_for
 from .verdict import IR_CHANGED, read_tsv, tsv_text

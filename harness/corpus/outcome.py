@@ -68,6 +68,8 @@ class Attempt:
     memory_held: int = 0       # device memory (bytes) the worker still held after the reset
     state_changed: tuple = ()  # process switches the op changed (process_state.py)
     stalled_s: float | None = None   # ended by the stall rule after this many idle seconds
+    start_s: float = 0.0       # what the op waited for its worker's start (0: it was ready)
+    import_s: float = 0.0      # what the job spent importing (a cold worker's first op)
 
 
 @dataclass
@@ -82,6 +84,8 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     attempt: int = 1           # the number of the attempt it came from (counts across resumes)
     rcs: list[int] = field(default_factory=list)   # exit codes of the attempts that led here
+    start_s: float = 0.0       # the attempt waited this long for its worker to start
+    import_s: float = 0.0      # of its elapsed_s: its worker importing torch and zlh's runner
 
     def same_as(self, other: "Outcome") -> bool:
         """Two identical outcomes in a row stop the retries."""
@@ -99,7 +103,8 @@ class Outcome:
         return {"status": self.status, "rc": self.rc, "elapsed_s": round(self.elapsed_s, 3),
                 "reason": self.reason, "run_dir": str(self.run_dir) if self.run_dir else None,
                 "rows_total": self.rows_total, "rows_success": self.rows_success,
-                "notes": list(self.notes), "attempt": self.attempt}
+                "notes": list(self.notes), "attempt": self.attempt,
+                "start_s": round(self.start_s, 3), "import_s": round(self.import_s, 3)}
 
     @classmethod
     def from_dict(cls, data: dict, where: str = ".complete") -> "Outcome":
@@ -116,7 +121,9 @@ class Outcome:
                    reason=f.str("reason", ""),
                    run_dir=Path(run_dir) if run_dir else None,
                    rows_total=total, rows_success=f.int("rows_success", 0, low=0, high=total),
-                   notes=f.strs("notes", []), attempt=f.int("attempt", 1, low=1))
+                   notes=f.strs("notes", []), attempt=f.int("attempt", 1, low=1),
+                   start_s=f.number("start_s", 0.0, low=0),
+                   import_s=f.number("import_s", 0.0, low=0))
 
 
 PATH_MAX = 4096          # the longest path Linux takes
@@ -124,7 +131,8 @@ PATH_MAX = 4096          # the longest path Linux takes
 
 def judge(attempt: Attempt, op_timeout_s: float) -> Outcome:
     """The status of one attempt, from its exit status and its run directory."""
-    out = Outcome(FAIL, attempt.rc, attempt.elapsed_s, attempt.message, attempt.run_dir)
+    out = Outcome(FAIL, attempt.rc, attempt.elapsed_s, attempt.message, attempt.run_dir,
+                  start_s=attempt.start_s, import_s=attempt.import_s)
     run = load_run_or_none(attempt.run_dir)        # read once: rows, status, reason
     rows = run.rows if run is not None else []
     unfinished = _unfinished(run)

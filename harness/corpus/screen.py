@@ -21,108 +21,29 @@ import contextlib
 import shutil
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..ab.sides import Side, check_env_text
+from ..ab.sides import Side
 from ..common.errors import PreflightError, UsageError
-from ..common.fields import Fields
 from ..common.files import (atomic_write_json, atomic_write_text, check_output_file,
                             read_json_object)
 from ..common.log import Echo
-from ..compile.ir.fingerprint import compile_scrub
 from . import files
-from .batch import Batch, BatchPlan
+from .batch import Batch
 from .lanes import lane_for, watch_devices
 from .environment import record_env_change
 from .executor import make_executor
 from .outcome import Outcome
 from .selection import Item
 from .sharding import device_for
+from .standby import in_order
 from .threads import run_lanes
 from .verdict import (IR_CHANGED, NO_IR_DIFF, NO_ROWS, NO_TRITON, VERDICTS, Verdict, decide,
                       old_verdicts, tsv_row, tsv_text)
 
-SCREEN_JSON = "screen.json"
-SCREEN_TSV = "screen.tsv"
-IR_CHANGED_TXT = "ir_changed.txt"
-TIMING_ALL, TIMING_CHANGED, TIMING_NONE = "all", "changed", "none"
-TIMING_MODES = (TIMING_ALL, TIMING_CHANGED, TIMING_NONE)
-TIMED = ".timed"             # A.timed/, B.timed/: the timed pair of an IR_CHANGED op
-
-
-@dataclass
-class ScreenPlan:
-    root: Path
-    base: BatchPlan                 # items, devices, options, timeouts (root unused)
-    a: Side
-    b: Side
-    scrub: list[str] = field(default_factory=list)
-    timing: str = TIMING_ALL
-
-    def side_plan(self, side: Side, timed: bool = False) -> BatchPlan:
-        """Side `side`'s batch: the verdict pass (`A/`, `B/`; untimed unless timing is all),
-        or with `timed` the timed pair (`A.timed/`, `B.timed/`)."""
-        options = self.base.options
-        if not timed and self.timing != TIMING_ALL:
-            options = options.replace(timing=False)
-        return BatchPlan(**{**vars(self.base), "root": self.root / side_folder(side, timed),
-                            "python": side.python, "options": options})
-
-    def batches(self) -> list[tuple[Side, bool]]:
-        """(side, timed) of every batch root this screen has."""
-        return [(s, t) for t in (False, True) if not t or self.timing == TIMING_CHANGED
-                for s in (self.a, self.b)]
-
-    def to_dict(self) -> dict:
-        return {"schema_version": files.SCHEMA_VERSION, "kind": "screen",
-                "batch": self.base.to_dict(), "A": vars(self.a), "B": vars(self.b),
-                "scrub": self.scrub, "ir_stage": self.base.options.ir_stage,
-                "timing": self.timing}
-
-    @classmethod
-    def from_dict(cls, root: Path, doc: dict) -> "ScreenPlan":
-        f = Fields(doc, f"{root}/{SCREEN_JSON}")
-        base = BatchPlan.from_dict(root, f.object("batch"), where=f"{f.where}: batch")
-        scrub = f.strs("scrub", [])
-        try:
-            compile_scrub(scrub)
-        except ValueError as exc:
-            raise f.error("scrub", f"valid patterns ({exc})", scrub) from None
-        timing = f.str("timing", TIMING_ALL)     # older roots timed everything
-        if timing not in TIMING_MODES:
-            raise f.error("timing", " or ".join(TIMING_MODES), timing)
-        return cls(root=Path(root), base=base, a=side_from(f, "A"), b=side_from(f, "B"),
-                   scrub=scrub, timing=timing)
-
-
-def side_folder(side: Side, timed: bool = False) -> str:
-    return side.label + (TIMED if timed else "")
-
-
-def side_from(f: Fields, label: str) -> Side:
-    """Side `label` of a stored plan (screen.json, campaign.json), field by field."""
-    doc = f.object(label)
-    env = doc.get("env", {})
-    if not isinstance(env, dict) or not all(isinstance(k, str) and (v is None or
-                                                                   isinstance(v, str))
-                                            for k, v in env.items()):
-        raise f.error(f"{label}.env", "an object of NAME: value strings", env)
-    for name, value in env.items():
-        if not name or "=" in name:
-            raise f.error(f"{label}.env", "variable names without '=' (and not empty)", name)
-        check_env_text(name, value or "", f"{f.where}: {label}.env")
-    s = Fields(doc, f"{f.where}: {label}")
-    if s.str("label", label) != label:       # the side's folder under the root is its label
-        raise s.error("label", repr(label), doc.get("label"))
-    return Side(label=label, env=dict(env), python=s.str("python"),
-                description=s.str("description", ""), options=s.object("options", {}))
-
-
-def read_plan(root: Path) -> ScreenPlan:
-    doc = read_json_object(Path(root) / SCREEN_JSON,
-                           f"{root} is not a screen root (no {SCREEN_JSON})")
-    return ScreenPlan.from_dict(Path(root), doc)
+from .screen_plan import (IR_CHANGED_TXT, SCREEN_JSON, SCREEN_TSV, TIMED,  # noqa: F401
+                          TIMING_ALL, TIMING_CHANGED, TIMING_MODES, TIMING_NONE, ScreenPlan,
+                          read_plan, side_folder, side_from)
 
 
 class Screen:
@@ -130,7 +51,8 @@ class Screen:
                  retry: tuple[str, ...] = ()):
         self.plan, self.echo, self.progress = plan, echo, progress
         quiet = (lambda _: None)
-        executor = make_executor(fresh_process=plan.base.fresh_process)
+        executor = make_executor(fresh_process=plan.base.fresh_process,
+                                 overlap=plan.base.overlap)
         self.sides = {side_folder(s, t): Batch(plan.side_plan(s, t), quiet, None, resume,
                                                executor=executor, retry=retry)
                       for s, t in plan.batches()}
@@ -175,11 +97,14 @@ class Screen:
                 lanes[side.label] = lane_for(batch.plan, device, side.env)
                 runners[side.label] = stack.enter_context(
                     batch.open_lane(lanes[side.label], device))
-            for item in items:
+            stop = threading.Event()        # either side's stop, or a preflight failure
+
+            def one(item: Item) -> bool:
                 if any(b.stop.is_set() for b in self.sides.values()):
-                    break
-                if not self._pair(item, device, lanes, runners):
-                    break
+                    return False
+                return self._pair(item, device, lanes, runners)
+            # with overlap: the next pair's A while this pair's B runs
+            in_order(items, min(r.slots for r in runners.values()), one, stop)
 
     def _finished(self, op: str) -> tuple | None:
         """(a, b, timed) when every step of `op` finished before (a resume), else None."""

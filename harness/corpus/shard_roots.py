@@ -18,7 +18,7 @@ from ..common.errors import CaliberError, UsageError
 from ..common.files import read_json_object
 from ..store.caliber import Caliber
 from . import files
-from .screen import SCREEN_JSON, SCREEN_TSV
+from .screen_plan import SCREEN_JSON, SCREEN_TSV
 from .sharding import Shard
 from .verdict import read_tsv
 

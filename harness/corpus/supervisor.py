@@ -14,6 +14,7 @@ import select
 import stat
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,41 +123,64 @@ class WorkerStartError(RuntimeError):
 
 
 class Worker:
-    """A reused worker process (harness.corpus.worker)."""
+    """A reused worker process (harness.corpus.worker). `warm`: what it imports before it
+    says it is ready (a standby's: {"op", "args"} of the lane's latest job), None: nothing."""
 
-    def __init__(self, lane: Lane, log: Path):
-        self.lane, self.log = lane, log
+    def __init__(self, lane: Lane, log: Path, warm: dict | None = None):
+        self.lane, self.log, self.warm = lane, log, warm
         self.proc: launcher.Child | None = None
         self.pid: int | None = None
+        self.ready = False
+        self.import_s = 0.0           # what its start imported, in seconds (its ready line)
+        self._readying = threading.Lock()
 
     @property
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def start(self) -> None:
+    def launch(self) -> None:
+        """The process, started; its ready line is read by `await_ready`."""
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        warm = ["--warm", json.dumps(self.warm)] if self.warm is not None else []
         with open(self.log, "a", encoding="utf-8") as err:
             # The worker asks for the parent-death signal itself, at its start: its
             # environment stays the lane's (an op it runs must not inherit the request).
             self.proc = launcher.start(
-                [self.lane.python, "-m", "harness.corpus.worker"], self.lane.env,
+                [self.lane.python, "-m", "harness.corpus.worker", *warm], self.lane.env,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
                 bufsize=1, pass_fds=held_fds(), end_with_parent=False)
-        ready, _ = self._read(START_TIMEOUT_S)
-        if not ready or not ready.get("ready"):
-            self.stop()
-            said = last_line(self.log)
-            raise WorkerStartError(f"worker did not start (see {self.log})"
-                                   f"{': ' + said if said else ''}")
-        self.pid = ready["pid"]
+        self.ready = False
+
+    def await_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Its ready line (once, whoever asks first); WorkerStartError when it never came."""
+        with self._readying:
+            if self.ready:
+                return
+            proc = self.proc
+            ready, _ = self._read(timeout_s) if proc is not None else (None, "eof")
+            if not ready or not ready.get("ready"):
+                self.stop()
+                said = last_line(self.log)
+                raise WorkerStartError(f"worker did not start (see {self.log})"
+                                       f"{': ' + said if said else ''}")
+            self.pid, self.ready = ready["pid"], True
+            self.import_s = float(ready.get("import_s") or 0.0)
+
+    def start(self) -> None:
+        self.launch()
+        self.await_ready()
 
     def run(self, job: dict, timeout_s: float, log: Path, out: Path,
             log_limit: int = LOG_LIMIT_BYTES, stall_s: float | None = None) -> Attempt:
-        if not self.alive:
-            try:
+        waiting = time.time()
+        try:
+            if not self.alive:
                 self.start()
-            except WorkerStartError as exc:   # the op crashed before it began: retried in
-                return Attempt(CRASH_RC, 0.0, log, None, str(exc))   # a fresh worker
+            elif not self.ready:            # a standby still importing
+                self.await_ready()
+        except WorkerStartError as exc:   # the op crashed before it began: retried in
+            return Attempt(CRASH_RC, 0.0, log, None, str(exc))   # a fresh worker
+        start_s = time.time() - waiting
         before = run_dirs(out)
         started = time.time()
         watch = StallWatch(out, before, stall_s)     # the stall rule (stall.py)
@@ -175,7 +199,7 @@ class Worker:
             rc = rc if rc else CRASH_RC
             self.proc.kill_leftovers()               # what the op started must not outlive it
             self.proc.close_pipes()
-            self.proc = None
+            self.proc, self.ready = None, False
         else:
             rc = int(reply["rc"])
             if rc == EXIT_POISONED or held_too_much(reply) or reply.get("state_changed"):
@@ -189,7 +213,9 @@ class Worker:
                        (reply or {}).get("write_failure") or failed_write(run_dir),
                        held_too_much(reply or {}),
                        state_names((reply or {}).get("state_changed")),
-                       stall_s if reply is None and ended == "stalled" else None)
+                       stalled_s=stall_s if reply is None and ended == "stalled" else None,
+                       start_s=round(start_s, 3),
+                       import_s=float((reply or {}).get("job_import_s") or 0.0))
 
     def _read(self, timeout_s: float, stalled=None) -> tuple[dict | None, str]:
         """(the next protocol line, "ok"), or (None, "eof") when the worker is gone, or
@@ -220,7 +246,7 @@ class Worker:
         if self.proc is None:
             return
         self.proc.stop(grace_s)
-        self.proc = None
+        self.proc, self.ready = None, False
 
 
 def run_fresh(lane: Lane, op: str, argv: list[str], timeout_s: float, log: Path,

@@ -1,9 +1,12 @@
 """A worker: one long-lived process that runs ops one after another.
 
-`python -m harness.corpus.worker` reads one job per line on stdin (JSON: op, `args` — the
-`zlh bench` arguments a fresh process would get, `BenchOptions.to_argv` — log path, argv)
-and answers one line per job on its original stdout (JSON: op, rc, message, pid,
-held_bytes, state_changed). Everything an op prints — zlh's own lines, the
+`python -m harness.corpus.worker [--warm SPEC]` reads one job per line on stdin (JSON: op,
+`args` — the `zlh bench` arguments a fresh process would get, `BenchOptions.to_argv` — log
+path, argv) and answers one line per job on its original stdout (JSON: op, rc, message, pid,
+held_bytes, state_changed, job_import_s: what this job spent importing zlh's runner and
+torch — a cold worker's first job —, and in its first reply import_s: all its start
+imported). Its ready line says import_s too: with `--warm` (a standby: {"op", "args"} of the
+lane's latest job) it imports torch, zlh's runner and the adapter's library before it. Everything an op prints — zlh's own lines, the
 library's, the compiler's, even at the file-descriptor level — goes to that op's log, so the
 protocol line is all the supervisor reads. Between ops the compiler's in-memory kernel and
 tuner caches are emptied and the adapter drops its per-op state, so each op compiles into its
@@ -19,6 +22,7 @@ import json
 import os
 import random
 import sys
+import time
 from pathlib import Path
 
 from ..common import spelling
@@ -59,8 +63,12 @@ def _output_to(log: Path):
 
 def run_job(job: dict) -> dict:
     """One op: run it, keep its output in its log, reset state afterwards."""
+    importing = time.perf_counter()
     from ..run.options import BenchOptions      # torch comes with these: after die_with_parent
     from ..run.runner import run_bench
+    imported = time.perf_counter() - importing    # a cold worker's first job: seconds
+    if not _RUNNER_IMPORT:
+        _RUNNER_IMPORT.append(imported)
     rc, message, reason = EXIT_OK, "", ""
     log = Path(job["log"])
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -96,7 +104,8 @@ def run_job(job: dict) -> dict:
         held = _reset(options or BenchOptions())
         changed = _state_left()
     return {"op": job["op"], "rc": rc, "message": message, "pid": os.getpid(),
-            "write_failure": reason, "held_bytes": held, "state_changed": changed}
+            "write_failure": reason, "held_bytes": held, "state_changed": changed,
+            "job_import_s": round(imported, 3)}
 
 
 @contextlib.contextmanager
@@ -129,6 +138,7 @@ def _round_state(spec, options):
         del held
 
 
+_RUNNER_IMPORT: list[float] = []    # the first job's import of zlh's runner (torch with it)
 _LEFT_BY_PREVIOUS: list = []         # the process state the previous op left (none yet)
 
 
@@ -180,11 +190,39 @@ def _reset(options) -> int | None:
     return held
 
 
+# What the worker's start imported (seconds): before its ready line (a standby's warm start)
+# and in its first job (zlh's runner, torch with it); its first reply says it.
+_START = {"import_s": 0.0, "said": False}
+
+
+def _warm(spec: dict) -> float:
+    """A standby's start: what a first op would import — torch, zlh's runner, the adapter
+    and its library (its `prepare` for the op the lane ran last) — before the worker says it
+    is ready, while another worker measures. A failure here is left for the op to meet."""
+    started = time.perf_counter()
+    with contextlib.suppress(Exception):
+        import adapters
+        import backends
+        from ..run.options import BenchOptions
+        from ..run.runner import run_bench  # noqa: F401 - imported for its imports
+        options = BenchOptions.from_argv(spec.get("args", ()))
+        name = options.adapter or adapters.default_adapter_name(options.flaggems_dir)
+        adapter = adapters.get_adapter(name, flaggems_dir=options.flaggems_dir)
+        backend = backends.backend_for(options.backend)
+        if spec.get("op"):
+            adapter.prepare([adapter.resolve(spec["op"])], backend, options.level, None)
+        _reset(options)        # whatever the import compiled or cached: not the first op's
+    return time.perf_counter() - started
+
+
 def main() -> int:
     safe_streams()
     spelling.use_flags()             # its errors reach a command-line batch or screen
     install_terminate_handlers(_raise_terminated)      # SIGTERM, SIGHUP
     die_with_parent()
+    if sys.argv[1:2] == ["--warm"]:
+        with _output_to(Path(os.devnull)):          # what imports print is nobody's log
+            _START["import_s"] += _warm(json.loads(sys.argv[2]))
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     jobs = os.fdopen(os.dup(0), "r", encoding="utf-8")
     # Nothing but protocol lines on the original stdout: stray prints go to stderr. The jobs
@@ -192,8 +230,8 @@ def main() -> int:
     os.dup2(2, 1)
     with open(os.devnull, "rb") as null:
         os.dup2(null.fileno(), 0)
-    protocol.write(json.dumps({"ready": True, "pid": os.getpid(),
-                               "protocol": PROTOCOL_VERSION}) + "\n")
+    protocol.write(json.dumps({"ready": True, "pid": os.getpid(), "protocol": PROTOCOL_VERSION,
+                               "import_s": round(_START["import_s"], 3)}) + "\n")
     for line in jobs:
         if not line.strip():
             continue
@@ -203,6 +241,9 @@ def main() -> int:
         except DevicePoisonedError as exc:
             reply = {"op": job.get("op"), "rc": EXIT_POISONED, "message": exc.message,
                      "pid": os.getpid()}
+        if not _START["said"]:
+            reply["import_s"] = round(_START["import_s"] + sum(_RUNNER_IMPORT), 3)
+            _START["said"] = True
         protocol.write(json.dumps(reply) + "\n")
         if reply["rc"] == EXIT_POISONED:
             return EXIT_POISONED          # the device cannot be trusted in this process

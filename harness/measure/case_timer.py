@@ -8,6 +8,8 @@ Such a failure is sorted by the backend:
 """
 from __future__ import annotations
 
+import contextlib
+import time
 from dataclasses import dataclass, field, replace
 
 from backends import FATAL, POISONED
@@ -26,14 +28,43 @@ class Timed:
 
 
 class CaseTimer:
+    """`lock`: the device's measurement lock (device_lock.DeviceLock), held around each
+    timed section (`section`); None where no other process shares the device."""
+
     def __init__(self, backend, device_index: int, timer: str, rule: StoppingRule,
-                 budget: Budget, repeat: int = 1, flush_l2: bool = False):
+                 budget: Budget, repeat: int = 1, flush_l2: bool = False, lock=None):
         self.backend = backend
+        self.lock = lock
+        self.measure_s = 0.0           # time inside timed sections (lock waits excluded)
+        self.first_call_s = 0.0        # the functions under test's first calls (`first_call`)
         self.device_index = device_index
         self.timer_name = timer
         self.primary = make_timer(timer, backend, device_index, rule, budget, repeat, flush_l2)
         self.fallback = (make_timer(EVENT, backend, device_index, rule, budget, repeat, flush_l2)
                          if timer == GRAPH else None)
+
+    @contextlib.contextmanager
+    def section(self):
+        """One timed section: the warm-up and timed calls of one case (its baseline and its
+        function under test, with their throttle retries), the device's lock held for it:
+        both numbers of a row are taken under the same conditions, and the lock is taken
+        once per case."""
+        with self.lock.section() if self.lock is not None else contextlib.nullcontext():
+            started = time.perf_counter()
+            try:
+                yield
+            finally:
+                self.measure_s += time.perf_counter() - started
+
+    @contextlib.contextmanager
+    def first_call(self):
+        """A case's first call of its function under test, outside any timed section: its
+        compilation, an autotune sweep (which holds the lock itself), lazy set-up."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.first_call_s += time.perf_counter() - started
 
     def measure(self, fn, op: str, names=(), scope=None, **where) -> Timed:
         """`names`: other names the op goes by (a benchmark's own op name), for the deny list;

@@ -161,7 +161,7 @@ def _time_case(case, case_timer: CaseTimer | None, seed: int, check: bool, row: 
                                        "shape": case.shape_detail})
         planted.append(line)
     scope = case.under_test_context or contextlib.nullcontext
-    with scope():
+    with case_timer.first_call(), scope():
         out = under_test()
     fed[0] = inputs                    # the timed calls: the inputs themselves
     try:
@@ -175,7 +175,8 @@ def _time_case(case, case_timer: CaseTimer | None, seed: int, check: bool, row: 
             raise CaseFailure("mismatch", one_line(exc)) from None
     del out
     if case_timer is not None:
-        _measure_both(case, case_timer, baseline, under_test, scope, row, retry_throttled)
+        with case_timer.section():   # the device alone (its lock) for the timed calls
+            _measure_both(case, case_timer, baseline, under_test, scope, row, retry_throttled)
     if split is not None and case_timer is not None:   # after the timing: never in it
         with scope():
             split.profile_case(profiled, {"variant": row.variant, "dtype": row.dtype,

@@ -39,7 +39,7 @@ from .plan import BenchPlan, plan_bench
 from .plant import Plant
 from .result import RunResult, effective_timer, graph_fallbacks, status_counts
 from .table import case_line, summary_line, write_table
-
+from . import phases
 
 def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = None,
               progress: Echo | None = None,
@@ -147,21 +147,21 @@ class OpRun:
     """The state of one op's run, and its steps."""
 
     def __init__(self, plan: BenchPlan, op: str, run_dir: RunDir, info: dict,
-                 caliber: Caliber, echo: Echo, progress: Echo | None):
+                 caliber: Caliber, echo: Echo, progress: Echo | None, device_lock=None):
         self.plan, self.op, self.dir, self.info = plan, op, run_dir, info
         self.caliber, self.echo, self.progress = caliber, echo, progress
         self.rows: list[Row] = []
         self.started = self.case_clock = time.time()
         self.inputs = InputClock()
-        self.tuner_hook = None
-        self.ir: IRCapture | None = None
-        self.final_write_error: OSError | None = None
-        self.results_error: OSError | None = None    # results.jsonl lacks measured cases
+        self.tuner_hook, self.ir = None, None
+        # run.json could not be written; results.jsonl lacks measured cases
+        self.final_write_error = self.results_error = None
         self.watcher = telemetry.watch(run_dir.path, plan.backend, plan.device_index,
                                        plan.options.telemetry_interval)
         self.plant: Plant | None = None
         self.library_log = LibraryLog(self.dir.log)
         self.heartbeat = Heartbeat(run_dir.path)      # beats now, at each case end, compile
+        self.case_timer, self.device_lock = None, device_lock   # the device's, where named
 
     @classmethod
     def open(cls, plan: BenchPlan, op: str, echo: Echo, progress: Echo | None) -> "OpRun":
@@ -188,13 +188,14 @@ class OpRun:
                 **options.caliber_values())
             info = run_info(plan, op, run_dir, device, caliber, started)
             run_dir.write_run_json(info)
+            lock = phases.lock_for(backend.name, caliber.card, index)
         except BaseException as exc:
             shutil.rmtree(run_dir.path, ignore_errors=True)
             if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
                 raise RunFailedError(f"{op}: cannot write {exc.filename or run_dir.path}: "
                                      f"{write_failure(exc)}", write_failure(exc)) from None
             raise
-        return cls(plan, op, run_dir, info, caliber, echo, progress)
+        return cls(plan, op, run_dir, info, caliber, echo, progress, lock)
 
     def announce(self) -> None:
         plan, op, caliber = self.plan, self.op, self.caliber
@@ -237,6 +238,7 @@ class OpRun:
             self.tuner_hook = autotune.AutotuneRecorder(self.dir.path, {
                 "backend": plan.backend.name, "provider": plan.adapter.name, "op": op,
                 "versions": self.info["versions"]})
+        phases.hold_during_sweeps(self.tuner_hook, self.device_lock)
         self.tuner_hook.install(plan.adapter.tuner_support())
         if plan.options.ir:
             stage = plan.options.ir_stage
@@ -247,8 +249,9 @@ class OpRun:
 
     def measure_cases(self) -> None:
         plan, options = self.plan, self.plan.options
-        case_timer = CaseTimer(plan.backend, plan.device_index, plan.timer, options.rule,
-                               options.budget, options.repeat, flush_l2=options.l2 == "flush")
+        case_timer = self.case_timer = CaseTimer(
+            plan.backend, plan.device_index, plan.timer, options.rule, options.budget,
+            options.repeat, flush_l2=options.l2 == "flush", lock=self.device_lock)
         cases = plan.adapter.cases(self.op, plan.dtypes[self.op], plan.shape_file,
                                    options.level, plan.backend,
                                    plan.backend.torch_device(plan.device_index))
@@ -369,6 +372,7 @@ class OpRun:
             "finished_at": iso_time(finished),
             "wall_s": round(max(0.0, finished - self.started), 3),   # a clock stepped back
             "inputs_s": round(self.inputs.total_s, 3),
+            **phases.phase_fields(self.case_timer, self.tuner_hook, self.device_lock),
         })
         if reason:
             self.info["reason"] = reason

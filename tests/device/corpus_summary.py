@@ -9,7 +9,9 @@
         interpreter and library start) and the time the whole corpus (CORPUS_OPS, default
         1100 ops) would take at this batch's median op time on its devices.
     python tests/device/corpus_summary.py screen ROOT
-        verdict counts, wall per op pair, an example op per verdict, the corpus extrapolation
+        verdict counts, op time and wall per op pair (overlapped ops counted once), where the
+        time went (worker start, inputs, compile, sweep, measure, lock wait, outside the
+        runs), an example op per verdict, the corpus extrapolation
     python tests/device/corpus_summary.py screens ROOT ROOT_REFERENCE
         verdict agreement op by op with a reference screen of the same ops
 """
@@ -21,6 +23,8 @@ import os
 import statistics
 import sys
 from pathlib import Path
+
+from harness.corpus.files import op_dir
 
 CORPUS_OPS = int(os.environ.get("CORPUS_OPS", "1100"))
 
@@ -51,6 +55,11 @@ def batch(root: Path, reference: Path | None = None) -> None:
     for kind, ops in sorted(kinds.items()):
         print(f"   note {kind}: {len(ops)} ops ({', '.join(ops[:8])}{' …' if len(ops) > 8 else ''})")
     overhead(root, rows, len(plan.get("devices") or [0]))
+    ops = [r["op"] for r in rows]
+    busy = lane_wall([root], ops)
+    print(f"   overlap {'on' if plan.get('overlap') else 'off'}; wall (time some op ran) "
+          f"{busy:.0f} s, {busy / max(len(ops), 1):.1f} s per op")
+    where([root], ops)
     if reference is None:
         return
     ref = {r["op"]: r for r in read_csv(reference / "ops_status.csv")}
@@ -125,25 +134,69 @@ def screens(root: Path, reference: Path) -> None:
         print(f"   {op:<24} {mine[op]:<12} {'=' if mine[op] == theirs[op] else '!='} {theirs[op]}")
 
 
-def where(root: Path, rows: list[dict]) -> None:
-    """Where the op time went, summed over both sides: the runs' own wall_s (of it inputs_s,
-    input building) and the rest (process or worker hand-over, imports, files)."""
-    total = run_wall = inputs = 0.0
-    for r in rows:
-        for side in ("a", "b"):
-            elapsed = r.get(f"elapsed_{side}", "-")
-            if elapsed in ("-", ""):
+PHASES = ("inputs_s", "compile_s", "sweep_s", "measure_s", "lock_wait_s")
+
+
+def where(sides: list[Path], ops: list[str]) -> None:
+    """Where the op time went, summed over `sides` (batch roots: a screen's A and B): the
+    worker start an op waited for (.complete start_s: process start, and a spare's imports
+    when it was not ready yet; 0 when a ready spare took over), what a cold worker's first op
+    spent importing torch and zlh's runner (.complete import_s), the runs' own wall_s split
+    into inputs, compile, autotune sweeps,
+    measurement and lock waits (run.json; the rest of a run: files, checks, first run.json),
+    and what lies outside the runs (planning, the adapter's library import in a worker's
+    first op, resets, hand-over). Runs of every attempt count."""
+    total = start = imports = run_wall = 0.0
+    phases = dict.fromkeys(PHASES, 0.0)
+    for side in sides:
+        for op in ops:
+            try:
+                done = json.loads((op_dir(side, op) / ".complete").read_text())
+            except (OSError, ValueError):
                 continue
-            total += float(elapsed)
-            for info_path in [*(root / side.upper() / r["op"]).glob("*/run.json"),
-                              *(root / f"{side.upper()}.timed" / r["op"]).glob("*/run.json")]:
+            start += float(done.get("start_s") or 0)      # not part of elapsed_s
+            imports += float(done.get("import_s") or 0)    # part of elapsed_s
+            total += float(done.get("elapsed_s") or 0) + float(done.get("start_s") or 0)
+            for info_path in op_dir(side, op).glob("*/run.json"):
                 info = json.loads(info_path.read_text())
                 run_wall += float(info.get("wall_s") or 0)
-                inputs += float(info.get("inputs_s") or 0)
-    if total:
-        print(f"   where it went: op time {total:.0f} s = runs' own wall {run_wall:.0f} s "
-              f"(inputs {inputs:.0f} s, the rest compile, sweeps, measurement) + outside the runs "
-              f"{total - run_wall:.0f} s (start, imports, hand-over)")
+                for name in PHASES:
+                    phases[name] += float(info.get(name) or 0)
+    if not total:
+        return
+    inside = sum(phases.values())
+    print(f"   where it went: op time {total:.0f} s = worker start {start:.0f} s + imports in "
+          f"ops {imports:.0f} s + runs' own wall {run_wall:.0f} s [inputs {phases['inputs_s']:.0f} s, compile "
+          f"{phases['compile_s']:.0f} s, sweep {phases['sweep_s']:.0f} s, measure "
+          f"{phases['measure_s']:.0f} s, lock wait {phases['lock_wait_s']:.0f} s, rest of the "
+          f"runs {run_wall - inside:.0f} s] + outside the runs {total - start - imports - run_wall:.0f} "
+          f"s (plan, the library's import in a worker's first op, reset, hand-over)")
+
+
+def lane_wall(sides: list[Path], ops: list[str]) -> float:
+    """Seconds during which some op of these sides ran or waited for its worker: the union of
+    each finished side's [end - elapsed - start, end] (end: its .complete's time), so that ops
+    run at once (overlap, devices) count once and the gaps between resumed calls not at all."""
+    spans = []
+    for side in sides:
+        for op in ops:
+            path = op_dir(side, op) / ".complete"
+            try:
+                end = path.stat().st_mtime
+                done = json.loads(path.read_text())
+                spans.append((end - float(done["elapsed_s"]) - float(done.get("start_s", 0)),
+                              end))
+            except (OSError, ValueError, KeyError):
+                continue
+    covered, reach = 0.0, None
+    for begin, end in sorted(spans):
+        if reach is None or begin > reach:
+            covered += end - begin
+            reach = end
+        elif end > reach:
+            covered += end - reach
+            reach = end
+    return covered
 
 
 def screen(root: Path) -> None:
@@ -157,11 +210,18 @@ def screen(root: Path) -> None:
           ", ".join(f"{v} {len(ops)}" for v, ops in counts.items()))
     if walls:
         mean = sum(walls) / len(walls)
-        print(f"   wall per op pair: mean {mean:.1f} s, median {statistics.median(walls):.1f} s, "
-              f"total {sum(walls):.0f} s of op time over {len(walls)} pairs; corpus of "
+        print(f"   op time per op pair: mean {mean:.1f} s, median {statistics.median(walls):.1f} "
+              f"s, total {sum(walls):.0f} s of op time over {len(walls)} pairs; corpus of "
               f"{CORPUS_OPS} ops on one device at the mean pair: {CORPUS_OPS * mean / 3600:.2f} h "
               f"(at the median: {CORPUS_OPS * statistics.median(walls) / 3600:.2f} h)")
-        where(root, rows)
+        ops = [r["op"] for r in rows]
+        devices = len(json.loads((root / "screen.json").read_text())["batch"]["devices"])
+        sides = [root / name for name in ("A", "B", "A.timed", "B.timed") if (root / name).is_dir()]
+        busy = lane_wall(sides, ops)
+        print(f"   wall per op pair (time some op ran, overlapped ops counted once): "
+              f"{busy / len(rows):.1f} s over {len(rows)} ops on {devices} device(s); corpus "
+              f"of {CORPUS_OPS} ops at that rate: {CORPUS_OPS * busy / len(rows) / 3600:.2f} h")
+        where(sides, ops)
         slow = sorted(((float(r["elapsed_a"]) + float(r["elapsed_b"]), r["op"]) for r in rows
                        if r["elapsed_a"] not in ("-", "") and r["elapsed_b"] not in ("-", "")),
                       reverse=True)[:12]

@@ -4,10 +4,12 @@
 # compiler switch, at the corpus budgets, resumed across calls:
 #   NAME=before BOX=1000 bash tests/device/screen_sample.sh          # first call
 #   NAME=before BOX=1000 IN=device-in/before.tgz bash tests/device/screen_sample.sh   # resume
-# EXTRA adds screen options (e.g. "--timing changed"); OPS picks another list; WORK the
-# scratch folder. The screen is killed after BOX seconds (resumable: finished ops are kept);
+# EXTRA adds screen options (e.g. "--timing changed", or "--overlap": two pairs at once per
+# device and warm spare workers; given on a resume it switches overlap for the rest of the root);
+# OPS picks another list; WORK the scratch folder. The screen is killed after BOX seconds (resumable: finished ops are kept);
 # the root (without compiled artefacts) comes back as $OUT/NAME.tgz, the summary (verdicts,
-# wall per op pair, where it went, the corpus projection) as $OUT/NAME.txt.
+# op time and wall per op pair — overlapped ops counted once —, where it went: worker start,
+# imports, inputs, compile, sweep, measure, lock wait; the corpus projection) as $OUT/NAME.txt.
 set -uo pipefail
 WORK=${WORK:-/tmp/zlh-sample}
 source "$(dirname "$0")/common.sh"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
+import time
 import weakref
 from .records import kernel_name
 
@@ -33,18 +34,23 @@ class _CacheView:
     Writes always go to the real cache; `served` is the forced config handed out, if any.
     """
 
-    def __init__(self, base, force=None):
+    def __init__(self, base, force=None, hook=None):
         self.base = base
         self.force = force
         self.last_key = _NO_KEY
         self.served = None
+        self.hook = hook
+        self.sweep = None          # (the device section, its start) while the tuner sweeps
 
     def _forced(self, key):
         self.last_key = key
         return self.force(key) if self.force is not None else None
 
     def __contains__(self, key):
-        return self._forced(key) is not None or key in self.base
+        found = self._forced(key) is not None or key in self.base
+        if not found and self.hook is not None and self.sweep is None:
+            self.hook._sweep_begins(self)       # a miss: the tuner times its configs now
+        return found
 
     def __getitem__(self, key):
         config = self._forced(key)
@@ -73,6 +79,8 @@ def _viewing(tuner, view: _CacheView):
     try:
         yield view
     finally:
+        if view.sweep is not None:
+            view.hook._sweep_ends(view)
         # The tuner may have replaced its cache during the call (FlagGems does on a change
         # of benchmark protocol); keep that replacement.
         if tuner.__dict__.get("cache") is view:
@@ -110,8 +118,12 @@ class _TunerHook:
     """
 
     mode = "uncontrolled"
+    # Entered while a tuned call sweeps (its cache missed the key: it times its configs):
+    # the device's measurement lock, set by the run; None: nothing to hold.
+    sweep_section = None
 
     def __init__(self):
+        self.sweep_s = 0.0          # time of the tuned calls that swept
         self._originals: dict[type, object] = {}
         self._tuners = weakref.WeakKeyDictionary()
         self._lock = threading.RLock()
@@ -189,6 +201,18 @@ class _TunerHook:
 
     def _tuned_call(self, original, tuner, args, kwargs):
         raise NotImplementedError
+
+    def _sweep_begins(self, view: _CacheView) -> None:
+        section = self.sweep_section() if self.sweep_section is not None \
+            else contextlib.nullcontext()
+        section.__enter__()
+        view.sweep = (section, time.perf_counter())
+
+    def _sweep_ends(self, view: _CacheView) -> None:
+        section, started = view.sweep
+        view.sweep = None
+        self.sweep_s += time.perf_counter() - started
+        section.__exit__(None, None, None)
 
     # -- per-case markers -----------------------------------------------------------------
 

@@ -55,7 +55,7 @@ class AutotuneRecorder(_TunerHook):
             return json.loads(json.dumps(self._records))
 
     def _tuned_call(self, original, tuner, args, kwargs):
-        view = _CacheView(tuner.cache)
+        view = _CacheView(tuner.cache, hook=self)
         with _viewing(tuner, view):
             result = original(tuner, *args, **kwargs)
         if view.last_key is not _NO_KEY:

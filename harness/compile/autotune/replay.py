@@ -57,7 +57,8 @@ class AutotuneReplayer(_TunerHook):
 
     def _tuned_call(self, original, tuner, args, kwargs):
         state = self._state(tuner)
-        view = _CacheView(tuner.cache, force=lambda key: self._recorded_config(tuner, state, key))
+        view = _CacheView(tuner.cache, force=lambda key: self._recorded_config(tuner, state, key),
+                          hook=self)
         try:
             with _viewing(tuner, view):
                 result = original(tuner, *args, **kwargs)

@@ -1,0 +1,234 @@
+"""Overlap on one device lane (`--overlap`): a warm standby worker, and two ops at a time
+whose timed sections take turns on the device.
+
+A worker's life is import, input building, compilation and measurement; only measurement
+needs the device alone. With overlap a lane
+
+- keeps one spare worker started and imported (torch, zlh's runner, the adapter's library:
+  worker.py's warm start) while its workers measure: a replacement — after a CRASH, a
+  POISONED device, memory held, a changed process state, a retry — takes the spare at once
+  and a new spare starts (`WarmPool`);
+- runs up to two units at once, handed out in order (`in_order`): the next op (or the next
+  pair of a screen) imports, builds its inputs and compiles while the current one measures.
+  Timed sections never overlap: every process of the lane takes the device's measurement lock
+  around each case's timed section and each autotune sweep (harness/measure/device_lock.py;
+  the lane sets ZLH_DEVICE_LOCK_DIR).
+
+What stays attributed to the right op (`OverlapLane`): each op has its own worker process, so
+its own timeout, crash, memory-held and process-state checks (the memory a worker holds is
+its own process's). What a neighbour could cause — a device made unusable, device memory
+taken, a hang inside its timed section holding the lock — shows as a failure of the op beside
+it: so an attempt that ran beside another and did not end cleanly runs again alone (the lane
+waits until nothing else runs and starts nothing beside it) and that second attempt is the
+op's answer. A TIMEOUT runs again alone only when an attempt beside it also ended in TIMEOUT
+or POISONED (a hang elsewhere can hold the lock; a clean neighbour cannot have held it long).
+A usage error (exit 2: bad input, decided before any device work) is never run again.
+
+Not kept apart: one op's device work outside timed sections (inputs built on the device, a
+case's first call, the output check) may land in the other's timed section, where the two
+processes then share the device in time slices. tests/device/check_overlap.sh measures what
+that does to the numbers (an A/A with and without overlap); overlap is off by default.
+"""
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ..common.errors import EXIT_OK, EXIT_POISONED, EXIT_USAGE
+from ..measure.device_lock import LOCK_DIR_ENV, default_folder
+from . import files
+from .outcome import TIMEOUT_RC, Attempt
+from .supervisor import Lane, Worker, WorkerStartError
+from .threads import run_lanes
+
+SLOTS = 2                 # units one lane runs at once with overlap
+
+
+class WarmPool:
+    """The lane's spare worker: launched (and importing) before anyone needs it.
+
+    Every worker is launched from the pool's own thread, which lives as long as the pool: a
+    worker asks for SIGTERM when the thread that started it ends (PR_SET_PDEATHSIG follows
+    the thread), and the lane's slot threads end before the workers they promoted do."""
+
+    def __init__(self, lane: Lane, log: Path):
+        self.lane, self.log = lane, log
+        self.warm: dict | None = None      # the latest job: what a new spare imports for
+        self.spare: Worker | None = None
+        self.starts = 0                    # worker processes launched
+        self.spare_ready = threading.Event()
+        self._guard = threading.Lock()
+        self._closed = False
+        self._requests: queue.Queue = queue.Queue()
+        threading.Thread(target=self._launcher, daemon=True,
+                         name=f"launcher-{lane.label}").start()
+
+    def _launcher(self) -> None:
+        while True:
+            request = self._requests.get()
+            if request is None:
+                return
+            worker, done, failed = request
+            try:
+                worker.launch()
+            except BaseException as exc:   # noqa: BLE001 - handed to the asking thread
+                failed.append(exc)
+            done.set()
+
+    def prime(self) -> None:
+        """A spare, if there is none."""
+        with self._guard:
+            if self.spare is None and not self._closed:
+                self.spare = self._launch()
+
+    def take(self) -> Worker:
+        """The spare (promoted: it may still be importing, its first job waits for it), and a
+        new spare launched behind it."""
+        with self._guard:
+            worker, self.spare = self.spare, None
+            if worker is None and not self._closed:
+                worker = self._launch()
+            if not self._closed:
+                self.spare = self._launch()
+        return worker or Worker(self.lane, self.log)
+
+    def _launch(self) -> Worker:
+        worker = Worker(self.lane, self.log, warm=dict(self.warm or {}))
+        self.spare_ready.clear()
+        done, failed = threading.Event(), []
+        self._requests.put((worker, done, failed))
+        done.wait()
+        if failed:
+            raise failed[0]
+        self.starts += 1
+        threading.Thread(target=self._readied, args=(worker,), daemon=True,
+                         name=f"standby-{self.lane.label}").start()
+        return worker
+
+    def _readied(self, worker: Worker) -> None:
+        with contextlib.suppress(WorkerStartError, OSError, ValueError, AttributeError):
+            worker.await_ready()
+        if self.spare is worker:
+            self.spare_ready.set()
+
+    def close(self) -> None:
+        with self._guard:
+            self._closed = True
+            spare, self.spare = self.spare, None
+            self._requests.put(None)
+        if spare is not None:
+            spare.stop()
+
+
+class _Turn:
+    """One attempt on the lane: the attempts that ran beside it, and how it ended."""
+
+    def __init__(self):
+        self.beside: list[_Turn] = []
+        self.rc: int | None = None
+
+
+class Turns:
+    """Who runs beside whom on a lane, and runs alone."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._running: set[_Turn] = set()
+        self._solo = False
+        self._queued = 0                   # threads waiting to run alone: nothing new starts
+
+    def begin(self) -> _Turn:
+        turn = _Turn()
+        with self._cond:
+            while self._solo or self._queued:
+                self._cond.wait()
+            for other in self._running:
+                other.beside.append(turn)
+                turn.beside.append(other)
+            self._running.add(turn)
+        return turn
+
+    def end(self, turn: _Turn, rc: int) -> None:
+        with self._cond:
+            turn.rc = rc
+            self._running.discard(turn)
+            self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def alone(self):
+        """Nothing else runs on the lane for the block (it waits for what runs now)."""
+        with self._cond:
+            self._queued += 1
+            while self._solo or self._running:
+                self._cond.wait()
+            self._queued -= 1
+            self._solo = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._solo = False
+                self._cond.notify_all()
+
+
+def second_look(turn: _Turn) -> bool:
+    """Whether an attempt that ran beside others runs again alone (see the module's text)."""
+    if not turn.beside or turn.rc in (EXIT_OK, EXIT_USAGE):
+        return False
+    if turn.rc == TIMEOUT_RC:
+        return any(o.rc in (TIMEOUT_RC, EXIT_POISONED) for o in turn.beside)
+    return True
+
+
+def in_order(items: Iterable, slots: int, run_one: Callable[[object], bool],
+             stop: threading.Event) -> None:
+    """`run_one(item)` for each item, started in the items' order, at most `slots` at once;
+    a False answer or `stop` hands out nothing more. Errors reach the caller (run_lanes)."""
+    if slots <= 1:
+        for item in items:
+            if stop.is_set() or not run_one(item):
+                return
+        return
+    queue, guard, halt = iter(items), threading.Lock(), threading.Event()
+
+    def slot() -> None:
+        while not (halt.is_set() or stop.is_set()):
+            with guard:
+                item = next(queue, None)
+            if item is None:
+                return
+            if not run_one(item):
+                halt.set()
+    run_lanes([(f"{threading.current_thread().name}-slot{k}", slot, ()) for k in range(slots)],
+              halt.set)
+
+
+def lock_env(lane: Lane) -> Lane:
+    """The lane with its processes taking the device's measurement lock: in the folder its
+    environment names already (ZLH_DEVICE_LOCK_DIR), else this machine's."""
+    folder = lane.env.get(LOCK_DIR_ENV) or str(default_folder())
+    return Lane(python=lane.python, label=lane.label, env={**lane.env, LOCK_DIR_ENV: folder})
+
+
+def note_in_log(log: Path, line: str) -> None:
+    with contextlib.suppress(OSError):
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+
+def combined(first: Attempt, second: Attempt) -> Attempt:
+    """The second attempt, alone, as the op's answer; its time counts both."""
+    second.elapsed_s += first.elapsed_s
+    second.start_s += first.start_s
+    second.import_s += first.import_s
+    return second
+
+
+def record_overlap(root: Path, overlap: bool) -> None:
+    """batch.json of a resume that switched overlap: the new value for the rest of the root."""
+    doc = files.read_batch_json(root)
+    doc.pop("schema_version", None)
+    files.write_batch_json(root, {**doc, "overlap": overlap})

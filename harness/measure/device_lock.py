@@ -1,0 +1,148 @@
+"""One timed section at a time per device, across processes.
+
+Two processes may share a device while only one of them times: the other imports, builds
+inputs or compiles (a corpus command's overlap). The timing core holds the device's lock
+around each timed section — the warm-up and timed calls of one case, its baseline and its
+function under test together — and an autotune sweep holds it while it times its configs;
+nothing else takes it. A second process that reaches its timed section waits for the first
+to leave its own.
+
+The lock is a file lock (flock) on `<folder>/device-<key>.lock`, `key` the device's identity
+as the backend gives it (its UUID where there is one), so every process that names the same
+folder — whatever its device index or visibility variables — meets on the same file. It is on
+where the environment names a folder (`ZLH_DEVICE_LOCK_DIR`, set by a corpus command that
+overlaps its ops); elsewhere `for_device` gives None and nothing is taken. The kernel drops a
+flock when its process dies, however it dies: a killed holder never blocks the device.
+
+Uncontended, an acquire is one non-blocking flock call (microseconds). What a run waited
+and how long it held the lock are counted (`waited_s`, `held_s`, `sections`) for run.json.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Mapping
+
+try:
+    import fcntl
+except ImportError:              # no flock on this platform: no lock, as with no folder
+    fcntl = None
+
+LOCK_DIR_ENV = "ZLH_DEVICE_LOCK_DIR"
+MAX_SECTIONS = 10_000            # timed sections kept per run (enter, exit) for run.json
+
+
+def lock_folder(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The folder the environment names for device locks, or None (no lock)."""
+    value = (os.environ if environ is None else environ).get(LOCK_DIR_ENV, "").strip()
+    return Path(value) if value and fcntl is not None else None
+
+
+def lock_file_name(key: str) -> str:
+    """`device-<key>.lock`, the key kept to file-name characters."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", key.strip())[:120] or "unknown"
+    return f"device-{safe}.lock"
+
+
+class DeviceLock:
+    """The lock of one device in this process: re-entrant (a sweep inside a timed section
+    does not wait for itself), shared by this process's threads."""
+
+    def __init__(self, path: Path, key: str = ""):
+        self.path, self.key = Path(path), key
+        self._fd: int | None = None
+        self._depth = 0
+        self._owner: int | None = None
+        self._guard = threading.RLock()
+        self._entered = 0.0
+        self._entered_at = 0.0
+        self.waited_s = 0.0            # time spent waiting for another process's section
+        self.held_s = 0.0
+        self.acquires = 0
+        self.contended = 0             # acquires that had to wait
+        self.sections: list[tuple[float, float]] = []   # (enter, exit), epoch seconds
+        self.opened_at = time.time()   # (for run.json: the run's span beside its sections)
+
+    def open(self) -> None:
+        """The lock file, created where missing (OSError when its folder cannot hold it)."""
+        if self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+
+    def acquire(self) -> None:
+        self._guard.acquire()          # another thread of this process waits here
+        if self._depth:
+            self._depth += 1
+            return
+        try:
+            self.open()
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                started = time.perf_counter()
+                fcntl.flock(self._fd, fcntl.LOCK_EX)     # a signal's handler may raise here
+                self.waited_s += time.perf_counter() - started
+                self.contended += 1
+        except BaseException:
+            self._guard.release()
+            raise
+        self._depth = 1
+        self.acquires += 1
+        self._entered, self._entered_at = time.perf_counter(), time.time()
+
+    def release(self) -> None:
+        if self._depth > 1:
+            self._depth -= 1
+            self._guard.release()
+            return
+        if self._depth == 1:
+            self._depth = 0
+            self.held_s += time.perf_counter() - self._entered
+            if len(self.sections) < MAX_SECTIONS:
+                self.sections.append((self._entered_at, time.time()))
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            finally:
+                self._guard.release()
+
+    @contextlib.contextmanager
+    def section(self):
+        self.acquire()
+        try:
+            yield self
+        finally:
+            self.release()
+
+    def close(self) -> None:
+        with self._guard:
+            if self._fd is not None and not self._depth:
+                os.close(self._fd)
+                self._fd = None
+
+    def run_fields(self) -> dict:
+        """What run.json records of the lock: its key, the wait, the timed sections."""
+        return {"key": self.key, "wait_s": round(self.waited_s, 3),
+                "held_s": round(self.held_s, 3), "acquires": self.acquires,
+                "contended": self.contended,
+                "run_span": [round(self.opened_at, 6), round(time.time(), 6)],
+                "sections": [[round(a, 6), round(b, 6)] for a, b in self.sections]}
+
+
+def for_device(key: str, environ: Mapping[str, str] | None = None) -> DeviceLock | None:
+    """The lock of the device `key` names (the backend's identity of it), or None where the
+    environment names no lock folder."""
+    folder = lock_folder(environ)
+    if folder is None:
+        return None
+    return DeviceLock(folder / lock_file_name(key), key)
+
+
+def default_folder() -> Path:
+    """This machine's folder for device locks of this user (a corpus command's default)."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return Path(tempfile.gettempdir()) / f"zlh-device-locks-{uid}"

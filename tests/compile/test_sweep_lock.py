@@ -1,0 +1,61 @@
+"""An autotune sweep times configs on the device: while a hooked tuner sweeps, the device's
+measurement lock is held, and the sweep's time is counted (run.json's sweep_s); a tuned call
+that hits its cache takes nothing."""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from harness.compile import autotune as at
+from harness.measure.device_lock import DeviceLock
+
+HELD_DURING_BENCH: list[bool] = []
+LOCK: list[DeviceLock] = []
+
+
+def bench(fn, quantiles=None, **_):
+    fn()
+    HELD_DURING_BENCH.append(LOCK[0]._depth > 0)
+    return [1.0] * len(quantiles) if quantiles else 1.0
+
+
+@triton.jit
+def copy_body(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+copy_kernel = triton.autotune(configs=[triton.Config({"BLOCK": 16}, num_warps=1),
+                                       triton.Config({"BLOCK": 32}, num_warps=1)],
+                              key=["n"], do_bench=bench)(copy_body)
+
+
+def launch(n: int) -> None:
+    x = torch.arange(n, dtype=torch.float32)
+    out = torch.empty_like(x)
+    copy_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n)
+    assert torch.equal(out, x)
+
+
+def test_a_sweep_holds_the_device_lock_and_is_timed(tmp_path):
+    lock = DeviceLock(tmp_path / "device-x.lock", "x")
+    LOCK[:] = [lock]
+    HELD_DURING_BENCH.clear()
+    copy_kernel.cache.clear()
+    hook = at.AutotuneRecorder(tmp_path / "run", {"backend": "cpu", "provider": "builtin",
+                                                  "op": "copy"})
+    hook.sweep_section = lock.section
+    hook.install()
+    try:
+        launch(100)                                  # a miss: two configs timed
+        assert HELD_DURING_BENCH == [True, True]
+        assert lock.acquires == 1 and lock._depth == 0
+        swept = hook.sweep_s
+        assert swept > 0
+        launch(100)                                  # cached: no sweep, no lock
+        assert lock.acquires == 1 and hook.sweep_s == swept
+    finally:
+        hook.uninstall()
+        lock.close()

@@ -1,0 +1,210 @@
+"""Overlap on a device lane (--overlap): a warm spare worker makes a replacement free, two ops
+run at once with their timed sections kept apart, units start in order, an attempt that ran
+beside another and failed runs again alone, and the fault ops keep their statuses."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import FAST, ROOT
+from harness.cli import main
+from harness.common.errors import EXIT_OK, EXIT_POISONED
+from harness.corpus import standby
+from harness.corpus.executor import OpWork, OverlapLane, make_executor
+from harness.corpus.outcome import CRASH, FAIL, PASS, TIMEOUT, TIMEOUT_RC
+from harness.corpus.supervisor import Lane
+from harness.measure.device_lock import LOCK_DIR_ENV
+from harness.run.options import BenchOptions
+
+# Enough cases per op that two ops whose workers became ready a second apart still overlap.
+SHAPES = ("add: [[64], [128], [256], [512], [1024], [2048], [4096], [8192]]\n"
+          "softmax: [[4, 64], [8, 64], [16, 64], [32, 64], [64, 64], [128, 64]]\n"
+          "mm: [[16, 16, 16], [32, 32, 32]]\n")
+
+
+@pytest.fixture(autouse=True)
+def private_locks(tmp_path, monkeypatch):
+    """The device locks of these tests' lanes in their own folder (not the machine's)."""
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
+
+
+def shapes(tmp_path: Path) -> Path:
+    path = tmp_path / "shapes.yaml"
+    path.write_text(SHAPES)
+    return path
+
+
+def work(tmp_path: Path, op: str, name: str) -> OpWork:
+    out = tmp_path / name
+    out.mkdir(parents=True, exist_ok=True)
+    options = BenchOptions.from_flat(adapter="builtin", backend="cpu", shapes=str(shapes(tmp_path)),
+                                     warmup_ms=1.0, min_samples=3, min_time_ms=0.0,
+                                     max_time_ms=20.0, out=str(out))
+    return OpWork(op, options, out / "run.attempt1.log", out, 300.0)
+
+
+def test_a_replaced_worker_is_the_warm_spare_and_costs_no_start(tmp_path):
+    lane = Lane(python=sys.executable, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    with make_executor(overlap=True).open_lane(lane, tmp_path / "w.log") as runner:
+        assert isinstance(runner, OverlapLane) and runner.slots == 2
+        first = runner.run_op(work(tmp_path, "add", "one"))
+        assert first.rc == EXIT_OK, first.log.read_text()
+        assert runner.pool.spare_ready.wait(240)     # the spare has said it is ready
+        runner.renew()                               # a retry: the next op needs a new worker
+        second = runner.run_op(work(tmp_path, "add", "two"))
+        assert second.rc == EXIT_OK, second.log.read_text()
+        assert second.worker_pid != first.worker_pid
+        assert second.start_s < 0.5 < first.start_s  # promoted: nothing left to start
+        assert first.import_s < 0.5                  # the spare imported before it was ready
+        assert runner.pool.starts == 3               # the first, its spare, the spare's spare
+        info = json.loads((second.run_dir / "run.json").read_text())
+        assert info["device_lock"]["key"] == "cpu-index 0"
+
+
+def test_a_cold_worker_says_what_its_first_op_spent_importing(tmp_path):
+    lane = Lane(python=sys.executable, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    with make_executor().open_lane(lane, tmp_path / "w.log") as runner:
+        first = runner.run_op(work(tmp_path, "add", "one"))
+        second = runner.run_op(work(tmp_path, "add", "two"))
+    assert first.rc == second.rc == EXIT_OK
+    assert first.import_s > 0.1 and second.import_s < 0.05     # torch came with the first
+
+
+def test_two_ops_overlap_but_never_their_timed_sections(tmp_path):
+    result = CliRunner().invoke(main, ["batch", "--adapter", "builtin", "--backend", "cpu",
+                                       "--shapes", str(shapes(tmp_path)), *FAST, "--overlap",
+                                       "--ops", "add,softmax,mm", "--out",
+                                       str(tmp_path / "b"), "-q"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "b/batch.json").read_text())["overlap"] is True
+    runs = [json.loads(p.read_text()) for p in (tmp_path / "b").glob("*/*/run.json")]
+    assert len(runs) == 3
+    pairs = [(a, b) for a in runs for b in runs if a["pid"] < b["pid"]]
+
+    def cross(x, y):
+        return x[0] < y[1] and y[0] < x[1]
+    assert any(cross(a["device_lock"]["run_span"], b["device_lock"]["run_span"])
+               for a, b in pairs), "no two ops ran at once"
+    for a, b in pairs:
+        assert not any(cross(x, y) for x in a["device_lock"]["sections"]
+                       for y in b["device_lock"]["sections"])
+
+
+@pytest.mark.e2e
+def test_the_fault_ops_keep_their_statuses_with_overlap(tmp_path):
+    result = CliRunner().invoke(main, ["batch", "--adapter", "builtin", "--backend", "cpu",
+                                       "--shapes", str(shapes(tmp_path)), *FAST, "--overlap",
+                                       "--ops", "add,fault_raise,fault_abort,fault_hang,softmax",
+                                       "--op-timeout", "15", "--out", str(tmp_path / "b")])
+    assert result.exit_code == 1, result.output
+    with open(tmp_path / "b/ops_status.csv", newline="") as handle:
+        rows = {r["op"]: r for r in csv.DictReader(handle)}
+    assert list(rows) == ["add", "fault_raise", "fault_abort", "fault_hang", "softmax"]
+    assert {op: r["status"] for op, r in rows.items()} == {
+        "add": PASS, "fault_raise": FAIL, "fault_abort": CRASH, "fault_hang": TIMEOUT,
+        "softmax": PASS}
+    assert rows["fault_raise"]["notes"] == "retry_rc=1->1"
+    assert rows["fault_abort"]["notes"] == "retry_rc=-6->-6"
+    assert "SIGABRT" in rows["fault_abort"]["reason"]
+
+
+# ---- the lane's bookkeeping, without processes ------------------------------------------
+def test_units_start_in_order_two_at_a_time():
+    started, release, order = threading.Event(), threading.Event(), []
+
+    def one(item) -> bool:
+        order.append(item)
+        if item == 1:
+            started.set()
+            assert release.wait(30)          # item 2 starts while item 1 still runs
+        if item == 2:
+            assert started.is_set()
+            release.set()
+        return item != 4                     # a False answer: nothing after 4 starts
+    standby.in_order([1, 2, 3, 4, 5, 6], 2, one, threading.Event())
+    assert order[:2] == [1, 2] and sorted(order) == [1, 2, 3, 4, 5][:len(order)]
+    assert 6 not in order
+
+
+def test_which_attempts_run_again_alone():
+    turns = standby.Turns()
+    a, b = turns.begin(), turns.begin()
+    turns.end(a, 1)
+    turns.end(b, EXIT_OK)
+    assert standby.second_look(a) and not standby.second_look(b)
+    alone = turns.begin()
+    turns.end(alone, 1)
+    assert not standby.second_look(alone)              # nothing ran beside it
+    hang, clean = turns.begin(), turns.begin()
+    turns.end(clean, EXIT_OK)
+    turns.end(hang, TIMEOUT_RC)
+    assert not standby.second_look(hang)               # a clean neighbour held no lock long
+    hang2, poisoned = turns.begin(), turns.begin()
+    turns.end(poisoned, EXIT_POISONED)
+    turns.end(hang2, TIMEOUT_RC)
+    assert standby.second_look(hang2) and standby.second_look(poisoned)
+    usage, other = turns.begin(), turns.begin()
+    turns.end(usage, 2)
+    turns.end(other, 1)
+    assert not standby.second_look(usage)
+
+
+def test_alone_waits_for_what_runs_and_holds_back_new_starts():
+    turns = standby.Turns()
+    running = turns.begin()
+    entered, began = threading.Event(), threading.Event()
+
+    def solo():
+        with turns.alone():
+            entered.set()
+            assert not began.is_set()            # nothing started beside it
+    thread = threading.Thread(target=solo)
+    thread.start()
+    deadline = time.time() + 30
+    while turns._queued != 1 and time.time() < deadline:    # it waits for `running`
+        time.sleep(0.001)
+    assert turns._queued == 1 and not entered.is_set()
+    late = threading.Thread(target=lambda: (turns.end(turns.begin(), EXIT_OK), began.set()))
+    late.start()
+    turns.end(running, EXIT_OK)
+    thread.join(30)
+    late.join(30)
+    assert entered.is_set() and began.is_set()
+
+
+def test_a_screen_overlaps_its_pairs_and_a_resume_switches_it_off(tmp_path):
+    cli = ["screen", "--adapter", "builtin", "--backend", "cpu", "--shapes",
+           str(shapes(tmp_path)), *FAST]
+    result = CliRunner().invoke(main, [*cli, "--ops", "add,softmax", "--switch", "X=0,1",
+                                       "--overlap", "--root", str(tmp_path / "s")])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "s/screen.json").read_text())["batch"]["overlap"] is True
+    rows = (tmp_path / "s/screen.tsv").read_text().splitlines()[1:]
+    assert sorted(r.split("\t")[0] for r in rows) == ["add", "softmax"]
+    infos = [json.loads(p.read_text()) for p in (tmp_path / "s").glob("[AB]/*/*/run.json")]
+    assert len(infos) == 4 and all("device_lock" in i for i in infos)
+    result = CliRunner().invoke(main, ["screen", "--resume", str(tmp_path / "s"),
+                                       "--no-overlap"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "s/screen.json").read_text())["batch"]["overlap"] is False
+    for side in "AB":
+        assert json.loads((tmp_path / "s" / side / "batch.json").read_text())["overlap"] is False
+
+
+def test_a_batch_resume_switches_overlap_and_records_it(tmp_path):
+    cli = ["batch", "--adapter", "builtin", "--backend", "cpu", "--shapes", str(shapes(tmp_path)),
+           *FAST, "-q"]
+    result = CliRunner().invoke(main, [*cli, "--ops", "mm", "--out", str(tmp_path / "b")])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "b/batch.json").read_text())["overlap"] is False
+    result = CliRunner().invoke(main, ["batch", "--resume", str(tmp_path / "b"), "--overlap"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "b/batch.json").read_text())["overlap"] is True

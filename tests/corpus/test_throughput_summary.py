@@ -1,0 +1,47 @@
+"""The corpus-throughput summary (tests/device/corpus_summary.py): the wall during which some
+op ran counts overlapped ops once and the gaps between resumed calls not at all, and the
+breakdown of op time adds up the worker start and the runs' phases."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+
+from conftest import ROOT
+
+spec = importlib.util.spec_from_file_location("corpus_summary",
+                                              ROOT / "tests/device/corpus_summary.py")
+summary = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(summary)
+
+
+def finished(side, op, end, elapsed, start_s=0.0, run=None, import_s=0.0):
+    folder = side / op
+    folder.mkdir(parents=True)
+    path = folder / ".complete"
+    path.write_text(json.dumps({"op": op, "elapsed_s": elapsed, "start_s": start_s,
+                                "import_s": import_s}))
+    os.utime(path, (end, end))
+    if run is not None:
+        (folder / f"{op}_1").mkdir()
+        (folder / f"{op}_1" / "run.json").write_text(json.dumps(run))
+
+
+def test_lane_wall_counts_overlapped_ops_once_and_no_gaps(tmp_path):
+    side = tmp_path / "A"
+    finished(side, "a", 1000.0, 10.0)              # 990..1000
+    finished(side, "b", 1004.0, 8.0, start_s=2.0)  # 994..1004: overlaps a
+    finished(side, "c", 2000.0, 5.0)               # a later call: 1995..2000
+    assert summary.lane_wall([side], ["a", "b", "c", "missing"]) == 19.0
+
+
+def test_where_adds_up_the_phases(tmp_path, capsys):
+    side = tmp_path / "A"
+    finished(side, "a", 1000.0, 10.0, start_s=1.0, import_s=0.6,
+             run={"wall_s": 8.0, "inputs_s": 1.0, "compile_s": 2.0, "sweep_s": 0.5,
+                  "measure_s": 3.0, "lock_wait_s": 0.5})
+    summary.where([side], ["a"])
+    line = capsys.readouterr().out
+    assert "op time 11 s = worker start 1 s + imports in ops 1 s + runs' own wall 8 s" in line
+    assert "measure 3 s, lock wait 0 s" in line and "rest of the runs 1 s" in line
+    assert "outside the runs 1 s" in line

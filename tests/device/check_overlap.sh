@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Overlap changes no number (one GPU, real FlagGems: source .fg/env.sh first, FLAGGEMS_DIR set):
+#   bash tests/device/check_overlap.sh
+# Three batches of the same ops (OPS, default tests/device/ops10.txt) on device 0:
+#   plain  --no-overlap, recording: it pins every op's tuned configs for the two others
+#   over   --overlap, replaying plain's records (--replay plain)
+#   again  --no-overlap, replaying the same records: the A/A noise of two separate runs
+# and prints, per batch, its wall and where the time went (worker start, inputs, compile,
+# sweep, measure, lock wait), then per-shape gems latency |delta| (median, max) of over vs again
+# beside again vs plain, and status agreement. Overlap changes no number when the first is
+# within the second. Boxes (seconds): BOX_PLAIN 170, BOX_OVER 120, BOX_AGAIN 150 (a boxed batch
+# keeps what it finished; the comparisons take the ops finished in both). ~7.5 minutes at most.
+# BUDGET replaces the bench options; EXTRA adds batch options.
+set -uo pipefail
+WORK=${WORK:-/tmp/zlh-overlap}
+source "$(dirname "$0")/common.sh"
+OPS=${OPS:-tests/device/ops10.txt}
+BUDGET=${BUDGET:-"--level core --dtypes bfloat16 --isolate-tuner-cache --warmup-ms 10 --min-samples 5 --min-time-ms 5 --max-time-ms 50 --op-timeout 90 --retries 0"}
+BUDGET="$BUDGET ${EXTRA:-}"     # EXTRA: more batch options (a CPU dry run: --adapter builtin --backend cpu)
+SUM="python3 tests/device/corpus_summary.py"
+step() {  # step LABEL SECONDS CMD...
+  local label=$1 limit=$2; shift 2; local s=$SECONDS
+  timeout "$limit" "$@" > "$WORK/$label.log" 2>&1
+  echo "== $label rc=$? wall=$((SECONDS-s))s"
+}
+{
+nvidia-smi --query-gpu=index,name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
+rm -rf "$WORK/plain" "$WORK/over" "$WORK/again"
+step plain ${BOX_PLAIN:-170} $ZLH batch --ops-file "$OPS" --devices 0 $BUDGET --no-overlap -q --out "$WORK/plain"
+step over ${BOX_OVER:-120} $ZLH batch --ops-file "$OPS" --devices 0 $BUDGET --overlap --replay "$WORK/plain" -q --out "$WORK/over"
+step again ${BOX_AGAIN:-150} $ZLH batch --ops-file "$OPS" --devices 0 $BUDGET --no-overlap --replay "$WORK/plain" -q --out "$WORK/again"
+for b in plain over again; do tail -n 2 "$WORK/$b.log" | cut -c1-200; done
+echo "---- overlap vs no overlap (both replaying plain's records)"
+$SUM batch "$WORK/over" "$WORK/again"
+echo "---- no overlap vs no overlap (A/A of separate runs: the noise)"
+$SUM batch "$WORK/again" "$WORK/plain"
+echo "---- overlap: lock waits and worker starts per op"
+python3 - "$WORK/over" <<'EOF'
+import json, sys
+from pathlib import Path
+root = Path(sys.argv[1])
+for done in sorted(root.glob("*/.complete")):
+    c = json.loads(done.read_text())
+    runs = sorted((root / c["op"]).glob("*/run.json"))
+    info = json.loads(runs[-1].read_text()) if runs else {}
+    lock = info.get("device_lock") or {}
+    print(f"   {c['op']:<14} {c['status']:<8} elapsed {c['elapsed_s']:6.1f}s start {c.get('start_s', 0):5.1f}s "
+          f"measure {info.get('measure_s', 0):5.1f}s lock wait {info.get('lock_wait_s', 0):5.2f}s "
+          f"({lock.get('contended', 0)}/{lock.get('acquires', 0)} contended)")
+EOF
+(cd "$WORK" && tar czf "$OUT/overlap_roots.tgz" --exclude='.cache-*' --exclude='*.ttgir' --exclude='*.ptx' \
+  --exclude='*.llir' --exclude='*.cubin' --exclude='*.json.gz' plain over again)
+} 2>&1 | tee "$OUT/overlap.txt"

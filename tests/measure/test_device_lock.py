@@ -1,0 +1,173 @@
+"""The per-device measurement lock: two processes on one device never time at once, a second
+one waits for the first's timed section, different devices do not block each other, an
+uncontended acquire costs well under a millisecond, and a run records what it waited."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import CPU_FAST, ROOT
+from harness.measure import device_lock
+from harness.measure.device_lock import DeviceLock, for_device, lock_file_name
+
+# A process that takes the lock of KEY under FOLDER on each line it reads: `hold` takes it
+# and says "held", `release` lets it go; `sections N MS` times N sections of MS busy
+# milliseconds each and writes their (enter, exit) to OUT.
+HOLDER = r"""
+import json, sys, time
+from harness.measure.device_lock import for_device
+folder, key, out = sys.argv[1:4]
+lock = for_device(key, {"ZLH_DEVICE_LOCK_DIR": folder})
+print("ready", flush=True)
+for line in sys.stdin:
+    words = line.split()
+    if words[0] == "hold":
+        print("waiting", flush=True)
+        lock.acquire()
+        print("held", flush=True)
+    elif words[0] == "release":
+        lock.release()
+        print("released", flush=True)
+    elif words[0] == "sections":
+        spans = []
+        for _ in range(int(words[1])):
+            with lock.section():
+                enter = time.time()
+                end = time.perf_counter() + float(words[2]) / 1e3
+                while time.perf_counter() < end:
+                    pass
+                spans.append((enter, time.time()))
+        json.dump({"spans": spans, "waited": lock.waited_s}, open(out, "w"))
+        print("done", flush=True)
+"""
+
+
+def holder(tmp_path: Path, key: str, name: str) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "locks"), key,
+                             str(tmp_path / f"{name}.json")], cwd=ROOT, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def say(proc: subprocess.Popen, line: str) -> None:
+    proc.stdin.write(line + "\n")
+    proc.stdin.flush()
+
+
+def test_two_processes_on_one_device_never_time_at_once(tmp_path):
+    a, b = holder(tmp_path, "cpu-index 0", "a"), holder(tmp_path, "cpu-index 0", "b")
+    say(a, "sections 40 2")
+    say(b, "sections 40 2")
+    assert a.stdout.readline().strip() == "done" and b.stdout.readline().strip() == "done"
+    for proc in (a, b):
+        proc.stdin.close()
+        proc.wait(30)
+    spans_a = json.loads((tmp_path / "a.json").read_text())["spans"]
+    spans_b = json.loads((tmp_path / "b.json").read_text())["spans"]
+    assert len(spans_a) == len(spans_b) == 40
+    overlaps = [(x, y) for x in spans_a for y in spans_b if x[0] < y[1] and y[0] < x[1]]
+    assert overlaps == []
+
+
+def test_a_second_process_waits_and_another_device_does_not(tmp_path):
+    first, second = holder(tmp_path, "dev-A", "first"), holder(tmp_path, "dev-A", "second")
+    other = holder(tmp_path, "dev-B", "other")
+    say(first, "hold")
+    assert first.stdout.readline().strip() == "waiting"
+    assert first.stdout.readline().strip() == "held"
+    say(other, "hold")                        # another device: not blocked by `first`
+    assert other.stdout.readline().strip() == "waiting"
+    assert other.stdout.readline().strip() == "held"
+    say(second, "hold")
+    assert second.stdout.readline().strip() == "waiting"
+    blocked_on_flock(second.pid)              # it waits in the kernel for `first`
+    say(first, "release")
+    assert first.stdout.readline().strip() == "released"
+    assert second.stdout.readline().strip() == "held"
+    for proc in (first, second, other):
+        proc.stdin.close()
+        proc.wait(30)
+
+
+def blocked_on_flock(pid: int, seconds: float = 30.0) -> None:
+    """Until /proc/locks shows `pid` waiting for a FLOCK (a `->` line): an event, no sleep
+    guess."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        lines = Path("/proc/locks").read_text().splitlines()
+        if any("->" in ln and "FLOCK" in ln and f" {pid} " in f" {ln} " for ln in lines):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} never waited for the lock")
+
+
+def test_an_uncontended_acquire_costs_far_less_than_a_millisecond(tmp_path):
+    lock = DeviceLock(tmp_path / lock_file_name("x"), "x")
+    with lock.section():
+        pass                                  # the file is opened once, on the first use
+    costs = []
+    for _ in range(200):
+        started = time.perf_counter()
+        with lock.section():
+            pass
+        costs.append(time.perf_counter() - started)
+    costs.sort()
+    assert costs[len(costs) // 2] < 1e-3
+    assert lock.acquires == 201 and lock.contended == 0 and lock.waited_s == 0.0
+    with lock.section(), lock.section():      # re-entrant: a sweep inside a timed section
+        assert lock.acquires == 202
+    lock.close()
+
+
+def test_no_folder_no_lock(monkeypatch):
+    monkeypatch.delenv(device_lock.LOCK_DIR_ENV, raising=False)
+    assert for_device("cuda-GPU-1") is None
+    assert lock_file_name("cuda-GPU-1234/5 x") == "device-cuda-GPU-1234_5_x.lock"
+
+
+def test_a_run_waits_for_the_device_and_records_the_wait(tmp_path):
+    """`zlh bench` under ZLH_DEVICE_LOCK_DIR, its device's lock held by another process
+    (here the test) until the run waits for it: run.json says how long it waited, and its
+    timed sections come after the other's."""
+    folder = tmp_path / "locks"
+    held = for_device("cpu-index 0", {device_lock.LOCK_DIR_ENV: str(folder)})
+    held.acquire()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), device_lock.LOCK_DIR_ENV: str(folder),
+           "TRITON_INTERPRET": "1"}
+    child = subprocess.Popen([sys.executable, "-m", "harness", "bench", "add", *CPU_FAST,
+                              "--out", str(tmp_path / "out"), "-q"], cwd=ROOT, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        blocked_on_flock(child.pid, 120)
+        released = time.time()
+        held.release()
+        assert child.wait(120) == 0, child.stderr.read()
+    finally:
+        if child.poll() is None:
+            child.kill()
+    info = json.loads(next((tmp_path / "out").glob("add_*/run.json")).read_text())
+    assert info["lock_wait_s"] > 0 and info["device_lock"]["contended"] == 1
+    assert info["device_lock"]["key"] == "cpu-index 0"
+    sections = info["device_lock"]["sections"]
+    assert sections and all(enter >= released - 0.01 for enter, _ in sections)
+    assert info["measure_s"] > 0 and info["compile_s"] >= 0 and "sweep_s" in info
+
+
+def test_a_lock_folder_that_cannot_hold_the_lock_is_one_line(tmp_path):
+    (tmp_path / "file").write_text("")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRITON_INTERPRET": "1",
+           device_lock.LOCK_DIR_ENV: str(tmp_path / "file" / "sub")}
+    done = subprocess.run([sys.executable, "-m", "harness", "bench", "add", *CPU_FAST, "--out",
+                           str(tmp_path / "out"), "-q"], cwd=ROOT, env=env, text=True,
+                          capture_output=True, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith(
+        f"zlh: {device_lock.LOCK_DIR_ENV}={tmp_path / 'file' / 'sub'}: cannot create the "
+        f"device's measurement lock there")
+    assert not list((tmp_path / "out").glob("add_*"))       # no run directory left behind
