@@ -64,7 +64,8 @@ def _output_to(log: Path):
 def run_job(job: dict) -> dict:
     """One op: run it, keep its output in its log, reset state afterwards."""
     importing = time.perf_counter()
-    from ..run.options import BenchOptions      # torch comes with these: after die_with_parent
+    import torch  # noqa: F401 - every op needs it: its import is the cold worker's cost
+    from ..run.options import BenchOptions      # after die_with_parent
     from ..run.runner import run_bench
     imported = time.perf_counter() - importing    # a cold worker's first job: seconds
     if not _RUNNER_IMPORT:

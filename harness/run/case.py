@@ -108,8 +108,8 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
         if ir is not None:
             ir.begin_case(case.shape_detail, case.dtype)
         try:
-            _time_case(case, case_timer if timing else None, seed, check, row, ir,
-                       retry_throttled, plant, split)
+            _time_case(case, case_timer, seed, check, row, ir, retry_throttled, plant, split,
+                       timing)
         finally:
             if ir is not None:
                 ir.end_case()
@@ -136,10 +136,10 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
     return row
 
 
-def _time_case(case, case_timer: CaseTimer | None, seed: int, check: bool, row: Row, ir,
-               retry_throttled: int = 0, plant=None, split=None) -> None:
+def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir,
+               retry_throttled: int = 0, plant=None, split=None, timing: bool = True) -> None:
     """Seed, build, one call of the function under test (digest, check), then both timed
-    (no `case_timer`: nothing is timed)."""
+    (`timing` False: nothing is timed)."""
     seed_everything(seed)
     inputs = case.build()
     checking = check and case.check is not None
@@ -174,16 +174,16 @@ def _time_case(case, case_timer: CaseTimer | None, seed: int, check: bool, row: 
         except AssertionError as exc:
             raise CaseFailure("mismatch", one_line(exc)) from None
     del out
-    if case_timer is not None:
+    if timing:
         with case_timer.section():   # the device alone (its lock) for the timed calls
             _measure_both(case, case_timer, baseline, under_test, scope, row, retry_throttled)
-    if split is not None and case_timer is not None:   # after the timing: never in it
+    if split is not None and timing:   # after the timing: never in it
         with scope():
             split.profile_case(profiled, {"variant": row.variant, "dtype": row.dtype,
                                           "shape": row.shape_detail,
                                           "occurrence": row.occurrence}, row.gems_ms)
     row.markers = planted + row.markers + flag_markers(case, row)
-    if case.metrics is not None and case_timer is not None:
+    if case.metrics is not None and timing:
         try:
             row.metrics = {k: float(v) for k, v in
                            case.metrics(inputs, row.torch_ms, row.gems_ms).items()

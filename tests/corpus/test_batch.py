@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FAKE_FLAGGEMS, FAST, FIXTURES, ROOT
+from harness.run.options import BenchOptions
 from harness.cli import main
 from harness.common.errors import UsageError
 from harness.corpus import batch as batchmod
@@ -197,7 +198,7 @@ def scripted(monkeypatch, script: list[tuple[int, str]]):
 def test_retry_rule(tmp_path, monkeypatch, script, status, attempts, note):
     calls = scripted(monkeypatch, script)
     plan = batchmod.BatchPlan(root=tmp_path, items=[Item("op")], devices=[0],
-                              options=batchmod.BenchOptions(backend="cpu"), fresh_process=True)
+                              options=BenchOptions(backend="cpu"), fresh_process=True)
     result = batchmod.run_batch(plan, echo=lambda _: None)
     outcome = result.outcomes["op"]
     assert (outcome.status, len(calls)) == (status, attempts)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from fake_runs import fake_run
+from harness.run.options import BenchOptions
 from harness.corpus import batch as batchmod
 from harness.corpus.outcome import CRASH, FAIL, PASS, TIMEOUT, Attempt
 from harness.corpus.selection import Item
@@ -31,7 +32,7 @@ def scripted(monkeypatch, tmp_path, first_rc: int, rescued_rc: int):
 
 def run(tmp_path, dtypes=("bfloat16",)):
     plan = batchmod.BatchPlan(root=tmp_path / "b", items=[Item("op", dtypes)], devices=[0],
-                              options=batchmod.BenchOptions(backend="cpu"), retries=1,
+                              options=BenchOptions(backend="cpu"), retries=1,
                               fresh_process=True)
     return batchmod.run_batch(plan, echo=lambda _: None).outcomes["op"]
 

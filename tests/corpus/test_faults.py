@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from harness.run.options import BenchOptions
 from harness.cli import main
 from harness.common.errors import EXIT_FAILED_CASES, RunFailedError, Terminated, UsageError
 from harness.common.process import PARENT_ENV
@@ -58,7 +59,7 @@ def test_a_write_failure_ends_the_batch_and_leaves_the_op_for_resume(tmp_path, m
         return Attempt(1, 0.1, self.plan.root / "x.log", None, "", write_failure="disk full")
     monkeypatch.setattr(batchmod.Batch, "_attempt", attempt)
     plan = batchmod.BatchPlan(root=tmp_path, items=[Item("a"), Item("b")], devices=[0],
-                              options=batchmod.BenchOptions(backend="cpu"), fresh_process=True)
+                              options=BenchOptions(backend="cpu"), fresh_process=True)
     with pytest.raises(RunFailedError) as info:
         batchmod.run_batch(plan, echo=lambda _: None)
     assert calls == ["a"]                                  # not retried, b not started

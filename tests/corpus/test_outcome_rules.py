@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fake_runs import fake_run
+from harness.run.options import BenchOptions
 from harness.common.errors import EXIT_PREFLIGHT, PreflightError
 from harness.corpus import batch as batchmod
 from harness.corpus.outcome import FAIL, PASS, Attempt, Outcome, judge
@@ -33,7 +34,7 @@ def test_a_python_without_the_adapters_library_stops_the_batch(tmp_path, monkeyp
         return Attempt(EXIT_PREFLIGHT, 0.1, self.plan.root / f"{op}.log", None, NO_LIBRARY)
     monkeypatch.setattr(batchmod.Batch, "_attempt", attempt)
     plan = batchmod.BatchPlan(root=tmp_path, items=[Item("add"), Item("mm"), Item("softmax")],
-                              devices=[0], options=batchmod.BenchOptions(backend="cpu"),
+                              devices=[0], options=BenchOptions(backend="cpu"),
                               fresh_process=True)
     with pytest.raises(PreflightError) as caught:
         batchmod.run_batch(plan, echo=lambda _: None)
