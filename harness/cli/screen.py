@@ -17,15 +17,15 @@ from ..compile.ir.fingerprint import compile_scrub
 from ..corpus.batch import BatchPlan
 from ..corpus.environment import check_resume_env, environment_switches
 from ..corpus.screen import (Screen, ScreenPlan, check_resume_files, mend_side_plans, read_plan,
-                             record_screen_env_change, summary_lines, write_ir_changed,
+                             record_screen_env_change, record_screen_executor, summary_lines, write_ir_changed,
                              write_plan, write_side_plan)
 from ..corpus.screen import rescore as rescore_root
 from ..corpus.check import check_executable, check_plan, check_root, corpus_adapter
 from ..corpus.selection import dismiss_list, select
 from ..run.options import refuse_unhooked
 from .group import main
-from .batch import (check_devices, hold_root, interrupted_hint, new_root, parse_devices,
-                    retry_statuses)
+from .batch import (corpus_lanes, executor_options, hold_root, interrupted_hint, new_root,
+                    parse_devices, resumed_executor, retry_statuses)
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
                      not_empty, options_from, parse_bench_args, refuse_beside,
                      refuse_vllm_beside, split_csv)
@@ -130,12 +130,13 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
               help="With --resume: go on although an environment switch (TRITON_*, ZLH_*, "
                    "a visibility variable, ...) differs from what the screen started with; "
                    "the change is recorded in screen.json.")
+@executor_options
 @bench_options
 @click.pass_context
 @handles_errors
 def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vllm_dir, recipe,
            scrub, devices, op_timeout, retries, fresh_process, root, resume, retry,
-           rescore: str | None, allow_env_change, **params):
+           rescore: str | None, allow_env_change, executor, ray_address, **params):
     """One pair per op (A records, B replays A's record) and a verdict from the generated
     code: IR_CHANGED, NO_IR_DIFF, NO_TRITON or NO_ROWS (and BROKEN_BY_B).
 
@@ -146,8 +147,9 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
         sys.exit(_rescore(rescore, scrub))
     statuses = retry_statuses(retry, resume)
     if resume is not None:
-        refuse_beside(ctx, "resume", allowed=("vllm_dir", "retry", "allow_env_change"))
-        sys.exit(_resume(resume, vllm_dir, allow_env_change, statuses))
+        refuse_beside(ctx, "resume", allowed=("vllm_dir", "retry", "allow_env_change",
+                                              "executor", "ray_address"))
+        sys.exit(_resume(resume, vllm_dir, allow_env_change, statuses, executor, ray_address))
     if allow_env_change:
         raise errors.UsageError("--allow-env-change applies to --resume only")
     params = {**params, "all_ops": all_ops, "ops": ops, "ops_file": ops_file}
@@ -162,7 +164,8 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
     dismissed = dismiss_list(dismiss, all_ops, no_dismiss)
     items, left_out = select(adapter, params["all_ops"], params["ops"], params["ops_file"],
                              include_skipped, dismissed, warn=echo_err)
-    lanes = check_devices(options.backend, parse_devices(devices))
+    executor = executor or "local"
+    lanes = corpus_lanes(executor, ray_address, options.backend, parse_devices(devices))
     inventory = {r["op"]: {"repo": r.get("repo", adapter.repo_of(r["op"])),
                            "file": r.get("file", "-")}
                  for r in adapter.describe_ops(include_hidden=True)}
@@ -171,7 +174,8 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
     base = BatchPlan(root=root_path, items=items, devices=lanes, options=options,
                      op_timeout_s=op_timeout, fresh_process=fresh_process, retries=retries,
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory,
-                     env=environment_switches(adapter.env_prefixes))
+                     env=environment_switches(adapter.env_prefixes), executor=executor,
+                     ray_address=ray_address)
     check_plan(base, adapter, pythons=(a.python, b.python))
     _check_interpreters(a, b, options.backend)
     new_root(root_path, "--root", "screen")
@@ -194,10 +198,13 @@ def _rescore(rescore: str, scrub) -> int:
     return 1 if any(v.broken for v in rescored.values()) else 0
 
 
-def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, ...]) -> int:
+def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, ...],
+            executor: str | None = None, ray_address: str | None = None) -> int:
     """`--resume ROOT`: the plan ROOT holds, checked like a new one (its environment
-    switches too), then the ops not finished (and those `statuses` name) run."""
+    switches too), then the ops not finished (and those `statuses` name) run (by the
+    executor ROOT recorded, unless `executor` names another)."""
     plan = read_plan(check_root(resume, "screen", "--resume"))
+    changed = resumed_executor(plan.base, executor, ray_address)
     where = f"{resume}/screen.json"
     adapter = corpus_adapter(plan.base.options, vllm_dir, where)
     check_plan(plan.base, adapter, where, (plan.a.python, plan.b.python), resolve=True)
@@ -208,9 +215,12 @@ def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, 
         {k: v for k, v in plan.base.env.items() if k not in both},
         {k: v for k, v in now.items() if k not in both}, where, allow_env_change, echo_err)
     _check_interpreters(plan.a, plan.b, plan.base.options.backend, f"{where}: ")
-    check_devices(plan.base.options.backend, plan.base.devices)
+    corpus_lanes(plan.base.executor, plan.base.ray_address, plan.base.options.backend,
+                 plan.base.devices)
     check_resume_files(plan)
     hold_root(plan.root, "screen")
+    if changed:
+        record_screen_executor(plan)
     if changed:                           # allowed: screen.json says from when and what
         record_screen_env_change(plan, now)
     mend_side_plans(plan, echo_err)

@@ -7,6 +7,8 @@ harness/product.
     sharding.py    which device an op runs on (stable across reordering and resume)
     worker.py      a long-lived process that runs one op after another, isolated
     supervisor.py  the workers' keeper: start, hand an op, time out, replace
+    executor.py    who runs a unit of work (units.py: the interface and `local`;
+                   ray_executor.py, ray_actor.py: `ray`, a lane per GPU of a Ray cluster)
     outcome.py     an op's status (PASS, FAIL, SKIP, TIMEOUT, CRASH, POISONED) and notes
     batch.py       the batch: plan, retries, dtype fallback, resume, devices
     files.py       batch.json, ops_status.csv, summary.csv, .complete markers

@@ -33,7 +33,7 @@ from .progress import bar, final_summary
 from .check import MAX_RETRIES, graph_timed
 from .selection import Item
 from .sharding import device_for
-from .executor import Executor, LaneRunner, OpWork, make_executor
+from .executor import Executor, LaneRunner, OpWork, executor_fields, make_executor
 from .lanes import lane_for, watch_devices
 from .supervisor import Lane
 from .threads import run_lanes
@@ -57,6 +57,13 @@ class BatchPlan:
     # older root that recorded none (its resume is not checked).
     env: dict | None = None
     env_change: dict | None = None      # a resume allowed under other switches (not stored)
+    executor: str = "local"             # who runs the ops (executor.py): local, ray
+    ray_address: str | None = None      # --ray-address of the ray executor (None: auto)
+
+    def executor_options(self) -> dict:
+        """The options of make_executor for this plan's executor."""
+        ray = {"address": self.ray_address, "backend": self.options.backend}
+        return {"fresh_process": self.fresh_process, **(ray if self.executor == "ray" else {})}
 
     def to_dict(self) -> dict:
         return {"ops": [{"op": i.op, "dtypes": list(i.dtypes) if i.dtypes else None,
@@ -67,7 +74,7 @@ class BatchPlan:
                 "left_out": [{"op": o, "why": w} for o, w in self.left_out],
                 "inventory": self.inventory,
                 "replay_root": str(self.replay_root) if self.replay_root else None,
-                "env": self.env}
+                "env": self.env, "executor": self.executor, "ray_address": self.ray_address}
 
     @classmethod
     def from_dict(cls, root: Path, doc: dict, where: str | None = None) -> "BatchPlan":
@@ -88,6 +95,7 @@ class BatchPlan:
         if env is not None and not (isinstance(env, dict) and all(
                 isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
             raise f.error("env", "null or an object of NAME: value strings", env)
+        kind, address = executor_fields(f)
         return cls(root=Path(root), items=items, devices=device_list(f, "devices"),
                    options=options_field(f, "options"),
                    op_timeout_s=f.number("op_timeout_s", low=1),
@@ -95,7 +103,8 @@ class BatchPlan:
                    python=f.str("python", "") or sys.executable, argv=f.strs("command"),
                    left_out=[(d.str("op"), d.str("why")) for d in lf], inventory=inventory,
                    replay_root=Path(f.str("replay_root", empty=False)) if replay is not None
-                   else None, env=env)
+                   else None, env=env, executor=kind, ray_address=address)
+
 
 
 def device_list(f: Fields, name: str) -> list[int]:
@@ -141,7 +150,7 @@ class Batch:
                  retry: tuple[str, ...] = ()):
         self.plan, self.echo, self.progress, self.resume = plan, echo, progress, resume
         self.retry = frozenset(retry) if resume else frozenset()
-        self.executor = executor or make_executor(fresh_process=plan.fresh_process)
+        self.executor = executor or make_executor(plan.executor, **plan.executor_options())
         self.warn = warn or _stderr
         self.lock = threading.Lock()
         self.outcomes: dict[str, Outcome] = {}

@@ -1,0 +1,190 @@
+"""The ray executor on a real local Ray cluster (two fake GPUs, started once for the module):
+the builtin fault batch ends as through local lanes, an actor killed mid-op is that op's
+CRASH and is retried in a new actor, a batch whose driver was SIGKILLed resumes with nothing
+lost or repeated, and no fake GPU ever runs two ops at once. Without Ray installed,
+`--executor ray` is one line saying how to install it (that test runs everywhere)."""
+from __future__ import annotations
+
+import csv
+import glob
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.corpus.outcome import CRASH, FAIL, PASS, TIMEOUT
+from harness.corpus.ray_executor import NAMESPACE
+from conftest import FAST, ROOT
+from procs import alive
+
+try:
+    import ray
+except ImportError:       # the ray extra is optional: CI installs it (.[test,triton,ray])
+    ray = None
+
+needs_ray = pytest.mark.skipif(ray is None, reason="Ray is not installed (pip install -e "
+                                                   "'.[ray]'): the ray executor is not tested")
+# As in test_batch: an op timeout that add and softmax, the first ops of a fresh worker, meet
+# on a slow shared host; fault_hang waits it out.
+OP_TIMEOUT = "15"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """One local Ray cluster for the module, with two fake GPUs; its address."""
+    ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False,
+             namespace=NAMESPACE)
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
+def batch_args(tmp_path: Path, root: Path, *args: str) -> list[str]:
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[64]]\nsoftmax: [[4, 64]]\nmm: [[16, 16, 16]]\n")
+    return ["batch", "--adapter", "builtin", "--backend", "cpu", "--shapes", str(shapes),
+            *FAST, "-q", "--out", str(root), *args]
+
+
+def rows(root: Path) -> dict[str, dict]:
+    with open(root / "ops_status.csv", newline="") as handle:
+        return {r["op"]: r for r in csv.DictReader(handle)}
+
+
+def ray_records(root: Path) -> list[dict]:
+    """Every op attempt the lanes' actors ran (.workers/dev<d>.ray.tsv)."""
+    found = []
+    for path in sorted((root / ".workers").glob("*.ray.tsv")):
+        with open(path, newline="") as handle:
+            found += list(csv.DictReader(handle, delimiter="\t"))
+    return found
+
+
+def wait_for(pattern: str, seconds: float = 120) -> list[str]:
+    deadline = time.time() + seconds
+    while time.time() < deadline and not glob.glob(pattern):
+        time.sleep(0.02)
+    found = glob.glob(pattern)
+    assert found, f"never appeared: {pattern}"
+    return found
+
+
+def test_without_ray_the_executor_is_one_line_saying_how_to_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)          # `import ray` fails as if absent
+    result = CliRunner().invoke(main, batch_args(tmp_path, tmp_path / "b", "--ops", "add",
+                                                 "--executor", "ray"))
+    assert result.exit_code == 2, result.output
+    assert "--executor ray needs Ray, which is not installed" in result.output
+    assert "pip install 'zlh[ray]'" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and not (tmp_path / "b").exists()
+
+
+@needs_ray
+def test_the_fault_batch_through_ray_ends_as_through_local_lanes(tmp_path, cluster):
+    """The statuses and retries test_batch asserts for local lanes; two lanes (one per fake
+    GPU), and no GPU ever ran two ops at once."""
+    root = tmp_path / "batch"
+    result = CliRunner().invoke(main, batch_args(
+        tmp_path, root, "--ops", "add,fault_raise,fault_abort,fault_hang,softmax",
+        "--op-timeout", OP_TIMEOUT, "--executor", "ray", "--ray-address", cluster))
+    assert result.exit_code == 1, result.output
+    got = rows(root)
+    assert {op: r["status"] for op, r in got.items()} == {
+        "add": PASS, "fault_raise": FAIL, "fault_abort": CRASH, "fault_hang": TIMEOUT,
+        "softmax": PASS}
+    assert (got["fault_raise"]["notes"], got["fault_abort"]["notes"],
+            got["fault_hang"]["notes"]) == ("retry_rc=1->1", "retry_rc=-6->-6", "")
+    assert "through Ray" in result.output
+    assert json.loads((root / "batch.json").read_text())["executor"] == "ray"
+    records = ray_records(root)
+    assert len(records) == 7                 # 5 ops, fault_raise and fault_abort twice
+    by_gpu: dict[str, list[tuple[float, float]]] = {}
+    for r in records:
+        by_gpu.setdefault(r["gpus"], []).append((float(r["started"]), float(r["ended"])))
+    assert sorted(by_gpu) == ["0", "1"]                 # a lane per fake GPU, both used
+    for spans in by_gpu.values():
+        spans.sort()
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans   # never overlap
+
+
+@needs_ray
+def test_an_actor_killed_mid_op_is_a_crash_retried_in_a_new_actor(tmp_path, cluster):
+    root = tmp_path / "batch"
+    killed = []
+
+    def kill_when_the_op_runs():
+        wait_for(str(root / "fault_hang" / "fault_hang_*" / "run.json"))
+        for actor in ray.util.list_named_actors(all_namespaces=True):
+            if actor["namespace"] == NAMESPACE and actor["name"].startswith("zlh-"):
+                ray.kill(ray.get_actor(actor["name"], namespace=NAMESPACE))
+                killed.append(actor["name"])
+    killer = threading.Thread(target=kill_when_the_op_runs, daemon=True)
+    killer.start()
+    result = CliRunner().invoke(main, batch_args(
+        tmp_path, root, "--ops", "fault_hang", "--devices", "0", "--op-timeout", "5",
+        "--executor", "ray", "--ray-address", cluster))
+    killer.join(timeout=5)
+    assert len(killed) == 1, result.output
+    row = rows(root)["fault_hang"]
+    # attempt 1: the actor's death (CRASH, rc -1); attempt 2 in a new actor hangs: TIMEOUT
+    assert (row["status"], row["notes"]) == (TIMEOUT, "retry_rc=-1->124"), result.output
+    assert (root / "fault_hang" / "run.attempt2.log").exists()
+    pids = [json.loads(p.read_text())["pid"]
+            for p in sorted((root / "fault_hang").glob("fault_hang_*/run.json"))]
+    assert len(pids) == 2 and pids[0] != pids[1] and not alive(pids[0])
+
+
+@needs_ray
+def test_a_driver_killed_then_resumed_loses_and_repeats_nothing(tmp_path, cluster):
+    root = tmp_path / "batch"
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "harness", *batch_args(
+            tmp_path, root, "--ops", "add,softmax,mm", "--executor", "ray",
+            "--ray-address", cluster)], cwd=ROOT, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    first = Path(wait_for(str(root / "*" / ".complete"))[0]).parent.name
+    driver.kill()                                       # SIGKILL: no finalising at all
+    driver.wait()
+    before = {p.parent.name: p.read_text() for p in root.glob("*/.complete")}
+    runs_before = {op: sorted(p.name for p in (root / op).glob(f"{op}_*")) for op in before}
+    result = CliRunner().invoke(main, ["batch", "--resume", str(root), "-q"])
+    assert result.exit_code == 0, result.output
+    got = rows(root)
+    assert {op: r["status"] for op, r in got.items()} == {"add": PASS, "softmax": PASS,
+                                                        "mm": PASS}
+    assert first in before
+    for op, marker in before.items():      # finished before the kill: kept, not run again
+        assert (root / op / ".complete").read_text() == marker
+        assert sorted(p.name for p in (root / op).glob(f"{op}_*")) == runs_before[op]
+        assert "resumed" not in got[op]["notes"]
+    for op in set(got) - set(before):      # cut short: run again once, in the resume
+        assert len(list((root / op).glob(f"{op}_*/run.json"))) == 1
+    abandoned = [json.loads(p.read_text())["pid"]
+                 for p in root.glob(".abandoned/*/*/run.json")]
+    assert not any(alive(pid) for pid in abandoned)    # the killed driver's workers ended
+    assert len(ray_records(root)) == 3                 # each op measured once in all
+
+
+@needs_ray
+def test_a_campaign_card_runs_its_zlh_ab_in_a_lane_actor(tmp_path, cluster, corpus_roots):
+    """--devices left out: the lanes are the cluster's GPUs; the card's `zlh ab` (its rounds,
+    ABBA order and pinned record as ever) runs in the actor of its lane."""
+    root = tmp_path / "campaign"
+    result = CliRunner().invoke(main, [
+        "campaign", "--screen", str(corpus_roots / "screen"), "--verdict", "NO_TRITON",
+        "--rounds", "1", "--root", str(root), "--executor", "ray", "--ray-address", cluster])
+    assert result.exit_code == 0, result.output
+    plan = json.loads((root / "campaign.json").read_text())
+    assert (plan["executor"], plan["devices"]) == ("ray", [0, 1])
+    merged = json.loads((root / "merged.json").read_text())
+    assert merged["ops_reported"] == ["add"]
+    cards = [c for c in root.glob("card*/campaign.ray.tsv")]
+    assert len(cards) == 1
+    with open(cards[0], newline="") as handle:
+        (record,) = list(csv.DictReader(handle, delimiter="\t"))
+    assert record["gpus"] in ("0", "1") and record["rc"] == "0"
