@@ -4,7 +4,10 @@ runs per device in parallel — each seeing only its device, each with its own i
 cache (parallel cards must not share one), each with its own root `card<d>/`. At the end the
 cards are merged: one status.tsv with a device column, one report (JSON, CSV, HTML), failed
 runs per card, fallback and poison totals, wall per card against the plan. A card that fails
-does not stop the others; `--resume` runs, per card, only the ops its reports lack.
+does not stop the others; `--resume` runs, per card, only the ops its reports lack. With the
+`ray` executor a card's `zlh ab` runs in the Ray actor of its lane (one GPU of the cluster):
+the unit Ray places is the card (a lane's ops, all their rounds and both sides), and the
+rounds keep their ABBA order and pinned record inside it as on one host.
 """
 from __future__ import annotations
 

@@ -171,20 +171,27 @@ def test_a_driver_killed_then_resumed_loses_and_repeats_nothing(tmp_path, cluste
 
 
 @needs_ray
-def test_a_campaign_card_runs_its_zlh_ab_in_a_lane_actor(tmp_path, cluster, corpus_roots):
-    """--devices left out: the lanes are the cluster's GPUs; the card's `zlh ab` (its rounds,
-    ABBA order and pinned record as ever) runs in the actor of its lane."""
+def test_a_screen_and_its_campaign_run_in_lane_actors(tmp_path, cluster):
+    """A screen's two sides of one lane share its actor; the campaign (--devices left out: the
+    cluster's GPUs) runs each card's `zlh ab` (rounds, ABBA order, pinned record as ever) in
+    the actor of its lane."""
+    screen = tmp_path / "screen"
+    result = CliRunner().invoke(main, [
+        "screen", "--adapter", "builtin", "--backend", "cpu", *FAST, "--ops", "add",
+        "--switch", "ZLH_BUILTIN_SLOW=0,1", "--root", str(screen), "--executor", "ray",
+        "--ray-address", cluster])
+    assert result.exit_code == 0, result.output
+    assert [r["gpus"] for side in "AB" for r in ray_records(screen / side)] in (["0", "0"],
+                                                                               ["1", "1"])
     root = tmp_path / "campaign"
     result = CliRunner().invoke(main, [
-        "campaign", "--screen", str(corpus_roots / "screen"), "--verdict", "NO_TRITON",
-        "--rounds", "1", "--root", str(root), "--executor", "ray", "--ray-address", cluster])
+        "campaign", "--screen", str(screen), "--verdict", "NO_TRITON", "--rounds", "1",
+        "--root", str(root), "--executor", "ray", "--ray-address", cluster])
     assert result.exit_code == 0, result.output
     plan = json.loads((root / "campaign.json").read_text())
     assert (plan["executor"], plan["devices"]) == ("ray", [0, 1])
-    merged = json.loads((root / "merged.json").read_text())
-    assert merged["ops_reported"] == ["add"]
-    cards = [c for c in root.glob("card*/campaign.ray.tsv")]
-    assert len(cards) == 1
-    with open(cards[0], newline="") as handle:
+    assert json.loads((root / "merged.json").read_text())["ops_reported"] == ["add"]
+    (card,) = list(root.glob("card*/campaign.ray.tsv"))
+    with open(card, newline="") as handle:
         (record,) = list(csv.DictReader(handle, delimiter="\t"))
     assert record["gpus"] in ("0", "1") and record["rc"] == "0"
