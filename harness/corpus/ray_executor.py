@@ -17,6 +17,7 @@ Ray is an optional library (`pip install 'zlh[ray]'`), imported when this kind i
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -40,7 +41,7 @@ NAMESPACE = "zlh"                 # the actors' names are zlh-<lane>-<random>, i
 ACTOR_START_S = 600.0             # a lane waits this long for a GPU of the cluster to come free
 CALL_SLACK_S = 60.0               # beyond an op's timeout and its worker's start
 PROBE_WAIT_S = 5.0                # a shared file system may show a new file a little later
-RECORD_COLUMNS = ("op", "log", "node", "gpus", "actor_pid", "started", "ended", "rc")
+RECORD_COLUMNS = ("op", "log", "node", "gpus", "actor_pid", "started", "ended", "ray_s", "rc")
 
 
 def import_ray():
@@ -163,7 +164,7 @@ class RayLane(LaneRunner):
             return self._lost(reply, work.log, started, newest_run_dir(work.out, before))
         attempt, info = reply
         self._note(self.record, work.op, work.log, attempt, info)
-        return attempt
+        return dataclasses.replace(attempt, elapsed_s=attempt.elapsed_s + info["ray_s"])
 
     def run_command(self, cmd: Sequence[str], log: Path,
                     timeout_s: float | None = None) -> Attempt:
@@ -175,15 +176,20 @@ class RayLane(LaneRunner):
             return self._lost(reply, log, started, None)
         attempt, info = reply
         self._note(log.with_name(log.stem + ".ray.tsv"), "-", log, attempt, info)
-        return attempt
+        return dataclasses.replace(attempt, elapsed_s=attempt.elapsed_s + info["ray_s"])
 
     def _call(self, method: str, directory: Path, limit: float | None, *args):
-        """The actor's answer, or why there is none ("timeout", or the actor's death)."""
+        """The actor's answer (its `ray_s`: the call's time beyond the actor's own, what Ray
+        adds to the unit's elapsed time), or why there is none ("timeout", the actor died)."""
         actor = self.holder.actor()
         self._check_shared(actor, directory)
         exceptions = self.ray.exceptions
+        called = time.time()
         try:
-            return self.ray.get(getattr(actor, method).remote(*args), timeout=limit)
+            reply = self.ray.get(getattr(actor, method).remote(*args), timeout=limit)
+            reply[1]["ray_s"] = max(0.0, time.time() - called -
+                                    (reply[1]["ended"] - reply[1]["started"]))
+            return reply
         except exceptions.GetTimeoutError:
             self.holder.kill()
             return "timeout"
@@ -236,7 +242,8 @@ class RayLane(LaneRunner):
         new = not record.exists()
         cells = (op, log.name, self.holder.info.get("node", "-"),
                  ",".join(self.holder.info.get("gpus", [])) or "-", info.get("pid", "-"),
-                 f"{info['started']:.6f}", f"{info['ended']:.6f}", attempt.rc)
+                 f"{info['started']:.6f}", f"{info['ended']:.6f}", f"{info['ray_s']:.4f}",
+                 attempt.rc)
         with open(record, "a", encoding="utf-8") as handle:
             handle.write(("\t".join(RECORD_COLUMNS) + "\n" if new else "") +
                          "\t".join(map(str, cells)) + "\n")

@@ -84,6 +84,30 @@ def test_without_ray_the_executor_is_one_line_saying_how_to_install(tmp_path, mo
     assert len(result.output.strip().splitlines()) == 1 and not (tmp_path / "b").exists()
 
 
+def test_the_device_summary_says_what_ray_adds_per_op(tmp_path):
+    """tests/device/ray_summary.py (check_ray.sh): Ray's call time from the lanes' records,
+    elapsed per op against local lanes, wall per op."""
+    sys.path.insert(0, str(ROOT / "tests" / "device"))
+    try:
+        from ray_summary import summary
+    finally:
+        sys.path.remove(str(ROOT / "tests" / "device"))
+    for name, elapsed in (("ray", ("2.5", "1.5")), ("local", ("2.0", "1.4"))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "ops_status.csv").write_text(
+            "op,status,elapsed_s\n" + "".join(f"{op},PASS,{e}\n"
+                                              for op, e in zip(("add", "mm"), elapsed)))
+    (tmp_path / "ray" / ".workers").mkdir()
+    (tmp_path / "ray" / ".workers" / "dev0.ray.tsv").write_text(
+        "op\tray_s\nadd\t0.0100\nmm\t0.0300\n")
+    assert summary(tmp_path / "ray", tmp_path / "local", (10.0, 8.0)) == [
+        "ray call time beyond the actor's own: median 0.0200 s, max 0.0300 s over 2 op "
+        "attempts",
+        "elapsed per op, ray - local: median +0.30 s, mean +0.30 s over 2 ops",
+        "wall per op, ray - local: +1.00 s (walls 10 s vs 8 s, 2 ops; the actor's start "
+        "included)"]
+
+
 @needs_ray
 def test_the_fault_batch_through_ray_ends_as_through_local_lanes(tmp_path, cluster):
     """The statuses and retries test_batch asserts for local lanes; two lanes (one per fake
