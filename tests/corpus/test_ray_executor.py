@@ -219,3 +219,22 @@ def test_a_screen_and_its_campaign_run_in_lane_actors(tmp_path, cluster):
     with open(card, newline="") as handle:
         (record,) = list(csv.DictReader(handle, delimiter="\t"))
     assert record["gpus"] in ("0", "1") and record["rc"] == "0"
+
+
+def test_a_resume_keeps_the_recorded_executor_unless_told(tmp_path):
+    from harness.cli.batch import resumed_executor
+    from harness.corpus.batch import BatchPlan
+    from harness.run.options import BenchOptions
+    plan = BatchPlan(root=tmp_path, items=[], devices=[0], options=BenchOptions(),
+                     executor="ray", ray_address="10.0.0.1:6379")
+    assert not resumed_executor(plan, None, None)
+    assert (plan.executor, plan.ray_address) == ("ray", "10.0.0.1:6379")
+    assert resumed_executor(plan, None, "auto") and plan.ray_address == "auto"
+    assert resumed_executor(plan, "local", None)
+    assert (plan.executor, plan.ray_address) == ("local", None)
+    doc = plan.to_dict()
+    assert (doc["executor"], doc["ray_address"]) == ("local", None)
+    result = CliRunner().invoke(main, batch_args(tmp_path, tmp_path / "b", "--ops", "add",
+                                                 "--ray-address", "auto"))
+    assert result.exit_code == 2 and "--ray-address applies to --executor ray only" in \
+        result.output, result.output
