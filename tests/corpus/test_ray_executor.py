@@ -238,3 +238,29 @@ def test_a_resume_keeps_the_recorded_executor_unless_told(tmp_path):
                                                  "--ray-address", "auto"))
     assert result.exit_code == 2 and "--ray-address applies to --executor ray only" in \
         result.output, result.output
+
+
+def test_a_root_the_driver_does_not_see_as_the_actor_does_is_one_line(tmp_path, monkeypatch):
+    """The probe of a lane's first unit: a file the actor wrote (here: on another file
+    system, so elsewhere) that the driver does not see stops the command with one line."""
+    import types
+
+    from harness.common.errors import UsageError
+    from harness.corpus import ray_executor
+    from harness.corpus.supervisor import Lane
+    monkeypatch.setattr(ray_executor, "PROBE_WAIT_S", 0.1)
+    other = tmp_path / "the_node's_own_disk"
+
+    class Call:
+        def __init__(self, fn):
+            self.remote = fn
+    actor = types.SimpleNamespace(probe=Call(lambda d, token: str(other / f".ray-probe-{token}")))
+    fake = types.SimpleNamespace(get=lambda value, timeout=None: value,
+                                 exceptions=types.SimpleNamespace(RayError=RuntimeError))
+    holder = ray_executor.ActorHolder(fake, "cuda:3", "cuda")
+    holder.info = {"node": "10.0.0.7"}
+    runner = ray_executor.RayLane(Lane(label="cuda:3"), holder, None, False)
+    with pytest.raises(UsageError, match=r"written by the actor of lane cuda:3 on node "
+                                         r"10\.0\.0\.7, is not seen here: the root must be on "
+                                         r"a file system every Ray node shares"):
+        runner._check_shared(actor, tmp_path / "root")
