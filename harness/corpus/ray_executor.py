@@ -102,10 +102,12 @@ class ActorHolder:
         self.handle = None
         self.info: dict = {}
         self.users = 0
+        self.started = 0                  # actors started so far (a new one probes again)
 
     def actor(self):
         if self.handle is None:
             self.handle = self._start()
+            self.started += 1
         return self.handle
 
     def _start(self):
@@ -151,7 +153,7 @@ class RayLane(LaneRunner):
         self.record = worker_log.with_name(worker_log.stem + ".ray.tsv") if worker_log \
             else None
         self.slot = uuid.uuid4().hex
-        self.checked: set[Path] = set()
+        self.checked: set[tuple[int, Path]] = set()     # (the holder's actor, directory)
 
     def run_op(self, work: OpWork) -> Attempt:
         before = run_dirs(work.out)
@@ -207,9 +209,9 @@ class RayLane(LaneRunner):
         return Attempt(CRASH_RC, time.time() - started, log, run_dir, why)
 
     def _check_shared(self, actor, directory: Path) -> None:
-        """Once per directory: a file the actor writes there is seen here (one file system),
-        else one line."""
-        if directory in self.checked:
+        """Once per actor and directory: a file the actor writes there is seen here (one file
+        system), else one line."""
+        if (self.holder.started, directory) in self.checked:
             return
         directory.mkdir(parents=True, exist_ok=True)
         token = uuid.uuid4().hex
@@ -230,7 +232,7 @@ class RayLane(LaneRunner):
                                  f"this host")
             time.sleep(0.1)
         written.unlink()
-        self.checked.add(directory)
+        self.checked.add((self.holder.started, directory))
 
     def _note(self, record: Path | None, op: str, log: Path, attempt: Attempt,
               info: dict) -> None:
