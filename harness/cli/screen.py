@@ -17,8 +17,8 @@ from ..compile.ir.fingerprint import compile_scrub
 from ..corpus.batch import BatchPlan
 from ..corpus.environment import check_resume_env, environment_switches
 from ..corpus.screen import (Screen, ScreenPlan, check_resume_files, mend_side_plans, read_plan,
-                             record_screen_env_change, record_screen_executor, summary_lines, write_ir_changed,
-                             write_plan, write_side_plan)
+                             record_screen_env_change, record_screen_executor, summary_lines,
+                             write_ir_changed, write_plan, write_side_plan)
 from ..corpus.screen import rescore as rescore_root
 from ..corpus.check import check_executable, check_plan, check_root, corpus_adapter
 from ..corpus.selection import dismiss_list, select
@@ -204,7 +204,7 @@ def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, 
     switches too), then the ops not finished (and those `statuses` name) run (by the
     executor ROOT recorded, unless `executor` names another)."""
     plan = read_plan(check_root(resume, "screen", "--resume"))
-    changed = resumed_executor(plan.base, executor, ray_address)
+    other_executor = resumed_executor(plan.base, executor, ray_address)
     where = f"{resume}/screen.json"
     adapter = corpus_adapter(plan.base.options, vllm_dir, where)
     check_plan(plan.base, adapter, where, (plan.a.python, plan.b.python), resolve=True)
@@ -219,7 +219,7 @@ def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, 
                  plan.base.devices)
     check_resume_files(plan)
     hold_root(plan.root, "screen")
-    if changed:
+    if other_executor:
         record_screen_executor(plan)
     if changed:                           # allowed: screen.json says from when and what
         record_screen_env_change(plan, now)

@@ -192,6 +192,11 @@ def test_a_driver_killed_then_resumed_loses_and_repeats_nothing(tmp_path, cluste
                  for p in root.glob(".abandoned/*/*/run.json")]
     assert not any(alive(pid) for pid in abandoned)    # the killed driver's workers ended
     assert len(ray_records(root)) == 3                 # each op measured once in all
+    result = CliRunner().invoke(main, ["batch", "--resume", str(root), "-q", "--executor",
+                                       "local"])   # told otherwise: its two lanes checked here
+    assert result.exit_code == 3 and "--devices 0,1: backend cpu sees devices 0" in \
+        result.output, result.output
+    assert json.loads((root / "batch.json").read_text())["executor"] == "ray"   # unchanged
 
 
 @needs_ray
@@ -203,10 +208,14 @@ def test_a_screen_and_its_campaign_run_in_lane_actors(tmp_path, cluster):
     result = CliRunner().invoke(main, [
         "screen", "--adapter", "builtin", "--backend", "cpu", *FAST, "--ops", "add",
         "--switch", "ZLH_BUILTIN_SLOW=0,1", "--root", str(screen), "--executor", "ray",
-        "--ray-address", cluster])
+        "--ray-address", cluster, "--devices", "0"])
     assert result.exit_code == 0, result.output
-    assert [r["gpus"] for side in "AB" for r in ray_records(screen / side)] in (["0", "0"],
-                                                                               ["1", "1"])
+    gpus = [r["gpus"] for side in "AB" for r in ray_records(screen / side)]
+    assert gpus in (["0", "0"], ["1", "1"])      # A, then B replaying it: one lane, one GPU
+    result = CliRunner().invoke(main, ["screen", "--resume", str(screen), "--executor",
+                                       "local"])   # told otherwise: recorded for the next
+    assert result.exit_code == 0, result.output
+    assert json.loads((screen / "screen.json").read_text())["batch"]["executor"] == "local"
     root = tmp_path / "campaign"
     result = CliRunner().invoke(main, [
         "campaign", "--screen", str(screen), "--verdict", "NO_TRITON", "--rounds", "1",
