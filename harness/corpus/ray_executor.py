@@ -17,6 +17,7 @@ Ray is an optional library (`pip install 'zlh[ray]'`), imported when this kind i
 """
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import functools
 import logging
@@ -41,6 +42,10 @@ NAMESPACE = "zlh"                 # the actors' names are zlh-<lane>-<random>, i
 ACTOR_START_S = 600.0             # a lane waits this long for a GPU of the cluster to come free
 CALL_SLACK_S = 60.0               # beyond an op's timeout and its worker's start
 PROBE_WAIT_S = 5.0                # a shared file system may show a new file a little later
+# Set when this process exits (before Ray's own exit handler ends the connection): a lane's
+# thread still waiting on its actor then ends without recording anything and starts nothing,
+# so a command stopped by Ctrl-C or SIGTERM leaves its cut-short ops to --resume.
+CLOSING = threading.Event()
 RECORD_COLUMNS = ("op", "log", "node", "gpus", "actor_pid", "started", "ended", "ray_s", "rc")
 
 
@@ -65,7 +70,13 @@ def connect(address: str | None):
             raise UsageError(f"--ray-address {address or 'auto'}: no Ray cluster to join "
                              f"({one_line(exc, 160)}); start one (ray start --head "
                              f"--num-gpus N) or name its HOST:PORT") from None
+        atexit.register(CLOSING.set)        # runs before Ray's handler (registered earlier)
     return ray
+
+
+def _ending() -> None:
+    """A lane's thread while this process exits: it stops here, recording nothing."""
+    raise SystemExit(0)
 
 
 def cluster_lanes(address: str | None, devices: list[int] | None,
@@ -105,6 +116,8 @@ class ActorHolder:
         self.started = 0                  # actors started so far (a new one probes again)
 
     def actor(self):
+        if CLOSING.is_set() or not self.ray.is_initialized():
+            _ending()
         if self.handle is None:
             self.handle = self._start()
             self.started += 1
@@ -189,9 +202,6 @@ class RayLane(LaneRunner):
         called = time.time()
         try:
             reply = self.ray.get(getattr(actor, method).remote(*args), timeout=limit)
-            reply[1]["ray_s"] = max(0.0, time.time() - called -
-                                    (reply[1]["ended"] - reply[1]["started"]))
-            return reply
         except exceptions.GetTimeoutError:
             self.holder.kill()
             return "timeout"
@@ -199,8 +209,19 @@ class RayLane(LaneRunner):
             cause = getattr(exc, "cause", None)
             raise (cause if isinstance(cause, Exception) else exc) from None
         except exceptions.RayError as exc:              # the actor died: killed, node lost
+            if CLOSING.is_set():                        # or this process is ending
+                _ending()
             self.holder.kill()
             return f"the Ray actor of lane {self.lane.label} died: {one_line(exc, 200)}"
+        except Exception:
+            if CLOSING.is_set():
+                _ending()
+            raise
+        if CLOSING.is_set():
+            _ending()
+        reply[1]["ray_s"] = max(0.0, time.time() - called -
+                                (reply[1]["ended"] - reply[1]["started"]))
+        return reply
 
     def _lost(self, why: str, log: Path, started: float, run_dir: Path | None) -> Attempt:
         if why == "timeout":
