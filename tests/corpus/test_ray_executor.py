@@ -210,8 +210,9 @@ def test_a_screen_and_its_campaign_run_in_lane_actors(tmp_path, cluster):
         "--switch", "ZLH_BUILTIN_SLOW=0,1", "--root", str(screen), "--executor", "ray",
         "--ray-address", cluster, "--devices", "0"])
     assert result.exit_code == 0, result.output
-    gpus = [r["gpus"] for side in "AB" for r in ray_records(screen / side)]
-    assert gpus in (["0", "0"], ["1", "1"])      # A, then B replaying it: one lane, one GPU
+    records = [r for side in "AB" for r in ray_records(screen / side)]
+    assert [r["gpus"] for r in records] in (["0", "0"], ["1", "1"])    # A, then B: one GPU,
+    assert records[0]["actor_pid"] == records[1]["actor_pid"]          # one actor
     result = CliRunner().invoke(main, ["screen", "--resume", str(screen), "--executor",
                                        "local"])   # told otherwise: recorded for the next
     assert result.exit_code == 0, result.output
