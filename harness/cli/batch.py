@@ -12,9 +12,11 @@ from ..common.files import check_output_dir
 from ..common.progress import Meter
 from ..corpus.batch import BatchPlan, run_batch
 from ..corpus.environment import check_resume_env, environment_switches, record_env_change
+from ..corpus.executor import EXECUTORS
+from ..corpus.ray_executor import cluster_lanes
 from ..corpus.check import (check_plan, check_replay_plan, check_replay_root, check_root,
                              corpus_adapter)
-from ..corpus.files import BATCH_JSON, check_tables, read_batch_json
+from ..corpus.files import BATCH_JSON, check_tables, read_batch_json, write_batch_json
 from ..common.lock import claim_root, forget_if_empty, only_lock, release_root
 from ..corpus.outcome import parse_retry
 from ..corpus.selection import dismiss_list, select
@@ -70,6 +72,54 @@ def check_devices(backend_name: str | None, devices: list[int],
                                               f"backend {backend.name} sees devices "
                                               f"{', '.join(map(str, visible)) or 'none'}")
     return devices
+
+
+def executor_options(command):
+    """--executor and --ray-address, the options of every corpus command (batch, screen,
+    campaign) that say who runs its units; recorded in the root's plan."""
+    command = click.option(
+        "--ray-address", default=None, metavar="auto|HOST:PORT", callback=not_empty,
+        help="With --executor ray: the Ray cluster to join. Default: auto (the cluster this "
+             "host runs, or RAY_ADDRESS).")(command)
+    return click.option(
+        "--executor", default=None, type=click.Choice(list(EXECUTORS)),
+        help="Who runs the units: local (this host's devices; the default) or ray (one lane "
+             "per GPU of a Ray cluster, the root on a file system the nodes share; needs "
+             "pip install 'zlh[ray]'). --resume keeps the root's unless given.")(command)
+
+
+def corpus_lanes(executor: str, ray_address: str | None, backend: str | None,
+                 devices: list[int] | None, option: str = "--devices") -> list[int]:
+    """The lanes of a corpus command: this host's devices (check_devices), or with the ray
+    executor one per GPU of the cluster (`devices`: those of them)."""
+    if executor != "ray":
+        if ray_address is not None:
+            raise errors.UsageError("--ray-address applies to --executor ray only")
+        return check_devices(backend, devices, option)
+    if not backend:
+        raise errors.UsageError("--executor ray: name the backend of the cluster's GPUs "
+                                "(--backend cuda, ...); this host may have none")
+    return cluster_lanes(ray_address, devices, option)
+
+
+def resumed_executor(plan, executor: str | None, ray_address: str | None) -> bool:
+    """`plan` (a BatchPlan or CampaignPlan) with the executor a resume names (else the one its
+    root recorded); True when it changed (the root's plan is to record it)."""
+    before = (plan.executor, plan.ray_address)
+    if executor is not None:
+        plan.executor = executor
+        plan.ray_address = ray_address if executor == "ray" else None
+    elif ray_address is not None:
+        plan.ray_address = ray_address
+    return (plan.executor, plan.ray_address) != before
+
+
+def refuse_overlap_on_ray(executor: str, overlap: bool | None) -> None:
+    """Overlap keeps two ops of one device apart with a lock on this host: a Ray actor holds
+    its GPU alone, so the two do not go together."""
+    if executor == "ray" and overlap:
+        raise errors.UsageError("--overlap runs with --executor local only (a Ray actor holds "
+                                "its GPU alone); drop one of them")
 
 
 @main.command()
@@ -132,12 +182,13 @@ def check_devices(backend_name: str | None, devices: list[int],
 @click.option("--shard", "shard_text", default=None, metavar="K/N", callback=not_empty,
               help=SHARD_HELP)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@executor_options
 @bench_options
 @click.pass_context
 @handles_errors
 def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vllm_dir, devices,
           op_timeout, stall_timeout, retries, fresh_process, overlap, out, resume, retry,
-          replay_root, allow_env_change, shard_text, quiet, **params):
+          replay_root, allow_env_change, shard_text, quiet, executor, ray_address, **params):
     """Run many ops, each in its own run directory: isolated, resumable, over devices.
 
     Exit status: 0 every op PASS or SKIP, 1 some op FAIL/TIMEOUT/CRASH/POISONED (the batch
@@ -149,9 +200,10 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
         if all_ops or ops or ops_file:
             raise errors.UsageError("--resume BATCH_DIR takes its ops from the batch; name none")
         refuse_beside(ctx, "resume", allowed=("quiet", "vllm_dir", "retry", "allow_env_change",
-                                              "overlap"))
+                                              "overlap", "executor", "ray_address"))
         plan = resumed_plan(Path(resume), vllm_dir, allow_env_change)
-        check_devices(plan.options.backend, plan.devices)
+        changed = resumed_executor(plan, executor, ray_address)
+        corpus_lanes(plan.executor, plan.ray_address, plan.options.backend, plan.devices)
         hold_root(plan.root, "batch")
         if plan.env_change:                   # allowed: batch.json says from when and what
             record_env_change(plan.root, plan.env_change)
@@ -159,6 +211,8 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
         if overlap is not None and overlap != plan.overlap:
             plan.overlap = overlap
             record_overlap(plan.root, overlap)
+        if changed:
+            record_executor(plan.root, plan)
         with meter:
             result = interrupted_hint(plan.root, "batch", lambda: run_batch(
                 plan, meter.counted(click.echo), None, resume=True,
@@ -176,7 +230,9 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
     whole, left_out = select(adapter, all_ops, ops, ops_file, include_skipped, dismissed,
                              warn=echo_err)
     items = shard.take(whole) if shard else whole
-    lanes = check_devices(options.backend, parse_devices(devices))
+    executor = executor or "local"
+    refuse_overlap_on_ray(executor, overlap)
+    lanes = corpus_lanes(executor, ray_address, options.backend, parse_devices(devices))
     inventory = {r["op"]: {"repo": r.get("repo", adapter.repo_of(r["op"])),
                            "file": r.get("file", "-")}
                  for r in adapter.describe_ops(include_hidden=True)}
@@ -187,14 +243,16 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory,
                      replay_root=check_replay_root(replay_root, out) if replay_root else None,
                      env=environment_switches(adapter.env_prefixes), overlap=bool(overlap),
-                     shard=shard.record(whole, left_out) if shard else None)
+                     shard=shard.record(whole, left_out) if shard else None, executor=executor,
+                     ray_address=ray_address)
     check_plan(plan, adapter)
     if plan.replay_root is not None:
         check_replay_plan(plan)
     new_root(plan.root, "--out", "batch")
     click.echo(f"zlh batch: {ops_phrase(shard, len(items), len(whole))} on {len(lanes)} "
                f"device(s) ({'fresh processes' if fresh_process else 'reused workers'}"
-               f"{', overlapped' if overlap else ''}) -> {plan.root}")
+               f"{', overlapped' if overlap else ''}"
+               f"{', through Ray' if executor == 'ray' else ''}) -> {plan.root}")
     meter.set_total(len(items))
     with meter:
         result = interrupted_hint(plan.root, "batch", lambda: run_batch(
@@ -248,6 +306,13 @@ def resumed_plan(root: Path, vllm_dir: str | None, allow_env_change: bool = Fals
             raise errors.UsageError(f"{where}: {exc.message}") from None
     check_tables(root, [item.op for item in plan.items])
     return plan
+
+
+def record_executor(root: Path, plan: BatchPlan) -> None:
+    """batch.json of a resume that named another executor: the next resume keeps it."""
+    doc = read_batch_json(root)
+    doc.pop("schema_version", None)
+    write_batch_json(root, {**doc, "executor": plan.executor, "ray_address": plan.ray_address})
 
 
 def new_root(root: Path, flag: str, verb: str) -> None:

@@ -22,7 +22,9 @@ from ..corpus.check import check_root, corpus_adapter
 from ..corpus.partition import partition, render, weights_from_screen
 from ..corpus.verdict import VERDICTS
 from .group import main
-from .batch import check_devices, hold_root, interrupted_hint, new_root, parse_devices
+from ..corpus.screen import read_plan as read_screen_plan
+from .batch import (corpus_lanes, executor_options, hold_root, interrupted_hint, new_root,
+                    parse_devices, resumed_executor)
 from .common import echo_err, finite, handles_errors, not_empty, refuse_beside, split_csv
 
 
@@ -114,10 +116,11 @@ class RoundsCommand(click.Command):
               help="With --resume: go on although an environment switch (TRITON_*, ZLH_*, "
                    "a visibility variable, ...) differs from what the campaign started with; "
                    "the change is recorded in campaign.json.")
+@executor_options
 @click.pass_context
 @handles_errors
 def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, only, timeout_s, root,
-             resume, dry_run, allow_env_change):
+             resume, dry_run, allow_env_change, executor, ray_address):
     """Rounds on the ops of a screen, spread over the devices of this host by measured cost:
     one `zlh ab --rounds N` per device, side by side, merged at the end.
 
@@ -125,8 +128,10 @@ def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, only, timeo
     (Pre-registered product campaigns: `zlh product`.)
     """
     if resume is not None:
-        refuse_beside(ctx, "resume", allowed=("dry_run", "allow_env_change"))
+        refuse_beside(ctx, "resume", allowed=("dry_run", "allow_env_change", "executor",
+                                              "ray_address"))
         plan = read_campaign(check_root(resume, "campaign", "--resume"))
+        resumed_executor(plan, executor, ray_address)
         where = f"{resume}/campaign.json"
         now = environment_switches(corpus_adapter(plan.options, None, where).env_prefixes)
         if check_resume_env(plan.env, now, where, allow_env_change, echo_err):
@@ -136,17 +141,24 @@ def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, only, timeo
     else:
         if allow_env_change:
             raise errors.UsageError("--allow-env-change applies to --resume only")
-        if not screen_root or not devices:
+        executor = executor or "local"
+        if not screen_root or not (devices or executor == "ray"):
             raise errors.UsageError("give --screen ROOT and --devices 0,1,… (or --resume ROOT)")
+        lanes = parse_devices(devices)
+        if executor == "ray":           # the cluster's GPUs (or those of them --devices names)
+            backend = read_screen_plan(check_root(screen_root, "screen", "--screen")
+                                       ).base.options.backend
+            lanes = corpus_lanes(executor, ray_address, backend, lanes)
         plan = plan_campaign(Path(root if root is not None else
                                   f"runs/campaign_{time.strftime('%Y%m%d-%H%M%S')}"),
                              check_root(screen_root, "screen", "--screen"),
-                             parse_devices(devices), rounds, list(extra_ops or ()),
+                             lanes, rounds, list(extra_ops or ()),
                              tuple(verdicts), timeout_s, only)
+        plan.executor, plan.ray_address = executor, ray_address
     click.echo(render(plan.part))
     if dry_run:
         return
-    check_devices(plan.options.backend, plan.devices)
+    corpus_lanes(plan.executor, plan.ray_address, plan.options.backend, plan.devices)
     if resume is None:
         new_root(plan.root, "--root", "campaign")
     else:

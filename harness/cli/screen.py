@@ -18,7 +18,9 @@ from ..corpus.batch import BatchPlan
 from ..corpus.environment import check_resume_env, environment_switches
 from ..corpus.screen import (TIMING_ALL, TIMING_MODES, Screen, ScreenPlan, check_resume_files,
                              mend_side_plans, read_plan, record_screen_env_change,
-                             summary_lines, write_ir_changed, write_plan, write_side_plan)
+                             record_screen_executor, summary_lines, write_ir_changed, write_plan,
+                             write_side_plan)
+from ..corpus.screen_plan import side_folder
 from ..corpus.screen import rescore as rescore_root
 from ..corpus.check import check_executable, check_plan, check_root, corpus_adapter
 from ..corpus.selection import dismiss_list, select
@@ -27,8 +29,9 @@ from ..corpus.stall import DEFAULT_STALL_S
 from ..corpus.standby import record_overlap
 from ..run.options import refuse_unhooked
 from .group import main
-from .batch import (SHARD_HELP, check_devices, default_root, hold_root, interrupted_hint,
-                    new_root, parse_devices, retry_statuses)
+from .batch import (SHARD_HELP, corpus_lanes, default_root, executor_options, hold_root,
+                    interrupted_hint, new_root, parse_devices, refuse_overlap_on_ray,
+                    resumed_executor, retry_statuses)
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
                      not_empty, options_from, parse_bench_args, refuse_beside,
                      refuse_vllm_beside, split_csv)
@@ -151,12 +154,14 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
                    "the change is recorded in screen.json.")
 @click.option("--shard", "shard_text", default=None, metavar="K/N", callback=not_empty,
               help=SHARD_HELP)
+@executor_options
 @bench_options
 @click.pass_context
 @handles_errors
 def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vllm_dir, recipe,
            scrub, devices, op_timeout, stall_timeout, retries, timing, fresh_process, overlap,
-           root, resume, retry, rescore: str | None, allow_env_change, shard_text, **params):
+           root, resume, retry, rescore: str | None, allow_env_change, shard_text, executor,
+           ray_address, **params):
     """One pair per op (A records, B replays A's record) and a verdict from the generated
     code: IR_CHANGED, NO_IR_DIFF, NO_TRITON or NO_ROWS (and BROKEN_BY_B).
 
@@ -168,8 +173,9 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
     statuses = retry_statuses(retry, resume)
     if resume is not None:
         refuse_beside(ctx, "resume", allowed=("vllm_dir", "retry", "allow_env_change",
-                                              "overlap"))
-        sys.exit(_resume(resume, vllm_dir, allow_env_change, statuses, overlap))
+                                              "overlap", "executor", "ray_address"))
+        sys.exit(_resume(resume, vllm_dir, allow_env_change, statuses, overlap, executor,
+                         ray_address))
     if allow_env_change:
         raise errors.UsageError("--allow-env-change applies to --resume only")
     shard = parse_shard(shard_text)
@@ -189,7 +195,9 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
     whole, left_out = select(adapter, params["all_ops"], params["ops"], params["ops_file"],
                              include_skipped, dismissed, warn=echo_err)
     items = shard.take(whole) if shard else whole
-    lanes = check_devices(options.backend, parse_devices(devices))
+    executor = executor or "local"
+    refuse_overlap_on_ray(executor, overlap)
+    lanes = corpus_lanes(executor, ray_address, options.backend, parse_devices(devices))
     inventory = {r["op"]: {"repo": r.get("repo", adapter.repo_of(r["op"])),
                            "file": r.get("file", "-")}
                  for r in adapter.describe_ops(include_hidden=True)}
@@ -199,7 +207,8 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
                      fresh_process=fresh_process, retries=retries,
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory,
                      env=environment_switches(adapter.env_prefixes), overlap=bool(overlap),
-                     shard=shard.record(whole, left_out) if shard else None)
+                     shard=shard.record(whole, left_out) if shard else None, executor=executor,
+                     ray_address=ray_address)
     check_plan(base, adapter, pythons=(a.python, b.python))
     _check_interpreters(a, b, options.backend)
     new_root(root_path, "--root", "screen")
@@ -223,12 +232,15 @@ def _rescore(rescore: str, scrub) -> int:
 
 
 def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, ...],
-            overlap: bool | None = None) -> int:
+            overlap: bool | None = None, executor: str | None = None,
+            ray_address: str | None = None) -> int:
     """`--resume ROOT`: the plan ROOT holds, checked like a new one (its environment
-    switches too), then the ops not finished (and those `statuses` name) run; `overlap`
-    (given: not None) switches overlap for the rest of the root."""
+    switches too), then the ops not finished (and those `statuses` name) run (by the
+    executor ROOT recorded, unless `executor` names another); `overlap` (given: not None)
+    switches overlap for the rest of the root."""
     plan = read_plan(check_root(resume, "screen", "--resume"))
     refuse_merged({"merged": plan.base.merged}, resume, "screen")
+    other_executor = resumed_executor(plan.base, executor, ray_address)
     where = f"{resume}/screen.json"
     adapter = corpus_adapter(plan.base.options, vllm_dir, where)
     check_plan(plan.base, adapter, where, (plan.a.python, plan.b.python), resolve=True)
@@ -239,17 +251,21 @@ def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, 
         {k: v for k, v in plan.base.env.items() if k not in both},
         {k: v for k, v in now.items() if k not in both}, where, allow_env_change, echo_err)
     _check_interpreters(plan.a, plan.b, plan.base.options.backend, f"{where}: ")
-    check_devices(plan.base.options.backend, plan.base.devices)
+    corpus_lanes(plan.base.executor, plan.base.ray_address, plan.base.options.backend,
+                 plan.base.devices)
     check_resume_files(plan)
     hold_root(plan.root, "screen")
+    if other_executor:
+        record_screen_executor(plan)
     if changed:                           # allowed: screen.json says from when and what
         record_screen_env_change(plan, now)
     mend_side_plans(plan, echo_err)
     if overlap is not None and overlap != plan.base.overlap:
         plan.base.overlap = overlap
         write_plan(plan)
-        for side in (plan.a, plan.b):
-            record_overlap(plan.root / side.label, overlap)
+        for side, timed in plan.batches():
+            if (plan.root / side_folder(side, timed)).is_dir():
+                record_overlap(plan.root / side_folder(side, timed), overlap)
     return _run(plan, resume=True, retry=statuses)
 
 def _check_scrub(patterns) -> None:

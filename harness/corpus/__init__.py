@@ -8,6 +8,8 @@ harness/product.
                    which shard of a job array (`--shard K/N`)
     worker.py      a long-lived process that runs one op after another, isolated
     supervisor.py  the workers' keeper: start, hand an op, time out, replace
+    executor.py    who runs a unit of work (units.py: the interface and `local`;
+                   ray_executor.py, ray_actor.py: `ray`, a lane per GPU of a Ray cluster)
     outcome.py     an op's status (PASS, FAIL, SKIP, TIMEOUT, CRASH, POISONED) and notes
     batch_plan.py  the batch's plan (batch.json)
     batch.py       the batch: retries, dtype fallback, resume, devices

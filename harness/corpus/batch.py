@@ -39,6 +39,7 @@ from .threads import run_lanes
 
 
 @dataclass
+@dataclass
 class BatchResult:
     outcomes: dict[str, Outcome]
     exit_code: int
@@ -53,8 +54,7 @@ class Batch:
                  retry: tuple[str, ...] = ()):
         self.plan, self.echo, self.progress, self.resume = plan, echo, progress, resume
         self.retry = frozenset(retry) if resume else frozenset()
-        self.executor = executor or make_executor(fresh_process=plan.fresh_process,
-                                                  overlap=plan.overlap)
+        self.executor = executor or make_executor(plan.executor, **plan.executor_options())
         self.warn = warn or _stderr
         self.lock = threading.Lock()
         self.outcomes: dict[str, Outcome] = {}

@@ -13,6 +13,7 @@ from ..common.fields import Fields
 from ..run.options import BenchOptions
 from . import files
 from .check import MAX_RETRIES
+from .executor import executor_fields
 from .selection import Item
 from .sharding import device_for
 from .stall import DEFAULT_STALL_S
@@ -42,6 +43,15 @@ class BatchPlan:
     shard: dict | None = None
     merged: dict | None = None
     overlap: bool = False               # two ops at once per lane, timed sections apart
+    executor: str = "local"             # who runs the ops (executor.py): local, ray
+    ray_address: str | None = None      # --ray-address of the ray executor (None: auto)
+
+    def executor_options(self) -> dict:
+        """The options of make_executor for this plan's executor."""
+        if self.executor == "ray":
+            return {"fresh_process": self.fresh_process, "address": self.ray_address,
+                    "backend": self.options.backend}
+        return {"fresh_process": self.fresh_process, "overlap": self.overlap}
 
     def to_dict(self) -> dict:
         return {"ops": [{"op": i.op, "dtypes": list(i.dtypes) if i.dtypes else None,
@@ -53,7 +63,8 @@ class BatchPlan:
                 "left_out": [{"op": o, "why": w} for o, w in self.left_out],
                 "inventory": self.inventory,
                 "replay_root": str(self.replay_root) if self.replay_root else None,
-                "env": self.env, "overlap": self.overlap,
+                "env": self.env, "overlap": self.overlap, "executor": self.executor,
+                "ray_address": self.ray_address,
                 **({"shard": self.shard} if self.shard else {}),
                 **({"merged": self.merged} if self.merged else {})}
 
@@ -76,6 +87,7 @@ class BatchPlan:
         if env is not None and not (isinstance(env, dict) and all(
                 isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
             raise f.error("env", "null or an object of NAME: value strings", env)
+        kind, address = executor_fields(f)
         return cls(root=Path(root), items=items, devices=device_list(f, "devices"),
                    options=options_field(f, "options"),
                    op_timeout_s=f.number("op_timeout_s", low=1),
@@ -85,7 +97,8 @@ class BatchPlan:
                    left_out=[(d.str("op"), d.str("why")) for d in lf], inventory=inventory,
                    replay_root=Path(f.str("replay_root", empty=False)) if replay is not None
                    else None, env=env, shard=f.object("shard", {}) or None,
-                   merged=f.object("merged", {}) or None, overlap=f.bool("overlap", False))
+                   merged=f.object("merged", {}) or None, overlap=f.bool("overlap", False),
+                   executor=kind, ray_address=address)
 
 
 def device_list(f: Fields, name: str) -> list[int]:

@@ -4,7 +4,10 @@ runs per device in parallel — each seeing only its device, each with its own i
 cache (parallel cards must not share one), each with its own root `card<d>/`. At the end the
 cards are merged: one status.tsv with a device column, one report (JSON, CSV, HTML), failed
 runs per card, fallback and poison totals, wall per card against the plan. A card that fails
-does not stop the others; `--resume` runs, per card, only the ops its reports lack.
+does not stop the others; `--resume` runs, per card, only the ops its reports lack. With the
+`ray` executor a card's `zlh ab` runs in the Ray actor of its lane (one GPU of the cluster):
+the unit Ray places is the card (a lane's ops, all their rounds and both sides), and the
+rounds keep their ABBA order and pinned record inside it as on one host.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ from ..run.options import BenchOptions
 from .batch_plan import BatchPlan, device_list, options_field
 from .check import check_plan, corpus_adapter
 from .environment import environment_switches
-from .executor import make_executor
+from .executor import executor_fields, make_executor
 from .lanes import lane_for
 from .partition import Partition, partition, render, weights_from_screen
 from .screen_plan import SCREEN_TSV, read_plan, side_from
@@ -56,6 +59,8 @@ class CampaignPlan:
     # an older root recorded none), and the changes a resume was allowed to make
     env: dict | None = None
     env_changes: list = field(default_factory=list)
+    executor: str = "local"            # who runs the cards (executor.py): local, ray
+    ray_address: str | None = None
 
     def card_root(self, device: int, attempt: int = 0) -> Path:
         return self.root / (f"card{device}" if not attempt else f"card{device}-r{attempt}")
@@ -68,7 +73,8 @@ class CampaignPlan:
                                                               self.part.loads.items()},
                 "A": vars(self.a), "B": vars(self.b), "options": self.options.to_dict(),
                 "scrub": self.scrub, "timeout_s": self.timeout_s, "env": self.env,
-                "env_changes": self.env_changes}
+                "env_changes": self.env_changes, "executor": self.executor,
+                "ray_address": self.ray_address}
 
 
 def plan_campaign(root: Path, screen_root: Path, devices: list[int], rounds: int,
@@ -163,7 +169,7 @@ def _left_out(echo: Echo | None, path: Path, exc: BaseException) -> None:
 def run_cards(plan: CampaignPlan, echo: Echo, resume: bool = False) -> dict[int, dict]:
     """One `zlh ab` per device, side by side; {device: {"rc", "wall_s", "root", "ops"}}."""
     results: dict[int, dict] = {}
-    executor = make_executor()
+    executor = make_executor(plan.executor, **_lane_plan(plan).executor_options())
 
     def card(device: int, ops: list[str]) -> None:
         attempt = len(list(plan.root.glob(f"card{device}*"))) if resume else 0
@@ -188,7 +194,8 @@ def run_cards(plan: CampaignPlan, echo: Echo, resume: bool = False) -> dict[int,
 
 
 def _lane_plan(plan: CampaignPlan):
-    return BatchPlan(root=plan.root, items=[], devices=plan.devices, options=plan.options)
+    return BatchPlan(root=plan.root, items=[], devices=plan.devices, options=plan.options,
+                     executor=plan.executor, ray_address=plan.ray_address)
 
 
 def merge(plan: CampaignPlan, cards: dict[int, dict], echo: Echo | None = None) -> dict:
@@ -282,6 +289,7 @@ def read_campaign(root: Path) -> CampaignPlan:
             isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
         raise f.error("env", "null or an object of NAME: value strings", env)
     plan.env, plan.env_changes = env, f.objects("env_changes", [])
+    plan.executor, plan.ray_address = executor_fields(f)
     try:
         compile_scrub(plan.scrub)
     except ValueError as exc:

@@ -5,202 +5,49 @@ The engine (batch.py, screen.py, campaign.py) decides what runs where and when: 
 device, its units one after another (never two measurements on one device at once), retries,
 dtype and timer fallbacks, the verdicts. An executor decides how a unit runs and hands back
 its exit status, log and run directory; the engine judges it (outcome.judge). The engine
-gets its executor from `make_executor` only, so another kind (runs on other machines) is
-added here without touching batch, screen or campaign.
+gets its executor from `make_executor` only: the kinds are named here (`EXECUTORS`), their
+interface is units.py.
 
-`local`: the lane's units run on this machine (supervisor.py): an op in the lane's reused
-worker, or with `fresh_process` in its own `zlh bench` process; a command in its own
+`local` (units.py): the lane's units run on this machine (supervisor.py): an op in the lane's
+reused worker, or with `fresh_process` in its own `zlh bench` process; a command in its own
 process. The supervisor's guarantees hold for every attempt: the op timeout (TIMEOUT), a
 worker that died (CRASH), a poisoned device, device memory held or a process switch changed
 past the op's reset (the worker is replaced), a retry in a fresh worker (`renew`).
+
+`ray` (ray_executor.py): a lane is a Ray actor holding one GPU of a Ray cluster; inside it a
+local lane runs the units, so the same guarantees hold, and the actor's death is the op's
+CRASH. `ray` is an optional library, imported only when this kind is chosen.
 """
 from __future__ import annotations
 
-import threading
-from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Sequence
+from ..common.errors import UsageError
+from ..common.fields import Fields
+from .ray_executor import RayExecutor
+from .units import Executor, LaneRunner, LocalExecutor, LocalLane, OpWork
 
-from ..common.errors import EXIT_OK, EXIT_USAGE, UsageError
-from ..launch import launcher
-from ..run.options import BenchOptions
-from ..common.lock import held_fds
-from .outcome import Attempt
-from .standby import SLOTS, Turns, WarmPool, combined, lock_env, note_in_log, second_look
-from .supervisor import Lane, Worker, run_fresh
-
-
-@dataclass
-class OpWork:
-    """One attempt of `zlh bench OP` with `options` (their `out` is `out`), its output in
-    `log`, stopped past `timeout_s`; `argv`: the command line its run records."""
-    op: str
-    options: BenchOptions
-    log: Path
-    out: Path
-    timeout_s: float
-    argv: list[str] = field(default_factory=list)
-    stall_s: float | None = None      # the stall rule (stall.py); None: the op timeout alone
-
-
-class LaneRunner(ABC):
-    """The units of one device lane, run one at a time (`slots` > 1: the engine may hand it
-    that many at once, from as many threads; it keeps their timed sections apart)."""
-
-    slots = 1
-
-    def __init__(self, lane: Lane):
-        self.lane = lane
-
-    @abstractmethod
-    def run_op(self, work: OpWork) -> Attempt:
-        """One op attempt."""
-
-    @abstractmethod
-    def run_command(self, cmd: Sequence[str], log: Path,
-                    timeout_s: float | None = None) -> Attempt:
-        """One command to completion, its output in `log` (no run directory of its own)."""
-
-    def renew(self) -> None:
-        """The next op starts in a fresh process (a retry must not meet what the last
-        attempt left behind)."""
-
-    def close(self) -> None:
-        """The lane is done: whatever it still runs stops."""
-
-    def __enter__(self) -> "LaneRunner":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-class Executor(ABC):
-    kind: str = ""
-
-    @abstractmethod
-    def open_lane(self, lane: Lane, worker_log: Path | None = None) -> LaneRunner:
-        """A runner for the units of `lane` (`worker_log`: where its long-lived processes
-        write what is not an op's own output)."""
-
-
-class LocalLane(LaneRunner):
-    """This machine: the lane's reused worker (None: each op in a fresh `zlh bench`)."""
-
-    def __init__(self, lane: Lane, worker: Worker | None):
-        super().__init__(lane)
-        self.worker = worker
-
-    def run_op(self, work: OpWork) -> Attempt:
-        args = work.options.to_argv()     # a fresh `zlh bench` and a worker read the same
-        if self.worker is None:
-            return run_fresh(self.lane, work.op, args, work.timeout_s, work.log, work.out,
-                             stall_s=work.stall_s)
-        job = {"op": work.op, "args": args, "log": str(work.log), "argv": list(work.argv)}
-        return self.worker.run(job, work.timeout_s, work.log, work.out, stall_s=work.stall_s)
-
-    def run_command(self, cmd: Sequence[str], log: Path,
-                    timeout_s: float | None = None) -> Attempt:
-        # In this command's process group: the terminal's Ctrl-C reaches it as it reaches
-        # this command (a card's `zlh ab` then stops its own runs). The corpus roots this
-        # command holds stay held while it runs.
-        ended = launcher.run(cmd, self.lane.env, log, timeout_s, command_line=False,
-                             pass_fds=held_fds(), own_group=False)
-        return Attempt(ended.rc, ended.elapsed_s, log, None, worker_pid=ended.pid)
-
-    def renew(self) -> None:
-        if self.worker is not None:
-            self.worker.stop()
-
-    def close(self) -> None:
-        if self.worker is not None:
-            self.worker.stop()
-
-
-class OverlapLane(LocalLane):
-    """This machine, with overlap (standby.py): two units at once, each thread its own
-    worker, a warm spare behind them, the device's lock around timed sections; an attempt
-    that ran beside another and did not end cleanly runs again alone."""
-
-    slots = SLOTS
-
-    def __init__(self, lane: Lane, worker_log: Path | None, turns: Turns | None = None):
-        super().__init__(lock_env(lane), None)
-        self.pool = WarmPool(self.lane, worker_log) if worker_log is not None else None
-        self.turns = turns or Turns()     # shared by the lanes of one device (a screen's sides)
-        self.mine = threading.local()
-        self.handed: list[Worker] = []
-        if self.pool is not None:
-            self.pool.prime()
-
-    def run_op(self, work: OpWork) -> Attempt:
-        turn = self.turns.begin()
-        rc = None
-        try:
-            attempt = self._once(work)
-            rc = attempt.rc
-        finally:
-            self.turns.end(turn, rc if rc is not None else -1)
-        if not turn.beside or attempt.rc in (EXIT_OK, EXIT_USAGE):
-            return attempt
-        with self.turns.alone():          # what ran beside it has ended: judged now
-            if not second_look(turn):
-                return attempt
-            note_in_log(work.log, f"----- this attempt ran beside another op on this device "
-                                  f"and ended with exit status {attempt.rc}; it runs again "
-                                  f"alone, so that its status is its own -----")
-            self.renew()
-            return combined(attempt, self._once(work))
-
-    def _once(self, work: OpWork) -> Attempt:
-        if self.pool is None:
-            return super().run_op(work)
-        args = work.options.to_argv()
-        self.pool.warm = {"op": work.op, "args": args}
-        worker = getattr(self.mine, "worker", None)
-        if worker is None or worker.proc is None:     # none yet, or stopped: the spare
-            worker = self.mine.worker = self.pool.take()
-            self.handed.append(worker)
-        job = {"op": work.op, "args": args, "log": str(work.log), "argv": list(work.argv)}
-        return worker.run(job, work.timeout_s, work.log, work.out)
-
-    def renew(self) -> None:
-        worker = getattr(self.mine, "worker", None)
-        if worker is not None:
-            worker.stop()
-            self.mine.worker = None
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
-        for worker in self.handed:
-            worker.stop()
-
-
-class LocalExecutor(Executor):
-    kind = "local"
-
-    def __init__(self, fresh_process: bool = False, overlap: bool = False):
-        self.fresh_process, self.overlap = fresh_process, overlap
-        self.turns: dict[str, Turns] = {}      # per device: who runs beside whom
-
-    def open_lane(self, lane: Lane, worker_log: Path | None = None) -> LocalLane:
-        reuse = not self.fresh_process and worker_log is not None
-        if self.overlap:
-            return OverlapLane(lane, worker_log if reuse else None,
-                               self.turns.setdefault(lane.label, Turns()))
-        return LocalLane(lane, Worker(lane, worker_log) if reuse else None)
-
-
-EXECUTORS = {LocalExecutor.kind: LocalExecutor}
+EXECUTORS = {LocalExecutor.kind: LocalExecutor, RayExecutor.kind: RayExecutor}
 
 
 def make_executor(kind: str = "local", **options) -> Executor:
     """The executor the corpus engine runs its units with (`options`: the kind's own, e.g.
-    `fresh_process` for `local`)."""
+    `fresh_process` for `local`; `address`, `backend` too for `ray`)."""
     try:
         cls = EXECUTORS[kind]
     except KeyError:
         raise UsageError(f"executor {kind!r}: not one of {', '.join(EXECUTORS)}") from None
     return cls(**options)
+
+
+def executor_fields(f: Fields) -> tuple[str, str | None]:
+    """A stored plan's executor and Ray address (an older plan has none: local)."""
+    kind = f.str("executor", "local")
+    if kind not in EXECUTORS:
+        raise f.error("executor", " or ".join(EXECUTORS), kind)
+    address = f.get("ray_address", None)
+    if address is not None and not (isinstance(address, str) and address):
+        raise f.error("ray_address", "null or auto or HOST:PORT", address)
+    return kind, address
+
+
+__all__ = ["EXECUTORS", "Executor", "LaneRunner", "LocalExecutor", "LocalLane", "OpWork",
+           "RayExecutor", "executor_fields", "make_executor"]

@@ -51,8 +51,7 @@ class Screen:
                  retry: tuple[str, ...] = ()):
         self.plan, self.echo, self.progress = plan, echo, progress
         quiet = (lambda _: None)
-        executor = make_executor(fresh_process=plan.base.fresh_process,
-                                 overlap=plan.base.overlap)
+        executor = make_executor(plan.base.executor, **plan.base.executor_options())
         self.sides = {side_folder(s, t): Batch(plan.side_plan(s, t), quiet, None, resume,
                                                executor=executor, retry=retry)
                       for s, t in plan.batches()}
@@ -227,6 +226,15 @@ def record_screen_env_change(plan: ScreenPlan, now: dict) -> None:
     for side, timed in plan.batches():
         if (plan.root / side_folder(side, timed) / files.BATCH_JSON).is_file():
             record_env_change(plan.root / side_folder(side, timed), change)
+
+
+def record_screen_executor(plan: ScreenPlan) -> None:
+    """screen.json of a resume that named another executor: the next resume keeps it."""
+    path = plan.root / SCREEN_JSON
+    doc = read_json_object(path, f"{plan.root} is not a screen root (no {SCREEN_JSON})")
+    doc["batch"] = {**doc.get("batch", {}), "executor": plan.base.executor,
+                    "ray_address": plan.base.ray_address}
+    atomic_write_json(path, doc)
 
 
 def write_side_plan(plan: ScreenPlan, side: Side, timed: bool = False) -> None:

@@ -16,8 +16,8 @@ from harness.corpus.supervisor import Lane, Worker
 
 def test_make_executor_names_the_kinds_it_knows():
     assert isinstance(make_executor(), LocalExecutor)
-    with pytest.raises(UsageError, match="executor 'ray': not one of local"):
-        make_executor("ray")
+    with pytest.raises(UsageError, match="executor 'slurm': not one of local, ray"):
+        make_executor("slurm")
 
 
 def test_local_lanes_reuse_a_worker_unless_fresh(tmp_path):

@@ -73,6 +73,7 @@ ALLOWED_INNER_LIBRARIES: dict[str, str] = {
     "torch_musa": "a vendor's torch extension, present on its machines only",
     "flag_gems": "the library under test: imported by the adapter that measures it",
     "pytest": "the FlagGems benchmarks' test runner: needed only to collect their cases",
+    "ray": "optional (the zlh[ray] extra): only the ray executor, once chosen, needs it",
 }
 PENDING_INNER: dict[tuple[str, str], str] = {}     # work in progress elsewhere; empty when none
 PENDING_ALL: set[str] = set()

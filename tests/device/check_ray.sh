@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The ray executor on one GPU against local lanes, with real FlagGems (source .fg/env.sh first):
+#   source .fg/env.sh && bash tests/device/check_ray.sh
+# Needs .whl/ made by tests/device/pack_ray.sh (carried with the call: nothing is fetched).
+# Installs Ray under build/raylib, starts a one-node Ray cluster (the GPU), then the first 20
+# ops of tests/device/ops60.txt: a batch through local lanes and the same through Ray, a screen
+# (TRITON_F32_DEFAULT=ieee,tf32x3) both ways. Prints statuses and verdicts equal or not, the
+# per-shape latency |delta| of the two batches (corpus_summary.py), and what Ray adds per op
+# (ray_summary.py). Steps are time-boxed (BOX_BATCH 85 s, BOX_SCREEN 115 s each): ~7.5 min.
+# $OUT/ray.txt holds the summary, $OUT/ray_logs.tgz the step logs and tables.
+set -uo pipefail
+WORK=${WORK:-/tmp/zlh-ray}
+source "$(dirname "$0")/common.sh"
+LIB=$PWD/build/raylib
+SUM="python3 tests/device/corpus_summary.py"
+RSUM="python3 tests/device/ray_summary.py"
+FASTB="--level core --dtypes bfloat16 --isolate-tuner-cache --warmup-ms 10 --min-samples 5 --min-time-ms 5 --max-time-ms 50"
+RAY="python3 -m ray.scripts.scripts"
+declare -A WALL
+step() {  # step LABEL SECONDS CMD...
+  local label=$1 limit=$2; shift 2; local s=$SECONDS
+  timeout "$limit" "$@" > "$WORK/$label.log" 2>&1
+  echo "== $label rc=$? wall=$((SECONDS-s))s"; WALL[$label]=$((SECONDS-s))
+}
+{
+nvidia-smi --query-gpu=index,name,clocks.sm,temperature.gpu --format=csv,noheader
+s=$SECONDS
+mkdir -p "$LIB"
+if ! python3 -c "import ray" 2>/dev/null; then
+  python3 -c "import glob, sys, tarfile; tarfile.open(glob.glob('.whl/ray-*-cp312-slim.tar.xz')[0]).extractall(sys.argv[1])" "$LIB" \
+    || { echo "no Ray in .whl/ (bash tests/device/pack_ray.sh fills it)"; exit 1; }
+  need="jsonschema jsonschema-specifications referencing rpds-py"
+  python3 -c "import packaging.version as v, packaging; exit(v.Version(packaging.__version__) < v.Version('24.2'))" || need="$need packaging"
+  python3 -m pip install -q --no-index --no-deps --find-links .whl --target "$LIB" $need
+fi
+export PYTHONPATH=$PYTHONPATH:$LIB
+python3 -c "import ray; print('ray', ray.__version__, 'installed in', $((SECONDS-s)), 's')"
+$RAY start --head --num-gpus 1 --num-cpus 8 --include-dashboard false --disable-usage-stats \
+  --object-store-memory 1000000000 > "$WORK/ray_start.log" 2>&1 || { tail -n 20 "$WORK/ray_start.log"; exit 1; }
+echo "ray cluster up after $((SECONDS-s)) s"
+OPS=$WORK/ops20.txt
+grep -v '^[[:space:]]*#' tests/device/ops60.txt | grep -v '^[[:space:]]*$' | head -n 20 > "$OPS"
+COMMON="--ops-file $OPS $FASTB --op-timeout 90 --retries 0"
+step batch_local ${BOX_BATCH:-85} $ZLH batch $COMMON --devices 0 -q --out "$WORK/bl"
+step batch_ray ${BOX_BATCH:-85} $ZLH batch $COMMON --executor ray --backend cuda -q --out "$WORK/br"
+echo "--- batch through Ray against local lanes"
+$SUM batch "$WORK/br" "$WORK/bl"
+$RSUM "$WORK/br" "$WORK/bl" ${WALL[batch_ray]} ${WALL[batch_local]}
+SWITCH="--switch TRITON_F32_DEFAULT=ieee,tf32x3"
+step screen_local ${BOX_SCREEN:-115} $ZLH screen $COMMON $SWITCH --devices 0 --root "$WORK/sl"
+step screen_ray ${BOX_SCREEN:-115} $ZLH screen $COMMON $SWITCH --executor ray --backend cuda --root "$WORK/sr"
+echo "--- screen through Ray against local lanes"
+$SUM screens "$WORK/sr" "$WORK/sl"
+for side in A B; do echo "side $side:"; $RSUM "$WORK/sr/$side" "$WORK/sl/$side"; done
+$RAY stop --force > /dev/null 2>&1
+tail -n 3 "$WORK/batch_ray.log" "$WORK/screen_ray.log"
+} 2>&1 | tee "$OUT/ray.txt"
+(cd "$WORK" && find . -maxdepth 4 \( -name '*.log' ! -name 'run.attempt*' -o -name ops_status.csv \
+   -o -name summary.csv -o -name screen.tsv -o -name '*.ray.tsv' -o -name ops20.txt \) -print \
+   | tar czf "$OUT/ray_logs.tgz" -T - 2>/dev/null)
