@@ -114,6 +114,12 @@ def resumed_executor(plan, executor: str | None, ray_address: str | None) -> boo
     return (plan.executor, plan.ray_address) != before
 
 
+def corpus_inventory(adapter) -> dict:
+    """op -> {"repo", "file"} of every benchmark function the adapter knows (batch.json)."""
+    return {r["op"]: {"repo": r.get("repo", adapter.repo_of(r["op"])), "file": r.get("file", "-")}
+            for r in adapter.describe_ops(include_hidden=True)}
+
+
 def refuse_overlap_on_ray(executor: str, overlap: bool | None) -> None:
     """Overlap keeps two ops of one device apart with a lock on this host: a Ray actor holds
     its GPU alone, so the two do not go together."""
@@ -201,23 +207,8 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
             raise errors.UsageError("--resume BATCH_DIR takes its ops from the batch; name none")
         refuse_beside(ctx, "resume", allowed=("quiet", "vllm_dir", "retry", "allow_env_change",
                                               "overlap", "executor", "ray_address"))
-        plan = resumed_plan(Path(resume), vllm_dir, allow_env_change)
-        changed = resumed_executor(plan, executor, ray_address)
-        corpus_lanes(plan.executor, plan.ray_address, plan.options.backend, plan.devices)
-        hold_root(plan.root, "batch")
-        if plan.env_change:                   # allowed: batch.json says from when and what
-            record_env_change(plan.root, plan.env_change)
-            plan.env = plan.env_change["to"]
-        if overlap is not None and overlap != plan.overlap:
-            plan.overlap = overlap
-            record_overlap(plan.root, overlap)
-        if changed:
-            record_executor(plan.root, plan)
-        with meter:
-            result = interrupted_hint(plan.root, "batch", lambda: run_batch(
-                plan, meter.counted(click.echo), None, resume=True,
-                warn=meter.counted(echo_err), retry=statuses))
-        sys.exit(result.exit_code)
+        sys.exit(_resume(Path(resume), vllm_dir, allow_env_change, overlap, executor,
+                         ray_address, meter, statuses))
     if allow_env_change:
         raise errors.UsageError("--allow-env-change applies to --resume only")
     shard = parse_shard(shard_text)
@@ -233,9 +224,7 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
     executor = executor or "local"
     refuse_overlap_on_ray(executor, overlap)
     lanes = corpus_lanes(executor, ray_address, options.backend, parse_devices(devices))
-    inventory = {r["op"]: {"repo": r.get("repo", adapter.repo_of(r["op"])),
-                           "file": r.get("file", "-")}
-                 for r in adapter.describe_ops(include_hidden=True)}
+    inventory = corpus_inventory(adapter)
     plan = BatchPlan(root=Path(out if out is not None else default_root("batch", shard)),
                      items=items, devices=lanes, options=options, op_timeout_s=op_timeout,
                      stall_timeout_s=stall_timeout,
@@ -258,6 +247,30 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
         result = interrupted_hint(plan.root, "batch", lambda: run_batch(
             plan, meter.counted(click.echo), None, warn=meter.counted(echo_err)))
     sys.exit(result.exit_code)
+
+
+def _resume(root: Path, vllm_dir, allow_env_change: bool, overlap: bool | None,
+            executor: str | None, ray_address: str | None, meter: Meter,
+            statuses: tuple[str, ...]) -> int:
+    """`--resume ROOT`: the plan ROOT holds, checked like a new one, then the ops not finished
+    (and those `statuses` name) run; overlap and the executor as given, else as recorded."""
+    plan = resumed_plan(root, vllm_dir, allow_env_change)
+    changed = resumed_executor(plan, executor, ray_address)
+    corpus_lanes(plan.executor, plan.ray_address, plan.options.backend, plan.devices)
+    hold_root(plan.root, "batch")
+    if plan.env_change:                   # allowed: batch.json says from when and what
+        record_env_change(plan.root, plan.env_change)
+        plan.env = plan.env_change["to"]
+    if overlap is not None and overlap != plan.overlap:
+        plan.overlap = overlap
+        record_overlap(plan.root, overlap)
+    if changed:
+        record_executor(plan.root, plan)
+    with meter:
+        result = interrupted_hint(plan.root, "batch", lambda: run_batch(
+            plan, meter.counted(click.echo), None, resume=True,
+            warn=meter.counted(echo_err), retry=statuses))
+    return result.exit_code
 
 
 def default_root(verb: str, shard) -> str:

@@ -29,7 +29,7 @@ from ..corpus.stall import DEFAULT_STALL_S
 from ..corpus.standby import record_overlap
 from ..run.options import refuse_unhooked
 from .group import main
-from .batch import (SHARD_HELP, corpus_lanes, default_root, executor_options, hold_root,
+from .batch import (SHARD_HELP, corpus_inventory, corpus_lanes, default_root, executor_options, hold_root,
                     interrupted_hint, new_root, parse_devices, refuse_overlap_on_ray,
                     resumed_executor, retry_statuses)
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
@@ -198,9 +198,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
     executor = executor or "local"
     refuse_overlap_on_ray(executor, overlap)
     lanes = corpus_lanes(executor, ray_address, options.backend, parse_devices(devices))
-    inventory = {r["op"]: {"repo": r.get("repo", adapter.repo_of(r["op"])),
-                           "file": r.get("file", "-")}
-                 for r in adapter.describe_ops(include_hidden=True)}
+    inventory = corpus_inventory(adapter)
     root_path = Path(root if root is not None else default_root("screen", shard))
     base = BatchPlan(root=root_path, items=items, devices=lanes, options=options,
                      op_timeout_s=op_timeout, stall_timeout_s=stall_timeout,
@@ -219,7 +217,6 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
     click.echo(f"zlh screen: {ops_phrase(shard, len(items), len(whole))}, A[{a.description}] vs "
                f"B[{b.description}], {len(lanes)} device(s), timing {timing} -> {root_path}")
     sys.exit(_run(plan, resume=False))
-
 
 
 def _rescore(rescore: str, scrub) -> int:

@@ -18,7 +18,8 @@ from conftest import FAST, ROOT
 from harness.cli import main
 from harness.common.errors import EXIT_OK, EXIT_POISONED
 from harness.corpus import standby
-from harness.corpus.executor import OpWork, OverlapLane, make_executor
+from harness.corpus.executor import OpWork, make_executor
+from harness.corpus.units import OverlapLane
 from harness.corpus.outcome import CRASH, FAIL, PASS, TIMEOUT, TIMEOUT_RC
 from harness.corpus.supervisor import Lane
 from harness.measure.device_lock import LOCK_DIR_ENV

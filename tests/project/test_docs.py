@@ -87,7 +87,7 @@ def test_docs_exist_and_readme_stays_short():
 def test_readme_keeps_the_two_setup_commands_ci_runs():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    test_command = "python3 -m pip install torch==2.13.0 -e '.[test,triton]' && python3 -m pytest -q tests"
+    test_command = "python3 -m pip install torch==2.13.0 -e '.[test,triton,ray,browser]' && python3 -m pytest -q tests"
     assert test_command in readme and test_command in ci
     assert re.search(r"^python3 -m pip install torch==2\.13\.0 -e '\.\[triton\]' && zlh bench ",
                      readme, re.M)

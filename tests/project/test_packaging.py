@@ -44,7 +44,7 @@ def test_the_test_extra_does_not_pull_triton_and_ci_asks_for_it():
                    == "triton" for line in test), test
     assert "triton" in extras["triton"]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert "'.[test,triton]'" in ci
+    assert "'.[test,triton,ray,browser]'" in ci
 
 
 def test_the_progress_library_is_a_requirement():
