@@ -29,6 +29,7 @@ from ..common.files import (atomic_write_json, atomic_write_text, check_output_f
                             read_json_object)
 from ..common.log import Echo
 from . import files
+from ..store.reader import read_info
 from .batch import Batch
 from .lanes import lane_for, watch_devices
 from .environment import record_env_change
@@ -134,7 +135,7 @@ class Screen:
                 return False
             side_a.record(item.op, a, device)
         b = side_b.outcomes.get(item.op)
-        if b is None and a.run_dir is not None and a.rows_success:
+        if b is None and a.run_dir is not None and a.rows_success and replayable(a.run_dir):
             b = side_b.run_item(item, lanes["B"], runners["B"], replay=a.run_dir)
             if b is None:
                 return False
@@ -166,6 +167,15 @@ class Screen:
         shown = v.shown_range()
         self.echo(f"[{len(self.verdicts):>{len(str(total))}}/{total}] {v.verdict:<10} {times:>13} "
                   f"{v.op}" + (f"  {shown}" if shown else "") + (f"  ({v.note})" if v.note else ""))
+
+
+def replayable(run_dir: Path) -> bool:
+    """Side A's run completed (B replays only a complete record: a run cut short by its
+    timeout or a crash has rows but no record; B is then not run, and the note says why)."""
+    try:
+        return read_info(run_dir).get("status") == "complete"
+    except UsageError:
+        return False
 
 
 def write_table(plan: ScreenPlan, verdicts: dict[str, Verdict]) -> None:

@@ -204,7 +204,9 @@ def _no_rows_note(a: Outcome | None, b: Outcome | None, v: Verdict) -> str:
         if rows:
             continue
         if outcome is None:
-            parts.append(f"side {side} not run (side A had no rows to replay)")
+            why = ("side A had no rows to replay" if not v.rows_a or a is None else
+                   f"side A {a.status}: its run did not complete, so it left no record to replay")
+            parts.append(f"side {side} not run ({why})")
         elif outcome.status == TIMEOUT:
             how = "stalled" if outcome.reason.startswith("stalled") else "timed out"
             parts.append(f"side {side} {how}: a time problem, not a verdict on the switch")

@@ -33,7 +33,7 @@ fi
 echo "== screen rc=$? wall=$((SECONDS-s))s"
 tail -n 5 "$WORK/$NAME.log" | cut -c1-300
 python3 tests/device/corpus_summary.py screen "$root"
-(cd "$WORK" && tar czf "$OUT/$NAME.tgz" --exclude='.cache-*' --exclude='*.ttgir' --exclude='*.ptx' \
-  --exclude='*.llir' --exclude='*.cubin' --exclude='*.json.gz' "$NAME")
+(cd "$WORK" && tar czf "$OUT/$NAME.tgz" --exclude='.cache-*' --exclude='*.ptx' \
+  --exclude='*.llir' --exclude='*.cubin' --exclude='*.json.gz' "$NAME")   # the .ttgir files stay: a resume re-decides verdicts from them
 ls -la "$OUT/$NAME.tgz"
 } 2>&1 | tee "$OUT/$NAME.txt"
