@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..common.errors import one_line
-from ..common.files import atomic_write_text
+from ..common.files import atomic_write_text, read_tsv_rows
 
 FILE_NAME = "kernel_split.tsv"
 COLUMNS = ("variant", "dtype", "shape", "occurrence", "kernel", "calls", "time_us", "share",
@@ -160,15 +160,7 @@ def read_split(path: str | Path) -> list[dict[str, str]]:
     path = Path(path)
     if path.is_dir():
         path = path / FILE_NAME
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return []
-    if not lines:
-        return []
-    header = lines[0].split("\t")
-    return [dict(zip(header, line.split("\t"))) for line in lines[1:]
-            if len(line.split("\t")) == len(header)]
+    return read_tsv_rows(path)
 
 
 def case_sums(rows: list[dict[str, str]]) -> list[dict]:

@@ -11,23 +11,7 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.corpus.verdict import NO_ROWS, read_tsv
 from conftest import FAST, ROOT
-
-CASES = '''
-import time
-import torch
-import harness
-
-def _hang_late(x):
-    if float(x.sum()) > 12:          # the third case: hangs
-        while True:
-            time.sleep(1)
-    return x + 1
-
-cases = {"hang_late": [harness.Case(fn=_hang_late, baseline=lambda x: x + 1,
-                                    inputs=lambda n=n: torch.full((8,), float(n)),
-                                    dtype="float32", shape=[8], name=f"c{n}")
-                       for n in range(4)]}
-'''
+from cut_short_cases import CASES
 
 
 @pytest.mark.e2e

@@ -20,6 +20,7 @@ from harness.corpus.supervisor import Lane, Worker
 from harness.run.heartbeat import HEARTBEAT
 from harness.run.options import BenchOptions
 from conftest import FAST, ROOT
+from cut_short_cases import CASES
 
 # A stand-in worker speaking the worker protocol: `beats` heartbeats `every` seconds apart in
 # a run directory of its own under the job's `out`, then (unless `hang`) its answer.
@@ -118,25 +119,6 @@ def test_a_batch_records_its_stall_timeout_and_an_older_root_gets_the_default(tm
     assert BatchPlan.from_dict(tmp_path, doc).stall_timeout_s == DEFAULT_STALL_S
 
 
-CASES = '''
-import time
-import torch
-import harness
-
-def _ok(x):
-    return x + 1
-
-def _hang_late(x):
-    if float(x.sum()) > 12:          # the third case: hangs
-        while True:
-            time.sleep(1)
-    return x + 1
-
-cases = {"hang_late": [harness.Case(fn=_hang_late, baseline=lambda x: x + 1,
-                                    inputs=lambda n=n: torch.full((8,), float(n)),
-                                    dtype="float32", shape=[8], name=f"c{n}")
-                       for n in range(4)]}
-'''
 
 
 @pytest.mark.e2e

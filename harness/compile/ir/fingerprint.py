@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from ...common.files import read_text
+from ...common.files import read_text, read_tsv_rows
 DEFAULT_SCRUB: tuple[str, ...] = (
     r', "ttg[.]rlc-[^"]*" = [0-9-]+ : i32(?=\s*\})',   # a stamp closing its dictionary
     r'"ttg[.]rlc-[^"]*" = [0-9-]+ : i32, ?',          # a stamp followed by another entry
@@ -145,18 +145,7 @@ def read_index(path: str | Path) -> list[dict[str, str]]:
     """Rows of `index.tsv` (under a run dir or its ttgir dir) as dicts keyed by header
     name; [] when there is no index, or one that is not text (a damaged index: readers fall
     back to the IR files themselves)."""
-    index = ir_root(path) / "index.tsv"
-    if not index.is_file():
-        return []
-    try:
-        lines = read_text(index).splitlines()
-    except UnicodeDecodeError:
-        return []
-    if not lines:
-        return []
-    header = lines[0].split("\t")
-    return [dict(zip(header, line.split("\t"))) for line in lines[1:]
-            if len(line.split("\t")) == len(header)]
+    return read_tsv_rows(ir_root(path) / "index.tsv")
 
 
 def convert_layout_total(path: str | Path, part: str = MEASURED) -> int | None:
