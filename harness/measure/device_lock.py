@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 try:
     import fcntl
@@ -67,6 +67,7 @@ class DeviceLock:
         self.contended = 0             # acquires that had to wait
         self.sections: list[tuple[float, float]] = []   # (enter, exit), epoch seconds
         self.opened_at = time.time()   # (for run.json: the run's span beside its sections)
+        self.while_waiting: Callable[[], None] | None = None   # e.g. the run's heartbeat
 
     def open(self) -> None:
         """The lock file, created where missing (OSError when its folder cannot hold it)."""
@@ -85,7 +86,8 @@ class DeviceLock:
                 fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 started = time.perf_counter()
-                fcntl.flock(self._fd, fcntl.LOCK_EX)     # a signal's handler may raise here
+                with self._telling_while_waiting():
+                    fcntl.flock(self._fd, fcntl.LOCK_EX)     # a signal's handler may raise here
                 self.waited_s += time.perf_counter() - started
                 self.contended += 1
         except BaseException:
@@ -94,6 +96,26 @@ class DeviceLock:
         self._depth = 1
         self.acquires += 1
         self._entered, self._entered_at = time.perf_counter(), time.time()
+
+    @contextlib.contextmanager
+    def _telling_while_waiting(self):
+        """`while_waiting` (if set) called about once a second while this process waits for
+        another's section: the run's heartbeat, so a wait is not taken for a hang."""
+        if self.while_waiting is None:
+            yield
+            return
+        done = threading.Event()
+
+        def tell():
+            while not done.wait(1.0):
+                self.while_waiting()
+        teller = threading.Thread(target=tell, name="zlh-lock-wait", daemon=True)
+        teller.start()
+        try:
+            yield
+        finally:
+            done.set()
+            teller.join()
 
     def release(self) -> None:
         if self._depth > 1:

@@ -162,6 +162,8 @@ class OpRun:
         self.library_log = LibraryLog(self.dir.log)
         self.heartbeat = Heartbeat(run_dir.path)      # beats now, at each case end, compile
         self.case_timer, self.device_lock = None, device_lock   # the device's, where named
+        if device_lock is not None:    # waiting for a neighbour's timed section is no hang
+            device_lock.while_waiting = self.heartbeat.beat
 
     @classmethod
     def open(cls, plan: BenchPlan, op: str, echo: Echo, progress: Echo | None) -> "OpRun":

@@ -3,10 +3,12 @@ one waits for the first's timed section, different devices do not block each oth
 uncontended acquire costs well under a millisecond, and a run records what it waited."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -171,3 +173,34 @@ def test_a_lock_folder_that_cannot_hold_the_lock_is_one_line(tmp_path):
         f"zlh: {device_lock.LOCK_DIR_ENV}={tmp_path / 'file' / 'sub'}: cannot create the "
         f"device's measurement lock there")
     assert not list((tmp_path / "out").glob("add_*"))       # no run directory left behind
+
+
+def test_a_process_waiting_for_the_lock_keeps_saying_so(tmp_path):
+    """While another process holds the device's lock, the waiting one calls `while_waiting`
+    about once a second (the run's heartbeat: the stall rule must not take a wait for a
+    hang), and stops calling it once it holds the lock."""
+    path = tmp_path / "device-x.lock"
+    holder = DeviceLock(path)
+    holder.open()
+    held = threading.Event()
+    released = threading.Event()
+    told: list[float] = []
+
+    def hold():
+        fd = os.open(path, os.O_RDWR)        # another open file description: another holder
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        held.set()
+        released.wait(10)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+    other = threading.Thread(target=hold)
+    other.start()
+    assert held.wait(10)
+    waiter = DeviceLock(path)
+    waiter.while_waiting = lambda: (told.append(time.monotonic()), len(told) >= 2 and released.set())
+    waiter.acquire()                     # returns once the holder let go (after two calls)
+    waiter.release()
+    other.join(10)
+    assert len(told) >= 2 and waiter.contended == 1
+    assert not any(t.name == "zlh-lock-wait" for t in threading.enumerate())   # it stopped
