@@ -5,7 +5,9 @@ have written it: every finished op's folder (its `.complete`, attempt logs and r
 directories) under the same relative path, batch.json (screen.json, and A/ and B/ for a
 screen) planning the whole selection, ops_status.csv and summary.csv rebuilt from the ops'
 `.complete` the way a batch writes them, screen.tsv and ir_changed.txt from the shards' rows.
-`merged` in the plan names the shards, those missing and the ops unfinished (`--partial`).
+`merged` in the plan names the shards (with how each ran its ops: RUN_FIELDS, which may
+differ; the plan keeps the first shard's, `differing` names those that differ), those missing
+and the ops unfinished (`--partial`).
 
 Files are hard links to the shards' files (a copy where the file system cannot link: another
 device): nothing is duplicated on disk, the merged root stands alone (moving it, or deleting
@@ -33,8 +35,8 @@ from ..common.files import (atomic_write_json, atomic_write_text, check_output_d
 from ..common.lock import holding, only_lock
 from . import files
 from .batch import BatchPlan
-from .screen_plan import IR_CHANGED_TXT, SCREEN_JSON, SCREEN_TSV, ScreenPlan
-from .shard_roots import ShardRoot, check_shards, read_shard
+from .screen_plan import IR_CHANGED_TXT, SCREEN_JSON, SCREEN_TSV, TIMED, ScreenPlan
+from .shard_roots import RUN_FIELDS, ShardRoot, check_shards, read_shard
 from .sharding import device_for
 from .verdict import IR_CHANGED, read_tsv, tsv_text
 
@@ -92,7 +94,10 @@ def _build(shards: list[ShardRoot], target: Path, missing: list[int], argv) -> M
               "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
               "shards": [{"k": s.shard.k, "root": str(s.root.resolve()), "ops": len(s.ops()),
                           "finished": len(s.finished & set(s.ops())),
-                          "env_changes": s.batch.get("env_changes") or []} for s in shards],
+                          "env_changes": s.batch.get("env_changes") or [],
+                          **{key: s.batch.get(key) for key in RUN_FIELDS}} for s in shards],
+              "differing": [key for key in RUN_FIELDS
+                            if len({repr(s.batch.get(key)) for s in shards}) > 1],
               "missing": missing, "unfinished": unfinished}
     for side in first.sides:
         statuses = _merge_side(shards, side, target / side, owner, finished, record, argv,
@@ -160,13 +165,16 @@ def _plan_doc(shards: list[ShardRoot], side: str, owner, record: dict, argv) -> 
 
 def _side_doc(shard: ShardRoot, side: str) -> dict:
     """A shard's batch plan for `side`: batch.json of the side (else derived from
-    screen.json, as a resumed screen writes it again)."""
+    screen.json, as a resumed screen writes it again: a side's options, timed or not)."""
     if not side:
         return shard.batch
     path = shard.root / side / files.BATCH_JSON
     if path.is_file():
         return files.read_batch_json(shard.root / side)
-    return {**shard.batch, "screen_side": side}
+    plan = ScreenPlan.from_dict(shard.root, shard.doc)
+    label = side.removesuffix(TIMED)
+    derived = plan.side_plan(plan.a if label == "A" else plan.b, side != label).to_dict()
+    return {**derived, "screen_side": side}
 
 
 def _merge_screen(shards, target: Path, owner, finished, record, argv) -> Counter:

@@ -3,9 +3,11 @@
 
 A shard root holds its own ops and, in `shard` of its plan (batch.json; screen.json's
 `batch`), its K and N, the whole selection and its digest. Shards join when they come from
-one command: the same kind, N, selection, bench options, sides, environment switches and
-caliber — only K, --out and the devices a task saw differ. Each is a one-line refusal: a
-caliber that differs exits 4 (as every comparison of two calibers does), anything else 2.
+one command: the same kind, N, selection, bench options, sides, timing mode, environment
+switches and caliber. K, --out, the devices a task saw and how its ops were run (RUN_FIELDS:
+the executor, overlap, the stall timeout — another machine, another executor) may differ.
+Each is a one-line refusal: a caliber that differs exits 4 (as every comparison of two
+calibers does), anything else 2.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from ..common.errors import CaliberError, UsageError
 from ..common.files import read_json_object
 from ..store.caliber import Caliber
 from . import files
-from .screen_plan import SCREEN_JSON, SCREEN_TSV
+from .screen_plan import SCREEN_JSON, SCREEN_TSV, TIMED, TIMING_ALL, TIMING_CHANGED
 from .sharding import Shard
 from .verdict import read_tsv
 
@@ -28,8 +30,12 @@ PLAN_FIELDS = (("zlh_version", "zlh version"), ("options", "bench options"),
                ("fresh_process", "--fresh-process"), ("python", "interpreter"),
                ("replay_root", "--replay root"), ("left_out", "ops left out"))
 SCREEN_FIELDS = (("A", "side A"), ("B", "side B"), ("scrub", "--scrub patterns"),
-                 ("ir_stage", "IR stage"))
+                 ("ir_stage", "IR stage"), ("timing", "--timing mode"))
 IGNORED_OPTIONS = ("out",)           # where runs would go: each shard's own root
+# How a shard's ops were run, not what was measured: may differ between shards (the merged
+# plan keeps the first shard's value, `merged.shards` each shard's, `merged.differing` names
+# those that differ).
+RUN_FIELDS = ("executor", "ray_address", "overlap", "stall_timeout_s")
 
 
 @dataclass
@@ -53,8 +59,12 @@ class ShardRoot:
 
     @property
     def sides(self) -> tuple[str, ...]:
-        """The batch roots under it, relative: the root itself, or a screen's A and B."""
-        return ("A", "B") if self.kind == "screen" else ("",)
+        """The batch roots under it, relative: the root itself, or a screen's A and B (and
+        A.timed, B.timed: the timed pairs of `--timing changed`)."""
+        if self.kind != "screen":
+            return ("",)
+        timed = ("A" + TIMED, "B" + TIMED) if self.doc.get("timing") == TIMING_CHANGED else ()
+        return ("A", "B", *timed)
 
     def ops(self) -> list[str]:
         return [entry["op"] for entry in self.batch.get("ops", [])]
@@ -142,8 +152,8 @@ def check_shards(shards: list[ShardRoot], partial: bool) -> list[int]:
 
 
 def _same_command(first: ShardRoot, s: ShardRoot) -> None:
-    """The shards of one merge come from one command: only K, the root and the devices
-    differ."""
+    """The shards of one merge come from one command: only K, the root, the devices and
+    how the ops were run (RUN_FIELDS, not compared) differ."""
     if s.kind != first.kind:
         raise UsageError(f"{s.name} is a {s.kind} root, {first.name} a {first.kind} root; "
                          f"merge the shards of one command")
@@ -180,6 +190,8 @@ def _same_command(first: ShardRoot, s: ShardRoot) -> None:
 def _plain(key: str, value):
     if key == "options" and isinstance(value, dict):
         return {k: v for k, v in value.items() if k not in IGNORED_OPTIONS}
+    if key == "timing" and value is None:        # a screen older than --timing timed all
+        return TIMING_ALL
     return value
 
 
