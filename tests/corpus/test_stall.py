@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 import textwrap
 import time
@@ -20,6 +19,7 @@ from harness.corpus.supervisor import Lane, Worker
 from harness.run.heartbeat import HEARTBEAT
 from harness.run.options import BenchOptions
 from conftest import FAST, ROOT
+from stand_in import stand_in_worker as make_stand_in
 from cut_short_cases import CASES
 
 # A stand-in worker speaking the worker protocol: `beats` heartbeats `every` seconds apart in
@@ -45,12 +45,7 @@ STAND_IN = textwrap.dedent("""
 
 
 def stand_in(tmp_path) -> Worker:
-    script = tmp_path / "stand_in.py"
-    script.write_text(STAND_IN)
-    python = tmp_path / "python"         # called as `python -m harness.corpus.worker`
-    python.write_text(f"#!/bin/sh\nexec {sys.executable} {script}\n")
-    python.chmod(python.stat().st_mode | stat.S_IXUSR)
-    return Worker(Lane(python=str(python), env=dict(os.environ)), tmp_path / "worker.log")
+    return make_stand_in(tmp_path, STAND_IN)
 
 
 def job(tmp_path: Path, op: str, **fields):

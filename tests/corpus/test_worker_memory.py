@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 import textwrap
 
 from harness.corpus.outcome import CRASH_RC, GIB, MEMORY_HELD_LIMIT, judge
 from harness.corpus.supervisor import Lane, Worker, held_too_much
 from harness.run.options import BenchOptions
+from stand_in import stand_in_worker as make_stand_in
 
 STAND_IN = textwrap.dedent("""
     import json, os, sys
@@ -24,12 +24,7 @@ STAND_IN = textwrap.dedent("""
 
 
 def stand_in_worker(tmp_path) -> Worker:
-    script = tmp_path / "stand_in.py"
-    script.write_text(STAND_IN)
-    python = tmp_path / "python"         # called as `python -m harness.corpus.worker`
-    python.write_text(f"#!/bin/sh\nexec {sys.executable} {script}\n")
-    python.chmod(python.stat().st_mode | stat.S_IXUSR)
-    return Worker(Lane(python=str(python), env=dict(os.environ)), tmp_path / "worker.log")
+    return make_stand_in(tmp_path, STAND_IN)
 
 
 def run(worker, tmp_path, op):
