@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import click
 
 from ..common import errors
 from ..common.limits import MAX_ROUNDS
+from ..common.periodic import every
 from ..common.progress import Meter
 from ..corpus.campaign import (check_root_files, merge, plan_campaign, read_campaign,
                                run_cards, write_plan)
@@ -186,8 +186,6 @@ def _overall(plan, meter: Meter, every_s: float = 2.0):
         yield
         return
     total = sum(len(ops) for ops in plan.part.assignment.values()) * 2 * plan.rounds
-    stop = threading.Event()
-
     def finished_runs() -> int:
         done = 0
         for path in plan.root.glob("card*/status.tsv"):
@@ -195,15 +193,7 @@ def _overall(plan, meter: Meter, every_s: float = 2.0):
                 done += max(len(path.read_text(encoding="utf-8").splitlines()) - 1, 0)
         return done
 
-    def watch() -> None:
-        while not stop.wait(every_s):
-            meter.count(min(finished_runs(), total), total)
-
     meter.set_total(total, min(finished_runs(), total))
-    thread = threading.Thread(target=watch, name="campaign-progress", daemon=True)
-    thread.start()
-    try:
+    with every(every_s, lambda: meter.count(min(finished_runs(), total), total),
+               "campaign-progress"):
         yield
-    finally:
-        stop.set()
-        thread.join(timeout=every_s + 1)

@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping
 
+from ..common.periodic import every
+
 try:
     import fcntl
 except ImportError:              # no flock on this platform: no lock, as with no folder
@@ -104,18 +106,8 @@ class DeviceLock:
         if self.while_waiting is None:
             yield
             return
-        done = threading.Event()
-
-        def tell():
-            while not done.wait(1.0):
-                self.while_waiting()
-        teller = threading.Thread(target=tell, name="zlh-lock-wait", daemon=True)
-        teller.start()
-        try:
+        with every(1.0, self.while_waiting, "zlh-lock-wait"):
             yield
-        finally:
-            done.set()
-            teller.join()
 
     def release(self) -> None:
         if self._depth > 1:
