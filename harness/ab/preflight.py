@@ -28,6 +28,7 @@ from ..compile.ir.fingerprint import compile_scrub
 from ..common.lock import in_use, root_in_use
 from ..run.options import BenchOptions
 from ..run.plan import plan_bench, preserved_environ
+from ..store.caliber import UNTIMED
 from ..store.reader import AB_ROOT_FILES, StoredRun, refuse_run_dir
 from ..store.reader import check_complete as refuse_unfinished
 from .sides import ABPlan, Side, env_for
@@ -205,6 +206,11 @@ def check_replay(run: StoredRun, options: BenchOptions, root: Path, allow_partia
     if run.caliber is None:             # the guard would refuse side B after running it
         raise CaliberError(f"--replay {run.path}: its run.json has no caliber, so side B "
                            f"would have no identity to be compared with")
+    if run.caliber.timer == UNTIMED:     # the guard would refuse side B after running it
+        raise CaliberError(f"--replay {run.path}: it timed nothing (zlh bench --no-timing, "
+                           f"caliber timer {UNTIMED}), so side B's times would have nothing "
+                           f"to be compared with; time {run.op} on side A first (zlh bench "
+                           f"without --no-timing) and replay that run")
     recorded = run.caliber.backend if run.caliber else None
     if recorded in backends.backend_names() and (
             options.backend is None or _same_backend(options.backend, recorded)):

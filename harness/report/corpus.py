@@ -9,6 +9,7 @@ from pathlib import Path
 from ..common.errors import UsageError
 from ..common.files import read_json_object, read_text
 from ..corpus.files import BATCH_JSON, read_complete
+from ..corpus.screen_plan import TIMED
 from ..corpus.verdict import IR_CHANGED, NO_IR_DIFF, NO_ROWS, NO_TRITON, read_tsv
 from ..store.reader import StoredRun
 from . import runs, sources
@@ -55,6 +56,7 @@ def screen(root: Path, page_dir: Path) -> Report:
         dir_b, out_b = _outcome_dir(root / "B", op)
         entry.reason = "; ".join(f"{s}: {o.reason}" for s, o in (("A", out_a), ("B", out_b))
                                  if o is not None and o.reason)
+        dir_a, dir_b = _timed_pair(root, op, row) or (dir_a, dir_b)
         run_a, run_b = runs.fill(entry, dir_a, dir_b, page_dir, verdict == IR_CHANGED, scrub,
                                  summary=shown)
         infos_a += [run_a.info] if run_a else []
@@ -63,6 +65,16 @@ def screen(root: Path, page_dir: Path) -> Report:
     plan = doc.get("batch") if isinstance(doc.get("batch"), dict) else {}
     return Report(_screen_headline(root, doc, plan, rows, infos_a, infos_b), entries,
                   sources.telemetry(root), str(root))
+
+
+def _timed_pair(root: Path, op: str, row: dict):
+    """(A, B) run directories of the op's timed pair (`--timing changed`: A.timed/, B.timed/,
+    where its delta and range come from; its untimed pair in A/, B/ has no latency), or None
+    when the row's delta is from A/ and B/ or it has none."""
+    if row.get("timed") != "yes":
+        return None
+    pair = tuple(_outcome_dir(root / f"{side}{TIMED}", op)[0] for side in ("A", "B"))
+    return pair if all(pair) else None
 
 
 def _screen_headline(root: Path, doc: dict, plan: dict, rows: list[dict], infos_a, infos_b
