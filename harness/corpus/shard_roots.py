@@ -18,7 +18,7 @@ from ..common.errors import CaliberError, UsageError
 from ..common.files import read_json_object
 from ..store.caliber import Caliber
 from . import files
-from .screen_plan import SCREEN_JSON, SCREEN_TSV
+from .screen_plan import SCREEN_JSON, SCREEN_TSV, TIMED, TIMING_ALL, TIMING_CHANGED
 from .sharding import Shard
 from .verdict import read_tsv
 
@@ -28,7 +28,7 @@ PLAN_FIELDS = (("zlh_version", "zlh version"), ("options", "bench options"),
                ("fresh_process", "--fresh-process"), ("python", "interpreter"),
                ("replay_root", "--replay root"), ("left_out", "ops left out"))
 SCREEN_FIELDS = (("A", "side A"), ("B", "side B"), ("scrub", "--scrub patterns"),
-                 ("ir_stage", "IR stage"))
+                 ("ir_stage", "IR stage"), ("timing", "--timing"))
 IGNORED_OPTIONS = ("out",)           # where runs would go: each shard's own root
 
 
@@ -53,8 +53,12 @@ class ShardRoot:
 
     @property
     def sides(self) -> tuple[str, ...]:
-        """The batch roots under it, relative: the root itself, or a screen's A and B."""
-        return ("A", "B") if self.kind == "screen" else ("",)
+        """The batch roots under it, relative: the root itself, or a screen's A and B (and
+        their timed pairs' A.timed and B.timed under --timing changed)."""
+        if self.kind != "screen":
+            return ("",)
+        timed = self.doc.get("timing") == TIMING_CHANGED
+        return ("A", "B", *((f"A{TIMED}", f"B{TIMED}") if timed else ()))
 
     def ops(self) -> list[str]:
         return [entry["op"] for entry in self.batch.get("ops", [])]
@@ -178,6 +182,8 @@ def _same_command(first: ShardRoot, s: ShardRoot) -> None:
 
 
 def _plain(key: str, value):
+    if key == "timing":
+        return value or TIMING_ALL           # older screens timed everything
     if key == "options" and isinstance(value, dict):
         return {k: v for k, v in value.items() if k not in IGNORED_OPTIONS}
     return value

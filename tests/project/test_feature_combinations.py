@@ -134,3 +134,34 @@ def test_the_report_of_a_timing_changed_screen_shows_the_timed_pair(tmp_path, mo
     assert re.search(r"[+-]\d+\.\d+ ~ [+-]\d+\.\d+", line), line
     page = CliRunner().invoke(main, ["report", str(root), "--html", str(tmp_path / "p.html")])
     assert page.exit_code == 0, page.output
+
+
+@pytest.mark.e2e
+def test_merged_shards_of_a_timing_changed_screen_keep_their_timed_pairs(tmp_path, monkeypatch):
+    (tmp_path / "ir_cases.py").write_text(IR_CASES)
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{ROOT}:{ROOT / 'tests'}")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    screen = ["screen", "--cases", "ir_cases:cases", "--ops", "changed,same", "--backend",
+              "cpu", *FAST, "--switch", "ZLH_TEST_SWITCH=0,1"]
+    for k, timing in ((1, "changed"), (2, "changed"), (3, "all")):
+        result = CliRunner().invoke(main, [*screen, "--timing", timing, "--shard",
+                                           f"{min(k, 2)}/2", "--root", str(tmp_path / f"s{k}")])
+        assert result.exit_code == 0, result.output
+    # shards screened under another --timing do not join
+    refused = CliRunner().invoke(main, ["merge", str(tmp_path / "s1"), str(tmp_path / "s3"),
+                                        "--out", str(tmp_path / "bad")])
+    assert refused.exit_code == 2 and "--timing" in refused.output, refused.output
+    merged = tmp_path / "m"
+    result = CliRunner().invoke(main, ["merge", str(tmp_path / "s1"), str(tmp_path / "s2"),
+                                       "--out", str(merged)])
+    assert result.exit_code == 0, result.output
+    for side in ("A.timed", "B.timed"):
+        assert (merged / side / "changed" / ".complete").is_file()
+        assert json.loads((merged / side / "batch.json").read_text())["screen_side"] == side
+    assert not (merged / "A.timed" / "same").exists()
+    entries = {e.op: e for e in corpus_report.screen(merged, tmp_path).ops}
+    assert entries["changed"].shapes and entries["changed"].low is not None
+    rescored = CliRunner().invoke(main, ["screen", "--rescore", str(merged)])
+    assert rescored.exit_code == 0, rescored.output
+    rows = {r["op"]: r for r in read_tsv(merged / "screen.tsv")}
+    assert rows["changed"]["timed"] == "yes" and rows["changed"]["median_delta_pct"] != "-"
