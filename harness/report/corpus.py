@@ -46,7 +46,8 @@ def screen(root: Path, page_dir: Path) -> Report:
         entry = OpEntry(op=op, status=verdict, family=sources.family(row.get("op_file")),
                         kernels=arrow(row.get("kernels_a"), row.get("kernels_b")),
                         convert_layout=arrow(row.get("cvt_a"), row.get("cvt_b")),
-                        notes=row.get("note", ""), noise=verdict == NO_IR_DIFF)
+                        notes=row.get("note", ""),
+                        noise=verdict == NO_IR_DIFF and row.get("timed") != "no")
         shown = verdict not in (NO_ROWS, NO_TRITON)
         entry.delta = finite(row.get("median_delta_pct")) if shown else None
         elapsed = [finite(row.get(k)) for k in ("elapsed_a", "elapsed_b")]

@@ -126,8 +126,8 @@ def test_the_report_of_a_timing_changed_screen_shows_the_timed_pair(tmp_path, mo
     assert changed.shapes and changed.shapes[0].delta is not None
     assert changed.low is not None and changed.high is not None
     assert any("A.timed" in target for _, target in changed.links)
-    # NO_IR_DIFF, untimed: no delta at all (not a 0 % noise floor)
-    assert same.delta is None and same.low is None and not any(s.delta for s in same.shapes)
+    # NO_IR_DIFF, untimed: no delta at all (not a 0 % noise floor), and no noise floor
+    assert not same.noise and same.delta is None and same.low is None and not any(s.delta for s in same.shapes)
     text = CliRunner().invoke(main, ["report", str(root)])
     assert text.exit_code == 0, text.output
     line = next(x for x in text.output.splitlines() if x.startswith("changed "))
