@@ -11,6 +11,7 @@ from ..common.files import read_json_object, read_text
 from ..corpus.files import BATCH_JSON, read_complete
 from ..corpus.screen_plan import TIMED
 from ..corpus.verdict import IR_CHANGED, NO_IR_DIFF, NO_ROWS, NO_TRITON, read_tsv
+from ..store.caliber import UNTIMED
 from ..store.reader import StoredRun
 from . import runs, sources
 from .model import Headline, OpEntry, Report, Shape, Side, arrow, count, finite
@@ -82,7 +83,10 @@ def _screen_headline(root: Path, doc: dict, plan: dict, rows: list[dict], infos_
                      ) -> Headline:
     started, took = sources.span(infos_a + infos_b)
     first = rows[0] if rows else {}
-    caliber = next((i.get("caliber") for i in infos_a if i.get("caliber")), None)
+    calibers = [i["caliber"] for i in infos_a if isinstance(i.get("caliber"), dict)]
+    # a timed run's caliber where there is one (--timing changed: the verdict pass timed nothing)
+    caliber = next((c for c in calibers if c.get("timer") != UNTIMED), None) or \
+        next(iter(calibers), None)
     return Headline(
         kind="screen", title=f"zlh screen {root.name}",
         sides=[_side(doc, "A", infos_a), _side(doc, "B", infos_b)],

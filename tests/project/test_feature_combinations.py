@@ -120,7 +120,10 @@ def test_the_report_of_a_timing_changed_screen_shows_the_timed_pair(tmp_path, mo
         "screen", "--cases", "ir_cases:cases", "--ops", "changed,same", "--backend", "cpu",
         *FAST, "--switch", "ZLH_TEST_SWITCH=0,1", "--timing", "changed", "--root", str(root)])
     assert result.exit_code == 0, result.output
-    entries = {e.op: e for e in corpus_report.screen(root, tmp_path).ops}
+    report = corpus_report.screen(root, tmp_path)
+    assert "timer=none" not in report.headline.caliber      # the timed pair's caliber
+    assert "inputs=device" in report.headline.caliber
+    entries = {e.op: e for e in report.ops}
     changed, same = entries["changed"], entries["same"]
     # IR_CHANGED: its shapes and range come from the timed pair (A/ and B/ timed nothing)
     assert changed.shapes and changed.shapes[0].delta is not None
