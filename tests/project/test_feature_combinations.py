@@ -168,3 +168,38 @@ def test_merged_shards_of_a_timing_changed_screen_keep_their_timed_pairs(tmp_pat
     assert rescored.exit_code == 0, rescored.output
     rows = {r["op"]: r for r in read_tsv(merged / "screen.tsv")}
     assert rows["changed"]["timed"] == "yes" and rows["changed"]["median_delta_pct"] != "-"
+
+
+def test_a_persistent_round_gets_the_options_a_fresh_round_gets(tmp_path, monkeypatch):
+    """Same seed, --inputs and --pace-us in a reused worker as in a fresh `zlh bench`: the
+    inputs (device-drawn ones too, seeded from the run's seed per case) are the same values."""
+    from types import SimpleNamespace
+    from harness.ab import orchestrate
+    from harness.ab.sides import ABPlan, Side
+    from harness.corpus.rounds import PersistentRounds
+    from harness.run.options import BenchOptions
+    options = BenchOptions.from_flat(backend="cpu", seed=9, inputs="device", pace_us=5.0)
+    plan = ABPlan(ops=["add"], a=Side("A"), b=Side("B", options={"seed": 9}), options=options,
+                  root=tmp_path)
+    seen = {}
+
+    def start(cmd, *args, **kwargs):
+        seen["fresh"] = cmd[cmd.index("bench") + 2:]
+        return SimpleNamespace(finish=lambda *a, **k: 0, returncode=0)
+
+    monkeypatch.setattr(orchestrate.launcher, "start", start)
+    orchestrate.run_side(plan, "add", 2, plan.b, tmp_path / "record")
+
+    class Worker:
+        alive = True
+
+        def run(self, job, *args):
+            seen["persistent"] = job["args"]
+            return SimpleNamespace(rc=0, elapsed_s=0.0, run_dir=None)
+
+    rounds = PersistentRounds(settle_s=0.0)
+    monkeypatch.setattr(rounds, "_worker", lambda plan, side: Worker())
+    rounds.run(plan, "add", 2, plan.b, tmp_path / "record")
+    assert seen["persistent"] == seen["fresh"]
+    again = BenchOptions.from_argv(seen["persistent"])
+    assert (again.seed, again.inputs, again.rule.pace_us) == (9, "device", 5.0)
