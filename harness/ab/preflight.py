@@ -19,6 +19,7 @@ from pathlib import Path
 
 import backends
 
+from ..common import spelling
 from ..common.environ import IMPORT_PREFIXES
 from ..common.errors import CaliberError, PreflightError, UsageError, one_line
 from ..common.files import check_output_dir
@@ -26,6 +27,7 @@ from ..common.process import check_runnable
 from ..launch import launcher
 from ..compile.ir.fingerprint import compile_scrub
 from ..common.lock import in_use, root_in_use
+from ..run.option_table import BY_NAME
 from ..run.options import BenchOptions
 from ..run.plan import plan_bench, preserved_environ
 from ..store.caliber import UNTIMED
@@ -219,6 +221,20 @@ def check_replay(run: StoredRun, options: BenchOptions, root: Path, allow_partia
             raise UsageError(f"--replay {run.path}: recorded on backend {recorded}, which has "
                              f"no usable device here; replay it on a {recorded} machine")
     check_side([run.op], options.replace(replay=str(run.path)), side_b, "--python-b")
+
+
+def check_replay_caliber(run_a, base: BenchOptions, options: BenchOptions, given) -> None:
+    """`zlh ab --replay RUN_A` told a caliber option (`--inputs`, `--pace-us`, `--seed`, ...)
+    other than RUN_A's value: the guard would refuse side B after running it, so it is refused
+    now (the caller skips this with --allow-caliber-mismatch)."""
+    for name in given:
+        option = BY_NAME.get(name)
+        if option is None or not option.caliber or base.value(name) == options.value(name):
+            continue
+        raise CaliberError(f"{spelling.option(name)}: side B would measure with "
+                           f"{options.value(name)!r}, {run_a} was measured with "
+                           f"{base.value(name)!r} (caliber {option.caliber}); leave it out to "
+                           f"measure as side A did, or add --allow-caliber-mismatch")
 
 
 def _same_backend(name: str, other: str) -> bool:

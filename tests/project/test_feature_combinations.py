@@ -62,6 +62,17 @@ def test_a_replay_keeps_inputs_and_pacing_and_does_not_split_kernels_again(made)
 
 
 @pytest.mark.e2e
+def test_a_replay_told_other_inputs_or_pacing_is_refused_before_side_b_runs(made):
+    for told, named in ((["--inputs", "device"], "--inputs"), (["--pace-us", "0"], "--pace-us")):
+        root = made["base"] / f"ab_{named[2:]}"
+        result = CliRunner().invoke(main, ["ab", "--replay", str(made["paced"]), *told,
+                                           "--root", str(root)])
+        assert result.exit_code == 4, result.output
+        assert named in result.output and "--allow-caliber-mismatch" in result.output
+        assert not root.exists()
+
+
+@pytest.mark.e2e
 def test_the_guard_refuses_runs_of_other_inputs_or_pacing(made):
     check = check_caliber(load_run(made["plain"]), load_run(made["paced"]))
     assert any("inputs differs: A=device, B=upstream" in p for p in check.problems)
