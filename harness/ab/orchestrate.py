@@ -27,7 +27,8 @@ from ..store.rundir import safe_name
 from .compare import compare_runs
 from .guard import CaliberCheck, check_caliber
 from .pairing import broken_by_b
-from .preflight import ROOT_IN_USE, check_new_root, check_plan, check_replay
+from .preflight import (ROOT_IN_USE, check_new_root, check_plan, check_replay,
+                        check_replay_caliber)
 from .render import render_terminal
 from .report import ABReport, write_reports
 from .rounds import side_order
@@ -335,6 +336,8 @@ def replay_against(run_a, given: dict, root: Path, timeout_s: float, echo: Echo,
     stored = load_run(run_a)
     base = BenchOptions.from_run(stored.info, str(run_a))
     options = BenchOptions.from_flat(**{**base.to_flat(), **given})
+    if not allow_caliber_mismatch:
+        check_replay_caliber(run_a, base, options, given)
     op = stored.info.get("op")
     if not isinstance(op, str):
         raise UsageError(f"{run_a}: run.json names no op")

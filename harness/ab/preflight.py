@@ -19,6 +19,7 @@ from pathlib import Path
 
 import backends
 
+from ..common import spelling
 from ..common.environ import IMPORT_PREFIXES
 from ..common.errors import CaliberError, PreflightError, UsageError, one_line
 from ..common.files import check_output_dir
@@ -26,8 +27,10 @@ from ..common.process import check_runnable
 from ..launch import launcher
 from ..compile.ir.fingerprint import compile_scrub
 from ..common.lock import in_use, root_in_use
+from ..run.option_table import BY_NAME
 from ..run.options import BenchOptions
 from ..run.plan import plan_bench, preserved_environ
+from ..store.caliber import UNTIMED
 from ..store.reader import AB_ROOT_FILES, StoredRun, refuse_run_dir
 from ..store.reader import check_complete as refuse_unfinished
 from .sides import ABPlan, Side, env_for
@@ -205,6 +208,11 @@ def check_replay(run: StoredRun, options: BenchOptions, root: Path, allow_partia
     if run.caliber is None:             # the guard would refuse side B after running it
         raise CaliberError(f"--replay {run.path}: its run.json has no caliber, so side B "
                            f"would have no identity to be compared with")
+    if run.caliber.timer == UNTIMED:     # the guard would refuse side B after running it
+        raise CaliberError(f"--replay {run.path}: it timed nothing (zlh bench --no-timing, "
+                           f"caliber timer {UNTIMED}), so side B's times would have nothing "
+                           f"to be compared with; time {run.op} on side A first (zlh bench "
+                           f"without --no-timing) and replay that run")
     recorded = run.caliber.backend if run.caliber else None
     if recorded in backends.backend_names() and (
             options.backend is None or _same_backend(options.backend, recorded)):
@@ -213,6 +221,20 @@ def check_replay(run: StoredRun, options: BenchOptions, root: Path, allow_partia
             raise UsageError(f"--replay {run.path}: recorded on backend {recorded}, which has "
                              f"no usable device here; replay it on a {recorded} machine")
     check_side([run.op], options.replace(replay=str(run.path)), side_b, "--python-b")
+
+
+def check_replay_caliber(run_a, base: BenchOptions, options: BenchOptions, given) -> None:
+    """`zlh ab --replay RUN_A` told a caliber option (`--inputs`, `--pace-us`, `--seed`, ...)
+    other than RUN_A's value: the guard would refuse side B after running it, so it is refused
+    now (the caller skips this with --allow-caliber-mismatch)."""
+    for name in given:
+        option = BY_NAME.get(name)
+        if option is None or not option.caliber or base.value(name) == options.value(name):
+            continue
+        raise CaliberError(f"{spelling.option(name)}: side B would measure with "
+                           f"{options.value(name)!r}, {run_a} was measured with "
+                           f"{base.value(name)!r} (caliber {option.caliber}); leave it out to "
+                           f"measure as side A did, or add --allow-caliber-mismatch")
 
 
 def _same_backend(name: str, other: str) -> bool:

@@ -188,6 +188,8 @@ def _same_command(first: ShardRoot, s: ShardRoot) -> None:
 
 
 def _plain(key: str, value):
+    if key == "timing":
+        return value or TIMING_ALL           # older screens timed everything
     if key == "options" and isinstance(value, dict):
         return {k: v for k, v in value.items() if k not in IGNORED_OPTIONS}
     if key == "timing" and value is None:        # a screen older than --timing timed all

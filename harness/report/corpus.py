@@ -9,7 +9,9 @@ from pathlib import Path
 from ..common.errors import UsageError
 from ..common.files import read_json_object, read_text
 from ..corpus.files import BATCH_JSON, read_complete
+from ..corpus.screen_plan import TIMED
 from ..corpus.verdict import IR_CHANGED, NO_IR_DIFF, NO_ROWS, NO_TRITON, read_tsv
+from ..store.caliber import UNTIMED
 from ..store.reader import StoredRun
 from . import runs, sources
 from .model import Headline, OpEntry, Report, Shape, Side, arrow, count, finite
@@ -45,7 +47,8 @@ def screen(root: Path, page_dir: Path) -> Report:
         entry = OpEntry(op=op, status=verdict, family=sources.family(row.get("op_file")),
                         kernels=arrow(row.get("kernels_a"), row.get("kernels_b")),
                         convert_layout=arrow(row.get("cvt_a"), row.get("cvt_b")),
-                        notes=row.get("note", ""), noise=verdict == NO_IR_DIFF)
+                        notes=row.get("note", ""),
+                        noise=verdict == NO_IR_DIFF and row.get("timed") != "no")
         shown = verdict not in (NO_ROWS, NO_TRITON)
         entry.delta = finite(row.get("median_delta_pct")) if shown else None
         elapsed = [finite(row.get(k)) for k in ("elapsed_a", "elapsed_b")]
@@ -55,6 +58,7 @@ def screen(root: Path, page_dir: Path) -> Report:
         dir_b, out_b = _outcome_dir(root / "B", op)
         entry.reason = "; ".join(f"{s}: {o.reason}" for s, o in (("A", out_a), ("B", out_b))
                                  if o is not None and o.reason)
+        dir_a, dir_b = _timed_pair(root, op, row) or (dir_a, dir_b)
         run_a, run_b = runs.fill(entry, dir_a, dir_b, page_dir, verdict == IR_CHANGED, scrub,
                                  summary=shown)
         infos_a += [run_a.info] if run_a else []
@@ -65,11 +69,24 @@ def screen(root: Path, page_dir: Path) -> Report:
                   sources.telemetry(root), str(root))
 
 
+def _timed_pair(root: Path, op: str, row: dict):
+    """(A, B) run directories of the op's timed pair (`--timing changed`: A.timed/, B.timed/,
+    where its delta and range come from; its untimed pair in A/, B/ has no latency), or None
+    when the row's delta is from A/ and B/ or it has none."""
+    if row.get("timed") != "yes":
+        return None
+    pair = tuple(_outcome_dir(root / f"{side}{TIMED}", op)[0] for side in ("A", "B"))
+    return pair if all(pair) else None
+
+
 def _screen_headline(root: Path, doc: dict, plan: dict, rows: list[dict], infos_a, infos_b
                      ) -> Headline:
     started, took = sources.span(infos_a + infos_b)
     first = rows[0] if rows else {}
-    caliber = next((i.get("caliber") for i in infos_a if i.get("caliber")), None)
+    calibers = [i["caliber"] for i in infos_a if isinstance(i.get("caliber"), dict)]
+    # a timed run's caliber where there is one (--timing changed: the verdict pass timed nothing)
+    caliber = next((c for c in calibers if c.get("timer") != UNTIMED), None) or \
+        next(iter(calibers), None)
     return Headline(
         kind="screen", title=f"zlh screen {root.name}",
         sides=[_side(doc, "A", infos_a), _side(doc, "B", infos_b)],

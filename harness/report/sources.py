@@ -11,7 +11,7 @@ from ..telemetry import tsv
 
 MAX_POINTS = 600            # telemetry points kept per device (evenly thinned, slowdowns kept)
 _CALIBER_SHOWN = ("backend", "timer", "bench_level", "l2_policy", "repeat", "warmup_ms",
-                  "autotune_mode", "ir_stage", "tuner_cache")
+                  "autotune_mode", "ir_stage", "tuner_cache", "seed", "inputs")
 
 
 def telemetry(root) -> list[dict]:
