@@ -124,14 +124,16 @@ def two_stage_interval(deltas, pilot: int,
 def two_stage_stats(per_shape_deltas: Sequence[Sequence[float]], pilot: int,
                     alpha: float = 0.05) -> list[ShapeStat]:
     """Every shape of an op under the two-stage design, Holm across the shapes; a shape's
-    delta is the median of its per-round deltas (as with fixed rounds)."""
+    delta is the estimate its interval is built around — the mean of its rounds' log ratios,
+    as a delta (a geometric mean) — so the reported number always lies inside its own
+    interval (a median could fall outside it after one outlying round)."""
     between = [two_stage_interval(d, pilot, alpha) for d in per_shape_deltas]
     flags = holm([p for _, _, p in between], alpha=alpha)
     out = []
     for d, (lo, hi, p), flag in zip(per_shape_deltas, between, flags):
-        finite = clean(d)
-        median = float(np.median(finite)) if finite.size else math.nan
-        out.append(decided(ShapeStat(median, lo, hi, p, flag)))
+        logs = log_pct(d)
+        centre = float(np.expm1(logs.mean() / 100.0) * 100.0) if logs.size else math.nan
+        out.append(decided(ShapeStat(centre, lo, hi, p, flag)))
     return out
 
 

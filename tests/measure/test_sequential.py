@@ -73,3 +73,14 @@ def test_a_real_change_is_found_by_the_stopped_design():
         (stat,) = sequential.two_stage_stats([deltas[:n]], 6)
         found += stat.significant and stats.direction(stat) > 0
     assert found >= 190
+
+
+def test_a_shapes_delta_lies_inside_its_own_interval_after_an_outlying_round():
+    """The interval is built around the mean of the rounds' log ratios: the delta reported
+    beside it is that estimate, not the median, which one outlying round after the pilot
+    can push outside the interval."""
+    deltas = [-31.0, -31.2, -30.9, -31.1, -31.0, -30.8, -40.0, -39.5]   # pilot 6, then two more
+    (stat,) = sequential.two_stage_stats([deltas], pilot=6)
+    median = float(np.median(deltas))
+    assert stat.ci_low_pct <= stat.delta_pct <= stat.ci_high_pct, stat
+    assert not (stat.ci_low_pct <= median <= stat.ci_high_pct)   # what the median showed
