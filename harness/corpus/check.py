@@ -16,9 +16,11 @@ from pathlib import Path
 import adapters
 
 from ..common.lock import only_lock, root_in_use
-from ..common.errors import UsageError, one_line
+from ..common import spelling
+from ..common.errors import CaliberError, UsageError, one_line
 from ..common.process import check_runnable
 from ..measure.timers import GRAPH, resolve_timer_name
+from ..run.option_table import OPTIONS
 from ..run.options import BenchOptions
 from ..run.plan import check_timer, options_backend, preserved_environ
 from ..run.plant import check_plant
@@ -164,9 +166,31 @@ def check_replay_plan(plan) -> None:
     if isinstance(recorded, str) and recorded != backend:
         raise UsageError(f"--replay {root}: its ops were recorded on backend {recorded}; this "
                          f"batch runs on {backend} (a record replays on its own backend only)")
+    _same_caliber_options(root, plan.options)
     if not any(isinstance(replay_source(root, item.op, backend), Path) for item in plan.items):
         raise UsageError(f"--replay {root}: none of the {len(plan.items)} selected ops has a "
                          f"usable record run there (see its ops_status.csv)")
+
+
+def _same_caliber_options(root: Path, options: BenchOptions) -> None:
+    """The options that set the caliber (inputs, seed, budgets, pacing, ...) as ROOT's batch
+    recorded them: a replayed run measured otherwise could not be compared with ROOT's runs,
+    so the batch is refused before it runs (one line naming the flag and both values)."""
+    stored = read_batch_json(root).get("options")
+    if not isinstance(stored, dict):
+        return                                   # an older root: nothing to compare
+    try:
+        with spelling.as_keywords():
+            recorded = BenchOptions.from_flat(**{k: v for k, v in stored.items() if k != "out"})
+    except UsageError:
+        return                                   # read with its own errors elsewhere
+    for option in OPTIONS:
+        if option.caliber and recorded.value(option.name) != options.value(option.name):
+            raise CaliberError(
+                f"--replay {root}: its ops were measured with {spelling.option(option.name)} "
+                f"{recorded.value(option.name)!r}, this batch would measure with "
+                f"{options.value(option.name)!r} (caliber {option.caliber}): give it the "
+                f"value {root} recorded, so the runs compare")
 
 
 def _prefix(where: str) -> str:
