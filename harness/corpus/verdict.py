@@ -29,7 +29,8 @@ from ..ab.compare import compare_runs
 from ..ab.pairing import broken_by_b
 from ..common.errors import UsageError
 from ..common.files import read_text
-from ..compile.ir.fingerprint import SETUP, convert_layout_total, fingerprint
+from ..compile.ir.fingerprint import (SETUP, convert_layout_total, fingerprint,
+                                      missing_ir_files)
 from ..compile.ir.kernel_meta import changes_note
 from ..store.caliber import UNTIMED, Caliber
 from ..store.reader import StoredRun, load_run
@@ -119,7 +120,11 @@ def decide(op: str, a: Outcome | None, b: Outcome | None, scrub=(),
     for side, run in (("a", run_a), ("b", run_b)):
         setattr(v, f"kernels_{side}", _kernels(run))
         setattr(v, f"cvt_{side}", convert_layout_total(run.path))
-    if fp_a is None or fp_b is None:
+    lost = [s for s, run in (("A", run_a), ("B", run_b)) if missing_ir_files(run.path)]
+    if lost:
+        v.note = (f"side {' and '.join(lost)}: TTGIR files its ttgir/index.tsv lists are "
+                  f"missing (a root copied without them?): no verdict from the code")
+    elif fp_a is None or fp_b is None:
         v.verdict = NO_TRITON
         missing = " and ".join(s for s, fp in (("A", fp_a), ("B", fp_b)) if fp is None)
         ir_off = any(r.caliber and r.caliber.ir_capture is False for r in (run_a, run_b))

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.corpus.screen import rescore
-from harness.corpus.verdict import IR_CHANGED, NO_IR_DIFF, read_tsv
+from harness.corpus.verdict import IR_CHANGED, NO_IR_DIFF, NO_ROWS, read_tsv
 from conftest import FAST, ROOT
 
 CASES = '''
@@ -210,3 +210,17 @@ def test_a_screen_killed_after_its_untimed_pair_resumes_at_the_timed_one(screens
     rows = table(root)
     assert {op: (r["verdict"], r["timed"]) for op, r in rows.items()} == {
         "changed": (IR_CHANGED, "yes"), "same": (NO_IR_DIFF, "no")}
+
+
+def test_a_root_copied_without_its_ttgir_gets_no_verdict_from_the_code(screens, tmp_path):
+    """A run whose ttgir/index.tsv lists dumped files that are gone (an archive that left the
+    .ttgir out) is not taken for an op that never reached Triton: the rescore says what is
+    missing, and the op has no verdict from the code (NO_ROWS), not NO_TRITON."""
+    import shutil
+    copy = shutil.copytree(screens["all"], tmp_path / "copied", symlinks=True)
+    for path in run_of(copy, "B", "same").rglob("*.ttgir"):
+        path.unlink()
+    verdicts = rescore(copy, [], lambda _: None)
+    assert verdicts["changed"].verdict == IR_CHANGED
+    assert verdicts["same"].verdict == NO_ROWS, verdicts["same"]
+    assert "side B: TTGIR files its ttgir/index.tsv lists are missing" in verdicts["same"].note

@@ -148,6 +148,15 @@ def read_index(path: str | Path) -> list[dict[str, str]]:
     return read_tsv_rows(ir_root(path) / "index.tsv")
 
 
+def missing_ir_files(path: str | Path) -> int:
+    """How many TTGIR files the run's `ttgir/index.tsv` says were dumped but are not there (a
+    root copied without its `.ttgir` files): its fingerprint would not be its code's."""
+    root = ir_root(path)
+    return sum(1 for row in read_index(path)
+               if row.get("status") == "dumped" and row.get("file") not in (None, "", "-")
+               and not (root / row["file"]).is_file())
+
+
 def convert_layout_total(path: str | Path, part: str = MEASURED) -> int | None:
     """ttg.convert_layout over one part's variants, or None when that part has no IR.
 
