@@ -61,6 +61,7 @@ def screen(root: Path, page_dir: Path) -> Report:
         dir_a, dir_b = _timed_pair(root, op, row) or (dir_a, dir_b)
         run_a, run_b = runs.fill(entry, dir_a, dir_b, page_dir, verdict == IR_CHANGED, scrub,
                                  summary=shown)
+        entry.family = sources.family(row.get("op_file"), run_a or run_b)
         infos_a += [run_a.info] if run_a else []
         infos_b += [run_b.info] if run_b else []
         entries.append(entry)
@@ -119,6 +120,7 @@ def batch(root: Path, page_dir: Path) -> Report:
         run_dir = root / row["run_dir"] if row.get("run_dir") else None
         run = runs.load(run_dir)
         if run is not None:
+            entry.family = sources.family(row.get("op_file"), run)
             infos.append(run.info)
             entry.links.append(("run", runs.link(run.path, page_dir)))
             entry.shapes = speedups(run)

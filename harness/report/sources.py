@@ -84,9 +84,15 @@ def telemetry_span(points: list[dict]) -> tuple[str, float | None]:
     return datetime.fromtimestamp(t0).astimezone().strftime("%Y-%m-%dT%H:%M:%S%z"), t1 - t0
 
 
-def family(op_file: str) -> str:
-    """An op's family: its benchmark file's name (`benchmark/test_reduction_ops.py` ->
+def family(op_file: str, run=None) -> str:
+    """An op's family: the benchmark class its cases came from where its run says
+    (`UnaryPointwiseBenchmark` -> UnaryPointwise: a corpus with one file per op names the op
+    again in its file), else its benchmark file's name (`benchmark/test_reduction_ops.py` ->
     reduction_ops), '-' when unknown."""
+    for row in getattr(run, "rows", None) or ():
+        cls = (getattr(row, "extra", None) or {}).get("benchmark")
+        if isinstance(cls, str) and cls:
+            return cls.removesuffix("Benchmark") or cls
     name = Path(str(op_file or "")).stem
     if not name or name == "-":
         return "-"
