@@ -15,28 +15,7 @@ from harness.cli import main
 from harness.corpus.screen import rescore
 from harness.corpus.verdict import IR_CHANGED, NO_IR_DIFF, NO_ROWS, read_tsv
 from conftest import FAST, ROOT
-
-CASES = '''
-import os
-import torch
-import harness
-import ir_kernels as K
-
-
-def _changed(x):
-    K.launch(K.compile_add(64 if os.environ.get("ZLH_TEST_SWITCH", "0") == "0" else 128))
-    return x + 1
-
-
-def _same(x):
-    K.launch(K.compile_add(64))
-    return x + 1
-
-
-cases = {name: [harness.Case(fn=fn, baseline=lambda x: x + 1, inputs=lambda: torch.ones(8),
-                             dtype="float32", shape=[8], name=name)]
-         for name, fn in (("changed", _changed), ("same", _same))}
-'''
+from switch_cases import CASES
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from conftest import FAST, ROOT
 from harness.cli import main
 from harness.corpus.verdict import read_tsv
-from test_screen_timing import CASES
+from switch_cases import CASES
 
 TIMES = ("elapsed_s", "run_dir", "torch_ms", "gems_ms", "speedup", "elapsed_a", "elapsed_b",
          "median_delta_pct", "note")

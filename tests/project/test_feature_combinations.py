@@ -19,6 +19,7 @@ from harness.corpus.verdict import NO_TRITON, read_tsv
 from harness.report import corpus as corpus_report
 from harness.store.reader import load_run
 from conftest import FAST, FAST_API, ROOT
+from switch_cases import CASES as IR_CASES
 
 SHAPES = "add: [[64]]\n"
 
@@ -96,29 +97,6 @@ def test_a_screen_records_inputs_and_pacing_and_its_campaign_passes_them_on(made
     assert "--no-timing" not in text        # the screen's untimed pass is no option of zlh ab
     assert command[3] == "ab"
     main.commands["ab"].make_context("ab", command[4:])     # zlh ab takes every argument
-
-
-IR_CASES = '''
-import os
-import torch
-import harness
-import ir_kernels as K
-
-
-def _changed(x):
-    K.launch(K.compile_add(64 if os.environ.get("ZLH_TEST_SWITCH", "0") == "0" else 128))
-    return x + 1
-
-
-def _same(x):
-    K.launch(K.compile_add(64))
-    return x + 1
-
-
-cases = {name: [harness.Case(fn=fn, baseline=lambda x: x + 1, inputs=lambda: torch.ones(8),
-                             dtype="float32", shape=[8], name=name)]
-         for name, fn in (("changed", _changed), ("same", _same))}
-'''
 
 
 @pytest.mark.e2e
