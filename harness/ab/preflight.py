@@ -27,7 +27,6 @@ from ..common.process import check_runnable
 from ..launch import launcher
 from ..compile.ir.fingerprint import compile_scrub
 from ..common.lock import in_use, root_in_use
-from ..run.option_table import BY_NAME
 from ..run.options import BenchOptions
 from ..run.plan import plan_bench, preserved_environ
 from ..store.caliber import UNTIMED
@@ -227,10 +226,9 @@ def check_replay_caliber(run_a, base: BenchOptions, options: BenchOptions, given
     """`zlh ab --replay RUN_A` told a caliber option (`--inputs`, `--pace-us`, `--seed`, ...)
     other than RUN_A's value: the guard would refuse side B after running it, so it is refused
     now (the caller skips this with --allow-caliber-mismatch)."""
-    for name in given:
-        option = BY_NAME.get(name)
-        if option is None or not option.caliber or base.value(name) == options.value(name):
-            continue
+    differ = base.caliber_differences(options, given)
+    if differ:
+        option, name = differ[0], differ[0].name
         raise CaliberError(f"{spelling.option(name)}: side B would measure with "
                            f"{options.value(name)!r}, {run_a} was measured with "
                            f"{base.value(name)!r} (caliber {option.caliber}); leave it out to "

@@ -20,7 +20,6 @@ from ..common import spelling
 from ..common.errors import CaliberError, UsageError, one_line
 from ..common.process import check_runnable
 from ..measure.timers import GRAPH, resolve_timer_name
-from ..run.option_table import OPTIONS
 from ..run.options import BenchOptions
 from ..run.plan import check_timer, options_backend, preserved_environ
 from ..run.plant import check_plant
@@ -184,13 +183,14 @@ def _same_caliber_options(root: Path, options: BenchOptions) -> None:
             recorded = BenchOptions.from_flat(**{k: v for k, v in stored.items() if k != "out"})
     except UsageError:
         return                                   # read with its own errors elsewhere
-    for option in OPTIONS:
-        if option.caliber and recorded.value(option.name) != options.value(option.name):
-            raise CaliberError(
-                f"--replay {root}: its ops were measured with {spelling.option(option.name)} "
-                f"{recorded.value(option.name)!r}, this batch would measure with "
-                f"{options.value(option.name)!r} (caliber {option.caliber}): give it the "
-                f"value {root} recorded, so the runs compare")
+    differ = recorded.caliber_differences(options)
+    if differ:
+        option = differ[0]
+        raise CaliberError(
+            f"--replay {root}: its ops were measured with {spelling.option(option.name)} "
+            f"{recorded.value(option.name)!r}, this batch would measure with "
+            f"{options.value(option.name)!r} (caliber {option.caliber}): give it the "
+            f"value {root} recorded, so the runs compare")
 
 
 def _prefix(where: str) -> str:

@@ -114,6 +114,13 @@ class BenchOptions:
         part = BY_NAME[name].part
         return getattr(getattr(self, part) if part else self, name)
 
+    def caliber_differences(self, other: "BenchOptions",
+                            names: Sequence[str] | None = None) -> list[Option]:
+        """The caliber options (those of `names` in their order, default every option in
+        table order) whose value here differs from `other`'s."""
+        chosen = OPTIONS if names is None else [BY_NAME[n] for n in names if n in BY_NAME]
+        return [o for o in chosen if o.caliber and self.value(o.name) != other.value(o.name)]
+
     def to_flat(self) -> dict:
         out = {o.name: self.value(o.name) for o in OPTIONS}
         out["argv"] = self.argv
