@@ -29,9 +29,9 @@ rule="naive")`), its false-positive rate at nominal 5 % reaches 12 % with a 2-ro
 for exactness with the pilot's few degrees of freedom: at pilot 6, t(0.975, 5) = 2.571
 instead of 1.96, (2.571 / 1.96)^2 = 1.7x the rounds a known spread would need.
 
-**The smallest change N rounds can see** (`detectable_pct`): (t(1 - alpha/2, df) + t(power, df))
-· s / sqrt(N), the change found significant with probability `power` (before Holm); df is
-pilot - 1 for the two-stage design and N - 1 for a fixed number of rounds.
+**The smallest change N rounds can see** (`stats.detectable_pct`): (t(1 - alpha/2, df)
++ t(power, df)) · s / sqrt(N), the change found significant with probability `power` (before
+Holm); df is pilot - 1 for the two-stage design and N - 1 for a fixed number of rounds.
 
 Pure numbers (numpy and `measure.stats`).
 """
@@ -42,7 +42,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .stats import ShapeStat, clean, decided, holm, t_critical, t_two_sided_p
+from .stats import (ShapeStat, clean, decided, detectable_pct, holm, t_critical,
+                    t_two_sided_p)
 
 PILOT = 6                 # --min-rounds: the spread estimated on 5 degrees of freedom
 MAX_ROUNDS = 30           # --max-rounds
@@ -92,16 +93,6 @@ def half_width_pct(sd_pct: float | None, rounds: int, df: int,
     return t_critical(df, alpha) * sd_pct / math.sqrt(rounds)
 
 
-def detectable_pct(sd_pct: float | None, rounds: int, df: int, alpha: float = 0.05,
-                   power: float = POWER) -> float | None:
-    """The smallest change found with probability `power`: (t(1 - alpha/2, df) + t(power, df))
-    · sd / sqrt(rounds)."""
-    if sd_pct is None or not math.isfinite(sd_pct) or df < 1 or rounds < 1:
-        return None
-    return ((t_critical(df, alpha) + t_critical(df, 2.0 * (1.0 - power)))
-            * sd_pct / math.sqrt(rounds))
-
-
 def two_stage_interval(deltas, pilot: int,
                        alpha: float = 0.05) -> tuple[float, float, float]:
     """(low, high, p) of one shape: the mean of all its rounds' log ratios, the spread of its
@@ -142,15 +133,15 @@ def shape_rounds(deltas, pilot: int | None, target_pct: float | None,
     """What a shape's rounds could see: rounds run, the spread used, the interval's half-width
     and the smallest detectable change (both in %, log scale), and with a pilot the rounds this
     shape alone needed for the target."""
-    n = int(log_pct(deltas).size)
+    logs = log_pct(deltas)
+    n = int(logs.size)
     if pilot:
         sd, df = pilot_sd_pct(deltas, pilot), min(pilot, n) - 1
     else:
-        logs = log_pct(deltas)
         sd, df = (float(logs.std(ddof=1)) if n >= 2 else None), n - 1
     out = {"rounds": n, "sd_pct": sd, "df": df,
            "half_width_pct": half_width_pct(sd, n, df, alpha),
-           "detectable_pct": detectable_pct(sd, n, df, alpha, power)}
+           "detectable_pct": detectable_pct(sd, n, alpha, power, df=df)}
     if pilot and target_pct:
         out["needed"] = rounds_needed(sd, pilot, target_pct, alpha)
     return out

@@ -272,14 +272,15 @@ def t_critical(df: int, alpha: float = 0.05) -> float:
 
 
 def detectable_pct(sd: float | None, rounds: int, alpha: float = 0.05,
-                   power: float = 0.8) -> float | None:
+                   power: float = 0.8, df: int | None = None) -> float | None:
     """Smallest change detectable with `power` at `rounds` rounds, given the per-round spread
-    `sd` of the deltas: (t(1 - alpha/2, N - 1) + t(power, N - 1)) * sd / sqrt(N), the same
-    Student's t that `rounds_interval` tests with (calibrate/floor.py says more). None for
-    fewer than two rounds or no spread."""
-    if sd is None or rounds < 2 or not math.isfinite(sd):
+    `sd` of the deltas: (t(1 - alpha/2, df) + t(power, df)) * sd / sqrt(N), df = N - 1 by
+    default, the same Student's t that `rounds_interval` tests with (calibrate/floor.py says
+    more); the two-stage design (measure/sequential.py) passes df = pilot - 1. None for no
+    degrees of freedom (fewer than two rounds) or no spread."""
+    df = rounds - 1 if df is None else df
+    if sd is None or not math.isfinite(sd) or df < 1 or rounds < 1:
         return None
-    df = rounds - 1
     return (t_critical(df, alpha) + t_critical(df, 2.0 * (1.0 - power))) * sd / math.sqrt(rounds)
 
 
