@@ -7,16 +7,14 @@ import json
 from click.testing import CliRunner
 
 from harness.cli import main
-from conftest import budget_args
-
-FAST = [*budget_args(), "--adapter", "builtin", "--backend", "cpu"]
+from conftest import CPU_FAST
 
 
 def test_rescore_recomputes_the_report_from_the_stored_runs(tmp_path):
     shapes = tmp_path / "s.yaml"
     shapes.write_text("add: [[64]]\n")
     root = tmp_path / "ab"
-    result = CliRunner().invoke(main, ["ab", "add", *FAST, "--shapes", str(shapes),
+    result = CliRunner().invoke(main, ["ab", "add", *CPU_FAST, "--shapes", str(shapes),
                                        "--env-a", "ZLH_SIDE=A", "--env-b", "ZLH_SIDE=B",
                                        "--root", str(root), "-q"])
     assert result.exit_code == 0, result.output
