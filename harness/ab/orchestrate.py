@@ -32,7 +32,7 @@ from .preflight import (ROOT_IN_USE, check_new_root, check_plan, check_replay,
 from .render import render_terminal
 from .report import ABReport, write_reports
 from .rounds import side_order
-from .runs import STATUS_COLUMNS, RunOutcome, append_status, outcome_of  # noqa: F401
+from .runs import RunOutcome, append_status, outcome_of
 from .sides import ABPlan, Side, env_for
 
 NO_IR_DIFF = "SWITCH_NO_IR_DIFF"

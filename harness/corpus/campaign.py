@@ -20,7 +20,7 @@ from pathlib import Path
 from ..ab.html import render_html
 from ..common.files import read_text
 from ..common.log import Echo
-from ..ab.orchestrate import STATUS_COLUMNS
+from ..ab.runs import STATUS_COLUMNS
 from ..ab.report import ABReport, load_report, report_document, write_reports
 from ..ab.sides import Side
 from ..common.errors import UsageError
