@@ -178,12 +178,8 @@ class OpAB:
             number += 1
         pairs = [(load_run(self.outcomes[(n, "A")].run_dir),
                   load_run(self.outcomes[(n, "B")].run_dir)) for n in range(1, rounds + 1)]
-        for number, (later_a, later_b) in enumerate(pairs[1:], start=2):
-            for side, later in (("A", later_a), ("B", later_b)):
-                late = check_caliber(run_a, later, f"{op} round {number} side {side}")
-                late.warnings = []          # round 1 already said them
-                if not guard(late, op, plan.allow_caliber_mismatch, self.echo):
-                    return None, EXIT_CALIBER
+        if not later_rounds_pass(run_a, pairs, op, plan.allow_caliber_mismatch, self.echo):
+            return None, EXIT_CALIBER
         return build_report(pairs, plan.alpha, verdict, check,
                             (plan.a.description, plan.b.description), plan.noise_floor,
                             self.echo, plan.auto)
@@ -252,6 +248,19 @@ def build_report(pairs: list[tuple[StoredRun, StoredRun]], alpha: float, verdict
     report.broken_by_b = sorted({case for a, b in pairs for case in broken_by_b(a, b)})
     code = outcome_code(report, pairs[0][0], pairs[0][1], echo)
     return (report if report.rows else None), code    # nothing paired: no report
+
+
+def later_rounds_pass(run_a: StoredRun, pairs: list[tuple[StoredRun, StoredRun]], op: str,
+                      allow: bool, echo: Echo) -> bool:
+    """Every run of rounds 2, 3, ... checked against round 1's A (also `zlh ab --rescore`);
+    False at the first one the guard refuses."""
+    for number, (later_a, later_b) in enumerate(pairs[1:], start=2):
+        for side, later in (("A", later_a), ("B", later_b)):
+            late = check_caliber(run_a, later, f"{op} round {number} side {side}")
+            late.warnings = []          # round 1 already said them
+            if not guard(late, op, allow, echo):
+                return False
+    return True
 
 
 def guard(check: CaliberCheck, op: str, allow: bool, echo: Echo,

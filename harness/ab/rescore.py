@@ -19,7 +19,7 @@ from ..store.rundir import safe_name
 from ..telemetry.chart import for_report
 from .guard import check_caliber
 from .html import render_html
-from .orchestrate import build_report, guard, ir_verdict
+from .orchestrate import build_report, guard, ir_verdict, later_rounds_pass
 from .report import ABReport, report_document, write_reports
 from .rounds import AutoRounds
 
@@ -72,18 +72,10 @@ def rescore(root: Path, extra_scrub: list[str], noise_floor, allow_caliber_misma
                  f"not in the report")
             code = max(code, EXIT_FAILED_CASES)
             continue
-        (a, b), later = pairs[0], pairs[1:]
+        a, b = pairs[0]
         check = check_caliber(a, b, op)
-        if not guard(check, op, allow_caliber_mismatch, echo):
-            code = max(code, EXIT_CALIBER)
-            continue
-        refused = False
-        for number, (la, lb) in enumerate(later, start=2):
-            for side, run in (("A", la), ("B", lb)):
-                late = check_caliber(a, run, f"{op} round {number} side {side}")
-                late.warnings = []
-                refused = refused or not guard(late, op, allow_caliber_mismatch, echo)
-        if refused:
+        if not (guard(check, op, allow_caliber_mismatch, echo)
+                and later_rounds_pass(a, pairs, op, allow_caliber_mismatch, echo)):
             code = max(code, EXIT_CALIBER)
             continue
         report, op_code = build_report(pairs, ALPHA, ir_verdict(a.path, b.path, scrub), check,
