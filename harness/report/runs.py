@@ -12,16 +12,15 @@ from ..ab.pairing import pair_rows
 from ..common.errors import UsageError
 from ..common.files import read_text
 from ..compile.ir.fingerprint import compile_scrub, ir_root, read_index, scrub_text
+# index.tsv columns shown per changed kernel, in this order, when the index has them (older
+# roots lack the compiled-kernel ones: n_regs, n_spills, shared)
+from ..compile.ir.kernel_meta import META_COLUMNS
 from ..measure import stats
 from ..store.reader import StoredRun, load_run
+from ..telemetry import kernel_split
 from .diff import side_by_side
 from .model import Kernel, OpEntry, Shape, finite
 
-# index.tsv columns shown per changed kernel, in this order, when the index has them (older
-# roots lack the compiled-kernel ones: n_regs, n_spills, shared)
-META_COLUMNS = ("n_regs", "n_spills", "shared", "num_warps", "num_stages", "num_ctas",
-                "convert_layout")
-SPLIT_FILE = "kernel_split.tsv"
 SPLIT_COLUMNS = ("kernel", "time_us", "share")
 MAX_SPLIT_ROWS = 60           # kernel rows per run shown
 MAX_DIFF_KERNELS = 3            # changed kernels diffed per op
@@ -160,7 +159,7 @@ def read_split(run: Path) -> dict:
     per kernel) as {"rows": [[case, kernel, calls, time_us, share]], "sums": [[case, sum of
     time_us, op_latency_us, gap %]]}, at most MAX_SPLIT_ROWS rows; {} without a file or with
     another header. A file with only `kernel, time_us, share` (one case) reads too."""
-    path = Path(run) / SPLIT_FILE
+    path = Path(run) / kernel_split.FILE_NAME
     try:
         lines = read_text(path).splitlines()
     except (OSError, UnicodeDecodeError):
