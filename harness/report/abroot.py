@@ -52,15 +52,9 @@ def entry_of(report: ABReport, root: Path, page_dir: Path, elapsed: dict) -> OpE
     dirs = [(report.sides.get(k) or {}).get("run_dir") for k in ("A", "B")]
     dirs = [Path(d) if d and Path(d).is_absolute() else root / d if d else None for d in dirs]
     run_a, run_b = runs.load(dirs[0]), runs.load(dirs[1])
-    for side, run in (("A", run_a), ("B", run_b)):
-        if run is not None:
-            entry.links.append((f"run {side}", runs.link(run.path, page_dir)))
-            split = runs.read_split(run.path)
-            if split:
-                entry.split[side] = split
+    runs.add_runs(entry, run_a, run_b, page_dir)
     if run_a is not None and run_b is not None and status == "IR_CHANGED":
-        entry.changed_kernels = runs.changed_kernels(run_a.path, run_b.path, page_dir)
-        entry.diff_html = runs.kernel_diffs(entry.changed_kernels, run_a.path, run_b.path)
+        runs.add_kernels(entry, run_a.path, run_b.path, page_dir)
         entry.kernels = f"{len(entry.changed_kernels)} changed"
     return entry
 

@@ -76,12 +76,7 @@ def fill(entry: OpEntry, path_a, path_b, page_dir: Path, ir_changed: bool,
     read (A, B; None for a side not read). `summary`: fill the op's median and range from
     its shapes when it has none."""
     run_a, run_b = load(path_a), load(path_b)
-    for side, run in (("A", run_a), ("B", run_b)):
-        if run is not None:
-            entry.links.append((f"run {side}", link(run.path, page_dir)))
-            split = read_split(run.path)
-            if split:
-                entry.split[side] = split
+    add_runs(entry, run_a, run_b, page_dir)
     if run_a is None or run_b is None:
         return run_a, run_b
     try:
@@ -91,9 +86,25 @@ def fill(entry: OpEntry, path_a, path_b, page_dir: Path, ir_changed: bool,
     if summary:
         summarize(entry)
     if ir_changed:
-        entry.changed_kernels = changed_kernels(run_a.path, run_b.path, page_dir)
-        entry.diff_html = kernel_diffs(entry.changed_kernels, run_a.path, run_b.path, scrub)
+        add_kernels(entry, run_a.path, run_b.path, page_dir, scrub)
     return run_a, run_b
+
+
+def add_runs(entry: OpEntry, run_a: StoredRun | None, run_b: StoredRun | None,
+             page_dir: Path) -> None:
+    """A link to each side's run directory that was read, and its kernel split if it has one."""
+    for side, run in (("A", run_a), ("B", run_b)):
+        if run is not None:
+            entry.links.append((f"run {side}", link(run.path, page_dir)))
+            split = read_split(run.path)
+            if split:
+                entry.split[side] = split
+
+
+def add_kernels(entry: OpEntry, path_a: Path, path_b: Path, page_dir: Path, scrub=()) -> None:
+    """The measured kernels whose code changed A->B and the diffs of the first of them."""
+    entry.changed_kernels = changed_kernels(path_a, path_b, page_dir)
+    entry.diff_html = kernel_diffs(entry.changed_kernels, path_a, path_b, scrub)
 
 
 def _index(path: Path) -> dict[tuple[str, str], dict]:
