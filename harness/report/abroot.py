@@ -41,10 +41,9 @@ def entry_of(report: ABReport, root: Path, page_dir: Path, elapsed: dict) -> OpE
         entry.delta = finite(s.get("delta_median_pct"))
         entry.low, entry.high = finite(s.get("delta_min_pct")), finite(s.get("delta_max_pct"))
     for row in report.rows:
-        label = " ".join(p for p in (row.variant if row.variant != report.op else "",
-                                     row.dtype, row.shape_detail) if p)
         entry.shapes.append(Shape(
-            label=label + (f" #{row.occurrence}" if row.occurrence else ""),
+            label=runs.shape_label(report.op, row.variant, row.dtype, row.shape_detail,
+                                   row.occurrence),
             delta=finite(row.delta_pct), low=finite(row.ci_low_pct),
             high=finite(row.ci_high_pct), a_ms=finite(row.a_ms), b_ms=finite(row.b_ms),
             significant=row.significant, flags=list(row.annotations),

@@ -42,6 +42,12 @@ def link(path, page_dir: Path) -> str:
     return Path(os.path.relpath(Path(path).resolve(), page_dir.resolve())).as_posix()
 
 
+def shape_label(op: str, variant: str, dtype: str, shape_detail: str, occurrence) -> str:
+    """`variant dtype shape #occurrence`, the variant only where it is not the op itself."""
+    label = " ".join(p for p in (variant if variant != op else "", dtype, shape_detail) if p)
+    return label + (f" #{occurrence}" if occurrence else "")
+
+
 def shapes(run_a: StoredRun, run_b: StoredRun) -> list[Shape]:
     """Every paired shape with its delta and interval (bootstrap over the samples, as zlh ab
     does for one round), its flags and throttled mark."""
@@ -50,9 +56,8 @@ def shapes(run_a: StoredRun, run_b: StoredRun) -> list[Shape]:
                                for ra, rb in pairs])
     out = []
     for (ra, rb), stat in zip(pairs, found):
-        label = " ".join(p for p in (ra.variant if ra.variant != ra.op else "", ra.dtype,
-                                     ra.shape_detail) if p)
-        out.append(Shape(label=label + (f" #{ra.occurrence}" if ra.occurrence else ""),
+        out.append(Shape(label=shape_label(ra.op, ra.variant, ra.dtype, ra.shape_detail,
+                                           ra.occurrence),
                          delta=finite(stat.delta_pct), low=finite(stat.ci_low_pct),
                          high=finite(stat.ci_high_pct), a_ms=finite(ra.gems_ms),
                          b_ms=finite(rb.gems_ms), significant=bool(stat.significant),
