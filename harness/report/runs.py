@@ -108,21 +108,25 @@ def add_runs(entry: OpEntry, run_a: StoredRun | None, run_b: StoredRun | None,
 
 def add_kernels(entry: OpEntry, path_a: Path, path_b: Path, page_dir: Path, scrub=()) -> None:
     """The measured kernels whose code changed A->B and the diffs of the first of them."""
-    entry.changed_kernels = changed_kernels(path_a, path_b, page_dir)
-    entry.diff_html = kernel_diffs(entry.changed_kernels, path_a, path_b, scrub)
+    index_a, index_b = read_index(path_a), read_index(path_b)      # each read once
+    entry.changed_kernels = changed_kernels(path_a, path_b, index_a, index_b, page_dir)
+    entry.diff_html = kernel_diffs(entry.changed_kernels, path_a, path_b, index_a, index_b,
+                                   scrub)
 
 
-def _index(path: Path) -> dict[tuple[str, str], dict]:
-    return {(r.get("shape", ""), r.get("kernel", "")): r for r in read_index(path)
+def _measured(index: list[dict]) -> dict[tuple[str, str], dict]:
+    return {(r.get("shape", ""), r.get("kernel", "")): r for r in index
             if r.get("role", "measured") == "measured"}
 
 
-def changed_kernels(path_a: Path, path_b: Path, page_dir: Path) -> list[Kernel]:
-    """The measured kernels (shape, name) whose hash differs A->B, or that one side lacks."""
-    index_a, index_b = _index(path_a), _index(path_b)
+def changed_kernels(path_a: Path, path_b: Path, index_a: list[dict], index_b: list[dict],
+                    page_dir: Path) -> list[Kernel]:
+    """The measured kernels (shape, name) whose hash differs A->B, or that one side lacks
+    (`index_a`, `index_b`: the sides' index.tsv rows)."""
+    measured_a, measured_b = _measured(index_a), _measured(index_b)
     out = []
-    for key in sorted(index_a.keys() | index_b.keys()):
-        ra, rb = index_a.get(key, {}), index_b.get(key, {})
+    for key in sorted(measured_a.keys() | measured_b.keys()):
+        ra, rb = measured_a.get(key, {}), measured_b.get(key, {})
         if ra.get("hash") and ra.get("hash") == rb.get("hash"):
             continue
         out.append(Kernel(shape=key[0], kernel=key[1],
@@ -140,12 +144,14 @@ def _file_link(run: Path, row: dict, page_dir: Path) -> str | None:
     return link(ir_root(run) / rel, page_dir)
 
 
-def kernel_diffs(kernels: list[Kernel], path_a: Path, path_b: Path, scrub=()) -> str:
-    """Side-by-side diffs of the first changed kernels whose TTGIR both sides kept."""
+def kernel_diffs(kernels: list[Kernel], path_a: Path, path_b: Path, index_a: list[dict],
+                 index_b: list[dict], scrub=()) -> str:
+    """Side-by-side diffs of the first changed kernels whose TTGIR both sides kept
+    (`index_a`, `index_b`: the sides' index.tsv rows)."""
     patterns = compile_scrub(list(scrub))        # the default patterns and the root's own
     parts, used = [], 0
-    rows_a = {(r.get("shape"), r.get("kernel")): r for r in read_index(path_a)}
-    rows_b = {(r.get("shape"), r.get("kernel")): r for r in read_index(path_b)}
+    rows_a = {(r.get("shape"), r.get("kernel")): r for r in index_a}
+    rows_b = {(r.get("shape"), r.get("kernel")): r for r in index_b}
     for k in kernels:
         if len(parts) >= MAX_DIFF_KERNELS or used >= DIFF_BUDGET:
             break
