@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..ab.report import ABReport, load_report
 from ..common.errors import RunFailedError, UsageError
-from ..common.files import read_json_object, read_text
+from ..common.files import read_json_object, read_tsv_rows
 from ..store.compiler import short as short_compiler
 from . import runs, sources
 from .model import Headline, OpEntry, Report, Shape, Side, count, finite
@@ -22,16 +22,8 @@ def status_of(report: ABReport) -> str:
 
 def _elapsed(root: Path) -> dict[str, float]:
     """Seconds per op summed over status.tsv's runs (both sides, every round)."""
-    try:
-        lines = read_text(root / STATUS_TSV).splitlines()
-    except (OSError, UnicodeDecodeError):
-        return {}
-    if not lines:
-        return {}
-    header = lines[0].split("\t")
     out: dict[str, float] = {}
-    for line in lines[1:]:
-        row = dict(zip(header, line.split("\t")))
+    for row in read_tsv_rows(root / STATUS_TSV):
         seconds = finite(row.get("elapsed_s"))
         if row.get("op") and seconds is not None:
             out[row["op"]] = out.get(row["op"], 0.0) + seconds
@@ -49,10 +41,9 @@ def entry_of(report: ABReport, root: Path, page_dir: Path, elapsed: dict) -> OpE
         entry.delta = finite(s.get("delta_median_pct"))
         entry.low, entry.high = finite(s.get("delta_min_pct")), finite(s.get("delta_max_pct"))
     for row in report.rows:
-        label = " ".join(p for p in (row.variant if row.variant != report.op else "",
-                                     row.dtype, row.shape_detail) if p)
         entry.shapes.append(Shape(
-            label=label + (f" #{row.occurrence}" if row.occurrence else ""),
+            label=runs.shape_label(report.op, row.variant, row.dtype, row.shape_detail,
+                                   row.occurrence),
             delta=finite(row.delta_pct), low=finite(row.ci_low_pct),
             high=finite(row.ci_high_pct), a_ms=finite(row.a_ms), b_ms=finite(row.b_ms),
             significant=row.significant, flags=list(row.annotations),
@@ -60,15 +51,9 @@ def entry_of(report: ABReport, root: Path, page_dir: Path, elapsed: dict) -> OpE
     dirs = [(report.sides.get(k) or {}).get("run_dir") for k in ("A", "B")]
     dirs = [Path(d) if d and Path(d).is_absolute() else root / d if d else None for d in dirs]
     run_a, run_b = runs.load(dirs[0]), runs.load(dirs[1])
-    for side, run in (("A", run_a), ("B", run_b)):
-        if run is not None:
-            entry.links.append((f"run {side}", runs.link(run.path, page_dir)))
-            split = runs.read_split(run.path)
-            if split:
-                entry.split[side] = split
+    runs.add_runs(entry, run_a, run_b, page_dir)
     if run_a is not None and run_b is not None and status == "IR_CHANGED":
-        entry.changed_kernels = runs.changed_kernels(run_a.path, run_b.path, page_dir)
-        entry.diff_html = runs.kernel_diffs(entry.changed_kernels, run_a.path, run_b.path)
+        runs.add_kernels(entry, run_a.path, run_b.path, page_dir)
         entry.kernels = f"{len(entry.changed_kernels)} changed"
     return entry
 

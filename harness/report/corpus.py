@@ -2,12 +2,10 @@
 and of a batch root (batch.json, ops_status.csv, one run directory per op)."""
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 
 from ..common.errors import UsageError
-from ..common.files import read_json_object, read_text
+from ..common.files import read_json_object
 from ..corpus.files import BATCH_JSON, read_complete
 from ..corpus.screen_plan import TIMED
 from ..corpus.verdict import IR_CHANGED, NO_IR_DIFF, NO_ROWS, NO_TRITON, read_tsv
@@ -101,16 +99,9 @@ def _cards(devices) -> str:
     return ", ".join(str(d) for d in devices) if isinstance(devices, list) and devices else "-"
 
 
-def _csv_rows(path: Path) -> list[dict]:
-    try:
-        return list(csv.DictReader(io.StringIO(read_text(path))))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise UsageError(f"{path} cannot be read ({exc})") from None
-
-
 def batch(root: Path, page_dir: Path) -> Report:
     doc = read_json_object(root / BATCH_JSON, f"{root}: no {BATCH_JSON}", "a zlh batch plan")
-    rows = _csv_rows(root / OPS_STATUS) if (root / OPS_STATUS).is_file() else []
+    rows = sources.csv_rows(root / OPS_STATUS) if (root / OPS_STATUS).is_file() else []
     entries, infos = [], []
     for row in rows:
         entry = OpEntry(op=row.get("op", "-"), status=row.get("status", "-"),

@@ -2,25 +2,13 @@
 task-receipt.json (class, rule, reason, cells, round deltas) and the campaign receipt."""
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 
 from ..common.errors import UsageError
-from ..common.files import read_text
 from ..product.receipts import CAMPAIGN_RECEIPT, STATUS_CSV, read_json
 from ..product.tasks import TASK_RECEIPT
 from . import runs, sources
 from .model import Headline, OpEntry, Report, Side, count, finite
-
-
-def _status(root: Path) -> list[dict]:
-    try:
-        return list(csv.DictReader(io.StringIO(read_text(root / STATUS_CSV))))
-    except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise UsageError(f"{root / STATUS_CSV} cannot be read ({exc})") from None
 
 
 def _task(root: Path, row: dict, page_dir: Path) -> OpEntry:
@@ -69,7 +57,7 @@ def _cell_run(root: Path, receipt: dict, rnd: str, cell) -> Path | None:
 
 
 def product(root: Path, page_dir: Path) -> Report:
-    rows = _status(root)
+    rows = sources.csv_rows(root / STATUS_CSV)
     entries = [_task(root, row, page_dir) for row in rows]
     receipt = {}
     if (root / CAMPAIGN_RECEIPT).is_file():

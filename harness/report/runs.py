@@ -12,16 +12,15 @@ from ..ab.pairing import pair_rows
 from ..common.errors import UsageError
 from ..common.files import read_text
 from ..compile.ir.fingerprint import compile_scrub, ir_root, read_index, scrub_text
+# index.tsv columns shown per changed kernel, in this order, when the index has them (older
+# roots lack the compiled-kernel ones: n_regs, n_spills, shared)
+from ..compile.ir.kernel_meta import META_COLUMNS
 from ..measure import stats
 from ..store.reader import StoredRun, load_run
+from ..telemetry import kernel_split
 from .diff import side_by_side
 from .model import Kernel, OpEntry, Shape, finite
 
-# index.tsv columns shown per changed kernel, in this order, when the index has them (older
-# roots lack the compiled-kernel ones: n_regs, n_spills, shared)
-META_COLUMNS = ("n_regs", "n_spills", "shared", "num_warps", "num_stages", "num_ctas",
-                "convert_layout")
-SPLIT_FILE = "kernel_split.tsv"
 SPLIT_COLUMNS = ("kernel", "time_us", "share")
 MAX_SPLIT_ROWS = 60           # kernel rows per run shown
 MAX_DIFF_KERNELS = 3            # changed kernels diffed per op
@@ -43,6 +42,12 @@ def link(path, page_dir: Path) -> str:
     return Path(os.path.relpath(Path(path).resolve(), page_dir.resolve())).as_posix()
 
 
+def shape_label(op: str, variant: str, dtype: str, shape_detail: str, occurrence) -> str:
+    """`variant dtype shape #occurrence`, the variant only where it is not the op itself."""
+    label = " ".join(p for p in (variant if variant != op else "", dtype, shape_detail) if p)
+    return label + (f" #{occurrence}" if occurrence else "")
+
+
 def shapes(run_a: StoredRun, run_b: StoredRun) -> list[Shape]:
     """Every paired shape with its delta and interval (bootstrap over the samples, as zlh ab
     does for one round), its flags and throttled mark."""
@@ -51,9 +56,8 @@ def shapes(run_a: StoredRun, run_b: StoredRun) -> list[Shape]:
                                for ra, rb in pairs])
     out = []
     for (ra, rb), stat in zip(pairs, found):
-        label = " ".join(p for p in (ra.variant if ra.variant != ra.op else "", ra.dtype,
-                                     ra.shape_detail) if p)
-        out.append(Shape(label=label + (f" #{ra.occurrence}" if ra.occurrence else ""),
+        out.append(Shape(label=shape_label(ra.op, ra.variant, ra.dtype, ra.shape_detail,
+                                           ra.occurrence),
                          delta=finite(stat.delta_pct), low=finite(stat.ci_low_pct),
                          high=finite(stat.ci_high_pct), a_ms=finite(ra.gems_ms),
                          b_ms=finite(rb.gems_ms), significant=bool(stat.significant),
@@ -77,12 +81,7 @@ def fill(entry: OpEntry, path_a, path_b, page_dir: Path, ir_changed: bool,
     read (A, B; None for a side not read). `summary`: fill the op's median and range from
     its shapes when it has none."""
     run_a, run_b = load(path_a), load(path_b)
-    for side, run in (("A", run_a), ("B", run_b)):
-        if run is not None:
-            entry.links.append((f"run {side}", link(run.path, page_dir)))
-            split = read_split(run.path)
-            if split:
-                entry.split[side] = split
+    add_runs(entry, run_a, run_b, page_dir)
     if run_a is None or run_b is None:
         return run_a, run_b
     try:
@@ -92,22 +91,42 @@ def fill(entry: OpEntry, path_a, path_b, page_dir: Path, ir_changed: bool,
     if summary:
         summarize(entry)
     if ir_changed:
-        entry.changed_kernels = changed_kernels(run_a.path, run_b.path, page_dir)
-        entry.diff_html = kernel_diffs(entry.changed_kernels, run_a.path, run_b.path, scrub)
+        add_kernels(entry, run_a.path, run_b.path, page_dir, scrub)
     return run_a, run_b
 
 
-def _index(path: Path) -> dict[tuple[str, str], dict]:
-    return {(r.get("shape", ""), r.get("kernel", "")): r for r in read_index(path)
+def add_runs(entry: OpEntry, run_a: StoredRun | None, run_b: StoredRun | None,
+             page_dir: Path) -> None:
+    """A link to each side's run directory that was read, and its kernel split if it has one."""
+    for side, run in (("A", run_a), ("B", run_b)):
+        if run is not None:
+            entry.links.append((f"run {side}", link(run.path, page_dir)))
+            split = read_split(run.path)
+            if split:
+                entry.split[side] = split
+
+
+def add_kernels(entry: OpEntry, path_a: Path, path_b: Path, page_dir: Path, scrub=()) -> None:
+    """The measured kernels whose code changed A->B and the diffs of the first of them."""
+    index_a, index_b = read_index(path_a), read_index(path_b)      # each read once
+    entry.changed_kernels = changed_kernels(path_a, path_b, index_a, index_b, page_dir)
+    entry.diff_html = kernel_diffs(entry.changed_kernels, path_a, path_b, index_a, index_b,
+                                   scrub)
+
+
+def _measured(index: list[dict]) -> dict[tuple[str, str], dict]:
+    return {(r.get("shape", ""), r.get("kernel", "")): r for r in index
             if r.get("role", "measured") == "measured"}
 
 
-def changed_kernels(path_a: Path, path_b: Path, page_dir: Path) -> list[Kernel]:
-    """The measured kernels (shape, name) whose hash differs A->B, or that one side lacks."""
-    index_a, index_b = _index(path_a), _index(path_b)
+def changed_kernels(path_a: Path, path_b: Path, index_a: list[dict], index_b: list[dict],
+                    page_dir: Path) -> list[Kernel]:
+    """The measured kernels (shape, name) whose hash differs A->B, or that one side lacks
+    (`index_a`, `index_b`: the sides' index.tsv rows)."""
+    measured_a, measured_b = _measured(index_a), _measured(index_b)
     out = []
-    for key in sorted(index_a.keys() | index_b.keys()):
-        ra, rb = index_a.get(key, {}), index_b.get(key, {})
+    for key in sorted(measured_a.keys() | measured_b.keys()):
+        ra, rb = measured_a.get(key, {}), measured_b.get(key, {})
         if ra.get("hash") and ra.get("hash") == rb.get("hash"):
             continue
         out.append(Kernel(shape=key[0], kernel=key[1],
@@ -125,12 +144,14 @@ def _file_link(run: Path, row: dict, page_dir: Path) -> str | None:
     return link(ir_root(run) / rel, page_dir)
 
 
-def kernel_diffs(kernels: list[Kernel], path_a: Path, path_b: Path, scrub=()) -> str:
-    """Side-by-side diffs of the first changed kernels whose TTGIR both sides kept."""
+def kernel_diffs(kernels: list[Kernel], path_a: Path, path_b: Path, index_a: list[dict],
+                 index_b: list[dict], scrub=()) -> str:
+    """Side-by-side diffs of the first changed kernels whose TTGIR both sides kept
+    (`index_a`, `index_b`: the sides' index.tsv rows)."""
     patterns = compile_scrub(list(scrub))        # the default patterns and the root's own
     parts, used = [], 0
-    rows_a = {(r.get("shape"), r.get("kernel")): r for r in read_index(path_a)}
-    rows_b = {(r.get("shape"), r.get("kernel")): r for r in read_index(path_b)}
+    rows_a = {(r.get("shape"), r.get("kernel")): r for r in index_a}
+    rows_b = {(r.get("shape"), r.get("kernel")): r for r in index_b}
     for k in kernels:
         if len(parts) >= MAX_DIFF_KERNELS or used >= DIFF_BUDGET:
             break
@@ -160,7 +181,7 @@ def read_split(run: Path) -> dict:
     per kernel) as {"rows": [[case, kernel, calls, time_us, share]], "sums": [[case, sum of
     time_us, op_latency_us, gap %]]}, at most MAX_SPLIT_ROWS rows; {} without a file or with
     another header. A file with only `kernel, time_us, share` (one case) reads too."""
-    path = Path(run) / SPLIT_FILE
+    path = Path(run) / kernel_split.FILE_NAME
     try:
         lines = read_text(path).splitlines()
     except (OSError, UnicodeDecodeError):

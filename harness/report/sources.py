@@ -2,9 +2,13 @@
 the caliber as one line, times."""
 from __future__ import annotations
 
+import csv
+import io
 from datetime import datetime
 from pathlib import Path
 
+from ..common.errors import UsageError
+from ..common.files import read_text
 from ..store.compiler import short as short_compiler
 from ..store.reader import read_info
 from ..telemetry import tsv
@@ -12,6 +16,17 @@ from ..telemetry import tsv
 MAX_POINTS = 600            # telemetry points kept per device (evenly thinned, slowdowns kept)
 _CALIBER_SHOWN = ("backend", "timer", "bench_level", "l2_policy", "repeat", "warmup_ms",
                   "autotune_mode", "ir_stage", "tuner_cache", "seed", "inputs")
+
+
+def csv_rows(path: Path) -> list[dict]:
+    """The rows of a CSV table with a header, as dicts; [] when there is no file, UsageError
+    naming the file when it cannot be read."""
+    try:
+        return list(csv.DictReader(io.StringIO(read_text(path))))
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise UsageError(f"{path} cannot be read ({exc})") from None
 
 
 def telemetry(root) -> list[dict]:
