@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..ab.report import ABReport, load_report
 from ..common.errors import RunFailedError, UsageError
-from ..common.files import read_json_object, read_tsv_rows
+from ..common.files import read_json_object, read_text
 from ..store.compiler import short as short_compiler
 from . import runs, sources
 from .model import Headline, OpEntry, Report, Shape, Side, count, finite
@@ -22,8 +22,16 @@ def status_of(report: ABReport) -> str:
 
 def _elapsed(root: Path) -> dict[str, float]:
     """Seconds per op summed over status.tsv's runs (both sides, every round)."""
+    try:
+        lines = read_text(root / STATUS_TSV).splitlines()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    if not lines:
+        return {}
+    header = lines[0].split("\t")
     out: dict[str, float] = {}
-    for row in read_tsv_rows(root / STATUS_TSV):
+    for line in lines[1:]:
+        row = dict(zip(header, line.split("\t")))
         seconds = finite(row.get("elapsed_s"))
         if row.get("op") and seconds is not None:
             out[row["op"]] = out.get(row["op"], 0.0) + seconds
