@@ -16,7 +16,7 @@ from ..corpus.executor import EXECUTORS
 from ..corpus.ray_executor import cluster_lanes
 from ..corpus.check import (check_plan, check_replay_plan, check_replay_root, check_root,
                              corpus_adapter)
-from ..corpus.files import BATCH_JSON, check_tables, read_batch_json, write_batch_json
+from ..corpus.files import BATCH_JSON, check_tables, read_batch_json, update_batch_json
 from ..common.lock import claim_root, forget_if_empty, only_lock, release_root
 from ..corpus.outcome import parse_retry
 from ..corpus.selection import dismiss_list, select
@@ -323,9 +323,7 @@ def resumed_plan(root: Path, vllm_dir: str | None, allow_env_change: bool = Fals
 
 def record_executor(root: Path, plan: BatchPlan) -> None:
     """batch.json of a resume that named another executor: the next resume keeps it."""
-    doc = read_batch_json(root)
-    doc.pop("schema_version", None)
-    write_batch_json(root, {**doc, "executor": plan.executor, "ray_address": plan.ray_address})
+    update_batch_json(root, executor=plan.executor, ray_address=plan.ray_address)
 
 
 def new_root(root: Path, flag: str, verb: str) -> None:

@@ -250,9 +250,7 @@ class Batch:
         run = load_run_or_none(outcome.run_dir)
         caliber = run.info.get("caliber") if run is not None else None
         if caliber:
-            doc = files.read_batch_json(self.plan.root)
-            doc.pop("schema_version", None)
-            files.write_batch_json(self.plan.root, {**doc, "caliber": caliber})
+            files.update_batch_json(self.plan.root, caliber=caliber)
             self._caliber_noted = True
 
     def _note_rows(self, op: str, outcome: Outcome, device: int) -> None:

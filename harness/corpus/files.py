@@ -168,6 +168,13 @@ def write_batch_json(root: Path, doc: dict) -> None:
     atomic_write_json(Path(root) / BATCH_JSON, {"schema_version": SCHEMA_VERSION, **doc})
 
 
+def update_batch_json(root: Path, **fields) -> None:
+    """batch.json with `fields` set (the rest as it was), written at this schema version."""
+    doc = read_batch_json(root)
+    doc.pop("schema_version", None)
+    write_batch_json(root, {**doc, **fields})
+
+
 def read_batch_json(root: Path) -> dict:
     path = Path(root) / BATCH_JSON
     doc = read_json_object(path, f"{root} is not a batch root (no {BATCH_JSON})")

@@ -173,8 +173,7 @@ def _side_doc(shard: ShardRoot, side: str) -> dict:
         return files.read_batch_json(shard.root / side)
     plan = ScreenPlan.from_dict(shard.root, shard.doc)
     label = side.removesuffix(TIMED)
-    derived = plan.side_plan(plan.a if label == "A" else plan.b, side != label).to_dict()
-    return {**derived, "screen_side": side}
+    return plan.side_doc(plan.a if label == "A" else plan.b, side != label)
 
 
 def _merge_screen(shards, target: Path, owner, finished, record, argv) -> Counter:

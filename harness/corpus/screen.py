@@ -251,8 +251,7 @@ def write_side_plan(plan: ScreenPlan, side: Side, timed: bool = False) -> None:
     """A side's batch.json (its timed pair's with `timed`), derived from the screen plan."""
     folder = plan.root / side_folder(side, timed)
     folder.mkdir(parents=True, exist_ok=True)
-    files.write_batch_json(folder, {**plan.side_plan(side, timed).to_dict(),
-                                    "screen_side": side_folder(side, timed)})
+    files.write_batch_json(folder, plan.side_doc(side, timed))
 
 
 def check_resume_files(plan: ScreenPlan) -> None:

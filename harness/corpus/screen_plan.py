@@ -40,6 +40,10 @@ class ScreenPlan:
         return BatchPlan(**{**vars(self.base), "root": self.root / side_folder(side, timed),
                             "python": side.python, "options": options})
 
+    def side_doc(self, side: Side, timed: bool = False) -> dict:
+        """The batch.json of side `side` (its timed pair's with `timed`)."""
+        return {**self.side_plan(side, timed).to_dict(), "screen_side": side_folder(side, timed)}
+
     def batches(self) -> list[tuple[Side, bool]]:
         """(side, timed) of every batch root this screen has."""
         return [(s, t) for t in (False, True) if not t or self.timing == TIMING_CHANGED

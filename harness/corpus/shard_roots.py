@@ -192,8 +192,6 @@ def _plain(key: str, value):
         return value or TIMING_ALL           # older screens timed everything
     if key == "options" and isinstance(value, dict):
         return {k: v for k, v in value.items() if k not in IGNORED_OPTIONS}
-    if key == "timing" and value is None:        # a screen older than --timing timed all
-        return TIMING_ALL
     return value
 
 

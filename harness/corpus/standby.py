@@ -229,6 +229,4 @@ def combined(first: Attempt, second: Attempt) -> Attempt:
 
 def record_overlap(root: Path, overlap: bool) -> None:
     """batch.json of a resume that switched overlap: the new value for the rest of the root."""
-    doc = files.read_batch_json(root)
-    doc.pop("schema_version", None)
-    files.write_batch_json(root, {**doc, "overlap": overlap})
+    files.update_batch_json(root, overlap=overlap)
