@@ -58,9 +58,8 @@ def rounds_to_detect(sd: float | None, change_pct: float, alpha: float = ALPHA,
                      power: float = POWER, most: int = MAX_ROUNDS) -> int | None:
     """The fewest rounds (≥ 2) whose detectable change is at most `change_pct` for a per-round
     spread `sd`; None when even `most` rounds are not enough or the spread is unknown."""
-    if sd is None or not change_pct > 0:
-        return None
-    if detectable_pct(sd, most, alpha, power) > change_pct:
+    widest = detectable_pct(sd, most, alpha, power)     # None: no spread (unknown, not finite)
+    if widest is None or not change_pct > 0 or widest > change_pct:
         return None
     low, high = 2, most                  # detectable(high) <= change; find the first such N
     while low < high:

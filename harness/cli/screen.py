@@ -18,7 +18,7 @@ from ..corpus.batch import BatchPlan
 from ..corpus.environment import check_resume_env, environment_switches
 from ..corpus.screen import (TIMING_ALL, TIMING_MODES, Screen, ScreenPlan, check_resume_files,
                              mend_side_plans, read_plan, record_screen_env_change,
-                             record_screen_executor, summary_lines, write_ir_changed, write_plan,
+                             record_screen_run_fields, summary_lines, write_ir_changed, write_plan,
                              write_side_plan)
 from ..corpus.screen_plan import side_folder
 from ..corpus.screen import rescore as rescore_root
@@ -252,14 +252,15 @@ def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, 
                  plan.base.devices)
     check_resume_files(plan)
     hold_root(plan.root, "screen")
-    if other_executor:
-        record_screen_executor(plan)
+    switch_overlap = overlap is not None and overlap != plan.base.overlap
+    if switch_overlap:
+        plan.base.overlap = overlap
+    if other_executor or switch_overlap:
+        record_screen_run_fields(plan)
     if changed:                           # allowed: screen.json says from when and what
         record_screen_env_change(plan, now)
     mend_side_plans(plan, echo_err)
-    if overlap is not None and overlap != plan.base.overlap:
-        plan.base.overlap = overlap
-        write_plan(plan)
+    if switch_overlap:
         for side, timed in plan.batches():
             if (plan.root / side_folder(side, timed)).is_dir():
                 record_overlap(plan.root / side_folder(side, timed), overlap)

@@ -238,12 +238,13 @@ def record_screen_env_change(plan: ScreenPlan, now: dict) -> None:
             record_env_change(plan.root / side_folder(side, timed), change)
 
 
-def record_screen_executor(plan: ScreenPlan) -> None:
-    """screen.json of a resume that named another executor: the next resume keeps it."""
+def record_screen_run_fields(plan: ScreenPlan) -> None:
+    """screen.json of a resume that named another executor or switched overlap: the next
+    resume keeps them; the rest of the file (its env_changes, ...) stays as it is."""
     path = plan.root / SCREEN_JSON
     doc = read_json_object(path, f"{plan.root} is not a screen root (no {SCREEN_JSON})")
     doc["batch"] = {**doc.get("batch", {}), "executor": plan.base.executor,
-                    "ray_address": plan.base.ray_address}
+                    "ray_address": plan.base.ray_address, "overlap": plan.base.overlap}
     atomic_write_json(path, doc)
 
 

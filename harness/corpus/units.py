@@ -154,7 +154,7 @@ class OverlapLane(LocalLane):
             worker = self.mine.worker = self.pool.take()
             self.handed.append(worker)
         job = {"op": work.op, "args": args, "log": str(work.log), "argv": list(work.argv)}
-        return worker.run(job, work.timeout_s, work.log, work.out)
+        return worker.run(job, work.timeout_s, work.log, work.out, stall_s=work.stall_s)
 
     def renew(self) -> None:
         worker = getattr(self.mine, "worker", None)
