@@ -4,16 +4,21 @@ runs per device in parallel — each seeing only its device, each with its own i
 cache (parallel cards must not share one), each with its own root `card<d>/`. At the end the
 cards are merged: one status.tsv with a device column, one report (JSON, CSV, HTML), failed
 runs per card, fallback and poison totals, wall per card against the plan. A card that fails
-does not stop the others; `--resume` runs, per card, only the ops its reports lack. With the
-`ray` executor a card's `zlh ab` runs in the Ray actor of its lane (one GPU of the cluster):
-the unit Ray places is the card (a lane's ops, all their rounds and both sides), and the
-rounds keep their ABBA order and pinned record inside it as on one host.
+does not stop the others; `--resume` runs, per card, only the ops its reports lack.
+
+With the `ray` executor the plan's split is only a forecast: the unit is one op (its `zlh ab`:
+all its rounds, both sides, ABBA order, the pinned record), run in the Ray actor of whichever
+lane (one GPU of the cluster) comes free first, the costliest op first; its root is
+`card<d>-<op>/`. An op's rounds never spread over several GPUs: the card-to-card spread of a
+latency is larger than the changes rounds are run for, and it would enter the delta.
 """
 from __future__ import annotations
 
 import re
 import sys
+import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +35,7 @@ from ..common.files import (atomic_write_json, atomic_write_text, check_output_f
                             read_failure, read_json_object)
 from ..compile.ir.fingerprint import compile_scrub
 from ..run.options import BenchOptions
+from ..store.rundir import safe_name
 from .batch_plan import BatchPlan, device_list, options_field
 from .check import check_plan, corpus_adapter
 from .environment import environment_switches
@@ -113,9 +119,18 @@ def card_command(plan: CampaignPlan, ops: list[str], root: Path) -> list[str]:
             "--timeout", str(plan.timeout_s), "--root", str(root), "--quiet"]
 
 
+def card_roots(plan: CampaignPlan, device: int) -> list[Path]:
+    """The roots of device's cards: card<d>, card<d>-r<k> (a resume's), card<d>-<op> (a Ray
+    unit's) — not those of device 1<d>."""
+    pattern = re.compile(rf"card{device}(-.+)?")
+    if not plan.root.is_dir():
+        return []
+    return sorted(p for p in plan.root.iterdir() if p.is_dir() and pattern.fullmatch(p.name))
+
+
 def done_ops(plan: CampaignPlan, device: int, echo: Echo | None = None) -> set[str]:
     done = set()
-    for root in sorted(plan.root.glob(f"card{device}*")):
+    for root in card_roots(plan, device):
         done |= {r.op for r in card_files(root, echo)[1]}
     return done
 
@@ -167,12 +182,15 @@ def _left_out(echo: Echo | None, path: Path, exc: BaseException) -> None:
 
 
 def run_cards(plan: CampaignPlan, echo: Echo, resume: bool = False) -> dict[int, dict]:
-    """One `zlh ab` per device, side by side; {device: {"rc", "wall_s", "root", "ops"}}."""
+    """One `zlh ab` per device, side by side (Ray: one per op, see run_op_units);
+    {device: {"rc", "wall_s", "root", "ops"}}."""
+    if plan.executor == "ray":
+        return run_op_units(plan, echo, resume)
     results: dict[int, dict] = {}
     executor = make_executor(plan.executor, **_lane_plan(plan).executor_options())
 
     def card(device: int, ops: list[str]) -> None:
-        attempt = len(list(plan.root.glob(f"card{device}*"))) if resume else 0
+        attempt = len(card_roots(plan, device)) if resume else 0
         root = plan.card_root(device, attempt)
         root.mkdir(parents=True, exist_ok=True)
         lane = lane_for(_lane_plan(plan), device)
@@ -193,6 +211,50 @@ def run_cards(plan: CampaignPlan, echo: Echo, resume: bool = False) -> dict[int,
     return results
 
 
+def run_op_units(plan: CampaignPlan, echo: Echo, resume: bool = False) -> dict[int, dict]:
+    """One `zlh ab` per op, each in the actor of the first lane that comes free, the costliest
+    op first (a resume: the ops no card reported); {device: {"rc" (the worst), "wall_s",
+    "root", "ops" (those it ran)}}."""
+    done = set().union(*(done_ops(plan, d) for d in plan.devices)) if resume else set()
+    ops = [op for d in sorted(plan.part.assignment) for op in plan.part.assignment[d]]
+    queue = deque(sorted((op for op in ops if op not in done),
+                         key=lambda op: -plan.part.weights.get(op, 0.0)))
+    taken = threading.Lock()
+    executor = make_executor(plan.executor, **_lane_plan(plan).executor_options())
+    results: dict[int, dict] = {}
+
+    def next_op() -> str | None:
+        with taken:
+            return queue.popleft() if queue else None
+
+    def lane_units(device: int) -> None:
+        started, ran, rcs = time.time(), [], []
+        with executor.open_lane(lane_for(_lane_plan(plan), device)) as runner:
+            while (op := next_op()) is not None:
+                root = _unit_root(plan, device, op)
+                root.mkdir(parents=True)
+                rc = runner.run_command(card_command(plan, [op], root),
+                                        root / "campaign.log").rc
+                ran.append(op)
+                rcs.append(rc)
+                echo(f"card {device}: {op} rc={rc} -> {root}")
+        results[device] = {"rc": max(rcs, key=abs, default=0), "wall_s": time.time() - started,
+                           "root": str(plan.root), "ops": ran}
+        echo(f"card {device}: {len(ran)} ops in {(time.time() - started) / 60:.1f} min")
+
+    run_lanes([(f"card-{d}", lane_units, (d,)) for d in plan.devices], lambda: None)
+    return results
+
+
+def _unit_root(plan: CampaignPlan, device: int, op: str) -> Path:
+    """card<d>-<op>/, or card<d>-<op>-r<k>/ where a resume runs the op again."""
+    base = plan.root / f"card{device}-{safe_name(op)}"
+    attempt = 0
+    while (root := base if not attempt else base.with_name(f"{base.name}-r{attempt}")).exists():
+        attempt += 1
+    return root
+
+
 def _lane_plan(plan: CampaignPlan):
     return BatchPlan(root=plan.root, items=[], devices=plan.devices, options=plan.options,
                      executor=plan.executor, ray_address=plan.ray_address)
@@ -202,7 +264,7 @@ def merge(plan: CampaignPlan, cards: dict[int, dict], echo: Echo | None = None) 
     """status.tsv (device column), report.json/csv/html over all cards; totals."""
     status_rows, reports = [], []
     for device in plan.devices:
-        for root in sorted(plan.root.glob(f"card{device}*")):
+        for root in card_roots(plan, device):
             rows, card_reports = card_files(root, echo)
             status_rows += [{"device": device, **row} for row in rows]
             reports += card_reports

@@ -120,3 +120,14 @@ def test_cards_run_side_by_side_a_failing_card_does_not_stop_the_other(screened,
     cards = run_cards(again, echo=lambda _: None, resume=True)
     assert list(cards) == [failing] and cards[failing]["ops"] == ["fault_raise"]
     assert (tmp_path / f"c/card{failing}-r1").exists()
+
+
+def test_a_cards_roots_are_its_own_not_those_of_a_device_whose_number_starts_alike(tmp_path):
+    from types import SimpleNamespace
+    from harness.corpus.campaign import card_roots
+    for name in ("card1", "card1-r1", "card1-softmax", "card10", "card10-r1", "card12-add"):
+        (tmp_path / name).mkdir()
+    plan = SimpleNamespace(root=tmp_path)
+    assert [p.name for p in card_roots(plan, 1)] == ["card1", "card1-r1", "card1-softmax"]
+    assert [p.name for p in card_roots(plan, 10)] == ["card10", "card10-r1"]
+    assert card_roots(SimpleNamespace(root=tmp_path / "none"), 1) == []

@@ -202,17 +202,17 @@ def test_a_driver_killed_then_resumed_loses_and_repeats_nothing(tmp_path, cluste
 @needs_ray
 def test_a_screen_and_its_campaign_run_in_lane_actors(tmp_path, cluster):
     """A screen's two sides of one lane share its actor; the campaign (--devices left out: the
-    cluster's GPUs) runs each card's `zlh ab` (rounds, ABBA order, pinned record as ever) in
-    the actor of its lane."""
+    cluster's GPUs) runs one `zlh ab` per op (rounds, ABBA order, pinned record as ever) in
+    the actor of a lane that is free, every op once."""
     screen = tmp_path / "screen"
     result = CliRunner().invoke(main, [
-        "screen", "--adapter", "builtin", "--backend", "cpu", *FAST, "--ops", "add",
+        "screen", "--adapter", "builtin", "--backend", "cpu", *FAST, "--ops", "add,mm,softmax",
         "--switch", "ZLH_BUILTIN_SLOW=0,1", "--root", str(screen), "--executor", "ray",
         "--ray-address", cluster, "--devices", "0"])
     assert result.exit_code == 0, result.output
     records = [r for side in "AB" for r in ray_records(screen / side)]
-    assert [r["gpus"] for r in records] in (["0", "0"], ["1", "1"])    # A, then B: one GPU,
-    assert records[0]["actor_pid"] == records[1]["actor_pid"]          # one actor
+    assert {r["gpus"] for r in records} in ({"0"}, {"1"})            # A, then B: one GPU,
+    assert len({r["actor_pid"] for r in records}) == 1                 # one actor
     result = CliRunner().invoke(main, ["screen", "--resume", str(screen), "--executor",
                                        "local"])   # told otherwise: recorded for the next
     assert result.exit_code == 0, result.output
@@ -224,11 +224,18 @@ def test_a_screen_and_its_campaign_run_in_lane_actors(tmp_path, cluster):
     assert result.exit_code == 0, result.output
     plan = json.loads((root / "campaign.json").read_text())
     assert (plan["executor"], plan["devices"]) == ("ray", [0, 1])
-    assert json.loads((root / "merged.json").read_text())["ops_reported"] == ["add"]
-    (card,) = list(root.glob("card*/campaign.ray.tsv"))
-    with open(card, newline="") as handle:
-        (record,) = list(csv.DictReader(handle, delimiter="\t"))
-    assert record["gpus"] in ("0", "1") and record["rc"] == "0"
+    assert json.loads((root / "merged.json").read_text())["ops_reported"] == \
+        ["add", "mm", "softmax"]
+    units = sorted(root.glob("card*-*/campaign.ray.tsv"))
+    assert sorted(p.parent.name.split("-", 1)[1] for p in units) == ["add", "mm", "softmax"]
+    for unit in units:
+        with open(unit, newline="") as handle:
+            (record,) = list(csv.DictReader(handle, delimiter="\t"))
+        assert record["gpus"] in ("0", "1") and record["rc"] == "0"
+    with open(root / "status.tsv", newline="") as handle:       # one round per side and op
+        status = list(csv.DictReader(handle, delimiter="\t"))
+    assert sorted((r["op"], r["side"]) for r in status) == \
+        sorted((op, side) for op in ("add", "mm", "softmax") for side in "AB")
 
 
 def test_a_resume_keeps_the_recorded_executor_unless_told(tmp_path):

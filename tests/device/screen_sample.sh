@@ -6,7 +6,7 @@
 #   NAME=before BOX=1000 IN=device-in/before.tgz bash tests/device/screen_sample.sh   # resume
 # EXTRA adds screen options (e.g. "--timing changed", or "--overlap": two pairs at once per
 # device and warm spare workers; given on a resume it switches overlap for the rest of the root);
-# OPS picks another list; WORK the scratch folder. The screen is killed after BOX seconds (resumable: finished ops are kept);
+# OPS picks another list (OPS=all: the whole corpus, zlh screen --all); WORK the scratch folder. The screen is killed after BOX seconds (resumable: finished ops are kept);
 # the root (without compiled artefacts) comes back as $OUT/NAME.tgz, the summary (verdicts,
 # op time and wall per op pair — overlapped ops counted once —, where it went: worker start,
 # imports, inputs, compile, sweep, measure, lock wait; the corpus projection) as $OUT/NAME.txt.
@@ -27,7 +27,8 @@ s=$SECONDS
 if [ -f "$root/screen.json" ]; then
   timeout "${BOX:-540}" $ZLH screen --resume "$root" --allow-env-change ${EXTRA:-} > "$WORK/$NAME.log" 2>&1
 else
-  timeout "${BOX:-540}" $ZLH screen --ops-file "$OPS" --switch "$SWITCH" --devices 0 $BUDGET \
+  if [ "$OPS" = all ]; then select="--all"; else select="--ops-file $OPS"; fi
+  timeout "${BOX:-540}" $ZLH screen $select --switch "$SWITCH" --devices 0 $BUDGET \
     ${EXTRA:-} --root "$root" > "$WORK/$NAME.log" 2>&1
 fi
 echo "== screen rc=$? wall=$((SECONDS-s))s"
