@@ -275,7 +275,7 @@ OPTIONS = (
            help="Self-test: add a device spin to the function under test, sized as X% of "
                 "its latency in the --replay run (0: the spin kernel with no spin)."),
     Option("kernel_split", "--kernel-split", bool, False, kind="flag", location=True,
-           shared=False, group="telemetry",
+           group="telemetry",
            help="After each case is timed, profile the function under test (torch's "
                 "profiler) and write its device time per kernel to kernel_split.tsv; "
                 "the timed numbers are unchanged."),
