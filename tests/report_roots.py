@@ -144,9 +144,9 @@ def screen_root(root: Path, n_ops: int = 12, seed: int = 0, compiler: str = "3.6
             for run in (run_a, run_b):
                 (run / "kernel_split.tsv").write_text(
                     "variant\tdtype\tshape\toccurrence\tkernel\tcalls\ttime_us\tshare\t"
-                    "per_call_us\top_calls\top_latency_us\n"
-                    "\tbfloat16\t4096\t0\top0000_kernel\t10\t150.0\t0.75\t150.0\t10\t202.0\n"
-                    "\tbfloat16\t4096\t0\top0000_setup\t10\t50.0\t0.25\t50.0\t10\t202.0\n")
+                    "per_call_us\top_calls\top_latency_us\top_span_us\n"
+                    "\tbfloat16\t4096\t0\top0000_kernel\t10\t150.0\t0.75\t150.0\t10\t202.0\t201.0\n"
+                    "\tbfloat16\t4096\t0\top0000_setup\t10\t50.0\t0.25\t50.0\t10\t202.0\t201.0\n")
         _complete(root / "A", op, run_a, 1.5, "PASS" if run_a else "FAIL")
         _complete(root / "B", op, run_b, 1.5, "PASS" if run_b else "FAIL")
         delta = None if verdict in ("NO_ROWS", "NO_TRITON") else (factor - 1) * 100

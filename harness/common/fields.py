@@ -125,6 +125,17 @@ def is_finite_number(value) -> bool:
     return is_number(value) and math.isfinite(value)
 
 
+def finite(value) -> float | None:
+    """A float from a number or a cell's text, or None for anything that is not a finite
+    number (a bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            return None
+    return float(value) if math.isfinite(value) else None
+
+
 def is_int(value) -> bool:
     """A Python int, not a bool."""
     return isinstance(value, int) and not isinstance(value, bool)

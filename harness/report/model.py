@@ -6,8 +6,9 @@ NaN: the page's JSON and the terminal print it as a dash.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
+
+from ..common.fields import finite  # noqa: F401 - the report modules take it from here
 
 
 @dataclass
@@ -84,16 +85,6 @@ class Report:
     ops: list[OpEntry]
     telemetry: list[dict] = field(default_factory=list)    # telemetry.tsv points
     root: str = ""
-
-
-def finite(value) -> float | None:
-    """A float, or None for anything that is not a finite number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            return None
-    return float(value) if math.isfinite(value) else None
 
 
 def to_dict(obj) -> dict:

@@ -179,35 +179,21 @@ def _text(run: Path, row: dict | None) -> str | None:
 def read_split(run: Path) -> dict:
     """kernel_split.tsv of a run (`zlh bench --kernel-split`: a profiler pass's device time
     per kernel) as {"rows": [[case, kernel, calls, time_us, share]], "sums": [[case, sum of
-    time_us, op_latency_us, gap %]]}, at most MAX_SPLIT_ROWS rows; {} without a file or with
-    another header. A file with only `kernel, time_us, share` (one case) reads too."""
-    path = Path(run) / kernel_split.FILE_NAME
-    try:
-        lines = read_text(path).splitlines()
-    except (OSError, UnicodeDecodeError):
+    time_us, idle between kernels, device span, op_latency_us, gap %]]} (kernel_split.case_sums),
+    at most MAX_SPLIT_ROWS rows; {} without a file or with another header."""
+    rows = kernel_split.read_split(run)
+    if not rows or not set(SPLIT_COLUMNS) <= set(rows[0]):
         return {}
-    header = lines[0].split("\t") if lines else []
-    if not set(SPLIT_COLUMNS) <= set(header):
-        return {}
-    rows, sums = [], {}
-    for line in lines[1:]:
-        cells = line.split("\t")
-        if len(cells) != len(header):
-            continue
-        row = dict(zip(header, cells))
+
+    def label(row: dict) -> str:
         case = " ".join(row[c] for c in ("variant", "dtype", "shape") if row.get(c)) or "-"
-        case += f" #{row['occurrence']}" if row.get("occurrence") not in (None, "", "0") else ""
-        time_us = finite(row["time_us"])
-        if len(rows) < MAX_SPLIT_ROWS:
-            rows.append([case, row["kernel"], row.get("calls", "-"), _r3(time_us),
-                         _r3(finite(row["share"]))])
-        total = sums.setdefault(case, [case, 0.0, finite(row.get("op_latency_us")), None])
-        total[1] += time_us or 0.0
-    for total in sums.values():
-        total[1] = _r3(total[1])
-        if total[2]:
-            total[3] = _r3(100.0 * (total[2] - total[1]) / total[2])
-    return {"rows": rows, "sums": list(sums.values())}
+        return case + (f" #{row['occurrence']}"
+                       if row.get("occurrence") not in (None, "", "0") else "")
+    table = [[label(r), r["kernel"], r.get("calls", "-"), _r3(finite(r["time_us"])),
+              _r3(finite(r["share"]))] for r in rows[:MAX_SPLIT_ROWS]]
+    sums = [[label(c), c["kernels_us"], c["idle_us"], c["span_us"], c["op_latency_us"],
+             c["gap_pct"]] for c in kernel_split.case_sums(rows)]
+    return {"rows": table, "sums": sums}
 
 
 def _r3(value):

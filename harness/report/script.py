@@ -175,7 +175,8 @@ function detail(o) {
     var sp = D.split[side];
     box.appendChild(el('h4', '', 'device time per kernel (profiler pass), ' + side));
     box.appendChild(table(['case', 'kernel', 'calls', 'µs per op call', 'share'], sp.rows));
-    box.appendChild(table(['case', 'sum of kernels µs', 'measured latency µs', 'gap %'],
+    box.appendChild(table(['case', 'sum of kernels µs', 'idle between kernels µs',
+                           'device span µs', 'measured latency µs', 'gap % (latency - span)'],
                           sp.sums));
   });
   if (D.extra) box.appendChild(el('pre', '', D.extra));

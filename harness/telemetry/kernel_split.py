@@ -5,8 +5,12 @@ function under test is called PROFILED_CALLS more times under torch's profiler, 
 the backend's device activity (`Backend.profiler_activities`; none on the CPU backend:
 then one line says so and nothing is written). The device events (kernels, and the
 memsets/copies an op issues) are summed per name: launches, device time per call of the
-op, and its share of the case's device time. The rows go to the run's `kernel_split.tsv`,
-rewritten after every case so that an interrupted run keeps what it profiled.
+op, and its share of the case's device time. Beside them, the op's device span per call
+(`op_span_us`: from the first device event's start to the last one's end, over the calls):
+the kernels' times plus the idle time between them (launch gaps inside an op and between two
+calls of it), which is what a back-to-back latency measures. The rows go to the run's
+`kernel_split.tsv`, rewritten after every case so that an interrupted run keeps what it
+profiled.
 
 The profiled calls are never timed and the timed numbers never see the profiler: it runs
 after the case's measurements are taken, and a profiler failure costs only the split.
@@ -18,11 +22,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..common.errors import one_line
+from ..common.fields import finite
 from ..common.files import atomic_write_text, read_tsv_rows
 
 FILE_NAME = "kernel_split.tsv"
 COLUMNS = ("variant", "dtype", "shape", "occurrence", "kernel", "calls", "time_us", "share",
-           "per_call_us", "op_calls", "op_latency_us")
+           "per_call_us", "op_calls", "op_latency_us", "op_span_us")
 PROFILED_CALLS = 10
 
 
@@ -34,10 +39,10 @@ class KernelTime:
     total_us: float
 
 
-def device_events(events: Iterable[Any]) -> list[tuple[str, float]]:
-    """(name, duration in µs) of the device events among a profiler's events (torch's
+def device_intervals(events: Iterable[Any]) -> list[tuple[str, float, float]]:
+    """(name, start, end in µs) of the device events among a profiler's events (torch's
     FunctionEvent: `device_type` other than CPU, `time_range` in µs); host events are left
-    out, and so is an event whose duration cannot be read."""
+    out, and so is an event whose times cannot be read."""
     found = []
     for event in events:
         kind = getattr(event, "device_type", None)
@@ -45,12 +50,26 @@ def device_events(events: Iterable[Any]) -> list[tuple[str, float]]:
             continue
         span = getattr(event, "time_range", None)
         try:
-            duration = float(span.end) - float(span.start)
+            start, end = float(span.start), float(span.end)
         except (AttributeError, TypeError, ValueError):
             continue
-        if duration >= 0:
-            found.append((str(getattr(event, "name", "?")), duration))
+        if end >= start:
+            found.append((str(getattr(event, "name", "?")), start, end))
     return found
+
+
+def device_events(events: Iterable[Any]) -> list[tuple[str, float]]:
+    """(name, duration in µs) of the device events among a profiler's events."""
+    return [(name, end - start) for name, start, end in device_intervals(events)]
+
+
+def device_span(events: Iterable[Any], op_calls: int) -> float | None:
+    """The device time per call of the op from its first device event's start to its last
+    one's end (kernels and the idle time between them); None without device events."""
+    found = device_intervals(events)
+    if not found or op_calls < 1:
+        return None
+    return round((max(e for _, _, e in found) - min(s for _, s, _ in found)) / op_calls, 3)
 
 
 def aggregate(events: Iterable[tuple[str, float]]) -> list[KernelTime]:
@@ -131,8 +150,9 @@ class KernelSplit:
         variant, dtype, shape, occurrence. Never raises: a failure is one line and no rows."""
         shown = f"{where.get('dtype')} {where.get('shape')}"
         try:
-            events = self.profile(fn, self.calls, self.activities, self.synchronize)
+            events = list(self.profile(fn, self.calls, self.activities, self.synchronize))
             rows = split_rows(aggregate(device_events(events)), self.calls)
+            span = device_span(events, self.calls)
         except Exception as exc:  # noqa: BLE001 - the split never costs the case
             self.say(f"kernel split: {shown}: the profiler failed ({type(exc).__name__}: "
                      f"{one_line(exc)}); no split for this case")
@@ -142,7 +162,7 @@ class KernelSplit:
                      f"this case")
             return []
         latency = None if latency_ms is None else round(latency_ms * 1000.0, 3)
-        rows = [{**where, **r, "op_latency_us": latency} for r in rows]
+        rows = [{**where, **r, "op_latency_us": latency, "op_span_us": span} for r in rows]
         self.rows += rows
         try:
             atomic_write_text(self.path, tsv(self.rows))
@@ -164,26 +184,30 @@ def read_split(path: str | Path) -> list[dict[str, str]]:
 
 
 def case_sums(rows: list[dict[str, str]]) -> list[dict]:
-    """Per case (in file order): its kernels, the sum of their `time_us` and the measured
-    latency beside it, and how far apart they are (`gap_pct`: (latency - sum) / latency in
-    %, None without a latency). The time between kernels is in the latency, not the sum."""
+    """Per case (in file order): its kernels, the sum of their `time_us`, the idle time
+    between them (`idle_us`: the span less the sum; None in a file without spans), the span
+    (`span_us`), the measured latency, and how far the split is from it (`gap_pct`: (latency
+    - span) / latency in %, or (latency - sum) / latency without a span; None without a
+    latency)."""
     cases: dict[tuple, dict] = {}
     for row in rows:
         key = tuple(row.get(c, "") for c in CASE_KEY)
         case = cases.setdefault(key, {**dict(zip(CASE_KEY, key)), "kernels": 0,
-                                      "kernels_us": 0.0, "op_latency_us": None})
-        try:
-            case["kernels_us"] += float(row.get("time_us", ""))
-        except ValueError:
+                                      "kernels_us": 0.0, "op_latency_us": None,
+                                      "span_us": None})
+        time_us = finite(row.get("time_us"))
+        if time_us is None:
             continue
+        case["kernels_us"] += time_us
         case["kernels"] += 1
-        try:
-            case["op_latency_us"] = float(row.get("op_latency_us", ""))
-        except ValueError:
-            pass
+        for key_ in ("op_latency_us", "span_us"):
+            value = finite(row.get("op_span_us" if key_ == "span_us" else key_))
+            case[key_] = value if value is not None else case[key_]
     for case in cases.values():
-        latency = case["op_latency_us"]
+        latency, span = case["op_latency_us"], case["span_us"]
         case["kernels_us"] = round(case["kernels_us"], 3)
-        case["gap_pct"] = (round(100.0 * (latency - case["kernels_us"]) / latency, 3)
-                           if latency else None)
+        case["idle_us"] = None if span is None else round(span - case["kernels_us"], 3)
+        whole = span if span is not None else case["kernels_us"]
+        case["gap_pct"] = round(100.0 * (latency - whole) / latency, 3) if latency else None
     return list(cases.values())
+

@@ -45,6 +45,7 @@ step screen ${BOX_SCREEN:-210} $ZLH screen --ops ${SCREEN_OPS:-mm,addmm,softmax}
   --op-timeout 150 --retries 0 --root "$WORK/screen"
 tail -n 8 "$WORK/screen.log"
 $SUM meta "$WORK/screen"
+for run in "$WORK"/screen/[AB]/*/*_*/kernel_split.tsv; do [ -f "$run" ] && $SUM split "$(dirname "$run")"; done
 fi
 } 2>&1 | tee "$WORK/summary.txt"
 cp "$WORK/summary.txt" "$OUT/kmeta.txt"

@@ -45,7 +45,11 @@ def split(runs: list[str]) -> int:
             verdict = ("no latency" if gap is None else
                        "ok" if abs(gap) <= LIMIT_PCT else "OFF")
             bad += verdict != "ok"
-            print(f"     sum of kernels {case['kernels_us']:.3f} us vs measured latency "
+            if case["span_us"] is not None:
+                print(f"     idle between kernels {case['idle_us']:.3f} us; device span per "
+                      f"call {case['span_us']:.3f} us (kernels + idle)")
+            whole = "device span" if case["span_us"] is not None else "sum of kernels"
+            print(f"     sum of kernels {case['kernels_us']:.3f} us; {whole} vs measured latency "
                   f"{latency if latency is not None else '-'} us: gap "
                   f"{'-' if gap is None else f'{gap:+.2f}%'} -> {verdict} "
                   f"(limit {LIMIT_PCT:g}%)")

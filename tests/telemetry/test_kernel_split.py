@@ -42,6 +42,10 @@ def test_device_events_are_summed_per_kernel_and_shared_out():
     # Per call of the op, the kernels' times add up to its device time per call.
     assert sum(r["time_us"] for r in rows) == 42.0
     assert ks.split_rows(ks.aggregate(ks.device_events(EVENTS[:2])), 2) == []
+    # The span per call counts the idle time between kernels and calls (10..154 over 2
+    # calls: 72 µs, 30 of them idle), the host events left out.
+    assert ks.device_span(EVENTS, 2) == 72.0
+    assert ks.device_span(EVENTS[:2], 2) is None
 
 
 class Profiled(FakeBackend):
@@ -97,6 +101,7 @@ def test_a_run_profiles_each_timed_case_after_its_timing(tmp_path, monkeypatch, 
     # time_us is per call of the op: 62 µs of scan over PROFILED_CALLS calls.
     assert float(first["time_us"]) == round(62 / ks.PROFILED_CALLS, 3)
     assert float(first["op_latency_us"]) == round(result.rows[0].gems_ms * 1000, 3)
+    assert float(first["op_span_us"]) == round(144 / ks.PROFILED_CALLS, 3)
 
 
 def test_a_failing_profiler_costs_only_the_split(tmp_path, monkeypatch, sure_rule,
@@ -144,7 +149,7 @@ def test_a_written_split_reads_back_with_its_sum_beside_the_latency(tmp_path):
     rows = ks.split_rows(ks.aggregate(ks.device_events(EVENTS)), op_calls=2)
     where = {"variant": "", "dtype": "float32", "shape": "[1024, 65536]", "occurrence": 0}
     other = dict(where, dtype="float16")
-    table = [{**where, **r, "op_latency_us": 43.0} for r in rows]
+    table = [{**where, **r, "op_latency_us": 73.0, "op_span_us": 72.0} for r in rows]
     table += [{**other, **rows[0], "op_latency_us": None}]
     (tmp_path / ks.FILE_NAME).write_text(ks.tsv(table))
     back = ks.read_split(tmp_path)
@@ -152,7 +157,17 @@ def test_a_written_split_reads_back_with_its_sum_beside_the_latency(tmp_path):
                                            "scan_kernel"]
     first, second = ks.case_sums(back)
     assert (first["dtype"], first["kernels"], first["kernels_us"], first["op_latency_us"]) == \
-        ("float32", 3, 42.0, 43.0)
-    assert first["gap_pct"] == round(100 / 43, 3)
+        ("float32", 3, 42.0, 73.0)
+    # kernels + idle between them = the span, and the span stands beside the latency
+    assert (first["idle_us"], first["span_us"], first["gap_pct"]) == (30.0, 72.0,
+                                                                      round(100 / 73, 3))
     assert (second["kernels"], second["op_latency_us"], second["gap_pct"]) == (1, None, None)
     assert ks.read_split(tmp_path / "missing") == []
+    # A file written before spans were recorded: the kernels' sum stands beside the latency.
+    old = ks.tsv([{**where, **r, "op_latency_us": 43.0} for r in rows])
+    old_header = "\t".join(ks.COLUMNS[:-1])
+    lines = [old_header] + [line.rsplit("\t", 1)[0] for line in old.splitlines()[1:]]
+    (tmp_path / ks.FILE_NAME).write_text("\n".join(lines) + "\n")
+    (only,) = ks.case_sums(ks.read_split(tmp_path))
+    assert (only["span_us"], only["idle_us"], only["gap_pct"]) == (None, None,
+                                                                   round(100 / 43, 3))
