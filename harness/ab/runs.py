@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..common import markers
 from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, EXIT_PREFLIGHT, EXIT_USAGE, UsageError
+from ..common.files import tsv_line
 from ..store.reader import COMPLETE, RESULTS_LOST, load_run, status_detail
 from ..store.results import FAILED, SUCCESS
 
@@ -77,9 +78,9 @@ def append_status(root: Path, op: str, outcome: RunOutcome) -> None:
     new = not path.exists()
     with open(path, "a", encoding="utf-8") as handle:
         if new:
-            handle.write("\t".join(STATUS_COLUMNS) + "\n")
+            handle.write(tsv_line(STATUS_COLUMNS))
         values = {"round": outcome.round, "op": op, "side": outcome.side, "rc": outcome.rc,
                   "elapsed_s": outcome.elapsed_s, "run_dir": outcome.run_dir or "-", **counts}
-        handle.write("\t".join(str(values[c]) for c in STATUS_COLUMNS) + "\n")
+        handle.write(tsv_line(values[c] for c in STATUS_COLUMNS))
 
 

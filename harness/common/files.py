@@ -308,6 +308,24 @@ def csv_text(columns, rows) -> str:
     return buf.getvalue()
 
 
+def tsv_cell(value, none: str = "") -> str:
+    """One cell of a tab-separated table: `none` for None, tabs and line breaks made spaces
+    (a value never splits its row)."""
+    text = none if value is None else str(value)
+    return text.replace("\t", " ").replace("\r", " ").replace("\n", " ")
+
+
+def tsv_line(values, none: str = "") -> str:
+    return "\t".join(tsv_cell(v, none) for v in values) + "\n"
+
+
+def tsv_text(columns, rows, none: str = "") -> str:
+    """A tab-separated table with a header: one line per row (a mapping), the given columns
+    in order; a missing or None value is `none`, keys outside the columns are left out."""
+    return tsv_line(columns) + "".join(tsv_line((r.get(c) for c in columns), none)
+                                       for r in rows)
+
+
 def read_tsv_rows(path: str | os.PathLike) -> list[dict[str, str]]:
     """The rows of a tab-separated table with a header line, as dicts keyed by the header's
     names; [] when the file is missing, unreadable or not text, and a row of another width

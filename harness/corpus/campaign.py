@@ -32,7 +32,7 @@ from ..common.errors import UsageError
 from ..common.fields import Fields
 from ..common.limits import MAX_ROUNDS
 from ..common.files import (atomic_write_json, atomic_write_text, check_output_file,
-                            read_failure, read_json_object)
+                            read_failure, read_json_object, tsv_text)
 from ..compile.ir.fingerprint import compile_scrub
 from ..run.options import BenchOptions
 from ..store.rundir import safe_name
@@ -273,13 +273,9 @@ def merge(plan: CampaignPlan, cards: dict[int, dict], echo: Echo | None = None) 
     atomic_write_text(plan.root / "report.html",
                       render_html({**report_document(plan.root, reports, "campaign"),
                                    "ops": [r.to_dict() for r in reports]}))
-    columns = ["device", *(status_rows[0].keys() - {"device"} if status_rows else [])]
-    if status_rows:
-        columns = ["device"] + [c for c in status_rows[0] if c != "device"]
-    atomic_write_text(plan.root / "status.tsv",
-                      "\t".join(columns) + "\n" +
-                      "".join("\t".join(str(r.get(c, "")) for c in columns) + "\n"
-                              for r in status_rows))
+    columns = ["device"] + [c for c in (status_rows[0] if status_rows else STATUS_COLUMNS)
+                            if c != "device"]
+    atomic_write_text(plan.root / "status.tsv", tsv_text(columns, status_rows))
     totals = _totals(status_rows)
     doc = {"cards": {str(d): {**info, "planned_s": plan.part.loads.get(d)}
                      for d, info in cards.items()}, **totals,

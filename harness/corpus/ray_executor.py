@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..common.errors import PreflightError, UsageError, one_line
+from ..common.files import tsv_line
 from ..run.child_env import ZLH_ROOT
 from .outcome import CRASH_RC, TIMEOUT_RC, Attempt
 from .ray_actor import PROBE_PREFIX, LaneActor
@@ -268,8 +269,7 @@ class RayLane(LaneRunner):
                  f"{info['started']:.6f}", f"{info['ended']:.6f}", f"{info['ray_s']:.4f}",
                  attempt.rc)
         with open(record, "a", encoding="utf-8") as handle:
-            handle.write(("\t".join(RECORD_COLUMNS) + "\n" if new else "") +
-                         "\t".join(map(str, cells)) + "\n")
+            handle.write((tsv_line(RECORD_COLUMNS) if new else "") + tsv_line(cells))
 
     def renew(self) -> None:
         self._quietly("renew", self.slot)

@@ -28,7 +28,7 @@ from pathlib import Path
 from ..ab.compare import compare_runs
 from ..ab.pairing import broken_by_b
 from ..common.errors import UsageError
-from ..common.files import read_text
+from ..common.files import read_text, tsv_text as table_text
 from ..compile.ir.fingerprint import (SETUP, convert_layout_total, fingerprint,
                                       missing_ir_files)
 from ..compile.ir.kernel_meta import changes_note
@@ -308,7 +308,4 @@ def old_verdicts(path: Path, warn) -> dict[str, str]:
 
 
 def tsv_text(rows: list[dict]) -> str:
-    def cell(value) -> str:
-        return str(value).replace("\t", " ").replace("\n", " ")
-    return "\n".join(["\t".join(TSV_COLUMNS)] +
-                     ["\t".join(cell(r.get(c, "-")) for c in TSV_COLUMNS) for r in rows]) + "\n"
+    return table_text(TSV_COLUMNS, rows, none="-")

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable
 
 from ..common.errors import one_line
 from ..common.fields import finite
-from ..common.files import atomic_write_text, read_tsv_rows
+from ..common.files import atomic_write_text, read_tsv_rows, tsv_text
 
 FILE_NAME = "kernel_split.tsv"
 COLUMNS = ("variant", "dtype", "shape", "occurrence", "kernel", "calls", "time_us", "share",
@@ -108,14 +108,8 @@ def torch_profile(fn: Callable[[], Any], calls: int, activities: list,
     return list(prof.events())
 
 
-def cell(value: Any) -> str:
-    text = "" if value is None else str(value)
-    return text.replace("\t", " ").replace("\n", " ")
-
-
 def tsv(rows: list[dict]) -> str:
-    lines = ["\t".join(COLUMNS)] + ["\t".join(cell(r.get(c)) for c in COLUMNS) for r in rows]
-    return "\n".join(lines) + "\n"
+    return tsv_text(COLUMNS, rows)
 
 
 class KernelSplit:

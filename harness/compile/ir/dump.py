@@ -14,9 +14,8 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ...common.files import atomic_write_text
+from ...common.files import atomic_write_text, tsv_cell, tsv_text
 from .fingerprint import convert_layout_count
 from .naming import legend, name_variants, safe_component
 from .variants import Variant
@@ -117,7 +116,8 @@ def _index_rows(seen: Observed, roles, paths, cvt) -> list[dict]:
                 "num_warps": v.num_warps, "num_stages": v.num_stages, "num_ctas": v.num_ctas,
                 "maxnreg": v.maxnreg,
                 **{c: "" if getattr(v, c) is None else getattr(v, c) for c in RESOURCE_COLUMNS},
-                "constexprs": ",".join(f"{k}={cell(x)}" for k, x in v.constexprs.items()),
+                "constexprs": ",".join(f"{k}={tsv_cell(x, '-')}"
+                                       for k, x in v.constexprs.items()),
                 "specialization": ",".join(f"{k}:{x}" for k, x in v.spec.items()),
                 "signature": ",".join(f"{k}:{x}" for k, x in v.signature.items()),
                 "convert_layout": cvt.get(h), "hash": h,
@@ -172,15 +172,8 @@ def write_tree(out_dir: Path, files: dict[str, str], extra: dict[str, str]) -> N
         shutil.rmtree(old, ignore_errors=True)
 
 
-def cell(value: Any) -> str:
-    text = "-" if value is None else str(value)
-    return text.replace("\t", " ").replace("\n", " ")
-
-
 def index_tsv(rows: list[dict]) -> str:
-    lines = ["\t".join(INDEX_COLUMNS)]
-    lines += ["\t".join(cell(r[c]) for c in INDEX_COLUMNS) for r in rows]
-    return "\n".join(lines) + "\n"
+    return tsv_text(INDEX_COLUMNS, rows, none="-")
 
 
 def naming_md(legends, shapes: dict[str, str], summary: dict) -> str:
