@@ -18,11 +18,13 @@ Ray is an optional library (`pip install 'zlh[ray]'`), imported when this kind i
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import functools
 import logging
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -64,15 +66,36 @@ def connect(address: str | None):
     RAY_ADDRESS names); a process already connected stays on its cluster."""
     ray = import_ray()
     if not ray.is_initialized():
-        try:
-            ray.init(address=address or "auto", namespace=NAMESPACE, log_to_driver=False,
-                     logging_level=logging.ERROR)
-        except (ConnectionError, ValueError, RuntimeError) as exc:
-            raise UsageError(f"--ray-address {address or 'auto'}: no Ray cluster to join "
-                             f"({one_line(exc, 160)}); start one (ray start --head "
-                             f"--num-gpus N) or name its HOST:PORT") from None
+        with own_signal_handlers():
+            try:
+                ray.init(address=address or "auto", namespace=NAMESPACE, log_to_driver=False,
+                         logging_level=logging.ERROR)
+            except (ConnectionError, ValueError, RuntimeError) as exc:
+                raise UsageError(f"--ray-address {address or 'auto'}: no Ray cluster to join "
+                                 f"({one_line(exc, 160)}); start one (ray start --head "
+                                 f"--num-gpus N) or name its HOST:PORT") from None
         atexit.register(CLOSING.set)        # runs before Ray's handler (registered earlier)
     return ray
+
+
+@contextlib.contextmanager
+def own_signal_handlers():
+    """The process's Python handlers of SIGTERM, SIGHUP and SIGINT put back after what runs
+    inside: joining a cluster installs Ray's core worker's own (it prints a stack and ends the
+    process), and zlh's ending — one line, what finished kept, the run directory finalised —
+    must stay (only the main thread can set them; elsewhere nothing is changed)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    names = ("SIGTERM", "SIGHUP", "SIGINT")
+    kept = {sig: signal.getsignal(sig) for sig in
+            (getattr(signal, n) for n in names if hasattr(signal, n))}
+    try:
+        yield
+    finally:
+        for sig, handler in kept.items():
+            if handler is not None:
+                signal.signal(sig, handler)
 
 
 def _ending() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import glob
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -197,6 +198,32 @@ def test_a_driver_killed_then_resumed_loses_and_repeats_nothing(tmp_path, cluste
     assert result.exit_code == 3 and "--devices 0,1: backend cpu sees devices 0" in \
         result.output, result.output
     assert json.loads((root / "batch.json").read_text())["executor"] == "ray"   # unchanged
+
+
+@needs_ray
+def test_a_driver_sent_sigterm_ends_with_zlhs_line_not_rays_stack(tmp_path, cluster):
+    """Joining the cluster installs Ray's own SIGTERM handler (a stack dump, the process
+    ended); zlh's stays: one line naming the root and the resume, exit 128 + 15."""
+    root = tmp_path / "batch"
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("fault_hang: [[64]]\n")
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "harness", "batch", "--adapter", "builtin", "--backend", "cpu",
+         "--shapes", str(shapes), *FAST, "-q", "--out", str(root), "--ops", "fault_hang",
+         "--executor", "ray", "--ray-address", cluster], cwd=ROOT,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        wait_for(str(root / "fault_hang" / "fault_hang_*" / "run.json"))
+        driver.send_signal(signal.SIGTERM)
+        _, err = driver.communicate(timeout=60)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert driver.returncode == 128 + signal.SIGTERM, err
+    assert "SIGTERM received" not in err and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1] == (
+        f"zlh: terminated (SIGTERM); finished ops are kept under {root}: "
+        f"zlh batch --resume {root} runs the others"), err
 
 
 @needs_ray
