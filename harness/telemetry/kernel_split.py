@@ -6,9 +6,10 @@ the backend's device activity (`Backend.profiler_activities`; none on the CPU ba
 then one line says so and nothing is written). The device events (kernels, and the
 memsets/copies an op issues) are summed per name: launches, device time per call of the
 op, and its share of the case's device time. Beside them, the op's device span per call
-(`op_span_us`: from the first device event's start to the last one's end, over the calls):
-the kernels' times plus the idle time between them (launch gaps inside an op and between two
-calls of it), which is what a back-to-back latency measures. The rows go to the run's
+(`op_span_us`: from the first device event of a call to the end of its last, averaged over
+the calls): the kernels' times plus the idle time between them inside one call, to be set
+beside the measured latency (the gap between two calls, host launch time, is left out: a
+replayed graph does not have it). The rows go to the run's
 `kernel_split.tsv`, rewritten after every case so that an interrupted run keeps what it
 profiled.
 
@@ -64,12 +65,19 @@ def device_events(events: Iterable[Any]) -> list[tuple[str, float]]:
 
 
 def device_span(events: Iterable[Any], op_calls: int) -> float | None:
-    """The device time per call of the op from its first device event's start to its last
-    one's end (kernels and the idle time between them); None without device events."""
-    found = device_intervals(events)
-    if not found or op_calls < 1:
+    """The op's device time per call from its first device event's start to its last one's
+    end — its kernels and the idle time between them inside the call, not the gap between
+    two calls (host launch time that a replayed graph does not have) — averaged over the
+    calls. The events, in start order, are cut into `op_calls` runs of equal length (every
+    call launches the same kernels); None when they cannot be (no device events, or a count
+    that `op_calls` does not divide)."""
+    found = sorted(device_intervals(events), key=lambda e: e[1])
+    if not found or op_calls < 1 or len(found) % op_calls:
         return None
-    return round((max(e for _, _, e in found) - min(s for _, s, _ in found)) / op_calls, 3)
+    per_call = len(found) // op_calls
+    calls = [found[i:i + per_call] for i in range(0, len(found), per_call)]
+    spans = [max(e for _, _, e in call) - call[0][1] for call in calls]
+    return round(sum(spans) / op_calls, 3)
 
 
 def aggregate(events: Iterable[tuple[str, float]]) -> list[KernelTime]:
