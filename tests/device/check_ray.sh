@@ -3,13 +3,13 @@
 #   source .fg/env.sh && bash tests/device/check_ray.sh
 # Needs .whl/ made by tests/device/pack_ray.sh (carried with the call: nothing is fetched).
 # Installs Ray under build/raylib, starts a one-node Ray cluster (the GPU), then the first 20
-# ops of tests/device/ops60.txt: a batch through local lanes (recording), the same through Ray
+# ops of tests/device/ops20.txt: a batch through local lanes (recording), the same through Ray
 # and again through local lanes (both replaying the first's records: the A/A reference), a screen
 # (TRITON_F32_DEFAULT=ieee,tf32x3) both ways. Prints statuses and verdicts equal or not, the
 # per-shape latency |delta| of the two batches (corpus_summary.py), and what Ray adds per op
 # (ray_summary.py). Steps are time-boxed (BOX_BATCH 85 s, BOX_SCREEN 115 s each): ~9 min.
 # STEPS picks them ("batch screen" by default; "batch" and "screen" in two calls give each
-# more time), OPS the list (default: the first 20 ops of tests/device/ops60.txt; a boxed step
+# more time), OPS the list (default: tests/device/ops20.txt, at most 20 ops are taken; a boxed step
 # keeps what it finished, the comparisons take the ops finished both ways).
 # $OUT/ray.txt holds the summary, $OUT/ray_logs.tgz the step logs and tables, and
 # $OUT/ray_screen.tgz the local screen's root with its TTGIR (a real root for zlh report).
@@ -43,7 +43,7 @@ python3 -c "import ray; print('ray', ray.__version__, 'installed in', $((SECONDS
 $RAY start --head --num-gpus 1 --num-cpus 8 --include-dashboard false --disable-usage-stats \
   --object-store-memory 1000000000 > "$WORK/ray_start.log" 2>&1 || { tail -n 20 "$WORK/ray_start.log"; exit 1; }
 echo "ray cluster up after $((SECONDS-s)) s"
-LIST=${OPS:-tests/device/ops60.txt}
+LIST=${OPS:-tests/device/ops20.txt}
 OPS=$WORK/ops20.txt
 grep -v '^[[:space:]]*#' "$LIST" | grep -v '^[[:space:]]*$' | head -n 20 > "$OPS"
 COMMON="--ops-file $OPS $FASTB --op-timeout 90 --retries 0"
