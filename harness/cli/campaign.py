@@ -122,7 +122,8 @@ class RoundsCommand(click.Command):
 def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, only, timeout_s, root,
              resume, dry_run, allow_env_change, executor, ray_address):
     """Rounds on the ops of a screen, spread over the devices of this host by measured cost:
-    one `zlh ab --rounds N` per device, side by side, merged at the end.
+    one `zlh ab --rounds N` per device, side by side, merged at the end (--executor ray: one
+    per op, on the first GPU of the cluster that comes free).
 
     Exit status: 0 every card reported, 1 some card or run failed, 2 bad input, 3 preflight.
     (Pre-registered product campaigns: `zlh product`.)

@@ -13,6 +13,7 @@ import io
 import json
 import math
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -308,11 +309,14 @@ def csv_text(columns, rows) -> str:
     return buf.getvalue()
 
 
+# A tab and every character str.splitlines() breaks a line at: made spaces in a cell.
+_CELL_BREAKS = re.compile("[\t\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
 def tsv_cell(value, none: str = "") -> str:
-    """One cell of a tab-separated table: `none` for None, tabs and line breaks made spaces
-    (a value never splits its row)."""
-    text = none if value is None else str(value)
-    return text.replace("\t", " ").replace("\r", " ").replace("\n", " ")
+    """One cell of a tab-separated table: `none` for None, tabs and line breaks (every one
+    the readers' splitlines() knows) made spaces: a value never splits its row."""
+    return _CELL_BREAKS.sub(" ", none if value is None else str(value))
 
 
 def tsv_line(values, none: str = "") -> str:

@@ -135,6 +135,12 @@ def done_ops(plan: CampaignPlan, device: int, echo: Echo | None = None) -> set[s
     return done
 
 
+def reported_ops(plan: CampaignPlan) -> set[str]:
+    """The ops some card reported, on any device (a Ray unit runs on the lane that was free,
+    not always the one the plan named)."""
+    return set().union(*(done_ops(plan, d) for d in plan.devices))
+
+
 def card_files(root: Path, echo: Echo | None) -> tuple[list[dict], list[ABReport]]:
     """(status rows, op reports) of one card directory. A file that cannot be read (damaged,
     edited) adds nothing and says so on one line: the card's other file and the other cards'
@@ -203,8 +209,9 @@ def run_cards(plan: CampaignPlan, echo: Echo, resume: bool = False) -> dict[int,
              f"(planned {plan.part.loads[device] / 60:.1f}) ops={len(ops)} -> {root}")
 
     lanes = []
+    done = reported_ops(plan) if resume else set()
     for device, ops in plan.part.assignment.items():
-        todo = [op for op in ops if op not in done_ops(plan, device)] if resume else ops
+        todo = [op for op in ops if op not in done]
         if todo:
             lanes.append((f"card-{device}", card, (device, todo)))
     run_lanes(lanes, lambda: None)
@@ -215,7 +222,7 @@ def run_op_units(plan: CampaignPlan, echo: Echo, resume: bool = False) -> dict[i
     """One `zlh ab` per op, each in the actor of the first lane that comes free, the costliest
     op first (a resume: the ops no card reported); {device: {"rc" (the worst), "wall_s",
     "root", "ops" (those it ran)}}."""
-    done = set().union(*(done_ops(plan, d) for d in plan.devices)) if resume else set()
+    done = reported_ops(plan) if resume else set()
     ops = [op for d in sorted(plan.part.assignment) for op in plan.part.assignment[d]]
     queue = deque(sorted((op for op in ops if op not in done),
                          key=lambda op: -plan.part.weights.get(op, 0.0)))

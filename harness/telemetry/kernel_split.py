@@ -76,6 +76,9 @@ def device_span(events: Iterable[Any], op_calls: int) -> float | None:
         return None
     per_call = len(found) // op_calls
     calls = [found[i:i + per_call] for i in range(0, len(found), per_call)]
+    launches = sorted(name for name, _, _ in calls[0])
+    if any(sorted(name for name, _, _ in call) != launches for call in calls[1:]):
+        return None                         # calls that do not launch alike: no cut to trust
     spans = [max(e for _, _, e in call) - call[0][1] for call in calls]
     return round(sum(spans) / op_calls, 3)
 

@@ -131,3 +131,18 @@ def test_a_cards_roots_are_its_own_not_those_of_a_device_whose_number_starts_ali
     assert [p.name for p in card_roots(plan, 1)] == ["card1", "card1-r1", "card1-softmax"]
     assert [p.name for p in card_roots(plan, 10)] == ["card10", "card10-r1"]
     assert card_roots(SimpleNamespace(root=tmp_path / "none"), 1) == []
+
+
+def test_a_local_resume_after_ray_units_runs_no_op_another_lane_reported(
+        screened, tmp_path, monkeypatch):
+    """A Ray unit runs on the lane that came free: an op the plan gave device 0 may have its
+    report under card1-<op>/. A resume through local lanes must not run it again."""
+    from harness.corpus import campaign
+    plan = plan_campaign(tmp_path / "c", screened, [0, 1], 1, [], ("NO_TRITON",))
+    op0 = plan.part.assignment[0][0]
+    monkeypatch.setattr(campaign, "done_ops",
+                        lambda p, device, echo=None: {op0} if device == 1 else set())
+    lanes = []
+    monkeypatch.setattr(campaign, "run_lanes", lambda found, on_error: lanes.extend(found))
+    run_cards(plan, echo=lambda _: None, resume=True)
+    assert all(op0 not in args[1] for _, _, args in lanes)

@@ -51,6 +51,9 @@ def test_device_events_are_summed_per_kernel_and_shared_out():
     assert sum(r["time_us"] for r in rows) == 17.5 and ks.device_span(gapped, 2) == 20.0
     assert ks.device_span(EVENTS[:2], 2) is None               # no device event
     assert ks.device_span(gapped[:3], 2) is None               # calls that launch alike?
+    unlike = [event("k1", 0, 10), event("k2", 12, 20), event("k3", 30, 38),
+              event("k1", 100, 110)]                   # 3 launches, then 1: cut 2 + 2, unlike
+    assert ks.device_span(unlike, 2) is None
 
 
 class Profiled(FakeBackend):
