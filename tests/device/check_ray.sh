@@ -16,33 +16,12 @@
 set -uo pipefail
 WORK=${WORK:-/tmp/zlh-ray}
 source "$(dirname "$0")/common.sh"
-LIB=$PWD/build/raylib
 SUM="python3 tests/device/corpus_summary.py"
 RSUM="python3 tests/device/ray_summary.py"
 FASTB="--level core --dtypes bfloat16 --isolate-tuner-cache --warmup-ms 10 --min-samples 5 --min-time-ms 5 --max-time-ms 50"
-RAY="python3 -m ray.scripts.scripts"
-declare -A WALL
-step() {  # step LABEL SECONDS CMD...
-  local label=$1 limit=$2; shift 2; local s=$SECONDS
-  timeout "$limit" "$@" > "$WORK/$label.log" 2>&1
-  echo "== $label rc=$? wall=$((SECONDS-s))s"; WALL[$label]=$((SECONDS-s))
-}
 {
 nvidia-smi --query-gpu=index,name,clocks.sm,temperature.gpu --format=csv,noheader
-s=$SECONDS
-mkdir -p "$LIB"
-if ! python3 -c "import ray" 2>/dev/null; then
-  python3 -c "import glob, sys, tarfile; tarfile.open(glob.glob('.whl/ray-*-cp312-slim.tar.xz')[0]).extractall(sys.argv[1])" "$LIB" \
-    || { echo "no Ray in .whl/ (bash tests/device/pack_ray.sh fills it)"; exit 1; }
-  need="jsonschema jsonschema-specifications referencing rpds-py"
-  python3 -c "import packaging.version as v, packaging; exit(v.Version(packaging.__version__) < v.Version('24.2'))" || need="$need packaging"
-  python3 -m pip install -q --no-index --no-deps --find-links .whl --target "$LIB" $need
-fi
-export PYTHONPATH=$PYTHONPATH:$LIB
-python3 -c "import ray; print('ray', ray.__version__, 'installed in', $((SECONDS-s)), 's')"
-$RAY start --head --num-gpus 1 --num-cpus 8 --include-dashboard false --disable-usage-stats \
-  --object-store-memory 1000000000 > "$WORK/ray_start.log" 2>&1 || { tail -n 20 "$WORK/ray_start.log"; exit 1; }
-echo "ray cluster up after $((SECONDS-s)) s"
+ray_up 1 || exit 1
 LIST=${OPS:-tests/device/ops20.txt}
 OPS=$WORK/ops20.txt
 grep -v '^[[:space:]]*#' "$LIST" | grep -v '^[[:space:]]*$' | head -n 20 > "$OPS"
@@ -70,7 +49,7 @@ for side in A B; do echo "side $side:"; $RSUM "$WORK/sr/$side" "$WORK/sl/$side";
 (cd "$WORK" && tar czf "$OUT/ray_screen.tgz" --exclude='.cache-*' --exclude='*.ptx' \
   --exclude='*.llir' --exclude='*.cubin' --exclude='*.json.gz' sl)
 fi
-$RAY stop --force > /dev/null 2>&1
+ray_down
 for log in "$WORK/batch_ray.log" "$WORK/screen_ray.log"; do [ -f "$log" ] && tail -n 3 "$log"; done
 } 2>&1 | tee "$OUT/ray.txt"
 (cd "$WORK" && find . -maxdepth 4 \( -name '*.log' ! -name 'run.attempt*' -o -name ops_status.csv \
