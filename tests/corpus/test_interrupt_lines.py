@@ -4,9 +4,6 @@ are in the run directory", which a corpus root has many of."""
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
-import time
 
 import pytest
 from click.testing import CliRunner
@@ -14,26 +11,10 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.cli import product as product_cli
 from harness.common.errors import Terminated
+from procs import signal_when
 
 FAST = ["--adapter", "builtin", "--backend", "cpu", "--warmup-ms", "1", "--min-samples", "3",
         "--min-time-ms", "0", "--max-time-ms", "20"]
-
-
-def _signal_when_hung(args, root, pattern, signum):
-    child = subprocess.Popen([sys.executable, "-m", "harness", *args], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        deadline = time.time() + 120
-        while time.time() < deadline and child.poll() is None and \
-                not list(root.glob(pattern)):
-            time.sleep(0.1)                      # the hung op's run has begun
-        assert list(root.glob(pattern)), child.communicate()
-        child.send_signal(signum)
-        _, err = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
-    return child.returncode, err
 
 
 @pytest.mark.e2e
@@ -44,9 +25,9 @@ def test_a_signalled_batch_names_its_root_and_the_resume_command(tmp_path, signu
     shapes = tmp_path / "shapes.yaml"
     shapes.write_text("fault_hang: [[64]]\n")
     root = tmp_path / "batch"
-    rc, err = _signal_when_hung(["batch", "--ops", "fault_hang", "--shapes", str(shapes),
-                                 "--out", str(root), "-q", *FAST], root,
-                                "fault_hang/fault_hang_*/run.json", signum)
+    rc, err = signal_when(["batch", "--ops", "fault_hang", "--shapes", str(shapes),
+                           "--out", str(root), "-q", *FAST],
+                          str(root / "fault_hang" / "fault_hang_*" / "run.json"), signum)
     assert rc == code, err
     line = err.strip().splitlines()[-1]
     assert line == (f"zlh: {word}; finished ops are kept under {root}: "

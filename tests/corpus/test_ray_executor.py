@@ -22,7 +22,7 @@ from harness.cli import main
 from harness.corpus.outcome import CRASH, FAIL, PASS, TIMEOUT
 from harness.corpus.ray_executor import NAMESPACE
 from conftest import FAST, ROOT
-from procs import alive
+from procs import alive, signal_when
 
 try:
     import ray
@@ -207,19 +207,12 @@ def test_a_driver_sent_sigterm_ends_with_zlhs_line_not_rays_stack(tmp_path, clus
     root = tmp_path / "batch"
     shapes = tmp_path / "shapes.yaml"
     shapes.write_text("fault_hang: [[64]]\n")
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "harness", "batch", "--adapter", "builtin", "--backend", "cpu",
-         "--shapes", str(shapes), *FAST, "-q", "--out", str(root), "--ops", "fault_hang",
-         "--executor", "ray", "--ray-address", cluster], cwd=ROOT,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        wait_for(str(root / "fault_hang" / "fault_hang_*" / "run.json"))
-        driver.send_signal(signal.SIGTERM)
-        _, err = driver.communicate(timeout=60)
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-    assert driver.returncode == 128 + signal.SIGTERM, err
+    rc, err = signal_when(
+        ["batch", "--adapter", "builtin", "--backend", "cpu", "--shapes", str(shapes), *FAST,
+         "-q", "--out", str(root), "--ops", "fault_hang", "--executor", "ray", "--ray-address",
+         cluster], str(root / "fault_hang" / "fault_hang_*" / "run.json"), signal.SIGTERM,
+        cwd=ROOT)
+    assert rc == 128 + signal.SIGTERM, err
     assert "SIGTERM received" not in err and "Traceback" not in err, err
     assert err.strip().splitlines()[-1] == (
         f"zlh: terminated (SIGTERM); finished ops are kept under {root}: "

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
-import time
 
 from harness.common.process import install_terminate_handlers
 from conftest import CPU_FAST
+from procs import signal_when
 
 
 
@@ -18,22 +16,10 @@ def test_sighup_finalises_a_running_bench(tmp_path):
     shapes = tmp_path / "shapes.yaml"
     shapes.write_text("add: [[64]]\n")
     out = tmp_path / "runs"
-    child = subprocess.Popen([sys.executable, "-m", "harness", "bench", "add", "fault_hang",
-                              "--shapes", str(shapes), "--out", str(out), "-q", *CPU_FAST],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
-    try:
-        deadline = time.time() + 120
-        while time.time() < deadline and child.poll() is None and \
-                not list(out.glob("fault_hang_*/run.json")):
-            time.sleep(0.1)                    # the hung op's run has begun
-        assert list(out.glob("fault_hang_*/run.json")), child.communicate()
-        child.send_signal(signal.SIGHUP)
-        _, err = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
-    assert child.returncode == 128 + signal.SIGHUP, err
+    rc, err = signal_when(["bench", "add", "fault_hang", "--shapes", str(shapes), "--out",
+                           str(out), "-q", *CPU_FAST], str(out / "fault_hang_*" / "run.json"),
+                          signal.SIGHUP)
+    assert rc == 128 + signal.SIGHUP, err
     assert "terminated (SIGHUP)" in err and "Traceback" not in err, err
     (done,) = out.glob("add_*")
     (hung,) = out.glob("fault_hang_*")
