@@ -49,10 +49,16 @@ PROBE_WAIT_S = 5.0                # a shared file system may show a new file a l
 # thread still waiting on its actor then ends without recording anything and starts nothing,
 # so a command stopped by Ctrl-C or SIGTERM leaves its cut-short ops to --resume.
 CLOSING = threading.Event()
+WAIT_STEP_S = 0.5                 # a lane waits on its actor in steps this long (see closing)
+CLOSE_WAIT_S = 5.0                # at exit, how long the lanes get to stop waiting
+WAITING: set[int] = set()         # the lane threads waiting on an actor now
 RECORD_COLUMNS = ("op", "log", "node", "gpus", "actor_pid", "started", "ended", "ray_s", "rc")
 
 
 def import_ray():
+    # Ray joins a cluster on its own when any call finds it not joined; zlh joins once, in
+    # connect(), and a call made while the process exits must not join again from a thread.
+    os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
     try:
         import ray  # optional library: only the ray executor needs it
     except ImportError:
@@ -65,6 +71,8 @@ def connect(address: str | None):
     """Ray, connected to the cluster at `address` (`auto`: the one this host runs or
     RAY_ADDRESS names); a process already connected stays on its cluster."""
     ray = import_ray()
+    if CLOSING.is_set():                    # this process is ending: never join again
+        _ending()
     if not ray.is_initialized():
         with own_signal_handlers():
             try:
@@ -74,7 +82,7 @@ def connect(address: str | None):
                 raise UsageError(f"--ray-address {address or 'auto'}: no Ray cluster to join "
                                  f"({one_line(exc, 160)}); start one (ray start --head "
                                  f"--num-gpus N) or name its HOST:PORT") from None
-        atexit.register(CLOSING.set)        # runs before Ray's handler (registered earlier)
+        atexit.register(closing)            # runs before Ray's handler (registered earlier)
     return ray
 
 
@@ -96,6 +104,37 @@ def own_signal_handlers():
         for sig, handler in kept.items():
             if handler is not None:
                 signal.signal(sig, handler)
+
+
+def closing() -> None:
+    """This process exits: the lanes stop waiting on their actors (each within a wait step)
+    before Ray's own exit handler ends the connection — a thread still inside a Ray call
+    then could crash the interpreter on its way out."""
+    CLOSING.set()
+    deadline = time.time() + CLOSE_WAIT_S
+    while WAITING and time.time() < deadline:
+        time.sleep(0.05)
+
+
+def wait_for(ray, ref, limit: float | None):
+    """`ray.get(ref)` within `limit` seconds (GetTimeoutError past it), in steps, so that a
+    process that exits meanwhile finds its lanes out of Ray's calls (closing)."""
+    deadline = None if limit is None else time.time() + limit
+    me = threading.get_ident()
+    WAITING.add(me)
+    try:
+        while True:
+            if CLOSING.is_set():
+                _ending()
+            step = WAIT_STEP_S if deadline is None else max(0.0, min(WAIT_STEP_S,
+                                                                     deadline - time.time()))
+            try:
+                return ray.get(ref, timeout=step)
+            except ray.exceptions.GetTimeoutError:
+                if deadline is not None and time.time() >= deadline:
+                    raise
+    finally:
+        WAITING.discard(me)
 
 
 def _ending() -> None:
@@ -171,7 +210,7 @@ class ActorHolder:
 
     def kill(self) -> None:
         """The actor is gone (killed now if it was not): the next unit gets a new one."""
-        if self.handle is not None:
+        if self.handle is not None and not CLOSING.is_set():
             try:
                 self.ray.kill(self.handle, no_restart=True)
             except Exception:  # noqa: BLE001 - already dead: nothing to kill
@@ -225,7 +264,7 @@ class RayLane(LaneRunner):
         exceptions = self.ray.exceptions
         called = time.time()
         try:
-            reply = self.ray.get(getattr(actor, method).remote(*args), timeout=limit)
+            reply = wait_for(self.ray, getattr(actor, method).remote(*args), limit)
         except exceptions.GetTimeoutError:
             self.holder.kill()
             return "timeout"
@@ -304,8 +343,9 @@ class RayLane(LaneRunner):
             self.holder.kill()
 
     def _quietly(self, method: str, *args) -> None:
-        """A call whose failure only means the actor is gone (its worker with it)."""
-        if self.holder.handle is None:
+        """A call whose failure only means the actor is gone (its worker with it); none
+        while the process exits (Ray ends the actors then)."""
+        if self.holder.handle is None or CLOSING.is_set():
             return
         try:
             self.ray.get(getattr(self.holder.handle, method).remote(*args),
