@@ -45,3 +45,10 @@ step() {
   timeout "$limit" "$@" > "$WORK/$label.log" 2>&1
   echo "== $label rc=$? wall=$((SECONDS-s))s"; WALL[$label]=$((SECONDS-s))
 }
+
+# xz through Python's lzma (the machine may have no xz program): xz_pack < tar > tar.xz,
+# xz_unpack < tar.xz > tar.
+xz_pack() { python3 -c "import lzma, shutil, sys
+with lzma.open(sys.stdout.buffer, 'wb', preset=4) as out: shutil.copyfileobj(sys.stdin.buffer, out)"; }
+xz_unpack() { python3 -c "import lzma, shutil, sys
+with lzma.open(sys.stdin.buffer) as src: shutil.copyfileobj(src, sys.stdout.buffer)"; }

@@ -3,11 +3,12 @@
 # screen of the fixed stratified sample tests/device/sample162.txt (every family) under a real
 # compiler switch, at the corpus budgets, resumed across calls:
 #   NAME=before BOX=1000 bash tests/device/screen_sample.sh          # first call
-#   NAME=before BOX=1000 IN=device-in/before.tgz bash tests/device/screen_sample.sh   # resume
+#   NAME=before BOX=1000 IN=device-in/before.tar.xz bash tests/device/screen_sample.sh   # resume
+#   (IN: the parts NAME.tar.xz.aa, .ab, … a call brought back, or an older NAME.tgz)
 # EXTRA adds screen options (e.g. "--timing changed", or "--overlap": two pairs at once per
 # device and warm spare workers; given on a resume it switches overlap for the rest of the root);
 # OPS picks another list (OPS=all: the whole corpus, zlh screen --all); WORK the scratch folder. The screen is killed after BOX seconds (resumable: finished ops are kept);
-# the root (without compiled artefacts) comes back as $OUT/NAME.tgz, the summary (verdicts,
+# the root (without compiled artefacts) comes back as $OUT/NAME.tar.xz.aa, .ab, …, the summary (verdicts,
 # op time and wall per op pair — overlapped ops counted once —, where it went: worker start,
 # imports, inputs, compile, sweep, measure, lock wait; the corpus projection) as $OUT/NAME.txt.
 set -uo pipefail
@@ -20,8 +21,11 @@ BUDGET="--level core --dtypes bfloat16 --warmup-ms 10 --min-samples 5 --min-time
 {
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
 root="$WORK/$NAME"
-if [ -n "${IN:-}" ] && [ -f "$IN" ] && [ ! -d "$root" ]; then
-  mkdir -p "$WORK" && tar xzf "$IN" -C "$WORK" && echo "resuming $root from $IN"
+if [ -n "${IN:-}" ] && [ ! -d "$root" ]; then      # a .tgz, or the parts NAME.tar.xz.aa, .ab, …
+  mkdir -p "$WORK"
+  if [ -f "$IN" ]; then tar xzf "$IN" -C "$WORK" && echo "resuming $root from $IN"
+  elif [ -f "$IN.aa" ]; then cat "$IN".?? | xz_unpack | tar xf - -C "$WORK" && echo "resuming $root from $IN.*"
+  fi
 fi
 s=$SECONDS
 if [ -f "$root/screen.json" ]; then
@@ -34,7 +38,10 @@ fi
 echo "== screen rc=$? wall=$((SECONDS-s))s"
 tail -n 5 "$WORK/$NAME.log" | cut -c1-300
 python3 tests/device/corpus_summary.py screen "$root"
-(cd "$WORK" && tar czf "$OUT/$NAME.tgz" --exclude='.cache-*' --exclude='*.ptx' \
-  --exclude='*.llir' --exclude='*.cubin' --exclude='*.json.gz' "$NAME")   # the .ttgir files stay: a resume re-decides verdicts from them
-ls -la "$OUT/$NAME.tgz"
+# The root without compiled artefacts (the .ttgir files stay: a resume re-decides verdicts from
+# them), xz-compressed in parts of 15 MiB (a file back from the device may have 16 MiB):
+# $OUT/NAME.tar.xz.aa, .ab, …; IN=<folder>/NAME.tar.xz resumes from them.
+(cd "$WORK" && tar cf - --exclude='.cache-*' --exclude='*.ptx' --exclude='*.llir' \
+  --exclude='*.cubin' --exclude='*.json.gz' "$NAME" | xz_pack | split -b 15m - "$OUT/$NAME.tar.xz.")
+ls -la "$OUT/$NAME".tar.xz.*
 } 2>&1 | tee "$OUT/$NAME.txt"
