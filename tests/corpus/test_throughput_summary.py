@@ -45,3 +45,16 @@ def test_where_adds_up_the_phases(tmp_path, capsys):
     assert "op time 11 s = worker start 1 s + imports in ops 1 s + runs' own wall 8 s" in line
     assert "measure 3 s, lock wait 0 s" in line and "rest of the runs 1 s" in line
     assert "outside the runs 1 s" in line
+
+
+def test_floors_compare_the_no_ir_diff_ranges_op_by_op(tmp_path, capsys):
+    from report_roots import screen_root
+    here, there = screen_root(tmp_path / "a", seed=0), screen_root(tmp_path / "b", seed=1)
+    mine, theirs = summary.floor_widths(here), summary.floor_widths(there)
+    assert mine and set(mine) == set(theirs) and all(w >= 0 for w in mine.values())
+    assert summary.floors(here, here) == 0
+    assert capsys.readouterr().out.rstrip().endswith("wider here: 0 (none)")
+    summary.floors(here, there)
+    wider = sorted(op for op in mine if mine[op] > theirs[op])
+    assert capsys.readouterr().out.rstrip().endswith(
+        f"wider here: {len(wider)} ({', '.join(wider) or 'none'})")

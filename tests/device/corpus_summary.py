@@ -14,6 +14,10 @@
         runs), an example op per verdict, the corpus extrapolation
     python tests/device/corpus_summary.py screens ROOT ROOT_REFERENCE
         verdict agreement op by op with a reference screen of the same ops
+    python tests/device/corpus_summary.py floors ROOT ROOT_REFERENCE
+        the NO_IR_DIFF noise floors of both screens (the range of per-shape deltas, as `zlh
+        report` reads it) op by op: widths, their medians, and the ops whose floor is wider
+        here than in the reference
 """
 from __future__ import annotations
 
@@ -134,6 +138,32 @@ def screens(root: Path, reference: Path) -> None:
         print(f"   {op:<24} {mine[op]:<12} {'=' if mine[op] == theirs[op] else '!='} {theirs[op]}")
 
 
+def floor_widths(root: Path) -> dict[str, float]:
+    """{op: width in percentage points} of the screen's NO_IR_DIFF rows that carry a range."""
+    import tempfile
+    from harness.report.build import build
+    with tempfile.TemporaryDirectory() as page_dir:
+        report = build(root, Path(page_dir))
+    return {e.op: e.high - e.low for e in report.ops
+            if e.status == "NO_IR_DIFF" and e.noise and e.low is not None and e.high is not None}
+
+
+def floors(root: Path, reference: Path) -> int:
+    mine, theirs = floor_widths(root), floor_widths(reference)
+    both = sorted(set(mine) & set(theirs))
+    if not both:
+        print(f"no NO_IR_DIFF op with a noise floor in both {root.name} and {reference.name}")
+        return 1
+    wider = [op for op in both if mine[op] > theirs[op]]
+    for op in both:
+        print(f"   {op:<28} {mine[op]:7.3f} pp  vs {theirs[op]:7.3f} pp"
+              + ("  WIDER" if op in wider else ""))
+    print(f"NO_IR_DIFF floors over {len(both)} ops: median width {statistics.median(mine[o] for o in both):.3f} "
+          f"pp here vs {statistics.median(theirs[o] for o in both):.3f} pp in {reference.name}; "
+          f"wider here: {len(wider)} ({', '.join(wider) or 'none'})")
+    return 0
+
+
 PHASES = ("inputs_s", "compile_s", "sweep_s", "measure_s", "lock_wait_s")
 
 
@@ -239,5 +269,7 @@ if __name__ == "__main__":
         batch(Path(roots[0]), Path(roots[1]) if len(roots) > 1 else None)
     elif kind == "screens":
         screens(Path(roots[0]), Path(roots[1]))
+    elif kind == "floors":
+        sys.exit(floors(Path(roots[0]), Path(roots[1])))
     else:
         screen(Path(roots[0]))
