@@ -256,6 +256,15 @@ def test_a_screen_and_its_campaign_run_in_lane_actors(tmp_path, cluster):
         status = list(csv.DictReader(handle, delimiter="\t"))
     assert sorted((r["op"], r["side"]) for r in status) == \
         sorted((op, side) for op in ("add", "mm", "softmax") for side in "AB")
+    # A unit whose report is lost runs again on resume, into card<d>-mm-r1/; no other op does.
+    (unit,) = [p.parent for p in units if p.parent.name.endswith("-mm")]
+    (unit / "report.json").unlink()
+    result = CliRunner().invoke(main, ["campaign", "--resume", str(root)])
+    assert result.exit_code == 0, result.output
+    again = sorted(p.name for p in root.glob("card*-r*"))
+    assert len(again) == 1 and again[0].endswith("-mm-r1"), again
+    assert json.loads((root / "merged.json").read_text())["ops_reported"] == \
+        ["add", "mm", "softmax"]
 
 
 def test_a_resume_keeps_the_recorded_executor_unless_told(tmp_path):
