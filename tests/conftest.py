@@ -154,6 +154,17 @@ class FakeBackend(Backend):
         return None
 
 
+def importable_cases(mp: pytest.MonkeyPatch, folder: Path, name: str | None = None,
+                     text: str | None = None) -> None:
+    """A user cases module importable here and in every process zlh starts: `text` written as
+    `folder/name.py` (when given), `folder`, the repository and tests/ on PYTHONPATH and
+    `folder` on sys.path."""
+    if text is not None:
+        (folder / f"{name}.py").write_text(text)
+    mp.setenv("PYTHONPATH", f"{folder}:{ROOT}:{ROOT / 'tests'}")
+    mp.syspath_prepend(str(folder))
+
+
 def install_plugin(site: Path, module: str, source: str, entry_points: str) -> Path:
     """A plugin package installed as pip leaves one: `module`.py and a `.dist-info` with its
     entry points, under `site` (put it on PYTHONPATH)."""

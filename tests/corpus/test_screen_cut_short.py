@@ -10,15 +10,13 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.corpus.verdict import NO_ROWS, read_tsv
-from conftest import FAST, ROOT
+from conftest import FAST, importable_cases
 from cut_short_cases import CASES
 
 
 @pytest.mark.e2e
 def test_side_b_waits_for_a_complete_record_and_the_note_says_why(tmp_path, monkeypatch):
-    (tmp_path / "hang_cases.py").write_text(CASES)
-    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{ROOT}:{ROOT / 'tests'}")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    importable_cases(monkeypatch, tmp_path, "hang_cases", CASES)
     root = tmp_path / "s"
     result = CliRunner().invoke(main, ["screen", "--cases", "hang_cases:cases", "--ops",
                                        "hang_late", "--backend", "cpu", *FAST, "--switch",

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.corpus.screen import rescore
 from harness.corpus.verdict import IR_CHANGED, NO_IR_DIFF, NO_ROWS, read_tsv
-from conftest import FAST, ROOT
+from conftest import FAST, ROOT, importable_cases
 from switch_cases import CASES
 
 
@@ -22,10 +22,8 @@ from switch_cases import CASES
 def screens(tmp_path_factory):
     """{timing: root} of the same screen under each timing mode, made once."""
     base = tmp_path_factory.mktemp("timing")
-    (base / "ir_cases.py").write_text(CASES)
     mp = pytest.MonkeyPatch()
-    mp.setenv("PYTHONPATH", f"{base}:{ROOT}:{ROOT / 'tests'}")
-    mp.syspath_prepend(str(base))
+    importable_cases(mp, base, "ir_cases", CASES)
     roots = {}
     try:
         for timing in ("changed", "all", "none"):
@@ -114,8 +112,7 @@ def test_a_screen_stopped_before_its_timed_pair_resumes_without_redoing_work(
     # stopped after the verdict pass and the timed A, before the timed B finished
     (root / "B.timed/changed/.complete").unlink()
     kept = {side: sorted((root / side).glob("*/*_*/run.json")) for side in ("A", "B", "A.timed")}
-    monkeypatch.setenv("PYTHONPATH", f"{screens['changed'].parent}:{ROOT}:{ROOT / 'tests'}")
-    monkeypatch.syspath_prepend(str(screens["changed"].parent))
+    importable_cases(monkeypatch, screens["changed"].parent)
     result = CliRunner().invoke(main, ["screen", "--resume", str(root)])
     assert result.exit_code == 0, result.output
     assert {side: sorted((root / side).glob("*/*_*/run.json")) for side in kept} == kept

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import FAST, ROOT
+from conftest import FAST, importable_cases
 from harness.cli import main
 from harness.corpus.verdict import read_tsv
 from switch_cases import CASES
@@ -40,10 +40,8 @@ def roots(tmp_path_factory):
     120) and 2/2 (`s2`, with --overlap and stall timeout 60), and shard 2/2 run with
     `--timing none` (`none2`)."""
     base = tmp_path_factory.mktemp("modes")
-    (base / "ir_cases.py").write_text(CASES)
     mp = pytest.MonkeyPatch()
-    mp.setenv("PYTHONPATH", f"{base}:{ROOT}:{ROOT / 'tests'}")
-    mp.syspath_prepend(str(base))
+    importable_cases(mp, base, "ir_cases", CASES)
     runs = {"whole": ("--timing", "changed", "--stall-timeout", "120"),
             "s1": ("--timing", "changed", "--stall-timeout", "120", "--shard", "1/2"),
             "s2": ("--timing", "changed", "--stall-timeout", "60", "--overlap",

@@ -18,7 +18,7 @@ from harness.corpus.campaign import card_command, plan_campaign
 from harness.corpus.verdict import NO_TRITON, read_tsv
 from harness.report import corpus as corpus_report
 from harness.store.reader import load_run
-from conftest import FAST, FAST_API, ROOT
+from conftest import FAST, FAST_API, importable_cases
 from switch_cases import CASES as IR_CASES
 
 SHAPES = "add: [[64]]\n"
@@ -101,9 +101,7 @@ def test_a_screen_records_inputs_and_pacing_and_its_campaign_passes_them_on(made
 
 @pytest.mark.e2e
 def test_the_report_of_a_timing_changed_screen_shows_the_timed_pair(tmp_path, monkeypatch):
-    (tmp_path / "ir_cases.py").write_text(IR_CASES)
-    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{ROOT}:{ROOT / 'tests'}")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    importable_cases(monkeypatch, tmp_path, "ir_cases", IR_CASES)
     root = tmp_path / "s"
     result = CliRunner().invoke(main, [
         "screen", "--cases", "ir_cases:cases", "--ops", "changed,same", "--backend", "cpu",
@@ -130,9 +128,7 @@ def test_the_report_of_a_timing_changed_screen_shows_the_timed_pair(tmp_path, mo
 
 @pytest.mark.e2e
 def test_merged_shards_of_a_timing_changed_screen_keep_their_timed_pairs(tmp_path, monkeypatch):
-    (tmp_path / "ir_cases.py").write_text(IR_CASES)
-    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{ROOT}:{ROOT / 'tests'}")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    importable_cases(monkeypatch, tmp_path, "ir_cases", IR_CASES)
     screen = ["screen", "--cases", "ir_cases:cases", "--ops", "changed,same", "--backend",
               "cpu", *FAST, "--switch", "ZLH_TEST_SWITCH=0,1"]
     for k, timing in ((1, "changed"), (2, "changed"), (3, "all")):
