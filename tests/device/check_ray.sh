@@ -9,7 +9,8 @@
 # per-shape latency |delta| of the two batches (corpus_summary.py), and what Ray adds per op
 # (ray_summary.py). Steps are time-boxed (BOX_BATCH 85 s, BOX_SCREEN 115 s each): ~9 min.
 # STEPS picks them ("batch screen" by default; "batch" and "screen" in two calls give each
-# more time), OPS the list (default: tests/device/ops20.txt, at most 20 ops are taken; a boxed step
+# more time), SCREEN_EXTRA more options for both screens (e.g. --kernel-split, so that the kept
+# local root shows the per-kernel split of multi-kernel ops), OPS the list (default: tests/device/ops20.txt, at most 20 ops are taken; a boxed step
 # keeps what it finished, the comparisons take the ops finished both ways).
 # $OUT/ray.txt holds the summary, $OUT/ray_logs.tgz the step logs and tables, and
 # $OUT/ray_screen.tgz the local screen's root with its TTGIR (a real root for zlh report).
@@ -40,7 +41,7 @@ echo "--- the A/A noise of two local batches (the second replaying the first's r
 $SUM batch "$WORK/bl2" "$WORK/bl"
 fi
 if [[ " $STEPS " == *" screen "* ]]; then
-SWITCH="--switch TRITON_F32_DEFAULT=ieee,tf32x3"
+SWITCH="--switch TRITON_F32_DEFAULT=ieee,tf32x3 ${SCREEN_EXTRA:-}"
 step screen_local ${BOX_SCREEN:-115} $ZLH screen $COMMON $SWITCH --devices 0 --root "$WORK/sl"
 step screen_ray ${BOX_SCREEN:-115} $ZLH screen $COMMON $SWITCH --executor ray --backend cuda --root "$WORK/sr"
 echo "--- screen through Ray against local lanes"
