@@ -235,6 +235,47 @@ def test_capture_names_index_and_sweep_losers(capture):
     assert "sweep loser" in naming and "| `1024x1024` | `(1024, 1024)` |" in naming
 
 
+class _TunedFn:
+    """What an Autotuner wraps, reduced to what its run() touches: `run` launches the tuned
+    kernel, `fn` leads to the Python function."""
+    def __init__(self, kernel):
+        self.kernel, self.fn = kernel, (lambda x: None)
+
+    def run(self, *args, **kwargs):
+        K.launch(self.kernel)
+
+
+def test_the_reset_after_a_sweep_belongs_to_the_sweep(capture):
+    """Triton's Autotuner.run, after benchmarking its configs, calls its pre-hook once more
+    with reset_only=True (reset_to_zero arguments zeroed, by a library's fill kernel on a
+    GPU). A run replaying one pinned config never does that: counted as measured, the reset
+    kernel would be a measured kernel only the swept side has (a false IR_CHANGED)."""
+    tuned, reset = K.compile_add(64), K.compile_fill()
+    calls = []
+
+    def pre_hook(nargs, reset_only=False):
+        calls.append(reset_only)
+        K.launch(reset)
+
+    def do_bench(kernel_call, quantiles):
+        kernel_call()
+        return [1.0, 1.0, 1.0]
+    tuner = Autotuner(_TunedFn(tuned), ["x"], [triton.Config({"B": 1}), triton.Config({"B": 2})],
+                      key=[], reset_to_zero=None, restore_value=None, pre_hook=pre_hook,
+                      do_bench=do_bench)
+    capture.begin_case("64", "float16")
+    for _ in range(3):                           # the first call sweeps, the others do not
+        capture.timed(lambda: tuner.run(1))()
+    capture.end_case()
+    capture.dump()
+    assert calls == [False, False, True]         # a pre-hook per config, then the reset
+    rows = {r["hash"]: r for r in read_index(capture.out_dir)}
+    assert (rows[tuned.hash]["role"], rows[tuned.hash]["launches"],
+            rows[tuned.hash]["sweep_launches"]) == ("measured", "3", "2")
+    assert (rows[reset.hash]["role"], rows[reset.hash]["launches"],
+            rows[reset.hash]["sweep_launches"]) == ("sweep loser", "0", "3")
+
+
 def test_same_variants_same_names_in_another_run(tmp_path, triton_cache):
     """A second run that compiles the same variants in another order names them alike,
     and its IR fingerprint is equal."""

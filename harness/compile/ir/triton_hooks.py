@@ -43,8 +43,11 @@ def warn_once(message: str) -> None:
 
 # --------------------------------------------------------------------------- sweep marking
 # `Autotuner._bench` benchmarks exactly one config; everything launched or compiled inside
-# it belongs to the sweep. The patch is process-wide and reference-counted so several
-# captures (or a capture and a test) can coexist.
+# it belongs to the sweep. So does the reset the autotuner does once after its sweep
+# (`pre_hook(..., reset_only=True)`: `reset_to_zero` arguments zeroed, e.g. by a library's
+# fill kernel), which a run that replays a pinned config never does: counted as a measured
+# launch, it would be a kernel only the swept side has. The patch is process-wide and
+# reference-counted so several captures (or a capture and a test) can coexist.
 _sweep_depth = 0
 _bench_patches: dict[type, Callable] = {}
 _bench_users = 0
@@ -54,15 +57,34 @@ def in_sweep() -> bool:
     return _sweep_depth > 0
 
 
+def _swept(fn: Callable, *args, **kwargs):
+    global _sweep_depth
+    _sweep_depth += 1
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _sweep_depth -= 1
+
+
+def _mark_reset(hook: Callable) -> Callable:
+    """The autotuner's pre-hook with its `reset_only` calls (the reset after a sweep) marked
+    as sweep."""
+    @functools.wraps(hook)
+    def pre_hook(*args, **kwargs):
+        if kwargs.get("reset_only"):
+            return _swept(hook, *args, **kwargs)
+        return hook(*args, **kwargs)
+    pre_hook.__zlh_sweep__ = True
+    return pre_hook
+
+
 def _mark_sweep(bench: Callable) -> Callable:
     @functools.wraps(bench)
     def _bench(self, *args, **kwargs):
-        global _sweep_depth
-        _sweep_depth += 1
-        try:
-            return bench(self, *args, **kwargs)
-        finally:
-            _sweep_depth -= 1
+        hook = getattr(self, "pre_hook", None)
+        if callable(hook) and not getattr(hook, "__zlh_sweep__", False):
+            self.pre_hook = _mark_reset(hook)
+        return _swept(bench, self, *args, **kwargs)
     _bench.__zlh_sweep__ = True
     return _bench
 
