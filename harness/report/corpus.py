@@ -116,7 +116,7 @@ def batch(root: Path, page_dir: Path) -> Report:
             entry.links.append(("run", runs.link(run.path, page_dir)))
             entry.shapes = speedups(run)
             runs.summarize(entry)
-            split = runs.read_split(run.path)
+            split = runs.read_split(run)
             if split:
                 entry.split["run"] = split
         entries.append(entry)

@@ -101,7 +101,7 @@ def add_runs(entry: OpEntry, run_a: StoredRun | None, run_b: StoredRun | None,
     for side, run in (("A", run_a), ("B", run_b)):
         if run is not None:
             entry.links.append((f"run {side}", link(run.path, page_dir)))
-            split = read_split(run.path)
+            split = read_split(run)
             if split:
                 entry.split[side] = split
 
@@ -176,12 +176,13 @@ def _text(run: Path, row: dict | None) -> str | None:
         return None
 
 
-def read_split(run: Path) -> dict:
+def read_split(run: StoredRun) -> dict:
     """kernel_split.tsv of a run (`zlh bench --kernel-split`: a profiler pass's device time
     per kernel) as {"rows": [[case, kernel, calls, time_us, share]], "sums": [[case, sum of
-    time_us, idle between kernels, device span, op_latency_us, gap %]]} (kernel_split.case_sums),
-    at most MAX_SPLIT_ROWS rows; {} without a file or with another header."""
-    rows = kernel_split.read_split(run)
+    time_us, idle between kernels, device span, op_latency_us, what it is set beside, gap %]]}
+    (kernel_split.case_sums; the run's timer for files that do not name one), at most
+    MAX_SPLIT_ROWS rows; {} without a file or with another header."""
+    rows = kernel_split.read_split(run.path)
     if not rows or not set(SPLIT_COLUMNS) <= set(rows[0]):
         return {}
 
@@ -191,8 +192,10 @@ def read_split(run: Path) -> dict:
                        if row.get("occurrence") not in (None, "", "0") else "")
     table = [[label(r), r["kernel"], r.get("calls", "-"), _r3(finite(r["time_us"])),
               _r3(finite(r["share"]))] for r in rows[:MAX_SPLIT_ROWS]]
+    caliber = run.info.get("caliber") if isinstance(run.info.get("caliber"), dict) else {}
     sums = [[label(c), c["kernels_us"], c["idle_us"], c["span_us"], c["op_latency_us"],
-             c["gap_pct"]] for c in kernel_split.case_sums(rows)]
+             "sum of kernels" if c["compared"] == "kernels" else "device span", c["gap_pct"]]
+            for c in kernel_split.case_sums(rows, caliber.get("timer"))]
     return {"rows": table, "sums": sums}
 
 

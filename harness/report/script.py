@@ -176,8 +176,8 @@ function detail(o) {
     box.appendChild(el('h4', '', 'device time per kernel (profiler pass), ' + side));
     box.appendChild(table(['case', 'kernel', 'calls', 'µs per op call', 'share'], sp.rows));
     box.appendChild(table(['case', 'sum of kernels µs', 'idle between kernels µs',
-                           'device span µs', 'measured latency µs',
-                           'gap % (latency - span, or sum without a span)'],
+                           'device span µs', 'measured latency µs', 'latency set beside',
+                           'gap % (latency - that) / latency'],
                           sp.sums));
   });
   if (D.extra) box.appendChild(el('pre', '', D.extra));

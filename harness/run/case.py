@@ -181,7 +181,8 @@ def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir
         with scope():
             split.profile_case(profiled, {"variant": row.variant, "dtype": row.dtype,
                                           "shape": row.shape_detail,
-                                          "occurrence": row.occurrence}, row.gems_ms)
+                                          "occurrence": row.occurrence}, row.gems_ms,
+                               row.gems.timer if row.gems else None)
     row.markers = planted + row.markers + flag_markers(case, row)
     if case.metrics is not None and timing:
         try:

@@ -7,9 +7,11 @@ then one line says so and nothing is written). The device events (kernels, and t
 memsets/copies an op issues) are summed per name: launches, device time per call of the
 op, and its share of the case's device time. Beside them, the op's device span per call
 (`op_span_us`: from the first device event of a call to the end of its last, averaged over
-the calls): the kernels' times plus the idle time between them inside one call, to be set
-beside the measured latency (the gap between two calls, host launch time, is left out: a
-replayed graph does not have it). The rows go to the run's
+the calls): the kernels' times plus the idle time between them inside one call (the gap between
+two calls, host launch time, is left out). The profiled calls are launched one by one, so the
+idle time inside a call holds host launch time too: a replayed graph has none of it, so under
+the graph timer the kernels' sum is what the measured latency is set beside, under the event
+timer the span (`case_sums`; the timer is `op_timer`). The rows go to the run's
 `kernel_split.tsv`, rewritten after every case so that an interrupted run keeps what it
 profiled.
 
@@ -28,7 +30,7 @@ from ..common.files import atomic_write_text, read_tsv_rows, tsv_text
 
 FILE_NAME = "kernel_split.tsv"
 COLUMNS = ("variant", "dtype", "shape", "occurrence", "kernel", "calls", "time_us", "share",
-           "per_call_us", "op_calls", "op_latency_us", "op_span_us")
+           "per_call_us", "op_calls", "op_latency_us", "op_span_us", "op_timer")
 PROFILED_CALLS = 10
 
 
@@ -149,10 +151,11 @@ class KernelSplit:
             return None
         return cls(run_dir, activities, backend.synchronize, say)
 
-    def profile_case(self, fn: Callable[[], Any], where: dict, latency_ms: float | None
-                     ) -> list[dict]:
+    def profile_case(self, fn: Callable[[], Any], where: dict, latency_ms: float | None,
+                     timer: str | None = None) -> list[dict]:
         """Profile `fn` (the function under test, in its own context) for one case; `where`:
-        variant, dtype, shape, occurrence. Never raises: a failure is one line and no rows."""
+        variant, dtype, shape, occurrence; `timer`: the one that measured `latency_ms`. Never
+        raises: a failure is one line and no rows."""
         shown = f"{where.get('dtype')} {where.get('shape')}"
         try:
             events = list(self.profile(fn, self.calls, self.activities, self.synchronize))
@@ -167,7 +170,8 @@ class KernelSplit:
                      f"this case")
             return []
         latency = None if latency_ms is None else round(latency_ms * 1000.0, 3)
-        rows = [{**where, **r, "op_latency_us": latency, "op_span_us": span} for r in rows]
+        rows = [{**where, **r, "op_latency_us": latency, "op_span_us": span, "op_timer": timer}
+                for r in rows]
         self.rows += rows
         try:
             atomic_write_text(self.path, tsv(self.rows))
@@ -188,18 +192,20 @@ def read_split(path: str | Path) -> list[dict[str, str]]:
     return read_tsv_rows(path)
 
 
-def case_sums(rows: list[dict[str, str]]) -> list[dict]:
+def case_sums(rows: list[dict[str, str]], timer: str | None = None) -> list[dict]:
     """Per case (in file order): its kernels, the sum of their `time_us`, the idle time
     between them (`idle_us`: the span less the sum; None in a file without spans), the span
-    (`span_us`), the measured latency, and how far the split is from it (`gap_pct`: (latency
-    - span) / latency in %, or (latency - sum) / latency without a span; None without a
-    latency)."""
+    (`span_us`), the measured latency, what it is set beside (`compared`: "kernels" — the
+    sum — under the graph timer, whose replays launch without host time between kernels, or
+    when there is no span; "span" otherwise), and how far the split is from it (`gap_pct`:
+    (latency - compared) / latency in %; None without a latency). `timer` stands in for rows
+    without `op_timer` (files of older runs: the run's timer)."""
     cases: dict[tuple, dict] = {}
     for row in rows:
         key = tuple(row.get(c, "") for c in CASE_KEY)
         case = cases.setdefault(key, {**dict(zip(CASE_KEY, key)), "kernels": 0,
                                       "kernels_us": 0.0, "op_latency_us": None,
-                                      "span_us": None})
+                                      "span_us": None, "timer": row.get("op_timer") or timer})
         time_us = finite(row.get("time_us"))
         if time_us is None:
             continue
@@ -212,7 +218,7 @@ def case_sums(rows: list[dict[str, str]]) -> list[dict]:
         latency, span = case["op_latency_us"], case["span_us"]
         case["kernels_us"] = round(case["kernels_us"], 3)
         case["idle_us"] = None if span is None else round(span - case["kernels_us"], 3)
-        whole = span if span is not None else case["kernels_us"]
+        case["compared"] = "kernels" if span is None or case["timer"] == "graph" else "span"
+        whole = case["kernels_us"] if case["compared"] == "kernels" else span
         case["gap_pct"] = round(100.0 * (latency - whole) / latency, 3) if latency else None
     return list(cases.values())
-

@@ -4,13 +4,14 @@
     python3 tests/device/kernel_meta_summary.py meta SCREEN_ROOT   # index.tsv metadata per run
 
 `split`: per case, each kernel's time per call, share and launches, then the sum of the
-kernels' times beside the op's measured latency, `ok` within LIMIT_PCT (2 %) and `OFF`
-beyond; exit 1 when a case is off or a run has no split. `meta`: every measured row of
+kernels' times (graph timer) or the device span (event timer) beside the op's measured
+latency (kernel_split.case_sums), `ok` within LIMIT_PCT (2 %) and `OFF` beyond; exit 1 when a case is off or a run has no split. `meta`: every measured row of
 each side's ttgir/index.tsv with n_regs, n_spills, shared, num_warps, num_stages, num_ctas
 and convert_layout, then the screen's verdict and note per op.
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -24,6 +25,14 @@ from harness.telemetry.kernel_split import case_sums, read_split  # noqa: E402
 LIMIT_PCT = 2.0
 
 
+def _timer(run: str) -> str | None:
+    """The run's timer (run.json's caliber), for files that do not name one."""
+    try:
+        return json.loads((Path(run) / "run.json").read_text())["caliber"]["timer"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def split(runs: list[str]) -> int:
     bad = 0
     for run in runs:
@@ -33,7 +42,7 @@ def split(runs: list[str]) -> int:
             print("   no kernel_split.tsv rows")
             bad += 1
             continue
-        for case in case_sums(rows):
+        for case in case_sums(rows, _timer(run)):
             key = (case["dtype"], case["shape"], case["variant"], case["occurrence"])
             print(f"   case {case['dtype']} {case['shape']}"
                   + (f" variant={case['variant']}" if case["variant"] else ""))
@@ -48,7 +57,7 @@ def split(runs: list[str]) -> int:
             if case["span_us"] is not None:
                 print(f"     idle between kernels {case['idle_us']:.3f} us; device span per "
                       f"call {case['span_us']:.3f} us (kernels + idle)")
-            whole = "device span" if case["span_us"] is not None else "sum of kernels"
+            whole = "device span" if case["compared"] == "span" else "sum of kernels"
             print(f"     sum of kernels {case['kernels_us']:.3f} us; {whole} vs measured latency "
                   f"{latency if latency is not None else '-'} us: gap "
                   f"{'-' if gap is None else f'{gap:+.2f}%'} -> {verdict} "

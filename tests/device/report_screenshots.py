@@ -48,9 +48,9 @@ def main(root: str, out: str, ops: list[str]) -> None:
     for e in report.ops:
         if e.op in ops:
             for side, split in e.split.items():
-                for case, total, latency, gap in split["sums"]:
-                    print(f"{e.op} {side} {case}: kernels {total} us, measured {latency} us, "
-                          f"gap {gap} %")
+                for case, total, idle, span, latency, beside, gap in split["sums"]:
+                    print(f"{e.op} {side} {case}: kernels {total} us, idle {idle} us, span "
+                          f"{span} us, measured {latency} us; gap vs {beside} {gap} %")
             for k in e.changed_kernels:
                 print(f"{e.op} {k.shape} {k.kernel}: A {k.a} -> B {k.b}")
     driver = _driver(1500)

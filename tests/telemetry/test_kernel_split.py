@@ -111,6 +111,8 @@ def test_a_run_profiles_each_timed_case_after_its_timing(tmp_path, monkeypatch, 
     assert float(first["op_latency_us"]) == round(result.rows[0].gems_ms * 1000, 3)
     # 6 device events do not cut into PROFILED_CALLS calls of the same launches: no span
     assert first["op_span_us"] == ""
+    # the timer that measured op_latency_us (host here: the CPU backend)
+    assert first["op_timer"] == result.rows[0].gems.timer
 
 
 def test_a_failing_profiler_costs_only_the_split(tmp_path, monkeypatch, sure_rule,
@@ -171,11 +173,21 @@ def test_a_written_split_reads_back_with_its_sum_beside_the_latency(tmp_path):
     assert (first["idle_us"], first["span_us"], first["gap_pct"]) == (30.0, 72.0,
                                                                       round(100 / 73, 3))
     assert (second["kernels"], second["op_latency_us"], second["gap_pct"]) == (1, None, None)
+    assert first["compared"] == "span"
+    # Under the graph timer (named by the rows, or the run's timer for rows that do not name
+    # one) replays have no host launch time between kernels: the kernels' sum stands beside
+    # the latency, the span is still shown.
+    graph = [{**r, "op_timer": "graph"} if r["dtype"] == "float32" else r for r in back]
+    for sums in (ks.case_sums(graph), ks.case_sums(back, timer="graph")):
+        assert (sums[0]["compared"], sums[0]["span_us"], sums[0]["gap_pct"]) == \
+            ("kernels", 72.0, round(100 * 31 / 73, 3))
+    event = [{**r, "op_timer": "event"} for r in back]
+    assert ks.case_sums(event, timer="graph")[0]["compared"] == "span"
     assert ks.read_split(tmp_path / "missing") == []
     # A file written before spans were recorded: the kernels' sum stands beside the latency.
     old = ks.tsv([{**where, **r, "op_latency_us": 43.0} for r in rows])
-    old_header = "\t".join(ks.COLUMNS[:-1])
-    lines = [old_header] + [line.rsplit("\t", 1)[0] for line in old.splitlines()[1:]]
+    old_header = "\t".join(ks.COLUMNS[:-2])
+    lines = [old_header] + [line.rsplit("\t", 2)[0] for line in old.splitlines()[1:]]
     (tmp_path / ks.FILE_NAME).write_text("\n".join(lines) + "\n")
     (only,) = ks.case_sums(ks.read_split(tmp_path))
     assert (only["span_us"], only["idle_us"], only["gap_pct"]) == (None, None,
