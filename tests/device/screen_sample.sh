@@ -5,8 +5,9 @@
 #   NAME=before BOX=1000 bash tests/device/screen_sample.sh          # first call
 #   NAME=before BOX=1000 IN=device-in/before.tar.xz bash tests/device/screen_sample.sh   # resume
 #   (IN: the parts NAME.tar.xz.aa, .ab, … a call brought back, or an older NAME.tgz)
-# EXTRA adds screen options (e.g. "--timing changed", or "--overlap": two pairs at once per
-# device and warm spare workers; given on a resume it switches overlap for the rest of the root);
+# EXTRA adds screen options to a new root (e.g. "--timing changed", or "--overlap": two pairs at
+# once per device and warm spare workers); RESUME_EXTRA to a resume (a resumed root keeps its
+# plan, so only what --resume takes: e.g. "--overlap" switches overlap for the rest of it);
 # OPS picks another list (OPS=all: the whole corpus, zlh screen --all); WORK the scratch folder. The screen is killed after BOX seconds (resumable: finished ops are kept);
 # the root (without compiled artefacts) comes back as $OUT/NAME.tar.xz.aa, .ab, …, the summary (verdicts,
 # op time and wall per op pair — overlapped ops counted once —, where it went: worker start,
@@ -29,7 +30,7 @@ if [ -n "${IN:-}" ] && [ ! -d "$root" ]; then      # a .tgz, or the parts NAME.t
 fi
 s=$SECONDS
 if [ -f "$root/screen.json" ]; then
-  timeout "${BOX:-540}" $ZLH screen --resume "$root" --allow-env-change ${EXTRA:-} > "$WORK/$NAME.log" 2>&1
+  timeout "${BOX:-540}" $ZLH screen --resume "$root" --allow-env-change ${RESUME_EXTRA:-} > "$WORK/$NAME.log" 2>&1
 else
   if [ "$OPS" = all ]; then select="--all"; else select="--ops-file $OPS"; fi
   timeout "${BOX:-540}" $ZLH screen $select --switch "$SWITCH" --devices 0 $BUDGET \
