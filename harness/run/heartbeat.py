@@ -45,7 +45,7 @@ class Heartbeat:
             self.attached = False
 
     # the observer's listener protocol (triton_hooks.Listener)
-    def _compiled(self, key: str, swept: bool) -> None:
+    def _compiled(self, key: str, swept: bool, seconds: float | None = None) -> None:
         self.beat()
 
     def _launched(self, key, name: str, swept: bool, timed: bool = False) -> None:

@@ -222,6 +222,8 @@ def test_capture_names_index_and_sweep_losers(capture):
     assert by_file["16x16/trans_kernel/w4s3.ttgir"]["convert_layout"] == \
         str(convert_layout_count(trans_text))
     measured = {r["hash"]: int(r["convert_layout"]) for r in rows if r["role"] == "measured"}
+    times = {k: summary.pop(k) for k in ("kernel_compile_s", "sweep_compile_s", "compiles")}
+    assert times["compiles"] >= 1 and times["sweep_compile_s"] > 0     # the loser's compile
     assert summary == {
         "stage": "ttgir", "stages": ["ttgir"],
         "variants": len({r["hash"] for r in rows}), "measured_variants": len(measured),
@@ -233,6 +235,32 @@ def test_capture_names_index_and_sweep_losers(capture):
     naming = (out / "naming.md").read_text()
     assert "| measured | `1024x1024` | `add_kernel` | `BSM` | `BLOCK_SIZE_M` |" in naming
     assert "sweep loser" in naming and "| `1024x1024` | `(1024, 1024)` |" in naming
+
+
+def test_compile_time_is_counted_in_and_outside_sweeps(capture):
+    """Triton's listener hands each compile its times: the capture sums them, the sweep's
+    apart, and the run's `ir` summary carries them; a cache hit adds nothing."""
+    # variants no other test of this module compiles (its Triton cache is shared)
+    sweep(K.ADD, lambda: K.launch(K.compile_add(512, num_stages=1)))   # inside _bench
+    K.measured(K.compile_add(1024, num_stages=1))
+    first = capture.compile_times()
+    K.measured(K.compile_add(1024, num_stages=1))         # the same kernel: a cache hit
+    again = capture.compile_times()
+    summary = capture.dump()
+    assert first["compiles"] == again["compiles"] == 2
+    assert 0 < first["sweep_compile_s"] < first["kernel_compile_s"]
+    assert again == first
+    assert (summary["kernel_compile_s"], summary["sweep_compile_s"], summary["compiles"]) == \
+        (first["kernel_compile_s"], first["sweep_compile_s"], 2)
+
+
+def test_compile_seconds_reads_triton_times_and_nothing_else():
+    times = SimpleNamespace(ir_initialization=1000, lowering_stages=[("ttir", 2000),
+                                                                     ("ttgir", 500)],
+                            store_results=1500)
+    assert triton_hooks.compile_seconds(times) == 0.005
+    assert triton_hooks.compile_seconds(None) is None
+    assert triton_hooks.compile_seconds(SimpleNamespace(ir_initialization=1)) is None
 
 
 class _TunedFn:

@@ -45,6 +45,18 @@ def test_where_adds_up_the_phases(tmp_path, capsys):
     assert "op time 11 s = worker start 1 s + imports in ops 1 s + runs' own wall 8 s" in line
     assert "measure 3 s, lock wait 0 s" in line and "rest of the runs 1 s" in line
     assert "outside the runs 1 s" in line
+    assert "Triton's own compile time" not in line      # runs without compile times
+
+
+def test_where_splits_the_sweep_into_compiling_and_the_rest(tmp_path, capsys):
+    side = tmp_path / "A"
+    finished(side, "a", 1000.0, 10.0,
+             run={"wall_s": 8.0, "compile_s": 2.0, "sweep_s": 5.0,
+                  "ir": {"kernel_compile_s": 4.2, "sweep_compile_s": 3.1, "compiles": 12}})
+    summary.where([side], ["a"])
+    line = capsys.readouterr().out
+    assert "compile time (run.json ir): 4 s over 12 compiles, 3 s of it inside sweeps" in line
+    assert "benchmarking and the rest: 2 s" in line
 
 
 def test_floors_compare_the_no_ir_diff_ranges_op_by_op(tmp_path, capsys):

@@ -165,6 +165,7 @@ def floors(root: Path, reference: Path) -> int:
 
 
 PHASES = ("inputs_s", "compile_s", "sweep_s", "measure_s", "lock_wait_s")
+COMPILE_TIMES = ("kernel_compile_s", "sweep_compile_s", "compiles")   # run.json's ir
 
 
 def where(sides: list[Path], ops: list[str]) -> None:
@@ -178,6 +179,7 @@ def where(sides: list[Path], ops: list[str]) -> None:
     first op, resets, hand-over). Runs of every attempt count."""
     total = start = imports = run_wall = 0.0
     phases = dict.fromkeys(PHASES, 0.0)
+    compiling = dict.fromkeys(COMPILE_TIMES, 0.0)
     for side in sides:
         for op in ops:
             try:
@@ -192,6 +194,9 @@ def where(sides: list[Path], ops: list[str]) -> None:
                 run_wall += float(info.get("wall_s") or 0)
                 for name in PHASES:
                     phases[name] += float(info.get(name) or 0)
+                ir = info.get("ir") if isinstance(info.get("ir"), dict) else {}
+                for name in COMPILE_TIMES:
+                    compiling[name] += float(ir.get(name) or 0)
     if not total:
         return
     inside = sum(phases.values())
@@ -201,6 +206,11 @@ def where(sides: list[Path], ops: list[str]) -> None:
           f"{phases['measure_s']:.0f} s, lock wait {phases['lock_wait_s']:.0f} s, rest of the "
           f"runs {run_wall - inside:.0f} s] + outside the runs {total - start - imports - run_wall:.0f} "
           f"s (plan, the library's import in a worker's first op, reset, hand-over)")
+    if compiling["compiles"]:
+        print(f"   Triton's own compile time (run.json ir): {compiling['kernel_compile_s']:.0f} s "
+              f"over {compiling['compiles']:.0f} compiles, {compiling['sweep_compile_s']:.0f} s "
+              f"of it inside sweeps (so the sweeps' benchmarking and the rest: "
+              f"{phases['sweep_s'] - compiling['sweep_compile_s']:.0f} s)")
 
 
 def lane_wall(sides: list[Path], ops: list[str]) -> float:

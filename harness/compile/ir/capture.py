@@ -56,6 +56,8 @@ class IRCapture:
         self._case_dtypes: dict[tuple[str, str], set[str]] = {}
         self._shapes: dict[str, str] = {}              # shape key -> shape as given
         self._shape_keys: dict[str, str] = {}          # shape as given -> shape key
+        self.compile_s = {False: 0.0, True: 0.0}       # swept -> seconds of compiles seen
+        self.compiles_timed = 0                        # compiles that came with their times
         self._installed = False
         self._version = 0
         self._dumped_version = -1
@@ -125,10 +127,25 @@ class IRCapture:
                 self._texts[key] = text
 
     # ------------------------------------------------------------------ observer calls
-    def _compiled(self, key: str, swept: bool) -> None:
+    def _compiled(self, key: str, swept: bool, seconds: float | None = None) -> None:
         case = self._case
         self.compiled_in.setdefault(key, set()).add((case[0] if case else NO_CASE, swept))
+        if seconds is not None:
+            self.compile_s[swept] += seconds
+            self.compiles_timed += 1
         self._version += 1
+
+    def compile_times(self) -> dict:
+        """Seconds Triton spent compiling kernels while this capture listened (its own
+        `times`: the source-to-binary stages, not the JIT's Python side or the load), in
+        autotune sweeps and outside them, and how many compiles they cover; {} when Triton
+        gave no times."""
+        with observer.lock:
+            if not self.compiles_timed:
+                return {}
+            return {"kernel_compile_s": round(self.compile_s[False] + self.compile_s[True], 3),
+                    "sweep_compile_s": round(self.compile_s[True], 3),
+                    "compiles": self.compiles_timed}
 
     def _launched(self, key: str | None, name: str, swept: bool, timed: bool = False) -> None:
         if key is None:
@@ -183,7 +200,7 @@ class IRCapture:
                      if stage == DEFAULT_STAGE else {})
             write_tree(self.stage_dir(stage), plan.files, extra)
             if stage == DEFAULT_STAGE:
-                summary = dict(plan.summary, stages=list(self.stages))
+                summary = dict(plan.summary, stages=list(self.stages), **self.compile_times())
         with observer.lock:
             self._dumped_version, self._last_summary = version, dict(summary)
         return summary

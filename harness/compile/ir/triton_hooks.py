@@ -27,7 +27,7 @@ class Listener(Protocol):
     compiled or loaded, a kernel was launched. Named here so that this module, below the
     capture, need not import it."""
 
-    def _compiled(self, key: str, swept: bool) -> None: ...
+    def _compiled(self, key: str, swept: bool, seconds: float | None = None) -> None: ...
 
     def _launched(self, key: str | None, name: str, swept: bool, timed: bool = False) -> None: ...
 
@@ -39,6 +39,17 @@ def warn_once(message: str) -> None:
     if message not in _warned:
         _warned.add(message)
         log.warning(f"WARNING {message}")
+
+
+def compile_seconds(times) -> float | None:
+    """Seconds of one compile from the listener's `times` (Triton's CompileTimes: µs of IR
+    initialisation, each lowering stage and storing the results); None without them (an
+    older Triton) or from a cache hit's (which measure only the lookup)."""
+    try:
+        stages = sum(int(us) for _, us in times.lowering_stages)
+        return (int(times.ir_initialization) + stages + int(times.store_results)) / 1e6
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 # --------------------------------------------------------------------------- sweep marking
@@ -309,7 +320,8 @@ class _Observer:
             self.bench_patched = False
 
     # Triton's callbacks ------------------------------------------------------------
-    def on_compile(self, *, src=None, metadata=None, metadata_group=None, **_ignored) -> None:
+    def on_compile(self, *, src=None, metadata=None, metadata_group=None, times=None,
+                   cache_hit=False, **_ignored) -> None:
         try:
             variant = describe(src, metadata or {}, metadata_group or {})
         except Exception as exc:  # noqa: BLE001 - never break a compile
@@ -318,7 +330,7 @@ class _Observer:
             return
         if not variant.hash:
             return
-        swept = in_sweep()
+        swept, seconds = in_sweep(), None if cache_hit else compile_seconds(times)
         with self.lock:
             known = self.variants.setdefault(variant.hash, variant)
             if known.shared is None:
@@ -330,7 +342,7 @@ class _Observer:
             known.ir_paths.update(variant.ir_paths)
             self.by_name.setdefault(known.kernel, set()).add(known.hash)
             for each in self.captures:
-                each._compiled(known.hash, swept)
+                each._compiled(known.hash, swept, seconds)
 
     def on_kernel_load(self, module, function, name, metadata_group, hash, *rest) -> None:
         """kernel_load_end_hook(module, function, name, metadata_group, hash); also keeps
