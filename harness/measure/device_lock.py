@@ -95,7 +95,7 @@ class DeviceLock:
         except BaseException:
             self._guard.release()
             raise
-        self._depth = 1
+        self._depth, self._owner = 1, threading.get_ident()
         self.acquires += 1
         self._entered, self._entered_at = time.perf_counter(), time.time()
 
@@ -115,7 +115,7 @@ class DeviceLock:
             self._guard.release()
             return
         if self._depth == 1:
-            self._depth = 0
+            self._depth, self._owner = 0, None
             self.held_s += time.perf_counter() - self._entered
             if len(self.sections) < MAX_SECTIONS:
                 self.sections.append((self._entered_at, time.time()))
@@ -131,6 +131,21 @@ class DeviceLock:
             yield self
         finally:
             self.release()
+
+    @contextlib.contextmanager
+    def stepped_aside(self):
+        """This thread's hold let go for the block — another process's timed section may run
+        meanwhile — and taken back after it at the same depth (waiting, if need be, like any
+        acquire); nothing when this thread does not hold the lock. An autotune sweep compiles
+        its next config so."""
+        depth = self._depth if self._owner == threading.get_ident() else 0
+        for _ in range(depth):
+            self.release()
+        try:
+            yield
+        finally:
+            for _ in range(depth):
+                self.acquire()
 
     def close(self) -> None:
         with self._guard:

@@ -39,9 +39,9 @@ def lock_for(backend_name: str, card: str, index: int) -> DeviceLock | None:
 
 def hold_during_sweeps(hook, lock: DeviceLock | None) -> None:
     """An autotune sweep times configs on the device: it holds the lock as a timed section
-    does."""
+    does, and steps aside while it compiles a config."""
     if lock is not None:
-        hook.sweep_section = lock.section
+        hook.sweep_section, hook.sweep_aside = lock.section, lock.stepped_aside
 
 
 def phase_fields(case_timer, hook, lock: DeviceLock | None) -> dict:

@@ -59,3 +59,39 @@ def test_a_sweep_holds_the_device_lock_and_is_timed(tmp_path):
     finally:
         hook.uninstall()
         lock.close()
+
+
+def test_with_the_lock_stepping_aside_each_config_compiles_before_it_is_timed(tmp_path,
+                                                                               monkeypatch):
+    """Under overlap the sweep lets the device's lock go while it compiles a config (a run
+    with warmup=True: compiled, not launched) and holds it while it times it."""
+    lock = DeviceLock(tmp_path / "device-x.lock", "x")
+    LOCK[:] = [lock]
+    HELD_DURING_BENCH.clear()
+    copy_kernel.cache.clear()
+    runs: list[tuple[bool, bool]] = []
+    original = copy_kernel.fn.run
+
+    def run(*args, warmup, **kwargs):
+        runs.append((warmup, lock._depth > 0))
+        return original(*args, warmup=warmup, **kwargs)
+    monkeypatch.setattr(copy_kernel.fn, "run", run)
+    hook = at.AutotuneRecorder(tmp_path / "run", {"backend": "cpu", "provider": "builtin",
+                                                  "op": "copy"})
+    hook.sweep_section, hook.sweep_aside = lock.section, lock.stepped_aside
+    hook.install()
+    try:
+        launch(100)
+        # per config: compiled with the lock let go, then timed holding it; then the call
+        # itself (the sweep's section lasts until the tuned call returns)
+        assert runs == [(True, False), (False, True), (True, False), (False, True),
+                        (False, True)]
+        assert HELD_DURING_BENCH == [True, True]
+        assert lock.acquires == 3 and lock._depth == 0      # the sweep's, and after each aside
+        assert "_bench" not in vars(copy_kernel)            # the tuner is itself again
+        runs.clear()
+        launch(100)                                         # cached: no sweep, no compile
+        assert runs == [(False, False)] and lock.acquires == 3
+    finally:
+        hook.uninstall()
+        lock.close()

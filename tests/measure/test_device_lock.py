@@ -204,3 +204,39 @@ def test_a_process_waiting_for_the_lock_keeps_saying_so(tmp_path):
     other.join(10)
     assert len(told) >= 2 and waiter.contended == 1
     assert not any(t.name == "zlh-lock-wait" for t in threading.enumerate())   # it stopped
+
+
+def _free(path: Path) -> bool:
+    """Whether another open file description could take the lock now."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def test_stepping_aside_lets_the_lock_go_and_takes_it_back_at_the_same_depth(tmp_path):
+    lock = DeviceLock(tmp_path / "device-x.lock", "x")
+    with lock.stepped_aside():                  # not held: nothing to let go
+        assert lock._depth == 0
+    with lock.section(), lock.section():        # a sweep inside a timed section
+        assert not _free(lock.path)
+        with lock.stepped_aside():
+            assert lock._depth == 0 and _free(lock.path)
+        assert lock._depth == 2 and not _free(lock.path)
+    assert lock._depth == 0 and _free(lock.path)
+    assert lock.acquires == 2 and len(lock.sections) == 2
+    seen = []
+
+    def from_another_thread():
+        with lock.stepped_aside():              # it holds nothing: nothing is let go
+            seen.append((lock._depth, _free(lock.path)))
+    with lock.section():
+        helper = threading.Thread(target=from_another_thread)
+        helper.start()
+        helper.join()
+    assert seen == [(1, False)]
+    lock.close()

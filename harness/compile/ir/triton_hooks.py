@@ -13,6 +13,7 @@ Triton without a compile listener gets one warning and no capture: timing goes o
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 import threading
@@ -68,13 +69,21 @@ def in_sweep() -> bool:
     return _sweep_depth > 0
 
 
-def _swept(fn: Callable, *args, **kwargs):
+@contextlib.contextmanager
+def sweeping():
+    """Launches and compiles in the block belong to an autotune sweep (e.g. a config compiled
+    ahead of its benchmark)."""
     global _sweep_depth
     _sweep_depth += 1
     try:
-        return fn(*args, **kwargs)
+        yield
     finally:
         _sweep_depth -= 1
+
+
+def _swept(fn: Callable, *args, **kwargs):
+    with sweeping():
+        return fn(*args, **kwargs)
 
 
 def _mark_reset(hook: Callable) -> Callable:
