@@ -22,7 +22,7 @@ from ..corpus.outcome import parse_retry
 from ..corpus.selection import dismiss_list, select
 from ..corpus.sharding import parse_shard, refuse_merged, ops_phrase
 from ..corpus.stall import DEFAULT_STALL_S
-from ..corpus.standby import record_overlap
+from ..corpus.standby import DEFAULT_OVERLAP_WIDTH, MAX_OVERLAP_WIDTH, record_overlap
 from ..run.options import UNHOOKED_REPLAY
 from ..run.plan import named_backend
 from .group import main
@@ -86,6 +86,43 @@ def executor_options(command):
         help="Who runs the units: local (this host's devices; the default) or ray (one lane "
              "per GPU of a Ray cluster, the root on a file system the nodes share; needs "
              "pip install 'zlh[ray]'). --resume keeps the root's unless given.")(command)
+
+
+def overlap_options(command):
+    """--overlap and --overlap-width, of the corpus commands that run ops on this host's
+    devices (batch, screen); recorded in the root's plan, switchable on --resume."""
+    command = click.option(
+        "--overlap-width", type=click.IntRange(2, MAX_OVERLAP_WIDTH), default=None,
+        metavar="N",
+        help=f"With --overlap: ops (a screen: pairs) at once per device, 2 to "
+             f"{MAX_OVERLAP_WIDTH}. Default: {DEFAULT_OVERLAP_WIDTH}. With --resume: set it for "
+             f"the rest of the root.")(command)
+    return click.option(
+        "--overlap/--no-overlap", default=None,
+        help="Overlap what needs no device: per device, several ops (a screen: pairs) at once "
+             "(--overlap-width) and a warm spare worker, timed sections (and autotune "
+             "sweeps' timing) kept apart by the device's measurement lock. Default: off. "
+             "With --resume: switch it for the rest of the root (recorded in its plan).")(command)
+
+
+def overlap_width_for(overlap: bool | None, width: int | None) -> int:
+    """The width of a new root's overlap; --overlap-width without --overlap is refused."""
+    if width is not None and not overlap:
+        raise errors.UsageError("--overlap-width sets how many ops run at once with --overlap: "
+                                "add --overlap, or leave out --overlap-width")
+    return width or DEFAULT_OVERLAP_WIDTH
+
+
+def resumed_overlap(plan: BatchPlan, overlap: bool | None, width: int | None) -> bool:
+    """--overlap/--no-overlap and --overlap-width on a resume: `plan` switched for the rest
+    of the root; True when either changed (the caller records it)."""
+    on = plan.overlap if overlap is None else overlap
+    if width is not None and not on:
+        raise errors.UsageError("--overlap-width sets how many ops run at once with overlap, "
+                                "which this root runs without: add --overlap")
+    before = (plan.overlap, plan.overlap_width)
+    plan.overlap, plan.overlap_width = on, width or plan.overlap_width
+    return (plan.overlap, plan.overlap_width) != before
 
 
 def corpus_lanes(executor: str, ray_address: str | None, backend: str | None,
@@ -162,11 +199,7 @@ def refuse_overlap_on_ray(executor: str, overlap: bool | None) -> None:
               help="Retries of an op that FAILed or CRASHed, each in a fresh worker.")
 @click.option("--fresh-process", is_flag=True,
               help="Run every op in its own zlh bench process instead of reused workers.")
-@click.option("--overlap/--no-overlap", default=None,
-              help="Overlap what needs no device: per device, two ops (a screen: two pairs) at "
-                   "once and a warm spare worker, timed sections kept apart by the "
-                   "device's measurement lock. Default: off. With --resume: switch it for "
-                   "the rest of the root (recorded in its plan).")
+@overlap_options
 @click.option("--out", default=None, metavar="DIR", type=click.Path(), callback=not_empty,
               help="Batch root. Default: runs/batch_<timestamp>.")
 @click.option("--resume", default=None, metavar="BATCH_DIR", type=click.Path(),
@@ -193,8 +226,9 @@ def refuse_overlap_on_ray(executor: str, overlap: bool | None) -> None:
 @click.pass_context
 @handles_errors
 def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vllm_dir, devices,
-          op_timeout, stall_timeout, retries, fresh_process, overlap, out, resume, retry,
-          replay_root, allow_env_change, shard_text, quiet, executor, ray_address, **params):
+          op_timeout, stall_timeout, retries, fresh_process, overlap, overlap_width, out, resume,
+          retry, replay_root, allow_env_change, shard_text, quiet, executor, ray_address,
+          **params):
     """Run many ops, each in its own run directory: isolated, resumable, over devices.
 
     Exit status: 0 every op PASS or SKIP, 1 some op FAIL/TIMEOUT/CRASH/POISONED (the batch
@@ -206,9 +240,10 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
         if all_ops or ops or ops_file:
             raise errors.UsageError("--resume BATCH_DIR takes its ops from the batch; name none")
         refuse_beside(ctx, "resume", allowed=("quiet", "vllm_dir", "retry", "allow_env_change",
-                                              "overlap", "executor", "ray_address"))
-        sys.exit(_resume(Path(resume), vllm_dir, allow_env_change, overlap, executor,
-                         ray_address, meter, statuses))
+                                              "overlap", "overlap_width", "executor",
+                                              "ray_address"))
+        sys.exit(_resume(Path(resume), vllm_dir, allow_env_change, (overlap, overlap_width),
+                         executor, ray_address, meter, statuses))
     if allow_env_change:
         raise errors.UsageError("--allow-env-change applies to --resume only")
     shard = parse_shard(shard_text)
@@ -223,6 +258,7 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
     items = shard.take(whole) if shard else whole
     executor = executor or "local"
     refuse_overlap_on_ray(executor, overlap)
+    width = overlap_width_for(overlap, overlap_width)
     lanes = corpus_lanes(executor, ray_address, options.backend, parse_devices(devices))
     inventory = corpus_inventory(adapter)
     plan = BatchPlan(root=Path(out if out is not None else default_root("batch", shard)),
@@ -232,6 +268,7 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory,
                      replay_root=check_replay_root(replay_root, out) if replay_root else None,
                      env=environment_switches(adapter.env_prefixes), overlap=bool(overlap),
+                     overlap_width=width,
                      shard=shard.record(whole, left_out) if shard else None, executor=executor,
                      ray_address=ray_address)
     check_plan(plan, adapter)
@@ -240,7 +277,7 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
     new_root(plan.root, "--out", "batch")
     click.echo(f"zlh batch: {ops_phrase(shard, len(items), len(whole))} on {len(lanes)} "
                f"device(s) ({'fresh processes' if fresh_process else 'reused workers'}"
-               f"{', overlapped' if overlap else ''}"
+               f"{f', overlapped {width} at a time' if overlap else ''}"
                f"{', through Ray' if executor == 'ray' else ''}) -> {plan.root}")
     meter.set_total(len(items))
     with meter:
@@ -249,11 +286,12 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
     sys.exit(result.exit_code)
 
 
-def _resume(root: Path, vllm_dir, allow_env_change: bool, overlap: bool | None,
+def _resume(root: Path, vllm_dir, allow_env_change: bool, overlap: tuple,
             executor: str | None, ray_address: str | None, meter: Meter,
             statuses: tuple[str, ...]) -> int:
     """`--resume ROOT`: the plan ROOT holds, checked like a new one, then the ops not finished
-    (and those `statuses` name) run; overlap and the executor as given, else as recorded."""
+    (and those `statuses` name) run; overlap (on/off, width) and the executor as given, else
+    as recorded."""
     plan = resumed_plan(root, vllm_dir, allow_env_change)
     changed = resumed_executor(plan, executor, ray_address)
     corpus_lanes(plan.executor, plan.ray_address, plan.options.backend, plan.devices)
@@ -261,9 +299,8 @@ def _resume(root: Path, vllm_dir, allow_env_change: bool, overlap: bool | None,
     if plan.env_change:                   # allowed: batch.json says from when and what
         record_env_change(plan.root, plan.env_change)
         plan.env = plan.env_change["to"]
-    if overlap is not None and overlap != plan.overlap:
-        plan.overlap = overlap
-        record_overlap(plan.root, overlap)
+    if resumed_overlap(plan, *overlap):
+        record_overlap(plan.root, plan.overlap, plan.overlap_width)
     if changed:
         record_executor(plan.root, plan)
     with meter:

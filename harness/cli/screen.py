@@ -30,8 +30,9 @@ from ..corpus.standby import record_overlap
 from ..run.options import refuse_unhooked
 from .group import main
 from .batch import (SHARD_HELP, corpus_inventory, corpus_lanes, default_root, executor_options, hold_root,
-                    interrupted_hint, new_root, parse_devices, refuse_overlap_on_ray,
-                    resumed_executor, retry_statuses)
+                    interrupted_hint, new_root, overlap_options, overlap_width_for,
+                    parse_devices, refuse_overlap_on_ray, resumed_executor, resumed_overlap,
+                    retry_statuses)
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
                      not_empty, options_from, parse_bench_args, refuse_beside,
                      refuse_vllm_beside, split_csv)
@@ -132,11 +133,7 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
                    "verdict, and only IR_CHANGED ops are timed (NO_IR_DIFF rows get no "
                    "noise floor); none: verdicts only, nothing timed.")
 @click.option("--fresh-process", is_flag=True, help="Every run in its own zlh bench process.")
-@click.option("--overlap/--no-overlap", default=None,
-              help="Overlap what needs no device: per device, two ops (a screen: two pairs) at "
-                   "once and a warm spare worker, timed sections kept apart by the "
-                   "device's measurement lock. Default: off. With --resume: switch it for "
-                   "the rest of the root (recorded in its plan).")
+@overlap_options
 @click.option("--root", default=None, metavar="DIR", callback=not_empty,
               type=click.Path(), help="Default: runs/screen_<timestamp>.")
 @click.option("--resume", default=None, metavar="ROOT", callback=not_empty,
@@ -160,8 +157,8 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @handles_errors
 def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vllm_dir, recipe,
            scrub, devices, op_timeout, stall_timeout, retries, timing, fresh_process, overlap,
-           root, resume, retry, rescore: str | None, allow_env_change, shard_text, executor,
-           ray_address, **params):
+           overlap_width, root, resume, retry, rescore: str | None, allow_env_change, shard_text,
+           executor, ray_address, **params):
     """One pair per op (A records, B replays A's record) and a verdict from the generated
     code: IR_CHANGED, NO_IR_DIFF, NO_TRITON or NO_ROWS (and BROKEN_BY_B).
 
@@ -173,9 +170,10 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
     statuses = retry_statuses(retry, resume)
     if resume is not None:
         refuse_beside(ctx, "resume", allowed=("vllm_dir", "retry", "allow_env_change",
-                                              "overlap", "executor", "ray_address"))
-        sys.exit(_resume(resume, vllm_dir, allow_env_change, statuses, overlap, executor,
-                         ray_address))
+                                              "overlap", "overlap_width", "executor",
+                                              "ray_address"))
+        sys.exit(_resume(resume, vllm_dir, allow_env_change, statuses,
+                         (overlap, overlap_width), executor, ray_address))
     if allow_env_change:
         raise errors.UsageError("--allow-env-change applies to --resume only")
     shard = parse_shard(shard_text)
@@ -197,6 +195,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
     items = shard.take(whole) if shard else whole
     executor = executor or "local"
     refuse_overlap_on_ray(executor, overlap)
+    width = overlap_width_for(overlap, overlap_width)
     lanes = corpus_lanes(executor, ray_address, options.backend, parse_devices(devices))
     inventory = corpus_inventory(adapter)
     root_path = Path(root if root is not None else default_root("screen", shard))
@@ -205,6 +204,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
                      fresh_process=fresh_process, retries=retries,
                      argv=["zlh"] + sys.argv[1:], left_out=left_out, inventory=inventory,
                      env=environment_switches(adapter.env_prefixes), overlap=bool(overlap),
+                     overlap_width=width,
                      shard=shard.record(whole, left_out) if shard else None, executor=executor,
                      ray_address=ray_address)
     check_plan(base, adapter, pythons=(a.python, b.python))
@@ -229,12 +229,12 @@ def _rescore(rescore: str, scrub) -> int:
 
 
 def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, ...],
-            overlap: bool | None = None, executor: str | None = None,
+            overlap: tuple = (None, None), executor: str | None = None,
             ray_address: str | None = None) -> int:
     """`--resume ROOT`: the plan ROOT holds, checked like a new one (its environment
     switches too), then the ops not finished (and those `statuses` name) run (by the
-    executor ROOT recorded, unless `executor` names another); `overlap` (given: not None)
-    switches overlap for the rest of the root."""
+    executor ROOT recorded, unless `executor` names another); `overlap` ((on/off, width),
+    each None where not given) switches overlap for the rest of the root."""
     plan = read_plan(check_root(resume, "screen", "--resume"))
     refuse_merged({"merged": plan.base.merged}, resume, "screen")
     other_executor = resumed_executor(plan.base, executor, ray_address)
@@ -252,9 +252,7 @@ def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, 
                  plan.base.devices)
     check_resume_files(plan)
     hold_root(plan.root, "screen")
-    switch_overlap = overlap is not None and overlap != plan.base.overlap
-    if switch_overlap:
-        plan.base.overlap = overlap
+    switch_overlap = resumed_overlap(plan.base, *overlap)
     if other_executor or switch_overlap:
         record_screen_run_fields(plan)
     if changed:                           # allowed: screen.json says from when and what
@@ -263,7 +261,8 @@ def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, 
     if switch_overlap:
         for side, timed in plan.batches():
             if (plan.root / side_folder(side, timed)).is_dir():
-                record_overlap(plan.root / side_folder(side, timed), overlap)
+                record_overlap(plan.root / side_folder(side, timed), plan.base.overlap,
+                               plan.base.overlap_width)
     return _run(plan, resume=True, retry=statuses)
 
 def _check_scrub(patterns) -> None:

@@ -14,6 +14,7 @@ from ..run.options import BenchOptions
 from . import files
 from .check import MAX_RETRIES
 from .executor import executor_fields
+from .standby import DEFAULT_OVERLAP_WIDTH, MAX_OVERLAP_WIDTH
 from .selection import Item
 from .sharding import device_for
 from .stall import DEFAULT_STALL_S
@@ -42,7 +43,8 @@ class BatchPlan:
     # made: {n, digest, shards, ...} (merge.py). Kept as they are through a resume.
     shard: dict | None = None
     merged: dict | None = None
-    overlap: bool = False               # two ops at once per lane, timed sections apart
+    overlap: bool = False               # several ops at once per lane, timed sections apart
+    overlap_width: int = DEFAULT_OVERLAP_WIDTH   # how many, with overlap
     executor: str = "local"             # who runs the ops (executor.py): local, ray
     ray_address: str | None = None      # --ray-address of the ray executor (None: auto)
 
@@ -51,7 +53,8 @@ class BatchPlan:
         if self.executor == "ray":
             return {"fresh_process": self.fresh_process, "address": self.ray_address,
                     "backend": self.options.backend}
-        return {"fresh_process": self.fresh_process, "overlap": self.overlap}
+        return {"fresh_process": self.fresh_process, "overlap": self.overlap,
+                "overlap_width": self.overlap_width}
 
     def to_dict(self) -> dict:
         return {"ops": [{"op": i.op, "dtypes": list(i.dtypes) if i.dtypes else None,
@@ -63,7 +66,8 @@ class BatchPlan:
                 "left_out": [{"op": o, "why": w} for o, w in self.left_out],
                 "inventory": self.inventory,
                 "replay_root": str(self.replay_root) if self.replay_root else None,
-                "env": self.env, "overlap": self.overlap, "executor": self.executor,
+                "env": self.env, "overlap": self.overlap,
+                "overlap_width": self.overlap_width, "executor": self.executor,
                 "ray_address": self.ray_address,
                 **({"shard": self.shard} if self.shard else {}),
                 **({"merged": self.merged} if self.merged else {})}
@@ -98,6 +102,8 @@ class BatchPlan:
                    replay_root=Path(f.str("replay_root", empty=False)) if replay is not None
                    else None, env=env, shard=f.object("shard", {}) or None,
                    merged=f.object("merged", {}) or None, overlap=f.bool("overlap", False),
+                   overlap_width=f.int("overlap_width", DEFAULT_OVERLAP_WIDTH, low=2,
+                                       high=MAX_OVERLAP_WIDTH),
                    executor=kind, ray_address=address)
 
 

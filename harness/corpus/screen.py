@@ -103,7 +103,7 @@ class Screen:
                 if any(b.stop.is_set() for b in self.sides.values()):
                     return False
                 return self._pair(item, device, lanes, runners)
-            # with overlap: the next pair's A while this pair's B runs
+            # with overlap: the next pairs' A while this pair's B runs
             in_order(items, min(r.slots for r in runners.values()), one, stop)
 
     def _finished(self, op: str) -> tuple | None:
@@ -244,7 +244,8 @@ def record_screen_run_fields(plan: ScreenPlan) -> None:
     path = plan.root / SCREEN_JSON
     doc = read_json_object(path, f"{plan.root} is not a screen root (no {SCREEN_JSON})")
     doc["batch"] = {**doc.get("batch", {}), "executor": plan.base.executor,
-                    "ray_address": plan.base.ray_address, "overlap": plan.base.overlap}
+                    "ray_address": plan.base.ray_address, "overlap": plan.base.overlap,
+                    "overlap_width": plan.base.overlap_width}
     atomic_write_json(path, doc)
 
 

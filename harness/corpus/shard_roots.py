@@ -35,7 +35,7 @@ IGNORED_OPTIONS = ("out",)           # where runs would go: each shard's own roo
 # How a shard's ops were run, not what was measured: may differ between shards (the merged
 # plan keeps the first shard's value, `merged.shards` each shard's, `merged.differing` names
 # those that differ).
-RUN_FIELDS = ("executor", "ray_address", "overlap", "stall_timeout_s")
+RUN_FIELDS = ("executor", "ray_address", "overlap", "overlap_width", "stall_timeout_s")
 
 
 @dataclass

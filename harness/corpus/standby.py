@@ -1,5 +1,5 @@
-"""Overlap on one device lane (`--overlap`): a warm standby worker, and two ops at a time
-whose timed sections take turns on the device.
+"""Overlap on one device lane (`--overlap`): a warm standby worker, and several ops at a time
+(`--overlap-width`, 2 by default) whose timed sections take turns on the device.
 
 A worker's life is import, input building, compilation and measurement; only measurement
 needs the device alone. With overlap a lane
@@ -8,8 +8,9 @@ needs the device alone. With overlap a lane
   worker.py's warm start) while its workers measure: a replacement — after a CRASH, a
   POISONED device, memory held, a changed process state, a retry — takes the spare at once
   and a new spare starts (`WarmPool`);
-- runs up to two units at once, handed out in order (`in_order`): the next op (or the next
-  pair of a screen) imports, builds its inputs and compiles while the current one measures.
+- runs up to `--overlap-width` units at once, handed out in order (`in_order`): the next ops
+  (or the next pairs of a screen) import, build their inputs and compile — an autotune sweep
+  its configs too — while the current one measures.
   Timed sections never overlap: every process of the lane takes the device's measurement lock
   around each case's timed section and each autotune sweep (harness/measure/device_lock.py;
   the lane sets ZLH_DEVICE_LOCK_DIR).
@@ -44,8 +45,8 @@ from .outcome import TIMEOUT_RC, Attempt
 from .supervisor import Lane, Worker, WorkerStartError
 from .threads import run_lanes
 
-SLOTS = 2                 # units one lane runs at once with overlap
-
+# --overlap-width: units a lane runs at once with overlap (a plan older than it: 2)
+DEFAULT_OVERLAP_WIDTH, MAX_OVERLAP_WIDTH = 2, 8
 
 class WarmPool:
     """The lane's spare worker: launched (and importing) before anyone needs it.
@@ -227,6 +228,7 @@ def combined(first: Attempt, second: Attempt) -> Attempt:
     return second
 
 
-def record_overlap(root: Path, overlap: bool) -> None:
-    """batch.json of a resume that switched overlap: the new value for the rest of the root."""
-    files.update_batch_json(root, overlap=overlap)
+def record_overlap(root: Path, overlap: bool, width: int) -> None:
+    """batch.json of a resume that switched overlap or its width: the new values for the rest
+    of the root."""
+    files.update_batch_json(root, overlap=overlap, overlap_width=width)

@@ -16,7 +16,8 @@ from ..launch import launcher
 from ..run.options import BenchOptions
 from ..common.lock import held_fds
 from .outcome import Attempt
-from .standby import SLOTS, Turns, WarmPool, combined, lock_env, note_in_log, second_look
+from .standby import (DEFAULT_OVERLAP_WIDTH, Turns, WarmPool, combined, lock_env, note_in_log,
+                      second_look)
 from .supervisor import Lane, Worker, run_fresh
 
 
@@ -110,14 +111,14 @@ class LocalLane(LaneRunner):
 
 
 class OverlapLane(LocalLane):
-    """This machine, with overlap (standby.py): two units at once, each thread its own
-    worker, a warm spare behind them, the device's lock around timed sections; an attempt
-    that ran beside another and did not end cleanly runs again alone."""
+    """This machine, with overlap (standby.py): `slots` units at once (--overlap-width), each
+    thread its own worker, a warm spare behind them, the device's lock around timed sections;
+    an attempt that ran beside another and did not end cleanly runs again alone."""
 
-    slots = SLOTS
-
-    def __init__(self, lane: Lane, worker_log: Path | None, turns: Turns | None = None):
+    def __init__(self, lane: Lane, worker_log: Path | None, turns: Turns | None = None,
+                 slots: int = DEFAULT_OVERLAP_WIDTH):
         super().__init__(lock_env(lane), None)
+        self.slots = slots
         self.pool = WarmPool(self.lane, worker_log) if worker_log is not None else None
         self.turns = turns or Turns()     # shared by the lanes of one device (a screen's sides)
         self.mine = threading.local()
@@ -172,13 +173,14 @@ class OverlapLane(LocalLane):
 class LocalExecutor(Executor):
     kind = "local"
 
-    def __init__(self, fresh_process: bool = False, overlap: bool = False):
-        self.fresh_process, self.overlap = fresh_process, overlap
+    def __init__(self, fresh_process: bool = False, overlap: bool = False,
+                 overlap_width: int = DEFAULT_OVERLAP_WIDTH):
+        self.fresh_process, self.overlap, self.width = fresh_process, overlap, overlap_width
         self.turns: dict[str, Turns] = {}      # per device: who runs beside whom
 
     def open_lane(self, lane: Lane, worker_log: Path | None = None) -> LocalLane:
         reuse = not self.fresh_process and worker_log is not None
         if self.overlap:
             return OverlapLane(lane, worker_log if reuse else None,
-                               self.turns.setdefault(lane.label, Turns()))
+                               self.turns.setdefault(lane.label, Turns()), self.width)
         return LocalLane(lane, Worker(lane, worker_log) if reuse else None)

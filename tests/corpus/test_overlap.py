@@ -1,5 +1,5 @@
 """Overlap on a device lane (--overlap): a warm spare worker makes a replacement free, two ops
-run at once with their timed sections kept apart, units start in order, an attempt that ran
+(or --overlap-width of them) run at once with their timed sections kept apart, units start in order, an attempt that ran
 beside another and failed runs again alone, and the fault ops keep their statuses."""
 from __future__ import annotations
 
@@ -198,6 +198,14 @@ def test_a_screen_overlaps_its_pairs_and_a_resume_switches_it_off(tmp_path):
     assert json.loads((tmp_path / "s/screen.json").read_text())["batch"]["overlap"] is False
     for side in "AB":
         assert json.loads((tmp_path / "s" / side / "batch.json").read_text())["overlap"] is False
+    result = CliRunner().invoke(main, ["screen", "--resume", str(tmp_path / "s"), "--overlap",
+                                       "--overlap-width", "3"])
+    assert result.exit_code == 0, result.output
+    batch = json.loads((tmp_path / "s/screen.json").read_text())["batch"]
+    assert (batch["overlap"], batch["overlap_width"]) == (True, 3)
+    for side in "AB":
+        plan = json.loads((tmp_path / "s" / side / "batch.json").read_text())
+        assert (plan["overlap"], plan["overlap_width"]) == (True, 3)
 
 
 def test_a_batch_resume_switches_overlap_and_records_it(tmp_path):
@@ -209,3 +217,50 @@ def test_a_batch_resume_switches_overlap_and_records_it(tmp_path):
     result = CliRunner().invoke(main, ["batch", "--resume", str(tmp_path / "b"), "--overlap"])
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "b/batch.json").read_text())["overlap"] is True
+
+
+def test_units_start_in_order_as_many_at_a_time_as_the_width():
+    """--overlap-width 3: three units run at once, the fourth waits for one of them."""
+    running, peak, guard = [0], [0], threading.Lock()
+    three, release = threading.Barrier(3, timeout=30), threading.Event()
+
+    def one(item) -> bool:
+        with guard:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        if item <= 3:
+            three.wait()                     # 1, 2 and 3 all started before any ends
+            release.set()
+        with guard:
+            running[0] -= 1
+        return True
+    standby.in_order([1, 2, 3, 4, 5], 3, one, threading.Event())
+    assert peak[0] == 3 and release.is_set()
+    lane = Lane(python=sys.executable, env=dict(os.environ))
+    assert make_executor(overlap=True, overlap_width=3).open_lane(lane).slots == 3
+
+
+def test_the_overlap_width_is_recorded_and_switched_on_resume(tmp_path):
+    cli = ["batch", "--adapter", "builtin", "--backend", "cpu", "--shapes", str(shapes(tmp_path)),
+           *FAST, "-q"]
+    result = CliRunner().invoke(main, [*cli, "--ops", "mm", "--overlap-width", "3",
+                                       "--out", str(tmp_path / "no")])
+    assert result.exit_code == 2 and "add --overlap" in result.output
+    assert not (tmp_path / "no").exists()
+    result = CliRunner().invoke(main, [*cli, "--ops", "add,softmax,mm", "--overlap",
+                                       "--overlap-width", "3", "--out", str(tmp_path / "b")])
+    assert result.exit_code == 0, result.output
+    plan = json.loads((tmp_path / "b/batch.json").read_text())
+    assert (plan["overlap"], plan["overlap_width"]) == (True, 3)
+    runs = [json.loads(p.read_text()) for p in (tmp_path / "b").glob("*/*/run.json")]
+    sections = [(run["pid"], s) for run in runs for s in run["device_lock"]["sections"]]
+    assert len(runs) == 3 and not any(
+        a[0] != b[0] and a[1][0] < b[1][1] and b[1][0] < a[1][1]
+        for a in sections for b in sections)              # timed sections never cross
+    result = CliRunner().invoke(main, ["batch", "--resume", str(tmp_path / "b"),
+                                       "--overlap-width", "4"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "b/batch.json").read_text())["overlap_width"] == 4
+    result = CliRunner().invoke(main, ["batch", "--resume", str(tmp_path / "b"),
+                                       "--no-overlap", "--overlap-width", "2"])
+    assert result.exit_code == 2 and "add --overlap" in result.output
