@@ -105,8 +105,10 @@ def overlap_options(command):
              "With --resume: switch it for the rest of the root (recorded in its plan).")(command)
 
 
-def overlap_width_for(overlap: bool | None, width: int | None) -> int:
-    """The width of a new root's overlap; --overlap-width without --overlap is refused."""
+def overlap_width_for(executor: str, overlap: bool | None, width: int | None) -> int:
+    """The width of a new root's overlap; overlap on Ray, and --overlap-width without
+    --overlap, are refused."""
+    refuse_overlap_on_ray(executor, overlap)
     if width is not None and not overlap:
         raise errors.UsageError("--overlap-width sets how many ops run at once with --overlap: "
                                 "add --overlap, or leave out --overlap-width")
@@ -257,8 +259,7 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
                              warn=echo_err)
     items = shard.take(whole) if shard else whole
     executor = executor or "local"
-    refuse_overlap_on_ray(executor, overlap)
-    width = overlap_width_for(overlap, overlap_width)
+    width = overlap_width_for(executor, overlap, overlap_width)
     lanes = corpus_lanes(executor, ray_address, options.backend, parse_devices(devices))
     inventory = corpus_inventory(adapter)
     plan = BatchPlan(root=Path(out if out is not None else default_root("batch", shard)),

@@ -31,13 +31,16 @@ from ..run.options import refuse_unhooked
 from .group import main
 from .batch import (SHARD_HELP, corpus_inventory, corpus_lanes, default_root, executor_options, hold_root,
                     interrupted_hint, new_root, overlap_options, overlap_width_for,
-                    parse_devices, refuse_overlap_on_ray, resumed_executor, resumed_overlap,
+                    parse_devices, resumed_executor, resumed_overlap,
                     retry_statuses)
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
                      not_empty, options_from, parse_bench_args, refuse_beside,
                      refuse_vllm_beside, split_csv)
 
 SIDE_KEYS = ("switch", "env_a", "env_b", "python_a", "python_b")
+# What --resume ROOT takes beside it (the rest comes from ROOT's plan).
+RESUME_OPTIONS = ("vllm_dir", "retry", "allow_env_change", "overlap", "overlap_width",
+                  "executor", "ray_address")
 
 
 def sides_of(params: dict):
@@ -169,9 +172,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
         sys.exit(_rescore(rescore, scrub))
     statuses = retry_statuses(retry, resume)
     if resume is not None:
-        refuse_beside(ctx, "resume", allowed=("vllm_dir", "retry", "allow_env_change",
-                                              "overlap", "overlap_width", "executor",
-                                              "ray_address"))
+        refuse_beside(ctx, "resume", allowed=RESUME_OPTIONS)
         sys.exit(_resume(resume, vllm_dir, allow_env_change, statuses,
                          (overlap, overlap_width), executor, ray_address))
     if allow_env_change:
@@ -194,8 +195,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
                              include_skipped, dismissed, warn=echo_err)
     items = shard.take(whole) if shard else whole
     executor = executor or "local"
-    refuse_overlap_on_ray(executor, overlap)
-    width = overlap_width_for(overlap, overlap_width)
+    width = overlap_width_for(executor, overlap, overlap_width)
     lanes = corpus_lanes(executor, ray_address, options.backend, parse_devices(devices))
     inventory = corpus_inventory(adapter)
     root_path = Path(root if root is not None else default_root("screen", shard))

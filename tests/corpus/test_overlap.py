@@ -264,3 +264,15 @@ def test_the_overlap_width_is_recorded_and_switched_on_resume(tmp_path):
     result = CliRunner().invoke(main, ["batch", "--resume", str(tmp_path / "b"),
                                        "--no-overlap", "--overlap-width", "2"])
     assert result.exit_code == 2 and "add --overlap" in result.output
+
+
+@pytest.mark.parametrize("command", ["batch", "screen"])
+def test_overlap_is_refused_on_ray(tmp_path, command):
+    """A Ray actor holds its GPU alone: overlap's lock on this host does not go with it."""
+    where = ["--out" if command == "batch" else "--root", str(tmp_path / "r")]
+    switch = ["--switch", "X=0,1"] if command == "screen" else []
+    result = CliRunner().invoke(main, [command, "--adapter", "builtin", "--backend", "cpu",
+                                       "--ops", "add", *switch, "--executor", "ray",
+                                       "--overlap", "--overlap-width", "3", *where])
+    assert result.exit_code == 2 and "--executor local only" in result.output, result.output
+    assert not (tmp_path / "r").exists()
