@@ -10,7 +10,8 @@
 # beside again vs plain, and status agreement. Overlap changes no number when the first is
 # within the second. Boxes (seconds): BOX_PLAIN 170, BOX_OVER 120, BOX_AGAIN 150 (a boxed batch
 # keeps what it finished; the comparisons take the ops finished in both). ~7.5 minutes at most.
-# BUDGET replaces the bench options; EXTRA adds batch options.
+# BUDGET replaces the bench options; EXTRA adds batch options; WIDTH the overlap's width
+# (--overlap-width, default 2: ops at once on the device).
 set -uo pipefail
 WORK=${WORK:-/tmp/zlh-overlap}
 source "$(dirname "$0")/common.sh"
@@ -27,7 +28,7 @@ step() {  # step LABEL SECONDS CMD...
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
 rm -rf "$WORK/plain" "$WORK/over" "$WORK/again"
 step plain ${BOX_PLAIN:-170} $ZLH batch --ops-file "$OPS" --devices 0 $BUDGET --no-overlap -q --out "$WORK/plain"
-step over ${BOX_OVER:-120} $ZLH batch --ops-file "$OPS" --devices 0 $BUDGET --overlap --replay "$WORK/plain" -q --out "$WORK/over"
+step over ${BOX_OVER:-120} $ZLH batch --ops-file "$OPS" --devices 0 $BUDGET --overlap --overlap-width ${WIDTH:-2} --replay "$WORK/plain" -q --out "$WORK/over"
 step again ${BOX_AGAIN:-150} $ZLH batch --ops-file "$OPS" --devices 0 $BUDGET --no-overlap --replay "$WORK/plain" -q --out "$WORK/again"
 for b in plain over again; do tail -n 2 "$WORK/$b.log" | cut -c1-200; done
 echo "---- overlap vs no overlap (both replaying plain's records)"
