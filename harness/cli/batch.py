@@ -22,10 +22,11 @@ from ..corpus.outcome import parse_retry
 from ..corpus.selection import dismiss_list, select
 from ..corpus.sharding import parse_shard, refuse_merged, ops_phrase
 from ..corpus.stall import DEFAULT_STALL_S
-from ..corpus.standby import DEFAULT_OVERLAP_WIDTH, MAX_OVERLAP_WIDTH, record_overlap
+from ..corpus.standby import record_overlap
 from ..run.options import UNHOOKED_REPLAY
 from ..run.plan import named_backend
 from .group import main
+from .overlap import overlap_options, overlap_width_for, resumed_overlap
 from .common import (bench_options, echo_err, finite, handles_errors, keeps_on_interrupt,
                      not_empty, options_from, refuse_beside, refuse_vllm_beside, split_csv)
 
@@ -88,45 +89,6 @@ def executor_options(command):
              "pip install 'zlh[ray]'). --resume keeps the root's unless given.")(command)
 
 
-def overlap_options(command):
-    """--overlap and --overlap-width, of the corpus commands that run ops on this host's
-    devices (batch, screen); recorded in the root's plan, switchable on --resume."""
-    command = click.option(
-        "--overlap-width", type=click.IntRange(2, MAX_OVERLAP_WIDTH), default=None,
-        metavar="N",
-        help=f"With --overlap: ops (a screen: pairs) at once per device, 2 to "
-             f"{MAX_OVERLAP_WIDTH}. Default: {DEFAULT_OVERLAP_WIDTH}. With --resume: set it for "
-             f"the rest of the root.")(command)
-    return click.option(
-        "--overlap/--no-overlap", default=None,
-        help="Overlap what needs no device: per device, several ops (a screen: pairs) at once "
-             "(--overlap-width) and a warm spare worker, timed sections (and autotune "
-             "sweeps' timing) kept apart by the device's measurement lock. Default: off. "
-             "With --resume: switch it for the rest of the root (recorded in its plan).")(command)
-
-
-def overlap_width_for(executor: str, overlap: bool | None, width: int | None) -> int:
-    """The width of a new root's overlap; overlap on Ray, and --overlap-width without
-    --overlap, are refused."""
-    refuse_overlap_on_ray(executor, overlap)
-    if width is not None and not overlap:
-        raise errors.UsageError("--overlap-width sets how many ops run at once with --overlap: "
-                                "add --overlap, or leave out --overlap-width")
-    return width or DEFAULT_OVERLAP_WIDTH
-
-
-def resumed_overlap(plan: BatchPlan, overlap: bool | None, width: int | None) -> bool:
-    """--overlap/--no-overlap and --overlap-width on a resume: `plan` switched for the rest
-    of the root; True when either changed (the caller records it)."""
-    on = plan.overlap if overlap is None else overlap
-    if width is not None and not on:
-        raise errors.UsageError("--overlap-width sets how many ops run at once with overlap, "
-                                "which this root runs without: add --overlap")
-    before = (plan.overlap, plan.overlap_width)
-    plan.overlap, plan.overlap_width = on, width or plan.overlap_width
-    return (plan.overlap, plan.overlap_width) != before
-
-
 def corpus_lanes(executor: str, ray_address: str | None, backend: str | None,
                  devices: list[int] | None, option: str = "--devices") -> list[int]:
     """The lanes of a corpus command: this host's devices (check_devices), or with the ray
@@ -158,13 +120,6 @@ def corpus_inventory(adapter) -> dict:
     return {r["op"]: {"repo": r.get("repo", adapter.repo_of(r["op"])), "file": r.get("file", "-")}
             for r in adapter.describe_ops(include_hidden=True)}
 
-
-def refuse_overlap_on_ray(executor: str, overlap: bool | None) -> None:
-    """Overlap keeps two ops of one device apart with a lock on this host: a Ray actor holds
-    its GPU alone, so the two do not go together."""
-    if executor == "ray" and overlap:
-        raise errors.UsageError("--overlap runs with --executor local only (a Ray actor holds "
-                                "its GPU alone); drop one of them")
 
 
 @main.command()
@@ -295,12 +250,13 @@ def _resume(root: Path, vllm_dir, allow_env_change: bool, overlap: tuple,
     as recorded."""
     plan = resumed_plan(root, vllm_dir, allow_env_change)
     changed = resumed_executor(plan, executor, ray_address)
+    switch_overlap = resumed_overlap(plan, *overlap)
     corpus_lanes(plan.executor, plan.ray_address, plan.options.backend, plan.devices)
     hold_root(plan.root, "batch")
     if plan.env_change:                   # allowed: batch.json says from when and what
         record_env_change(plan.root, plan.env_change)
         plan.env = plan.env_change["to"]
-    if resumed_overlap(plan, *overlap):
+    if switch_overlap:
         record_overlap(plan.root, plan.overlap, plan.overlap_width)
     if changed:
         record_executor(plan.root, plan)

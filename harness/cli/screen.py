@@ -30,9 +30,8 @@ from ..corpus.standby import record_overlap
 from ..run.options import refuse_unhooked
 from .group import main
 from .batch import (SHARD_HELP, corpus_inventory, corpus_lanes, default_root, executor_options, hold_root,
-                    interrupted_hint, new_root, overlap_options, overlap_width_for,
-                    parse_devices, resumed_executor, resumed_overlap,
-                    retry_statuses)
+                    interrupted_hint, new_root, parse_devices, resumed_executor, retry_statuses)
+from .overlap import overlap_options, overlap_width_for, resumed_overlap
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
                      not_empty, options_from, parse_bench_args, refuse_beside,
                      refuse_vllm_beside, split_csv)
@@ -238,6 +237,7 @@ def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, 
     plan = read_plan(check_root(resume, "screen", "--resume"))
     refuse_merged({"merged": plan.base.merged}, resume, "screen")
     other_executor = resumed_executor(plan.base, executor, ray_address)
+    switch_overlap = resumed_overlap(plan.base, *overlap)
     where = f"{resume}/screen.json"
     adapter = corpus_adapter(plan.base.options, vllm_dir, where)
     check_plan(plan.base, adapter, where, (plan.a.python, plan.b.python), resolve=True)
@@ -252,7 +252,6 @@ def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, 
                  plan.base.devices)
     check_resume_files(plan)
     hold_root(plan.root, "screen")
-    switch_overlap = resumed_overlap(plan.base, *overlap)
     if other_executor or switch_overlap:
         record_screen_run_fields(plan)
     if changed:                           # allowed: screen.json says from when and what
@@ -264,6 +263,7 @@ def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, 
                 record_overlap(plan.root / side_folder(side, timed), plan.base.overlap,
                                plan.base.overlap_width)
     return _run(plan, resume=True, retry=statuses)
+
 
 def _check_scrub(patterns) -> None:
     try:

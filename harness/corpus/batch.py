@@ -106,7 +106,7 @@ class Batch:
                 if outcome is not None:
                     self.record(item.op, outcome, device)
                 return outcome is not None
-            in_order(items, runner.slots, one, self.stop)      # with overlap: two at once
+            in_order(items, runner.slots, one, self.stop)      # with overlap: several at once
 
     def open_lane(self, lane: Lane, device: int) -> LaneRunner:
         """What runs this batch's ops on `device` (its reused worker logs to

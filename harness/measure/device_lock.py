@@ -67,6 +67,7 @@ class DeviceLock:
         self.held_s = 0.0
         self.acquires = 0
         self.contended = 0             # acquires that had to wait
+        self.asides = 0                # times a sweep let it go to compile (stepped_aside)
         self.sections: list[tuple[float, float]] = []   # (enter, exit), epoch seconds
         self.opened_at = time.time()   # (for run.json: the run's span beside its sections)
         self.while_waiting: Callable[[], None] | None = None   # e.g. the run's heartbeat
@@ -77,7 +78,9 @@ class DeviceLock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
 
-    def acquire(self) -> None:
+    def acquire(self, counted: bool = True) -> None:
+        """Take the lock (re-entrant); `counted` False: a sweep taking it back after stepping
+        aside, not a new section (`acquires` and `contended` stay as they are)."""
         self._guard.acquire()          # another thread of this process waits here
         if self._depth:
             self._depth += 1
@@ -91,12 +94,13 @@ class DeviceLock:
                 with self._telling_while_waiting():
                     fcntl.flock(self._fd, fcntl.LOCK_EX)     # a signal's handler may raise here
                 self.waited_s += time.perf_counter() - started
-                self.contended += 1
+                self.contended += counted
         except BaseException:
             self._guard.release()
             raise
         self._depth, self._owner = 1, threading.get_ident()
-        self.acquires += 1
+        self.acquires += counted
+        self.asides += not counted
         self._entered, self._entered_at = time.perf_counter(), time.time()
 
     @contextlib.contextmanager
@@ -144,8 +148,8 @@ class DeviceLock:
         try:
             yield
         finally:
-            for _ in range(depth):
-                self.acquire()
+            for n in range(depth):
+                self.acquire(counted=n > 0)
 
     def close(self) -> None:
         with self._guard:
@@ -157,7 +161,7 @@ class DeviceLock:
         """What run.json records of the lock: its key, the wait, the timed sections."""
         return {"key": self.key, "wait_s": round(self.waited_s, 3),
                 "held_s": round(self.held_s, 3), "acquires": self.acquires,
-                "contended": self.contended,
+                "contended": self.contended, "asides": self.asides,
                 "run_span": [round(self.opened_at, 6), round(time.time(), 6)],
                 "sections": [[round(a, 6), round(b, 6)] for a, b in self.sections]}
 

@@ -304,6 +304,39 @@ def test_the_reset_after_a_sweep_belongs_to_the_sweep(capture):
             rows[reset.hash]["sweep_launches"]) == ("sweep loser", "0", "3")
 
 
+class _CachedTimingsTuner(Autotuner):
+    """A library tuner (FlagGems' LibTuner can) that fills a sweep from timings it keeps
+    elsewhere: no `_bench` call, then the reset after the sweep."""
+    def run(self, *args, **kwargs):
+        self.nargs = dict(zip(self.arg_names, args))
+        if "k" not in self.cache:                       # the key missed: a sweep
+            self.cache["k"] = self.configs[0]           # ... decided from kept timings
+            self.pre_hook(self.nargs, reset_only=True)
+        return self.fn.run(*args, **kwargs)
+
+
+def test_the_reset_counts_as_sweep_without_a_benchmark_too(capture, tmp_path):
+    from harness.compile import autotune as at
+    tuned, reset = K.compile_add(64, num_warps=2), K.compile_fill(64)
+    tuner = _CachedTimingsTuner(_TunedFn(tuned), ["x"], [triton.Config({"B": 1})], key=[],
+                                reset_to_zero=None, restore_value=None,
+                                pre_hook=lambda nargs, reset_only=False: K.launch(reset))
+    hook = at.AutotuneRecorder(tmp_path / "tuning", {"backend": "cpu", "provider": "builtin",
+                                                     "op": "add"})
+    hook.install()
+    try:
+        capture.begin_case("32", "float16")
+        for _ in range(2):
+            capture.timed(lambda: tuner.run(1))()
+        capture.end_case()
+    finally:
+        hook.uninstall()
+    capture.dump()
+    rows = {r["hash"]: r for r in read_index(capture.out_dir)}
+    assert (rows[tuned.hash]["role"], rows[tuned.hash]["launches"]) == ("measured", "2")
+    assert (rows[reset.hash]["role"], rows[reset.hash]["sweep_launches"]) == ("sweep loser", "1")
+
+
 def test_same_variants_same_names_in_another_run(tmp_path, triton_cache):
     """A second run that compiles the same variants in another order names them alike,
     and its IR fingerprint is equal."""

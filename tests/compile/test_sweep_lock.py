@@ -87,11 +87,43 @@ def test_with_the_lock_stepping_aside_each_config_compiles_before_it_is_timed(tm
         assert runs == [(True, False), (False, True), (True, False), (False, True),
                         (False, True)]
         assert HELD_DURING_BENCH == [True, True]
-        assert lock.acquires == 3 and lock._depth == 0      # the sweep's, and after each aside
+        assert (lock.acquires, lock.asides, lock._depth) == (1, 2, 0)   # the sweep's; 2 asides
         assert "_bench" not in vars(copy_kernel)            # the tuner is itself again
         runs.clear()
         launch(100)                                         # cached: no sweep, no compile
-        assert runs == [(False, False)] and lock.acquires == 3
+        assert runs == [(False, False)] and lock.acquires == 1
+    finally:
+        hook.uninstall()
+        lock.close()
+
+
+hooked_kernel = triton.autotune(
+    configs=[triton.Config({"BLOCK": 16}, num_warps=1),
+             triton.Config({"BLOCK": 32}, num_warps=1, pre_hook=lambda nargs: None)],
+    key=["n"], do_bench=bench)(copy_body)
+
+
+def test_a_config_with_its_own_pre_hook_compiles_inside_its_benchmark(tmp_path, monkeypatch):
+    """A config's pre-hook may change what is compiled (a TMA descriptor's block shape): it
+    is not compiled ahead, only the plain config is."""
+    lock = DeviceLock(tmp_path / "device-x.lock", "x")
+    LOCK[:] = [lock]
+    runs: list[tuple[bool, int]] = []
+    original = hooked_kernel.fn.run
+
+    def run(*args, warmup, **kwargs):
+        runs.append((warmup, kwargs["BLOCK"]))
+        return original(*args, warmup=warmup, **kwargs)
+    monkeypatch.setattr(hooked_kernel.fn, "run", run)
+    hook = at.AutotuneRecorder(tmp_path / "run", {"backend": "cpu", "provider": "builtin",
+                                                  "op": "copy"})
+    hook.sweep_section, hook.sweep_aside = lock.section, lock.stepped_aside
+    hook.install()
+    try:
+        x = torch.arange(100, dtype=torch.float32)
+        hooked_kernel[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, torch.empty_like(x), 100)
+        assert [block for warmup, block in runs if warmup] == [16]
+        assert lock.asides == 1 and lock.acquires == 1
     finally:
         hook.uninstall()
         lock.close()

@@ -276,3 +276,18 @@ def test_overlap_is_refused_on_ray(tmp_path, command):
                                        "--overlap", "--overlap-width", "3", *where])
     assert result.exit_code == 2 and "--executor local only" in result.output, result.output
     assert not (tmp_path / "r").exists()
+
+
+def test_a_refused_resume_writes_nothing(tmp_path):
+    """--overlap-width on a resume of a root without overlap, or overlap on a resume that runs
+    on Ray: refused (exit 2) before batch.json changes."""
+    cli = ["batch", "--adapter", "builtin", "--backend", "cpu", "--shapes", str(shapes(tmp_path)),
+           *FAST, "-q"]
+    result = CliRunner().invoke(main, [*cli, "--ops", "mm", "--out", str(tmp_path / "b")])
+    assert result.exit_code == 0, result.output
+    before = (tmp_path / "b/batch.json").read_text()
+    for extra, said in ((["--overlap-width", "4"], "add --overlap"),
+                        (["--overlap", "--executor", "ray"], "add --no-overlap")):
+        result = CliRunner().invoke(main, ["batch", "--resume", str(tmp_path / "b"), *extra])
+        assert result.exit_code == 2 and said in result.output, result.output
+        assert (tmp_path / "b/batch.json").read_text() == before

@@ -228,7 +228,8 @@ def test_stepping_aside_lets_the_lock_go_and_takes_it_back_at_the_same_depth(tmp
             assert lock._depth == 0 and _free(lock.path)
         assert lock._depth == 2 and not _free(lock.path)
     assert lock._depth == 0 and _free(lock.path)
-    assert lock.acquires == 2 and len(lock.sections) == 2
+    # one section entered, cut in two where it stepped aside: counted as an aside
+    assert (lock.acquires, lock.asides, len(lock.sections)) == (1, 1, 2)
     seen = []
 
     def from_another_thread():

@@ -21,7 +21,7 @@ import threading
 import time
 import weakref
 
-from ..ir.triton_hooks import sweeping
+from ..ir.triton_hooks import mark_reset, sweeping
 from .records import kernel_name
 
 UNCONTROLLED_FIELDS = {"autotune_mode": "uncontrolled"}
@@ -95,19 +95,23 @@ def _compile_aside(tuner, aside) -> bool:
     """For one sweep, the tuner's `_bench` (Triton's benchmark of one config, through which
     Triton's and FlagGems' tuners time every config) first compiles the config without
     launching it (`run(..., warmup=True)`), the device's lock stepped aside meanwhile: the
-    lock is held while configs are timed, not while they compile. False (nothing changed)
-    where the instance has a `_bench` of its own. A config that fails to compile here is
+    lock is held while configs are timed, not while they compile (a config with a pre-hook
+    of its own compiles in its benchmark). False (nothing changed) where the instance has a
+    `_bench` of its own. A config that fails to compile here is
     compiled again inside the benchmark, where the tuner handles the failure as usual."""
     if "_bench" in getattr(tuner, "__dict__", {"_bench": None}):
         return False
     bench = tuner._bench
 
     def _bench(*args, config, **meta):
-        with aside(), sweeping():
-            try:
-                tuner.fn.run(*args, **{**meta, **config.all_kwargs(), "warmup": True})
-            except Exception:  # noqa: BLE001 - the benchmark meets it again and handles it
-                pass
+        # A config's own pre-hook may change what is compiled (a TMA descriptor's block
+        # shape): such a config compiles inside its benchmark, as before.
+        if getattr(config, "pre_hook", None) is None:
+            with aside(), sweeping():
+                try:
+                    tuner.fn.run(*args, **{**meta, **config.all_kwargs(), "warmup": True})
+                except Exception:  # noqa: BLE001 - the benchmark meets it again, handles it
+                    pass
         return bench(*args, config=config, **meta)
     tuner._bench = _bench
     return True
@@ -235,6 +239,8 @@ class _TunerHook:
             else contextlib.nullcontext()
         section.__enter__()
         view.sweep = (section, time.perf_counter())
+        if view.tuner is not None:
+            mark_reset(view.tuner)     # a library tuner may fill its sweep from a cache
         if self.sweep_aside is not None and view.tuner is not None:
             view.compiling_aside = _compile_aside(view.tuner, self.sweep_aside)
 

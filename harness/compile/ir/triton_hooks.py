@@ -98,12 +98,20 @@ def _mark_reset(hook: Callable) -> Callable:
     return pre_hook
 
 
+def mark_reset(tuner) -> None:
+    """The tuner's pre-hook marked (once) so that its reset after a sweep counts as sweep:
+    from its first benchmark, or from the start of a sweep (a library tuner that fills its
+    sweep from a cache of timings still resets)."""
+    hook = getattr(tuner, "pre_hook", None)
+    if callable(hook) and not getattr(hook, "__zlh_sweep__", False):
+        with contextlib.suppress(AttributeError, TypeError):
+            tuner.pre_hook = _mark_reset(hook)
+
+
 def _mark_sweep(bench: Callable) -> Callable:
     @functools.wraps(bench)
     def _bench(self, *args, **kwargs):
-        hook = getattr(self, "pre_hook", None)
-        if callable(hook) and not getattr(hook, "__zlh_sweep__", False):
-            self.pre_hook = _mark_reset(hook)
+        mark_reset(self)
         return _swept(bench, self, *args, **kwargs)
     _bench.__zlh_sweep__ = True
     return _bench
