@@ -3,6 +3,8 @@ measurement lock is held, and the sweep's time is counted (run.json's sweep_s); 
 that hits its cache takes nothing."""
 from __future__ import annotations
 
+import contextlib
+
 import torch
 import triton
 import triton.language as tl
@@ -61,26 +63,38 @@ def test_a_sweep_holds_the_device_lock_and_is_timed(tmp_path):
         lock.close()
 
 
-def test_with_the_lock_stepping_aside_each_config_compiles_before_it_is_timed(tmp_path,
-                                                                               monkeypatch):
-    """Under overlap the sweep lets the device's lock go while it compiles a config (a run
-    with warmup=True: compiled, not launched) and holds it while it times it."""
+@contextlib.contextmanager
+def stepping_recorder(tmp_path, monkeypatch, kernel, note):
+    """A recording hook whose sweeps hold a device lock and step aside to compile; every
+    run of `kernel`'s function is logged as note(lock, warmup, kwargs). Yields (lock, log)."""
     lock = DeviceLock(tmp_path / "device-x.lock", "x")
     LOCK[:] = [lock]
     HELD_DURING_BENCH.clear()
-    copy_kernel.cache.clear()
-    runs: list[tuple[bool, bool]] = []
-    original = copy_kernel.fn.run
+    kernel.cache.clear()
+    log: list = []
+    original = kernel.fn.run
 
     def run(*args, warmup, **kwargs):
-        runs.append((warmup, lock._depth > 0))
+        log.append(note(lock, warmup, kwargs))
         return original(*args, warmup=warmup, **kwargs)
-    monkeypatch.setattr(copy_kernel.fn, "run", run)
+    monkeypatch.setattr(kernel.fn, "run", run)
     hook = at.AutotuneRecorder(tmp_path / "run", {"backend": "cpu", "provider": "builtin",
                                                   "op": "copy"})
     hook.sweep_section, hook.sweep_aside = lock.section, lock.stepped_aside
     hook.install()
     try:
+        yield lock, log
+    finally:
+        hook.uninstall()
+        lock.close()
+
+
+def test_with_the_lock_stepping_aside_each_config_compiles_before_it_is_timed(tmp_path,
+                                                                               monkeypatch):
+    """Under overlap the sweep lets the device's lock go while it compiles a config (a run
+    with warmup=True: compiled, not launched) and holds it while it times it."""
+    with stepping_recorder(tmp_path, monkeypatch, copy_kernel,
+                           lambda lock, warmup, kw: (warmup, lock._depth > 0)) as (lock, runs):
         launch(100)
         # per config: compiled with the lock let go, then timed holding it; then the call
         # itself (the sweep's section lasts until the tuned call returns)
@@ -92,9 +106,6 @@ def test_with_the_lock_stepping_aside_each_config_compiles_before_it_is_timed(tm
         runs.clear()
         launch(100)                                         # cached: no sweep, no compile
         assert runs == [(False, False)] and lock.acquires == 1
-    finally:
-        hook.uninstall()
-        lock.close()
 
 
 hooked_kernel = triton.autotune(
@@ -106,24 +117,9 @@ hooked_kernel = triton.autotune(
 def test_a_config_with_its_own_pre_hook_compiles_inside_its_benchmark(tmp_path, monkeypatch):
     """A config's pre-hook may change what is compiled (a TMA descriptor's block shape): it
     is not compiled ahead, only the plain config is."""
-    lock = DeviceLock(tmp_path / "device-x.lock", "x")
-    LOCK[:] = [lock]
-    runs: list[tuple[bool, int]] = []
-    original = hooked_kernel.fn.run
-
-    def run(*args, warmup, **kwargs):
-        runs.append((warmup, kwargs["BLOCK"]))
-        return original(*args, warmup=warmup, **kwargs)
-    monkeypatch.setattr(hooked_kernel.fn, "run", run)
-    hook = at.AutotuneRecorder(tmp_path / "run", {"backend": "cpu", "provider": "builtin",
-                                                  "op": "copy"})
-    hook.sweep_section, hook.sweep_aside = lock.section, lock.stepped_aside
-    hook.install()
-    try:
+    with stepping_recorder(tmp_path, monkeypatch, hooked_kernel,
+                           lambda lock, warmup, kw: (warmup, kw["BLOCK"])) as (lock, runs):
         x = torch.arange(100, dtype=torch.float32)
         hooked_kernel[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, torch.empty_like(x), 100)
         assert [block for warmup, block in runs if warmup] == [16]
         assert lock.asides == 1 and lock.acquires == 1
-    finally:
-        hook.uninstall()
-        lock.close()
