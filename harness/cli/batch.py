@@ -121,7 +121,6 @@ def corpus_inventory(adapter) -> dict:
             for r in adapter.describe_ops(include_hidden=True)}
 
 
-
 @main.command()
 @click.option("--all", "all_ops", is_flag=True, help="Every benchmark function of the corpus.")
 @click.option("--ops", multiple=True, callback=split_csv, metavar="A,B",

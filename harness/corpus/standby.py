@@ -48,6 +48,7 @@ from .threads import run_lanes
 # --overlap-width: units a lane runs at once with overlap (a plan older than it: 2)
 DEFAULT_OVERLAP_WIDTH, MAX_OVERLAP_WIDTH = 2, 8
 
+
 class WarmPool:
     """The lane's spare worker: launched (and importing) before anyone needs it.
 

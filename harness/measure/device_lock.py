@@ -94,13 +94,16 @@ class DeviceLock:
                 with self._telling_while_waiting():
                     fcntl.flock(self._fd, fcntl.LOCK_EX)     # a signal's handler may raise here
                 self.waited_s += time.perf_counter() - started
-                self.contended += counted
+                if counted:
+                    self.contended += 1
         except BaseException:
             self._guard.release()
             raise
         self._depth, self._owner = 1, threading.get_ident()
-        self.acquires += counted
-        self.asides += not counted
+        if counted:
+            self.acquires += 1
+        else:
+            self.asides += 1
         self._entered, self._entered_at = time.perf_counter(), time.time()
 
     @contextlib.contextmanager
@@ -148,8 +151,8 @@ class DeviceLock:
         try:
             yield
         finally:
-            for n in range(depth):
-                self.acquire(counted=n > 0)
+            for _ in range(depth):
+                self.acquire(counted=False)
 
     def close(self) -> None:
         with self._guard:

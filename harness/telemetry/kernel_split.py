@@ -211,9 +211,9 @@ def case_sums(rows: list[dict[str, str]], timer: str | None = None) -> list[dict
             continue
         case["kernels_us"] += time_us
         case["kernels"] += 1
-        for key_ in ("op_latency_us", "span_us"):
-            value = finite(row.get("op_span_us" if key_ == "span_us" else key_))
-            case[key_] = value if value is not None else case[key_]
+        for field, column in (("op_latency_us", "op_latency_us"), ("span_us", "op_span_us")):
+            value = finite(row.get(column))
+            case[field] = value if value is not None else case[field]
     for case in cases.values():
         latency, span = case["op_latency_us"], case["span_us"]
         case["kernels_us"] = round(case["kernels_us"], 3)

@@ -11,7 +11,6 @@ and convert_layout, then the screen's verdict and note per op.
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -20,6 +19,8 @@ sys.path.insert(0, str(ROOT))
 
 from harness.compile.ir.fingerprint import read_index  # noqa: E402
 from harness.compile.ir.kernel_meta import META_COLUMNS  # noqa: E402
+from harness.common.errors import UsageError  # noqa: E402
+from harness.store.reader import read_info  # noqa: E402
 from harness.telemetry.kernel_split import case_sums, read_split  # noqa: E402
 
 LIMIT_PCT = 2.0
@@ -28,8 +29,8 @@ LIMIT_PCT = 2.0
 def _timer(run: str) -> str | None:
     """The run's timer (run.json's caliber), for files that do not name one."""
     try:
-        return json.loads((Path(run) / "run.json").read_text())["caliber"]["timer"]
-    except (OSError, ValueError, KeyError, TypeError):
+        return (read_info(run).get("caliber") or {}).get("timer")
+    except UsageError:
         return None
 
 

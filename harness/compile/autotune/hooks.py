@@ -97,8 +97,8 @@ def _compile_aside(tuner, aside) -> bool:
     launching it (`run(..., warmup=True)`), the device's lock stepped aside meanwhile: the
     lock is held while configs are timed, not while they compile (a config with a pre-hook
     of its own compiles in its benchmark). False (nothing changed) where the instance has a
-    `_bench` of its own. A config that fails to compile here is
-    compiled again inside the benchmark, where the tuner handles the failure as usual."""
+    `_bench` of its own. A config that fails to compile here is compiled again inside the
+    benchmark, where the tuner handles the failure as usual."""
     if "_bench" in getattr(tuner, "__dict__", {"_bench": None}):
         return False
     bench = tuner._bench
