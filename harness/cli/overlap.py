@@ -21,9 +21,9 @@ def overlap_options(command):
     return click.option(
         "--overlap/--no-overlap", default=None,
         help="Overlap what needs no device: per device, several ops (a screen: pairs) at once "
-             "(--overlap-width) and a warm spare worker, timed sections (and autotune "
-             "sweeps' timing) kept apart by the device's measurement lock. Default: off. "
-             "With --resume: switch it for the rest of the root (recorded in its plan).")(command)
+             "(--overlap-width) and a warm spare worker; one op at a time works on the device "
+             "(its lock, let go while Triton compiles). Default: off. With --resume: switch "
+             "it for the rest of the root (recorded in its plan).")(command)
 
 
 def overlap_width_for(executor: str, overlap: bool | None, width: int | None) -> int:

@@ -43,7 +43,7 @@ class BatchPlan:
     # made: {n, digest, shards, ...} (merge.py). Kept as they are through a resume.
     shard: dict | None = None
     merged: dict | None = None
-    overlap: bool = False               # several ops at once per lane, timed sections apart
+    overlap: bool = False               # several ops at once per lane, one on the device
     overlap_width: int = DEFAULT_OVERLAP_WIDTH   # how many, with overlap
     executor: str = "local"             # who runs the ops (executor.py): local, ray
     ray_address: str | None = None      # --ray-address of the ray executor (None: auto)

@@ -1,34 +1,35 @@
 """Overlap on one device lane (`--overlap`): a warm standby worker, and several ops at a time
-(`--overlap-width`, 2 by default) whose timed sections take turns on the device.
+(`--overlap-width`, 2 by default) that take turns on the device.
 
-A worker's life is import, input building, compilation and measurement; only measurement
-needs the device alone. With overlap a lane
+A worker's life is import, input building, compilation and measurement; everything that
+launches on the device needs it alone, because another process's launches during a timed
+section move its numbers (tests/device/overlap_cause.py). With overlap a lane
 
 - keeps one spare worker started and imported (torch, zlh's runner, the adapter's library:
   worker.py's warm start) while its workers measure: a replacement — after a CRASH, a
   POISONED device, memory held, a changed process state, a retry — takes the spare at once
   and a new spare starts (`WarmPool`);
 - runs up to `--overlap-width` units at once, handed out in order (`in_order`): the next ops
-  (or the next pairs of a screen) import, build their inputs and compile — an autotune sweep
-  its configs too — while the current one measures.
-  Timed sections never overlap: every process of the lane takes the device's measurement lock
-  around each case's timed section and each autotune sweep (harness/measure/device_lock.py;
-  the lane sets ZLH_DEVICE_LOCK_DIR).
+  (or the next pairs of a screen) import and compile — an autotune sweep its configs too —
+  while the current one works on the device.
+  Device work never overlaps: every run of the lane holds the device's lock from its first
+  case's inputs to its last case's check and lets it go only while Triton compiles
+  (harness/run/phases.py, harness/compile/aside.py; the lane sets ZLH_DEVICE_LOCK_DIR).
 
 What stays attributed to the right op (`OverlapLane`): each op has its own worker process, so
 its own timeout, crash, memory-held and process-state checks (the memory a worker holds is
 its own process's). What a neighbour could cause — a device made unusable, device memory
-taken, a hang inside its timed section holding the lock — shows as a failure of the op beside
-it: so an attempt that ran beside another and did not end cleanly runs again alone (the lane
-waits until nothing else runs and starts nothing beside it) and that second attempt is the
-op's answer. A TIMEOUT runs again alone only when an attempt beside it also ended in TIMEOUT
-or POISONED (a hang elsewhere can hold the lock; a clean neighbour cannot have held it long).
-A usage error (exit 2: bad input, decided before any device work) is never run again.
+taken, a hang holding the lock — shows as a failure of the op beside it: so an attempt that
+ran beside another and did not end cleanly runs again alone (the lane waits until nothing
+else runs and starts nothing beside it) and that second attempt is the op's answer. A
+TIMEOUT runs again alone only when an attempt beside it also ended in TIMEOUT or POISONED (a
+hang elsewhere can hold the lock; a clean neighbour cannot have held it long). A usage error
+(exit 2: bad input, decided before any device work) is never run again.
 
-Not kept apart: one op's device work outside timed sections (inputs built on the device, a
-case's first call, the output check) may land in the other's timed section, where the two
-processes then share the device in time slices. tests/device/check_overlap.sh measures what
-that does to the numbers (an A/A with and without overlap); overlap is off by default.
+Not kept apart: what a worker does on the device outside a run (its start: a CUDA context,
+the library's import), which measured as harmless to a neighbour's numbers (an idle context
+with memory held). tests/device/check_overlap.sh measures the whole (an A/A with and without
+overlap); overlap is off by default.
 """
 from __future__ import annotations
 

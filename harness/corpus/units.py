@@ -36,7 +36,7 @@ class OpWork:
 
 class LaneRunner(ABC):
     """The units of one device lane, run one at a time (`slots` > 1: the engine may hand it
-    that many at once, from as many threads; it keeps their timed sections apart)."""
+    that many at once, from as many threads; one of them works on the device at a time)."""
 
     slots = 1
 
@@ -112,8 +112,8 @@ class LocalLane(LaneRunner):
 
 class OverlapLane(LocalLane):
     """This machine, with overlap (standby.py): `slots` units at once (--overlap-width), each
-    thread its own worker, a warm spare behind them, the device's lock around timed sections;
-    an attempt that ran beside another and did not end cleanly runs again alone."""
+    thread its own worker, a warm spare behind them, the device's lock around each run's
+    device work; an attempt that ran beside another and did not end cleanly runs again alone."""
 
     def __init__(self, lane: Lane, worker_log: Path | None, turns: Turns | None = None,
                  slots: int = DEFAULT_OVERLAP_WIDTH):

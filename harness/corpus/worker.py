@@ -65,6 +65,7 @@ def run_job(job: dict) -> dict:
     """One op: run it, keep its output in its log, reset state afterwards."""
     importing = time.perf_counter()
     import torch  # noqa: F401 - every op needs it: its import is the cold worker's cost
+    from ..run import phases
     from ..run.options import BenchOptions      # after die_with_parent
     from ..run.runner import run_bench
     imported = time.perf_counter() - importing    # a cold worker's first job: seconds
@@ -74,7 +75,8 @@ def run_job(job: dict) -> dict:
     log = Path(job["log"])
     log.parent.mkdir(parents=True, exist_ok=True)
     options = None
-    with _output_to(log):
+    # the device's lock (overlap), once the run takes it, is held through the reset below
+    with _output_to(log), phases.job_holding():
         try:
             options = BenchOptions.from_argv(job.get("args", ()), argv=job.get("argv"))
             with _round_state(job.get("round"), options):

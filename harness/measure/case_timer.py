@@ -59,7 +59,8 @@ class CaseTimer:
     @contextlib.contextmanager
     def first_call(self):
         """A case's first call of its function under test, outside any timed section: its
-        compilation, an autotune sweep (which holds the lock itself), lazy set-up."""
+        compilation, an autotune sweep, lazy set-up (under the run's hold of the lock, where
+        one is named)."""
         started = time.perf_counter()
         try:
             yield

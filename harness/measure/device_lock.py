@@ -1,11 +1,15 @@
-"""One timed section at a time per device, across processes.
+"""One process at a time works on a device, across processes.
 
-Two processes may share a device while only one of them times: the other imports, builds
-inputs or compiles (a corpus command's overlap). The timing core holds the device's lock
-around each timed section — the warm-up and timed calls of one case, its baseline and its
-function under test together — and an autotune sweep holds it while it times its configs;
-nothing else takes it. A second process that reaches its timed section waits for the first
-to leave its own.
+Two processes may share a device while only one of them works on it: the other imports or
+compiles (a corpus command's overlap). Whoever launches on the device holds its lock: a run
+holds it from its first case's inputs to its last case's check (harness/run/phases.py) and
+steps aside while Triton compiles (host work); the timing core holds it around each timed
+section as well (re-entrant: within a run's hold that costs nothing), so a timer used on its
+own is covered too. Device work of another process during a timed section is not harmless:
+on an H200, kernels of a few microseconds read up to 16 % faster while a neighbour launches
+small kernels (tests/device/overlap_cause.py), while host load and a neighbour's idle context
+with memory held change nothing. A second process that needs the device waits for the first
+to let it go.
 
 The lock is a file lock (flock) on `<folder>/device-<key>.lock`, `key` the device's identity
 as the backend gives it (its UUID where there is one), so every process that names the same
@@ -25,6 +29,7 @@ import re
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -45,6 +50,18 @@ def lock_folder(environ: Mapping[str, str] | None = None) -> Path | None:
     return Path(value) if value and fcntl is not None else None
 
 
+@dataclass(frozen=True)
+class Mark:
+    """The lock's counters at a moment: what a run (or a worker's job) reports is what
+    happened since its mark."""
+    at: float = 0.0              # epoch seconds
+    waited_s: float = 0.0
+    acquires: int = 0
+    contended: int = 0
+    asides: int = 0
+    sections: int = 0            # how many stretches were recorded before it
+
+
 def lock_file_name(key: str) -> str:
     """`device-<key>.lock`, the key kept to file-name characters."""
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", key.strip())[:120] or "unknown"
@@ -52,7 +69,7 @@ def lock_file_name(key: str) -> str:
 
 
 class DeviceLock:
-    """The lock of one device in this process: re-entrant (a sweep inside a timed section
+    """The lock of one device in this process: re-entrant (a timed section inside a run's hold
     does not wait for itself), shared by this process's threads."""
 
     def __init__(self, path: Path, key: str = ""):
@@ -67,7 +84,7 @@ class DeviceLock:
         self.held_s = 0.0
         self.acquires = 0
         self.contended = 0             # acquires that had to wait
-        self.asides = 0                # times a sweep let it go to compile (stepped_aside)
+        self.asides = 0                # times it was let go for a compile (stepped_aside)
         self.sections: list[tuple[float, float]] = []   # (enter, exit), epoch seconds
         self.opened_at = time.time()   # (for run.json: the run's span beside its sections)
         self.while_waiting: Callable[[], None] | None = None   # e.g. the run's heartbeat
@@ -79,8 +96,8 @@ class DeviceLock:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
 
     def acquire(self, counted: bool = True) -> None:
-        """Take the lock (re-entrant); `counted` False: a sweep taking it back after stepping
-        aside, not a new section (`acquires` and `contended` stay as they are)."""
+        """Take the lock (re-entrant); `counted` False: taking it back after stepping aside,
+        not a new hold (`acquires` and `contended` stay as they are)."""
         self._guard.acquire()          # another thread of this process waits here
         if self._depth:
             self._depth += 1
@@ -141,10 +158,9 @@ class DeviceLock:
 
     @contextlib.contextmanager
     def stepped_aside(self):
-        """This thread's hold let go for the block — another process's timed section may run
+        """This thread's hold let go for the block — another process may work on the device
         meanwhile — and taken back after it at the same depth (waiting, if need be, like any
-        acquire); nothing when this thread does not hold the lock. An autotune sweep compiles
-        its next config so."""
+        acquire); nothing when this thread does not hold the lock. Triton compiles so."""
         depth = self._depth if self._owner == threading.get_ident() else 0
         for _ in range(depth):
             self.release()
@@ -160,22 +176,47 @@ class DeviceLock:
                 os.close(self._fd)
                 self._fd = None
 
-    def run_fields(self) -> dict:
-        """What run.json records of the lock: its key, the wait, the timed sections."""
-        return {"key": self.key, "wait_s": round(self.waited_s, 3),
-                "held_s": round(self.held_s, 3), "acquires": self.acquires,
-                "contended": self.contended, "asides": self.asides,
-                "run_span": [round(self.opened_at, 6), round(time.time(), 6)],
-                "sections": [[round(a, 6), round(b, 6)] for a, b in self.sections]}
+    def mark(self) -> Mark:
+        """The counters now (`run_fields(since=...)` reports what came after)."""
+        return Mark(time.time(), self.waited_s, self.acquires, self.contended, self.asides,
+                    len(self.sections))
+
+    def run_fields(self, since: Mark | None = None) -> dict:
+        """What run.json records of the lock since `since` (default: since it was made): its
+        key, the wait, the stretches held — the one still held now (by an enclosing hold, a
+        worker's job) up to now — each clipped to the mark."""
+        since = since or Mark(self.opened_at)
+        now = time.time()
+        stretches = list(self.sections[since.sections:])
+        if self._depth:
+            stretches.append((self._entered_at, now))
+        stretches = [(max(a, since.at), b) for a, b in stretches if b > since.at]
+        return {"key": self.key, "wait_s": round(self.waited_s - since.waited_s, 3),
+                "held_s": round(sum(b - a for a, b in stretches), 3),
+                "acquires": self.acquires - since.acquires,
+                "contended": self.contended - since.contended,
+                "asides": self.asides - since.asides,
+                "run_span": [round(since.at, 6), round(now, 6)],
+                "sections": [[round(a, 6), round(b, 6)] for a, b in stretches]}
+
+
+_SHARED: dict[Path, DeviceLock] = {}
+_SHARED_GUARD = threading.Lock()
 
 
 def for_device(key: str, environ: Mapping[str, str] | None = None) -> DeviceLock | None:
     """The lock of the device `key` names (the backend's identity of it), or None where the
-    environment names no lock folder."""
+    environment names no lock folder. One object per lock file in a process: a worker's
+    job and the run inside it hold the same lock (two open files would block each other)."""
     folder = lock_folder(environ)
     if folder is None:
         return None
-    return DeviceLock(folder / lock_file_name(key), key)
+    path = folder / lock_file_name(key)
+    with _SHARED_GUARD:
+        lock = _SHARED.get(path)
+        if lock is None:
+            lock = _SHARED[path] = DeviceLock(path, key)
+    return lock
 
 
 def default_folder() -> Path:

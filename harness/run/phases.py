@@ -8,15 +8,20 @@ timing core already stand, at no cost per timed call:
     sweep_s      tuned calls whose tuner missed its cache and timed its configs (hooked
                  tuners only: absent under --no-autotune-hooks)
     measure_s    inside timed sections: warm-up and timed calls of every case
-    lock_wait_s  waiting for another process's timed section on the same device (0 where no
-                 lock is taken); `device_lock` then has its key and the sections' times
+    lock_wait_s  waiting for another process's device work on the same device (0 where no
+                 lock is taken); `device_lock` then has its key and the held stretches' times
 
 The lock is the timing core's (harness/measure/device_lock.py); it is on where the process's
-environment names a lock folder (a corpus command that overlaps its ops sets it).
+environment names a lock folder (a corpus command that overlaps its ops sets it). A run
+holds it while it works on the device — from its first case's inputs to its last case's
+check — and lets it go while Triton compiles (harness/compile/aside.py).
 """
 from __future__ import annotations
 
+import contextlib
+
 from ..common.errors import UsageError
+from ..compile.aside import compiles_aside
 from ..measure import device_lock
 from ..measure.device_lock import DeviceLock
 
@@ -37,25 +42,56 @@ def lock_for(backend_name: str, card: str, index: int) -> DeviceLock | None:
     return lock
 
 
-def hold_during_sweeps(hook, lock: DeviceLock | None) -> None:
-    """An autotune sweep times configs on the device: it holds the lock as a timed section
-    does, and steps aside while it compiles a config."""
-    if lock is not None:
-        hook.sweep_section, hook.sweep_aside = lock.section, lock.stepped_aside
+_job: contextlib.ExitStack | None = None     # a worker's job (`job_holding`), while it lasts
 
 
-def phase_fields(case_timer, hook, lock: DeviceLock | None) -> dict:
-    """compile_s, sweep_s, measure_s, lock_wait_s (and device_lock) of a finished run."""
+@contextlib.contextmanager
+def job_holding():
+    """A corpus worker's job: a lock its run takes stays held until the job ends, so the
+    worker's reset after the run (kernel caches dropped, the allocator's cache emptied: device
+    work too) happens before a neighbour may time."""
+    global _job
+    with contextlib.ExitStack() as held:
+        _job = held
+        try:
+            yield
+        finally:
+            _job = None
+
+
+@contextlib.contextmanager
+def holding_device(lock: DeviceLock | None):
+    """The run's device work under the lock (nothing where there is none), each Triton
+    compile with the lock let go. Another process's launches during a timed section move
+    its numbers (on an H200, kernels of a few µs read up to 16 % faster), so no neighbour may
+    launch while this run works on the device; compiling is host work and overlaps. Inside
+    `job_holding` the lock stays held after the block, until the job ends."""
+    if lock is None:
+        yield
+        return
+    if _job is not None:
+        lock.acquire()
+        _job.callback(lock.release)
+    with lock.section(), compiles_aside(lock.stepped_aside):
+        yield
+
+
+def phase_fields(case_timer, hook, lock: DeviceLock | None, since=None) -> dict:
+    """compile_s, sweep_s, measure_s, lock_wait_s (and device_lock) of a finished run; the
+    lock's part since `since` (its mark as the run began: the lock may serve several runs of
+    one process)."""
     measured = case_timer is not None
     sweep = getattr(hook, "sweep_s", 0.0) if getattr(hook, "mode", "") != "uncontrolled" \
         else None
     first_call = case_timer.first_call_s if measured else 0.0
     out = {"compile_s": round(max(0.0, first_call - (sweep or 0.0)), 3),
            "measure_s": round(case_timer.measure_s if measured else 0.0, 3),
-           "lock_wait_s": round(lock.waited_s, 3) if lock is not None else 0.0}
+           "lock_wait_s": 0.0}
     if sweep is not None:
         out["sweep_s"] = round(sweep, 3)
     if lock is not None:
-        out["device_lock"] = lock.run_fields()
-        lock.close()
+        out["device_lock"] = lock.run_fields(since)
+        out["lock_wait_s"] = out["device_lock"]["wait_s"]
+        lock.while_waiting = None        # the run's heartbeat: not a later run's
+        lock.close()                     # (a no-op while a worker's job still holds it)
     return out

@@ -93,7 +93,8 @@ def run_op(plan: BenchPlan, op: str, echo: Echo | None = None,
         held.release()
         run.announce()               # header line, warnings
         run.install_hooks()          # autotune record or replay; IR capture
-        with run.library_log:        # other libraries' log lines: to run.log, once each
+        # other libraries' log lines: to run.log, once each; the device's lock, where named
+        with run.library_log, phases.holding_device(run.device_lock):
             run.measure_cases()      # per case: seed, build, check, time; files rewritten
     except DevicePoisonedError as exc:
         status = "poisoned"
@@ -162,8 +163,10 @@ class OpRun:
         self.library_log = LibraryLog(self.dir.log)
         self.heartbeat = Heartbeat(run_dir.path)      # beats now, at each case end, compile
         self.case_timer, self.device_lock = None, device_lock   # the device's, where named
-        if device_lock is not None:    # waiting for a neighbour's timed section is no hang
+        self.lock_mark = None
+        if device_lock is not None:    # waiting for a neighbour's device work is no hang
             device_lock.while_waiting = self.heartbeat.beat
+            self.lock_mark = device_lock.mark()      # what this run did with it comes after
 
     @classmethod
     def open(cls, plan: BenchPlan, op: str, echo: Echo, progress: Echo | None) -> "OpRun":
@@ -240,7 +243,6 @@ class OpRun:
             self.tuner_hook = autotune.AutotuneRecorder(self.dir.path, {
                 "backend": plan.backend.name, "provider": plan.adapter.name, "op": op,
                 "versions": self.info["versions"]})
-        phases.hold_during_sweeps(self.tuner_hook, self.device_lock)
         self.tuner_hook.install(plan.adapter.tuner_support())
         if plan.options.ir:
             stage = plan.options.ir_stage
@@ -374,7 +376,8 @@ class OpRun:
             "finished_at": iso_time(finished),
             "wall_s": round(max(0.0, finished - self.started), 3),   # a clock stepped back
             "inputs_s": round(self.inputs.total_s, 3),
-            **phases.phase_fields(self.case_timer, self.tuner_hook, self.device_lock),
+            **phases.phase_fields(self.case_timer, self.tuner_hook, self.device_lock,
+                                 self.lock_mark),
         })
         if reason:
             self.info["reason"] = reason

@@ -7,6 +7,7 @@ import os
 import stat
 import textwrap
 
+from conftest import CPU_FAST
 from harness.corpus.outcome import CRASH_RC, GIB, MEMORY_HELD_LIMIT, judge
 from harness.corpus.supervisor import Lane, Worker, held_too_much
 from harness.run.options import BenchOptions
@@ -121,3 +122,23 @@ def test_memory_held_only_by_garbage_cycles_is_freed_not_counted(monkeypatch):
         assert worker._reset(options) == 2 << 30
     finally:
         gc.enable()
+
+
+def test_the_workers_reset_holds_the_device_lock_its_run_took(tmp_path, monkeypatch):
+    """Under overlap the reset after an op (caches dropped, allocator emptied) is device
+    work: it happens under the lock the run took, released once the job ends."""
+    from harness.corpus import worker
+    from harness.measure import device_lock
+    monkeypatch.setenv(device_lock.LOCK_DIR_ENV, str(tmp_path / "locks"))
+    seen = []
+    reset = worker._reset
+
+    def watched(options):
+        lock = device_lock.for_device("cpu-index 0")
+        seen.append(lock._depth)
+        return reset(options)
+    monkeypatch.setattr(worker, "_reset", watched)
+    reply = worker.run_job({"op": "add", "args": [*CPU_FAST, "--out", str(tmp_path / "out")],
+                            "log": str(tmp_path / "op.log")})
+    assert reply["rc"] == 0, (tmp_path / "op.log").read_text()[-2000:]
+    assert seen == [1] and device_lock.for_device("cpu-index 0")._depth == 0

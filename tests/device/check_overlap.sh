@@ -47,7 +47,8 @@ for done in sorted(root.glob("*/.complete")):
     lock = info.get("device_lock") or {}
     print(f"   {c['op']:<14} {c['status']:<8} elapsed {c['elapsed_s']:6.1f}s start {c.get('start_s', 0):5.1f}s "
           f"measure {info.get('measure_s', 0):5.1f}s lock wait {info.get('lock_wait_s', 0):5.2f}s "
-          f"({lock.get('contended', 0)}/{lock.get('acquires', 0)} contended)")
+          f"({lock.get('contended', 0)}/{lock.get('acquires', 0)} contended, "
+          f"{lock.get('asides', 0)} compiles let it go)")
 EOF
 (cd "$WORK" && tar czf "$OUT/overlap_roots.tgz" --exclude='.cache-*' --exclude='*.ttgir' --exclude='*.ptx' \
   --exclude='*.llir' --exclude='*.cubin' --exclude='*.json.gz' plain over again)

@@ -136,7 +136,7 @@ def test_no_folder_no_lock(monkeypatch):
 def test_a_run_waits_for_the_device_and_records_the_wait(tmp_path):
     """`zlh bench` under ZLH_DEVICE_LOCK_DIR, its device's lock held by another process
     (here the test) until the run waits for it: run.json says how long it waited, and its
-    timed sections come after the other's."""
+    device work comes after the other's, in one hold."""
     folder = tmp_path / "locks"
     held = for_device("cpu-index 0", {device_lock.LOCK_DIR_ENV: str(folder)})
     held.acquire()
@@ -158,6 +158,12 @@ def test_a_run_waits_for_the_device_and_records_the_wait(tmp_path):
     assert info["device_lock"]["key"] == "cpu-index 0"
     sections = info["device_lock"]["sections"]
     assert sections and all(enter >= released - 0.01 for enter, _ in sections)
+    # one hold for the run's device work (inputs, checks, every case's timed section), not
+    # one per case: nothing compiles under the interpreter, so it is never let go
+    assert info["device_lock"]["acquires"] == 1 and len(sections) == 1
+    assert info["device_lock"]["asides"] == 0
+    run_dir = next((tmp_path / "out").glob("add_*"))
+    assert len((run_dir / "results.jsonl").read_text().splitlines()) > 1
     assert info["measure_s"] > 0 and info["compile_s"] >= 0 and "sweep_s" in info
 
 
@@ -240,4 +246,30 @@ def test_stepping_aside_lets_the_lock_go_and_takes_it_back_at_the_same_depth(tmp
         helper.start()
         helper.join()
     assert seen == [(1, False)]
+    lock.close()
+
+
+def test_one_lock_object_per_lock_file_in_a_process(tmp_path):
+    """A worker's job and the run inside it meet on the same object: two open files of one
+    lock in one process would block each other."""
+    env = {device_lock.LOCK_DIR_ENV: str(tmp_path / "locks")}
+    assert for_device("cuda-GPU-1", env) is for_device("cuda-GPU-1", env)
+    assert for_device("cuda-GPU-1", env) is not for_device("cuda-GPU-2", env)
+
+
+def test_a_run_reports_what_came_after_its_mark_the_held_stretch_up_to_now(tmp_path):
+    lock = DeviceLock(tmp_path / "device-x.lock", "x")
+    with lock.section():
+        pass                                  # an earlier run's: not this one's
+    lock.acquire()                            # a worker's job holds it as the run begins
+    mark = lock.mark()
+    with lock.section(), lock.stepped_aside():
+        pass                                  # the run lets it go once (a compile)
+    fields = lock.run_fields(mark)
+    assert (fields["acquires"], fields["asides"], fields["contended"]) == (0, 1, 0)
+    (a1, b1), (a2, b2) = fields["sections"]   # before the aside (from the mark), and now
+    assert mark.at <= a1 <= b1 <= a2 <= b2 and fields["run_span"][0] == round(mark.at, 6)
+    assert fields["held_s"] == round((b1 - a1) + (b2 - a2), 3)
+    lock.release()
+    assert len(lock.run_fields(mark)["sections"]) == 2     # released: the same two stretches
     lock.close()

@@ -21,7 +21,7 @@ import threading
 import time
 import weakref
 
-from ..ir.triton_hooks import mark_reset, sweeping
+from ..ir.triton_hooks import mark_reset
 from .records import kernel_name
 
 UNCONTROLLED_FIELDS = {"autotune_mode": "uncontrolled"}
@@ -42,9 +42,8 @@ class _CacheView:
         self.last_key = _NO_KEY
         self.served = None
         self.hook = hook
-        self.sweep = None          # (the device section, its start) while the tuner sweeps
+        self.sweep = None          # its start (perf_counter) while the tuner sweeps
         self.tuner = None          # the tuner whose cache this is (set by _viewing)
-        self.compiling_aside = False   # its _bench compiles each config first (_compile_aside)
 
     def _forced(self, key):
         self.last_key = key
@@ -91,32 +90,6 @@ def _viewing(tuner, view: _CacheView):
             tuner.cache = view.base
 
 
-def _compile_aside(tuner, aside) -> bool:
-    """For one sweep, the tuner's `_bench` (Triton's benchmark of one config, through which
-    Triton's and FlagGems' tuners time every config) first compiles the config without
-    launching it (`run(..., warmup=True)`), the device's lock stepped aside meanwhile: the
-    lock is held while configs are timed, not while they compile (a config with a pre-hook
-    of its own compiles in its benchmark). False (nothing changed) where the instance has a
-    `_bench` of its own. A config that fails to compile here is compiled again inside the
-    benchmark, where the tuner handles the failure as usual."""
-    if "_bench" in getattr(tuner, "__dict__", {"_bench": None}):
-        return False
-    bench = tuner._bench
-
-    def _bench(*args, config, **meta):
-        # A config's own pre-hook may change what is compiled (a TMA descriptor's block
-        # shape): such a config compiles inside its benchmark, as before.
-        if getattr(config, "pre_hook", None) is None:
-            with aside(), sweeping():
-                try:
-                    tuner.fn.run(*args, **{**meta, **config.all_kwargs(), "warmup": True})
-                except Exception:  # noqa: BLE001 - the benchmark meets it again, handles it
-                    pass
-        return bench(*args, config=config, **meta)
-    tuner._bench = _bench
-    return True
-
-
 class _TunerState:
     """What a hook remembers per tuner instance: its kernel name and per-key memos."""
 
@@ -148,11 +121,6 @@ class _TunerHook:
     """
 
     mode = "uncontrolled"
-    # Entered while a tuned call sweeps (its cache missed the key: it times its configs):
-    # the device's measurement lock, set by the run; None: nothing to hold. `sweep_aside`
-    # (the lock's stepped_aside), where set, lets it go while each config is compiled.
-    sweep_section = None
-    sweep_aside = None
 
     def __init__(self):
         self.sweep_s = 0.0          # time of the tuned calls that swept
@@ -235,24 +203,15 @@ class _TunerHook:
         raise NotImplementedError
 
     def _sweep_begins(self, view: _CacheView) -> None:
-        section = self.sweep_section() if self.sweep_section is not None \
-            else contextlib.nullcontext()
-        section.__enter__()
-        view.sweep = (section, time.perf_counter())
+        """A miss: the tuner times its configs now (on the device, under the run's hold of
+        its lock where one is named; each config compiles with it let go, compile/aside.py)."""
+        view.sweep = time.perf_counter()
         if view.tuner is not None:
             mark_reset(view.tuner)     # a library tuner may fill its sweep from a cache
-        if self.sweep_aside is not None and view.tuner is not None:
-            view.compiling_aside = _compile_aside(view.tuner, self.sweep_aside)
 
     def _sweep_ends(self, view: _CacheView) -> None:
-        section, started = view.sweep
+        self.sweep_s += time.perf_counter() - view.sweep
         view.sweep = None
-        if view.compiling_aside:
-            view.compiling_aside = False
-            with contextlib.suppress(AttributeError):
-                del view.tuner._bench
-        self.sweep_s += time.perf_counter() - started
-        section.__exit__(None, None, None)
 
     # -- per-case markers -----------------------------------------------------------------
 

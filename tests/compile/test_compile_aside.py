@@ -1,0 +1,98 @@
+"""Under a run's hold of the device's lock, Triton compiles with the lock let go (host work a
+neighbour's device work may overlap) and takes it back before anything launches; outside
+`compiles_aside`, the patched compile step is Triton's own."""
+from __future__ import annotations
+
+import fcntl
+import os
+
+import pytest
+import triton
+import triton.compiler
+from triton.runtime.jit import JITFunction
+
+from harness.compile import aside
+from harness.measure.device_lock import DeviceLock
+from harness.run import phases
+from ir_kernels import TARGET, add_kernel, pristine_language
+
+
+def free(lock: DeviceLock) -> bool:
+    """Whether another process could take the lock now (a second open file description)."""
+    fd = os.open(lock.path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture
+def lock(tmp_path):
+    lock = DeviceLock(tmp_path / "device-x.lock", "x")
+    yield lock
+    aside.uninstall()
+    lock.close()
+
+
+def test_the_compile_step_patched_is_the_jit_functions_own(lock):
+    aside.uninstall()                             # an earlier run in this process installed it
+    original = JITFunction.__dict__["_do_compile"]
+    assert not getattr(original, "__zlh_aside__", False)
+    assert aside.install() == "JITFunction._do_compile"
+    assert getattr(JITFunction._do_compile, "__zlh_aside__", False)
+    assert aside.install() == "JITFunction._do_compile"         # once per process
+    aside.uninstall()
+    assert JITFunction.__dict__["_do_compile"] is original
+
+
+def test_a_compile_under_the_runs_hold_lets_the_device_go(lock, monkeypatch):
+    """A real compile for a GPU target (Triton without `_do_compile`: its compile function is
+    patched): the lock is free while it compiles, held again after, one aside counted."""
+    monkeypatch.delattr(JITFunction, "_do_compile")
+    assert aside.install() == "triton.compiler.compile"
+    seen = []
+    monkeypatch.setattr(triton.knobs.compilation, "listener",
+                        lambda *a, **k: seen.append((lock._depth, free(lock))))
+    src = triton.compiler.ASTSource(fn=JITFunction(add_kernel),
+                                    signature={"x_ptr": "*fp16", "y_ptr": "*fp16",
+                                               "out_ptr": "*fp16", "n": "i32", "EM": "i32",
+                                               "BLOCK_SIZE_M": "constexpr",
+                                               "HAS_BIAS": "constexpr"},
+                                    constexprs={"BLOCK_SIZE_M": 64, "HAS_BIAS": False})
+    with phases.holding_device(lock):
+        assert not free(lock)
+        with pristine_language():
+            triton.compiler.compile(src, target=TARGET)
+        assert lock._depth == 1 and not free(lock)
+    assert seen == [(0, True)]
+    assert (lock.acquires, lock.asides, len(lock.sections), lock._depth) == (1, 1, 2, 0)
+    with pristine_language():                     # outside a run's hold: Triton's own
+        triton.compiler.compile(src, target=TARGET)
+    assert lock.asides == 1
+
+
+def test_outside_compiles_aside_the_patched_step_holds_what_it_holds(lock):
+    depths = []
+    step = aside._let_go(lambda: depths.append(lock._depth) or "kernel")
+    with lock.section():
+        assert step() == "kernel"
+        with aside.compiles_aside(lock.stepped_aside):
+            assert step() == "kernel"
+        assert step() == "kernel"
+    assert depths == [1, 0, 1] and lock.asides == 1
+
+
+def test_in_a_workers_job_the_runs_lock_is_held_until_the_job_ends(lock):
+    """The worker's reset after the run (device work) happens before a neighbour may work."""
+    with phases.job_holding():
+        with phases.holding_device(lock):
+            assert lock._depth == 2
+        assert lock._depth == 1 and not free(lock)      # the run is over, the job is not
+    assert lock._depth == 0 and free(lock)
+    with phases.holding_device(lock):                   # outside a job: the run's own hold
+        pass
+    assert lock._depth == 0 and lock.acquires == 2

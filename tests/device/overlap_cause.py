@@ -1,0 +1,110 @@
+"""What makes a timed section read differently while other processes share the host and the
+device (one GPU, real FlagGems; source .fg/env.sh first):
+
+    python3 tests/device/overlap_cause.py [ROUNDS]
+
+One process times a few small FlagGems kernels with zlh's graph timer (the batch's budget:
+warmup 10 ms, 5..50 ms of samples) under each condition, in turn, ROUNDS times (default 3):
+  idle   nothing else runs
+  cpu    12 processes spin on the host (what compiles do to the CPUs)
+  ctx    3 processes hold a CUDA context and 4 GiB each, idle (standby workers)
+  gpu    3 processes launch a small kernel every millisecond (another op's untimed runs)
+and prints each kernel's median per condition (µs, the median over rounds) and its change
+from idle. A condition that moves the small kernels by what check_overlap.sh showed names the
+cause the measurement lock must hold off.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import statistics
+import sys
+import time
+
+HELPERS = {"cpu": 12, "ctx": 3, "gpu": 3}
+
+
+def _spin(kind: str, ready, stop) -> None:
+    if kind == "cpu":
+        ready.set()
+        while not stop.is_set():
+            sum(i * i for i in range(10_000))
+        return
+    import torch
+    held = torch.empty(4 << 30, dtype=torch.uint8, device="cuda") if kind == "ctx" else None
+    x = torch.ones(4096, device="cuda")
+    torch.cuda.synchronize()
+    ready.set()
+    while not stop.is_set():
+        if kind == "gpu":
+            x.mul_(1.0)
+        time.sleep(0.001)
+    del held
+
+
+def _cases():
+    import torch
+    import flag_gems.ops as ops
+    bf16 = dict(dtype=torch.bfloat16, device="cuda")
+    a64, a256 = torch.randn(64, 64, **bf16), torch.randn(256, 256, **bf16)
+    v1m, a1k = torch.randn(1 << 20, **bf16), torch.randn(1024, 1024, **bf16)
+    w1k = torch.randn(1024, **bf16)
+    return {
+        "sum 64x64 dim1": lambda: ops.sum_dim(a64, [1]),
+        "sum 1048576": lambda: ops.sum(v1m),
+        "cumsum 256x256": lambda: ops.cumsum(a256, 1),
+        "rms_norm 1024x1024": lambda: ops.rms_norm(a1k, [1024], w1k, 1e-5),
+        "gelu 64x64": lambda: ops.gelu(a64),
+        "gelu 1048576": lambda: ops.gelu(v1m),
+        "torch sum 64x64": lambda: a64.sum(1),
+    }
+
+
+def _measure(timer, cases) -> dict:
+    return {name: timer.measure(fn).median * 1e3 for name, fn in cases.items()}
+
+
+def main(rounds: int) -> None:
+    from backends import get_backend
+    from harness.measure.stopping import StoppingRule
+    from harness.measure.timers import Budget, make_timer
+
+    backend = get_backend("cuda")
+    rule = StoppingRule(min_samples=5, min_time_ms=5, max_time_ms=50)
+    timer = make_timer("graph", backend, 0, rule, Budget(warmup_ms=10))
+    cases = _cases()
+    _measure(timer, cases)                        # compile and warm everything once
+    ctx = mp.get_context("spawn")
+    seen: dict = {}
+    for r in range(rounds):
+        for cond in ("idle", *HELPERS):
+            stop, procs = ctx.Event(), []
+            for _ in range(HELPERS.get(cond, 0)):
+                ready = ctx.Event()
+                p = ctx.Process(target=_spin, args=(cond, ready, stop), daemon=True)
+                p.start()
+                procs.append((p, ready))
+            for _, ready in procs:
+                ready.wait(120)
+            time.sleep(1.0)
+            for name, us in _measure(timer, cases).items():
+                seen.setdefault(name, {}).setdefault(cond, []).append(us)
+            stop.set()
+            for p, _ in procs:
+                p.join(30)
+        print(f"round {r + 1}/{rounds} done", flush=True)
+    conds = ("idle", *HELPERS)
+    print(f"{'kernel (median over rounds, µs)':<24}" + "".join(f"{c:>16}" for c in conds))
+    for name, by in seen.items():
+        base = statistics.median(by["idle"])
+        cells = []
+        for c in conds:
+            m = statistics.median(by[c])
+            cells.append(f"{m:8.3f}" + ("" if c == "idle" else f" {100 * (m / base - 1):+6.1f}%"))
+        print(f"{name:<24}" + "".join(f"{c:>16}" for c in cells))
+    print("per-round values:")
+    for name, by in seen.items():
+        print(f"  {name}: " + "; ".join(f"{c} " + ",".join(f"{v:.3f}" for v in by[c]) for c in conds))
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
