@@ -13,8 +13,8 @@
 #
 # The budgets can be made smaller (the test suite does) through the environment:
 # CI_EXAMPLE_ROUNDS (3), CI_EXAMPLE_WARMUP_MS (30), CI_EXAMPLE_MIN_SAMPLES (15),
-# CI_EXAMPLE_MAX_TIME_MS (400); the gates' limit through CI_EXAMPLE_LIMIT_PCT (50, see
-# below). Fewer than 3 rounds is refused: the gates read intervals
+# CI_EXAMPLE_MAX_TIME_MS (400), CI_EXAMPLE_OPS ("mm softmax", any of the two); the gates'
+# limit through CI_EXAMPLE_LIMIT_PCT (50, see below). Fewer than 3 rounds is refused: the gates read intervals
 # across rounds (Student's t), which two rounds make too wide to catch the regression.
 set -euo pipefail
 out="${1:-runs/ci_example}"
@@ -38,7 +38,8 @@ gates=(--fail-on "slower:$limit%" --fail-on "geomean:$limit%" --fail-on broken)
 
 gate() {   # gate NAME SWITCH: one A/B with the gates; prints and returns zlh ab's exit status
     local rc=0
-    zlh ab mm softmax --switch "$2" --rounds "$rounds" "${bench[@]}" "${gates[@]}" \
+    # shellcheck disable=SC2086 - the op names are words
+    zlh ab ${CI_EXAMPLE_OPS:-mm softmax} --switch "$2" --rounds "$rounds" "${bench[@]}" "${gates[@]}" \
         --root "$out/$1" --json -q > "$out/$1.json" || rc=$?
     python3 - "$out/$1.json" "$1" "$rc" <<'EOF'
 import json, sys

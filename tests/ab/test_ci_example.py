@@ -1,7 +1,7 @@
 """`tests/ci_example.sh`, the repository's own CI job, run as a user would: the A/A must pass
-the gates (exit 0) and the planted regression must trip them (exit 6). Its cost is the 24
-processes it starts (2 ops x 3 rounds x 2 sides x 2 steps); the budgets below keep each one
-short."""
+the gates (exit 0) and the planted regression must trip them (exit 6). Its cost is the
+processes it starts (ops x 3 rounds x 2 sides x 2 steps): one op here (12 processes), and
+the budgets below keep each one short."""
 from __future__ import annotations
 
 import os
@@ -24,7 +24,7 @@ def test_ci_example_passes_its_a_a_and_catches_the_planted_regression(tmp_path):
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO),
                                                         os.environ.get("PYTHONPATH")])),
                CI_EXAMPLE_WARMUP_MS="10", CI_EXAMPLE_MIN_SAMPLES="10",
-               CI_EXAMPLE_MAX_TIME_MS="300")
+               CI_EXAMPLE_MAX_TIME_MS="300", CI_EXAMPLE_OPS="softmax")
     out = tmp_path / "ci"
     done = subprocess.run(["bash", str(REPO / "tests" / "ci_example.sh"), str(out)], env=env,
                           cwd=tmp_path, capture_output=True, text=True, timeout=900)
@@ -32,3 +32,4 @@ def test_ci_example_passes_its_a_a_and_catches_the_planted_regression(tmp_path):
     assert "ci_example: OK" in done.stdout
     assert "== aa: zlh ab exit 0" in done.stdout
     assert "== regression: zlh ab exit 6" in done.stdout
+    assert "softmax" in done.stdout and " mm " not in done.stdout      # the op asked for

@@ -104,7 +104,7 @@ def test_the_fault_ops_keep_their_statuses_with_overlap(tmp_path):
     result = CliRunner().invoke(main, ["batch", "--adapter", "builtin", "--backend", "cpu",
                                        "--shapes", str(shapes(tmp_path)), *FAST, "--overlap",
                                        "--ops", "add,fault_raise,fault_abort,fault_hang,softmax",
-                                       "--op-timeout", "15", "--out", str(tmp_path / "b")])
+                                       "--op-timeout", "10", "--out", str(tmp_path / "b")])
     assert result.exit_code == 1, result.output
     with open(tmp_path / "b/ops_status.csv", newline="") as handle:
         rows = {r["op"]: r for r in csv.DictReader(handle)}
