@@ -1,17 +1,25 @@
 """What makes a timed section read differently while other processes share the host and the
 device (one GPU, real FlagGems; source .fg/env.sh first):
 
-    python3 tests/device/overlap_cause.py [ROUNDS]
+    python3 tests/device/overlap_cause.py [ROUNDS] [CONDITION,...]
 
 One process times a few small FlagGems kernels with zlh's graph timer (the batch's budget:
 warmup 10 ms, 5..50 ms of samples) under each condition, in turn, ROUNDS times (default 3):
-  idle   nothing else runs
-  cpu    12 processes spin on the host (what compiles do to the CPUs)
-  ctx    3 processes hold a CUDA context and 4 GiB each, idle (standby workers)
-  gpu    3 processes launch a small kernel every millisecond (another op's untimed runs)
-and prints each kernel's median per condition (µs, the median over rounds) and its change
-from idle. A condition that moves the small kernels by what check_overlap.sh showed names the
-cause the measurement lock must hold off.
+  idle    nothing else runs
+  cpu     12 processes spin on the host (what compiles do to the CPUs)
+  ctx     3 processes hold a CUDA context and 4 GiB each, idle (standby workers)
+  gpu     3 processes launch a small kernel every millisecond (another op's untimed runs)
+  alloc   3 processes allocate 256 MiB, free it and empty the allocator's cache, in a loop
+          (a worker's reset between ops)
+  unload  3 processes load and drop a compiled Triton kernel (a fresh copy each time: cache
+          dropped, module unloaded), in a loop (a worker's reset of its kernel caches)
+  spawn   2 processes at a time start, create a CUDA context and exit, in a loop (worker
+          starts and replacements)
+  nvml    3 processes read clocks, power and throttle reasons through NVML every 10 ms
+          (the telemetry of other runs)
+Default conditions: idle,cpu,ctx,gpu,alloc,unload,spawn,nvml. It prints each kernel's median
+per condition (µs, the median over rounds) and its change from idle. A condition that moves
+the small kernels by what check_overlap.sh showed names work the device lock must hold off.
 """
 from __future__ import annotations
 
@@ -20,7 +28,39 @@ import statistics
 import sys
 import time
 
-HELPERS = {"cpu": 12, "ctx": 3, "gpu": 3}
+HELPERS = {"cpu": 12, "ctx": 3, "gpu": 3, "alloc": 3, "unload": 3, "spawn": 2, "nvml": 3}
+DEFAULT = ("idle", *HELPERS)
+
+
+TOUCH = "import torch; torch.ones(1, device='cuda').add_(1); torch.cuda.synchronize()"
+
+
+def _unload_loop(stop) -> None:
+    import torch
+    import triton
+    import triton.language as tl
+
+    x = torch.ones(4096, device="cuda")
+    while not stop.is_set():
+        @triton.jit
+        def bump(p, n, BLOCK: tl.constexpr):     # a new function object: compiled afresh
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(p + offs, tl.load(p + offs, mask=offs < n) + 1, mask=offs < n)
+        bump[(4,)](x, 4096, BLOCK=1024)
+        torch.cuda.synchronize()
+        del bump                                  # its module goes with it
+        torch.cuda.empty_cache()
+
+
+def _nvml_loop(stop) -> None:
+    import pynvml
+    pynvml.nvmlInit()
+    handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+    while not stop.is_set():
+        pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)
+        pynvml.nvmlDeviceGetPowerUsage(handle)
+        pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle)
+        time.sleep(0.01)
 
 
 def _spin(kind: str, ready, stop) -> None:
@@ -29,14 +69,30 @@ def _spin(kind: str, ready, stop) -> None:
         while not stop.is_set():
             sum(i * i for i in range(10_000))
         return
+    if kind == "spawn":
+        import subprocess
+        ready.set()
+        while not stop.is_set():
+            subprocess.run([sys.executable, "-c", TOUCH], timeout=120, check=False)
+        return
+    if kind == "nvml":
+        ready.set()
+        _nvml_loop(stop)
+        return
     import torch
     held = torch.empty(4 << 30, dtype=torch.uint8, device="cuda") if kind == "ctx" else None
     x = torch.ones(4096, device="cuda")
     torch.cuda.synchronize()
     ready.set()
+    if kind == "unload":
+        _unload_loop(stop)
+        return
     while not stop.is_set():
         if kind == "gpu":
             x.mul_(1.0)
+        elif kind == "alloc":
+            torch.empty(256 << 20, dtype=torch.uint8, device="cuda")   # freed at once
+            torch.cuda.empty_cache()
         time.sleep(0.001)
     del held
 
@@ -63,7 +119,7 @@ def _measure(timer, cases) -> dict:
     return {name: timer.measure(fn).median * 1e3 for name, fn in cases.items()}
 
 
-def main(rounds: int) -> None:
+def main(rounds: int, conds: tuple) -> None:
     from backends import get_backend
     from harness.measure.stopping import StoppingRule
     from harness.measure.timers import Budget, make_timer
@@ -76,7 +132,7 @@ def main(rounds: int) -> None:
     ctx = mp.get_context("spawn")
     seen: dict = {}
     for r in range(rounds):
-        for cond in ("idle", *HELPERS):
+        for cond in conds:
             stop, procs = ctx.Event(), []
             for _ in range(HELPERS.get(cond, 0)):
                 ready = ctx.Event()
@@ -92,7 +148,6 @@ def main(rounds: int) -> None:
             for p, _ in procs:
                 p.join(30)
         print(f"round {r + 1}/{rounds} done", flush=True)
-    conds = ("idle", *HELPERS)
     print(f"{'kernel (median over rounds, µs)':<24}" + "".join(f"{c:>16}" for c in conds))
     for name, by in seen.items():
         base = statistics.median(by["idle"])
@@ -107,4 +162,9 @@ def main(rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+    chosen = tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else DEFAULT
+    unknown = [c for c in chosen if c != "idle" and c not in HELPERS]
+    if unknown or "idle" not in chosen:
+        sys.exit(f"overlap_cause: conditions are idle (needed) and {', '.join(HELPERS)}; "
+                 f"got {','.join(chosen)}")
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3, chosen)
