@@ -22,9 +22,12 @@ its own process's). What a neighbour could cause — a device made unusable, dev
 taken, a hang holding the lock — shows as a failure of the op beside it: so an attempt that
 ran beside another and did not end cleanly runs again alone (the lane waits until nothing
 else runs and starts nothing beside it) and that second attempt is the op's answer. A
-TIMEOUT runs again alone only when an attempt beside it also ended in TIMEOUT or POISONED (a
-hang elsewhere can hold the lock; a clean neighbour cannot have held it long). A usage error
-(exit 2: bad input, decided before any device work) is never run again.
+TIMEOUT at the op timeout runs again alone too: the op timeout counts the time the op waited
+for its neighbours' device work, which a clean neighbour may hold for minutes (its whole
+run, compiles aside). One ended by the stall rule runs again alone only when an attempt
+beside it ended in TIMEOUT or POISONED: waiting for the lock beats the heartbeat, so a stall
+is the op's own unless a neighbour broke the device. A usage error (exit 2: bad input,
+decided before any device work) is never run again.
 
 Not kept apart: what a worker does on the device outside a run (its start: a CUDA context,
 the library's import), which measured as harmless to a neighbour's numbers (an idle context
@@ -132,6 +135,7 @@ class _Turn:
     def __init__(self):
         self.beside: list[_Turn] = []
         self.rc: int | None = None
+        self.stalled = False       # ended by the stall rule (no progress), not the op timeout
 
 
 class Turns:
@@ -154,9 +158,9 @@ class Turns:
             self._running.add(turn)
         return turn
 
-    def end(self, turn: _Turn, rc: int) -> None:
+    def end(self, turn: _Turn, rc: int, stalled: bool = False) -> None:
         with self._cond:
-            turn.rc = rc
+            turn.rc, turn.stalled = rc, stalled
             self._running.discard(turn)
             self._cond.notify_all()
 
@@ -181,7 +185,7 @@ def second_look(turn: _Turn) -> bool:
     """Whether an attempt that ran beside others runs again alone (see the module's text)."""
     if not turn.beside or turn.rc in (EXIT_OK, EXIT_USAGE):
         return False
-    if turn.rc == TIMEOUT_RC:
+    if turn.rc == TIMEOUT_RC and turn.stalled:
         return any(o.rc in (TIMEOUT_RC, EXIT_POISONED) for o in turn.beside)
     return True
 

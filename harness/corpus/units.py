@@ -128,12 +128,12 @@ class OverlapLane(LocalLane):
 
     def run_op(self, work: OpWork) -> Attempt:
         turn = self.turns.begin()
-        rc = None
+        rc, stalled = None, False
         try:
             attempt = self._once(work)
-            rc = attempt.rc
+            rc, stalled = attempt.rc, attempt.stalled_s is not None
         finally:
-            self.turns.end(turn, rc if rc is not None else -1)
+            self.turns.end(turn, rc if rc is not None else -1, stalled)
         if not turn.beside or attempt.rc in (EXIT_OK, EXIT_USAGE):
             return attempt
         with self.turns.alone():          # what ran beside it has ended: judged now

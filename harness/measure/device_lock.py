@@ -41,7 +41,7 @@ except ImportError:              # no flock on this platform: no lock, as with n
     fcntl = None
 
 LOCK_DIR_ENV = "ZLH_DEVICE_LOCK_DIR"
-MAX_SECTIONS = 10_000            # timed sections kept per run (enter, exit) for run.json
+MAX_SECTIONS = 10_000            # held stretches kept per run (enter, exit) for run.json
 
 
 def lock_folder(environ: Mapping[str, str] | None = None) -> Path | None:
@@ -56,10 +56,10 @@ class Mark:
     happened since its mark."""
     at: float = 0.0              # epoch seconds
     waited_s: float = 0.0
+    held_s: float = 0.0
     acquires: int = 0
     contended: int = 0
     asides: int = 0
-    sections: int = 0            # how many stretches were recorded before it
 
 
 def lock_file_name(key: str) -> str:
@@ -102,18 +102,24 @@ class DeviceLock:
         if self._depth:
             self._depth += 1
             return
+        locked = False
         try:
             self.open()
             try:
                 fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                locked = True
             except BlockingIOError:
                 started = time.perf_counter()
                 with self._telling_while_waiting():
                     fcntl.flock(self._fd, fcntl.LOCK_EX)     # a signal's handler may raise here
+                    locked = True
                 self.waited_s += time.perf_counter() - started
                 if counted:
                     self.contended += 1
         except BaseException:
+            if locked:         # taken, then interrupted (e.g. leaving the wait's heartbeat)
+                with contextlib.suppress(OSError):
+                    fcntl.flock(self._fd, fcntl.LOCK_UN)
             self._guard.release()
             raise
         self._depth, self._owner = 1, threading.get_ident()
@@ -177,9 +183,12 @@ class DeviceLock:
                 self._fd = None
 
     def mark(self) -> Mark:
-        """The counters now (`run_fields(since=...)` reports what came after)."""
-        return Mark(time.time(), self.waited_s, self.acquires, self.contended, self.asides,
-                    len(self.sections))
+        """The counters now (`run_fields(since=...)` reports what came after). The stretches
+        before it were an earlier run's: they are let go, so each run keeps its own (up to
+        MAX_SECTIONS) however many runs the process serves."""
+        self.sections.clear()
+        return Mark(time.time(), self.waited_s, self.held_s, self.acquires, self.contended,
+                    self.asides)
 
     def run_fields(self, since: Mark | None = None) -> dict:
         """What run.json records of the lock since `since` (default: since it was made): its
@@ -187,12 +196,15 @@ class DeviceLock:
         worker's job) up to now — each clipped to the mark."""
         since = since or Mark(self.opened_at)
         now = time.time()
-        stretches = list(self.sections[since.sections:])
+        stretches = list(self.sections)
         if self._depth:
             stretches.append((self._entered_at, now))
         stretches = [(max(a, since.at), b) for a, b in stretches if b > since.at]
+        held = sum(b - a for a, b in stretches)
+        if len(self.sections) >= MAX_SECTIONS:     # some not kept: the counter says it all
+            held = self.held_s - since.held_s + (now - self._entered_at if self._depth else 0)
         return {"key": self.key, "wait_s": round(self.waited_s - since.waited_s, 3),
-                "held_s": round(sum(b - a for a, b in stretches), 3),
+                "held_s": round(held, 3),
                 "acquires": self.acquires - since.acquires,
                 "contended": self.contended - since.contended,
                 "asides": self.asides - since.asides,
@@ -211,7 +223,7 @@ def for_device(key: str, environ: Mapping[str, str] | None = None) -> DeviceLock
     folder = lock_folder(environ)
     if folder is None:
         return None
-    path = folder / lock_file_name(key)
+    path = (folder / lock_file_name(key)).resolve()    # one object whatever the cwd
     with _SHARED_GUARD:
         lock = _SHARED.get(path)
         if lock is None:

@@ -69,11 +69,12 @@ def holding_device(lock: DeviceLock | None):
     if lock is None:
         yield
         return
-    if _job is not None:
-        lock.acquire()
-        _job.callback(lock.release)
-    with lock.section(), compiles_aside(lock.stepped_aside):
-        yield
+    with compiles_aside(lock.stepped_aside):      # (Triton imported before the device is held)
+        if _job is not None:
+            lock.acquire()
+            _job.callback(lock.release)
+        with lock.section():
+            yield
 
 
 def phase_fields(case_timer, hook, lock: DeviceLock | None, since=None) -> dict:

@@ -52,6 +52,7 @@ def test_the_compile_step_patched_is_the_jit_functions_own(lock):
 def test_a_compile_under_the_runs_hold_lets_the_device_go(lock, monkeypatch):
     """A real compile for a GPU target (Triton without `_do_compile`: its compile function is
     patched): the lock is free while it compiles, held again after, one aside counted."""
+    aside.uninstall()                             # an earlier run in this process installed it
     monkeypatch.delattr(JITFunction, "_do_compile")
     assert aside.install() == "triton.compiler.compile"
     seen = []
@@ -96,3 +97,17 @@ def test_in_a_workers_job_the_runs_lock_is_held_until_the_job_ends(lock):
     with phases.holding_device(lock):                   # outside a job: the run's own hold
         pass
     assert lock._depth == 0 and lock.acquires == 2
+
+
+def test_the_jit_functions_compile_step_lets_the_device_go(lock, monkeypatch):
+    """The production path: Triton's `JITFunction._do_compile` (here a stand-in that says what
+    it saw, since nothing launches without a GPU) runs with the lock let go."""
+    aside.uninstall()
+    seen = []
+    monkeypatch.setattr(JITFunction, "_do_compile",
+                        lambda self, *a, **k: seen.append((lock._depth, free(lock))) or "kernel")
+    assert aside.install() == "JITFunction._do_compile"
+    with phases.holding_device(lock):
+        assert JITFunction._do_compile(object(), "key", warmup=False) == "kernel"
+        assert lock._depth == 1 and not free(lock)
+    assert seen == [(0, True)] and lock.asides == 1

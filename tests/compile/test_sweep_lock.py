@@ -1,7 +1,7 @@
-"""An autotune sweep times configs on the device: under a run's hold of the device's lock (and
-its compiles let go, harness/compile/aside.py) every config is timed holding the lock, and
-the sweep's time is counted (run.json's sweep_s); a tuned call that hits its cache sweeps
-nothing."""
+"""An autotune sweep times configs on the device: under a run's hold of the device's lock every
+config is timed holding the lock, and the sweep's time is counted (run.json's sweep_s); a
+tuned call that hits its cache sweeps nothing. (Its configs' compiles let the lock go like
+any compile: test_compile_aside.py; here the interpreter compiles nothing.)"""
 from __future__ import annotations
 
 import torch

@@ -144,14 +144,18 @@ def test_which_attempts_run_again_alone():
     alone = turns.begin()
     turns.end(alone, 1)
     assert not standby.second_look(alone)              # nothing ran beside it
-    hang, clean = turns.begin(), turns.begin()
+    slow, clean = turns.begin(), turns.begin()
     turns.end(clean, EXIT_OK)
-    turns.end(hang, TIMEOUT_RC)
-    assert not standby.second_look(hang)               # a clean neighbour held no lock long
-    hang2, poisoned = turns.begin(), turns.begin()
+    turns.end(slow, TIMEOUT_RC)
+    assert standby.second_look(slow)      # its op timeout counted waits for the neighbour
+    stall, clean = turns.begin(), turns.begin()
+    turns.end(clean, EXIT_OK)
+    turns.end(stall, TIMEOUT_RC, stalled=True)
+    assert not standby.second_look(stall)      # waiting beats: a stall is the op's own ...
+    stall2, poisoned = turns.begin(), turns.begin()
     turns.end(poisoned, EXIT_POISONED)
-    turns.end(hang2, TIMEOUT_RC)
-    assert standby.second_look(hang2) and standby.second_look(poisoned)
+    turns.end(stall2, TIMEOUT_RC, stalled=True)
+    assert standby.second_look(stall2) and standby.second_look(poisoned)   # ... or theirs
     usage, other = turns.begin(), turns.begin()
     turns.end(usage, 2)
     turns.end(other, 1)

@@ -3,6 +3,7 @@ one waits for the first's timed section, different devices do not block each oth
 uncontended acquire costs well under a millisecond, and a run records what it waited."""
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -11,6 +12,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from conftest import CPU_FAST, ROOT
 from harness.measure import device_lock
@@ -274,3 +277,50 @@ def test_a_run_reports_what_came_after_its_mark_the_held_stretch_up_to_now(tmp_p
     lock.release()
     assert len(lock.run_fields(mark)["sections"]) == 2     # released: the same two stretches
     lock.close()
+
+
+def test_each_run_keeps_its_own_stretches_however_many_came_before(tmp_path, monkeypatch):
+    """A warm worker serves many runs: a run's stretches are its own, not cut off by the cap
+    that earlier runs filled."""
+    monkeypatch.setattr(device_lock, "MAX_SECTIONS", 3)
+    lock = DeviceLock(tmp_path / "device-x.lock", "x")
+    for _ in range(5):                        # an earlier run: 5 stretches, 3 kept
+        with lock.section():
+            pass
+    mark = lock.mark()
+    with lock.section():
+        time.sleep(0.01)
+    fields = lock.run_fields(mark)
+    assert len(fields["sections"]) == 1 and fields["held_s"] >= 0.01 - 1e-3
+    for _ in range(4):                        # past the cap: held time from the counter
+        with lock.section():
+            time.sleep(0.005)
+    fields = lock.run_fields(mark)
+    assert len(fields["sections"]) == 3 and fields["held_s"] >= 0.03 - 1e-3
+    lock.close()
+
+
+def test_an_interrupt_after_the_wait_leaves_the_lock_free(tmp_path, monkeypatch):
+    """Taken after a wait, then interrupted before the hold is recorded (the wait's heartbeat
+    stopping): the flock is let go, not kept by a process that thinks it holds nothing."""
+    lock = DeviceLock(tmp_path / "device-x.lock", "x")
+    lock.open()
+    other = os.open(lock.path, os.O_RDWR)                # another holder (its own open file)
+    fcntl.flock(other, fcntl.LOCK_EX)
+
+    @contextlib.contextmanager
+    def interrupted_after():
+        threading.Timer(0.05, fcntl.flock, (other, fcntl.LOCK_UN)).start()   # let go soon
+        yield
+        raise KeyboardInterrupt
+    monkeypatch.setattr(lock, "_telling_while_waiting", interrupted_after)
+    with pytest.raises(KeyboardInterrupt):
+        lock.acquire()
+    assert lock._depth == 0
+    fd = os.open(lock.path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # free: nobody holds it
+    finally:
+        os.close(fd)
+    lock.close()
+    os.close(other)
