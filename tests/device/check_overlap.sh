@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Overlap changes no number (one GPU, real FlagGems: source .fg/env.sh first, FLAGGEMS_DIR set):
 #   bash tests/device/check_overlap.sh
-# Three batches of the same ops (OPS, default tests/device/ops10.txt) on device 0:
-#   plain  --no-overlap, recording: it pins every op's tuned configs for the two others
-#   over   --overlap, replaying plain's records (--replay plain)
-#   again  --no-overlap, replaying the same records: the A/A noise of two separate runs
+# Four batches of the same ops (OPS, default tests/device/ops10.txt) on device 0:
+#   plain     --no-overlap, recording: it pins every op's tuned configs for the others
+#   over      --overlap, replaying plain's records (--replay plain)
+#   again     --no-overlap, replaying the same records: the A/A noise of two separate runs
+#   reversed  --no-overlap, replaying, the ops in reverse order: an A/A in which each op
+#             follows other ops in its worker (a worker's history changes addresses and
+#             state, as overlap's hand-out of ops to workers does)
 # and prints, per batch, its wall and where the time went (worker start, inputs, compile,
 # sweep, measure, lock wait), then per-shape gems latency |delta| (median, max) of over vs again
-# beside again vs plain, and status agreement. Overlap changes no number when the first is
-# within the second. Boxes (seconds): BOX_PLAIN 170, BOX_OVER 120, BOX_AGAIN 150 (a boxed batch
-# keeps what it finished; the comparisons take the ops finished in both). ~7.5 minutes at most.
+# beside again vs plain and reversed vs again, and status agreement. Overlap changes no number
+# when the first is within the A/A. Boxes (seconds): BOX_PLAIN 170, BOX_OVER 120, BOX_AGAIN
+# 150, BOX_REVERSED 120 (0 leaves it out; a boxed batch keeps what it finished; the comparisons
+# take the ops finished in both). ~9.5 minutes at most.
 # BUDGET replaces the bench options; EXTRA adds batch options; WIDTH the overlap's width
 # (--overlap-width, default 2: ops at once on the device).
 set -uo pipefail
@@ -26,15 +30,50 @@ step() {  # step LABEL SECONDS CMD...
 }
 {
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
-rm -rf "$WORK/plain" "$WORK/over" "$WORK/again"
+rm -rf "$WORK/plain" "$WORK/over" "$WORK/again" "$WORK/reversed"
 step plain ${BOX_PLAIN:-170} $ZLH batch --ops-file "$OPS" --devices 0 $BUDGET --no-overlap -q --out "$WORK/plain"
 step over ${BOX_OVER:-120} $ZLH batch --ops-file "$OPS" --devices 0 $BUDGET --overlap --overlap-width ${WIDTH:-2} --replay "$WORK/plain" -q --out "$WORK/over"
 step again ${BOX_AGAIN:-150} $ZLH batch --ops-file "$OPS" --devices 0 $BUDGET --no-overlap --replay "$WORK/plain" -q --out "$WORK/again"
-for b in plain over again; do tail -n 2 "$WORK/$b.log" | cut -c1-200; done
+if [ "${BOX_REVERSED:-120}" -gt 0 ]; then
+  grep -v '^[[:space:]]*\(#\|$\)' "$OPS" | tac > "$WORK/ops.reversed"
+  step reversed ${BOX_REVERSED:-120} $ZLH batch --ops-file "$WORK/ops.reversed" --devices 0 $BUDGET --no-overlap --replay "$WORK/plain" -q --out "$WORK/reversed"
+fi
+for b in plain over again reversed; do [ -f "$WORK/$b.log" ] && tail -n 2 "$WORK/$b.log" | cut -c1-200; done
 echo "---- overlap vs no overlap (both replaying plain's records)"
 $SUM batch "$WORK/over" "$WORK/again"
 echo "---- no overlap vs no overlap (A/A of separate runs: the noise)"
 $SUM batch "$WORK/again" "$WORK/plain"
+if [ -d "$WORK/reversed" ]; then
+  echo "---- no overlap, the ops in reverse order vs in order (A/A of separate runs, other histories)"
+  $SUM batch "$WORK/reversed" "$WORK/again"
+fi
+echo "---- shapes where overlap reads outside both runs without it by more than 2 % (the A/A's span)"
+python3 - "$WORK" <<'EOF'
+import json, sys
+from pathlib import Path
+work = Path(sys.argv[1])
+def medians(batch):
+    out = {}
+    for results in (work / batch).glob("*/*/results.jsonl"):
+        for line in results.read_text().splitlines():
+            row = json.loads(line)
+            if row.get("gems"):
+                out[(row["op"], row["shape_detail"])] = row["gems"]["median_ms"]
+    return out
+plain, over, again = medians("plain"), medians("over"), medians("again")
+reversed_ = medians("reversed") if (work / "reversed").is_dir() else {}
+shared = [k for k in over if k in plain and k in again]
+outside = []
+for key in shared:
+    low, high = min(plain[key], again[key]), max(plain[key], again[key])
+    if over[key] < low * 0.98 or over[key] > high * 1.02:
+        outside.append((key, over[key], plain[key], again[key]))
+print(f"   {len(outside)} of {len(shared)} shapes")
+for (op, shape), o, p, a in outside:
+    r = reversed_.get((op, shape))
+    print(f"   {op:<12} {shape[:24]:<24} over {o * 1e3:9.3f} us  plain {p * 1e3:9.3f}  "
+          f"again {a * 1e3:9.3f}" + (f"  reversed {r * 1e3:9.3f}" if r is not None else ""))
+EOF
 echo "---- overlap: lock waits and worker starts per op"
 python3 - "$WORK/over" <<'EOF'
 import json, sys
@@ -51,5 +90,5 @@ for done in sorted(root.glob("*/.complete")):
           f"{lock.get('asides', 0)} compiles let it go)")
 EOF
 (cd "$WORK" && tar czf "$OUT/overlap_roots.tgz" --exclude='.cache-*' --exclude='*.ttgir' --exclude='*.ptx' \
-  --exclude='*.llir' --exclude='*.cubin' --exclude='*.json.gz' plain over again)
+  --exclude='*.llir' --exclude='*.cubin' --exclude='*.json.gz' plain over again $(ls -d reversed 2>/dev/null))
 } 2>&1 | tee "$OUT/overlap.txt"
