@@ -60,6 +60,7 @@ class Mark:
     acquires: int = 0
     contended: int = 0
     asides: int = 0
+    aside_s: float = 0.0
 
 
 def lock_file_name(key: str) -> str:
@@ -85,6 +86,7 @@ class DeviceLock:
         self.acquires = 0
         self.contended = 0             # acquires that had to wait
         self.asides = 0                # times it was let go for a compile (stepped_aside)
+        self.aside_s = 0.0             # time let go for them (their waits to take it back apart)
         self.sections: list[tuple[float, float]] = []   # (enter, exit), epoch seconds
         self.opened_at = time.time()   # (for run.json: the run's span beside its sections)
         self.while_waiting: Callable[[], None] | None = None   # e.g. the run's heartbeat
@@ -170,9 +172,12 @@ class DeviceLock:
         depth = self._depth if self._owner == threading.get_ident() else 0
         for _ in range(depth):
             self.release()
+        let_go = time.perf_counter()
         try:
             yield
         finally:
+            if depth:
+                self.aside_s += time.perf_counter() - let_go
             for _ in range(depth):
                 self.acquire(counted=False)
 
@@ -188,7 +193,7 @@ class DeviceLock:
         MAX_SECTIONS) however many runs the process serves."""
         self.sections.clear()
         return Mark(time.time(), self.waited_s, self.held_s, self.acquires, self.contended,
-                    self.asides)
+                    self.asides, self.aside_s)
 
     def run_fields(self, since: Mark | None = None) -> dict:
         """What run.json records of the lock since `since` (default: since it was made): its
@@ -208,6 +213,7 @@ class DeviceLock:
                 "acquires": self.acquires - since.acquires,
                 "contended": self.contended - since.contended,
                 "asides": self.asides - since.asides,
+                "aside_s": round(self.aside_s - since.aside_s, 3),
                 "run_span": [round(since.at, 6), round(now, 6)],
                 "sections": [[round(a, 6), round(b, 6)] for a, b in stretches]}
 

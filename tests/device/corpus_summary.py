@@ -179,6 +179,7 @@ def where(sides: list[Path], ops: list[str]) -> None:
     first op, resets, hand-over). Runs of every attempt count."""
     total = start = imports = run_wall = 0.0
     phases = dict.fromkeys(PHASES, 0.0)
+    held = dict.fromkeys(("held_s", "aside_s", "first_call_s", "runs"), 0.0)
     compiling = dict.fromkeys(COMPILE_TIMES, 0.0)
     for side in sides:
         for op in ops:
@@ -194,6 +195,13 @@ def where(sides: list[Path], ops: list[str]) -> None:
                 run_wall += float(info.get("wall_s") or 0)
                 for name in PHASES:
                     phases[name] += float(info.get(name) or 0)
+                lock = info.get("device_lock") if isinstance(info.get("device_lock"), dict) else {}
+                if lock:
+                    held["runs"] += 1
+                    held["held_s"] += float(lock.get("held_s") or 0)
+                    held["aside_s"] += float(lock.get("aside_s") or 0)
+                    held["first_call_s"] += float(info.get("compile_s") or 0) + \
+                        float(info.get("sweep_s") or 0)
                 ir = info.get("ir") if isinstance(info.get("ir"), dict) else {}
                 for name in COMPILE_TIMES:
                     compiling[name] += float(ir.get(name) or 0)
@@ -206,6 +214,14 @@ def where(sides: list[Path], ops: list[str]) -> None:
           f"{phases['measure_s']:.0f} s, lock wait {phases['lock_wait_s']:.0f} s, rest of the "
           f"runs {run_wall - inside:.0f} s] + outside the runs {total - start - imports - run_wall:.0f} "
           f"s (plan, the library's import in a worker's first op, reset, hand-over)")
+    if held["runs"]:
+        first_calls = max(0.0, held["first_call_s"] - held["aside_s"])
+        other = held["held_s"] - phases["inputs_s"] - phases["measure_s"] - first_calls
+        print(f"   device held (the lock, {held['runs']:.0f} runs): {held['held_s']:.0f} s = inputs "
+              f"{phases['inputs_s']:.0f} s + first calls and sweeps less their compiles "
+              f"{first_calls:.0f} s + timed {phases['measure_s']:.0f} s + the rest {other:.0f} s "
+              f"(checks, IR runs, kernel split, the worker's reset); let go for compiles "
+              f"{held['aside_s']:.0f} s")
     if compiling["compiles"]:
         print(f"   Triton's own compile time (run.json ir): {compiling['kernel_compile_s']:.0f} s "
               f"over {compiling['compiles']:.0f} compiles, {compiling['sweep_compile_s']:.0f} s "

@@ -267,9 +267,10 @@ def test_a_run_reports_what_came_after_its_mark_the_held_stretch_up_to_now(tmp_p
     lock.acquire()                            # a worker's job holds it as the run begins
     mark = lock.mark()
     with lock.section(), lock.stepped_aside():
-        pass                                  # the run lets it go once (a compile)
+        time.sleep(0.02)                      # the run lets it go once (a compile)
     fields = lock.run_fields(mark)
     assert (fields["acquires"], fields["asides"], fields["contended"]) == (0, 1, 0)
+    assert 0.02 - 1e-3 <= fields["aside_s"] < 1.0
     (a1, b1), (a2, b2) = fields["sections"]   # before the aside (from the mark), and now
     assert round(mark.at, 6) <= a1 <= b1 <= a2 <= b2      # (run.json's microseconds)
     assert fields["run_span"][0] == round(mark.at, 6)
