@@ -3,6 +3,7 @@ of the repository and of the test data, defined once here for every test module.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import sys
 import time
@@ -66,6 +67,19 @@ def fresh_flaggems_modules():
 # milliseconds that still go through every step. A test whose behaviour needs more (an A/B that
 # must see a slowdown) derives its budget from this one and says why.
 FAST_API = {"warmup_ms": 1.0, "min_samples": 3, "min_time_ms": 0.0, "max_time_ms": 20.0}
+
+
+def lock_free(path: Path) -> bool:
+    """Whether another open file description could take the file lock at `path` now (a
+    device lock held by this process blocks it as another process's would)."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True
 
 
 def budget_args(**change) -> list[str]:

@@ -85,14 +85,14 @@ def phase_fields(case_timer, hook, lock: DeviceLock | None, since=None) -> dict:
     sweep = getattr(hook, "sweep_s", 0.0) if getattr(hook, "mode", "") != "uncontrolled" \
         else None
     first_call = case_timer.first_call_s if measured else 0.0
+    held = lock.run_fields(since) if lock is not None else None
     out = {"compile_s": round(max(0.0, first_call - (sweep or 0.0)), 3),
            "measure_s": round(case_timer.measure_s if measured else 0.0, 3),
-           "lock_wait_s": 0.0}
+           "lock_wait_s": held["wait_s"] if held is not None else 0.0}
     if sweep is not None:
         out["sweep_s"] = round(sweep, 3)
     if lock is not None:
-        out["device_lock"] = lock.run_fields(since)
-        out["lock_wait_s"] = out["device_lock"]["wait_s"]
+        out["device_lock"] = held
         lock.while_waiting = None        # the run's heartbeat: not a later run's
         lock.close()                     # (a no-op while a worker's job still holds it)
     return out

@@ -3,31 +3,16 @@ neighbour's device work may overlap) and takes it back before anything launches;
 `compiles_aside`, the patched compile step is Triton's own."""
 from __future__ import annotations
 
-import fcntl
-import os
-
 import pytest
 import triton
 import triton.compiler
 from triton.runtime.jit import JITFunction
 
+from conftest import lock_free
 from harness.compile import aside
 from harness.measure.device_lock import DeviceLock
 from harness.run import phases
 from ir_kernels import TARGET, add_kernel, pristine_language
-
-
-def free(lock: DeviceLock) -> bool:
-    """Whether another process could take the lock now (a second open file description)."""
-    fd = os.open(lock.path, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return True
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)
 
 
 @pytest.fixture
@@ -57,7 +42,7 @@ def test_a_compile_under_the_runs_hold_lets_the_device_go(lock, monkeypatch):
     assert aside.install() == "triton.compiler.compile"
     seen = []
     monkeypatch.setattr(triton.knobs.compilation, "listener",
-                        lambda *a, **k: seen.append((lock._depth, free(lock))))
+                        lambda *a, **k: seen.append((lock._depth, lock_free(lock.path))))
     src = triton.compiler.ASTSource(fn=JITFunction(add_kernel),
                                     signature={"x_ptr": "*fp16", "y_ptr": "*fp16",
                                                "out_ptr": "*fp16", "n": "i32", "EM": "i32",
@@ -65,10 +50,10 @@ def test_a_compile_under_the_runs_hold_lets_the_device_go(lock, monkeypatch):
                                                "HAS_BIAS": "constexpr"},
                                     constexprs={"BLOCK_SIZE_M": 64, "HAS_BIAS": False})
     with phases.holding_device(lock):
-        assert not free(lock)
+        assert not lock_free(lock.path)
         with pristine_language():
             triton.compiler.compile(src, target=TARGET)
-        assert lock._depth == 1 and not free(lock)
+        assert lock._depth == 1 and not lock_free(lock.path)
     assert seen == [(0, True)]
     assert (lock.acquires, lock.asides, len(lock.sections), lock._depth) == (1, 1, 2, 0)
     with pristine_language():                     # outside a run's hold: Triton's own
@@ -92,8 +77,8 @@ def test_in_a_workers_job_the_runs_lock_is_held_until_the_job_ends(lock):
     with phases.job_holding():
         with phases.holding_device(lock):
             assert lock._depth == 2
-        assert lock._depth == 1 and not free(lock)      # the run is over, the job is not
-    assert lock._depth == 0 and free(lock)
+        assert lock._depth == 1 and not lock_free(lock.path)      # the run is over, the job is not
+    assert lock._depth == 0 and lock_free(lock.path)
     with phases.holding_device(lock):                   # outside a job: the run's own hold
         pass
     assert lock._depth == 0 and lock.acquires == 2
@@ -105,9 +90,9 @@ def test_the_jit_functions_compile_step_lets_the_device_go(lock, monkeypatch):
     aside.uninstall()
     seen = []
     monkeypatch.setattr(JITFunction, "_do_compile",
-                        lambda self, *a, **k: seen.append((lock._depth, free(lock))) or "kernel")
+                        lambda self, *a, **k: seen.append((lock._depth, lock_free(lock.path))) or "kernel")
     assert aside.install() == "JITFunction._do_compile"
     with phases.holding_device(lock):
         assert JITFunction._do_compile(object(), "key", warmup=False) == "kernel"
-        assert lock._depth == 1 and not free(lock)
+        assert lock._depth == 1 and not lock_free(lock.path)
     assert seen == [(0, True)] and lock.asides == 1

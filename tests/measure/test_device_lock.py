@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CPU_FAST, ROOT
+from conftest import CPU_FAST, ROOT, lock_free
 from harness.measure import device_lock
 from harness.measure.device_lock import DeviceLock, for_device, lock_file_name
 
@@ -215,35 +215,23 @@ def test_a_process_waiting_for_the_lock_keeps_saying_so(tmp_path):
     assert not any(t.name == "zlh-lock-wait" for t in threading.enumerate())   # it stopped
 
 
-def _free(path: Path) -> bool:
-    """Whether another open file description could take the lock now."""
-    fd = os.open(path, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)
-    return True
-
-
 def test_stepping_aside_lets_the_lock_go_and_takes_it_back_at_the_same_depth(tmp_path):
     lock = DeviceLock(tmp_path / "device-x.lock", "x")
     with lock.stepped_aside():                  # not held: nothing to let go
         assert lock._depth == 0
-    with lock.section(), lock.section():        # a sweep inside a timed section
-        assert not _free(lock.path)
+    with lock.section(), lock.section():        # a timed section inside a run's hold
+        assert not lock_free(lock.path)
         with lock.stepped_aside():
-            assert lock._depth == 0 and _free(lock.path)
-        assert lock._depth == 2 and not _free(lock.path)
-    assert lock._depth == 0 and _free(lock.path)
+            assert lock._depth == 0 and lock_free(lock.path)
+        assert lock._depth == 2 and not lock_free(lock.path)
+    assert lock._depth == 0 and lock_free(lock.path)
     # one section entered, cut in two where it stepped aside: counted as an aside
     assert (lock.acquires, lock.asides, len(lock.sections)) == (1, 1, 2)
     seen = []
 
     def from_another_thread():
         with lock.stepped_aside():              # it holds nothing: nothing is let go
-            seen.append((lock._depth, _free(lock.path)))
+            seen.append((lock._depth, lock_free(lock.path)))
     with lock.section():
         helper = threading.Thread(target=from_another_thread)
         helper.start()
@@ -318,10 +306,6 @@ def test_an_interrupt_after_the_wait_leaves_the_lock_free(tmp_path, monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         lock.acquire()
     assert lock._depth == 0
-    fd = os.open(lock.path, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # free: nobody holds it
-    finally:
-        os.close(fd)
+    assert lock_free(lock.path)                          # nobody holds it
     lock.close()
     os.close(other)

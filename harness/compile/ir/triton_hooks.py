@@ -71,8 +71,8 @@ def in_sweep() -> bool:
 
 @contextlib.contextmanager
 def sweeping():
-    """Launches and compiles in the block belong to an autotune sweep (e.g. a config compiled
-    ahead of its benchmark)."""
+    """Launches and compiles in the block belong to an autotune sweep (a config's benchmark,
+    the tuner's reset after it)."""
     global _sweep_depth
     _sweep_depth += 1
     try:
