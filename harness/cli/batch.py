@@ -145,7 +145,9 @@ def corpus_inventory(adapter) -> dict:
                    "--gpus is the same option.")
 @click.option("--op-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
               callback=finite,
-              help="Seconds an op may take before its worker is killed (status TIMEOUT).")
+              help="Seconds an op may take before its worker is killed (status TIMEOUT); "
+                   "with --overlap, time it waited for a neighbour's device work does not "
+                   "count.")
 @click.option("--stall-timeout", type=click.FloatRange(min=0), default=DEFAULT_STALL_S,
               show_default=True, callback=finite,
               help="Seconds an op may go without finishing a case or compiling a kernel before "

@@ -120,7 +120,9 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
               help="Devices to spread the ops over.")
 @click.option("--op-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
               callback=finite,
-              help="Seconds one side of an op may take (status TIMEOUT, verdict NO_ROWS).")
+              help="Seconds one side of an op may take (status TIMEOUT, verdict NO_ROWS); "
+                   "with --overlap, time it waited for a neighbour's device work does not "
+                   "count.")
 @click.option("--stall-timeout", type=click.FloatRange(min=0), default=DEFAULT_STALL_S,
               show_default=True, callback=finite,
               help="Seconds an op may go without finishing a case or compiling a kernel before "

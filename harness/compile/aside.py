@@ -1,11 +1,11 @@
 """Triton's compiles with the device let go.
 
-Under overlap a run holds its device's lock while it works on the device (the timing core's
-harness/measure/device_lock.py: inputs, first calls, sweeps, timed sections, output checks)
-and lets it go while Triton compiles a kernel: compiling is host work (front end, LLVM, the
-assembler), so a neighbour sharing the device may launch meanwhile, and this run takes the
-lock back before its kernel launches. An autotune sweep's configs compile inside their
-benchmarks, so they too compile with the lock let go.
+Under overlap a run that times nothing holds its device's lock shared while it works on the
+device (the timing core's harness/measure/device_lock.py) and lets it go while Triton
+compiles a kernel: compiling is host work (front end, LLVM, the assembler), so a timing run
+may take the device meanwhile, and this run takes the lock back before its kernel launches.
+An autotune sweep's configs compile inside their benchmarks, so they too compile with the
+lock let go. A run that times keeps the lock through its compiles (harness/run/phases.py).
 
 The patch is Triton's own compile step: `JITFunction._do_compile` (called on a miss of the
 in-memory kernel cache, for a launch and for `run(..., warmup=True)` alike), or, on a Triton

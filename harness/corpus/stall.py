@@ -9,6 +9,10 @@ an adapter planning), is the op's last sign of life. The supervisor asks
 `StallWatch.stalled` while it waits for the op (about once a second); an op it ends for
 this keeps what it measured (its finished cases in results.jsonl), and its run.json says
 why (`reason`, `stalled_s`).
+
+The op timeout counts the op's own time: the seconds its runs spent waiting for their
+device's lock (a neighbour's device work under overlap; each run's `lock-wait` file) extend
+it (`device_wait_s`).
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from typing import Callable, Sequence
 from ..common.files import atomic_write_json, read_json_object
 from ..common.errors import UsageError
 from ..launch import launcher
-from ..run.heartbeat import HEARTBEAT
+from ..run.heartbeat import HEARTBEAT, LOCK_WAIT
 
 DEFAULT_STALL_S = 300.0
 POLL_S = 1.0
@@ -54,6 +58,21 @@ class StallWatch:
             except OSError:
                 continue
         return tuple(beats)
+
+    def device_wait_s(self) -> float:
+        """Seconds the op's runs have waited for their device's lock (their `lock-wait`
+        files): a neighbour's device work, not the op's own time."""
+        try:
+            runs = [p for p in self.out.iterdir() if p.is_dir() and p not in self.before]
+        except OSError:
+            return 0.0
+        total = 0.0
+        for run in runs:
+            try:
+                total += max(0.0, float((run / LOCK_WAIT).read_text()))
+            except (OSError, ValueError):
+                continue
+        return total
 
     def stalled(self) -> bool:
         if not self.stall_s:
@@ -89,7 +108,7 @@ def run_watched(cmd: Sequence[str], env: dict, log: Path, timeout_s: float,
                                pass_fds=pass_fds)
         try:
             while True:
-                left = timeout_s - (time.time() - started)
+                left = timeout_s + watch.device_wait_s() - (time.time() - started)
                 try:
                     rc = child.wait(max(0.0, min(POLL_S, left)))
                     break

@@ -10,11 +10,12 @@ section move its numbers (tests/device/overlap_cause.py). With overlap a lane
   POISONED device, memory held, a changed process state, a retry — takes the spare at once
   and a new spare starts (`WarmPool`);
 - runs up to `--overlap-width` units at once, handed out in order (`in_order`): the next ops
-  (or the next pairs of a screen) import and compile — an autotune sweep its configs too —
-  while the current one works on the device.
-  Device work never overlaps: every run of the lane holds the device's lock from its first
-  case's inputs to its last case's check and lets it go only while Triton compiles
-  (harness/run/phases.py, harness/compile/aside.py; the lane sets ZLH_DEVICE_LOCK_DIR).
+  (or the next pairs of a screen) import and plan while the current one works on the device.
+  No device work overlaps a timing run: it holds the device's lock from its first case's
+  inputs to its last case's check, its compiles included (harness/run/phases.py; the lane
+  sets ZLH_DEVICE_LOCK_DIR). Runs that time nothing (a screen's verdict pass) hold it shared,
+  side by side, and let it go while Triton compiles (harness/compile/aside.py); their
+  autotune sweeps hold it alone.
 
 What stays attributed to the right op (`OverlapLane`): each op has its own worker process, so
 its own timeout, crash, memory-held and process-state checks (the memory a worker holds is
@@ -22,11 +23,10 @@ its own process's). What a neighbour could cause — a device made unusable, dev
 taken, a hang holding the lock — shows as a failure of the op beside it: so an attempt that
 ran beside another and did not end cleanly runs again alone (the lane waits until nothing
 else runs and starts nothing beside it) and that second attempt is the op's answer. A
-TIMEOUT at the op timeout runs again alone too: the op timeout counts the time the op waited
-for its neighbours' device work, which a clean neighbour may hold for minutes (its whole
-run, compiles aside). One ended by the stall rule runs again alone only when an attempt
-beside it ended in TIMEOUT or POISONED: waiting for the lock beats the heartbeat, so a stall
-is the op's own unless a neighbour broke the device. A usage error (exit 2: bad input,
+TIMEOUT is the op's own — its op timeout does not count the time it waited for a
+neighbour's device work (corpus/stall.py), and waiting beats the heartbeat, so a stall is
+its own too — unless an attempt beside it ended in TIMEOUT or POISONED (a broken device);
+only then does it run again alone. A usage error (exit 2: bad input,
 decided before any device work) is never run again.
 
 Not kept apart: what a worker does on the device outside a run (its start: a CUDA context,
@@ -185,7 +185,7 @@ def second_look(turn: _Turn) -> bool:
     """Whether an attempt that ran beside others runs again alone (see the module's text)."""
     if not turn.beside or turn.rc in (EXIT_OK, EXIT_USAGE):
         return False
-    if turn.rc == TIMEOUT_RC and turn.stalled:
+    if turn.rc == TIMEOUT_RC:         # its own time ran out (waits for the device apart)
         return any(o.rc in (TIMEOUT_RC, EXIT_POISONED) for o in turn.beside)
     return True
 

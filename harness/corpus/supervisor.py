@@ -187,7 +187,7 @@ class Worker:
         try:
             self.proc.stdin.write(json.dumps(job) + "\n")
             self.proc.stdin.flush()
-            reply, ended = self._read(timeout_s, watch.stalled)
+            reply, ended = self._read(timeout_s, watch.stalled, watch.device_wait_s)
         except (BrokenPipeError, OSError):
             reply, ended = None, "eof"
         elapsed = time.time() - started
@@ -217,13 +217,14 @@ class Worker:
                        start_s=round(start_s, 3),
                        import_s=float((reply or {}).get("job_import_s") or 0.0))
 
-    def _read(self, timeout_s: float, stalled=None) -> tuple[dict | None, str]:
+    def _read(self, timeout_s: float, stalled=None, waited=None) -> tuple[dict | None, str]:
         """(the next protocol line, "ok"), or (None, "eof") when the worker is gone, or
-        (None, "timeout"), or (None, "stalled") once `stalled()` says so."""
+        (None, "timeout") past `timeout_s` plus what `waited()` says the op waited for its
+        device, or (None, "stalled") once `stalled()` says so."""
         deadline = time.time() + timeout_s
         stream = self.proc.stdout
         while True:
-            remaining = deadline - time.time()
+            remaining = deadline + (waited() if waited is not None else 0.0) - time.time()
             if remaining <= 0:
                 return None, "timeout"
             ready, _, _ = select.select([stream], [], [], min(remaining, 1.0))

@@ -1,15 +1,18 @@
 """One process at a time works on a device, across processes.
 
 Two processes may share a device while only one of them works on it: the other imports or
-compiles (a corpus command's overlap). Whoever launches on the device holds its lock: a run
-holds it from its first case's inputs to its last case's check (harness/run/phases.py) and
-steps aside while Triton compiles (host work); the timing core holds it around each timed
-section as well (re-entrant: within a run's hold that costs nothing), so a timer used on its
-own is covered too. Device work of another process during a timed section is not harmless:
-on an H200, kernels of a few microseconds read up to 16 % faster while a neighbour launches
-small kernels (tests/device/overlap_cause.py), while host load and a neighbour's idle context
-with memory held change nothing. A second process that needs the device waits for the first
-to let it go.
+plans (a corpus command's overlap). Whoever launches on the device holds its lock: a run that
+times holds it from its first case's inputs to its last case's check (harness/run/phases.py);
+the timing core holds it around each timed section as well (re-entrant: within a run's hold
+that costs nothing), so a timer used on its own is covered too. Device work of another
+process is not harmless even between timed sections: on an H200, kernels of a few
+microseconds read up to 16 % faster while a neighbour launches small kernels, during the
+timed sections or only between them (tests/device/overlap_cause.py, `gpu` and `between`),
+while host load, a neighbour's idle context with memory held, process starts and NVML polling
+change nothing. A second process that needs the device waits for the first to let it go. Work
+that times nothing may hold the lock shared, beside other such work (see DeviceLock) and let
+it go while it compiles (`stepped_aside`); before a process lets the lock go, its queued
+device work finishes (`settle`).
 
 The lock is a file lock (flock) on `<folder>/device-<key>.lock`, `key` the device's identity
 as the backend gives it (its UUID where there is one), so every process that names the same
@@ -61,6 +64,7 @@ class Mark:
     contended: int = 0
     asides: int = 0
     aside_s: float = 0.0
+    shared_s: float = 0.0
 
 
 def lock_file_name(key: str) -> str:
@@ -71,18 +75,29 @@ def lock_file_name(key: str) -> str:
 
 class DeviceLock:
     """The lock of one device in this process: re-entrant (a timed section inside a run's hold
-    does not wait for itself), shared by this process's threads."""
+    does not wait for itself), shared by this process's threads.
+
+    A hold is exclusive, or shared (`acquire(shared=True)`): device work that times nothing —
+    a run that only calls each case once for its code and output — may run beside other such
+    work, never beside an exclusive holder. An exclusive block inside a shared hold (a timed
+    section, an autotune sweep) converts the hold for its block: it lets go and waits like
+    any exclusive acquire. Exclusive acquires go first: a waiting one holds the gate file
+    (`device-<key>.gate`), so no new shared holder slips in ahead of it."""
 
     def __init__(self, path: Path, key: str = ""):
         self.path, self.key = Path(path), key
+        self.gate_path = self.path.with_suffix(".gate")
         self._fd: int | None = None
-        self._depth = 0
+        self._gate_fd: int | None = None
+        self._levels: list[bool] = []     # per depth: whether that block asked for exclusive
+        self._exclusive: bool | None = None   # how the file is held now (None: not held)
         self._owner: int | None = None
         self._guard = threading.RLock()
         self._entered = 0.0
         self._entered_at = 0.0
         self.waited_s = 0.0            # time spent waiting for another process's section
         self.held_s = 0.0
+        self.shared_s = 0.0            # the part of held_s held shared
         self.acquires = 0
         self.contended = 0             # acquires that had to wait
         self.asides = 0                # times it was let go for a compile (stepped_aside)
@@ -90,46 +105,90 @@ class DeviceLock:
         self.sections: list[tuple[float, float]] = []   # (enter, exit), epoch seconds
         self.opened_at = time.time()   # (for run.json: the run's span beside its sections)
         self.while_waiting: Callable[[], None] | None = None   # e.g. the run's heartbeat
+        self._wait_started: float | None = None   # perf_counter of a wait in progress
+        # called before each letting go (the backend's synchronize): this process's queued
+        # device work ends before another process may time
+        self.settle: Callable[[], None] | None = None
+
+    @property
+    def _depth(self) -> int:
+        return len(self._levels)
 
     def open(self) -> None:
-        """The lock file, created where missing (OSError when its folder cannot hold it)."""
+        """The lock and gate files, created where missing (OSError when their folder cannot
+        hold them)."""
         if self._fd is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        if self._gate_fd is None:
+            self._gate_fd = os.open(self.gate_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
 
-    def acquire(self, counted: bool = True) -> None:
-        """Take the lock (re-entrant); `counted` False: taking it back after stepping aside,
-        not a new hold (`acquires` and `contended` stay as they are)."""
+    def acquire(self, counted: bool = True, shared: bool = False) -> None:
+        """Take the lock (re-entrant); `shared`: see the class. `counted` False: taking it
+        back after stepping aside, not a new hold (`acquires` and `contended` stay as they
+        are)."""
         self._guard.acquire()          # another thread of this process waits here
-        if self._depth:
-            self._depth += 1
-            return
-        locked = False
         try:
-            self.open()
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                locked = True
-            except BlockingIOError:
-                started = time.perf_counter()
-                with self._telling_while_waiting():
-                    fcntl.flock(self._fd, fcntl.LOCK_EX)     # a signal's handler may raise here
-                    locked = True
-                self.waited_s += time.perf_counter() - started
-                if counted:
-                    self.contended += 1
+            if not self._levels:
+                self._take(not shared, "hold" if counted else "aside")
+                self._owner = threading.get_ident()
+            elif self._exclusive is None or (not shared and not self._exclusive):
+                self._let_go()         # a shared hold converted (or one lost to an interrupt)
+                self._take(not shared or any(self._levels), "convert")
         except BaseException:
-            if locked:         # taken, then interrupted (e.g. leaving the wait's heartbeat)
-                with contextlib.suppress(OSError):
-                    fcntl.flock(self._fd, fcntl.LOCK_UN)
             self._guard.release()
             raise
-        self._depth, self._owner = 1, threading.get_ident()
-        if counted:
-            self.acquires += 1
-        else:
-            self.asides += 1
+        self._levels.append(not shared)
+
+    def _take(self, exclusive: bool, why: str) -> None:
+        """The file locked in the mode asked, through the gate (exclusive waiters first)."""
+        self.open()
+        started = time.perf_counter()
+        waited = self._flock(self._gate_fd, fcntl.LOCK_EX)
+        try:
+            waited = self._flock(self._fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) \
+                or waited
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._gate_fd, fcntl.LOCK_UN)
+        if waited:
+            self.waited_s += time.perf_counter() - started
+            self.contended += why == "hold"
+            if self.while_waiting is not None:     # once more, with the wait complete
+                with contextlib.suppress(Exception):
+                    self.while_waiting()
+        self.acquires += why == "hold"
+        self.asides += why == "aside"
+        self._exclusive = exclusive
         self._entered, self._entered_at = time.perf_counter(), time.time()
+
+    def _flock(self, fd: int, operation: int) -> bool:
+        """flock(fd, operation): True when it had to wait. Taken after a wait and then
+        interrupted (e.g. leaving the wait's heartbeat): let go again before raising."""
+        try:
+            fcntl.flock(fd, operation | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            pass
+        taken = False
+        self._wait_started = time.perf_counter()
+        try:
+            with self._telling_while_waiting():
+                fcntl.flock(fd, operation)     # a signal's handler may raise here
+                taken = True
+        except BaseException:
+            if taken:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+            raise
+        finally:
+            self._wait_started = None
+        return True
+
+    def waiting_s(self) -> float:
+        """Seconds of the wait in progress (0 when this process is not waiting)."""
+        started = self._wait_started
+        return 0.0 if started is None else time.perf_counter() - started
 
     @contextlib.contextmanager
     def _telling_while_waiting(self):
@@ -141,24 +200,37 @@ class DeviceLock:
         with every(1.0, self.while_waiting, "zlh-lock-wait"):
             yield
 
-    def release(self) -> None:
-        if self._depth > 1:
-            self._depth -= 1
-            self._guard.release()
+    def _let_go(self) -> None:
+        if self._exclusive is None:
             return
-        if self._depth == 1:
-            self._depth, self._owner = 0, None
-            self.held_s += time.perf_counter() - self._entered
-            if len(self.sections) < MAX_SECTIONS:
-                self.sections.append((self._entered_at, time.time()))
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-            finally:
-                self._guard.release()
+        if self.settle is not None:
+            with contextlib.suppress(Exception):    # a broken device says so at its next use
+                self.settle()
+        held = time.perf_counter() - self._entered
+        self.held_s += held
+        self.shared_s += 0.0 if self._exclusive else held
+        if len(self.sections) < MAX_SECTIONS:
+            self.sections.append((self._entered_at, time.time()))
+        self._exclusive = None
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def release(self) -> None:
+        if not self._levels:
+            return
+        try:
+            self._levels.pop()
+            if not self._levels:
+                self._owner = None
+                self._let_go()
+            elif self._exclusive and not any(self._levels):   # back to the shared hold
+                self._let_go()
+                self._take(False, "convert")
+        finally:
+            self._guard.release()
 
     @contextlib.contextmanager
-    def section(self):
-        self.acquire()
+    def section(self, shared: bool = False):
+        self.acquire(shared=shared)
         try:
             yield self
         finally:
@@ -167,25 +239,34 @@ class DeviceLock:
     @contextlib.contextmanager
     def stepped_aside(self):
         """This thread's hold let go for the block — another process may work on the device
-        meanwhile — and taken back after it at the same depth (waiting, if need be, like any
+        meanwhile — and taken back after it, as it was (waiting, if need be, like any
         acquire); nothing when this thread does not hold the lock. Triton compiles so."""
-        depth = self._depth if self._owner == threading.get_ident() else 0
-        for _ in range(depth):
-            self.release()
+        if self._owner != threading.get_ident() or not self._levels:
+            yield
+            return
+        levels = list(self._levels)
+        with self._guard:
+            self._let_go()
+            self._levels, self._owner = [], None
+            for _ in levels:
+                self._guard.release()
         let_go = time.perf_counter()
         try:
             yield
         finally:
-            if depth:
-                self.aside_s += time.perf_counter() - let_go
-            for _ in range(depth):
-                self.acquire(counted=False)
+            self.aside_s += time.perf_counter() - let_go
+            self.acquire(counted=False, shared=not any(levels))
+            self._levels = levels          # the same depth, each block as it asked
+            for _ in levels[1:]:
+                self._guard.acquire()
 
     def close(self) -> None:
         with self._guard:
-            if self._fd is not None and not self._depth:
-                os.close(self._fd)
-                self._fd = None
+            if not self._levels:
+                for name in ("_fd", "_gate_fd"):
+                    if getattr(self, name) is not None:
+                        os.close(getattr(self, name))
+                        setattr(self, name, None)
 
     def mark(self) -> Mark:
         """The counters now (`run_fields(since=...)` reports what came after). The stretches
@@ -193,23 +274,29 @@ class DeviceLock:
         MAX_SECTIONS) however many runs the process serves."""
         self.sections.clear()
         return Mark(time.time(), self.waited_s, self.held_s, self.acquires, self.contended,
-                    self.asides, self.aside_s)
+                    self.asides, self.aside_s, self.shared_s)
 
     def run_fields(self, since: Mark | None = None) -> dict:
         """What run.json records of the lock since `since` (default: since it was made): its
         key, the wait, the stretches held — the one still held now (by an enclosing hold, a
-        worker's job) up to now — each clipped to the mark."""
+        worker's job) up to now — each clipped to the mark; `shared_s`, the part of the held
+        time held shared."""
         since = since or Mark(self.opened_at)
         now = time.time()
+        holding = self._exclusive is not None
         stretches = list(self.sections)
-        if self._depth:
+        if holding:
             stretches.append((self._entered_at, now))
         stretches = [(max(a, since.at), b) for a, b in stretches if b > since.at]
         held = sum(b - a for a, b in stretches)
         if len(self.sections) >= MAX_SECTIONS:     # some not kept: the counter says it all
-            held = self.held_s - since.held_s + (now - self._entered_at if self._depth else 0)
+            held = self.held_s - since.held_s + (now - self._entered_at if holding else 0)
+        shared = self.shared_s - since.shared_s
+        if self._exclusive is False:               # held shared now
+            shared += now - max(self._entered_at, since.at)
         return {"key": self.key, "wait_s": round(self.waited_s - since.waited_s, 3),
                 "held_s": round(held, 3),
+                "shared_s": round(min(shared, held), 3),
                 "acquires": self.acquires - since.acquires,
                 "contended": self.contended - since.contended,
                 "asides": self.asides - since.asides,

@@ -14,11 +14,16 @@ timing core already stand, at no cost per timed call:
 The lock is the timing core's (harness/measure/device_lock.py); it is on where the process's
 environment names a lock folder (a corpus command that overlaps its ops sets it). A run
 holds it while it works on the device — from its first case's inputs to its last case's
-check — and lets it go while Triton compiles (harness/compile/aside.py).
+check —, alone and throughout when it times. A run that times nothing (`timing` off: each
+case called once for its code and output, a screen's untimed side) holds it shared, beside
+other such runs, lets it go while Triton compiles (harness/compile/aside.py), and holds it
+alone for each autotune sweep, which times configs (`sweep_hold`). Under
+--no-autotune-hooks a sweep cannot be seen, so such a run holds it alone throughout.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 
 from ..common.errors import UsageError
 from ..compile.aside import compiles_aside
@@ -26,13 +31,15 @@ from ..measure import device_lock
 from ..measure.device_lock import DeviceLock
 
 
-def lock_for(backend_name: str, card: str, index: int) -> DeviceLock | None:
+def lock_for(backend, card: str, index: int) -> DeviceLock | None:
     """The measurement lock of this run's device, keyed by the identity the backend gives
     (`card`: its UUID, else its physical index), or None where no lock folder is named;
     UsageError when the named folder cannot hold it (a run measuring beside another without
-    the lock would be worse than no run)."""
-    lock = device_lock.for_device(f"{backend_name}-{card or f'index {index}'}")
+    the lock would be worse than no run). Before it is let go, this process's queued device
+    work finishes (the backend's synchronize; not while a graph is being captured)."""
+    lock = device_lock.for_device(f"{backend.name}-{card or f'index {index}'}")
     if lock is not None:
+        lock.settle = functools.partial(_settle, backend)
         try:
             lock.open()
         except OSError as exc:
@@ -40,6 +47,12 @@ def lock_for(backend_name: str, card: str, index: int) -> DeviceLock | None:
                              f"the device's measurement lock there ({exc.strerror or exc}); "
                              f"name a writable folder or unset it") from None
     return lock
+
+
+def _settle(backend) -> None:
+    capturing = getattr(backend.torch_module(), "is_current_stream_capturing", None)
+    if capturing is None or not capturing():
+        backend.synchronize()
 
 
 _job: contextlib.ExitStack | None = None     # a worker's job (`job_holding`), while it lasts
@@ -60,21 +73,38 @@ def job_holding():
 
 
 @contextlib.contextmanager
-def holding_device(lock: DeviceLock | None):
-    """The run's device work under the lock (nothing where there is none), each Triton
-    compile with the lock let go. Another process's launches during a timed section move
-    its numbers (on an H200, kernels of a few µs read up to 16 % faster), so no neighbour may
-    launch while this run works on the device; compiling is host work and overlaps. Inside
-    `job_holding` the lock stays held after the block, until the job ends."""
+def holding_device(lock: DeviceLock | None, shared: bool = False):
+    """The run's device work under the lock (nothing where there is none). Another process's
+    device work moves a timed section's numbers even when it only runs *between* the timed
+    sections (on an H200, kernels of a few µs read 7–16 % faster while a neighbour launches
+    in the gaps: tests/device/overlap_cause.py, `between`), so a run that times holds the
+    lock alone from its first case's inputs to its last case's check, its compiles included.
+    `shared`: the run times nothing, so other such runs may work beside it (never a timing
+    one), and each of its Triton compiles lets the lock go (host work; a timing run may take
+    the device meanwhile). Inside `job_holding` the lock stays held after the block, in the
+    same mode, until the job ends."""
     if lock is None:
         yield
         return
-    with compiles_aside(lock.stepped_aside):      # (Triton imported before the device is held)
+    # (Triton imported before the device is held, either way)
+    with compiles_aside(lock.stepped_aside if shared else contextlib.nullcontext):
         if _job is not None:
-            lock.acquire()
+            lock.acquire(shared=shared)
             _job.callback(lock.release)
-        with lock.section():
+        with lock.section(shared=shared):
             yield
+
+
+def times_nothing(options) -> bool:
+    """Whether a run's device work may share the device (its lock held shared): it times no
+    case, and any sweep it makes is seen (a hooked tuner holds the lock exclusive for it)."""
+    return not options.timing and options.autotune_hooks
+
+
+def sweep_hold(lock: DeviceLock | None):
+    """What an autotune sweep enters for its length (the tuner hook's `while_sweeping`): the
+    lock held exclusive — inside a shared hold, converted for the sweep —, or None."""
+    return lock.section if lock is not None else None
 
 
 def phase_fields(case_timer, hook, lock: DeviceLock | None, since=None) -> dict:

@@ -94,7 +94,8 @@ def run_op(plan: BenchPlan, op: str, echo: Echo | None = None,
         run.announce()               # header line, warnings
         run.install_hooks()          # autotune record or replay; IR capture
         # other libraries' log lines: to run.log, once each; the device's lock, where named
-        with run.library_log, phases.holding_device(run.device_lock):
+        with run.library_log, phases.holding_device(run.device_lock,
+                                                    phases.times_nothing(plan.options)):
             run.measure_cases()      # per case: seed, build, check, time; files rewritten
     except DevicePoisonedError as exc:
         status = "poisoned"
@@ -164,8 +165,8 @@ class OpRun:
         self.heartbeat = Heartbeat(run_dir.path)      # beats now, at each case end, compile
         self.case_timer, self.device_lock = None, device_lock   # the device's, where named
         self.lock_mark = None
-        if device_lock is not None:    # waiting for a neighbour's device work is no hang
-            device_lock.while_waiting = self.heartbeat.beat
+        if device_lock is not None:    # waiting for a neighbour's device work: no hang, no time
+            device_lock.while_waiting = self.heartbeat.waiting_on(device_lock)
             self.lock_mark = device_lock.mark()      # what this run did with it comes after
 
     @classmethod
@@ -193,7 +194,7 @@ class OpRun:
                 **options.caliber_values())
             info = run_info(plan, op, run_dir, device, caliber, started)
             run_dir.write_run_json(info)
-            lock = phases.lock_for(backend.name, caliber.card, index)
+            lock = phases.lock_for(backend, caliber.card, index)
         except BaseException as exc:
             shutil.rmtree(run_dir.path, ignore_errors=True)
             if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
@@ -244,6 +245,7 @@ class OpRun:
                 "backend": plan.backend.name, "provider": plan.adapter.name, "op": op,
                 "versions": self.info["versions"]})
         self.tuner_hook.install(plan.adapter.tuner_support())
+        self.tuner_hook.while_sweeping = phases.sweep_hold(self.device_lock)   # (exclusive)
         if plan.options.ir:
             stage = plan.options.ir_stage
             self.ir = IRCapture(self.dir.path / "ttgir",
@@ -317,8 +319,8 @@ class OpRun:
             except Exception as exc:  # noqa: BLE001
                 problems.append(one_line(exc))
 
-        for stop in (self.watcher.stop, self.heartbeat.detach):
-            safely(stop)
+        safely(self.watcher.stop)
+        safely(self.heartbeat.detach)
         hook = self.tuner_hook
         if hook is not None:
             safely(hook.uninstall)
@@ -379,10 +381,8 @@ class OpRun:
             **phases.phase_fields(self.case_timer, self.tuner_hook, self.device_lock,
                                  self.lock_mark),
         })
-        if reason:
-            self.info["reason"] = reason
-        if problems:
-            self.info["cleanup_errors"] = problems
+        self.info.update({key: value for key, value in (("reason", reason),
+                                                        ("cleanup_errors", problems)) if value})
         self.info["telemetry"].update(self.watcher.summary(),
                                       after=telemetry_sample(self.plan.backend, self.plan.device_index))
         self.info["throttled_cases"] = sum(1 for r in self.rows if r.throttled)

@@ -1,6 +1,8 @@
-"""Under a run's hold of the device's lock, Triton compiles with the lock let go (host work a
-neighbour's device work may overlap) and takes it back before anything launches; outside
-`compiles_aside`, the patched compile step is Triton's own."""
+"""Under the shared hold of a run that times nothing, Triton compiles with the lock let go (host
+work a neighbour's device work may overlap) and takes it back before anything launches; a
+run that times keeps the device through its compiles (a neighbour's launches between its
+timed sections move its numbers); outside `compiles_aside`, the patched compile step is
+Triton's own."""
 from __future__ import annotations
 
 import pytest
@@ -49,13 +51,17 @@ def test_a_compile_under_the_runs_hold_lets_the_device_go(lock, monkeypatch):
                                                "BLOCK_SIZE_M": "constexpr",
                                                "HAS_BIAS": "constexpr"},
                                     constexprs={"BLOCK_SIZE_M": 64, "HAS_BIAS": False})
-    with phases.holding_device(lock):
+    with phases.holding_device(lock, shared=True):
         assert not lock_free(lock.path)
         with pristine_language():
             triton.compiler.compile(src, target=TARGET)
         assert lock._depth == 1 and not lock_free(lock.path)
     assert seen == [(0, True)]
     assert (lock.acquires, lock.asides, len(lock.sections), lock._depth) == (1, 1, 2, 0)
+    with phases.holding_device(lock):             # a run that times: held through it
+        with pristine_language():
+            triton.compiler.compile(src, target=TARGET)
+    assert seen == [(0, True), (1, False)] and lock.asides == 1
     with pristine_language():                     # outside a run's hold: Triton's own
         triton.compiler.compile(src, target=TARGET)
     assert lock.asides == 1
@@ -92,7 +98,10 @@ def test_the_jit_functions_compile_step_lets_the_device_go(lock, monkeypatch):
     monkeypatch.setattr(JITFunction, "_do_compile",
                         lambda self, *a, **k: seen.append((lock._depth, lock_free(lock.path))) or "kernel")
     assert aside.install() == "JITFunction._do_compile"
-    with phases.holding_device(lock):
+    with phases.holding_device(lock, shared=True):
         assert JITFunction._do_compile(object(), "key", warmup=False) == "kernel"
         assert lock._depth == 1 and not lock_free(lock.path)
     assert seen == [(0, True)] and lock.asides == 1
+    with phases.holding_device(lock):             # a run that times keeps the device
+        assert JITFunction._do_compile(object(), "key", warmup=False) == "kernel"
+    assert seen == [(0, True), (1, False)] and lock.asides == 1

@@ -13,12 +13,14 @@ from harness.measure.device_lock import DeviceLock
 from harness.run import phases
 
 HELD_DURING_BENCH: list[bool] = []
+MODE_DURING_BENCH: list[bool | None] = []       # exclusive (True), shared (False), not held
 LOCK: list[DeviceLock] = []
 
 
 def bench(fn, quantiles=None, **_):
     fn()
     HELD_DURING_BENCH.append(LOCK[0]._depth > 0)
+    MODE_DURING_BENCH.append(LOCK[0]._exclusive)
     return [1.0] * len(quantiles) if quantiles else 1.0
 
 
@@ -62,6 +64,34 @@ def test_a_sweep_under_the_runs_hold_times_its_configs_holding_the_lock(tmp_path
             copy_kernel.cache.clear()
             launch(100)
         assert HELD_DURING_BENCH == [True, True, False, False] and lock.acquires == 1
+    finally:
+        hook.uninstall()
+        lock.close()
+
+
+def test_a_sweep_in_a_run_that_times_nothing_holds_the_device_alone(tmp_path):
+    """A run that times nothing shares the device; its sweep times configs, so the hook holds
+    the lock exclusive for the sweep's length (the run's `while_sweeping`), then shares
+    again."""
+    lock = DeviceLock(tmp_path / "device-x.lock", "x")
+    LOCK[:] = [lock]
+    MODE_DURING_BENCH.clear()
+    copy_kernel.cache.clear()
+    hook = at.AutotuneRecorder(tmp_path / "run", {"backend": "cpu", "provider": "builtin",
+                                                  "op": "copy"})
+    hook.install()
+    hook.while_sweeping = phases.sweep_hold(lock)
+    try:
+        with phases.holding_device(lock, shared=True):
+            assert lock._exclusive is False
+            launch(100)                              # a miss: two configs, timed alone
+            assert MODE_DURING_BENCH == [True, True]
+            assert lock._exclusive is False          # shared again after the sweep
+        hook.while_sweeping = None                   # (what a run without a lock gives)
+        with phases.holding_device(lock, shared=True):
+            copy_kernel.cache.clear()
+            launch(100)
+        assert MODE_DURING_BENCH == [True, True, False, False]
     finally:
         hook.uninstall()
         lock.close()

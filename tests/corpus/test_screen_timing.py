@@ -29,7 +29,8 @@ def screens(tmp_path_factory):
         for timing in ("changed", "all", "none"):
             roots[timing] = base / timing
             result = screen(base, "--timing", timing, "--root", str(roots[timing]),
-                            "--stall-timeout", "120")
+                            "--stall-timeout", "120",
+                            *(["--overlap"] if timing == "changed" else []))
             assert result.exit_code == 0, result.output
     finally:
         mp.undo()
@@ -74,6 +75,8 @@ def test_changed_times_only_the_ops_whose_code_changed(screens):
             assert [(r["status"], r["gems"], r["torch"]) for r in rows_of(run)] == \
                 [("SUCCESS", None, None)]
             assert (run / "ttgir").is_dir()
+            # (with --overlap) it held the device shared, beside the other untimed runs
+            assert info["device_lock"]["shared_s"] == info["device_lock"]["held_s"] > 0
     # NO_IR_DIFF: never timed, no noise floor, and the table says so
     assert not (root / "A.timed/same").exists() and not (root / "B.timed/same").exists()
     assert rows["same"]["timed"] == "no" and rows["same"]["median_delta_pct"] == "-"
@@ -84,6 +87,7 @@ def test_changed_times_only_the_ops_whose_code_changed(screens):
         assert rows_of(run)[0]["gems"]["samples_ms"]
         info = json.loads((run / "run.json").read_text())
         assert info["autotune_mode"] == "replay" and "/A/changed/" in info["autotune_replay_from"]
+        assert info["device_lock"]["held_s"] > 0 == info["device_lock"]["shared_s"]   # alone
     assert rows["changed"]["timed"] == "yes" and rows["changed"]["median_delta_pct"] != "-"
     assert rows["changed"]["timer"] != "none"        # the caliber of the timed pair
 

@@ -23,7 +23,8 @@ from stand_in import stand_in_worker as make_stand_in
 from cut_short_cases import CASES
 
 # A stand-in worker speaking the worker protocol: `beats` heartbeats `every` seconds apart in
-# a run directory of its own under the job's `out`, then (unless `hang`) its answer.
+# a run directory of its own under the job's `out` (with `waiting`, its lock-wait file says
+# it spent them waiting for the device's lock), then (unless `hang`) its answer.
 STAND_IN = textwrap.dedent("""
     import json, os, sys, time
     print(json.dumps({"ready": True, "pid": os.getpid(), "protocol": 2}), flush=True)
@@ -33,9 +34,12 @@ STAND_IN = textwrap.dedent("""
         os.makedirs(run)
         with open(os.path.join(run, "run.json"), "w") as handle:
             json.dump({"op": job["op"], "status": "running"}, handle)
-        for _ in range(job["beats"]):
+        for k in range(job["beats"]):
             open(os.path.join(run, "heartbeat"), "a").close()
             os.utime(os.path.join(run, "heartbeat"))
+            if job.get("waiting"):    # all of it spent waiting for the device's lock
+                with open(os.path.join(run, "lock-wait"), "w") as handle:
+                    handle.write(str(k * job["every"]))
             time.sleep(job["every"])
         while job.get("hang"):
             time.sleep(1)
@@ -89,6 +93,27 @@ def test_the_op_timeout_stays_the_cap_and_no_stall_timeout_means_none(tmp_path):
         assert worker.run(quiet, 60, log, out, stall_s=None).rc == 0
     finally:
         worker.stop()
+
+
+def test_time_spent_waiting_for_the_device_does_not_count_against_the_op_timeout(tmp_path):
+    """Under overlap an op may wait for a neighbour's device work: its runs' lock-wait files
+    move the op timeout's deadline; the same op without waits times out."""
+    worker = stand_in(tmp_path)
+    try:
+        waiting, log, out = job(tmp_path, "waiting", beats=10, every=0.25, waiting=True)
+        attempt = worker.run(waiting, 1.5, log, out, stall_s=60)
+        assert attempt.rc == 0 and attempt.elapsed_s > 2.2          # past 1.5 s, not cut
+        busy, log, out = job(tmp_path, "busy", beats=10, every=0.25)
+        assert worker.run(busy, 1.5, log, out, stall_s=60).rc == TIMEOUT_RC
+    finally:
+        worker.stop()
+    out = tmp_path / "fresh"
+    out.mkdir()
+    wait = (f"mkdir -p {out}/r; i=0; while [ $i -lt 10 ]; do echo $i.25 > {out}/r/lock-wait; "
+            f"sleep 0.25; i=$((i+1)); done")
+    ended = run_watched(["sh", "-c", wait], dict(os.environ), tmp_path / "f.log", 1.5,
+                        StallWatch(out, set(), None))
+    assert ended.rc == 0 and ended.elapsed_s > 2.2
 
 
 def test_a_fresh_process_is_held_to_the_same_rule(tmp_path):

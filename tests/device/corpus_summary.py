@@ -179,7 +179,7 @@ def where(sides: list[Path], ops: list[str]) -> None:
     first op, resets, hand-over). Runs of every attempt count."""
     total = start = imports = run_wall = 0.0
     phases = dict.fromkeys(PHASES, 0.0)
-    held = dict.fromkeys(("held_s", "aside_s", "first_call_s", "runs"), 0.0)
+    held = dict.fromkeys(("held_s", "shared_s", "aside_s", "first_call_s", "runs"), 0.0)
     compiling = dict.fromkeys(COMPILE_TIMES, 0.0)
     for side in sides:
         for op in ops:
@@ -200,6 +200,7 @@ def where(sides: list[Path], ops: list[str]) -> None:
                     held["runs"] += 1
                     held["held_s"] += float(lock.get("held_s") or 0)
                     held["aside_s"] += float(lock.get("aside_s") or 0)
+                    held["shared_s"] += float(lock.get("shared_s") or 0)
                     held["first_call_s"] += float(info.get("compile_s") or 0) + \
                         float(info.get("sweep_s") or 0)
                 ir = info.get("ir") if isinstance(info.get("ir"), dict) else {}
@@ -221,7 +222,8 @@ def where(sides: list[Path], ops: list[str]) -> None:
               f"{phases['inputs_s']:.0f} s + first calls and sweeps less their compiles "
               f"{first_calls:.0f} s + timed {phases['measure_s']:.0f} s + the rest {other:.0f} s "
               f"(checks, IR runs, kernel split, the worker's reset); let go for compiles "
-              f"{held['aside_s']:.0f} s")
+              f"{held['aside_s']:.0f} s; held shared (beside other untimed runs) "
+              f"{held['shared_s']:.0f} s, alone {held['held_s'] - held['shared_s']:.0f} s")
     if compiling["compiles"]:
         print(f"   Triton's own compile time (run.json ir): {compiling['kernel_compile_s']:.0f} s "
               f"over {compiling['compiles']:.0f} compiles, {compiling['sweep_compile_s']:.0f} s "

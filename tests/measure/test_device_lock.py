@@ -19,8 +19,8 @@ from conftest import CPU_FAST, ROOT, lock_free
 from harness.measure import device_lock
 from harness.measure.device_lock import DeviceLock, for_device, lock_file_name
 
-# A process that takes the lock of KEY under FOLDER on each line it reads: `hold` takes it
-# and says "held", `release` lets it go; `sections N MS` times N sections of MS busy
+# A process that takes the lock of KEY under FOLDER on each line it reads: `hold [shared]`
+# takes it (exclusive, or shared) and says "held", `release` lets it go; `sections N MS` times N sections of MS busy
 # milliseconds each and writes their (enter, exit) to OUT.
 HOLDER = r"""
 import json, sys, time
@@ -32,7 +32,7 @@ for line in sys.stdin:
     words = line.split()
     if words[0] == "hold":
         print("waiting", flush=True)
-        lock.acquire()
+        lock.acquire(shared=words[1:] == ["shared"])
         print("held", flush=True)
     elif words[0] == "release":
         lock.release()
@@ -167,6 +167,9 @@ def test_a_run_waits_for_the_device_and_records_the_wait(tmp_path):
     assert info["device_lock"]["asides"] == 0
     run_dir = next((tmp_path / "out").glob("add_*"))
     assert len((run_dir / "results.jsonl").read_text().splitlines()) > 1
+    # the wait, for a supervisor's op timeout (which does not count it), as it ended
+    assert float((run_dir / "lock-wait").read_text()) == pytest.approx(info["lock_wait_s"],
+                                                                       abs=0.01)
     assert info["measure_s"] > 0 and info["compile_s"] >= 0 and "sweep_s" in info
 
 
@@ -309,3 +312,98 @@ def test_an_interrupt_after_the_wait_leaves_the_lock_free(tmp_path, monkeypatch)
     assert lock_free(lock.path)                          # nobody holds it
     lock.close()
     os.close(other)
+
+
+def test_shared_holders_work_side_by_side_and_an_exclusive_one_alone_first(tmp_path):
+    """Runs that time nothing hold the lock shared, beside each other; a timing run waits for
+    them and, while it waits, a new shared holder waits behind it (it is not starved)."""
+    a, b, timer, late = (holder(tmp_path, "dev", name) for name in ("a", "b", "timer", "late"))
+    for proc in (a, b):                       # both at once: neither waits for the other
+        say(proc, "hold shared")
+        assert proc.stdout.readline().strip() == "waiting"
+        assert proc.stdout.readline().strip() == "held"
+    say(timer, "hold")
+    assert timer.stdout.readline().strip() == "waiting"
+    blocked_on_flock(timer.pid)
+    say(late, "hold shared")
+    assert late.stdout.readline().strip() == "waiting"
+    blocked_on_flock(late.pid)                # behind the exclusive waiter, not beside a and b
+    say(a, "release")
+    assert a.stdout.readline().strip() == "released"
+    say(b, "release")
+    assert b.stdout.readline().strip() == "released"
+    assert timer.stdout.readline().strip() == "held"
+    say(timer, "release")
+    assert timer.stdout.readline().strip() == "released"
+    assert late.stdout.readline().strip() == "held"
+    for proc in (a, b, timer, late):
+        proc.stdin.close()
+        proc.wait(30)
+
+
+def takeable(path: Path, shared: bool) -> bool:
+    """Whether another process could take the lock at `path` now, shared or exclusive."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def test_an_exclusive_block_in_a_shared_hold_converts_for_its_length(tmp_path):
+    """A sweep (or a timed section) inside a run that times nothing holds the device alone for
+    its length, then the run is back to sharing; each letting go first settles this process's
+    device work (the backend's synchronize); the shared time is counted."""
+    lock = DeviceLock(tmp_path / "device-x.lock", "x")
+    settled = []
+    lock.settle = lambda: settled.append(lock._exclusive)
+    mark = lock.mark()
+    with lock.section(shared=True):
+        assert takeable(lock.path, shared=True) and not takeable(lock.path, shared=False)
+        with lock.section():                  # converted: nobody else, not even shared
+            assert not takeable(lock.path, shared=True)
+            with lock.section(shared=True):   # a shared block inside: stays exclusive
+                assert not takeable(lock.path, shared=True)
+            with lock.stepped_aside():        # a compile: let go, then exclusive again
+                assert takeable(lock.path, shared=False)
+            assert lock._exclusive and not takeable(lock.path, shared=True)
+        assert takeable(lock.path, shared=True) and lock._exclusive is False
+        time.sleep(0.01)
+    assert lock._depth == 0 and takeable(lock.path, shared=False)
+    # let go as shared (for the block), exclusive (the compile), exclusive (the block's end),
+    # shared (the run's end)
+    assert settled == [False, True, True, False]
+    fields = lock.run_fields(mark)
+    assert (fields["acquires"], fields["asides"]) == (1, 1) and len(fields["sections"]) == 4
+    assert 0.01 - 1e-3 <= fields["shared_s"] <= fields["held_s"]
+    lock.close()
+
+
+def test_an_untimed_run_shares_the_device_and_a_timed_one_waits(tmp_path):
+    """`zlh bench --no-timing` works while another process holds the device shared (its own
+    hold shared: run.json's shared_s is its whole hold); a timed run waits for that holder."""
+    folder = tmp_path / "locks"
+    held = for_device("cpu-index 0", {device_lock.LOCK_DIR_ENV: str(folder)})
+    held.acquire(shared=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), device_lock.LOCK_DIR_ENV: str(folder),
+           "TRITON_INTERPRET": "1"}
+    command = [sys.executable, "-m", "harness", "bench", "add", *CPU_FAST, "-q"]
+    try:
+        untimed = subprocess.run([*command, "--no-timing", "--out", str(tmp_path / "u")],
+                                 cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert untimed.returncode == 0, untimed.stderr
+        info = json.loads(next((tmp_path / "u").glob("add_*/run.json")).read_text())
+        lock = info["device_lock"]
+        assert lock["contended"] == 0 and lock["wait_s"] == 0.0
+        assert lock["shared_s"] == lock["held_s"] > 0
+        timed = subprocess.Popen([*command, "--out", str(tmp_path / "t")], cwd=ROOT, env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        blocked_on_flock(timed.pid, 120)
+    finally:
+        held.release()
+    assert timed.wait(120) == 0, timed.stderr.read()
+    info = json.loads(next((tmp_path / "t").glob("add_*/run.json")).read_text())
+    assert info["device_lock"]["contended"] == 1 and info["device_lock"]["shared_s"] == 0.0

@@ -43,6 +43,7 @@ class _CacheView:
         self.served = None
         self.hook = hook
         self.sweep = None          # its start (perf_counter) while the tuner sweeps
+        self.held = contextlib.ExitStack()     # what the sweep holds (while_sweeping)
         self.tuner = None          # the tuner whose cache this is (set by _viewing)
 
     def _forced(self, key):
@@ -124,6 +125,9 @@ class _TunerHook:
 
     def __init__(self):
         self.sweep_s = 0.0          # time of the tuned calls that swept
+        # entered for each sweep's length (a context manager factory; the run's: its
+        # device's lock held exclusive, run/phases.py `sweeping`), or None
+        self.while_sweeping = None
         self._originals: dict[type, object] = {}
         self._tuners = weakref.WeakKeyDictionary()
         self._lock = threading.RLock()
@@ -203,13 +207,17 @@ class _TunerHook:
         raise NotImplementedError
 
     def _sweep_begins(self, view: _CacheView) -> None:
-        """A miss: the tuner times its configs now (on the device, under the run's hold of
-        its lock where one is named; each config compiles with it let go, compile/aside.py)."""
+        """A miss: the tuner times its configs now (on the device, inside `while_sweeping`
+        where the run gives one — its device's lock held exclusive —; each config compiles
+        with the lock let go, compile/aside.py)."""
         view.sweep = time.perf_counter()
+        if self.while_sweeping is not None:
+            view.held.enter_context(self.while_sweeping())
         if view.tuner is not None:
             mark_reset(view.tuner)     # a library tuner may fill its sweep from a cache
 
     def _sweep_ends(self, view: _CacheView) -> None:
+        view.held.close()
         self.sweep_s += time.perf_counter() - view.sweep
         view.sweep = None
 
