@@ -17,6 +17,11 @@ warmup 10 ms, 5..50 ms of samples) under each condition, in turn, ROUNDS times (
           starts and replacements)
   nvml    3 processes read clocks, power and throttle reasons through NVML every 10 ms
           (the telemetry of other runs)
+  between 3 processes launch small kernels for 20 ms at a time holding zlh's device lock,
+          and the timer holds it around each kernel's measurement: a neighbour's device work
+          only between timed sections, as overlap with the lock allows
+  prewarm nothing else runs, but the timing process launches small kernels for 20 ms right
+          before each kernel's measurement (the device busy just before, by the same process)
 Default conditions: idle,cpu,ctx,gpu,alloc,unload,spawn,nvml. It prints each kernel's median
 per condition (µs, the median over rounds) and its change from idle. A condition that moves
 the small kernels by what check_overlap.sh showed names work the device lock must hold off.
@@ -28,8 +33,24 @@ import statistics
 import sys
 import time
 
-HELPERS = {"cpu": 12, "ctx": 3, "gpu": 3, "alloc": 3, "unload": 3, "spawn": 2, "nvml": 3}
-DEFAULT = ("idle", *HELPERS)
+HELPERS = {"cpu": 12, "ctx": 3, "gpu": 3, "alloc": 3, "unload": 3, "spawn": 2, "nvml": 3,
+           "between": 3, "prewarm": 0}
+DEFAULT = ("idle", "cpu", "ctx", "gpu", "alloc", "unload", "spawn", "nvml")
+LOCK_PATH = "/tmp/zlh-overlap-cause/device-cause.lock"
+
+
+def _lock():
+    from pathlib import Path
+    from harness.measure.device_lock import DeviceLock
+    return DeviceLock(Path(LOCK_PATH), "cause")
+
+
+def _burst(x, seconds: float = 0.02) -> None:
+    import torch
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        x.mul_(1.0)
+    torch.cuda.synchronize()
 
 
 TOUCH = "import torch; torch.ones(1, device='cuda').add_(1); torch.cuda.synchronize()"
@@ -87,6 +108,13 @@ def _spin(kind: str, ready, stop) -> None:
     if kind == "unload":
         _unload_loop(stop)
         return
+    if kind == "between":
+        lock = _lock()
+        while not stop.is_set():
+            with lock.section():
+                _burst(x)
+            time.sleep(0.005)
+        return
     while not stop.is_set():
         if kind == "gpu":
             x.mul_(1.0)
@@ -115,8 +143,18 @@ def _cases():
     }
 
 
-def _measure(timer, cases) -> dict:
-    return {name: timer.measure(fn).median * 1e3 for name, fn in cases.items()}
+def _measure(timer, cases, cond: str = "idle") -> dict:
+    import contextlib
+    import torch
+    lock = _lock() if cond == "between" else None
+    x = torch.ones(4096, device="cuda")
+    out = {}
+    for name, fn in cases.items():
+        if cond == "prewarm":
+            _burst(x)
+        with lock.section() if lock is not None else contextlib.nullcontext():
+            out[name] = timer.measure(fn).median * 1e3
+    return out
 
 
 def main(rounds: int, conds: tuple) -> None:
@@ -142,7 +180,7 @@ def main(rounds: int, conds: tuple) -> None:
             for _, ready in procs:
                 ready.wait(120)
             time.sleep(1.0)
-            for name, us in _measure(timer, cases).items():
+            for name, us in _measure(timer, cases, cond).items():
                 seen.setdefault(name, {}).setdefault(cond, []).append(us)
             stop.set()
             for p, _ in procs:
