@@ -147,12 +147,13 @@ def corpus_inventory(adapter) -> dict:
               callback=finite,
               help="Seconds an op may take before its worker is killed (status TIMEOUT); "
                    "with --overlap, time it waited for a neighbour's device work does not "
-                   "count.")
+                   "count, up to --overlap-width times this.")
 @click.option("--stall-timeout", type=click.FloatRange(min=0), default=DEFAULT_STALL_S,
               show_default=True, callback=finite,
               help="Seconds an op may go without finishing a case or compiling a kernel before "
                    "it is ended as TIMEOUT (a hang; what it measured is kept); 0: off. "
-                   "--op-timeout stays the hard cap.")
+                   "--op-timeout stays the hard cap (under --overlap, plus the time waited "
+                   "for the device, up to --overlap-width times --op-timeout).")
 @click.option("--retries", type=click.IntRange(min=0, max=5), default=2, show_default=True,
               help="Retries of an op that FAILed or CRASHed, each in a fresh worker.")
 @click.option("--fresh-process", is_flag=True,

@@ -122,12 +122,13 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
               callback=finite,
               help="Seconds one side of an op may take (status TIMEOUT, verdict NO_ROWS); "
                    "with --overlap, time it waited for a neighbour's device work does not "
-                   "count.")
+                   "count, up to --overlap-width times this.")
 @click.option("--stall-timeout", type=click.FloatRange(min=0), default=DEFAULT_STALL_S,
               show_default=True, callback=finite,
               help="Seconds an op may go without finishing a case or compiling a kernel before "
                    "it is ended as TIMEOUT (a hang; what it measured is kept); 0: off. "
-                   "--op-timeout stays the hard cap.")
+                   "--op-timeout stays the hard cap (under --overlap, plus the time waited "
+                   "for the device, up to --overlap-width times --op-timeout).")
 @click.option("--retries", type=click.IntRange(min=0, max=5), default=2, show_default=True,
               help="Retries of a side that FAILed or CRASHed, each in a fresh worker.")
 @click.option("--timing", "timing", type=click.Choice(TIMING_MODES), default=TIMING_ALL,

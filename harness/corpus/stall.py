@@ -1,5 +1,6 @@
 """The stall rule: an op that finishes no case and compiles nothing for `--stall-timeout`
-seconds is hung, and ends as TIMEOUT now rather than at `--op-timeout` (the hard cap).
+seconds is hung, and ends as TIMEOUT now rather than at `--op-timeout` (the hard cap, with
+the device waits below).
 
 Progress is read from the op's run directory: its `heartbeat` file (run/heartbeat.py), touched
 when the run starts, when a case ends and when Triton compiles a kernel (IR capture on). The
@@ -10,9 +11,10 @@ an adapter planning), is the op's last sign of life. The supervisor asks
 this keeps what it measured (its finished cases in results.jsonl), and its run.json says
 why (`reason`, `stalled_s`).
 
-The op timeout counts the op's own time: the seconds its runs spent waiting for their
-device's lock (a neighbour's device work under overlap; each run's `lock-wait` file) extend
-it (`device_wait_s`).
+Under overlap the op timeout counts the op's own time: the seconds its runs spent waiting for
+their device's lock (a neighbour's device work; each run's `lock-wait` file) extend it, up to
+`wait_cap_s` (the lane's width times the op timeout: each neighbour's run is bounded by its
+own), so the hard cap stays finite whoever holds the device (`device_wait_s`).
 """
 from __future__ import annotations
 
@@ -39,8 +41,9 @@ class StallWatch:
     no progress for `stall_s` seconds (None or 0: never)."""
 
     def __init__(self, out: Path, before: set[Path], stall_s: float | None,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, wait_cap_s: float = 0.0):
         self.out, self.before, self.stall_s, self.clock = Path(out), before, stall_s, clock
+        self.wait_cap_s = wait_cap_s       # the most device waiting the op timeout forgives
         self.last_change = clock()         # when the op began, then when a heartbeat moved
         self.seen: tuple = ()
         self.fired = False
@@ -61,7 +64,9 @@ class StallWatch:
 
     def device_wait_s(self) -> float:
         """Seconds the op's runs have waited for their device's lock (their `lock-wait`
-        files): a neighbour's device work, not the op's own time."""
+        files: a neighbour's device work, not the op's own time), at most `wait_cap_s`."""
+        if not self.wait_cap_s:
+            return 0.0
         try:
             runs = [p for p in self.out.iterdir() if p.is_dir() and p not in self.before]
         except OSError:
@@ -72,7 +77,7 @@ class StallWatch:
                 total += max(0.0, float((run / LOCK_WAIT).read_text()))
             except (OSError, ValueError):
                 continue
-        return total
+        return min(total, self.wait_cap_s)
 
     def stalled(self) -> bool:
         if not self.stall_s:

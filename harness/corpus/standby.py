@@ -15,7 +15,7 @@ section move its numbers (tests/device/overlap_cause.py). With overlap a lane
   inputs to its last case's check, its compiles included (harness/run/phases.py; the lane
   sets ZLH_DEVICE_LOCK_DIR). Runs that time nothing (a screen's verdict pass) hold it shared,
   side by side, and let it go while Triton compiles (harness/compile/aside.py); their
-  autotune sweeps hold it alone.
+  autotune sweeps hold it alone while they time configs (let go while each compiles).
 
 What stays attributed to the right op (`OverlapLane`): each op has its own worker process, so
 its own timeout, crash, memory-held and process-state checks (the memory a worker holds is
@@ -24,9 +24,10 @@ taken, a hang holding the lock — shows as a failure of the op beside it: so an
 ran beside another and did not end cleanly runs again alone (the lane waits until nothing
 else runs and starts nothing beside it) and that second attempt is the op's answer. A
 TIMEOUT is the op's own — its op timeout does not count the time it waited for a
-neighbour's device work (corpus/stall.py), and waiting beats the heartbeat, so a stall is
-its own too — unless an attempt beside it ended in TIMEOUT or POISONED (a broken device);
-only then does it run again alone. A usage error (exit 2: bad input,
+neighbour's device work (up to the lane's width times the op timeout: corpus/stall.py), and
+waiting beats the heartbeat, so a stall is its own too — unless an attempt beside it ended
+in TIMEOUT, a crash or POISONED (a hang or a broken device); only then does it run again
+alone. A usage error (exit 2: bad input,
 decided before any device work) is never run again.
 
 Not kept apart: what a worker does on the device outside a run (its start: a CUDA context,
@@ -42,7 +43,7 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..common.errors import EXIT_OK, EXIT_POISONED, EXIT_USAGE
+from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, EXIT_USAGE
 from ..measure.device_lock import LOCK_DIR_ENV, default_folder
 from . import files
 from .outcome import TIMEOUT_RC, Attempt
@@ -185,8 +186,9 @@ def second_look(turn: _Turn) -> bool:
     """Whether an attempt that ran beside others runs again alone (see the module's text)."""
     if not turn.beside or turn.rc in (EXIT_OK, EXIT_USAGE):
         return False
-    if turn.rc == TIMEOUT_RC:         # its own time ran out (waits for the device apart)
-        return any(o.rc in (TIMEOUT_RC, EXIT_POISONED) for o in turn.beside)
+    if turn.rc == TIMEOUT_RC:         # its own time ran out (waits for the device apart) ...
+        return any(o.rc not in (EXIT_OK, EXIT_USAGE, EXIT_FAILED_CASES)   # ... unless beside
+                   for o in turn.beside)              # a hang, a crash or a broken device
     return True
 
 

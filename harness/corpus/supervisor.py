@@ -171,7 +171,8 @@ class Worker:
         self.await_ready()
 
     def run(self, job: dict, timeout_s: float, log: Path, out: Path,
-            log_limit: int = LOG_LIMIT_BYTES, stall_s: float | None = None) -> Attempt:
+            log_limit: int = LOG_LIMIT_BYTES, stall_s: float | None = None,
+            wait_cap_s: float = 0.0) -> Attempt:
         waiting = time.time()
         try:
             if not self.alive:
@@ -183,7 +184,7 @@ class Worker:
         start_s = time.time() - waiting
         before = run_dirs(out)
         started = time.time()
-        watch = StallWatch(out, before, stall_s)     # the stall rule (stall.py)
+        watch = StallWatch(out, before, stall_s, wait_cap_s=wait_cap_s)   # (stall.py)
         try:
             self.proc.stdin.write(json.dumps(job) + "\n")
             self.proc.stdin.flush()
@@ -252,13 +253,13 @@ class Worker:
 
 def run_fresh(lane: Lane, op: str, argv: list[str], timeout_s: float, log: Path,
               out: Path, log_limit: int = LOG_LIMIT_BYTES,
-              stall_s: float | None = None) -> Attempt:
+              stall_s: float | None = None, wait_cap_s: float = 0.0) -> Attempt:
     """One op in its own `zlh bench` process (the comparison mode, --fresh-process)."""
     out.mkdir(parents=True, exist_ok=True)
     before = run_dirs(out)
     cmd = [lane.python, "-m", "harness", "bench", op, *argv]
     started = time.time()
-    watch = StallWatch(out, before, stall_s)     # the stall rule (stall.py)
+    watch = StallWatch(out, before, stall_s, wait_cap_s=wait_cap_s)     # (stall.py)
     ended = run_watched(cmd, lane.env, log, timeout_s, watch, pass_fds=held_fds())
     run_dir = newest_run_dir(out, before)
     if watch.fired:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -32,6 +32,7 @@ class OpWork:
     timeout_s: float
     argv: list[str] = field(default_factory=list)
     stall_s: float | None = None      # the stall rule (stall.py); None: the op timeout alone
+    wait_cap_s: float = 0.0           # device waits the op timeout forgives (overlap: stall.py)
 
 
 class LaneRunner(ABC):
@@ -87,9 +88,10 @@ class LocalLane(LaneRunner):
         args = work.options.to_argv()     # a fresh `zlh bench` and a worker read the same
         if self.worker is None:
             return run_fresh(self.lane, work.op, args, work.timeout_s, work.log, work.out,
-                             stall_s=work.stall_s)
+                             stall_s=work.stall_s, wait_cap_s=work.wait_cap_s)
         job = {"op": work.op, "args": args, "log": str(work.log), "argv": list(work.argv)}
-        return self.worker.run(job, work.timeout_s, work.log, work.out, stall_s=work.stall_s)
+        return self.worker.run(job, work.timeout_s, work.log, work.out, stall_s=work.stall_s,
+                               wait_cap_s=work.wait_cap_s)
 
     def run_command(self, cmd: Sequence[str], log: Path,
                     timeout_s: float | None = None) -> Attempt:
@@ -127,6 +129,8 @@ class OverlapLane(LocalLane):
             self.pool.prime()
 
     def run_op(self, work: OpWork) -> Attempt:
+        # waiting for neighbours' device work is not the op's time, up to what they may take
+        work = replace(work, wait_cap_s=work.timeout_s * self.slots)
         turn = self.turns.begin()
         rc, stalled = None, False
         try:
@@ -155,7 +159,8 @@ class OverlapLane(LocalLane):
             worker = self.mine.worker = self.pool.take()
             self.handed.append(worker)
         job = {"op": work.op, "args": args, "log": str(work.log), "argv": list(work.argv)}
-        return worker.run(job, work.timeout_s, work.log, work.out, stall_s=work.stall_s)
+        return worker.run(job, work.timeout_s, work.log, work.out, stall_s=work.stall_s,
+                          wait_cap_s=work.wait_cap_s)
 
     def renew(self) -> None:
         worker = getattr(self.mine, "worker", None)

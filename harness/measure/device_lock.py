@@ -64,7 +64,6 @@ class Mark:
     contended: int = 0
     asides: int = 0
     aside_s: float = 0.0
-    shared_s: float = 0.0
 
 
 def lock_file_name(key: str) -> str:
@@ -97,12 +96,12 @@ class DeviceLock:
         self._entered_at = 0.0
         self.waited_s = 0.0            # time spent waiting for another process's section
         self.held_s = 0.0
-        self.shared_s = 0.0            # the part of held_s held shared
         self.acquires = 0
         self.contended = 0             # acquires that had to wait
         self.asides = 0                # times it was let go for a compile (stepped_aside)
         self.aside_s = 0.0             # time let go for them (their waits to take it back apart)
         self.sections: list[tuple[float, float]] = []   # (enter, exit), epoch seconds
+        self.shared_sections: list[tuple[float, float]] = []   # those held shared
         self.opened_at = time.time()   # (for run.json: the run's span beside its sections)
         self.while_waiting: Callable[[], None] | None = None   # e.g. the run's heartbeat
         self._wait_started: float | None = None   # perf_counter of a wait in progress
@@ -143,24 +142,27 @@ class DeviceLock:
     def _take(self, exclusive: bool, why: str) -> None:
         """The file locked in the mode asked, through the gate (exclusive waiters first)."""
         self.open()
-        started = time.perf_counter()
-        waited = self._flock(self._gate_fd, fcntl.LOCK_EX)
+        started = self._wait_started = time.perf_counter()    # (the gate's wait counts too)
         try:
-            waited = self._flock(self._fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) \
-                or waited
+            waited = self._flock(self._gate_fd, fcntl.LOCK_EX)
+            try:
+                waited = self._flock(self._fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) \
+                    or waited
+                self._exclusive = exclusive        # held from here, whatever comes next
+                self._entered, self._entered_at = time.perf_counter(), time.time()
+            finally:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(self._gate_fd, fcntl.LOCK_UN)
         finally:
-            with contextlib.suppress(OSError):
-                fcntl.flock(self._gate_fd, fcntl.LOCK_UN)
+            self._wait_started = None
         if waited:
-            self.waited_s += time.perf_counter() - started
+            self.waited_s += self._entered - started
             self.contended += why == "hold"
             if self.while_waiting is not None:     # once more, with the wait complete
                 with contextlib.suppress(Exception):
                     self.while_waiting()
         self.acquires += why == "hold"
         self.asides += why == "aside"
-        self._exclusive = exclusive
-        self._entered, self._entered_at = time.perf_counter(), time.time()
 
     def _flock(self, fd: int, operation: int) -> bool:
         """flock(fd, operation): True when it had to wait. Taken after a wait and then
@@ -171,7 +173,6 @@ class DeviceLock:
         except BlockingIOError:
             pass
         taken = False
-        self._wait_started = time.perf_counter()
         try:
             with self._telling_while_waiting():
                 fcntl.flock(fd, operation)     # a signal's handler may raise here
@@ -181,8 +182,6 @@ class DeviceLock:
                 with contextlib.suppress(OSError):
                     fcntl.flock(fd, fcntl.LOCK_UN)
             raise
-        finally:
-            self._wait_started = None
         return True
 
     def waiting_s(self) -> float:
@@ -203,16 +202,19 @@ class DeviceLock:
     def _let_go(self) -> None:
         if self._exclusive is None:
             return
-        if self.settle is not None:
-            with contextlib.suppress(Exception):    # a broken device says so at its next use
-                self.settle()
-        held = time.perf_counter() - self._entered
-        self.held_s += held
-        self.shared_s += 0.0 if self._exclusive else held
-        if len(self.sections) < MAX_SECTIONS:
-            self.sections.append((self._entered_at, time.time()))
-        self._exclusive = None
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        try:
+            if self.settle is not None:
+                with contextlib.suppress(Exception):    # a broken device says so at its next use
+                    self.settle()
+        finally:
+            now = time.time()
+            self.held_s += time.perf_counter() - self._entered
+            if len(self.sections) < MAX_SECTIONS:
+                self.sections.append((self._entered_at, now))
+                if not self._exclusive:
+                    self.shared_sections.append((self._entered_at, now))
+            self._exclusive = None
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def release(self) -> None:
         if not self._levels:
@@ -273,8 +275,9 @@ class DeviceLock:
         before it were an earlier run's: they are let go, so each run keeps its own (up to
         MAX_SECTIONS) however many runs the process serves."""
         self.sections.clear()
+        self.shared_sections.clear()
         return Mark(time.time(), self.waited_s, self.held_s, self.acquires, self.contended,
-                    self.asides, self.aside_s, self.shared_s)
+                    self.asides, self.aside_s)
 
     def run_fields(self, since: Mark | None = None) -> dict:
         """What run.json records of the lock since `since` (default: since it was made): its
@@ -284,19 +287,19 @@ class DeviceLock:
         since = since or Mark(self.opened_at)
         now = time.time()
         holding = self._exclusive is not None
-        stretches = list(self.sections)
-        if holding:
-            stretches.append((self._entered_at, now))
-        stretches = [(max(a, since.at), b) for a, b in stretches if b > since.at]
+
+        def clipped(stretches) -> list[tuple[float, float]]:
+            return [(max(a, since.at), b) for a, b in stretches if b > since.at]
+        stretches = clipped([*self.sections, *([(self._entered_at, now)] if holding else [])])
+        shared = clipped([*self.shared_sections,
+                          *([(self._entered_at, now)] if self._exclusive is False else [])])
         held = sum(b - a for a, b in stretches)
         if len(self.sections) >= MAX_SECTIONS:     # some not kept: the counter says it all
             held = self.held_s - since.held_s + (now - self._entered_at if holding else 0)
-        shared = self.shared_s - since.shared_s
-        if self._exclusive is False:               # held shared now
-            shared += now - max(self._entered_at, since.at)
+        shared_s = min(held, sum(b - a for a, b in shared))    # (of the stretches kept)
         return {"key": self.key, "wait_s": round(self.waited_s - since.waited_s, 3),
                 "held_s": round(held, 3),
-                "shared_s": round(min(shared, held), 3),
+                "shared_s": round(shared_s, 3),
                 "acquires": self.acquires - since.acquires,
                 "contended": self.contended - since.contended,
                 "asides": self.asides - since.asides,

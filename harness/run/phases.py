@@ -17,7 +17,8 @@ holds it while it works on the device — from its first case's inputs to its la
 check —, alone and throughout when it times. A run that times nothing (`timing` off: each
 case called once for its code and output, a screen's untimed side) holds it shared, beside
 other such runs, lets it go while Triton compiles (harness/compile/aside.py), and holds it
-alone for each autotune sweep, which times configs (`sweep_hold`). Under
+alone for each autotune sweep, which times configs (`sweep_hold`; let go while each config
+compiles, as any compile of such a run). Under
 --no-autotune-hooks a sweep cannot be seen, so such a run holds it alone throughout.
 """
 from __future__ import annotations

@@ -4,6 +4,7 @@ tuned call that hits its cache sweeps nothing. (Its configs' compiles let the lo
 any compile: test_compile_aside.py; here the interpreter compiles nothing.)"""
 from __future__ import annotations
 
+import pytest
 import torch
 import triton
 import triton.language as tl
@@ -43,55 +44,54 @@ def launch(n: int) -> None:
     assert torch.equal(out, x)
 
 
-def test_a_sweep_under_the_runs_hold_times_its_configs_holding_the_lock(tmp_path):
+@pytest.fixture
+def recording(tmp_path):
+    """(lock, hook): a device lock the bench function reports on, and an installed recorder
+    whose tuner cache is empty."""
     lock = DeviceLock(tmp_path / "device-x.lock", "x")
     LOCK[:] = [lock]
     HELD_DURING_BENCH.clear()
-    copy_kernel.cache.clear()
-    hook = at.AutotuneRecorder(tmp_path / "run", {"backend": "cpu", "provider": "builtin",
-                                                  "op": "copy"})
-    hook.install()
-    try:
-        with phases.holding_device(lock):
-            launch(100)                              # a miss: two configs timed
-            assert HELD_DURING_BENCH == [True, True]
-            swept = hook.sweep_s
-            assert swept > 0
-            launch(100)                              # cached: no sweep
-            assert hook.sweep_s == swept
-        assert lock.acquires == 1 and lock._depth == 0
-        with phases.holding_device(None):            # no lock named: nothing is held
-            copy_kernel.cache.clear()
-            launch(100)
-        assert HELD_DURING_BENCH == [True, True, False, False] and lock.acquires == 1
-    finally:
-        hook.uninstall()
-        lock.close()
-
-
-def test_a_sweep_in_a_run_that_times_nothing_holds_the_device_alone(tmp_path):
-    """A run that times nothing shares the device; its sweep times configs, so the hook holds
-    the lock exclusive for the sweep's length (the run's `while_sweeping`), then shares
-    again."""
-    lock = DeviceLock(tmp_path / "device-x.lock", "x")
-    LOCK[:] = [lock]
     MODE_DURING_BENCH.clear()
     copy_kernel.cache.clear()
     hook = at.AutotuneRecorder(tmp_path / "run", {"backend": "cpu", "provider": "builtin",
                                                   "op": "copy"})
     hook.install()
-    hook.while_sweeping = phases.sweep_hold(lock)
     try:
-        with phases.holding_device(lock, shared=True):
-            assert lock._exclusive is False
-            launch(100)                              # a miss: two configs, timed alone
-            assert MODE_DURING_BENCH == [True, True]
-            assert lock._exclusive is False          # shared again after the sweep
-        hook.while_sweeping = None                   # (what a run without a lock gives)
-        with phases.holding_device(lock, shared=True):
-            copy_kernel.cache.clear()
-            launch(100)
-        assert MODE_DURING_BENCH == [True, True, False, False]
+        yield lock, hook
     finally:
         hook.uninstall()
         lock.close()
+
+
+def test_a_sweep_under_the_runs_hold_times_its_configs_holding_the_lock(recording):
+    lock, hook = recording
+    with phases.holding_device(lock):
+        launch(100)                                  # a miss: two configs timed
+        assert HELD_DURING_BENCH == [True, True]
+        swept = hook.sweep_s
+        assert swept > 0
+        launch(100)                                  # cached: no sweep
+        assert hook.sweep_s == swept
+    assert lock.acquires == 1 and lock._depth == 0
+    with phases.holding_device(None):                # no lock named: nothing is held
+        copy_kernel.cache.clear()
+        launch(100)
+    assert HELD_DURING_BENCH == [True, True, False, False] and lock.acquires == 1
+
+
+def test_a_sweep_in_a_run_that_times_nothing_holds_the_device_alone(recording):
+    """A run that times nothing shares the device; its sweep times configs, so the hook holds
+    the lock exclusive for the sweep's length (the run's `while_sweeping`), then shares
+    again."""
+    lock, hook = recording
+    hook.while_sweeping = phases.sweep_hold(lock)
+    with phases.holding_device(lock, shared=True):
+        assert lock._exclusive is False
+        launch(100)                                  # a miss: two configs, timed alone
+        assert MODE_DURING_BENCH == [True, True]
+        assert lock._exclusive is False              # shared again after the sweep
+    hook.while_sweeping = None                       # (what a run without a lock gives)
+    with phases.holding_device(lock, shared=True):
+        copy_kernel.cache.clear()
+        launch(100)
+    assert MODE_DURING_BENCH == [True, True, False, False]

@@ -152,6 +152,10 @@ def test_which_attempts_run_again_alone():
     turns.end(clean, EXIT_OK)
     turns.end(stall, TIMEOUT_RC, stalled=True)
     assert not standby.second_look(stall)      # waiting beats: a stall is the op's own ...
+    slow2, crashed = turns.begin(), turns.begin()
+    turns.end(crashed, -9)                       # a neighbour killed by a signal
+    turns.end(slow2, TIMEOUT_RC)
+    assert standby.second_look(slow2)            # beside a crash: not surely its own
     stall2, poisoned = turns.begin(), turns.begin()
     turns.end(poisoned, EXIT_POISONED)
     turns.end(stall2, TIMEOUT_RC, stalled=True)

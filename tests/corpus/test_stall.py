@@ -101,10 +101,17 @@ def test_time_spent_waiting_for_the_device_does_not_count_against_the_op_timeout
     worker = stand_in(tmp_path)
     try:
         waiting, log, out = job(tmp_path, "waiting", beats=10, every=0.25, waiting=True)
-        attempt = worker.run(waiting, 1.5, log, out, stall_s=60)
+        attempt = worker.run(waiting, 1.5, log, out, stall_s=60, wait_cap_s=60)
         assert attempt.rc == 0 and attempt.elapsed_s > 2.2          # past 1.5 s, not cut
         busy, log, out = job(tmp_path, "busy", beats=10, every=0.25)
-        assert worker.run(busy, 1.5, log, out, stall_s=60).rc == TIMEOUT_RC
+        assert worker.run(busy, 1.5, log, out, stall_s=60, wait_cap_s=60).rc == TIMEOUT_RC
+        # what it forgives is capped (a holder that never lets go cannot keep an op forever)
+        capped, log, out = job(tmp_path, "capped", beats=40, every=0.25, waiting=True)
+        attempt = worker.run(capped, 1.0, log, out, stall_s=60, wait_cap_s=1.0)
+        assert attempt.rc == TIMEOUT_RC and 2.0 <= attempt.elapsed_s < 6
+        # without overlap (no cap given) the op timeout is the op's whole time
+        plain, log, out = job(tmp_path, "plain", beats=10, every=0.25, waiting=True)
+        assert worker.run(plain, 1.0, log, out, stall_s=60).rc == TIMEOUT_RC
     finally:
         worker.stop()
     out = tmp_path / "fresh"
@@ -112,7 +119,7 @@ def test_time_spent_waiting_for_the_device_does_not_count_against_the_op_timeout
     wait = (f"mkdir -p {out}/r; i=0; while [ $i -lt 10 ]; do echo $i.25 > {out}/r/lock-wait; "
             f"sleep 0.25; i=$((i+1)); done")
     ended = run_watched(["sh", "-c", wait], dict(os.environ), tmp_path / "f.log", 1.5,
-                        StallWatch(out, set(), None))
+                        StallWatch(out, set(), None, wait_cap_s=60))
     assert ended.rc == 0 and ended.elapsed_s > 2.2
 
 

@@ -407,3 +407,52 @@ def test_an_untimed_run_shares_the_device_and_a_timed_one_waits(tmp_path):
     assert timed.wait(120) == 0, timed.stderr.read()
     info = json.loads(next((tmp_path / "t").glob("add_*/run.json")).read_text())
     assert info["device_lock"]["contended"] == 1 and info["device_lock"]["shared_s"] == 0.0
+
+
+def test_what_a_waiting_run_reports_grows_through_the_gate_and_the_lock(tmp_path):
+    """The wait a run reports while it waits (for the supervisor's op timeout) counts the
+    wait at the gate (behind an exclusive waiter) and then at the lock, never going back."""
+    sharer, first = holder(tmp_path, "dev", "sharer"), holder(tmp_path, "dev", "first")
+    say(sharer, "hold shared")
+    assert [sharer.stdout.readline().strip() for _ in "ab"] == ["waiting", "held"]
+    say(first, "hold")                        # waits at the lock, holding the gate
+    assert first.stdout.readline().strip() == "waiting"
+    blocked_on_flock(first.pid)
+    lock = DeviceLock(tmp_path / "locks" / lock_file_name("dev"), "dev")
+    reports, waiting = [], threading.Event()
+
+    def report():
+        reports.append(lock.waited_s + lock.waiting_s())
+        waiting.set()
+    lock.while_waiting = report
+    taker = threading.Thread(target=lambda: (lock.acquire(), lock.release()))
+    taker.start()
+    assert waiting.wait(30)                   # waiting at the gate
+    say(sharer, "release")                    # `first` takes the lock, lets the gate go:
+    assert first.stdout.readline().strip() == "held"      # this one now waits at the lock
+    assert sharer.stdout.readline().strip() == "released"
+    seen = len(reports)
+    while len(reports) < seen + 2:            # two more reports from the second wait
+        time.sleep(0.05)
+    say(first, "release")
+    assert first.stdout.readline().strip() == "released"
+    taker.join(30)
+    assert lock.acquires == 1 and reports == sorted(reports)
+    assert reports[-1] == pytest.approx(lock.waited_s) and lock.waited_s >= 2.0
+    lock.close()
+    for proc in (sharer, first):
+        proc.stdin.close()
+        proc.wait(30)
+
+
+def test_a_shared_hold_that_spans_the_mark_counts_only_what_came_after(tmp_path):
+    lock = DeviceLock(tmp_path / "device-x.lock", "x")
+    lock.acquire(shared=True)
+    time.sleep(0.2)                           # before the run's mark: not the run's
+    mark = lock.mark()
+    with lock.section():                      # converted: the shared stretch ends here
+        time.sleep(0.1)
+    fields = lock.run_fields(mark)
+    assert fields["shared_s"] < 0.05 and fields["held_s"] >= 0.1 - 1e-3
+    lock.release()
+    lock.close()
