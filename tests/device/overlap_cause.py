@@ -22,6 +22,9 @@ warmup 10 ms, 5..50 ms of samples) under each condition, in turn, ROUNDS times (
           only between timed sections, as overlap with the lock allows
   prewarm nothing else runs, but the timing process launches small kernels for 20 ms right
           before each kernel's measurement (the device busy just before, by the same process)
+  quiet   as `between`, but the timer, once it holds the lock, waits QUIET_S seconds (default
+          1) before it measures: how long a neighbour's past work keeps moving the numbers
+          (what a run that holds the device for its whole length still meets as it begins)
 Default conditions: idle,cpu,ctx,gpu,alloc,unload,spawn,nvml. It prints each kernel's median
 per condition (µs, the median over rounds) and its change from idle. A condition that moves
 the small kernels by what check_overlap.sh showed names work the device lock must hold off.
@@ -29,12 +32,13 @@ the small kernels by what check_overlap.sh showed names work the device lock mus
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import statistics
 import sys
 import time
 
 HELPERS = {"cpu": 12, "ctx": 3, "gpu": 3, "alloc": 3, "unload": 3, "spawn": 2, "nvml": 3,
-           "between": 3, "prewarm": 0}
+           "between": 3, "prewarm": 0, "quiet": 3}
 DEFAULT = ("idle", "cpu", "ctx", "gpu", "alloc", "unload", "spawn", "nvml")
 LOCK_PATH = "/tmp/zlh-overlap-cause/device-cause.lock"
 
@@ -108,7 +112,7 @@ def _spin(kind: str, ready, stop) -> None:
     if kind == "unload":
         _unload_loop(stop)
         return
-    if kind == "between":
+    if kind in ("between", "quiet"):
         lock = _lock()
         while not stop.is_set():
             with lock.section():
@@ -146,13 +150,15 @@ def _cases():
 def _measure(timer, cases, cond: str = "idle") -> dict:
     import contextlib
     import torch
-    lock = _lock() if cond == "between" else None
+    lock = _lock() if cond in ("between", "quiet") else None
+    quiet_s = float(os.environ.get("QUIET_S", "1")) if cond == "quiet" else 0.0
     x = torch.ones(4096, device="cuda")
     out = {}
     for name, fn in cases.items():
         if cond == "prewarm":
             _burst(x)
         with lock.section() if lock is not None else contextlib.nullcontext():
+            time.sleep(quiet_s)
             out[name] = timer.measure(fn).median * 1e3
     return out
 
