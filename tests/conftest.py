@@ -69,12 +69,13 @@ def fresh_flaggems_modules():
 FAST_API = {"warmup_ms": 1.0, "min_samples": 3, "min_time_ms": 0.0, "max_time_ms": 20.0}
 
 
-def lock_free(path: Path) -> bool:
-    """Whether another open file description could take the file lock at `path` now (a
-    device lock held by this process blocks it as another process's would)."""
+def lock_free(path: Path, shared: bool = False) -> bool:
+    """Whether another open file description could take the file lock at `path` now —
+    exclusive, or (`shared`) shared — (a device lock held by this process blocks it as
+    another process's would)."""
     fd = os.open(path, os.O_RDWR)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
     finally:

@@ -48,14 +48,17 @@ class StallWatch:
         self.seen: tuple = ()
         self.fired = False
 
+    def runs(self) -> list[Path]:
+        """The run directories the op started (none where `out` cannot be read)."""
+        try:
+            return sorted(p for p in self.out.iterdir() if p.is_dir() and p not in self.before)
+        except OSError:
+            return []
+
     def heartbeats(self) -> tuple:
         """(run, mtime) of the heartbeat of every run the op started."""
-        try:
-            runs = sorted(p for p in self.out.iterdir() if p.is_dir() and p not in self.before)
-        except OSError:
-            return ()
         beats = []
-        for run in runs:
+        for run in self.runs():
             try:
                 beats.append((run.name, (run / HEARTBEAT).stat().st_mtime_ns))
             except OSError:
@@ -67,12 +70,8 @@ class StallWatch:
         files: a neighbour's device work, not the op's own time), at most `wait_cap_s`."""
         if not self.wait_cap_s:
             return 0.0
-        try:
-            runs = [p for p in self.out.iterdir() if p.is_dir() and p not in self.before]
-        except OSError:
-            return 0.0
         total = 0.0
-        for run in runs:
+        for run in self.runs():
             try:
                 total += max(0.0, float((run / LOCK_WAIT).read_text()))
             except (OSError, ValueError):

@@ -136,7 +136,6 @@ class _Turn:
     def __init__(self):
         self.beside: list[_Turn] = []
         self.rc: int | None = None
-        self.stalled = False       # ended by the stall rule (no progress), not the op timeout
 
 
 class Turns:
@@ -159,9 +158,9 @@ class Turns:
             self._running.add(turn)
         return turn
 
-    def end(self, turn: _Turn, rc: int, stalled: bool = False) -> None:
+    def end(self, turn: _Turn, rc: int) -> None:
         with self._cond:
-            turn.rc, turn.stalled = rc, stalled
+            turn.rc = rc
             self._running.discard(turn)
             self._cond.notify_all()
 

@@ -132,12 +132,12 @@ class OverlapLane(LocalLane):
         # waiting for neighbours' device work is not the op's time, up to what they may take
         work = replace(work, wait_cap_s=work.timeout_s * self.slots)
         turn = self.turns.begin()
-        rc, stalled = None, False
+        rc = None
         try:
             attempt = self._once(work)
-            rc, stalled = attempt.rc, attempt.stalled_s is not None
+            rc = attempt.rc
         finally:
-            self.turns.end(turn, rc if rc is not None else -1, stalled)
+            self.turns.end(turn, rc if rc is not None else -1)
         if not turn.beside or attempt.rc in (EXIT_OK, EXIT_USAGE):
             return attempt
         with self.turns.alone():          # what ran beside it has ended: judged now

@@ -150,7 +150,7 @@ def test_which_attempts_run_again_alone():
     assert not standby.second_look(slow)  # its own time ran out: waits for the device apart
     stall, clean = turns.begin(), turns.begin()
     turns.end(clean, EXIT_OK)
-    turns.end(stall, TIMEOUT_RC, stalled=True)
+    turns.end(stall, TIMEOUT_RC)   # (the stall rule)
     assert not standby.second_look(stall)      # waiting beats: a stall is the op's own ...
     slow2, crashed = turns.begin(), turns.begin()
     turns.end(crashed, -9)                       # a neighbour killed by a signal
@@ -158,7 +158,7 @@ def test_which_attempts_run_again_alone():
     assert standby.second_look(slow2)            # beside a crash: not surely its own
     stall2, poisoned = turns.begin(), turns.begin()
     turns.end(poisoned, EXIT_POISONED)
-    turns.end(stall2, TIMEOUT_RC, stalled=True)
+    turns.end(stall2, TIMEOUT_RC)   # (the stall rule)
     assert standby.second_look(stall2) and standby.second_look(poisoned)   # ... or theirs
     usage, other = turns.begin(), turns.begin()
     turns.end(usage, 2)

@@ -341,18 +341,6 @@ def test_shared_holders_work_side_by_side_and_an_exclusive_one_alone_first(tmp_p
         proc.wait(30)
 
 
-def takeable(path: Path, shared: bool) -> bool:
-    """Whether another process could take the lock at `path` now, shared or exclusive."""
-    fd = os.open(path, os.O_RDWR)
-    try:
-        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)
-    return True
-
-
 def test_an_exclusive_block_in_a_shared_hold_converts_for_its_length(tmp_path):
     """A sweep (or a timed section) inside a run that times nothing holds the device alone for
     its length, then the run is back to sharing; each letting go first settles this process's
@@ -362,17 +350,17 @@ def test_an_exclusive_block_in_a_shared_hold_converts_for_its_length(tmp_path):
     lock.settle = lambda: settled.append(lock._exclusive)
     mark = lock.mark()
     with lock.section(shared=True):
-        assert takeable(lock.path, shared=True) and not takeable(lock.path, shared=False)
+        assert lock_free(lock.path, shared=True) and not lock_free(lock.path, shared=False)
         with lock.section():                  # converted: nobody else, not even shared
-            assert not takeable(lock.path, shared=True)
+            assert not lock_free(lock.path, shared=True)
             with lock.section(shared=True):   # a shared block inside: stays exclusive
-                assert not takeable(lock.path, shared=True)
+                assert not lock_free(lock.path, shared=True)
             with lock.stepped_aside():        # a compile: let go, then exclusive again
-                assert takeable(lock.path, shared=False)
-            assert lock._exclusive and not takeable(lock.path, shared=True)
-        assert takeable(lock.path, shared=True) and lock._exclusive is False
+                assert lock_free(lock.path, shared=False)
+            assert lock._exclusive and not lock_free(lock.path, shared=True)
+        assert lock_free(lock.path, shared=True) and lock._exclusive is False
         time.sleep(0.01)
-    assert lock._depth == 0 and takeable(lock.path, shared=False)
+    assert lock._depth == 0 and lock_free(lock.path, shared=False)
     # let go as shared (for the block), exclusive (the compile), exclusive (the block's end),
     # shared (the run's end)
     assert settled == [False, True, True, False]
