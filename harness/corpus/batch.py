@@ -113,31 +113,35 @@ class Batch:
         .workers/dev<device>.log)."""
         return self.executor.open_lane(lane, self.plan.root / ".workers" / f"dev{device}.log")
 
-    def run_item(self, item: Item, lane: Lane, runner: LaneRunner,
-                 replay: Path | None = None) -> Outcome | None:
+    def run_item(self, item: Item, lane: Lane, runner: LaneRunner, replay: Path | None = None,
+                 compile_cache: str | None = None) -> Outcome | None:
         """One op with its retries, dtype fallback and timer fallback; None when a
-        machine-wide preflight failure stops the batch."""
+        machine-wide preflight failure stops the batch. `compile_cache`: a kept Triton cache
+        every attempt loads from (a screen's timed run, on its side's untimed one)."""
         dtypes = item.dtypes if item.dtypes else self.plan.options.dtypes
         if replay is None and self.plan.replay_root is not None:
             replay = files.replay_source(self.plan.replay_root, item.op, self.backend_name)
             if isinstance(replay, str):          # nothing recorded: not measured unpinned
                 return Outcome(SKIP, 0, 0.0, reason=replay, notes=["no_record"])
         outcome = self._attempts(item.op, dtypes, lane, runner,
-                                 files.next_attempt(self.plan.root, item.op), replay)
+                                 files.next_attempt(self.plan.root, item.op), replay,
+                                 compile_cache=compile_cache)
         if dtypes and dtype_problem(outcome):
             dtypes = None
-            fallback = self._attempts(item.op, None, lane, runner, outcome.attempt + 1, replay)
+            fallback = self._attempts(item.op, None, lane, runner, outcome.attempt + 1, replay,
+                                       compile_cache=compile_cache)
             fallback.notes.append("dtype_fallback")
             outcome = fallback
         elif dtypes and dtype_rescue(outcome):
             dtypes = None
-            rescue = self._attempts(item.op, None, lane, runner, outcome.attempt + 1, replay)
+            rescue = self._attempts(item.op, None, lane, runner, outcome.attempt + 1, replay,
+                                    compile_cache=compile_cache)
             rescue.notes.append("dtype_rescue")
             outcome = rescue
         if outcome.status == CRASH and self.graph_timed:
             crashed = outcome
             outcome = self._attempts(item.op, dtypes, lane, runner, crashed.attempt + 1,
-                                     replay, timer="event")
+                                     replay, timer="event", compile_cache=compile_cache)
             outcome.notes += [n for n in crashed.notes
                               if not n.startswith("retry_rc=") and n not in outcome.notes]
             outcome.notes += ["timer_fallback=event",
@@ -150,14 +154,15 @@ class Batch:
             ([f"retried={self._retried[item.op]}"] if item.op in self._retried else [])
         return outcome
 
-    def _attempts(self, op: str, dtypes, lane: Lane, runner: LaneRunner,
-                  first: int, replay: Path | None, timer: str | None = None) -> Outcome:
+    def _attempts(self, op: str, dtypes, lane: Lane, runner: LaneRunner, first: int,
+                  replay: Path | None, timer: str | None = None,
+                  compile_cache: str | None = None) -> Outcome:
         """Retries of FAIL and CRASH in a fresh worker; two identical outcomes stop them."""
         outcomes: list[Outcome] = []
         for k in range(first, first + 1 + self.plan.retries):
             if outcomes:
                 runner.renew()                     # a retry runs in a fresh worker
-            attempt = self._attempt(op, dtypes, lane, runner, k, replay, timer)
+            attempt = self._attempt(op, dtypes, lane, runner, k, replay, timer, compile_cache)
             if attempt.write_failure:
                 self.stop.set()
                 raise self.cannot_write(f"op {op}", attempt.write_failure)
@@ -175,13 +180,15 @@ class Batch:
         return final
 
     def _attempt(self, op: str, dtypes, lane: Lane, runner: LaneRunner, k: int,
-                 replay: Path | None = None, timer: str | None = None):
+                 replay: Path | None = None, timer: str | None = None,
+                 compile_cache: str | None = None):
         out = files.op_dir(self.plan.root, op)
         out.mkdir(parents=True, exist_ok=True)
         log = out / f"run.attempt{k}.log"
         # The batch samples its devices itself (telemetry.tsv at its root): not each op.
         options = self.plan.options.replace(dtypes=dtypes, out=str(out),
                                             replay=str(replay) if replay else None,
+                                            compile_cache=compile_cache,
                                             telemetry_interval=0.0,
                                             timer=timer or self.plan.options.timer)
         return runner.run_op(OpWork(op, options, log, out, self.plan.op_timeout_s,

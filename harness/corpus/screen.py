@@ -9,7 +9,9 @@ comes from the two run directories (verdict.py) and is recomputed, never run aga
 `timing` says what is timed: `all` (both sides time every case: a delta, or a noise floor,
 for every op), `changed` (A and B run each case once, untimed; the code decides the verdict;
 only an IR_CHANGED op is then timed, A and B each replaying A's record, into `A.timed/` and
-`B.timed/`), `none` (verdicts only).
+`B.timed/`), `none` (verdicts only). Under `changed` a timed run loads its kernels from the
+Triton cache the untimed run of its side and op kept, instead of compiling them again while
+it holds the device alone; the kept caches go once the op's pair is done.
 
 Files under the screen root: screen.json (plan, sides, options, scrub, IR stage, timing),
 screen.tsv (a row per op, rewritten atomically as ops finish), ir_changed.txt, A/ and B/
@@ -28,6 +30,7 @@ from ..common.errors import PreflightError, UsageError
 from ..common.files import (atomic_write_json, atomic_write_text, check_output_file,
                             read_json_object)
 from ..common.log import Echo
+from ..compile.caches import KEPT_PREFIX, remove_kept
 from . import files
 from ..store.reader import read_info
 from .batch import Batch
@@ -79,6 +82,7 @@ class Screen:
             done = self._finished(item.op)
             if done is not None:
                 self._verdict(item, *done)
+                self._drop_kept(item.op)       # a screen ended before it removed them
         todo = [i for i in self.plan.base.items if i.op not in self.verdicts]
         devices = self.plan.base.devices
         run_lanes([(f"screen-{d}", self._lane,
@@ -102,7 +106,10 @@ class Screen:
             def one(item: Item) -> bool:
                 if any(b.stop.is_set() for b in self.sides.values()):
                     return False
-                return self._pair(item, device, lanes, runners)
+                try:
+                    return self._pair(item, device, lanes, runners)
+                finally:                # timed, not to be timed, failed or stopped: done
+                    self._drop_kept(item.op)
             # with overlap: the next pairs' A while this pair's B runs
             in_order(items, min(r.slots for r in runners.values()), one, stop)
 
@@ -141,17 +148,24 @@ class Screen:
                 return False
             side_b.record(item.op, b, device)
         timed = [] if self._wants_timing(item.op, a, b) else None
-        for label in "AB" if timed is not None else ():   # each replays A's record, as B did
-            batch = self.sides[label + TIMED]
+        for label, untimed in zip("AB", (a, b)) if timed is not None else ():
+            batch = self.sides[label + TIMED]        # each replays A's record, as B did
             done = batch.outcomes.get(item.op)
             if done is None:
-                done = batch.run_item(item, lanes[label], runners[label], replay=a.run_dir)
+                done = batch.run_item(item, lanes[label], runners[label], replay=a.run_dir,
+                                      compile_cache=kept_cache(untimed))
                 if done is None:
                     return False
                 batch.record(item.op, done, device)
             timed.append(done)
         self._verdict(item, a, b, timed)
         return True
+
+    def _drop_kept(self, op: str) -> None:
+        """The Triton caches the untimed runs of `op` kept (every attempt's), removed."""
+        if self.plan.timing == TIMING_CHANGED:
+            for label in "AB":
+                remove_kept(files.op_dir(self.sides[label].plan.root, op))
 
     def _verdict(self, item: Item, a: Outcome, b: Outcome | None, timed=None) -> None:
         verdict = decide(item.op, a, b, self.plan.scrub, self.plan.base.options.ir_stage,
@@ -176,6 +190,25 @@ def replayable(run_dir: Path) -> bool:
         return read_info(run_dir).get("status") == "complete"
     except UsageError:
         return False
+
+
+def kept_cache(untimed: Outcome) -> str | None:
+    """The Triton cache an untimed run kept (named in its run.json's caches, beside its run
+    directory: found there in a root moved since), for the timed run of the same side and op
+    to load from; None where it kept none (a run that did not start, a root older than kept
+    caches). One that is gone since, the timed run finds gone: it compiles into its own."""
+    try:
+        info = read_info(untimed.run_dir) if untimed.run_dir is not None else {}
+    except UsageError:
+        return None
+    options, caches = info.get("options"), info.get("caches")
+    if not isinstance(options, dict) or options.get("keep_compile_cache") is not True or \
+            not isinstance(caches, dict) or not isinstance(caches.get("env"), dict):
+        return None
+    found = caches["env"].get("TRITON_CACHE_DIR")
+    if not isinstance(found, str) or not Path(found).name.startswith(KEPT_PREFIX):
+        return None
+    return str(untimed.run_dir.parent / Path(found).name)
 
 
 def write_table(plan: ScreenPlan, verdicts: dict[str, Verdict]) -> None:

@@ -33,10 +33,12 @@ class ScreenPlan:
 
     def side_plan(self, side: Side, timed: bool = False) -> BatchPlan:
         """Side `side`'s batch: the verdict pass (`A/`, `B/`; untimed unless timing is all),
-        or with `timed` the timed pair (`A.timed/`, `B.timed/`)."""
+        or with `timed` the timed pair (`A.timed/`, `B.timed/`). Under `changed` the untimed
+        runs keep their Triton cache for the timed run of the same side and op (screen.py)."""
         options = self.base.options
         if not timed and self.timing != TIMING_ALL:
-            options = options.replace(timing=False)
+            options = options.replace(timing=False,
+                                      keep_compile_cache=self.timing == TIMING_CHANGED)
         return BatchPlan(**{**vars(self.base), "root": self.root / side_folder(side, timed),
                             "python": side.python, "options": options})
 

@@ -287,6 +287,17 @@ OPTIONS = (
            extra=_valid_shard,
            extra_message="option {name}: expected k/N with 0 <= k < N, got {value!r}",
            help="Only every N-th case from the K-th (the shards of a parallel sweep)."),
+    # A screen's two runs of one side and op (--timing changed) share a Triton cache.
+    Option("keep_compile_cache", "--keep-compile-cache", bool, False, kind="flag",
+           location=True, shared=False, hidden=True, group="compiler/IR",
+           help="Leave the Triton compile cache in <out>/.compile-cache-<stamp> after the run "
+                "for a later run to load from (its caller removes it); the tuner cache still "
+                "goes (a screen's untimed runs under --timing changed)."),
+    Option("compile_cache", "--compile-cache", str, metavar="DIR", path=True, location=True,
+           shared=False, hidden=True, group="compiler/IR",
+           help="Load from and add to this Triton compile cache (another run's, kept; left in "
+                "place) instead of a private one; a directory that is gone: a private one (a "
+                "screen's timed run, on its side's untimed cache)."),
 )
 
 BY_NAME = {o.name: o for o in OPTIONS}

@@ -22,7 +22,7 @@ from ..common import spelling
 from ..common.errors import PreflightError, UsageError
 from ..common.files import check_output_dir
 from ..compile import autotune
-from ..compile.caches import CacheEnv, apply_env, compile_cache
+from ..compile.caches import KEPT_PREFIX, CacheEnv, apply_env, compile_cache
 from ..measure.timers import resolve_timer_name
 from ..store.compiler import compiler_identity
 from ..store.reader import (REPLAY_PARTIAL_ENV, check_complete, find_runs, load_info,
@@ -97,10 +97,7 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
     _absolute_paths(plan)        # checked as given; kept absolute: an op's os.chdir moves none
     options = plan.options
     # Private compile cache (and, if asked, tuner cache) before anything compiles or imports.
-    plan.cache_root = (Path(options.out) /
-                       f".cache-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
-    plan.caches = compile_cache(plan.cache_root).merged(
-        _tuner_cache(adapter, plan.cache_root, options))
+    plan.cache_root, plan.caches = _caches(adapter, options)
     apply_env(plan.caches.env)
     adapter.set_input_mode(options.inputs)     # device-drawn or upstream inputs (--inputs)
     adapter.prepare(resolved, backend, options.level, plan.shape_file)
@@ -228,6 +225,19 @@ def _dtypes(adapter, op: str, backend, options: BenchOptions, shape_file):
     except adapters.MissingShapes as exc:
         raise UsageError(str(exc)) from None
     return dtypes
+
+
+def _caches(adapter, options: BenchOptions) -> tuple[Path, CacheEnv]:
+    """The run's private cache root under --out and its caches: Triton's compile cache (kept
+    past the run, or another run's kept one loaded from, where the options say) and the
+    adapter's tuner cache. Only Triton's is kept or reused: the run that reuses one replays a
+    record, whose configs no tuner cache decides; sharing the tuner cache too would save
+    nothing and would let one run's tuning reach the other."""
+    stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    root = Path(options.out) / f".cache-{stamp}"
+    kept = Path(options.out) / f"{KEPT_PREFIX}{stamp}" if options.keep_compile_cache else None
+    return root, compile_cache(root, kept, options.compile_cache).merged(
+        _tuner_cache(adapter, root, options))
 
 
 def _tuner_cache(adapter, cache_root: Path, options: BenchOptions) -> CacheEnv:

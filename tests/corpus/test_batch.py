@@ -179,7 +179,8 @@ def scripted(monkeypatch, script: list[tuple[int, str]]):
     """Batch._attempt returns these (rc, message) in turn; judge() does the rest."""
     calls = []
 
-    def attempt(self, op, dtypes, lane, worker, k, replay=None, timer=None):
+    def attempt(self, op, dtypes, lane, worker, k, replay=None, timer=None,
+                compile_cache=None):
         rc, message = script[len(calls)]
         calls.append((op, dtypes, k))
         log = self.plan.root / f"{k}.log"

@@ -18,7 +18,8 @@ def scripted(monkeypatch, tmp_path, first_rc: int, rescued_rc: int):
     it); attempts with the op's own dtypes end `rescued_rc`, rows in a run directory."""
     calls = []
 
-    def attempt(self, op, dtypes, lane, worker, k, replay=None, timer=None):
+    def attempt(self, op, dtypes, lane, worker, k, replay=None, timer=None,
+                compile_cache=None):
         calls.append((dtypes, k))
         log = self.plan.root / f"{k}.log"
         if dtypes:

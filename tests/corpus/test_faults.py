@@ -54,7 +54,8 @@ def test_a_write_failure_ends_the_batch_and_leaves_the_op_for_resume(tmp_path, m
     failure: no .complete, the batch stops with one line saying how to go on."""
     calls = []
 
-    def attempt(self, op, dtypes, lane, worker, k, replay=None, timer=None):
+    def attempt(self, op, dtypes, lane, worker, k, replay=None, timer=None,
+                compile_cache=None):
         calls.append(op)
         return Attempt(1, 0.1, self.plan.root / "x.log", None, "", write_failure="disk full")
     monkeypatch.setattr(batchmod.Batch, "_attempt", attempt)

@@ -29,7 +29,8 @@ def test_an_import_preflight_failure_is_a_machine_wide_check():
 def test_a_python_without_the_adapters_library_stops_the_batch(tmp_path, monkeypatch):
     calls = []
 
-    def attempt(self, op, dtypes, lane, worker, k, replay=None, timer=None):
+    def attempt(self, op, dtypes, lane, worker, k, replay=None, timer=None,
+                compile_cache=None):
         calls.append(op)
         return Attempt(EXIT_PREFLIGHT, 0.1, self.plan.root / f"{op}.log", None, NO_LIBRARY)
     monkeypatch.setattr(batchmod.Batch, "_attempt", attempt)

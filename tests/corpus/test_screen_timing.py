@@ -92,6 +92,33 @@ def test_changed_times_only_the_ops_whose_code_changed(screens):
     assert rows["changed"]["timer"] != "none"        # the caliber of the timed pair
 
 
+def info_of(root: Path, side: str, op: str) -> dict:
+    return json.loads((run_of(root, side, op) / "run.json").read_text())
+
+
+@pytest.mark.e2e
+def test_a_timed_run_loads_the_kernels_its_untimed_run_compiled(screens):
+    """Each side's timed run points at the Triton cache the untimed run of that side and op
+    kept, compiles nothing (every kernel a cache load), still captures its IR; every kept
+    cache is gone once its op's pair is done, timed or not."""
+    root = screens["changed"]
+    for side in "AB":
+        untimed, timed = info_of(root, side, "changed"), info_of(root, f"{side}.timed", "changed")
+        kept = untimed["caches"]["env"]["TRITON_CACHE_DIR"]
+        assert Path(kept).parent == root / side / "changed"
+        assert Path(kept).name.startswith(".compile-cache-")
+        assert timed["caches"]["env"]["TRITON_CACHE_DIR"] == kept
+        assert timed["options"]["compile_cache"] == kept
+        assert untimed["ir"]["compiles"] >= 1 and "compiles" not in timed["ir"]
+        assert timed["ir"]["variants"] == untimed["ir"]["variants"] >= 1
+        assert (run_of(root, f"{side}.timed", "changed") / "ttgir" / "index.tsv").is_file()
+        assert info_of(root, side, "same")["options"]["keep_compile_cache"] is True
+    assert not list(root.glob("*/*/.compile-cache-*")) and not list(root.glob("*/*/.cache-*"))
+    # timed everything, or nothing: no run keeps its cache
+    for timing in ("all", "none"):
+        assert not info_of(screens[timing], "A", "changed")["options"]["keep_compile_cache"]
+
+
 @pytest.mark.e2e
 def test_all_times_every_op_and_none_times_nothing(screens):
     rows = table(screens["all"])
@@ -122,6 +149,13 @@ def test_a_screen_stopped_before_its_timed_pair_resumes_without_redoing_work(
     assert {side: sorted((root / side).glob("*/*_*/run.json")) for side in kept} == kept
     assert (root / "B.timed/changed/.complete").exists()
     assert rows_of(run_of(root, "B.timed", "changed"))[0]["gems"]["samples_ms"]
+    # B's untimed cache went with the first screen: the timed run compiled into its own
+    timed = info_of(root, "B.timed", "changed")
+    untimed = Path(info_of(root, "B", "changed")["caches"]["env"]["TRITON_CACHE_DIR"])
+    assert timed["options"]["compile_cache"] == str(root / "B/changed" / untimed.name)
+    assert Path(timed["caches"]["env"]["TRITON_CACHE_DIR"]).parent.parent == \
+        root / "B.timed/changed" and timed["ir"]["compiles"] >= 1
+    assert not list(root.glob("*/*/.cache-*")) and not list(root.glob("*/*/.compile-cache-*"))
     assert table(root)["changed"]["timed"] == "yes" and len(table(root)) == 2
     # every step done: a second resume runs nothing
     before = sorted(root.glob("*/*/*_*/run.json"))

@@ -42,7 +42,7 @@ python3 tests/device/corpus_summary.py screen "$root"
 # The root without compiled artefacts (the .ttgir files stay: a resume re-decides verdicts from
 # them), xz-compressed in parts of 15 MiB (a file back from the device may have 16 MiB):
 # $OUT/NAME.tar.xz.aa, .ab, …; IN=<folder>/NAME.tar.xz resumes from them.
-(cd "$WORK" && tar cf - --exclude='.cache-*' --exclude='*.ptx' --exclude='*.llir' \
+(cd "$WORK" && tar cf - --exclude='.cache-*' --exclude='.compile-cache-*' --exclude='*.ptx' --exclude='*.llir' \
   --exclude='*.cubin' --exclude='*.json.gz' "$NAME" | xz_pack | split -b 15m - "$OUT/$NAME.tar.xz.")
 ls -la "$OUT/$NAME".tar.xz.*
 } 2>&1 | tee "$OUT/$NAME.txt"
