@@ -26,8 +26,13 @@ else runs and starts nothing beside it) and that second attempt is the op's answ
 TIMEOUT is the op's own — its op timeout does not count the time it waited for a
 neighbour's device work (up to the lane's width times the op timeout: corpus/stall.py), and
 waiting beats the heartbeat, so a stall is its own too — unless an attempt beside it ended
-in TIMEOUT, a crash or POISONED (a hang or a broken device); only then does it run again
-alone. A usage error (exit 2: bad input,
+in TIMEOUT, a crash or POISONED (a hang or a broken device), and its own run could have been
+held up by that: it held the device (in any mode) for a quarter of its op timeout or more,
+or waited for it as long as the lane forgives, or left no run.json saying so. Only then does
+it run again alone. A TIMEOUT that spent its time on its own compiles and host work keeps its
+status: a neighbour's hang on the device holds up neither, and running it again alone (the
+lane then runs nothing else) measured as the same TIMEOUT costing another op timeout of the
+whole device (tests/device/README.md, sixteenth set). A usage error (exit 2: bad input,
 decided before any device work) is never run again.
 
 Not kept apart: what a worker does on the device outside a run (its start: a CUDA context,
@@ -43,8 +48,9 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, EXIT_USAGE
+from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, EXIT_USAGE, UsageError
 from ..measure.device_lock import LOCK_DIR_ENV, default_folder
+from ..store.reader import read_info
 from . import files
 from .outcome import TIMEOUT_RC, Attempt
 from .supervisor import Lane, Worker, WorkerStartError
@@ -181,14 +187,34 @@ class Turns:
                 self._cond.notify_all()
 
 
-def second_look(turn: _Turn) -> bool:
-    """Whether an attempt that ran beside others runs again alone (see the module's text)."""
+def second_look(turn: _Turn, held_up: bool = True) -> bool:
+    """Whether an attempt that ran beside others runs again alone (see the module's text);
+    `held_up`: for a TIMEOUT, whether a neighbour's device work could have held it up
+    (`could_be_held_up`)."""
     if not turn.beside or turn.rc in (EXIT_OK, EXIT_USAGE):
         return False
     if turn.rc == TIMEOUT_RC:         # its own time ran out (waits for the device apart) ...
-        return any(o.rc not in (EXIT_OK, EXIT_USAGE, EXIT_FAILED_CASES)   # ... unless beside
-                   for o in turn.beside)              # a hang, a crash or a broken device
+        return held_up and any(       # ... unless beside a hang, a crash or a broken device
+            o.rc not in (EXIT_OK, EXIT_USAGE, EXIT_FAILED_CASES) for o in turn.beside)
     return True
+
+
+def could_be_held_up(attempt: Attempt, timeout_s: float, wait_cap_s: float) -> bool:
+    """Whether a TIMEOUT's run did enough on the device (or waited for it enough) for a
+    neighbour's hang to have cost it its time: held the device for a quarter of its op
+    timeout or more, waited as long as the lane forgives, or left no lock figures (a run
+    killed before writing them: not known, so yes). Its run.json's `device_lock`."""
+    try:
+        lock = read_info(attempt.run_dir).get("device_lock") if attempt.run_dir else None
+    except UsageError:
+        lock = None
+    if not isinstance(lock, dict) or not timeout_s:      # (no op timeout: the stall rule's)
+        return True
+    try:
+        held, waited = float(lock.get("held_s") or 0), float(lock.get("wait_s") or 0)
+    except (TypeError, ValueError):
+        return True
+    return held >= timeout_s / 4 or waited >= wait_cap_s
 
 
 def in_order(items: Iterable, slots: int, run_one: Callable[[object], bool],

@@ -20,7 +20,7 @@ from harness.common.errors import EXIT_OK, EXIT_POISONED
 from harness.corpus import standby
 from harness.corpus.executor import OpWork, make_executor
 from harness.corpus.units import OverlapLane
-from harness.corpus.outcome import CRASH, FAIL, PASS, TIMEOUT, TIMEOUT_RC
+from harness.corpus.outcome import CRASH, FAIL, PASS, TIMEOUT, TIMEOUT_RC, Attempt
 from harness.corpus.supervisor import Lane
 from harness.measure.device_lock import LOCK_DIR_ENV
 from harness.run.options import BenchOptions
@@ -164,6 +164,32 @@ def test_which_attempts_run_again_alone():
     turns.end(usage, 2)
     turns.end(other, 1)
     assert not standby.second_look(usage)
+
+
+def test_a_timeout_spent_on_its_own_compiles_keeps_its_status(tmp_path):
+    """Beside a neighbour that timed out, a TIMEOUT runs again alone only when its run did
+    enough on the device for that neighbour to have held it up (run.json's device_lock)."""
+    def attempt(lock):
+        run = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+        run.mkdir()
+        if lock is not None:
+            (run / "run.json").write_text(json.dumps({"op": "conv", "status": "interrupted",
+                                                      "device_lock": lock}))
+        return Attempt(TIMEOUT_RC, 95.0, run / "log", run)
+    compiling = attempt({"held_s": 12.5, "wait_s": 25.7})     # 77 s of compiles, its own
+    assert not standby.could_be_held_up(compiling, 90.0, 360.0)
+    assert standby.could_be_held_up(attempt({"held_s": 30.0, "wait_s": 0.0}), 90.0, 360.0)
+    assert standby.could_be_held_up(attempt({"held_s": 1.0, "wait_s": 360.0}), 90.0, 360.0)
+    assert standby.could_be_held_up(attempt(None), 90.0, 360.0)      # killed before: not known
+    turns = standby.Turns()
+    slow, neighbour = turns.begin(), turns.begin()
+    turns.end(neighbour, TIMEOUT_RC)
+    turns.end(slow, TIMEOUT_RC)
+    assert standby.second_look(slow) and not standby.second_look(slow, held_up=False)
+    failed, other = turns.begin(), turns.begin()
+    turns.end(other, TIMEOUT_RC)
+    turns.end(failed, 1)
+    assert standby.second_look(failed, held_up=False)   # only a TIMEOUT is judged by its time
 
 
 def test_alone_waits_for_what_runs_and_holds_back_new_starts():
