@@ -140,6 +140,27 @@ def test_same_code_from_another_directory_fingerprints_equal(tmp_path, real_ttgi
     assert fingerprint(renamed) != fingerprint(a)
 
 
+def test_a_digest_in_a_generated_file_name_is_not_code(tmp_path, real_ttgir):
+    """A library that names a generated kernel's file after a hash (FlagGems' pointwise
+    kernels: the scalar function's Triton cache key, which moved with the switch under test
+    while the code stayed byte-identical) fingerprints equal; a digest elsewhere, or a
+    shorter run of hex, is still compared."""
+    source = re.search(r'loc\("([^"]*)/ir_kernels.py":', real_ttgir).group(1)
+
+    def named(digest: str) -> str:
+        return real_ttgir.replace(source + "/ir_kernels.py\"",
+                                  f"/root/.flaggems/code_cache/pointwise_dynamic_{digest}"
+                                  f"_copysign_func_kernel_rank_1_bptr_t512.py\"")
+    one = write_tree(tmp_path / "a", {"s/k/w4s3.ttgir": named("da5af12e273da394de02" * 3)})
+    two = write_tree(tmp_path / "b", {"s/k/w4s3.ttgir": named("fa32b78813690deba216" * 3)})
+    assert fingerprint(one) == fingerprint(two)
+    short = write_tree(tmp_path / "c", {"s/k/w4s3.ttgir": named("fa32b788")})
+    assert fingerprint(short) != fingerprint(one)
+    code = write_tree(tmp_path / "d", {"s/k/w4s3.ttgir": named("fa32b78813690deba216" * 3)
+                                       .replace("tt.return", "tt.return // 0123456789abcdef0123", 1)})
+    assert fingerprint(code) != fingerprint(two)
+
+
 def test_convert_layout_counts(tmp_path, real_ttgir):
     assert convert_layout_count(BODY * 3) == 3
     assert convert_layout_count("ttg.convert_layoutx ttg.convert_layout") == 1

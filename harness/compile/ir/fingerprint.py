@@ -13,6 +13,11 @@ FlagTree's RLC switch writes every RLC knob as a module attribute
 them were byte-identical. Source locations keep their file's name, line and column but lose
 its directory: a library that writes generated kernels under a per-run cache directory would
 otherwise differ in `loc("/tmp/.../code_cache/x.py":12:0)` between two runs of the same code.
+A hex digest of 16 or more digits in that file's name goes too: FlagGems names a generated
+pointwise kernel's file after its scalar function's Triton cache key
+(`pointwise_dynamic_<sha256>_copysign_func_kernel_rank_1_bptr_t512.py`), and that key
+differed between the two sides of a `TRITON_F32_DEFAULT` screen whose kernels were
+byte-identical but for those names (copysign_, copysign_out read IR_CHANGED).
 Recipes may add patterns for other switches. The patterns are applied until the text stops
 changing, so the result does not depend on their order (a stamp removed by one pattern can
 expose another's match).
@@ -30,12 +35,15 @@ DEFAULT_SCRUB: tuple[str, ...] = (
     r'"ttg[.]rlc-[^"]*" = [0-9-]+ : i32, ?',          # a stamp followed by another entry
     r'(?<=\{)\s*"ttg[.]rlc-[^"]*" = [0-9-]+ : i32\s*(?=\})',  # a stamp alone in its dictionary
     r'(?<=")[^"]*/(?=[^"/]*":[0-9]+:[0-9]+)',         # directory of a source file:line:col
+    r'(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/]*":[0-9]+:[0-9]+)',  # a digest in that file's name
 )
 # Per stage, more of the same kind: where a stage names source files its own way.
 STAGE_SCRUB: dict[str, tuple[str, ...]] = {
     "llir": (r'(?<=directory: ")[^"]*',),               # DIFile(..., directory: "/tmp/...")
-    "ptx": (r'(?<=")[^"\n]*/(?=[^"/\n]*"\s*$)',),       # .file 1 "/tmp/.../x.py"
-    "amdgcn": (r'(?<=")[^"\n]*/(?=[^"/\n]*"\s*$)',),
+    "ptx": (r'(?<=")[^"\n]*/(?=[^"/\n]*"\s*$)',       # .file 1 "/tmp/.../x.py"
+            r'(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/\n]*"\s*$)'),   # a digest in that name
+    "amdgcn": (r'(?<=")[^"\n]*/(?=[^"/\n]*"\s*$)',
+               r'(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/\n]*"\s*$)'),
 }
 NO_IR = "no IR"
 SETUP_DIR = "_setup"
