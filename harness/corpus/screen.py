@@ -196,14 +196,14 @@ def kept_cache(untimed: Outcome) -> str | None:
     """The Triton cache an untimed run kept (named in its run.json's caches, beside its run
     directory: found there in a root moved since), for the timed run of the same side and op
     to load from; None where it kept none (a run that did not start, a root older than kept
-    caches). One that is gone since, the timed run finds gone: it compiles into its own."""
+    caches). One that is gone since, the timed run finds gone: it compiles into its own.
+    Only a kept cache carries KEPT_PREFIX in its name (harness/run/plan.py)."""
     try:
         info = read_info(untimed.run_dir) if untimed.run_dir is not None else {}
     except UsageError:
         return None
-    options, caches = info.get("options"), info.get("caches")
-    if not isinstance(options, dict) or options.get("keep_compile_cache") is not True or \
-            not isinstance(caches, dict) or not isinstance(caches.get("env"), dict):
+    caches = info.get("caches")
+    if not isinstance(caches, dict) or not isinstance(caches.get("env"), dict):
         return None
     found = caches["env"].get("TRITON_CACHE_DIR")
     if not isinstance(found, str) or not Path(found).name.startswith(KEPT_PREFIX):

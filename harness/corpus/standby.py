@@ -187,15 +187,16 @@ class Turns:
                 self._cond.notify_all()
 
 
-def second_look(turn: _Turn, held_up: bool = True) -> bool:
+def second_look(turn: _Turn, held_up: Callable[[], bool] = lambda: True) -> bool:
     """Whether an attempt that ran beside others runs again alone (see the module's text);
-    `held_up`: for a TIMEOUT, whether a neighbour's device work could have held it up
-    (`could_be_held_up`)."""
+    `held_up`, asked for a TIMEOUT beside a bad end only: whether that neighbour could have
+    held it up (`could_be_held_up`)."""
     if not turn.beside or turn.rc in (EXIT_OK, EXIT_USAGE):
         return False
     if turn.rc == TIMEOUT_RC:         # its own time ran out (waits for the device apart) ...
-        return held_up and any(       # ... unless beside a hang, a crash or a broken device
-            o.rc not in (EXIT_OK, EXIT_USAGE, EXIT_FAILED_CASES) for o in turn.beside)
+        return any(                   # ... unless beside a hang, a crash or a broken device
+            o.rc not in (EXIT_OK, EXIT_USAGE, EXIT_FAILED_CASES) for o in turn.beside
+        ) and held_up()               # that could have held it up
     return True
 
 

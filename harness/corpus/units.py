@@ -15,7 +15,7 @@ from ..common.errors import EXIT_OK, EXIT_USAGE
 from ..launch import launcher
 from ..run.options import BenchOptions
 from ..common.lock import held_fds
-from .outcome import TIMEOUT_RC, Attempt
+from .outcome import Attempt
 from .standby import (DEFAULT_OVERLAP_WIDTH, Turns, WarmPool, combined, could_be_held_up,
                       lock_env, note_in_log, second_look)
 from .supervisor import Lane, Worker, run_fresh
@@ -141,8 +141,8 @@ class OverlapLane(LocalLane):
         if not turn.beside or attempt.rc in (EXIT_OK, EXIT_USAGE):
             return attempt
         with self.turns.alone():          # what ran beside it has ended: judged now
-            if not second_look(turn, attempt.rc != TIMEOUT_RC or could_be_held_up(
-                    attempt, work.timeout_s, work.wait_cap_s)):
+            if not second_look(turn, lambda: could_be_held_up(attempt, work.timeout_s,
+                                                              work.wait_cap_s)):
                 return attempt
             note_in_log(work.log, f"----- this attempt ran beside another op on this device "
                                   f"and ended with exit status {attempt.rc}; it runs again "

@@ -185,11 +185,13 @@ def test_a_timeout_spent_on_its_own_compiles_keeps_its_status(tmp_path):
     slow, neighbour = turns.begin(), turns.begin()
     turns.end(neighbour, TIMEOUT_RC)
     turns.end(slow, TIMEOUT_RC)
-    assert standby.second_look(slow) and not standby.second_look(slow, held_up=False)
+    assert standby.second_look(slow) and not standby.second_look(slow, held_up=lambda: False)
     failed, other = turns.begin(), turns.begin()
     turns.end(other, TIMEOUT_RC)
     turns.end(failed, 1)
-    assert standby.second_look(failed, held_up=False)   # only a TIMEOUT is judged by its time
+    def never_asked() -> bool:
+        raise AssertionError("only a TIMEOUT is judged by its time")
+    assert standby.second_look(failed, held_up=never_asked)
 
 
 def test_alone_waits_for_what_runs_and_holds_back_new_starts():

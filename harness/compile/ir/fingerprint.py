@@ -38,12 +38,12 @@ DEFAULT_SCRUB: tuple[str, ...] = (
     r'(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/]*":[0-9]+:[0-9]+)',  # a digest in that file's name
 )
 # Per stage, more of the same kind: where a stage names source files its own way.
+_FILE_DIRECTIVE = (r'(?<=")[^"\n]*/(?=[^"/\n]*"\s*$)',       # .file 1 "/tmp/.../x.py"
+                   r'(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/\n]*"\s*$)')   # a digest in that name
 STAGE_SCRUB: dict[str, tuple[str, ...]] = {
     "llir": (r'(?<=directory: ")[^"]*',),               # DIFile(..., directory: "/tmp/...")
-    "ptx": (r'(?<=")[^"\n]*/(?=[^"/\n]*"\s*$)',       # .file 1 "/tmp/.../x.py"
-            r'(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/\n]*"\s*$)'),   # a digest in that name
-    "amdgcn": (r'(?<=")[^"\n]*/(?=[^"/\n]*"\s*$)',
-               r'(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/\n]*"\s*$)'),
+    "ptx": _FILE_DIRECTIVE,
+    "amdgcn": _FILE_DIRECTIVE,
 }
 NO_IR = "no IR"
 SETUP_DIR = "_setup"
