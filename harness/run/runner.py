@@ -352,7 +352,9 @@ class OpRun:
             safely(lambda line=line: self.say(line))
         safely(lambda: self.library_log.close_into(self.info, self.op))
         safely(lambda: self.info.__setitem__("inputs", self.plan.adapter.inputs_record(self.op)))
-        safely(lambda: self._finish_info(status, reason, problems))
+        safely(lambda: self._finish_info(status, reason))
+        if problems:
+            self.info["cleanup_errors"] = problems
         try:
             self.dir.write_run_json(self.info)
         except OSError as exc:
@@ -360,7 +362,15 @@ class OpRun:
                 self.final_write_error = exc
         return status
 
-    def _finish_info(self, status: str, reason: str, problems: list[str]) -> None:
+    def _finish_info(self, status: str, reason: str) -> None:
+        # how the run ended comes first: a detail below that fails must not leave it
+        # `running`; counts are what results.jsonl holds; max(): a clock stepped back
+        finished = time.time()
+        self.info.update({"status": status, "finished_at": iso_time(finished),
+                          "wall_s": round(max(0.0, finished - self.started), 3),
+                          "counts": status_counts(self.rows[:self.dir.rows_written])})
+        if reason:
+            self.info["reason"] = reason
         effective = effective_timer(self.plan.timer, self.rows, self.plan.options.timing)
         if effective not in (self.plan.timer, UNTIMED):
             self.note(markers.marker(markers.ALL_EVENT_TIMED, op=self.op,
@@ -368,21 +378,14 @@ class OpRun:
                                      detail="every measured case fell back: this is an "
                                             "event-timed run"))
         self.caliber = self.caliber.with_timer(effective)
-        finished = time.time()
         self.info.update({
-            "status": status,
             "caliber": self.caliber.to_dict(),
             "timer_requested": self.plan.timer,
             "graph_fallbacks": graph_fallbacks(self.rows),
-            "counts": status_counts(self.rows[:self.dir.rows_written]),  # what results.jsonl has
-            "finished_at": iso_time(finished),
-            "wall_s": round(max(0.0, finished - self.started), 3),   # a clock stepped back
             "inputs_s": round(self.inputs.total_s, 3),
             **phases.phase_fields(self.case_timer, self.tuner_hook, self.device_lock,
                                  self.lock_mark),
         })
-        self.info.update({key: value for key, value in (("reason", reason),
-                                                        ("cleanup_errors", problems)) if value})
         self.info["telemetry"].update(self.watcher.summary(),
                                       after=telemetry_sample(self.plan.backend, self.plan.device_index))
         self.info["throttled_cases"] = sum(1 for r in self.rows if r.throttled)

@@ -50,6 +50,26 @@ def legacy_safe_name(text: str) -> str:
     return _UNSAFE.sub("_", text).strip("_") or "op"
 
 
+# What a run.json written over itself on a full disk keeps whatever the space: who the run
+# is, how it ended and what it counted.
+_ESSENTIAL = frozenset({"schema_version", "zlh_version", "run_id", "op", "status", "reason",
+                        "pid", "adapter", "started_at", "finished_at", "wall_s", "counts",
+                        "unwritten_rows"})
+
+
+def _shrinking(doc: dict):
+    """`doc`, then copies of it without its largest non-essential details, one more left
+    out each time (named in `omitted_for_space`)."""
+    yield doc
+    sizes = {key: len(to_json(value, indent=None)) for key, value in doc.items()
+             if key not in _ESSENTIAL}
+    omitted: list[str] = []
+    for key in sorted(sizes, key=lambda k: -sizes[k]):
+        omitted.append(key)
+        kept = {k: v for k, v in doc.items() if k not in omitted}
+        yield {**kept, "omitted_for_space": omitted[:]}
+
+
 class RunDir:
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -80,10 +100,14 @@ class RunDir:
 
     def write_run_json_in_place(self, data: dict) -> bool:
         """When the disk is full: run.json rewritten compactly over itself (see
-        files.overwrite_in_place), so that the run can still be marked; False if it does
-        not fit."""
-        text = to_json(stamp({"schema_version": SCHEMA_VERSION, **data}), indent=None) + "\n"
-        return overwrite_in_place(self.file(RUN_JSON), text)
+        files.overwrite_in_place), so that the run can still be marked. When the whole of
+        `data` does not fit in the space the file holds, its largest details go, one at a
+        time, and `omitted_for_space` names them: the run's identity, status and counts
+        always stay. False only if even those do not fit."""
+        for doc in _shrinking(stamp({"schema_version": SCHEMA_VERSION, **data})):
+            if overwrite_in_place(self.file(RUN_JSON), to_json(doc, indent=None) + "\n"):
+                return True
+        return False
 
     def write_results(self, rows) -> None:
         """Rewrite both result files from all rows so far: each is whole after every case.

@@ -105,6 +105,22 @@ def test_run_json_is_rewritten_in_place_when_no_space_is_left_for_a_new_one(tmp_
     assert leftovers(tmp_path) == []
 
 
+def test_a_detail_that_fails_as_a_run_ends_does_not_leave_it_running(tmp_path, monkeypatch):
+    from harness.run import runner as runner_module
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("phase figures unreadable")
+    monkeypatch.setattr(runner_module.phases, "phase_fields", broken)
+    out = tmp_path / "runs"
+    result = CliRunner().invoke(main, ["bench", "add", "--adapter", "builtin", "--backend",
+                                       "cpu", "--shapes", shapes(tmp_path, "add: [[64]]\n"),
+                                       "--out", str(out), *FAST])
+    assert result.exit_code == 0, result.output
+    info = json.loads(next(out.glob("*/run.json")).read_text())
+    assert info["status"] == "complete" and sum(info["counts"].values()) == 1
+    assert info["cleanup_errors"] == ["phase figures unreadable"]
+
+
 def _mount_tmpfs(path: Path, *options: str) -> bool:
     path.mkdir()
     opts = ",".join(("size=64k", *options))

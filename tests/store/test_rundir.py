@@ -72,3 +72,26 @@ def test_find_runs_tells_an_op_from_its_in_place_twin_and_finds_older_names(tmp_
     assert find_runs(tmp_path, "acos") == [mine.path]
     assert find_runs(tmp_path, "acos_") == [twin.path]
     assert find_runs(tmp_path, "perf_sort:sort") == [legacy]
+
+
+def test_a_full_disk_final_run_json_leaves_out_its_largest_details_to_fit(tmp_path):
+    """run.json written over itself must end `failed` even when the final details outgrow the
+    space the `running` file holds: the largest details go first, identity and status stay."""
+    from harness.store.reader import load_info
+    run = RunDir.create(tmp_path, "softmax")
+    running = {"run_id": "r1", "op": "softmax", "status": "running", "pid": 1,
+               "options": {"warmup_ms": 10}, "command": ["zlh", "bench", "softmax"]}
+    run.write_run_json(running)
+    room = max(os.stat(run.file("run.json")).st_blocks * 512,
+               os.path.getsize(run.file("run.json")))
+    final = {**running, "status": "failed", "reason": "disk full", "counts": {"ok": 1},
+             "ir": {"text": "x" * room}, "telemetry": {"samples": "y" * (room // 2)}}
+    assert run.write_run_json_in_place(final)
+    info = load_info(run.path).info
+    assert (info["status"], info["reason"], info["counts"]) == ("failed", "disk full", {"ok": 1})
+    assert info["omitted_for_space"] == ["ir"] and "ir" not in info       # the largest only
+    assert info["telemetry"] == final["telemetry"] and info["command"] == running["command"]
+    run.write_run_json(running)
+    huge = {**running, "status": "failed", "reason": "z" * (2 * room)}
+    assert not run.write_run_json_in_place(huge)             # essentials alone do not fit
+    assert load_info(run.path).info["status"] == "running"   # and nothing was half-written
