@@ -239,6 +239,13 @@ OPTIONS = (
     Option("isolate_tuner_cache", "--isolate-tuner-cache", bool, False, kind="flag",
            group="compiler/IR",
            help="Give this invocation a private FlagGems tuner DB (default: the shared one)."),
+    Option("sweep_ms", "--sweep-ms", float, None, low=1, high=10000, metavar="MS",
+           group="compiler/IR",
+           help="Device time per config in a recorded autotune sweep, a fifth of it warm-up "
+                "(default: the tuner's own, 125 ms in Triton and FlagGems). Shorter sweeps "
+                "cost less and may pick another of two near-equal configs; the record pins "
+                "whatever won. Implies --isolate-tuner-cache (no short sweep's winner lands "
+                "in a shared tuner DB)."),
     Option("autotune_hooks", "--no-autotune-hooks", bool, True, kind="negated",
            group="compiler/IR",
            help="Do not hook the autotuners (no record, no replay): configs are tuned "

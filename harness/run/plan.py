@@ -70,6 +70,9 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
     adapter.check_environment(os.environ)
     if options.replay and not options.autotune_hooks:
         raise UsageError(UNHOOKED_REPLAY)
+    if options.sweep_ms is not None and not options.autotune_hooks:
+        raise UsageError("--sweep-ms budgets the sweeps the autotune hooks see, which "
+                         "--no-autotune-hooks switches off: leave out one of them")
     shape_file = _shape_file(options)
     timer = check_timer(options, backend)
     # Replay sources before the device: a record of another backend is bad input (exit 2)
@@ -241,7 +244,8 @@ def _caches(adapter, options: BenchOptions) -> tuple[Path, CacheEnv]:
 
 
 def _tuner_cache(adapter, cache_root: Path, options: BenchOptions) -> CacheEnv:
-    tuner = adapter.tuner_cache(cache_root, options.isolate_tuner_cache, os.environ)
+    isolated = options.isolate_tuner_cache or options.sweep_ms is not None   # (--sweep-ms)
+    tuner = adapter.tuner_cache(cache_root, isolated, os.environ)
     return CacheEnv(dict(tuner.env), tuner.description, tuple(tuner.private_dirs))
 
 

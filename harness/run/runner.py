@@ -246,6 +246,7 @@ class OpRun:
                 "versions": self.info["versions"]})
         self.tuner_hook.install(plan.adapter.tuner_support())
         self.tuner_hook.while_sweeping = phases.sweep_hold(self.device_lock)   # (exclusive)
+        self.tuner_hook.sweep_ms = plan.options.sweep_ms
         if plan.options.ir:
             stage = plan.options.ir_stage
             self.ir = IRCapture(self.dir.path / "ttgir",
@@ -302,9 +303,8 @@ class OpRun:
         if self.progress is not None:
             now = time.time()
             took, self.case_clock = now - self.case_clock, now
-            total = case_count(self.plan.adapter, self.op, self.plan.options)
-            self.progress(case_line(self.op, row, len(self.rows), total, took,
-                                    now - self.started))
+            self.progress(case_line(self.op, row, len(self.rows), case_count(
+                self.plan.adapter, self.op, self.plan.options), took, now - self.started))
 
     def finish(self, status: str, reason: str = "") -> str:
         """Records, IR, results and shapes, then the final run.json; each step on its own, so
@@ -368,9 +368,8 @@ class OpRun:
         finished = time.time()
         self.info.update({"status": status, "finished_at": iso_time(finished),
                           "wall_s": round(max(0.0, finished - self.started), 3),
-                          "counts": status_counts(self.rows[:self.dir.rows_written])})
-        if reason:
-            self.info["reason"] = reason
+                          "counts": status_counts(self.rows[:self.dir.rows_written]),
+                          **({"reason": reason} if reason else {})})
         effective = effective_timer(self.plan.timer, self.rows, self.plan.options.timing)
         if effective not in (self.plan.timer, UNTIMED):
             self.note(markers.marker(markers.ALL_EVENT_TIMED, op=self.op,
@@ -379,13 +378,11 @@ class OpRun:
                                             "event-timed run"))
         self.caliber = self.caliber.with_timer(effective)
         self.info.update({
-            "caliber": self.caliber.to_dict(),
-            "timer_requested": self.plan.timer,
+            "caliber": self.caliber.to_dict(), "timer_requested": self.plan.timer,
             "graph_fallbacks": graph_fallbacks(self.rows),
             "inputs_s": round(self.inputs.total_s, 3),
             **phases.phase_fields(self.case_timer, self.tuner_hook, self.device_lock,
-                                 self.lock_mark),
-        })
+                                 self.lock_mark)})
         self.info["telemetry"].update(self.watcher.summary(),
                                       after=telemetry_sample(self.plan.backend, self.plan.device_index))
         self.info["throttled_cases"] = sum(1 for r in self.rows if r.throttled)

@@ -7,6 +7,7 @@ launch of the run; one hook at a time per process.
 
     records.py  the file format, keys, configs, loading a record run
     hooks.py    the cache view and the run() patch shared by both modes
+    budget.py   a shorter timing budget per config of a sweep (--sweep-ms)
     record.py   AutotuneRecorder
     replay.py   AutotuneReplayer
 """

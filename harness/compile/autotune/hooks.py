@@ -22,6 +22,7 @@ import time
 import weakref
 
 from ..ir.triton_hooks import mark_reset
+from .budget import split, sweep_budget
 from .records import kernel_name
 
 UNCONTROLLED_FIELDS = {"autotune_mode": "uncontrolled"}
@@ -128,6 +129,7 @@ class _TunerHook:
         # entered for each sweep's length (a context manager factory; the run's: its
         # device's lock held exclusive, run/phases.py `sweeping`), or None
         self.while_sweeping = None
+        self.sweep_ms = None        # device ms per config of a sweep (None: the tuner's own)
         self._originals: dict[type, object] = {}
         self._tuners = weakref.WeakKeyDictionary()
         self._lock = threading.RLock()
@@ -215,6 +217,8 @@ class _TunerHook:
             view.held.enter_context(self.while_sweeping())
         if view.tuner is not None:
             mark_reset(view.tuner)     # a library tuner may fill its sweep from a cache
+            if self.sweep_ms is not None:      # --sweep-ms: a shorter budget per config
+                view.held.enter_context(sweep_budget(view.tuner, *split(self.sweep_ms)))
 
     def _sweep_ends(self, view: _CacheView) -> None:
         view.held.close()
