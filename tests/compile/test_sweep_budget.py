@@ -7,9 +7,7 @@ from __future__ import annotations
 from functools import cached_property
 
 import pytest
-import torch
 import triton
-import triton.language as tl
 from click.testing import CliRunner
 
 from harness.cli import main
@@ -18,6 +16,8 @@ from harness.compile import autotune as at
 from harness.compile.autotune.budget import split, sweep_budget
 from harness.run import plan as plan_module
 from harness.run.options import BenchOptions
+
+from test_sweep_lock import copy_body, launch
 
 CALLS: list[dict] = []
 
@@ -32,25 +32,11 @@ def bench_without_budgets(kernel_call, quantiles):
     raise AssertionError("a benchmarker that takes no budget is replaced for the sweep")
 
 
-@triton.jit
-def copy_body(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
-
-
 CONFIGS = [triton.Config({"BLOCK": 16}, num_warps=1), triton.Config({"BLOCK": 32}, num_warps=1)]
 with_budgets = triton.autotune(configs=CONFIGS, key=["n"], do_bench=bench_taking_budgets)(
     copy_body)
 without_budgets = triton.autotune(configs=CONFIGS, key=["n"], do_bench=bench_without_budgets)(
     triton.jit(copy_body.fn))
-
-
-def launch(kernel, n: int) -> None:
-    x = torch.arange(n, dtype=torch.float32)
-    out = torch.empty_like(x)
-    kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n)
-    assert torch.equal(out, x)
 
 
 @pytest.fixture
@@ -71,14 +57,14 @@ def test_a_budgeted_sweep_times_each_config_on_the_budget_and_puts_the_benchmark
         recorder):
     recorder.sweep_ms = 10
     before = with_budgets.do_bench
-    launch(with_budgets, 100)                         # a miss: two configs timed
+    launch(100, with_budgets)                         # a miss: two configs timed
     assert CALLS == [{"warmup": 2.0, "rep": 8.0}] * 2
     assert with_budgets.do_bench is before
-    launch(with_budgets, 100)                         # cached: nothing timed
+    launch(100, with_budgets)                         # cached: nothing timed
     assert len(CALLS) == 2
     recorder.sweep_ms = None                          # the tuner's own budget
     with_budgets.cache.clear()
-    launch(with_budgets, 100)
+    launch(100, with_budgets)
     assert CALLS[2:] == [{}, {}]
 
 
@@ -91,7 +77,7 @@ def test_a_benchmarker_without_budgets_gives_way_to_tritons_do_bench(recorder, m
         return [1.0] * len(quantiles)
     monkeypatch.setattr(triton.testing, "do_bench", do_bench)
     recorder.sweep_ms = 25
-    launch(without_budgets, 64)
+    launch(64, without_budgets)
     assert seen == [(5.0, 20.0, (0.5, 0.2, 0.8))] * 2
     assert without_budgets.do_bench is bench_without_budgets
 
