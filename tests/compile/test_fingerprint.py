@@ -210,3 +210,41 @@ def test_setup_kernels_have_their_own_fingerprint(tmp_path):
     assert fingerprint(a, part="setup") != fingerprint(b, part="setup")
     only_setup = write_tree(tmp_path / "c", {"_setup/s/fill/w4s3.ttgir": MODULE})
     assert fingerprint(only_setup) is None and fingerprint(only_setup, part="setup")
+
+
+@pytest.fixture(scope="module")
+def real_asm(tmp_path_factory):
+    """PTX and LLVM IR of a real kernel compiled for sm90: a source file named in the
+    middle of the text (PTX's .file directive, LLVM IR's DIFile)."""
+    with K.private_cache(tmp_path_factory.mktemp("triton_cache")):
+        asm = K.compile_trans().asm
+        return {"ptx": asm["ptx"], "llir": asm["llir"]}
+
+
+@pytest.mark.parametrize("stage", ["ptx", "llir"])
+def test_a_generated_files_directory_and_digest_are_not_code_at_any_stage(tmp_path, real_asm,
+                                                                          stage):
+    """Where a stage names its source file — PTX's .file directive, its `.loc` comments and
+    DWARF bytes, LLVM IR's DIFile — the file's directory and a digest in its name go (a
+    library's per-run cache, a cache key in a generated kernel's name); the code stays."""
+    text = real_asm[stage]
+    source = str(Path(K.__file__).resolve().parent)
+    assert f"{source}/ir_kernels.py" in text or f'directory: "{source}"' in text
+
+    def named(digest: str, where: str = "/root/.flaggems/code_cache") -> str:
+        name = f"pointwise_dynamic_{digest}_copysign_kernel.py"
+        return text.replace(source, where).replace("ir_kernels.py", name)
+
+    def tree(label: str, body: str) -> Path:
+        return write_tree(tmp_path / label, {f"s/k/w4s3.{stage}": body})
+    one = tree("a", named("da5af12e273da394" * 4))
+    other = named("fa32b78813690deb" * 4, "/tmp/run-2/code_cache")
+    if stage == "ptx":                   # the DWARF bytes of another path
+        other = other.replace(".b8 116", ".b8 117")
+    two = tree("b", other)
+    assert fingerprint(one, stage=stage) == fingerprint(two, stage=stage) is not None
+    assert fingerprint(one, stage=stage, default_scrub=False) != \
+        fingerprint(two, stage=stage, default_scrub=False)
+    assert fingerprint(tree("c", named("fa32b788")), stage=stage) != fingerprint(one, stage=stage)
+    changed = named("da5af12e273da394" * 4).replace("ret", "ret\n\tret", 1)
+    assert fingerprint(tree("d", changed), stage=stage) != fingerprint(one, stage=stage)

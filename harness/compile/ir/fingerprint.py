@@ -17,7 +17,9 @@ A hex digest of 16 or more digits in that file's name goes too: FlagGems names a
 pointwise kernel's file after its scalar function's Triton cache key
 (`pointwise_dynamic_<sha256>_copysign_func_kernel_rank_1_bptr_t512.py`), and that key
 differed between the two sides of a `TRITON_F32_DEFAULT` screen whose kernels were
-byte-identical but for those names (copysign_, copysign_out read IR_CHANGED).
+byte-identical but for those names (copysign_, copysign_out read IR_CHANGED). Other stages
+name the file their own way (STAGE_SCRUB): PTX in its `.file` directive, its comments and its
+DWARF sections (the path as bytes: the sections go whole), LLVM IR in its DIFile.
 Recipes may add patterns for other switches. The patterns are applied until the text stops
 changing, so the result does not depend on their order (a stamp removed by one pattern can
 expose another's match).
@@ -38,11 +40,15 @@ DEFAULT_SCRUB: tuple[str, ...] = (
     r'(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/]*":[0-9]+:[0-9]+)',  # a digest in that file's name
 )
 # Per stage, more of the same kind: where a stage names source files its own way.
-_FILE_DIRECTIVE = (r'(?<=")[^"\n]*/(?=[^"/\n]*"\s*$)',       # .file 1 "/tmp/.../x.py"
-                   r'(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/\n]*"\s*$)')   # a digest in that name
+# (?m): a directive is a line in the middle of the text, its `$` that line's end.
+_FILE_DIRECTIVE = (r'(?m)(?<=")[^"\n]*/(?=[^"/\n]*"[ \t]*$)',   # .file 1 "/tmp/.../x.py"
+                   r'(?m)(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/\n]*"[ \t]*$)')   # its name's digest
 STAGE_SCRUB: dict[str, tuple[str, ...]] = {
-    "llir": (r'(?<=directory: ")[^"]*',),               # DIFile(..., directory: "/tmp/...")
-    "ptx": _FILE_DIRECTIVE,
+    "llir": (r'(?<=directory: ")[^"]*',               # DIFile(..., directory: "/tmp/...")
+             r'(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/\n]*", directory: ")'),  # a digest in filename
+    "ptx": (*_FILE_DIRECTIVE,
+            r'(?m)[ \t]*//[^"\n]*$',                        # a comment (`.loc … // x.py:4:1`)
+            r'\.section\s+\.debug_\w+\s*\{[^{}]*\}'),       # DWARF data: the path as bytes
     "amdgcn": _FILE_DIRECTIVE,
 }
 NO_IR = "no IR"
