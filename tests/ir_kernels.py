@@ -110,7 +110,7 @@ def compile_fill(block=128):
     src = ASTSource(FILL, {"out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
                     constexprs={"BLOCK": block}, attrs={(0,): [["tt.divisibility", 16]]})
     with pristine_language():
-        return triton.compile(src, target=TARGET, options={"num_warps": 4, "num_stages": 3})
+        return triton.compile(src, target=target, options={"num_warps": 4, "num_stages": 3})
 
 
 _handles = itertools.count(0x1000)
@@ -142,13 +142,13 @@ def trans_kernel(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
 TRANS = JITFunction(trans_kernel)
 
 
-def compile_trans(m=64, n=64):
+def compile_trans(m=64, n=64, target=TARGET):
     """A transpose: its TTGIR carries a ttg.convert_layout (one, on sm90)."""
     src = ASTSource(TRANS, {"x_ptr": "*fp32", "out_ptr": "*fp32", "M": "constexpr",
                             "N": "constexpr"}, constexprs={"M": m, "N": n},
                     attrs={(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]})
     with pristine_language():
-        return triton.compile(src, target=TARGET, options={"num_warps": 4, "num_stages": 3})
+        return triton.compile(src, target=target, options={"num_warps": 4, "num_stages": 3})
 
 
 @contextlib.contextmanager

@@ -18,8 +18,8 @@ pointwise kernel's file after its scalar function's Triton cache key
 (`pointwise_dynamic_<sha256>_copysign_func_kernel_rank_1_bptr_t512.py`), and that key
 differed between the two sides of a `TRITON_F32_DEFAULT` screen whose kernels were
 byte-identical but for those names (copysign_, copysign_out read IR_CHANGED). Other stages
-name the file their own way (STAGE_SCRUB): PTX in its `.file` directive, its comments and its
-DWARF sections (the path as bytes: the sections go whole), LLVM IR in its DIFile.
+name the file their own way (STAGE_SCRUB): PTX and AMDGCN in a `.file` directive, comments
+and DWARF sections (the path as bytes or strings: the sections go whole), LLVM IR in DIFile.
 Recipes may add patterns for other switches. The patterns are applied until the text stops
 changing, so the result does not depend on their order (a stamp removed by one pattern can
 expose another's match).
@@ -39,17 +39,23 @@ DEFAULT_SCRUB: tuple[str, ...] = (
     r'(?<=")[^"]*/(?=[^"/]*":[0-9]+:[0-9]+)',         # directory of a source file:line:col
     r'(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/]*":[0-9]+:[0-9]+)',  # a digest in that file's name
 )
-# Per stage, more of the same kind: where a stage names source files its own way.
-# (?m): a directive is a line in the middle of the text, its `$` that line's end.
+# Where PTX and AMDGCN name source files ((?m): a directive is a line amid the text): a
+# `.file` directive, with the directory in the path or as a string of its own, its name's
+# digest, the comments (file:line:col after each `.loc`) and the DWARF sections (the path as
+# bytes or strings). Comments and debug data are not code.
 _FILE_DIRECTIVE = (r'(?m)(?<=")[^"\n]*/(?=[^"/\n]*"[ \t]*$)',   # .file 1 "/tmp/.../x.py"
+                   r'(?m)"[^"\n]*"[ \t]+(?="[^"\n]*"[ \t]*$)',  # .file 1 "/tmp/..." "x.py"
                    r'(?m)(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/\n]*"[ \t]*$)')   # its name's digest
 STAGE_SCRUB: dict[str, tuple[str, ...]] = {
     "llir": (r'(?<=directory: ")[^"]*',               # DIFile(..., directory: "/tmp/...")
              r'(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/\n]*", directory: ")'),  # a digest in filename
     "ptx": (*_FILE_DIRECTIVE,
-            r'(?m)[ \t]*//[^"\n]*$',                        # a comment (`.loc … // x.py:4:1`)
-            r'\.section\s+\.debug_\w+\s*\{[^{}]*\}'),       # DWARF data: the path as bytes
-    "amdgcn": _FILE_DIRECTIVE,
+            r'(?m)[ \t]*//[^"\n]*$',                                 # a comment
+            r'\.section\s+\.debug_\w+\s*\{[^{}]*\}'),                # .section .debug_x { }
+    "amdgcn": (*_FILE_DIRECTIVE,
+               r'(?m)[ \t]*;[^"\n]*$',                                # a comment
+               r'(?ms)^[ \t]*\.section[ \t]+\.debug_\w+.*?'         # up to the next section
+               r'(?=^[ \t]*\.(?:section|text|data|amdgpu_metadata)\b|\Z)'),
 }
 NO_IR = "no IR"
 SETUP_DIR = "_setup"
