@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.common.errors import UsageError
 from harness.compile import autotune as at
+from harness.compile.autotune import budget
 from harness.compile.autotune.budget import split, sweep_budget
 from harness.run import plan as plan_module
 from harness.run.options import BenchOptions
@@ -68,14 +69,14 @@ def test_a_budgeted_sweep_times_each_config_on_the_budget_and_puts_the_benchmark
     assert CALLS[2:] == [{}, {}]
 
 
-def test_a_benchmarker_without_budgets_gives_way_to_tritons_do_bench(recorder, monkeypatch):
+def test_a_benchmarker_without_budgets_gives_way_to_the_devices_own(recorder, monkeypatch):
     seen = []
 
     def do_bench(kernel_call, warmup, rep, quantiles=None):
         kernel_call()
         seen.append((warmup, rep, quantiles))
         return [1.0] * len(quantiles)
-    monkeypatch.setattr(triton.testing, "do_bench", do_bench)
+    monkeypatch.setattr(budget, "device_benchmarker", lambda: do_bench)
     recorder.sweep_ms = 25
     launch(64, without_budgets)
     assert seen == [(5.0, 20.0, (0.5, 0.2, 0.8))] * 2

@@ -3,10 +3,10 @@
 A tuner times every config of a sweep with its `do_bench` (Triton's default: 25 ms of warmup,
 then 100 ms measured, whatever the kernel's length). For the length of one sweep the tuner's
 `do_bench` is replaced by one that spends `warmup` + `rep` ms per config: the tuner's own
-benchmarker where it takes those budgets as keywords, else Triton's `do_bench` (events) with
-them; it is put back when the sweep ends. Which config wins may change where two are within
-the shorter budget's noise; a record pins whatever won, so both sides of an A/B still run
-the same config.
+benchmarker where it takes those budgets as keywords, else the backend's event benchmarker
+(Triton's `do_bench` on CUDA) with them; it is put back when the sweep ends. Which config
+wins may change where two are within the shorter budget's noise; a record pins whatever won,
+so both sides of an A/B still run the same config.
 """
 from __future__ import annotations
 
@@ -30,6 +30,17 @@ def _takes_budget(bench) -> bool:
     return {"warmup", "rep"} <= names or any(p.kind is p.VAR_KEYWORD for p in params)
 
 
+def device_benchmarker():
+    """The active Triton backend's event benchmarker (`do_bench` on CUDA), which takes
+    `warmup` and `rep`; Triton's `do_bench` where the backend names none."""
+    from triton.runtime import driver          # heavy: imported only where used
+    try:
+        return driver.active.get_benchmarker()
+    except Exception:  # noqa: BLE001 - no active backend (the interpreter): Triton's own
+        from triton.testing import do_bench
+        return do_bench
+
+
 def budgeted(bench, warmup: float, rep: float):
     """A `do_bench(kernel_call, quantiles)` that spends `warmup` + `rep` ms per call."""
     if _takes_budget(bench):
@@ -37,8 +48,8 @@ def budgeted(bench, warmup: float, rep: float):
             return bench(kernel_call, quantiles=quantiles, warmup=warmup, rep=rep)
     else:
         def timed(kernel_call, quantiles=None):
-            from triton.testing import do_bench      # heavy: imported only where used
-            return do_bench(kernel_call, warmup=warmup, rep=rep, quantiles=quantiles)
+            return device_benchmarker()(kernel_call, warmup=warmup, rep=rep,
+                                        quantiles=quantiles)
     timed.zlh_budget = (warmup, rep)
     return timed
 
