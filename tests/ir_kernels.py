@@ -110,7 +110,7 @@ def compile_fill(block=128):
     src = ASTSource(FILL, {"out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
                     constexprs={"BLOCK": block}, attrs={(0,): [["tt.divisibility", 16]]})
     with pristine_language():
-        return triton.compile(src, target=target, options={"num_warps": 4, "num_stages": 3})
+        return triton.compile(src, target=TARGET, options={"num_warps": 4, "num_stages": 3})
 
 
 _handles = itertools.count(0x1000)
