@@ -127,9 +127,10 @@ def mutated(doc: dict, change) -> dict:
 # ---- a synthetic cell process ----------------------------------------------------------------
 @dataclass
 class Spec:
-    """What one synthetic cell measures: latency per shape (ms), `ok` / `fail` / `crash`,
-    measured kernels as (name, convert_layout ops, launches), set-up kernels likewise, a code
-    tag (another tag = another fingerprint), an output value, replay fallbacks."""
+    """What one synthetic cell measures: latency per shape (ms), `ok` / `fail` / `crash` /
+    `disk_full` (its run could not write its files), measured kernels as (name,
+    convert_layout ops, launches), set-up kernels likewise, a code tag (another tag = another
+    fingerprint), an output value, replay fallbacks."""
     latency: dict = field(default_factory=lambda: {"64": 1.0, "128": 2.0})
     status: str = "ok"
     kernels: list = field(default_factory=lambda: [("k", 2, 100)])
@@ -161,6 +162,8 @@ class FakeCells:
         if spec.status == "crash":
             return Attempt(-9, 0.1, Path(log), None, "", 1)
         run_dir = make_run(Path(out), op, spec, "--replay" in argv)
+        if spec.status == "disk_full":          # its run measured some cases, then failed
+            return Attempt(1, 0.1, Path(log), run_dir, "", 1, write_failure="disk full")
         return Attempt(1 if spec.status == "fail" else 0, 0.1, Path(log), run_dir, "", 1)
 
 

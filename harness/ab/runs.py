@@ -3,6 +3,7 @@ directory, log) and its row in the root's `status.tsv` — the same whichever wa
 started (a fresh `zlh bench` process, or a round in a side's persistent worker)."""
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,11 +77,21 @@ def append_status(root: Path, op: str, outcome: RunOutcome) -> None:
         counts["poisoned"] = int(run.info.get("status") == "poisoned")
     path = root / "status.tsv"
     new = not path.exists()
+    cut = not new and not _ends_a_line(path)    # an earlier append cut short stays alone
     with open(path, "a", encoding="utf-8") as handle:
         if new:
             handle.write(tsv_line(STATUS_COLUMNS))
+        elif cut:
+            handle.write("\n")
         values = {"round": outcome.round, "op": op, "side": outcome.side, "rc": outcome.rc,
                   "elapsed_s": outcome.elapsed_s, "run_dir": outcome.run_dir or "-", **counts}
         handle.write(tsv_line(values[c] for c in STATUS_COLUMNS))
 
 
+def _ends_a_line(path: Path) -> bool:
+    """Whether the file is empty or its last byte ends a line."""
+    with open(path, "rb") as handle:
+        if handle.seek(0, os.SEEK_END) == 0:
+            return True
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"

@@ -149,8 +149,10 @@ def card_files(root: Path, echo: Echo | None) -> tuple[list[dict], list[ABReport
     reports: list[ABReport] = []
     try:
         if (root / "status.tsv").exists():
-            text = read_text(root / "status.tsv")
-            rows = _status_rows(text)
+            rows, cut = _status_rows(read_text(root / "status.tsv"))
+            if cut and echo is not None:
+                echo(f"zlh campaign: {root / 'status.tsv'}: line(s) {', '.join(map(str, cut))} "
+                     f"cut short (an append that did not finish) left out of the merge")
     except (OSError, ValueError) as exc:      # UnicodeDecodeError is a ValueError
         _left_out(echo, root / "status.tsv", exc)
     try:
@@ -163,15 +165,19 @@ def card_files(root: Path, echo: Echo | None) -> tuple[list[dict], list[ABReport
 COUNT_COLUMNS = ("rc", "replay_fallbacks", "graph_fallbacks", "poisoned")
 
 
-def _status_rows(text: str) -> list[dict]:
-    """The rows of a card's status.tsv as `zlh ab` writes it; ValueError for another header,
-    a row of another width or a count that is not a whole number."""
+def _status_rows(text: str) -> tuple[list[dict], list[int]]:
+    """(the rows of a card's status.tsv as `zlh ab` writes it, the numbers of lines with
+    fewer fields: appends cut short, left out); ValueError for another header, a row with
+    more fields or a count that is not a whole number."""
     lines = [line for line in text.splitlines() if line]
     if not lines or tuple(lines[0].split("\t")) != STATUS_COLUMNS:
         raise ValueError(f"not the header zlh ab writes ({', '.join(STATUS_COLUMNS)})")
-    rows = []
+    rows, cut = [], []
     for number, line in enumerate(lines[1:], 2):
         cells = line.split("\t")
+        if len(cells) < len(STATUS_COLUMNS):
+            cut.append(number)
+            continue
         if len(cells) != len(STATUS_COLUMNS):
             raise ValueError(f"line {number} has {len(cells)} fields, not {len(STATUS_COLUMNS)}")
         row = dict(zip(STATUS_COLUMNS, cells))
@@ -179,7 +185,7 @@ def _status_rows(text: str) -> list[dict]:
             if key in row and not re.fullmatch(r"-?[0-9]+", row[key]):
                 raise ValueError(f"line {number}: {key} {row[key][:20]!r} is not a whole number")
         rows.append(row)
-    return rows
+    return rows, cut
 
 
 def _left_out(echo: Echo | None, path: Path, exc: BaseException) -> None:

@@ -33,7 +33,7 @@ from typing import Callable
 import backends
 
 from ..common import markers
-from ..common.errors import UsageError
+from ..common.errors import RunFailedError, UsageError
 from ..common.files import read_text
 from ..compile.ir.dump import DUMPED, MEASURED, MISSING, SETUP
 from ..compile.ir.fingerprint import (convert_layout_count, fingerprint, ir_files, ir_root,
@@ -117,6 +117,11 @@ def run_cell(ctx: CampaignContext, task: dict, cell: Cell, rnd: str,
     log = out / "cell.log"
     timeout = float(task["timeout_s"])
     attempt = run_fresh(lane, task["op_name"], options.to_argv(), timeout, log, out)
+    if attempt.write_failure:     # disk full, read-only: no receipt over a cut-short run
+        raise RunFailedError(f"{task['task_id']} {rnd}/{cell.name}: {attempt.write_failure} "
+                             f"writing its run under {out}; no receipt was written for it, "
+                             f"so a resume (zlh product run FROZEN_DIR --resume) runs the task "
+                             f"again once there is room", attempt.write_failure)
     outcome = judge(attempt, timeout)
     receipt = {"kind": "cell", **_head(ctx, task, cell, rnd),
                "status": outcome.status, "rc": outcome.rc, "reason": outcome.reason,

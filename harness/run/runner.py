@@ -139,7 +139,7 @@ def run_op(plan: BenchPlan, op: str, echo: Echo | None = None,
             closing.release(deliver=status != "interrupted")
     if status == "complete":
         run.print_table()
-    write_error = write_error or run.final_write_error or run.results_error
+    write_error = write_error or run.final_write_error or run.details_lost or run.results_error
     if write_error is not None:
         raise run.failure(write_error, write_failure(write_error))
     return RunResult(op, run.dir.path, run.rows, run.caliber, status, plan.compiler)
@@ -156,8 +156,8 @@ class OpRun:
         self.started = self.case_clock = time.time()
         self.inputs = InputClock()
         self.tuner_hook, self.ir = None, None
-        # run.json could not be written; results.jsonl lacks measured cases
-        self.final_write_error = self.results_error = None
+        # run.json unwritten; results.jsonl lacks cases; run.json without some details
+        self.final_write_error = self.results_error = self.details_lost = None
         self.watcher = telemetry.watch(run_dir.path, plan.backend, plan.device_index,
                                        plan.options.telemetry_interval)
         self.plant: Plant | None = None
@@ -326,18 +326,16 @@ class OpRun:
             safely(hook.uninstall)
             if isinstance(hook, autotune.AutotuneReplayer):
                 safely(lambda: hook.write_meta(self.dir.path))
-            self.info.update(hook.run_fields())
+            safely(lambda: self.info.update(hook.run_fields()))
         if self.ir is not None:
             safely(lambda: self.info.__setitem__("ir", self.ir.dump()))
             safely(self.ir.uninstall)
         try:
             self.dir.write_results(self.rows)
-        except OSError as exc:
-            problems.append(one_line(exc))
-            if self.dir.rows_written < len(self.rows):
-                self.results_error = exc
         except Exception as exc:  # noqa: BLE001
             problems.append(one_line(exc))
+            if isinstance(exc, OSError) and self.dir.rows_written < len(self.rows):
+                self.results_error = exc
         lost = len(self.rows) - self.dir.rows_written
         if lost > 0:
             why = (f"{lost} measured case(s) could not be written to results.jsonl"
@@ -348,18 +346,20 @@ class OpRun:
             self.note(f"WARNING: {why}; run.json counts the {self.dir.rows_written} row(s) "
                       f"it holds")
         safely(lambda: self.dir.write_shapes(self.plan.adapter.shapes_used(self.op)))
-        for line in self.plan.adapter.run_markers(self.op):
-            safely(lambda line=line: self.say(line))
+        lines: list[str] = []                 # the adapter's markers, each said on its own
+        safely(lambda: lines.extend(self.plan.adapter.run_markers(self.op)))
+        for line in lines:
+            self.note(line)
         safely(lambda: self.library_log.close_into(self.info, self.op))
         safely(lambda: self.info.__setitem__("inputs", self.plan.adapter.inputs_record(self.op)))
         safely(lambda: self._finish_info(status, reason))
         if problems:
             self.info["cleanup_errors"] = problems
-        try:
-            self.dir.write_run_json(self.info)
-        except OSError as exc:
-            if not self.dir.write_run_json_in_place(self.info):
-                self.final_write_error = exc
+        written, exc = self.dir.write_final_run_json(self.info, write_failure)
+        if written is None:
+            self.final_write_error = exc
+        elif "omitted_for_space" in written:     # the disk was full: a failed run
+            self.details_lost, status = exc, written["status"]
         return status
 
     def _finish_info(self, status: str, reason: str) -> None:

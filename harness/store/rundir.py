@@ -98,16 +98,30 @@ class RunDir:
     def write_run_json(self, data: dict) -> None:
         atomic_write_json(self.file(RUN_JSON), {"schema_version": SCHEMA_VERSION, **data})
 
-    def write_run_json_in_place(self, data: dict) -> bool:
+    def write_run_json_in_place(self, data: dict, reason: str = "disk full") -> dict | None:
         """When the disk is full: run.json rewritten compactly over itself (see
         files.overwrite_in_place), so that the run can still be marked. When the whole of
         `data` does not fit in the space the file holds, its largest details go, one at a
         time, and `omitted_for_space` names them: the run's identity, status and counts
-        always stay. False only if even those do not fit."""
+        always stay, and a `complete` run becomes `failed` with `reason` (what a reader
+        would compare it by may be gone). The document written, or None when even those
+        do not fit."""
         for doc in _shrinking(stamp({"schema_version": SCHEMA_VERSION, **data})):
+            if "omitted_for_space" in doc and doc.get("status") == "complete":
+                doc = {**doc, "status": "failed", "reason": reason}
             if overwrite_in_place(self.file(RUN_JSON), to_json(doc, indent=None) + "\n"):
-                return True
-        return False
+                return doc
+        return None
+
+    def write_final_run_json(self, data: dict, why) -> tuple[dict | None, OSError | None]:
+        """A run's last run.json: atomically, else (a full disk) over itself. (the document
+        written or None, the error the atomic write met or None); `why(error)` gives the
+        reason a run that had to leave details out is failed with."""
+        try:
+            self.write_run_json(data)
+            return data, None
+        except OSError as exc:
+            return self.write_run_json_in_place(data, why(exc)), exc
 
     def write_results(self, rows) -> None:
         """Rewrite both result files from all rows so far: each is whole after every case.

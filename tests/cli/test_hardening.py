@@ -105,6 +105,29 @@ def test_run_json_is_rewritten_in_place_when_no_space_is_left_for_a_new_one(tmp_
     assert leftovers(tmp_path) == []
 
 
+def test_a_run_json_that_fits_only_without_details_marks_the_run_failed(tmp_path,
+                                                                        monkeypatch):
+    """A full disk at the last run.json: rewritten over itself without its largest details,
+    the run reads failed (disk full), not complete without its caliber; exit 1."""
+    real_atomic, real_in_place = rundir_module.atomic_write_json, rundir_module.overwrite_in_place
+
+    def full_once_finished(path, data):
+        if data.get("status") != "running":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_atomic(path, data)
+    monkeypatch.setattr(rundir_module, "atomic_write_json", full_once_finished)
+    monkeypatch.setattr(rundir_module, "overwrite_in_place", lambda path, text: (
+        "omitted_for_space" in text and real_in_place(path, text)))
+    out = tmp_path / "runs"
+    result = CliRunner().invoke(main, ["bench", "add", "--adapter", "builtin", "--backend",
+                                       "cpu", "--shapes", shapes(tmp_path, "add: [[64]]\n"),
+                                       "--out", str(out), *FAST])
+    assert result.exit_code == 1 and "the run is marked failed" in result.stderr
+    info = json.loads(next(out.glob("*/run.json")).read_text())
+    assert (info["status"], info["reason"]) == ("failed", "disk full")
+    assert info["omitted_for_space"] and sum(info["counts"].values()) == 1
+
+
 def test_a_detail_that_fails_as_a_run_ends_does_not_leave_it_running(tmp_path, monkeypatch):
     from harness.run import runner as runner_module
 

@@ -267,3 +267,19 @@ def test_zlh_bench_with_a_garbage_identity_is_one_line_and_leaves_no_run(tmp_pat
     assert lines == ["zlh: PREFLIGHT_FAILED check=backend backend cpu: identity(0) gave 'H200', "
                      "not a DeviceIdentity"], result.output
     assert not list((tmp_path / "runs").glob("add_*"))
+
+
+@pytest.mark.e2e
+def test_an_adapter_that_breaks_midway_in_a_batch_is_a_crash_not_a_full_disk(plugin_path,
+                                                                             tmp_path):
+    """A reused worker took the adapter's failure for a write failure: the batch stopped as
+    if the disk were full, and every resume stopped at the same op again."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(plugin_path), str(ROOT)]))
+    root = tmp_path / "batch"
+    proc = subprocess.run([sys.executable, "-m", "harness", "batch", "--ops", "mid",
+                           "--adapter", "midway", "--backend", "cpu", "--out", str(root),
+                           "--retries", "0", "-q", *FAST],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert "free space" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    done = json.loads((root / "mid" / ".complete").read_text())
+    assert done["status"] == "CRASH", done

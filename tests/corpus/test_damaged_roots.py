@@ -126,3 +126,24 @@ def test_campaign_resume_merges_past_a_damaged_card_file(campaign_root, tmp_path
     assert f"card0/{file} left out of the merge" in result.output
     merged = json.loads((root / "merged.json").read_text())
     assert merged["ops_reported"] == ["add"]
+
+
+def test_a_status_row_cut_short_is_left_out_alone(campaign_root, tmp_path):
+    """An append to a card's status.tsv that did not finish (a kill, a full disk) left a row
+    of fewer fields: the whole card's status was left out of the merge. Now that row alone is
+    left out and said, and the next append starts a line of its own."""
+    from harness.ab.runs import RunOutcome, append_status
+    root = tmp_path / "campaign"
+    shutil.copytree(campaign_root, root, symlinks=True)
+    status = root / "card0" / "status.tsv"
+    whole = status.read_text().splitlines()
+    assert len(whole) >= 3
+    status.write_text("\n".join(whole) + "\n" + whole[-1][:5])       # a row cut short
+    result = CliRunner().invoke(main, ["campaign", "--resume", str(root)])
+    assert result.exit_code == 0, result.output
+    assert f"line(s) {len(whole) + 1} cut short" in result.output
+    merged = (root / "status.tsv").read_text().splitlines()
+    assert len(merged) == len(whole)                 # header and every whole row
+    append_status(root / "card0", "add", RunOutcome(9, "A", 0, 1.0, None, root / "x.log"))
+    lines = status.read_text().splitlines()
+    assert lines[-2] == whole[-1][:5] and lines[-1].startswith("9\tadd\t")

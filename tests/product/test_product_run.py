@@ -69,7 +69,8 @@ def seven_tasks(tmp_path) -> dict:
     return doc
 
 
-def canary_then_all(tmp_path, doc) -> tuple[Path, Path]:
+def canary_then_all(tmp_path, doc, run_all: bool = True) -> tuple[Path, Path]:
+    """The canary run and the whole plan prepared, then run (unless `run_all` is False)."""
     manifest = write(tmp_path / "m.json", doc)
     out = tmp_path / "frozen"
     assert cli("prepare", manifest, "--selection", "canary", "--out", out).exit_code == 0
@@ -81,8 +82,9 @@ def canary_then_all(tmp_path, doc) -> tuple[Path, Path]:
                  receipt)
     assert result.exit_code == 0, result.output
     full = out / f"{doc['campaign_id']}--all"
-    result = cli("run", full)
-    assert result.exit_code == 0, result.output
+    if run_all:
+        result = cli("run", full)
+        assert result.exit_code == 0, result.output
     return canary / "run", full / "run"
 
 
@@ -170,6 +172,25 @@ def test_resume_keeps_terminal_tasks_and_refuses_an_existing_run(tmp_path, fake)
     assert len(list(root.glob("contract-receipt.resume-*.json"))) == 1
     campaign = json.loads((root / "campaign-receipt.json").read_text())
     assert campaign["classes"]["softmax"] == "B" and len(campaign["produced_by"]["contract"]) == 2
+
+
+def test_a_cell_whose_run_could_not_write_stops_the_campaign_for_a_resume(tmp_path, fake):
+    """A cell's run that met a full disk is no evidence: no receipt judges its rows (it read
+    PASS over the cases measured before the disk filled); the run stops, a resume runs the
+    task again."""
+    cells = fake({**SPECS, ("softmax", "cand"): Spec(status="disk_full")})
+    _, root = canary_then_all(tmp_path, seven_tasks(tmp_path), run_all=False)
+    result = cli("run", root.parent)
+    assert result.exit_code == 1 and "softmax a/candidate: disk full" in result.output
+    assert "--resume" in result.output.splitlines()[-1]
+    log = (root / "tasks/softmax/a/candidate/cell.log")
+    assert log.is_file() and not (log.parent / "cell-receipt.json").exists()
+    assert not (root / "tasks/softmax/task-receipt.json").exists()
+    cells.specs[("softmax", "cand")] = Spec()            # room again
+    result = cli("run", root.parent, "--resume")
+    assert result.exit_code == 0, result.output
+    task = json.loads((root / "tasks/softmax/task-receipt.json").read_text())
+    assert task["class"] == "B"
 
 
 def test_reaccount_floor_zero_reproduces_and_a_higher_floor_demotes(tmp_path, fake):

@@ -91,6 +91,11 @@ def test_a_full_disk_final_run_json_leaves_out_its_largest_details_to_fit(tmp_pa
     assert (info["status"], info["reason"], info["counts"]) == ("failed", "disk full", {"ok": 1})
     assert info["omitted_for_space"] == ["ir"] and "ir" not in info       # the largest only
     assert info["telemetry"] == final["telemetry"] and info["command"] == running["command"]
+    run.write_run_json(running)                # a complete run that loses details: failed
+    written = run.write_run_json_in_place({**final, "status": "complete", "reason": None},
+                                          "disk full")
+    assert (written["status"], written["reason"]) == ("failed", "disk full")
+    assert load_info(run.path).info["status"] == "failed"
     run.write_run_json(running)
     huge = {**running, "status": "failed", "reason": "z" * (2 * room)}
     assert not run.write_run_json_in_place(huge)             # essentials alone do not fit
