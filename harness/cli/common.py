@@ -14,7 +14,7 @@ from click.core import ParameterSource
 from adapters.user import default_op
 
 from ..ab.gate import parse_gates
-from ..common import environ, errors, spelling, style
+from ..common import environ, errors, parent_pipe, spelling, style
 from ..common.files import NUL_IN_PATH, SYMLINK_LOOP
 from ..common.process import die_with_parent_if_asked, install_terminate_handlers, signal_name
 from ..run.options import OPTIONS, SHARED_NAMES, BenchOptions, Option
@@ -52,6 +52,7 @@ def _handled(fn, *args, **kwargs):
     install_terminate_handlers(_raise_terminated)      # SIGTERM, SIGHUP
     try:
         die_with_parent_if_asked()   # a `zlh bench` a corpus command started
+        parent_pipe.take_from_environment()      # where to say why a run could not write
         try:
             return fn(*args, **kwargs)
         except Exception as exc:
@@ -60,6 +61,8 @@ def _handled(fn, *args, **kwargs):
                 raise
             raise blamed from None
     except errors.ZlhError as exc:
+        if isinstance(exc, errors.RunFailedError) and not isinstance(exc, errors.AdapterFailure):
+            parent_pipe.tell_parent(exc.reason)      # disk full, read-only file system
         fail(exc.message, exc.exit_code)
     except KeyboardInterrupt:
         fail("interrupted; cases measured so far are in the run directory", 130)
@@ -73,6 +76,7 @@ def _handled(fn, *args, **kwargs):
         where = f"{_shortened(exc.filename)}: " if exc.filename else ""
         if exc.errno in BAD_PATH:            # a path (or op name) the user gave: bad input
             fail(f"{where}{BAD_PATH[exc.errno]}", errors.EXIT_USAGE)
+        parent_pipe.tell_parent(errors.write_failure(exc))
         fail(f"{where}{errors.write_failure(exc)}", errors.EXIT_FAILED_CASES)
     except ValueError as exc:
         # the system calls refuse a path holding a NUL byte (only a caller that is not a

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..common.errors import EXIT_POISONED, UsageError
 from ..common.files import atomic_write_bytes
+from ..common.parent_pipe import WriteFailurePipe
 from ..launch import launcher
 from ..store.reader import read_info
 from ..common.lock import held_fds
@@ -260,14 +261,18 @@ def run_fresh(lane: Lane, op: str, argv: list[str], timeout_s: float, log: Path,
     cmd = [lane.python, "-m", "harness", "bench", op, *argv]
     started = time.time()
     watch = StallWatch(out, before, stall_s, wait_cap_s=wait_cap_s)     # (stall.py)
-    ended = run_watched(cmd, lane.env, log, timeout_s, watch, pass_fds=held_fds())
+    with WriteFailurePipe() as told:        # why its run could not write, where it says
+        ended = run_watched(cmd, {**lane.env, **told.env}, log, timeout_s, watch,
+                            pass_fds=(*held_fds(), *told.fds))
+        write_failure = told.reason()
     run_dir = newest_run_dir(out, before)
     if watch.fired:
         watch.mark(run_dir)
     message = last_line(log)
     cap_log(log, log_limit)
     return Attempt(ended.rc, time.time() - started, log, run_dir, message, ended.pid,
-                   failed_write(run_dir), stalled_s=stall_s if watch.fired else None)
+                   write_failure or failed_write(run_dir),
+                   stalled_s=stall_s if watch.fired else None)
 
 
 def failed_write(run_dir: Path | None) -> str:
