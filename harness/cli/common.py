@@ -61,8 +61,8 @@ def _handled(fn, *args, **kwargs):
                 raise
             raise blamed from None
     except errors.ZlhError as exc:
-        if isinstance(exc, errors.RunFailedError) and not isinstance(exc, errors.AdapterFailure):
-            parent_pipe.tell_parent(exc.reason)      # disk full, read-only file system
+        if reason := errors.run_write_failure(exc):     # disk full, read-only file system
+            parent_pipe.tell_parent(reason)
         fail(exc.message, exc.exit_code)
     except KeyboardInterrupt:
         fail("interrupted; cases measured so far are in the run directory", 130)
@@ -76,8 +76,9 @@ def _handled(fn, *args, **kwargs):
         where = f"{_shortened(exc.filename)}: " if exc.filename else ""
         if exc.errno in BAD_PATH:            # a path (or op name) the user gave: bad input
             fail(f"{where}{BAD_PATH[exc.errno]}", errors.EXIT_USAGE)
-        parent_pipe.tell_parent(errors.write_failure(exc))
-        fail(f"{where}{errors.write_failure(exc)}", errors.EXIT_FAILED_CASES)
+        reason = errors.write_failure(exc)
+        parent_pipe.tell_parent(reason)
+        fail(f"{where}{reason}", errors.EXIT_FAILED_CASES)
     except ValueError as exc:
         # the system calls refuse a path holding a NUL byte (only a caller that is not a
         # shell can pass one: CliRunner, main(args=[...]))

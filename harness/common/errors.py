@@ -131,6 +131,15 @@ def quoted(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+def run_write_failure(exc: BaseException) -> str:
+    """Why `exc` ended a run, when it did because files could not be written (disk full,
+    read-only file system: not the op's fault), else "". An adapter that broke midway is a
+    RunFailedError too, but its run is marked crashed like any crash."""
+    if isinstance(exc, RunFailedError) and not isinstance(exc, AdapterFailure):
+        return exc.reason
+    return ""
+
+
 def write_failure(exc: OSError) -> str:
     """A short reason for a failed write: `disk full` for ENOSPC / EDQUOT, else the
     system's text (`Read-only file system`, `Permission denied`, ...)."""

@@ -27,9 +27,8 @@ from pathlib import Path
 
 from ..common import spelling
 from ..common.environ import import_failure, safe_streams
-from ..common.errors import (EXIT_OK, EXIT_POISONED, AdapterFailure, DevicePoisonedError,
-                             OpExitError, RunFailedError, Terminated, ZlhError, one_line,
-                             op_exit_reason)
+from ..common.errors import (EXIT_OK, EXIT_POISONED, DevicePoisonedError, OpExitError,
+                             Terminated, ZlhError, one_line, op_exit_reason, run_write_failure)
 from ..common.process import die_with_parent, install_terminate_handlers
 from ..run import process_state
 from .outcome import CRASH_RC, GIB, held_over_limit
@@ -89,10 +88,7 @@ def run_job(job: dict) -> dict:
             _say(f"zlh: {exc.message}")
         except ZlhError as exc:
             rc, message = exc.exit_code, exc.message
-            # disk full, read-only: not the op's fault (an adapter that broke midway is:
-            # its run is marked crashed, judged from run.json like any crash)
-            if isinstance(exc, RunFailedError) and not isinstance(exc, AdapterFailure):
-                reason = exc.reason
+            reason = run_write_failure(exc)     # disk full, read-only: not the op's fault
             _say(f"zlh: {exc.message}")
         except SystemExit as exc:
             if isinstance(exc, Terminated):

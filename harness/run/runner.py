@@ -355,7 +355,7 @@ class OpRun:
         safely(lambda: self._finish_info(status, reason))
         if problems:
             self.info["cleanup_errors"] = problems
-        written, exc = self.dir.write_final_run_json(self.info, write_failure)
+        written, exc = self.dir.write_final_run_json(self.info)
         if written is None:
             self.final_write_error = exc
         elif "omitted_for_space" in written:     # the disk was full: a failed run

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from ..common.errors import write_failure
 from ..common.files import atomic_write_json, atomic_write_text, overwrite_in_place, to_json
 from ..common.schema import stamp
 from .results import rows_to_csv, rows_to_jsonl
@@ -113,15 +114,15 @@ class RunDir:
                 return doc
         return None
 
-    def write_final_run_json(self, data: dict, why) -> tuple[dict | None, OSError | None]:
+    def write_final_run_json(self, data: dict) -> tuple[dict | None, OSError | None]:
         """A run's last run.json: atomically, else (a full disk) over itself. (the document
-        written or None, the error the atomic write met or None); `why(error)` gives the
-        reason a run that had to leave details out is failed with."""
+        written or None, the error the atomic write met or None); a run that had to leave
+        details out is failed with that error's reason."""
         try:
             self.write_run_json(data)
             return data, None
         except OSError as exc:
-            return self.write_run_json_in_place(data, why(exc)), exc
+            return self.write_run_json_in_place(data, write_failure(exc)), exc
 
     def write_results(self, rows) -> None:
         """Rewrite both result files from all rows so far: each is whole after every case.
