@@ -24,7 +24,7 @@ from ..common.log import Echo
 from ..run.plan import options_backend
 from ..store.reader import load_run_or_none
 from . import files
-from .outcome import (CRASH, FAIL, POISONED, SKIP, TIMEOUT, Outcome, dtype_problem,
+from .outcome import (CRASH, FAIL, POISONED, SKIP, TIMEOUT, Outcome, Settled, dtype_problem,
                       dtype_rescue, judge)
 from .progress import bar, final_summary
 from .check import graph_timed
@@ -61,6 +61,8 @@ class Batch:
         self.devices: dict[str, int] = {}
         self.summary_rows: dict[str, list[dict]] = {}
         self.timers: dict[str, str] = {}          # op -> the timer its run actually used
+        self._resumed: set[str] = set()            # (carry_over fills these on a resume)
+        self._retried: dict[str, str] = {}
         self.stop = threading.Event()
         self.preflight: str | None = None
         self.started = time.time()
@@ -68,7 +70,8 @@ class Batch:
         self.resume_command = f"zlh batch --resume {plan.root}"
         backend = options_backend(plan.options)
         self.backend_name = backend.name
-        self.graph_timed = graph_timed(plan.options.timer, backend)
+        # (a batch that times nothing has no timer to fall back from: a CRASH stays one)
+        self.graph_timed = plan.options.timing and graph_timed(plan.options.timer, backend)
 
     # ---- lanes --------------------------------------------------------------------------
     def run(self) -> BatchResult:
@@ -114,18 +117,27 @@ class Batch:
         return self.executor.open_lane(lane, self.plan.root / ".workers" / f"dev{device}.log")
 
     def run_item(self, item: Item, lane: Lane, runner: LaneRunner, replay: Path | None = None,
-                 compile_cache: str | None = None) -> Outcome | None:
+                 compile_cache: str | None = None,
+                 settled: Settled | None = None) -> Outcome | None:
         """One op with its retries, dtype fallback and timer fallback; None when a
         machine-wide preflight failure stops the batch. `compile_cache`: a kept Triton cache
-        every attempt loads from (a screen's timed run, on its side's untimed one)."""
+        every attempt loads from (a screen's timed run, on its side's untimed one).
+        `settled`: where an earlier step of the op ended up (outcome.Settled): the op's own
+        dtypes and event timing from the first attempt (event timing only where this batch
+        would fall back to it: `--timer auto` on a device that captures graphs)."""
         dtypes = item.dtypes if item.dtypes else self.plan.options.dtypes
+        settled = Settled(settled.own_dtypes, settled.timer if self.graph_timed else None) \
+            if settled is not None else Settled()
         if replay is None and self.plan.replay_root is not None:
             replay = files.replay_source(self.plan.replay_root, item.op, self.backend_name)
             if isinstance(replay, str):          # nothing recorded: not measured unpinned
                 return Outcome(SKIP, 0, 0.0, reason=replay, notes=["no_record"])
-        outcome = self._attempts(item.op, dtypes, lane, runner,
+        outcome = self._attempts(item.op, None if settled.own_dtypes else dtypes, lane, runner,
                                  files.next_attempt(self.plan.root, item.op), replay,
-                                 compile_cache=compile_cache)
+                                 timer=settled.timer, compile_cache=compile_cache)
+        if settled.own_dtypes or settled.timer:
+            outcome.notes.append(settled.note())
+            dtypes = None if settled.own_dtypes else dtypes
         if dtypes and dtype_problem(outcome):
             dtypes = None
             fallback = self._attempts(item.op, None, lane, runner, outcome.attempt + 1, replay,
@@ -138,7 +150,7 @@ class Batch:
                                     compile_cache=compile_cache)
             rescue.notes.append("dtype_rescue")
             outcome = rescue
-        if outcome.status == CRASH and self.graph_timed:
+        if outcome.status == CRASH and self.graph_timed and settled.timer is None:
             crashed = outcome
             outcome = self._attempts(item.op, dtypes, lane, runner, crashed.attempt + 1,
                                      replay, timer="event", compile_cache=compile_cache)
@@ -169,7 +181,8 @@ class Batch:
             outcome = judge(attempt, self.plan.op_timeout_s)
             outcome.attempt = k
             outcomes.append(outcome)
-            if outcome.status not in (FAIL, CRASH) or outcome.preflight_check:
+            if outcome.status not in (FAIL, CRASH) or outcome.preflight_check or \
+                    (dtypes and dtype_problem(outcome)):   # the dtype fallback comes next
                 break
             if len(outcomes) > 1 and outcome.same_as(outcomes[-2]):
                 break

@@ -195,6 +195,31 @@ def slow_inputs(inputs_s, elapsed_s: float) -> bool:
     return is_number(inputs_s) and inputs_s >= 5.0 and inputs_s >= 0.5 * elapsed_s
 
 
+@dataclass(frozen=True)
+class Settled:
+    """What an earlier step of the same op found out about running it, for a later step to
+    start from instead of finding it out again: the op's own dtypes where the requested ones
+    left it nothing (a dtype fallback or rescue), event timing where graph timing crashed.
+    A screen's side B and timed pair start where side A settled (and B's timed run where A's
+    did), so they do not repeat A's failed first attempts — a graph-timed attempt that
+    crashes can take a whole op timeout, holding the device — and a timed pair uses one
+    timer on both sides."""
+    own_dtypes: bool = False
+    timer: str | None = None
+
+    @classmethod
+    def of(cls, *outcomes: Outcome | None) -> "Settled":
+        notes = {n for outcome in outcomes if outcome is not None for n in outcome.notes}
+        return cls(own_dtypes=bool(notes & {"dtype_fallback", "dtype_rescue"}),
+                   timer="event" if "timer_fallback=event" in notes else None)
+
+    def note(self) -> str:
+        """`settled_by_a=dtypes,timer`: what a later step took over (notes of ops_status.csv)."""
+        taken = [name for name, on in (("dtypes", self.own_dtypes), ("timer", self.timer))
+                 if on]
+        return f"settled_by_a={','.join(taken)}" if taken else ""
+
+
 def dtype_problem(outcome: Outcome) -> bool:
     """Whether the requested dtypes left the op without a runnable case."""
     text = outcome.reason.lower()

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..common.errors import PreflightError, UsageError, one_line
-from ..common.files import tsv_line
+from ..common.files import atomic_write_text, tsv_line
 from ..run.child_env import ZLH_ROOT
 from .outcome import CRASH_RC, TIMEOUT_RC, Attempt
 from .ray_actor import PROBE_PREFIX, LaneActor
@@ -287,10 +287,14 @@ class RayLane(LaneRunner):
         return reply
 
     def _lost(self, why: str, log: Path, started: float, run_dir: Path | None) -> Attempt:
-        if why == "timeout":
-            return Attempt(TIMEOUT_RC, time.time() - started, log, run_dir,
-                           f"the Ray actor of lane {self.lane.label} did not answer in time")
-        return Attempt(CRASH_RC, time.time() - started, log, run_dir, why)
+        timed_out = why == "timeout"
+        if timed_out:
+            why = f"the Ray actor of lane {self.lane.label} did not answer in time"
+        if not log.exists():        # the actor went before the attempt's log: keep one anyway
+            with contextlib.suppress(OSError):
+                atomic_write_text(log, f"zlh: {why} (the attempt wrote nothing here)\n")
+        return Attempt(TIMEOUT_RC if timed_out else CRASH_RC, time.time() - started, log,
+                       run_dir, why)
 
     def _check_shared(self, actor, directory: Path) -> None:
         """Once per actor and directory: a file the actor writes there is seen here (one file

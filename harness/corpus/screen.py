@@ -37,7 +37,7 @@ from .batch import Batch
 from .lanes import lane_for, watch_devices
 from .environment import record_env_change
 from .executor import make_executor
-from .outcome import Outcome
+from .outcome import Outcome, Settled
 from .selection import Item
 from .sharding import device_for
 from .standby import in_order
@@ -142,8 +142,9 @@ class Screen:
                 return False
             side_a.record(item.op, a, device)
         b = side_b.outcomes.get(item.op)
-        if b is None and a.run_dir is not None and a.rows_success and replayable(a.run_dir):
-            b = side_b.run_item(item, lanes["B"], runners["B"], replay=a.run_dir)
+        if b is None and b_is_due(a):
+            b = side_b.run_item(item, lanes["B"], runners["B"], replay=a.run_dir,
+                                settled=Settled.of(a))
             if b is None:
                 return False
             side_b.record(item.op, b, device)
@@ -151,9 +152,10 @@ class Screen:
         for label, untimed in zip("AB", (a, b)) if timed is not None else ():
             batch = self.sides[label + TIMED]        # each replays A's record, as B did
             done = batch.outcomes.get(item.op)
-            if done is None:
+            if done is None:       # from where A settled (B's timed run: A's timed run too)
                 done = batch.run_item(item, lanes[label], runners[label], replay=a.run_dir,
-                                      compile_cache=kept_cache(untimed))
+                                      compile_cache=kept_cache(untimed),
+                                      settled=Settled.of(a, *timed))
                 if done is None:
                     return False
                 batch.record(item.op, done, device)
@@ -181,6 +183,11 @@ class Screen:
         shown = v.shown_range()
         self.echo(f"[{len(self.verdicts):>{len(str(total))}}/{total}] {v.verdict:<10} {times:>13} "
                   f"{v.op}" + (f"  {shown}" if shown else "") + (f"  ({v.note})" if v.note else ""))
+
+
+def b_is_due(a: Outcome) -> bool:
+    """Whether side B runs after this outcome of side A: A left rows and a complete record."""
+    return a.run_dir is not None and bool(a.rows_success) and replayable(a.run_dir)
 
 
 def replayable(run_dir: Path) -> bool:
@@ -326,7 +333,8 @@ def rescore(root: Path, extra_scrub: list[str], echo: Echo,
             warn: Echo | None = None) -> dict[str, Verdict]:
     """Every verdict again from the stored run directories, with the plan's scrub plus
     `extra_scrub`; the previous table is kept as screen.tsv.before-rescore. An op without a
-    finished side A, or whose run directory is gone or damaged, is said on `warn`."""
+    finished side A (or with side A finished but side B, which was due, not), or whose run
+    directory is gone or damaged, is said on `warn`."""
     warn = warn or echo
     plan = read_plan(root)
     plan.scrub = list(dict.fromkeys([*plan.scrub, *extra_scrub]))
@@ -337,7 +345,7 @@ def rescore(root: Path, extra_scrub: list[str], echo: Echo,
     for item in plan.base.items:
         a = files.read_complete(root / "A", item.op)
         b = files.read_complete(root / "B", item.op)
-        if a is None:
+        if a is None or (b is None and b_is_due(a[0])):   # (B killed midway: not NO_ROWS)
             unfinished.append(item.op)
             continue
         timed = None
@@ -353,12 +361,14 @@ def rescore(root: Path, extra_scrub: list[str], echo: Echo,
                      f"without it (zlh screen --resume {root} runs it again)")
         verdicts[item.op] = decide(item.op, a[0], b[0] if b else None, plan.scrub,
                                    plan.base.options.ir_stage, timed)
-    if not verdicts:
-        raise UsageError(f"{root}: no op has a finished side A (A/<op>/{files.COMPLETE}); "
-                         f"nothing to rescore (zlh screen --resume {root} runs them)")
     if unfinished:
-        warn(f"WARNING: {len(unfinished)} op(s) without a finished side A keep no row: "
+        warn(f"WARNING: {len(unfinished)} op(s) not finished (side A, or side B after it) "
+             f"keep no row: "
              f"{', '.join(unfinished)} (zlh screen --resume {root} runs them)")
+    if not verdicts:
+        raise UsageError(f"{root}: no op has finished (A/<op>/{files.COMPLETE}, and B's "
+                         f"where B was due); nothing to rescore (zlh screen --resume {root} "
+                         f"runs them)")
     if (root / SCREEN_TSV).is_file():
         shutil.copyfile(root / SCREEN_TSV, root / (SCREEN_TSV + ".before-rescore"))
     write_table(plan, verdicts)

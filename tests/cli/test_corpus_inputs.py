@@ -284,7 +284,7 @@ def test_rescore_says_which_runs_are_gone(roots, tmp_path):
     assert "which is missing" in result.output
     table = (root / "screen.tsv").read_text()
     shutil.rmtree(root / "A")
-    one_line(run(["screen", "--rescore", root]), 2, "no op has a finished side A")
+    one_line(run(["screen", "--rescore", root]), 2, "no op has finished")
     assert (root / "screen.tsv").read_text() == table
 
 

@@ -254,3 +254,30 @@ def test_a_generated_files_directory_and_digest_are_not_code_at_any_stage(tmp_pa
     end = RETURN[stage]
     changed = named("da5af12e273da394" * 4).replace(end, f"{end}\n\t{end}", 1)
     assert fingerprint(tree("d", changed), stage=stage) != fingerprint(one, stage=stage)
+
+
+@pytest.mark.parametrize("stage", ["ttgir", "ptx", "llir", "amdgcn"])
+def test_a_process_id_in_a_generated_file_name_is_not_code(tmp_path, real_ttgir, real_asm,
+                                                          stage):
+    """FlagGems names some generated kernels' files after the process that wrote them
+    (`index_add_rank_2_pid_548.py`): the two sides of a screen run in two processes, and
+    identical code read IR_CHANGED (index_add, index_copy on an H200). The id goes; the rest
+    of the name (the rank: another kernel) is still compared."""
+    text = real_ttgir if stage == "ttgir" else real_asm[stage]
+    source = str(Path(K.__file__).resolve().parent)
+
+    def named(name: str) -> str:
+        return text.replace(source, "/root/.flaggems/code_cache").replace("ir_kernels.py", name)
+
+    def tree(label: str, body: str) -> Path:
+        return write_tree(tmp_path / label, {f"s/k/w4s3.{stage}": body})
+    one = tree("a", named("index_add_rank_2_pid_548.py"))
+    assert fingerprint(one, stage=stage) == \
+        fingerprint(tree("b", named("index_add_rank_2_pid_716.py")), stage=stage) is not None
+    assert fingerprint(tree("c", named("scatter_add_pid-7.py")), stage=stage) == \
+        fingerprint(tree("c2", named("scatter_add_pid-31337.py")), stage=stage)
+    assert fingerprint(one, stage=stage) != \
+        fingerprint(tree("d", named("index_add_rank_3_pid_548.py")), stage=stage)
+    assert fingerprint(one, stage=stage, default_scrub=False) != \
+        fingerprint(tree("e", named("index_add_rank_2_pid_716.py")), stage=stage,
+                    default_scrub=False)

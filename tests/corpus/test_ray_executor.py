@@ -314,3 +314,21 @@ def test_a_root_the_driver_does_not_see_as_the_actor_does_is_one_line(tmp_path, 
                                          r"10\.0\.0\.7, is not seen here: the root must be on "
                                          r"a file system every Ray node shares"):
         runner._check_shared(actor, tmp_path / "root")
+
+
+def test_an_attempt_lost_before_it_wrote_its_log_still_leaves_one(tmp_path):
+    """The actor died, or did not answer, before the op's process started (a slow actor
+    start on a loaded host): the attempt's log says so, as every attempt keeps a log; a log
+    the attempt did write is left as it is."""
+    from types import SimpleNamespace
+
+    from harness.corpus.outcome import CRASH_RC, TIMEOUT_RC
+    from harness.corpus.ray_executor import RayLane
+    lane = SimpleNamespace(lane=SimpleNamespace(label="dev0"))
+    log = tmp_path / "run.attempt2.log"
+    attempt = RayLane._lost(lane, "timeout", log, time.time(), None)
+    assert attempt.rc == TIMEOUT_RC and "did not answer in time" in attempt.message
+    assert log.read_text().startswith("zlh: the Ray actor of lane dev0 did not answer in time")
+    log.write_text("the op's own output\n")
+    died = RayLane._lost(lane, "the Ray actor of lane dev0 died: x", log, time.time(), None)
+    assert died.rc == CRASH_RC and log.read_text() == "the op's own output\n"

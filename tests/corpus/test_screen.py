@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
+from harness.common.errors import UsageError
 from harness.corpus.outcome import FAIL, PASS, TIMEOUT, Outcome
 from harness.corpus.verdict import (BROKEN_BY_B, IR_CHANGED, NO_IR_DIFF, NO_ROWS, NO_TRITON,
                                     SETUP_IR_CHANGED, TSV_COLUMNS, decide, read_tsv)
@@ -270,3 +271,16 @@ def test_a_side_interpreter_without_the_imports_is_a_preflight_failure(tmp_path,
     result = CliRunner().invoke(main, ["screen", "--resume", str(root)])
     assert result.exit_code == 3, result.output
     assert "screen.json: --python-b" in result.output
+
+
+def test_rescore_leaves_out_an_op_whose_side_b_was_cut_short(tmp_path, add_screen):
+    """A screen killed while side B ran (its run directory there, no .complete) has no verdict
+    for that op yet: a rescore must not turn it into NO_ROWS ('side B not run'), it keeps no
+    row until a resume runs B."""
+    from harness.corpus.screen import rescore
+    root = copy_screen(add_screen, tmp_path / "s")
+    (root / "B/add/.complete").unlink()
+    warned = []
+    with pytest.raises(UsageError, match="no op has finished"):
+        rescore(root, [], lambda _: None, warned.append)
+    assert any("1 op(s) not finished" in w and "add" in w for w in warned)

@@ -238,3 +238,27 @@ def test_a_root_copied_without_its_ttgir_gets_no_verdict_from_the_code(screens, 
     assert verdicts["changed"].verdict == IR_CHANGED
     assert verdicts["same"].verdict == NO_ROWS, verdicts["same"]
     assert "side B: TTGIR files its ttgir/index.tsv lists are missing" in verdicts["same"].note
+
+
+def test_side_b_and_the_timed_pair_start_from_the_dtypes_side_a_fell_back_to(tmp_path,
+                                                                              monkeypatch):
+    importable_cases(monkeypatch, tmp_path, "ir_cases", CASES)
+    root = tmp_path / "dtypes"
+    result = screen(tmp_path, "--timing", "changed", "--dtypes", "bfloat16",   # float32 ops
+                    "--root", str(root))
+    assert result.exit_code == 0, result.output
+    assert {r["op"]: r["verdict"] for r in read_tsv(root / "screen.tsv")} == {
+        "changed": IR_CHANGED, "same": NO_IR_DIFF}
+
+    def attempts(side: str, op: str) -> tuple[int, str]:
+        done = json.loads((root / side / op / ".complete").read_text())
+        logs = len(list((root / side / op).glob("run.attempt*.log")))
+        return logs, " ".join(done.get("notes") or [])
+    # A found it out: the requested dtype (not retried: nothing to run), then the op's own
+    assert attempts("A", "changed") == (2, "dtype_fallback")
+    for side, op in (("B", "changed"), ("B", "same"), ("A.timed", "changed"),
+                     ("B.timed", "changed")):
+        logs, notes = attempts(side, op)
+        assert (logs, notes) == (1, "settled_by_a=dtypes"), (side, op)
+    assert json.loads((run_of(root, "B.timed", "changed") / "run.json").read_text()
+                      )["dtypes"] == ["float32"]

@@ -70,3 +70,28 @@ def test_floors_compare_the_no_ir_diff_ranges_op_by_op(tmp_path, capsys):
     wider = sorted(op for op in mine if mine[op] > theirs[op])
     assert capsys.readouterr().out.rstrip().endswith(
         f"wider here: {len(wider)} ({', '.join(wider) or 'none'})")
+
+
+def test_nested_phases_are_said_to_overlap_not_given_a_negative_rest(tmp_path, capsys):
+    side = tmp_path / "A"
+    finished(side, "a", 1000.0, 10.0,       # a sweep inside input building: 6 + 5 > 8
+             run={"wall_s": 8.0, "inputs_s": 6.0, "sweep_s": 5.0})
+    summary.where([side], ["a"])
+    line = capsys.readouterr().out
+    assert "these overlap by 3 s" in line and "rest of the runs" not in line
+
+
+def test_the_device_view_counts_held_stretches_once_and_names_the_longest_hold(tmp_path,
+                                                                                capsys):
+    side, timed = tmp_path / "A", tmp_path / "A.timed"
+    finished(side, "a", 1000.0, 10.0, run={"wall_s": 10.0, "device_lock": {
+        "held_s": 3.0, "run_span": [990.0, 1000.0], "sections": [[990.0, 991.0], [995.0, 997.0]]}})
+    finished(side, "b", 1000.0, 10.0, run={"wall_s": 10.0, "device_lock": {
+        "held_s": 1.0, "run_span": [992.0, 1002.0], "sections": [[996.0, 997.0]]}})
+    finished(timed, "a", 1010.0, 8.0, run={"wall_s": 8.0, "device_lock": {
+        "held_s": 8.0, "run_span": [1002.0, 1010.0], "sections": [[1002.0, 1010.0]]}})
+    summary.device_view([side, timed], ["a", "b"])
+    line = capsys.readouterr().out
+    # held: 1 + 2 (b's stretch inside a's) + 8 = 11 s; runs going 990..1010 = 20 s
+    assert "held by some run 11 s of the 20 s some run was going (55 %)" in line
+    assert "longest single holds: A.timed/a 8s, A/a 2s, A/b 1s" in line

@@ -11,7 +11,9 @@
     python tests/device/corpus_summary.py screen ROOT
         verdict counts, op time and wall per op pair (overlapped ops counted once), where the
         time went (worker start, inputs, compile, sweep, measure, lock wait, outside the
-        runs), an example op per verdict, the corpus extrapolation
+        runs; the device held by some run against the seconds some run was going, and the
+        runs that held it longest in one stretch), an example op per verdict, the corpus
+        extrapolation
     python tests/device/corpus_summary.py screens ROOT ROOT_REFERENCE
         verdict agreement op by op with a reference screen of the same ops
     python tests/device/corpus_summary.py floors ROOT ROOT_REFERENCE
@@ -179,7 +181,7 @@ def where(sides: list[Path], ops: list[str]) -> None:
     first op, resets, hand-over). Runs of every attempt count."""
     total = start = imports = run_wall = 0.0
     phases = dict.fromkeys(PHASES, 0.0)
-    held = dict.fromkeys(("held_s", "shared_s", "aside_s", "first_call_s", "runs"), 0.0)
+    held = dict.fromkeys(("held_s", "shared_s", "aside_s", "runs"), 0.0)
     compiling = dict.fromkeys(COMPILE_TIMES, 0.0)
     for side in sides:
         for op in ops:
@@ -201,34 +203,76 @@ def where(sides: list[Path], ops: list[str]) -> None:
                     held["held_s"] += float(lock.get("held_s") or 0)
                     held["aside_s"] += float(lock.get("aside_s") or 0)
                     held["shared_s"] += float(lock.get("shared_s") or 0)
-                    held["first_call_s"] += float(info.get("compile_s") or 0) + \
-                        float(info.get("sweep_s") or 0)
                 ir = info.get("ir") if isinstance(info.get("ir"), dict) else {}
                 for name in COMPILE_TIMES:
                     compiling[name] += float(ir.get(name) or 0)
     if not total:
         return
     inside = sum(phases.values())
+    rest = run_wall - inside
+    # The phases are not a partition where they nest (a sweep inside input building, a wait
+    # for the device inside either): then no remainder is printed, the overlap is said.
+    remainder = (f"rest of the runs {rest:.0f} s" if rest >= 0 else
+                 f"these overlap by {-rest:.0f} s: a sweep can run inside input building, "
+                 f"a wait for the device inside either")
     print(f"   where it went: op time {total:.0f} s = worker start {start:.0f} s + imports in "
           f"ops {imports:.0f} s + runs' own wall {run_wall:.0f} s [inputs {phases['inputs_s']:.0f} s, compile "
           f"{phases['compile_s']:.0f} s, sweep {phases['sweep_s']:.0f} s, measure "
-          f"{phases['measure_s']:.0f} s, lock wait {phases['lock_wait_s']:.0f} s, rest of the "
-          f"runs {run_wall - inside:.0f} s] + outside the runs {total - start - imports - run_wall:.0f} "
+          f"{phases['measure_s']:.0f} s, lock wait {phases['lock_wait_s']:.0f} s; {remainder}] "
+          f"+ outside the runs {total - start - imports - run_wall:.0f} "
           f"s (plan, the library's import in a worker's first op, reset, hand-over)")
     if held["runs"]:
-        first_calls = max(0.0, held["first_call_s"] - held["aside_s"])
-        other = held["held_s"] - phases["inputs_s"] - phases["measure_s"] - first_calls
-        print(f"   device held (the lock, {held['runs']:.0f} runs): {held['held_s']:.0f} s = inputs "
-              f"{phases['inputs_s']:.0f} s + first calls and sweeps less their compiles "
-              f"{first_calls:.0f} s + timed {phases['measure_s']:.0f} s + the rest {other:.0f} s "
-              f"(checks, IR runs, kernel split, the worker's reset); let go for compiles "
-              f"{held['aside_s']:.0f} s; held shared (beside other untimed runs) "
-              f"{held['shared_s']:.0f} s, alone {held['held_s'] - held['shared_s']:.0f} s")
+        print(f"   device held (the lock, summed over {held['runs']:.0f} runs): "
+              f"{held['held_s']:.0f} s; let go for compiles {held['aside_s']:.0f} s; held "
+              f"shared (beside other untimed runs) {held['shared_s']:.0f} s, alone "
+              f"{held['held_s'] - held['shared_s']:.0f} s")
+        device_view(sides, ops)
     if compiling["compiles"]:
         print(f"   Triton's own compile time (run.json ir): {compiling['kernel_compile_s']:.0f} s "
               f"over {compiling['compiles']:.0f} compiles, {compiling['sweep_compile_s']:.0f} s "
               f"of it inside sweeps (so the sweeps' benchmarking and the rest: "
               f"{phases['sweep_s'] - compiling['sweep_compile_s']:.0f} s)")
+
+
+def covered(spans) -> float:
+    """Seconds inside at least one of the (begin, end) spans: overlapping ones count once."""
+    total, reach = 0.0, None
+    for begin, end in sorted(spans):
+        if reach is None or begin > reach:
+            total += end - begin
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total
+
+
+def device_view(sides: list[Path], ops: list[str], longest: int = 5) -> None:
+    """The device's side of the wall: the union of every run's held stretches (run.json
+    device_lock.sections: the seconds the device was in use by some run) against the union of
+    the runs' spans (the seconds some run was going), and the runs that held it longest in
+    one stretch (what every neighbour waited for, under overlap)."""
+    held, spans, holds = [], [], []
+    for side in sides:
+        for op in ops:
+            for info_path in op_dir(side, op).glob("*/run.json"):
+                try:
+                    lock = json.loads(info_path.read_text()).get("device_lock")
+                except (OSError, ValueError):
+                    continue
+                if not isinstance(lock, dict) or not lock.get("run_span"):
+                    continue
+                sections = [(float(a), float(b)) for a, b in lock.get("sections") or []]
+                held += sections
+                spans.append(tuple(float(t) for t in lock["run_span"]))
+                if sections:
+                    holds.append((max(b - a for a, b in sections), f"{side.name}/{op}"))
+    if not spans:
+        return
+    busy, going = covered(held), covered(spans)
+    print(f"   the device: held by some run {busy:.0f} s of the {going:.0f} s some run was "
+          f"going ({100 * busy / going if going else 0:.0f} %); longest single holds: "
+          + ", ".join(f"{name} {s:.0f}s" for s, name in sorted(holds, reverse=True)[:longest]))
 
 
 def lane_wall(sides: list[Path], ops: list[str]) -> float:
@@ -246,15 +290,7 @@ def lane_wall(sides: list[Path], ops: list[str]) -> float:
                               end))
             except (OSError, ValueError, KeyError):
                 continue
-    covered, reach = 0.0, None
-    for begin, end in sorted(spans):
-        if reach is None or begin > reach:
-            covered += end - begin
-            reach = end
-        elif end > reach:
-            covered += end - reach
-            reach = end
-    return covered
+    return covered(spans)
 
 
 def screen(root: Path) -> None:

@@ -17,7 +17,11 @@ A hex digest of 16 or more digits in that file's name goes too: FlagGems names a
 pointwise kernel's file after its scalar function's Triton cache key
 (`pointwise_dynamic_<sha256>_copysign_func_kernel_rank_1_bptr_t512.py`), and that key
 differed between the two sides of a `TRITON_F32_DEFAULT` screen whose kernels were
-byte-identical but for those names (copysign_, copysign_out read IR_CHANGED). Other stages
+byte-identical but for those names (copysign_, copysign_out read IR_CHANGED). A process id
+in that name goes as well (`pid_<N>`, `pid-<N>`): FlagGems names some generated kernels'
+files after the process that wrote them (`index_add_rank_2_pid_548.py`; index_add,
+index_copy, scatter_add, masked index_put), so the two sides' processes made index_add,
+index_add_, index_copy and index_copy_ read IR_CHANGED over identical code. Other stages
 name the file their own way (STAGE_SCRUB): PTX and AMDGCN in a `.file` directive, comments
 and DWARF sections (the path as bytes or strings: the sections go whole), LLVM IR in DIFile.
 Recipes may add patterns for other switches. The patterns are applied until the text stops
@@ -38,6 +42,7 @@ DEFAULT_SCRUB: tuple[str, ...] = (
     r'(?<=\{)\s*"ttg[.]rlc-[^"]*" = [0-9-]+ : i32\s*(?=\})',  # a stamp alone in its dictionary
     r'(?<=")[^"]*/(?=[^"/]*":[0-9]+:[0-9]+)',         # directory of a source file:line:col
     r'(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/]*":[0-9]+:[0-9]+)',  # a digest in that file's name
+    r'(?<=pid[_-])[0-9]+(?=[^"/]*":[0-9]+:[0-9]+)',       # a process id in that file's name
 )
 # Where PTX and AMDGCN name source files ((?m): a directive is a line amid the text): a
 # `.file` directive, with the directory in the path or as a string of its own, its name's
@@ -45,10 +50,12 @@ DEFAULT_SCRUB: tuple[str, ...] = (
 # bytes or strings). Comments and debug data are not code.
 _FILE_DIRECTIVE = (r'(?m)(?<=")[^"\n]*/(?=[^"/\n]*"[ \t]*$)',   # .file 1 "/tmp/.../x.py"
                    r'(?m)"[^"\n]*"[ \t]+(?="[^"\n]*"[ \t]*$)',  # .file 1 "/tmp/..." "x.py"
-                   r'(?m)(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/\n]*"[ \t]*$)')   # its name's digest
+                   r'(?m)(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/\n]*"[ \t]*$)',   # its name's digest
+                   r'(?m)(?<=pid[_-])[0-9]+(?=[^"/\n]*"[ \t]*$)')           # and process id
 STAGE_SCRUB: dict[str, tuple[str, ...]] = {
     "llir": (r'(?<=directory: ")[^"]*',               # DIFile(..., directory: "/tmp/...")
-             r'(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/\n]*", directory: ")'),  # a digest in filename
+             r'(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/\n]*", directory: ")',  # a digest in filename
+             r'(?<=pid[_-])[0-9]+(?=[^"/\n]*", directory: ")'),        # a process id there
     "ptx": (*_FILE_DIRECTIVE,
             r'(?m)[ \t]*//[^"\n]*$',                                 # a comment
             r'\.section\s+\.debug_\w+\s*\{[^{}]*\}'),                # .section .debug_x { }
