@@ -8,9 +8,9 @@
 # EXTRA adds screen options to a new root (e.g. "--timing changed", or "--overlap": two pairs at
 # once per device and warm spare workers); RESUME_EXTRA to a resume (a resumed root keeps its
 # plan, so only what --resume takes: e.g. "--overlap" switches overlap for the rest of it);
-# OPS picks another list (OPS=all: the whole corpus, zlh screen --all; SKIP=FILE with it leaves
-# out the ops FILE lists besides the curated dismiss list, e.g. tests/device/all_part1.txt: ops an
-# earlier root screened); WORK the scratch folder. The screen is killed after BOX seconds (resumable: finished ops are kept);
+# OPS picks another list (OPS=all: the whole corpus, zlh screen --all; SKIP="FILE …" with it
+# leaves out the ops those files list besides the curated dismiss list, e.g.
+# "tests/device/all_part1.txt tests/device/all_part2.txt": ops earlier roots screened); WORK the scratch folder. The screen is killed after BOX seconds (resumable: finished ops are kept);
 # the root (without compiled artefacts) comes back as $OUT/NAME.tar.xz.aa, .ab, …, the summary (verdicts,
 # op time and wall per op pair — overlapped ops counted once —, where it went: worker start,
 # imports, inputs, compile, sweep, measure, lock wait; the corpus projection) as $OUT/NAME.txt.
@@ -36,7 +36,8 @@ if [ -f "$root/screen.json" ]; then
 else
   if [ "$OPS" = all ]; then select="--all"; else select="--ops-file $OPS"; fi
   if [ "$OPS" = all ] && [ -n "${SKIP:-}" ]; then        # the curated list and SKIP's ops
-    { cat harness/corpus/dismiss.txt; grep -v '^#' "$SKIP" | sed 's/$/  # screened in an earlier root/'; } > "$WORK/dismiss.txt"
+    # shellcheck disable=SC2086   # (SKIP: one or more files)
+    { cat harness/corpus/dismiss.txt; grep -hv '^#' $SKIP | sed 's/$/  # screened in an earlier root/'; } > "$WORK/dismiss.txt"
     select="--all --dismiss $WORK/dismiss.txt"
   fi
   timeout "${BOX:-540}" $ZLH screen $select --switch "$SWITCH" --devices 0 $BUDGET \
