@@ -132,12 +132,13 @@ class Batch:
             replay = files.replay_source(self.plan.replay_root, item.op, self.backend_name)
             if isinstance(replay, str):          # nothing recorded: not measured unpinned
                 return Outcome(SKIP, 0, 0.0, reason=replay, notes=["no_record"])
-        outcome = self._attempts(item.op, None if settled.own_dtypes else dtypes, lane, runner,
+        if settled.own_dtypes:
+            dtypes = None
+        outcome = self._attempts(item.op, dtypes, lane, runner,
                                  files.next_attempt(self.plan.root, item.op), replay,
                                  timer=settled.timer, compile_cache=compile_cache)
-        if settled.own_dtypes or settled.timer:
+        if settled.note():
             outcome.notes.append(settled.note())
-            dtypes = None if settled.own_dtypes else dtypes
         if dtypes and dtype_problem(outcome):
             dtypes = None
             fallback = self._attempts(item.op, None, lane, runner, outcome.attempt + 1, replay,

@@ -47,9 +47,9 @@ def budgeted(bench, warmup: float, rep: float):
         def timed(kernel_call, quantiles=None):
             return bench(kernel_call, quantiles=quantiles, warmup=warmup, rep=rep)
     else:
+        device = device_benchmarker()           # once per sweep, not per config
         def timed(kernel_call, quantiles=None):
-            return device_benchmarker()(kernel_call, warmup=warmup, rep=rep,
-                                        quantiles=quantiles)
+            return device(kernel_call, warmup=warmup, rep=rep, quantiles=quantiles)
     timed.zlh_budget = (warmup, rep)
     return timed
 

@@ -36,26 +36,36 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from ...common.files import read_text, read_tsv_rows
+
+# What a generated kernel's file name carries that is not code: a hex digest of 16 or more
+# digits, a process id. Each stage's patterns below take these where it names its file.
+_NAME_TOKENS = (r'(?<=[_.\-"])[0-9a-f]{16,}',        # a digest (a cache key)
+                r'(?<=pid[_-])[0-9]+')                 # a process id
+
+
+def _in_file_names(context: str, flags: str = "") -> tuple[str, ...]:
+    """The name tokens, each where `context` (a lookahead up to a stage's end of the name)
+    follows."""
+    return tuple(f"{flags}{token}(?={context})" for token in _NAME_TOKENS)
+
+
 DEFAULT_SCRUB: tuple[str, ...] = (
     r', "ttg[.]rlc-[^"]*" = [0-9-]+ : i32(?=\s*\})',   # a stamp closing its dictionary
     r'"ttg[.]rlc-[^"]*" = [0-9-]+ : i32, ?',          # a stamp followed by another entry
     r'(?<=\{)\s*"ttg[.]rlc-[^"]*" = [0-9-]+ : i32\s*(?=\})',  # a stamp alone in its dictionary
     r'(?<=")[^"]*/(?=[^"/]*":[0-9]+:[0-9]+)',         # directory of a source file:line:col
-    r'(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/]*":[0-9]+:[0-9]+)',  # a digest in that file's name
-    r'(?<=pid[_-])[0-9]+(?=[^"/]*":[0-9]+:[0-9]+)',       # a process id in that file's name
+    *_in_file_names(r'[^"/]*":[0-9]+:[0-9]+'),        # that file's name: digest, process id
 )
 # Where PTX and AMDGCN name source files ((?m): a directive is a line amid the text): a
 # `.file` directive, with the directory in the path or as a string of its own, its name's
-# digest, the comments (file:line:col after each `.loc`) and the DWARF sections (the path as
-# bytes or strings). Comments and debug data are not code.
+# digest and process id, the comments (file:line:col after each `.loc`) and the DWARF
+# sections (the path as bytes or strings). Comments and debug data are not code.
 _FILE_DIRECTIVE = (r'(?m)(?<=")[^"\n]*/(?=[^"/\n]*"[ \t]*$)',   # .file 1 "/tmp/.../x.py"
                    r'(?m)"[^"\n]*"[ \t]+(?="[^"\n]*"[ \t]*$)',  # .file 1 "/tmp/..." "x.py"
-                   r'(?m)(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/\n]*"[ \t]*$)',   # its name's digest
-                   r'(?m)(?<=pid[_-])[0-9]+(?=[^"/\n]*"[ \t]*$)')           # and process id
+                   *_in_file_names(r'[^"/\n]*"[ \t]*$', "(?m)"))
 STAGE_SCRUB: dict[str, tuple[str, ...]] = {
     "llir": (r'(?<=directory: ")[^"]*',               # DIFile(..., directory: "/tmp/...")
-             r'(?<=[_.\-"])[0-9a-f]{16,}(?=[^"/\n]*", directory: ")',  # a digest in filename
-             r'(?<=pid[_-])[0-9]+(?=[^"/\n]*", directory: ")'),        # a process id there
+             *_in_file_names(r'[^"/\n]*", directory: "')),       # its filename's tokens
     "ptx": (*_FILE_DIRECTIVE,
             r'(?m)[ \t]*//[^"\n]*$',                                 # a comment
             r'\.section\s+\.debug_\w+\s*\{[^{}]*\}'),                # .section .debug_x { }
