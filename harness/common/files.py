@@ -300,10 +300,17 @@ def read_failure(exc: BaseException) -> str:
 def csv_text(columns, rows) -> str:
     """CSV with a header: one line per row (a mapping), the given columns in order; a
     missing value is empty, keys outside the columns are left out."""
+    return csv_lines(columns, rows, header=True)
+
+
+def csv_lines(columns, rows, header: bool = False) -> str:
+    """`csv_text` without its header line (unless `header`): rows rendered once and kept, to
+    be joined under a header later."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n",
                             extrasaction="ignore", restval="")
-    writer.writeheader()
+    if header:
+        writer.writeheader()
     for row in rows:
         writer.writerow(row)
     return buf.getvalue()

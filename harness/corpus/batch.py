@@ -59,7 +59,7 @@ class Batch:
         self.lock = threading.Lock()
         self.outcomes: dict[str, Outcome] = {}
         self.devices: dict[str, int] = {}
-        self.summary_rows: dict[str, list[dict]] = {}
+        self.summary_lines: dict[str, str] = {}     # each op's summary.csv lines
         self.timers: dict[str, str] = {}          # op -> the timer its run actually used
         self._resumed: set[str] = set()            # (carry_over fills these on a resume)
         self._retried: dict[str, str] = {}
@@ -250,7 +250,7 @@ class Batch:
         if done is not None:
             files.drop_complete(self.plan.root, op)
             self._retried.setdefault(op, done.status)
-            for table in (self.summary_rows, self.timers, self.devices):
+            for table in (self.summary_lines, self.timers, self.devices):
                 table.pop(op, None)
 
     def record(self, op: str, outcome: Outcome, device: int) -> None:
@@ -275,16 +275,15 @@ class Batch:
             self._caliber_noted = True
 
     def _note_rows(self, op: str, outcome: Outcome, device: int) -> None:
-        self.timers[op], self.summary_rows[op] = files.op_summary_rows(
-            op, outcome, self.backend_name, device)
+        self.timers[op], rows = files.op_summary_rows(op, outcome, self.backend_name, device)
+        self.summary_lines[op] = files.summary_lines(rows)
 
     def _write_tables(self) -> None:
         rows = [files.status_row(self.plan.root, item.op, self.outcomes[item.op],
                                  self.plan.inventory.get(item.op, {}), self.backend_name,
                                  self.devices[item.op], self.timers.get(item.op, "-"))
                 for item in self.plan.items if item.op in self.outcomes]
-        files.write_tables(self.plan.root, rows,
-                           [r for op in self.summary_rows for r in self.summary_rows[op]])
+        files.write_tables(self.plan.root, rows, "".join(self.summary_lines.values()))
 
     def _progress_line(self, op: str, outcome: Outcome, device: int) -> None:
         total = len(self.plan.items)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from ..common.documents import loads_json
 from ..common.errors import UsageError, one_line
-from ..common.files import (atomic_write_json, atomic_write_text, check_output_file, csv_text,
-                            read_failure, read_json_object, read_text)
+from ..common.files import (atomic_write_json, atomic_write_text, check_output_file, csv_lines,
+                            csv_text, read_failure, read_json_object, read_text)
 from ..common.schema import check_readable
 from ..compile.autotune import load_record_dir
 from ..store.reader import (COMPLETE as RUN_COMPLETE, describe_status, load_info, load_run,
@@ -237,9 +237,16 @@ def status_row(root: Path, op: str, outcome: Outcome, where: dict, backend: str,
             "run_dir": relative_run_dir(root, outcome.run_dir), "reason": outcome.reason}
 
 
-def write_tables(root: Path, status_rows: list[dict], summary_rows: list[dict]) -> None:
+def summary_lines(rows: list[dict]) -> str:
+    """An op's summary.csv lines, rendered once (a batch rewrites the table after every op:
+    re-rendering every op's rows each time grew with the square of the ops)."""
+    return csv_lines(SUMMARY_COLUMNS, rows)
+
+
+def write_tables(root: Path, status_rows: list[dict], summary: str) -> None:
+    """ops_status.csv from its rows, summary.csv from the ops' `summary_lines` joined."""
     atomic_write_text(Path(root) / "ops_status.csv", csv_text(OPS_STATUS_COLUMNS, status_rows))
-    atomic_write_text(Path(root) / "summary.csv", csv_text(SUMMARY_COLUMNS, summary_rows))
+    atomic_write_text(Path(root) / "summary.csv", csv_text(SUMMARY_COLUMNS, []) + summary)
 
 
 def refuse_corpus_root(root, whose: str) -> None:

@@ -140,7 +140,7 @@ def _merge_side(shards, side: str, dest: Path, owner, finished, record, argv,
                                             backend, device, timer))
         summary_rows += rows
         statuses[outcome.status] += 1
-    files.write_tables(dest, status_rows, summary_rows)
+    files.write_tables(dest, status_rows, files.summary_lines(summary_rows))
     return statuses
 
 

@@ -331,7 +331,7 @@ class OpRun:
             safely(lambda: self.info.__setitem__("ir", self.ir.dump()))
             safely(self.ir.uninstall)
         try:
-            self.dir.write_results(self.rows)
+            self.dir.write_results(self.rows, fresh=True)
         except Exception as exc:  # noqa: BLE001
             problems.append(one_line(exc))
             if isinstance(exc, OSError) and self.dir.rows_written < len(self.rows):

@@ -149,15 +149,25 @@ def check_row(f: Fields) -> None:
             check_measurement(f, f"{side}.")
 
 
+def jsonl_line(row: Row) -> str:
+    """One results.jsonl line: the row with schema_version and zlh_version."""
+    return to_json(stamp(row.to_dict()), indent=None) + "\n"
+
+
+def csv_line(row: Row) -> str:
+    """One results.csv line (no header)."""
+    buf = io.StringIO()
+    csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n").writerow(row.csv_record())
+    return buf.getvalue()
+
+
+CSV_HEADER = ",".join(CSV_COLUMNS) + "\n"
+
+
 def rows_to_jsonl(rows) -> str:
     """One row per line, each carrying schema_version and zlh_version."""
-    return "".join(to_json(stamp(r.to_dict()), indent=None) + "\n" for r in rows)
+    return "".join(jsonl_line(r) for r in rows)
 
 
 def rows_to_csv(rows) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow(row.csv_record())
-    return buf.getvalue()
+    return CSV_HEADER + "".join(csv_line(r) for r in rows)

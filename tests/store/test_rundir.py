@@ -100,3 +100,36 @@ def test_a_full_disk_final_run_json_leaves_out_its_largest_details_to_fit(tmp_pa
     huge = {**running, "status": "failed", "reason": "z" * (2 * room)}
     assert not run.write_run_json_in_place(huge)             # essentials alone do not fit
     assert load_info(run.path).info["status"] == "running"   # and nothing was half-written
+
+
+def _row(shape: str, ms: float):
+    from harness.measure.measurement import Measurement
+    from harness.store.results import Row
+    samples = tuple(ms * (1 + k / 100) for k in range(50))      # raw samples, as runs keep
+    return Row(op="softmax", dtype="bfloat16", shape=None, shape_detail=shape, status="SUCCESS",
+               torch=Measurement(samples, "event"), gems=Measurement(samples[::2], "event"))
+
+
+def test_results_rewritten_per_case_serialise_each_row_once_and_stay_whole(tmp_path,
+                                                                          monkeypatch):
+    from harness.store import results
+    made = []
+    to_dict = results.Row.to_dict
+    monkeypatch.setattr(results.Row, "to_dict", lambda row: made.append(1) or to_dict(row))
+    run, rows, serialised = RunDir.create(tmp_path, "softmax"), [], 0
+    for k in range(40):                     # what a run does after every case
+        rows.append(_row(f"{k}x64", 1.0 + k))
+        before = len(made)
+        run.write_results(rows)
+        serialised += len(made) - before
+        assert (run.path / "results.jsonl").read_text() == results.rows_to_jsonl(rows)
+        assert (run.path / "results.csv").read_text() == results.rows_to_csv(rows)
+    assert serialised == 2 * 40     # once per row and file (2 * 820 before: 1 + 2 + … + 40)
+    rows[3] = _row("replaced", 9.0)           # another row object at a kept place
+    run.write_results(rows)
+    assert "replaced" in (run.path / "results.jsonl").read_text()
+    rows[5].reason = "changed after it was kept"
+    run.write_results(rows, fresh=True)       # a run's last write: every row again
+    assert (run.path / "results.jsonl").read_text() == results.rows_to_jsonl(rows)
+    assert (run.path / "results.csv").read_text() == results.rows_to_csv(rows)
+    assert run.rows_written == 40
