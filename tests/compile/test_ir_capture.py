@@ -90,6 +90,62 @@ def test_names_do_not_depend_on_order():
     assert len(set(first.values())) == len(group)
 
 
+def test_names_do_not_depend_on_the_variants_ids():
+    """Four specialisations of one kernel, as two processes compile them (ids that sort the
+    other way round): the same names, arguments in the kernel's order (seen as a false
+    IR_CHANGED: `…__pianyboany` on one side, `…__boanypiany` on the other)."""
+    specs = [{}, {"bo": "div16"}, {"pi": "div16", "bo": "div16"}, {"pi": "eq1"}]
+    for order in (("pi", "bo"), ()):
+        sides = [[VariantParams(key=f"{side}{k}", kernel="k", num_warps=4, num_stages=3,
+                                spec=spec, stable_id=f"{k if side == 'a' else 9 - k}",
+                                arg_order=order) for k, spec in enumerate(specs)]
+                 for side in "ab"]
+        a, b = (name_variants(side) for side in sides)
+        assert sorted(a.values()) == sorted(b.values())
+        assert [a[f"a{k}"] for k in range(4)] == [b[f"b{k}"] for k in range(4)]
+    assert a["a3"] == "w4s3__boanypieq1"                # no argument list: by name
+    assert name_variants(sides[0])["a3"] == "w4s3__boanypieq1"
+    ordered = [VariantParams(key=f"k{k}", kernel="k", num_warps=4, num_stages=3, spec=spec,
+                             stable_id=str(k), arg_order=("pi", "bo"))
+               for k, spec in enumerate(specs)]
+    assert name_variants(ordered)["k3"] == "w4s3__pieq1boany"
+
+
+def test_the_stable_id_is_the_same_in_every_process(tmp_path):
+    """The same kernel from two generated files (a library's per-process code cache) with a
+    function passed as a constant: Triton's source hash tells them apart (the function's
+    repr carries its address), the stable id does not."""
+    from triton.compiler import ASTSource
+    from triton.runtime.jit import JITFunction     # (not the interpreter's, whatever is set)
+    source = textwrap.dedent("""
+        import triton.language as tl
+
+        def combine(x):
+            return x
+
+        def kern(x_ptr, n, FN: tl.constexpr, BLOCK: tl.constexpr):
+            i = tl.arange(0, BLOCK)
+            tl.store(x_ptr + i, tl.load(x_ptr + i, mask=i < n), mask=i < n)
+        """)
+    made = []
+    for k in range(2):
+        path = tmp_path / f"pid_{k}" / "gen.py"
+        path.parent.mkdir()
+        path.write_text(source)
+        module = SimpleNamespace()
+        exec(compile(source, str(path), "exec"), module.__dict__)
+        made.append(ASTSource(JITFunction(module.kern), {"x_ptr": "*fp32", "n": "i32", "FN": "constexpr",
+                                            "BLOCK": "constexpr"},
+                              {"FN": module.combine, "BLOCK": 64},
+                              {(0,): [["tt.divisibility", 16]]}))
+    assert made[0].hash() != made[1].hash()
+    ids = [variants._stable_id(src, {"num_warps": 4}) for src in made]
+    assert ids[0] == ids[1]
+    other = ASTSource(made[0].fn, made[0].signature, {"FN": made[0].constants[(2,)],
+                                                       "BLOCK": 128}, made[0].attrs)
+    assert variants._stable_id(other, {"num_warps": 4}) != ids[0]
+
+
 def test_shape_keys_are_directory_names():
     assert shape_key("(1024, 1024)") == "1024x1024"
     assert shape_key("1024x1024") == "1024x1024"

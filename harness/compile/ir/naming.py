@@ -16,6 +16,11 @@ Rules, in order:
    spelling. If nothing differs, the name is `w<num_warps>s<num_stages>`.
 2. Names still shared are suffixed by dtype (`__fp16`), then by the argument
    specialisation that differs (`__EMdiv16`), then by a prefix of the variant's stable id.
+
+Parameters and specialised arguments are named in the kernel's argument order, whatever
+the order of the variants or their ids: two processes that compile the same variants name
+them alike (the order once followed the variants sorted by stable id, which a library's
+generated kernels do not share across processes, and the IR fingerprint then saw a change).
 """
 from __future__ import annotations
 
@@ -41,6 +46,8 @@ class VariantParams:
     constexprs: declared `tl.constexpr` parameters, in kernel-argument order.
     dtype: element types of the pointer arguments, e.g. "fp16" or "fp16_fp32".
     spec: argument specialisation, e.g. {"EM": "div16", "stride": "eq1"}.
+    arg_order: the kernel's argument names in declaration order (constexprs included), or
+        () where unknown.
     """
     key: str
     kernel: str = ""
@@ -52,6 +59,7 @@ class VariantParams:
     dtype: str = ""
     spec: Mapping[str, str] = field(default_factory=dict)
     stable_id: str = ""
+    arg_order: tuple[str, ...] = ()
 
 
 def abbreviate(name: str) -> str:
@@ -117,12 +125,25 @@ def _differs(values: Sequence[Any]) -> bool:
 
 
 def _constexpr_order(group: Sequence[VariantParams]) -> list[str]:
-    order: list[str] = []
-    for v in sorted(group, key=lambda v: (v.stable_id, v.key)):
-        for name in v.constexprs:
-            if name not in order:
-                order.append(name)
-    return order
+    return _in_argument_order([name for v in group for name in v.constexprs], group,
+                              lambda v: v.constexprs)
+
+
+def _in_argument_order(names: Iterable[str], group: Sequence[VariantParams],
+                       listed) -> list[str]:
+    """`names` (each once) in the kernel's argument order (`x.0` after `x`'s place by its
+    path); without an argument list, by the first place any variant's `listed(v)` gives a
+    name, then by name — never by the variants' order or ids."""
+    order = next((v.arg_order for v in group if v.arg_order), ())
+    if order:
+        index = {name: k for k, name in enumerate(order)}
+        place = {n: index.get(n.split(".")[0], len(index)) for n in names}
+    else:
+        place = {}
+        for v in group:
+            for k, name in enumerate(listed(v)):
+                place[name] = min(k, place.get(name, k))
+    return sorted(dict.fromkeys(names), key=lambda n: (place.get(n, len(place)), n))
 
 
 _MISSING = object()
@@ -156,9 +177,7 @@ def _collisions(names: Mapping[str, str]) -> list[list[str]]:
 
 
 def _spec_suffixes(members: Sequence[VariantParams]) -> tuple[dict[str, str], dict[str, str]]:
-    args: list[str] = []
-    for v in sorted(members, key=lambda v: (v.stable_id, v.key)):
-        args += [a for a in v.spec if a not in args]
+    args = _in_argument_order([a for v in members for a in v.spec], members, lambda v: v.spec)
     differing = [a for a in args if _differs([v.spec.get(a, "any") for v in members])]
     lab = labels(differing)
     return ({v.key: "".join(f"{lab[a]}{format_value(v.spec.get(a, 'any'))}" for a in differing)

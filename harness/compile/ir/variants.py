@@ -35,6 +35,7 @@ class Variant:
     shared: int | None = None        # shared memory per block, bytes (compile metadata)
     n_regs: int | None = None        # registers per thread, known once the binary is loaded
     n_spills: int | None = None      # local memory per thread in 32-bit words (spills)
+    arg_order: tuple[str, ...] = ()  # the kernel's argument names, declaration order
 
     @property
     def ttgir_path(self) -> str | None:
@@ -44,7 +45,8 @@ class Variant:
         return VariantParams(key=self.hash, kernel=self.kernel, constexprs=self.constexprs,
                              num_warps=self.num_warps, num_stages=self.num_stages,
                              num_ctas=self.num_ctas, maxnreg=self.maxnreg, dtype=self.dtype,
-                             spec=self.spec, stable_id=self.stable_id)
+                             spec=self.spec, stable_id=self.stable_id,
+                             arg_order=self.arg_order)
 
 
 def _plain(value: Any) -> Any:
@@ -114,7 +116,7 @@ def describe(src: Any, metadata: dict, metadata_group: dict) -> Variant:
                    num_warps=md.get("num_warps"), num_stages=md.get("num_stages"),
                    num_ctas=md.get("num_ctas"), maxnreg=md.get("maxnreg"), dtype=dtype,
                    stable_id=_stable_id(src, md), ir_paths=_ir_paths(metadata_group),
-                   shared=count_or_none(md.get("shared")))
+                   shared=count_or_none(md.get("shared")), arg_order=tuple(arg_names))
 
 
 def count_or_none(value: Any) -> int | None:
@@ -125,14 +127,36 @@ def count_or_none(value: Any) -> int | None:
 
 
 def _stable_id(src: Any, md: dict) -> str:
-    """The source-level identity: equal for the same variant in any run or cache."""
-    try:
-        source_id = src.hash()
-    except Exception:  # noqa: BLE001 - no source identity: fall back to the cache hash
-        source_id = md.get("hash", "")
-    options = {k: md.get(k) for k in _STABLE_OPTIONS if k in md}
-    return hashlib.sha256(json.dumps([source_id, options], sort_keys=True,
-                                     default=str).encode()).hexdigest()
+    """The source-level identity: equal for the same variant in any run, cache or process —
+    the kernel's own source, signature, constants, specialisation and options. Not Triton's
+    source hash: that covers the functions the kernel calls and, for a library's generated
+    kernels, where the generated file lies (a per-process path), so two sides compiling the
+    same variant would disagree."""
+    fn = getattr(src, "fn", None)
+    source = getattr(fn, "src", None)
+    if not isinstance(source, str):      # an IRSource, or no source text: the cache hash
+        try:
+            source = src.hash()
+        except Exception:  # noqa: BLE001
+            source = md.get("hash", "")
+    identity = [source, getattr(fn, "starting_line_number", None),
+                sorted((str(k), str(v)) for k, v in (getattr(src, "signature", None)
+                                                     or {}).items()),
+                sorted((str(k), _named(v)) for k, v in (getattr(src, "constants", None)
+                                                        or {}).items()),
+                sorted((str(k), str(v)) for k, v in (getattr(src, "attrs", None)
+                                                     or {}).items()),
+                {k: md.get(k) for k in _STABLE_OPTIONS if k in md}]
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _named(value: Any) -> Any:
+    """A constant as plain data; a function passed as a constexpr by its qualified name
+    (its repr would carry an address)."""
+    fn = getattr(value, "fn", value)
+    if callable(fn) and hasattr(fn, "__qualname__"):
+        return fn.__qualname__
+    return _plain(value)
 
 
 def _ir_paths(metadata_group: dict) -> dict[str, str]:
