@@ -58,10 +58,10 @@ from harness.run.options import BenchOptions  # noqa: E402
 from harness.store.reader import load_run  # noqa: E402
 from harness.store.results import SUCCESS  # noqa: E402
 
-SPREAD_OPS = "fused_add_rms_norm softmax mm einsum sum"
+SPREAD_OPS = "fused_add_rms_norm softmax mm einsum_bmm:einsum sum"
 # Five groups of the acceptance ops, one device call each (OPS="…"): every family, autotuned BLAS
 # included. ACCEPT_OPS (all of them) is the default of a call given no OPS.
-ACCEPT_GROUPS = ("mm addmm", "bmm einsum", "fused_add_rms_norm layer_norm softmax",
+ACCEPT_GROUPS = ("mm addmm", "bmm einsum_bmm:einsum", "fused_add_rms_norm layer_norm softmax",
                  "sum cumsum", "gelu add")
 ACCEPT_OPS = " ".join(ACCEPT_GROUPS)
 MIN_MS = 0.02
@@ -220,6 +220,13 @@ def bench(ops, out: Path, extra, timeout: float) -> int:
             return 124
 
 
+def log_tail(out: Path, lines: int = 5) -> list[str]:
+    """The last lines of a `bench` call's log (why it failed)."""
+    log = out.parent / f"{out.name}.log"
+    text = log.read_text(errors="replace").splitlines() if log.is_file() else ["(no log)"]
+    return [f"  {line}" for line in text[-lines:]]
+
+
 def medians(folder: Path) -> dict:
     """(op, variant, dtype, shape, occurrence) -> gems ms of every run directory under folder."""
     out = {}
@@ -262,6 +269,8 @@ def spread(work: Path, box: Box, out: Path) -> list[str]:
     rec = work / "record"
     rc = bench(ops, rec, budget, min(200, box.left()))
     lines = [f"record rc={rc} ({', '.join(ops)}; {' '.join(budget)})"]
+    if rc not in (0, 1):                 # 1: some case failed, the others are recorded
+        return lines + log_tail(rec)
     workers = {v: Worker(Lane(), work / f"worker_{v}.log") for v in variants}
     fresh_dirs, in_dirs = [], {v: [] for v in variants}
     for number in range(k):
