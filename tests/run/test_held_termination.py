@@ -88,8 +88,8 @@ def test_a_second_sigterm_during_finalising_does_not_cut_the_files_short(tmp_pat
     from harness.store.rundir import RunDir
     original_results = RunDir.write_results
 
-    def results_then_signal(self, rows):
-        original_results(self, rows)
+    def results_then_signal(self, rows, **how):
+        original_results(self, rows, **how)
         os.kill(os.getpid(), signal.SIGTERM)           # the second: while finalising
     monkeypatch.setattr(RunDir, "write_results", results_then_signal)
     run_dir = _terminated_add_run(tmp_path, monkeypatch)
