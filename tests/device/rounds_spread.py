@@ -7,6 +7,8 @@ process, does pacing calm a GEMM under the power cap, and does `--rounds auto` f
     python3 tests/device/rounds_spread.py plant      # zlh calibrate --rounds auto --plant-pct 0.3
     python3 tests/device/rounds_spread.py aa         # the same without the plant (A/A)
     python3 tests/device/rounds_spread.py fresh3     # today's: --rounds 3, fresh processes
+    python3 tests/device/rounds_spread.py plant+aa   # modes joined by +: one call, the box
+                                                     # shared evenly between them
     python3 tests/device/rounds_spread.py summarize ROOT|JSON...   # (CPU too) groups added up
 
 Environment: OPS (the ops; defaults below), K (rounds per arm, spread/pace: 5), VARIANTS
@@ -426,15 +428,20 @@ def main(argv: list[str]) -> int:
     work.mkdir(parents=True, exist_ok=True)
     box = Box(float(env("BOX_S", "450")))
     started = time.time()
-    if mode == "spread":
-        lines = spread(work, box, out)
-    elif mode == "pace":
-        lines = pace(work, box, out)
-    elif mode in ("plant", "aa", "fresh3"):
-        lines = calibrate(work, box, out, mode)
-    else:
-        print(f"unknown mode {mode!r}", file=sys.stderr)
+    modes = mode.split("+")              # e.g. plant+aa: one call, the box shared evenly
+    unknown = [m for m in modes if m not in ("spread", "pace", "plant", "aa", "fresh3")]
+    if unknown:
+        print(f"unknown mode {unknown[0]!r}", file=sys.stderr)
         return 2
+    lines = []
+    for k, one in enumerate(modes):
+        share = Box(box.left() / (len(modes) - k))
+        if one == "spread":
+            lines += spread(work, share, out)
+        elif one == "pace":
+            lines += pace(work, share, out)
+        else:
+            lines += calibrate(work, share, out, one)
     lines.append(f"{mode}: {time.time() - started:.0f} s in all; scratch {work}")
     text = "\n".join(lines) + "\n"
     with open(out / "rounds_spread.txt", "a") as handle:
