@@ -36,25 +36,41 @@ class InputClock:
     """The time an op's adapter spends making its cases and their inputs: while the next case
     is asked for (adapters that build inputs as they yield) and inside each case's `build`.
     Upstream input construction can outweigh the measuring many times over (integer tensors
-    drawn on the host, for one); run.json keeps the total as `inputs_s`."""
+    drawn on the host, for one); run.json keeps the total as `inputs_s`.
 
-    def __init__(self):
-        self.total_s = 0.0
-        self._taken_s = 0.0
+    What `nested()` counts while inputs are built — a cumulative count of seconds spent
+    elsewhere: an autotune sweep of a kernel the inputs are made with (a backward's inputs
+    from its forward), a wait for the device's lock — is kept apart as `nested_s`
+    (run.json `inputs_nested_s`), so that `inputs_s` is the building alone."""
 
-    def take(self) -> float:
-        """Seconds counted since the last `take` (one case's: the runner takes after each
-        case; results.jsonl keeps it in the row's `extra.inputs_s`), rounded to 0.1 ms."""
+    def __init__(self, nested=lambda: 0.0, clock=time.perf_counter):
+        self.total_s = self.nested_s = 0.0
+        self._taken_s = self._taken_nested_s = 0.0
+        self._nested, self._clock = nested, clock
+
+    def take(self) -> dict:
+        """The seconds counted since the last `take` (one case's: the runner takes after
+        each case, into the row's `extra`): `inputs_s`, and `inputs_nested_s` where some
+        were nested; rounded to 0.1 ms."""
         since, self._taken_s = self.total_s - self._taken_s, self.total_s
-        return round(since, 4)
+        nested, self._taken_nested_s = self.nested_s - self._taken_nested_s, self.nested_s
+        return {"inputs_s": round(since, 4),
+                **({"inputs_nested_s": round(nested, 4)} if nested > 0 else {})}
+
+    def totals(self) -> dict:
+        """run.json's `inputs_s` and `inputs_nested_s`."""
+        return {"inputs_s": round(self.total_s, 3), "inputs_nested_s": round(self.nested_s, 3)}
 
     @contextlib.contextmanager
     def counting(self):
-        started = time.perf_counter()
+        started, before = self._clock(), self._nested()
         try:
             yield
         finally:
-            self.total_s += time.perf_counter() - started
+            elapsed = self._clock() - started
+            inside = min(max(0.0, self._nested() - before), elapsed)
+            self.total_s += elapsed - inside
+            self.nested_s += inside
 
     def timed(self, build):
         """`build`, its time counted."""

@@ -108,6 +108,17 @@ def sweep_hold(lock: DeviceLock | None):
     return lock.section if lock is not None else None
 
 
+def elsewhere(run):
+    """A count of the seconds `run` (an OpRun) has spent so far in autotune sweeps (less
+    their waits for the lock) and in waits for the device's lock: what input building may
+    contain that is not building (the run's InputClock keeps it apart)."""
+    def seconds() -> float:
+        hook, lock = run.tuner_hook, run.device_lock
+        sweeps = (hook.sweep_s - hook.sweep_wait_s) if hook is not None else 0.0
+        return sweeps + (lock.waited_s if lock is not None else 0.0)
+    return seconds
+
+
 def phase_fields(case_timer, hook, lock: DeviceLock | None, since=None) -> dict:
     """compile_s, sweep_s, measure_s, lock_wait_s (and device_lock) of a finished run; the
     lock's part since `since` (its mark as the run began: the lock may serve several runs of

@@ -154,7 +154,7 @@ class OpRun:
         self.caliber, self.echo, self.progress = caliber, echo, progress
         self.rows: list[Row] = []
         self.started = self.case_clock = time.time()
-        self.inputs = InputClock()
+        self.inputs = InputClock(nested=phases.elsewhere(self))   # sweeps, lock waits
         self.tuner_hook, self.ir = None, None
         # run.json unwritten; results.jsonl lacks cases; run.json without some details
         self.final_write_error = self.results_error = self.details_lost = None
@@ -287,7 +287,7 @@ class OpRun:
                 finally:
                     tuned_markers = self.tuner_hook.take_markers()
                 row.markers = tuned_markers + row.markers
-                row.extra["inputs_s"] = self.inputs.take()   # this case's input building
+                row.extra.update(self.inputs.take())    # this case's input building
                 seen[key] = seen.get(key, 0) + 1
                 self._keep(row)
 
@@ -380,7 +380,7 @@ class OpRun:
         self.info.update({
             "caliber": self.caliber.to_dict(), "timer_requested": self.plan.timer,
             "graph_fallbacks": graph_fallbacks(self.rows),
-            "inputs_s": round(self.inputs.total_s, 3),
+            **self.inputs.totals(),
             **phases.phase_fields(self.case_timer, self.tuner_hook, self.device_lock,
                                  self.lock_mark)})
         self.info["telemetry"].update(self.watcher.summary(),

@@ -152,7 +152,7 @@ def _info_fields(info: dict, where: str) -> dict:
             f.object(name)
     if info.get("status") is not None and info["status"] not in RUN_STATUSES:
         raise f.error("status", " or ".join(RUN_STATUSES), info["status"])
-    for name in ("wall_s", "inputs_s"):
+    for name in ("wall_s", "inputs_s", "inputs_nested_s"):
         if info.get(name) is not None:
             f.number(name, low=0)
     if info.get("counts") is not None:

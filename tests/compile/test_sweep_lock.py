@@ -95,3 +95,31 @@ def test_a_sweep_in_a_run_that_times_nothing_holds_the_device_alone(recording):
         copy_kernel.cache.clear()
         launch(100)
     assert MODE_DURING_BENCH == [True, True, False, False]
+
+
+def test_input_building_keeps_a_sweep_and_a_device_wait_apart(recording):
+    """Inputs made with a tuned kernel (a backward's, from its forward) sweep it inside the
+    input building: that time, and a wait for the device's lock, go to `inputs_nested_s`,
+    not `inputs_s` (max_pool2d_backward read 99.8 s of "inputs" on an H200, its forward's
+    sweep and a 90 s wait for the lock)."""
+    from types import SimpleNamespace
+    from harness.run.case import InputClock
+    _, hook = recording
+    run = SimpleNamespace(tuner_hook=hook, device_lock=SimpleNamespace(waited_s=0.0))
+    ticks = iter([0.0, 100.0])                        # the building took 100 s in all
+    clock = InputClock(nested=phases.elsewhere(run), clock=lambda: next(ticks))
+
+    def build():
+        launch(100)                                   # a miss: the tuner sweeps
+        run.device_lock.waited_s += 7.0               # and the device was waited for
+    clock.timed(build)()
+    assert hook.sweep_s > 0
+    assert clock.nested_s == pytest.approx(hook.sweep_s + 7.0)
+    assert clock.total_s == pytest.approx(100.0 - hook.sweep_s - 7.0)
+    taken = clock.take()
+    assert taken["inputs_s"] + taken["inputs_nested_s"] == pytest.approx(100.0, abs=1e-3)
+    assert clock.take() == {"inputs_s": 0.0}          # nothing since: no nested key
+    # a wait inside a sweep is in both counts; it is taken once
+    both = SimpleNamespace(tuner_hook=SimpleNamespace(sweep_s=10.0, sweep_wait_s=4.0),
+                           device_lock=SimpleNamespace(waited_s=6.0))
+    assert phases.elsewhere(both)() == 12.0

@@ -126,6 +126,7 @@ class _TunerHook:
 
     def __init__(self):
         self.sweep_s = 0.0          # time of the tuned calls that swept
+        self.sweep_wait_s = 0.0     # the part of it spent waiting to enter `while_sweeping`
         # entered for each sweep's length (a context manager factory; the run's: its
         # device's lock held exclusive, run/phases.py `sweeping`), or None
         self.while_sweeping = None
@@ -215,6 +216,7 @@ class _TunerHook:
         view.sweep = time.perf_counter()
         if self.while_sweeping is not None:
             view.held.enter_context(self.while_sweeping())
+            self.sweep_wait_s += time.perf_counter() - view.sweep
         if view.tuner is not None:
             mark_reset(view.tuner)     # a library tuner may fill its sweep from a cache
             if self.sweep_ms is not None:      # --sweep-ms: a shorter budget per config
