@@ -1,13 +1,11 @@
 """Result rows: one per case, with the raw measurements they were computed from."""
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass, field
 
 from ..common.errors import UsageError, quoted
 from ..common.fields import Fields
-from ..common.files import to_json
+from ..common.files import csv_lines, csv_text, to_json
 from ..common.schema import stamp
 from ..measure.measurement import Measurement, check_measurement
 
@@ -156,12 +154,10 @@ def jsonl_line(row: Row) -> str:
 
 def csv_line(row: Row) -> str:
     """One results.csv line (no header)."""
-    buf = io.StringIO()
-    csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n").writerow(row.csv_record())
-    return buf.getvalue()
+    return csv_lines(CSV_COLUMNS, [row.csv_record()])
 
 
-CSV_HEADER = ",".join(CSV_COLUMNS) + "\n"
+CSV_HEADER = csv_text(CSV_COLUMNS, [])
 
 
 def rows_to_jsonl(rows) -> str:
