@@ -20,6 +20,8 @@ if str(ROOT) not in sys.path:
 
 # Everything on the CPU runs Triton through its interpreter.
 os.environ.setdefault("TRITON_INTERPRET", "1")
+# no idle gap between two processes' holds of a device lock (tests that want it set it)
+os.environ.setdefault("ZLH_DEVICE_COOL_S", "0")
 
 from backends.cuda import CUDA_FATAL, CUDA_POISONED  # noqa: E402
 from backends.base import Backend, DeviceIdentity  # noqa: E402

@@ -12,7 +12,12 @@ while host load, a neighbour's idle context with memory held, process starts and
 change nothing. A second process that needs the device waits for the first to let it go. Work
 that times nothing may hold the lock shared, beside other such work (see DeviceLock) and let
 it go while it compiles (`stepped_aside`); before a process lets the lock go, its queued
-device work finishes (`settle`).
+device work finishes (`settle`). A run's hold taken alone right after another process's
+exclusive hold first leaves the device idle until `COOL_S` have passed since that hold ended
+(`cooled_s`): a long GEMM timed straight after a neighbour's timed section inherited its heat
+(on an H200, addmm 4096³ read 229.9 µs under overlap against 213.0–213.7 µs in three runs
+without it, the card starting at 1,860 MHz under its power cap instead of idle at 1,980 MHz),
+while one op after another in a worker never starts sooner than its hand-over allows.
 
 The lock is a file lock (flock) on `<folder>/device-<key>.lock`, `key` the device's identity
 as the backend gives it (its UUID where there is one), so every process that names the same
@@ -32,6 +37,7 @@ import re
 import tempfile
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
@@ -45,6 +51,10 @@ except ImportError:              # no flock on this platform: no lock, as with n
 
 LOCK_DIR_ENV = "ZLH_DEVICE_LOCK_DIR"
 MAX_SECTIONS = 10_000            # held stretches kept per run (enter, exit) for run.json
+COOL_S = 2.0                     # idle device before a hold alone after another's (see above)
+COOL_ENV = "ZLH_DEVICE_COOL_S"   # another value of it, in seconds (0: none)
+MARK_BYTES = 64                  # the lock file's content: "<holder> <epoch end>" of the last
+                                 # exclusive hold, written before it was let go
 
 
 def lock_folder(environ: Mapping[str, str] | None = None) -> Path | None:
@@ -64,6 +74,16 @@ class Mark:
     contended: int = 0
     asides: int = 0
     aside_s: float = 0.0
+    cooled_s: float = 0.0
+
+
+def cool_seconds(environ: Mapping[str, str] | None = None) -> float:
+    """COOL_S, or the seconds `ZLH_DEVICE_COOL_S` names (a bad value: COOL_S)."""
+    value = (os.environ if environ is None else environ).get(COOL_ENV, "").strip()
+    try:
+        return max(0.0, float(value)) if value else COOL_S
+    except ValueError:
+        return COOL_S
 
 
 def lock_file_name(key: str) -> str:
@@ -100,6 +120,10 @@ class DeviceLock:
         self.contended = 0             # acquires that had to wait
         self.asides = 0                # times it was let go for a compile (stepped_aside)
         self.aside_s = 0.0             # time let go for them (their waits to take it back apart)
+        self.cool_s = cool_seconds()   # idle time owed after another process's exclusive hold
+        self.cooled_s = 0.0            # time spent so, holding the lock
+        self.sleep: Callable[[float], None] = time.sleep
+        self._holder = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"   # this object, in the mark
         self.sections: list[tuple[float, float]] = []   # (enter, exit), epoch seconds
         self.shared_sections: list[tuple[float, float]] = []   # those held shared
         self.opened_at = time.time()   # (for run.json: the run's span beside its sections)
@@ -163,6 +187,26 @@ class DeviceLock:
                     self.while_waiting()
         self.acquires += why == "hold"
         self.asides += why == "aside"
+        if exclusive and why == "hold":
+            self._cool_down()
+
+    def _cool_down(self) -> None:
+        """Taken alone for a new hold: the device left idle until `cool_s` have passed since
+        another holder's exclusive hold ended (the lock file's mark), so what this hold times
+        does not start on a card still hot from a neighbour's timed section."""
+        try:
+            holder, end = os.pread(self._fd, MARK_BYTES, 0).decode().split()
+            owed = self.cool_s - (time.time() - float(end))
+        except (OSError, ValueError, UnicodeDecodeError):
+            return                     # no mark yet (a new file), or an unreadable one
+        if holder != self._holder and 0 < owed <= self.cool_s:
+            self.sleep(owed)
+            self.cooled_s += owed
+
+    def _mark_end(self) -> None:
+        """This exclusive hold's end in the lock file, for the next holder's `_cool_down`."""
+        with contextlib.suppress(OSError):
+            os.pwrite(self._fd, f"{self._holder} {time.time():.6f}".ljust(MARK_BYTES).encode(), 0)
 
     def _flock(self, fd: int, operation: int) -> bool:
         """flock(fd, operation): True when it had to wait. Taken after a wait and then
@@ -213,6 +257,8 @@ class DeviceLock:
                 self.sections.append((self._entered_at, now))
                 if not self._exclusive:
                     self.shared_sections.append((self._entered_at, now))
+            if self._exclusive:
+                self._mark_end()
             self._exclusive = None
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 
@@ -277,7 +323,7 @@ class DeviceLock:
         self.sections.clear()
         self.shared_sections.clear()
         return Mark(time.time(), self.waited_s, self.held_s, self.acquires, self.contended,
-                    self.asides, self.aside_s)
+                    self.asides, self.aside_s, self.cooled_s)
 
     def run_fields(self, since: Mark | None = None) -> dict:
         """What run.json records of the lock since `since` (default: since it was made): its
@@ -304,6 +350,7 @@ class DeviceLock:
                 "contended": self.contended - since.contended,
                 "asides": self.asides - since.asides,
                 "aside_s": round(self.aside_s - since.aside_s, 3),
+                "cooled_s": round(self.cooled_s - since.cooled_s, 3),
                 "run_span": [round(since.at, 6), round(now, 6)],
                 "sections": [[round(a, 6), round(b, 6)] for a, b in stretches]}
 

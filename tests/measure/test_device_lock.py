@@ -444,3 +444,41 @@ def test_a_shared_hold_that_spans_the_mark_counts_only_what_came_after(tmp_path)
     assert fields["shared_s"] < 0.05 and fields["held_s"] >= 0.1 - 1e-3
     lock.release()
     lock.close()
+
+
+def test_a_hold_alone_right_after_another_holders_leaves_the_device_idle_first(tmp_path):
+    """A long kernel timed straight after a neighbour's timed section inherits its heat: a new
+    exclusive hold after another holder's waits out the cool time (holding the lock), counts
+    it, and owes nothing after its own hold, after a shared one, or once the time has passed."""
+    path = tmp_path / lock_file_name("x")
+    first, second = DeviceLock(path, "x"), DeviceLock(path, "x")
+    slept: list[float] = []
+    for lock in (first, second):
+        lock.cool_s, lock.sleep = 5.0, slept.append
+    mark = second.mark()
+    with first.section():
+        pass
+    with second.section():
+        assert second._exclusive                     # idle while holding: no one else may work
+    assert len(slept) == 1 and 4.0 < slept[0] <= 5.0
+    assert second.run_fields(since=mark)["cooled_s"] == round(slept[0], 3)
+    with second.section():                           # after its own hold: nothing owed
+        pass
+    with first.section(shared=True):                 # a shared hold times nothing: nothing owed
+        with first.section():                        # an exclusive block in it (a sweep)
+            pass
+    assert len(slept) == 1
+    fd = os.open(path, os.O_RDWR)
+    os.pwrite(fd, b"someone-else 1.0".ljust(device_lock.MARK_BYTES), 0)
+    os.close(fd)
+    with second.section():                           # that hold ended long ago
+        pass
+    assert len(slept) == 1
+    first.close(), second.close()
+
+
+def test_the_cool_time_comes_from_the_environment_with_a_default():
+    assert device_lock.cool_seconds({}) == device_lock.COOL_S == 2.0
+    assert device_lock.cool_seconds({device_lock.COOL_ENV: "0.5"}) == 0.5
+    assert device_lock.cool_seconds({device_lock.COOL_ENV: "-3"}) == 0.0
+    assert device_lock.cool_seconds({device_lock.COOL_ENV: "soon"}) == 2.0
