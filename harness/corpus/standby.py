@@ -25,14 +25,18 @@ ran beside another and did not end cleanly runs again alone (the lane waits unti
 else runs and starts nothing beside it) and that second attempt is the op's answer. A
 TIMEOUT is the op's own — its op timeout does not count the time it waited for a
 neighbour's device work (up to the lane's width times the op timeout: corpus/stall.py), and
-waiting beats the heartbeat, so a stall is its own too — unless an attempt beside it ended
-in TIMEOUT, a crash or POISONED (a hang or a broken device), and its own run could have been
-held up by that: it held the device (in any mode) for a quarter of its op timeout or more,
-or waited for it as long as the lane forgives, or left no run.json saying so. Only then does
-it run again alone. A TIMEOUT that spent its time on its own compiles and host work keeps its
-status: a neighbour's hang on the device holds up neither, and running it again alone (the
-lane then runs nothing else) measured as the same TIMEOUT costing another op timeout of the
-whole device (tests/device/README.md, sixteenth set). A usage error (exit 2: bad input,
+waiting beats the heartbeat, so a stall is its own too — unless an attempt beside it crashed
+or ended POISONED (a broken device), or ended in TIMEOUT after holding the device for a
+quarter of its op timeout or more or leaving no figures saying otherwise (a hang on the
+device), and its own run could have been held up by that: it held the device (in any mode)
+for a quarter of its op timeout or more, or waited for it as long as the lane forgives, or
+left no run.json saying so. Only then does it run again alone. A TIMEOUT that spent its
+time on its own compiles and host work keeps its status, and is no hang to its neighbours:
+running it again alone (the lane then runs nothing else) measured as the same TIMEOUT
+costing another op timeout of the whole device (tests/device/README.md, sixteenth set), and
+seven linalg_lu ops that each compiled for 159 s beside each other (holding the device 2.5–6.5
+s) once sent a neighbour that timed out in its own first case to run again alone (nineteenth
+set). A usage error (exit 2: bad input,
 decided before any device work) is never run again.
 
 Not kept apart: what a worker does on the device outside a run (its start: a CUDA context,
@@ -142,6 +146,8 @@ class _Turn:
     def __init__(self):
         self.beside: list[_Turn] = []
         self.rc: int | None = None
+        self.held_long = True          # held the device a quarter of its op timeout or more
+                                       # (`held_device_long`; not known: yes)
 
 
 class Turns:
@@ -164,9 +170,9 @@ class Turns:
             self._running.add(turn)
         return turn
 
-    def end(self, turn: _Turn, rc: int) -> None:
+    def end(self, turn: _Turn, rc: int, held_long: bool = True) -> None:
         with self._cond:
-            turn.rc = rc
+            turn.rc, turn.held_long = rc, held_long
             self._running.discard(turn)
             self._cond.notify_all()
 
@@ -195,9 +201,38 @@ def second_look(turn: _Turn, held_up: Callable[[], bool] = lambda: True) -> bool
         return False
     if turn.rc == TIMEOUT_RC:         # its own time ran out (waits for the device apart) ...
         return any(                   # ... unless beside a hang, a crash or a broken device
-            o.rc not in (EXIT_OK, EXIT_USAGE, EXIT_FAILED_CASES) for o in turn.beside
+            _bad_neighbour(o) for o in turn.beside
         ) and held_up()               # that could have held it up
     return True
+
+
+def _bad_neighbour(turn: _Turn) -> bool:
+    """A crash, a broken device, or a TIMEOUT that held the device long (a hang on it)."""
+    if turn.rc == TIMEOUT_RC:
+        return turn.held_long
+    return turn.rc not in (EXIT_OK, EXIT_USAGE, EXIT_FAILED_CASES)
+
+
+def _lock_figures(attempt: Attempt) -> tuple[float, float] | None:
+    """(held_s, wait_s) of the attempt's run (run.json's `device_lock`), or None where it
+    left none (a run killed before writing them)."""
+    try:
+        lock = read_info(attempt.run_dir).get("device_lock") if attempt.run_dir else None
+    except UsageError:
+        lock = None
+    if not isinstance(lock, dict):
+        return None
+    try:
+        return float(lock.get("held_s") or 0), float(lock.get("wait_s") or 0)
+    except (TypeError, ValueError):
+        return None
+
+
+def held_device_long(attempt: Attempt, timeout_s: float) -> bool:
+    """Whether the attempt's run held the device (in any mode) for a quarter of its op
+    timeout or more, or left no figures saying otherwise."""
+    figures = _lock_figures(attempt)
+    return figures is None or not timeout_s or figures[0] >= timeout_s / 4
 
 
 def could_be_held_up(attempt: Attempt, timeout_s: float, wait_cap_s: float) -> bool:
@@ -205,16 +240,10 @@ def could_be_held_up(attempt: Attempt, timeout_s: float, wait_cap_s: float) -> b
     neighbour's hang to have cost it its time: held the device for a quarter of its op
     timeout or more, waited as long as the lane forgives, or left no lock figures (a run
     killed before writing them: not known, so yes). Its run.json's `device_lock`."""
-    try:
-        lock = read_info(attempt.run_dir).get("device_lock") if attempt.run_dir else None
-    except UsageError:
-        lock = None
-    if not isinstance(lock, dict) or not timeout_s:      # (no op timeout: the stall rule's)
+    figures = _lock_figures(attempt)
+    if figures is None or not timeout_s:              # (no op timeout: the stall rule's)
         return True
-    try:
-        held, waited = float(lock.get("held_s") or 0), float(lock.get("wait_s") or 0)
-    except (TypeError, ValueError):
-        return True
+    held, waited = figures
     return held >= timeout_s / 4 or waited >= wait_cap_s
 
 

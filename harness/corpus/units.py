@@ -15,9 +15,9 @@ from ..common.errors import EXIT_OK, EXIT_USAGE
 from ..launch import launcher
 from ..run.options import BenchOptions
 from ..common.lock import held_fds
-from .outcome import Attempt
+from .outcome import TIMEOUT_RC, Attempt
 from .standby import (DEFAULT_OVERLAP_WIDTH, Turns, WarmPool, combined, could_be_held_up,
-                      lock_env, note_in_log, second_look)
+                      held_device_long, lock_env, note_in_log, second_look)
 from .supervisor import Lane, Worker, run_fresh
 
 
@@ -132,12 +132,13 @@ class OverlapLane(LocalLane):
         # waiting for neighbours' device work is not the op's time, up to what they may take
         work = replace(work, wait_cap_s=work.timeout_s * self.slots)
         turn = self.turns.begin()
-        rc = None
+        rc, held_long = None, True
         try:
             attempt = self._once(work)
             rc = attempt.rc
+            held_long = rc != TIMEOUT_RC or held_device_long(attempt, work.timeout_s)
         finally:
-            self.turns.end(turn, rc if rc is not None else -1)
+            self.turns.end(turn, rc if rc is not None else -1, held_long)
         if not turn.beside or attempt.rc in (EXIT_OK, EXIT_USAGE):
             return attempt
         with self.turns.alone():          # what ran beside it has ended: judged now

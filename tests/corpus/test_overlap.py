@@ -194,6 +194,35 @@ def test_a_timeout_spent_on_its_own_compiles_keeps_its_status(tmp_path):
     assert standby.second_look(failed, held_up=never_asked)
 
 
+def test_a_timeout_that_held_the_device_little_is_no_hang_to_its_neighbours(tmp_path):
+    """Seven linalg_lu ops compiled for 159 s each beside each other, holding the device a
+    few seconds: their TIMEOUTs are no hang, so a neighbour's own TIMEOUT beside them keeps its
+    status, while beside a TIMEOUT that held the device long (or left no figures) it does
+    not."""
+    def attempt(lock):
+        run = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+        run.mkdir()
+        if lock is not None:
+            (run / "run.json").write_text(json.dumps({"op": "lu", "status": "interrupted",
+                                                      "device_lock": lock}))
+        return Attempt(TIMEOUT_RC, 159.7, run / "log", run)
+    compiling = attempt({"held_s": 6.5, "wait_s": 69.7})
+    hung = attempt({"held_s": 40.0, "wait_s": 0.0})
+    assert not standby.held_device_long(compiling, 90.0)
+    assert standby.held_device_long(hung, 90.0) and standby.held_device_long(attempt(None), 90.0)
+    for neighbour, again in ((compiling, False), (hung, True), (attempt(None), True)):
+        turns = standby.Turns()
+        mine, other = turns.begin(), turns.begin()
+        turns.end(other, TIMEOUT_RC, standby.held_device_long(neighbour, 90.0))
+        turns.end(mine, TIMEOUT_RC)          # its own figures unknown: it could be held up
+        assert standby.second_look(mine) is again
+    turns = standby.Turns()
+    mine, crashed = turns.begin(), turns.begin()
+    turns.end(crashed, -9, held_long=False)   # a crash is bad whatever it held
+    turns.end(mine, TIMEOUT_RC)
+    assert standby.second_look(mine)
+
+
 def test_alone_waits_for_what_runs_and_holds_back_new_starts():
     turns = standby.Turns()
     running = turns.begin()
