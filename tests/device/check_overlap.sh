@@ -12,7 +12,9 @@
 # sweep, measure, lock wait), then per-shape gems latency |delta| (median, max) of over vs again
 # beside again vs plain and reversed vs again, and status agreement, then every shape where
 # overlap reads outside both runs without it by more than 2 %, and a verdict line: overlap
-# changes no number when no shape of 0.5 us or more (a kernel, not a view) is among them. Boxes (seconds): BOX_PLAIN 170, BOX_OVER 120, BOX_AGAIN
+# changes no number when no shape of 0.5 us or more (a kernel, not a view) is among them; then
+# the same test turned on every batch (how often each is the odd one out: separate runs
+# without overlap are too, and overlap should be no more often). Boxes (seconds): BOX_PLAIN 170, BOX_OVER 120, BOX_AGAIN
 # 150, BOX_REVERSED 120 (0 leaves it out; a boxed batch keeps what it finished; the comparisons
 # take the ops finished in both). ~9.5 minutes at most.
 # BUDGET replaces the bench options; EXTRA adds batch options; WIDTH the overlap's width
@@ -80,6 +82,20 @@ moved = [k for k, *_ in outside if k in kernels]
 print(f"== overlap verdict: {'changes no number' if not moved else 'CHANGES NUMBERS'} "
       f"({len(moved)} of {len(kernels)} shapes of >= 0.5 us outside both runs without it by "
       f"more than 2 %)")
+# The same test turned on each batch in turn: how often is a batch without overlap the odd one
+# out (outside every other batch by more than 2 %)? That is what separate runs do anyway.
+batches = {"plain": plain, "over": over, "again": again, **({"reversed": reversed_} if reversed_ else {})}
+common = [k for k in kernels if all(k in b for b in batches.values())]
+odd = {}
+for name, runs in batches.items():
+    others = [b for n, b in batches.items() if n != name]
+    odd[name] = sum(runs[k] < min(b[k] for b in others) * 0.98
+                    or runs[k] > max(b[k] for b in others) * 1.02 for k in common)
+plain_most = max(v for n, v in odd.items() if n != "over")
+print(f"== odd one out (outside every other batch by more than 2 %), of {len(common)} kernel "
+      f"shapes: " + ", ".join(f"{n} {v}" for n, v in odd.items())
+      + f"; overlap {'no more often than' if odd['over'] <= plain_most else 'MORE OFTEN THAN'} "
+      f"a batch without it")
 EOF
 echo "---- overlap: lock waits and worker starts per op"
 python3 - "$WORK/over" <<'EOF'
