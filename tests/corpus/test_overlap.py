@@ -166,16 +166,22 @@ def test_which_attempts_run_again_alone():
     assert not standby.second_look(usage)
 
 
+def timed_out_attempt(folder: Path, lock: dict | None) -> Attempt:
+    """A TIMEOUT attempt whose interrupted run.json has `lock` as its device_lock (None: the
+    run was killed before writing one)."""
+    run = folder / f"run{len(list(folder.iterdir()))}"
+    run.mkdir()
+    if lock is not None:
+        (run / "run.json").write_text(json.dumps({"op": "conv", "status": "interrupted",
+                                                  "device_lock": lock}))
+    return Attempt(TIMEOUT_RC, 95.0, run / "log", run)
+
+
 def test_a_timeout_spent_on_its_own_compiles_keeps_its_status(tmp_path):
     """Beside a neighbour that timed out, a TIMEOUT runs again alone only when its run did
     enough on the device for that neighbour to have held it up (run.json's device_lock)."""
     def attempt(lock):
-        run = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
-        run.mkdir()
-        if lock is not None:
-            (run / "run.json").write_text(json.dumps({"op": "conv", "status": "interrupted",
-                                                      "device_lock": lock}))
-        return Attempt(TIMEOUT_RC, 95.0, run / "log", run)
+        return timed_out_attempt(tmp_path, lock)
     compiling = attempt({"held_s": 12.5, "wait_s": 25.7})     # 77 s of compiles, its own
     assert not standby.could_be_held_up(compiling, 90.0, 360.0)
     assert standby.could_be_held_up(attempt({"held_s": 30.0, "wait_s": 0.0}), 90.0, 360.0)
@@ -200,12 +206,7 @@ def test_a_timeout_that_held_the_device_little_is_no_hang_to_its_neighbours(tmp_
     status, while beside a TIMEOUT that held the device long (or left no figures) it does
     not."""
     def attempt(lock):
-        run = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
-        run.mkdir()
-        if lock is not None:
-            (run / "run.json").write_text(json.dumps({"op": "lu", "status": "interrupted",
-                                                      "device_lock": lock}))
-        return Attempt(TIMEOUT_RC, 159.7, run / "log", run)
+        return timed_out_attempt(tmp_path, lock)
     compiling = attempt({"held_s": 6.5, "wait_s": 69.7})
     hung = attempt({"held_s": 40.0, "wait_s": 0.0})
     assert not standby.held_device_long(compiling, 90.0)
