@@ -61,6 +61,7 @@ from .supervisor import Lane, Worker, WorkerStartError
 from .threads import run_lanes
 
 # --overlap-width: units a lane runs at once with overlap (a plan older than it: 2)
+SPARE_LINE = "zlh spare start:"     # the worker log's line for each spare's start
 DEFAULT_OVERLAP_WIDTH, MAX_OVERLAP_WIDTH = 2, 8
 
 
@@ -128,6 +129,11 @@ class WarmPool:
     def _readied(self, worker: Worker) -> None:
         with contextlib.suppress(WorkerStartError, OSError, ValueError, AttributeError):
             worker.await_ready()
+            # when a spare started beside the lane's runs (a start is device work outside
+            # any run: its CUDA context, the library's import); tests/device/check_overlap.sh
+            # reads these lines against the runs' spans
+            note_in_log(self.log, f"{SPARE_LINE} pid {worker.pid} from {worker.launched_at:.3f} "
+                                  f"to {worker.ready_at:.3f} (imports {worker.import_s:.1f} s)")
         if self.spare is worker:
             self.spare_ready.set()
 

@@ -133,6 +133,7 @@ class Worker:
         self.pid: int | None = None
         self.ready = False
         self.import_s = 0.0           # what its start imported, in seconds (its ready line)
+        self.launched_at = self.ready_at = 0.0     # epoch seconds
         self._readying = threading.Lock()
 
     @property
@@ -150,7 +151,7 @@ class Worker:
                 [self.lane.python, "-m", "harness.corpus.worker", *warm], self.lane.env,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
                 bufsize=1, pass_fds=held_fds(), end_with_parent=False)
-        self.ready = False
+        self.ready, self.launched_at = False, time.time()
 
     def await_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
         """Its ready line (once, whoever asks first); WorkerStartError when it never came."""
@@ -164,7 +165,7 @@ class Worker:
                 said = last_line(self.log)
                 raise WorkerStartError(f"worker did not start (see {self.log})"
                                        f"{': ' + said if said else ''}")
-            self.pid, self.ready = ready["pid"], True
+            self.pid, self.ready, self.ready_at = ready["pid"], True, time.time()
             self.import_s = float(ready.get("import_s") or 0.0)
 
     def start(self) -> None:

@@ -66,6 +66,10 @@ def test_a_replaced_worker_is_the_warm_spare_and_costs_no_start(tmp_path):
         assert second.start_s < 0.5 < first.start_s  # promoted: nothing left to start
         assert first.import_s < 0.5                  # the spare imported before it was ready
         assert runner.pool.starts == 3               # the first, its spare, the spare's spare
+        spans = [line.split() for line in (tmp_path / "w.log").read_text().splitlines()
+                 if line.startswith(standby.SPARE_LINE)]
+        assert second.worker_pid in [int(words[4]) for words in spans]   # its start, logged
+        assert all(float(words[6]) <= float(words[8]) for words in spans)  # from … to …
         info = json.loads((second.run_dir / "run.json").read_text())
         assert info["device_lock"]["key"] == "cpu-index 0"
 

@@ -96,6 +96,25 @@ print(f"== odd one out (outside every other batch by more than 2 %), of {len(com
       f"shapes: " + ", ".join(f"{n} {v}" for n, v in odd.items())
       + f"; overlap {'no more often than' if odd['over'] <= plain_most else 'MORE OFTEN THAN'} "
       f"a batch without it")
+# A spare worker's start (its CUDA context, the library's import) is device work outside any
+# run: which of overlap's odd ones out ran while a spare was starting?
+spares = []
+for log in (work / "over" / ".workers").glob("*.log"):
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith("zlh spare start:"):
+            words = line.split()
+            spares.append((int(words[4]), float(words[6]), float(words[8])))
+over_odd = sorted({k[0] for k in common
+                   if over[k] < min(b[k] for n, b in batches.items() if n != "over") * 0.98
+                   or over[k] > max(b[k] for n, b in batches.items() if n != "over") * 1.02})
+for op in over_odd:
+    for run in sorted((work / "over" / op).glob("*/run.json")):
+        held = (json.loads(run.read_text()).get("device_lock") or {}).get("sections") or []
+        for enter, leave in held:       # the stretches it held the device (its timed ones)
+            beside = [f"pid {p} for {min(b, leave) - max(a, enter):.1f} s"
+                      for p, a, b in spares if a < leave and enter < b]
+            print(f"   {op}: held the device {leave - enter:.1f} s; spares starting meanwhile: "
+                  f"{', '.join(beside) or 'none'}")
 EOF
 echo "---- overlap: lock waits and worker starts per op"
 python3 - "$WORK/over" <<'EOF'
