@@ -34,6 +34,39 @@ from harness.measure.timers import Budget  # noqa: E402
 import ir_kernels  # noqa: E402,F401
 
 
+# ---- bytecode for the zlh processes tests start ---------------------------------------------
+# Where PYTHONDONTWRITEBYTECODE is set (some CI hosts set it), every `zlh` process a test starts
+# compiled zlh's sources afresh: about 0.3 s of CPU on each of the suite's hundreds of process
+# starts. The first pytest process (not an xdist worker) compiles them once into the usual
+# __pycache__ folders, which those processes read (the variable stops writing, not reading),
+# and removes what it wrote when the run ends.
+_COMPILED = [ROOT / "harness", ROOT / "adapters", ROOT / "backends", TESTS / "fixtures",
+             TESTS / "examples"]
+_written: list[Path] = []
+
+
+def _bytecode_files() -> set[Path]:
+    return {p for top in (*_COMPILED, TESTS) for p in top.rglob("__pycache__/*.pyc")}
+
+
+def pytest_configure(config):
+    if not sys.flags.dont_write_bytecode or hasattr(config, "workerinput"):
+        return
+    import compileall
+    before = _bytecode_files()
+    for folder in _COMPILED:
+        compileall.compile_dir(folder, quiet=2)
+    compileall.compile_dir(TESTS, maxlevels=0, quiet=2)     # helpers that zlh processes import
+    _written.extend(sorted(_bytecode_files() - before))
+
+
+def pytest_unconfigure(config):
+    for path in _written:
+        with contextlib.suppress(OSError):
+            path.unlink()
+            path.parent.rmdir()          # once empty
+
+
 @pytest.fixture(autouse=True)
 def _output_width_of_no_terminal(monkeypatch):
     """zlh cuts table lines to $COLUMNS where it is set; a test runner may set it (pytest-xdist
