@@ -112,7 +112,9 @@ def test_resume_runs_only_the_unfinished_task(campaign):
 
 def test_resume_runs_again_a_task_whose_receipt_was_edited(campaign):
     """A kept receipt must be one zlh wrote for that task, its class what its evidence
-    gives: an edited class, or a receipt stripped to its class, makes the task run again."""
+    gives: an edited class, or a receipt stripped to its class, makes the task run again. The
+    stripped receipt is the fault task's: running it again is one failing process, not the
+    several of a measured task."""
     from harness.product.manifest import CLASSES
     root = campaign[1]["all"][1]
     path = root / "tasks/add/task-receipt.json"
@@ -120,12 +122,12 @@ def test_resume_runs_again_a_task_whose_receipt_was_edited(campaign):
     original = receipt["class"]
     forged = next(c for c in CLASSES if c != original)
     path.write_text(json.dumps({**receipt, "class": forged}))
-    (root / "tasks/softmax/task-receipt.json").write_text(json.dumps({"class": original}))
+    (root / "tasks/raise/task-receipt.json").write_text(json.dumps({"class": original}))
     result = cli("run", root.parent, "--resume")
     assert result.exit_code in (0, 1), result.output
     assert f"add runs again: {path} says {forged}, its evidence gives {original}" in result.output
-    assert "softmax runs again:" in result.output and "task_id" in result.output
+    assert "raise runs again:" in result.output and "task_id" in result.output
     lines = [ln for ln in result.output.splitlines() if ln.startswith("CAMPAIGN_TASK")]
     kept = {ln.split()[1] for ln in lines if ln.endswith("(kept from before the resume)")}
-    assert kept == {"task=mm", "task=raise"}                      # add and softmax measured anew
+    assert kept == {"task=mm", "task=softmax"}                    # add and raise run anew
     assert json.loads(path.read_text())["task_id"] == "add" and list(root.glob(".abandoned/add-*"))
