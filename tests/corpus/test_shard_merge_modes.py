@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from conftest import FAST, importable_cases
 from harness.cli import main
 from harness.corpus.verdict import read_tsv
+from harness.report import corpus as corpus_report
 from switch_cases import CASES
 
 TIMES = ("elapsed_s", "run_dir", "torch_ms", "gems_ms", "speedup", "elapsed_a", "elapsed_b",
@@ -96,6 +97,9 @@ def test_a_timing_changed_screen_merges_as_the_unsharded_one(roots, tmp_path):
     assert verdicts(out) == verdicts(whole)
     report = zlh("report", out)
     assert report.exit_code == 0 and "changed" in report.output, report.output
+    # the report reads IR_CHANGED's shapes and range from the merged timed pair
+    entries = {e.op: e for e in corpus_report.screen(out, tmp_path).ops}
+    assert entries["changed"].shapes and entries["changed"].low is not None
 
 
 @pytest.mark.e2e

@@ -1,7 +1,8 @@
 """Features that landed apart, used together: a replay of an untimed, paced, upstream-input or
 kernel-split run (`zlh ab --replay`), the caliber guard over inputs and pacing, a screen's
 inputs and pacing in its table and in the `zlh ab` commands of a campaign on it, and the report
-of a `--timing changed` screen (its IR_CHANGED rows from the timed pair)."""
+of a `--timing changed` screen (its IR_CHANGED rows from the timed pair; the same of merged
+shards of one is test_shard_merge_modes', on the screens that module makes once)."""
 from __future__ import annotations
 
 import json
@@ -124,35 +125,6 @@ def test_the_report_of_a_timing_changed_screen_shows_the_timed_pair(tmp_path, mo
     assert re.search(r"[+-]\d+\.\d+ ~ [+-]\d+\.\d+", line), line
     page = CliRunner().invoke(main, ["report", str(root), "--html", str(tmp_path / "p.html")])
     assert page.exit_code == 0, page.output
-
-
-@pytest.mark.e2e
-def test_merged_shards_of_a_timing_changed_screen_keep_their_timed_pairs(tmp_path, monkeypatch):
-    importable_cases(monkeypatch, tmp_path, "ir_cases", IR_CASES)
-    screen = ["screen", "--cases", "ir_cases:cases", "--ops", "changed,same", "--backend",
-              "cpu", *FAST, "--switch", "ZLH_TEST_SWITCH=0,1"]
-    for k, timing in ((1, "changed"), (2, "changed"), (3, "all")):
-        result = CliRunner().invoke(main, [*screen, "--timing", timing, "--shard",
-                                           f"{min(k, 2)}/2", "--root", str(tmp_path / f"s{k}")])
-        assert result.exit_code == 0, result.output
-    # shards screened under another --timing do not join
-    refused = CliRunner().invoke(main, ["merge", str(tmp_path / "s1"), str(tmp_path / "s3"),
-                                        "--out", str(tmp_path / "bad")])
-    assert refused.exit_code == 2 and "--timing" in refused.output, refused.output
-    merged = tmp_path / "m"
-    result = CliRunner().invoke(main, ["merge", str(tmp_path / "s1"), str(tmp_path / "s2"),
-                                       "--out", str(merged)])
-    assert result.exit_code == 0, result.output
-    for side in ("A.timed", "B.timed"):
-        assert (merged / side / "changed" / ".complete").is_file()
-        assert json.loads((merged / side / "batch.json").read_text())["screen_side"] == side
-    assert not (merged / "A.timed" / "same").exists()
-    entries = {e.op: e for e in corpus_report.screen(merged, tmp_path).ops}
-    assert entries["changed"].shapes and entries["changed"].low is not None
-    rescored = CliRunner().invoke(main, ["screen", "--rescore", str(merged)])
-    assert rescored.exit_code == 0, rescored.output
-    rows = {r["op"]: r for r in read_tsv(merged / "screen.tsv")}
-    assert rows["changed"]["timed"] == "yes" and rows["changed"]["median_delta_pct"] != "-"
 
 
 def test_a_persistent_round_gets_the_options_a_fresh_round_gets(tmp_path, monkeypatch):
