@@ -28,16 +28,12 @@ SLOW_MM = ["--adapter", "builtin", "--backend", "cpu", "--warmup-ms", "30", "--m
 
 @pytest.fixture(scope="module")
 def slow_ab(tmp_path_factory):
-    """`zlh ab mm --switch ZLH_BUILTIN_SLOW=0,1 --rounds 5 --round-process persistent
-    --fail-on slower:5% --json`. The gates read the report, whichever process ran the rounds:
-    one worker per side (two starts, not ten) leaves the same root; fresh rounds through the
-    gates are test_ci_example's (exit 0 and 6) and test_ab's."""
+    """`zlh ab mm --switch ZLH_BUILTIN_SLOW=0,1 --rounds 5 --fail-on slower:5% --json`."""
     root = tmp_path_factory.mktemp("fail_on")
     shapes = root / "mm.yaml"
     shapes.write_text("mm: [[16, 16, 128]]\n")
     result = CliRunner().invoke(main, ["ab", "mm", "--switch", "ZLH_BUILTIN_SLOW=0,1",
-                                       "--rounds", "5", "--round-process", "persistent",
-                                       "--shapes", str(shapes), *SLOW_MM,
+                                       "--rounds", "5", "--shapes", str(shapes), *SLOW_MM,
                                        "--root", str(root / "ab"), "--fail-on", "slower:5%",
                                        "--json", "-q"])
     return root / "ab", result
