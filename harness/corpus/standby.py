@@ -36,8 +36,7 @@ running it again alone (the lane then runs nothing else) measured as the same TI
 costing another op timeout of the whole device (tests/device/README.md, sixteenth set), and
 seven linalg_lu ops that each compiled for 159 s beside each other (holding the device 2.5–6.5
 s) once sent a neighbour that timed out in its own first case to run again alone (nineteenth
-set). A usage error (exit 2: bad input,
-decided before any device work) is never run again.
+set). A usage error (exit 2: bad input, decided before any device work) is never run again.
 
 Not kept apart: what a worker does on the device outside a run (its start: a CUDA context,
 the library's import), which measured as harmless to a neighbour's numbers (an idle context
@@ -234,11 +233,16 @@ def _lock_figures(attempt: Attempt) -> tuple[float, float] | None:
         return None
 
 
+def _held_long(figures: tuple[float, float] | None, timeout_s: float) -> bool:
+    """Held the device for a quarter of the op timeout or more, or not known (no figures, or
+    no op timeout: the stall rule's)."""
+    return figures is None or not timeout_s or figures[0] >= timeout_s / 4
+
+
 def held_device_long(attempt: Attempt, timeout_s: float) -> bool:
     """Whether the attempt's run held the device (in any mode) for a quarter of its op
     timeout or more, or left no figures saying otherwise."""
-    figures = _lock_figures(attempt)
-    return figures is None or not timeout_s or figures[0] >= timeout_s / 4
+    return _held_long(_lock_figures(attempt), timeout_s)
 
 
 def could_be_held_up(attempt: Attempt, timeout_s: float, wait_cap_s: float) -> bool:
@@ -247,10 +251,7 @@ def could_be_held_up(attempt: Attempt, timeout_s: float, wait_cap_s: float) -> b
     timeout or more, waited as long as the lane forgives, or left no lock figures (a run
     killed before writing them: not known, so yes). Its run.json's `device_lock`."""
     figures = _lock_figures(attempt)
-    if figures is None or not timeout_s:              # (no op timeout: the stall rule's)
-        return True
-    held, waited = figures
-    return held >= timeout_s / 4 or waited >= wait_cap_s
+    return _held_long(figures, timeout_s) or figures[1] >= wait_cap_s
 
 
 def in_order(items: Iterable, slots: int, run_one: Callable[[object], bool],

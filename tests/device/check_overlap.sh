@@ -86,11 +86,12 @@ print(f"== overlap verdict: {'changes no number' if not moved else 'CHANGES NUMB
 # out (outside every other batch by more than 2 %)? That is what separate runs do anyway.
 batches = {"plain": plain, "over": over, "again": again, **({"reversed": reversed_} if reversed_ else {})}
 common = [k for k in kernels if all(k in b for b in batches.values())]
-odd = {}
+odd_keys = {}
 for name, runs in batches.items():
     others = [b for n, b in batches.items() if n != name]
-    odd[name] = sum(runs[k] < min(b[k] for b in others) * 0.98
-                    or runs[k] > max(b[k] for b in others) * 1.02 for k in common)
+    odd_keys[name] = [k for k in common if runs[k] < min(b[k] for b in others) * 0.98
+                      or runs[k] > max(b[k] for b in others) * 1.02]
+odd = {name: len(keys) for name, keys in odd_keys.items()}
 plain_most = max(v for n, v in odd.items() if n != "over")
 print(f"== odd one out (outside every other batch by more than 2 %), of {len(common)} kernel "
       f"shapes: " + ", ".join(f"{n} {v}" for n, v in odd.items())
@@ -104,10 +105,7 @@ for log in (work / "over" / ".workers").glob("*.log"):
         if line.startswith("zlh spare start:"):
             words = line.split()
             spares.append((int(words[4]), float(words[6]), float(words[8])))
-over_odd = sorted({k[0] for k in common
-                   if over[k] < min(b[k] for n, b in batches.items() if n != "over") * 0.98
-                   or over[k] > max(b[k] for n, b in batches.items() if n != "over") * 1.02})
-for op in over_odd:
+for op in sorted({op for op, _ in odd_keys["over"]}):
     for run in sorted((work / "over" / op).glob("*/run.json")):
         held = (json.loads(run.read_text()).get("device_lock") or {}).get("sections") or []
         for enter, leave in held:       # the stretches it held the device (its timed ones)
