@@ -193,7 +193,16 @@ def test_a_driver_killed_then_resumed_loses_and_repeats_nothing(tmp_path, cluste
     abandoned = [json.loads(p.read_text())["pid"]
                  for p in root.glob(".abandoned/*/*/run.json")]
     assert not any(alive(pid) for pid in abandoned)    # the killed driver's workers ended
-    assert len(ray_records(root)) == 3                 # each op measured once in all
+    # Each op measured once: those finished before the kill never again; one cut short once
+    # in the resume — and once more only where the kill fell between the actor's reply (its
+    # record written) and the op's .complete, so the killed driver's run, set aside, completed.
+    measured = [r["op"] for r in ray_records(root)]
+    for op in before:
+        assert measured.count(op) == 1
+    for op in set(got) - set(before):
+        finished = [p for p in root.glob(f".abandoned/{op}-*/{op}_*/run.json")
+                    if json.loads(p.read_text()).get("status") == "complete"]
+        assert 1 <= measured.count(op) <= 1 + len(finished)
     result = CliRunner().invoke(main, ["batch", "--resume", str(root), "-q", "--executor",
                                        "local"])   # told otherwise: its two lanes checked here
     assert result.exit_code == 3 and "--devices 0,1: backend cpu sees devices 0" in \
