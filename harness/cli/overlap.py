@@ -15,15 +15,16 @@ def overlap_options(command):
     command = click.option(
         "--overlap-width", type=click.IntRange(2, MAX_OVERLAP_WIDTH), default=None,
         metavar="N",
-        help=f"With --overlap: ops (a screen: pairs) at once per device, 2 to "
-             f"{MAX_OVERLAP_WIDTH}. Default: {DEFAULT_OVERLAP_WIDTH}. With --resume: set it for "
-             f"the rest of the root.")(command)
+        help=f"With --overlap: untimed ops (a screen's untimed pairs) at once per device, 2 "
+             f"to {MAX_OVERLAP_WIDTH}. Default: {DEFAULT_OVERLAP_WIDTH}. With --resume: set it "
+             f"for the rest of the root.")(command)
     return click.option(
         "--overlap/--no-overlap", default=None,
-        help="Overlap what needs no device: per device, several ops (a screen: pairs) at once "
-             "(--overlap-width) and a warm spare worker; one op at a time works on the device "
-             "(its lock, let go while Triton compiles). Default: off. With --resume: switch "
-             "it for the rest of the root (recorded in its plan).")(command)
+        help="Overlap what needs no device: per device a warm spare worker, and several ops "
+             "that time nothing (a screen's untimed pairs under --timing changed or none) at "
+             "once (--overlap-width), sharing the device's lock (let go while Triton "
+             "compiles); an op that times runs alone. Default: off. With --resume: switch it "
+             "for the rest of the root (recorded in its plan).")(command)
 
 
 def overlap_width_for(executor: str, overlap: bool | None, width: int | None) -> int:

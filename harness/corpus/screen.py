@@ -9,7 +9,8 @@ comes from the two run directories (verdict.py) and is recomputed, never run aga
 `timing` says what is timed: `all` (both sides time every case: a delta, or a noise floor,
 for every op), `changed` (A and B run each case once, untimed; the code decides the verdict;
 only an IR_CHANGED op is then timed, A and B each replaying A's record, into `A.timed/` and
-`B.timed/`), `none` (verdicts only). Under `changed` a timed run loads its kernels from the
+`B.timed/`; with overlap, after the device's untimed pairs, one op at a time), `none`
+(verdicts only). Under `changed` a timed run loads its kernels from the
 Triton cache the untimed run of its side and op kept, instead of compiling them again while
 it holds the device alone; the kept caches go once the op's pair is done.
 
@@ -103,15 +104,24 @@ class Screen:
                     batch.open_lane(lanes[side.label], device))
             stop = threading.Event()        # either side's stop, or a preflight failure
 
-            def one(item: Item) -> bool:
+            def one(item: Item, later: list | None = None) -> bool:
                 if any(b.stop.is_set() for b in self.sides.values()):
                     return False
                 try:
-                    return self._pair(item, device, lanes, runners)
+                    return self._pair(item, device, lanes, runners, later)
                 finally:                # timed, not to be timed, failed or stopped: done
-                    self._drop_kept(item.op)
-            # with overlap: the next pairs' A while this pair's B runs
-            in_order(items, min(r.slots for r in runners.values()), one, stop)
+                    if later is None or item not in later:
+                        self._drop_kept(item.op)
+            slots = min(r.slots for r in runners.values())
+            if slots <= 1:
+                in_order(items, 1, one, stop)
+                return
+            # with overlap: the next pairs' A while this pair's B runs; the pairs to be timed
+            # wait until the untimed ones are done, then run one at a time (a run that times
+            # runs alone: timed in the stream, each would first wait for its neighbours to end)
+            later: list[Item] = []
+            in_order(items, slots, lambda item: one(item, later), stop)
+            in_order(list(later), 1, one, stop)
 
     def _finished(self, op: str) -> tuple | None:
         """(a, b, timed) when every step of `op` finished before (a resume), else None."""
@@ -128,10 +138,10 @@ class Screen:
         return self.plan.timing == TIMING_CHANGED and b is not None and decide(
             op, a, b, self.plan.scrub, self.plan.base.options.ir_stage).verdict == IR_CHANGED
 
-    def _pair(self, item: Item, device: int, lanes, runners) -> bool:
+    def _pair(self, item: Item, device: int, lanes, runners, later: list | None = None) -> bool:
         """A records, then B replays A's record (then, for an IR_CHANGED op under --timing
-        changed, the timed pair); False when a machine-wide preflight failure stops the
-        screen."""
+        changed, the timed pair, or with `later` given the op put there to be timed after);
+        False when a machine-wide preflight failure stops the screen."""
         side_a, side_b = self.sides["A"], self.sides["B"]
         a = side_a.outcomes.get(item.op)
         if a is None:
@@ -149,6 +159,9 @@ class Screen:
                 return False
             side_b.record(item.op, b, device)
         timed = [] if self._wants_timing(item.op, a, b) else None
+        if timed is not None and later is not None:
+            later.append(item)
+            return True
         for label, untimed in zip("AB", (a, b)) if timed is not None else ():
             batch = self.sides[label + TIMED]        # each replays A's record, as B did
             done = batch.outcomes.get(item.op)

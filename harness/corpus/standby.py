@@ -9,13 +9,19 @@ section move its numbers (tests/device/overlap_cause.py). With overlap a lane
   worker.py's warm start) while its workers measure: a replacement — after a CRASH, a
   POISONED device, memory held, a changed process state, a retry — takes the spare at once
   and a new spare starts (`WarmPool`);
-- runs up to `--overlap-width` units at once, handed out in order (`in_order`): the next ops
-  (or the next pairs of a screen) import and plan while the current one works on the device.
-  No device work overlaps a timing run: it holds the device's lock from its first case's
-  inputs to its last case's check, its compiles included (harness/run/phases.py; the lane
-  sets ZLH_DEVICE_LOCK_DIR). Runs that time nothing (a screen's verdict pass) hold it shared,
-  side by side, and let it go while Triton compiles (harness/compile/aside.py); their
-  autotune sweeps hold it alone while they time configs (let go while each compiles).
+- runs up to `--overlap-width` units that time nothing at once (a screen's verdict pass,
+  `--no-timing`), handed out in order (`in_order`): the next ops (or the next pairs of a
+  screen) import and plan while the current one works on the device. They hold the device's
+  lock shared, side by side, and let it go while Triton compiles (harness/compile/aside.py);
+  their autotune sweeps hold it alone while they time configs (let go while each compiles).
+- runs a unit that times **alone** (`Turns.alone`: what runs ends first, nothing starts beside
+  it), holding the device's lock from its first case's inputs to its last case's check
+  (harness/run/phases.py; the lane sets ZLH_DEVICE_LOCK_DIR). Beside neighbours that only
+  started, imported and planned while it held the device, a `--timing all` screen of 40
+  quick ops on an H200 read noise floors wider than without overlap (median 1.19 against
+  1.01 points, 21 of 37 ops wider; the event-timed ops, whose launches are host work, 41 % and
+  55 % off) and took longer (10.2 s of wall per pair against 8.5 s): tests/device/README.md,
+  twentieth set. So for timed work overlap keeps only the warm spare.
 
 What stays attributed to the right op (`OverlapLane`): each op has its own worker process, so
 its own timeout, crash, memory-held and process-state checks (the memory a worker holds is
@@ -38,10 +44,10 @@ seven linalg_lu ops that each compiled for 159 s beside each other (holding the 
 s) once sent a neighbour that timed out in its own first case to run again alone (nineteenth
 set). A usage error (exit 2: bad input, decided before any device work) is never run again.
 
-Not kept apart: what a worker does on the device outside a run (its start: a CUDA context,
-the library's import), which measured as harmless to a neighbour's numbers (an idle context
-with memory held). tests/device/check_overlap.sh measures the whole (an A/A with and without
-overlap); overlap is off by default.
+Not kept apart: a spare's start (a CUDA context, the library's import) beside a unit that
+times, which measured as harmless to a neighbour's numbers (an idle context with memory held).
+tests/device/check_overlap.sh measures the whole (an A/A with and without overlap); overlap
+is off by default.
 """
 from __future__ import annotations
 

@@ -113,9 +113,10 @@ class LocalLane(LaneRunner):
 
 
 class OverlapLane(LocalLane):
-    """This machine, with overlap (standby.py): `slots` units at once (--overlap-width), each
-    thread its own worker, a warm spare behind them, the device's lock around each run's
-    device work; an attempt that ran beside another and did not end cleanly runs again alone."""
+    """This machine, with overlap (standby.py): `slots` units that time nothing at once
+    (--overlap-width), each thread its own worker, a warm spare behind them, the device's lock
+    around each run's device work; a unit that times runs alone; an attempt that ran beside
+    another and did not end cleanly runs again alone."""
 
     def __init__(self, lane: Lane, worker_log: Path | None, turns: Turns | None = None,
                  slots: int = DEFAULT_OVERLAP_WIDTH):
@@ -131,6 +132,9 @@ class OverlapLane(LocalLane):
     def run_op(self, work: OpWork) -> Attempt:
         # waiting for neighbours' device work is not the op's time, up to what they may take
         work = replace(work, wait_cap_s=work.timeout_s * self.slots)
+        if work.options.timing:           # a run that times runs with no neighbour at all
+            with self.turns.alone():
+                return self._once(work)
         turn = self.turns.begin()
         rc, held_long = None, True
         try:

@@ -83,7 +83,9 @@ def test_a_cold_worker_says_what_its_first_op_spent_importing(tmp_path):
     assert first.import_s > 0.1 and second.import_s < 0.05     # torch came with the first
 
 
-def test_two_ops_overlap_but_never_their_timed_sections(tmp_path):
+def test_ops_that_time_run_one_at_a_time_with_overlap(tmp_path):
+    """A run that times has no neighbour: under --overlap a timed batch's runs never cross
+    (what overlaps is untimed work only: the screen's verdict pass, test_screen_timing)."""
     result = CliRunner().invoke(main, ["batch", "--adapter", "builtin", "--backend", "cpu",
                                        "--shapes", str(shapes(tmp_path)), *FAST, "--overlap",
                                        "--ops", "add,softmax,mm", "--out",
@@ -92,15 +94,47 @@ def test_two_ops_overlap_but_never_their_timed_sections(tmp_path):
     assert json.loads((tmp_path / "b/batch.json").read_text())["overlap"] is True
     runs = [json.loads(p.read_text()) for p in (tmp_path / "b").glob("*/*/run.json")]
     assert len(runs) == 3
-    pairs = [(a, b) for a in runs for b in runs if a["pid"] < b["pid"]]
+    spans = sorted(run["device_lock"]["run_span"] for run in runs)
+    assert all(one[1] <= after[0] for one, after in zip(spans, spans[1:])), spans
 
-    def cross(x, y):
-        return x[0] < y[1] and y[0] < x[1]
-    assert any(cross(a["device_lock"]["run_span"], b["device_lock"]["run_span"])
-               for a, b in pairs), "no two ops ran at once"
-    for a, b in pairs:
-        assert not any(cross(x, y) for x in a["device_lock"]["sections"]
-                       for y in b["device_lock"]["sections"])
+
+def test_a_unit_that_times_waits_for_its_neighbours_and_starts_none_beside_it(tmp_path):
+    """OverlapLane: an untimed unit runs beside a running one; a timed unit waits until
+    nothing runs, and nothing starts beside it."""
+    lane = OverlapLane(Lane(python=sys.executable, env={}), None, slots=2)
+    log, release = [], {name: threading.Event() for name in ("slow", "timed", "late")}
+
+    def once(work):
+        log.append(("start", work.op))
+        release[work.op].wait(30)
+        log.append(("end", work.op))
+        return Attempt(EXIT_OK, 0.0, work.log, None)
+    lane._once = once
+
+    def unit(op, timing):
+        item = work(tmp_path, "add", op)
+        item = OpWork(op, item.options.replace(timing=timing), item.log, item.out, 300.0)
+        return threading.Thread(target=lane.run_op, args=(item,))
+    threads = [unit("slow", False), unit("timed", True), unit("late", False)]
+    threads[0].start()
+    wait_for(lambda: ("start", "slow") in log)
+    threads[1].start()
+    wait_for(lambda: lane.turns._queued == 1)          # the timed unit waits for "slow"
+    threads[2].start()                                 # queued behind the timed unit
+    for name in ("slow", "timed", "late"):
+        release[name].set()
+    for thread in threads:
+        thread.join(30)
+    # the timed unit started once "slow" had ended; "late" once the timed one had
+    assert log == [("start", "slow"), ("end", "slow"), ("start", "timed"), ("end", "timed"),
+                   ("start", "late"), ("end", "late")]
+
+
+def wait_for(condition, seconds: float = 30.0) -> None:
+    deadline = time.time() + seconds
+    while not condition() and time.time() < deadline:
+        time.sleep(0.001)
+    assert condition()
 
 
 @pytest.mark.e2e

@@ -90,6 +90,13 @@ def test_changed_times_only_the_ops_whose_code_changed(screens):
         assert info["device_lock"]["held_s"] > 0 == info["device_lock"]["shared_s"]   # alone
     assert rows["changed"]["timed"] == "yes" and rows["changed"]["median_delta_pct"] != "-"
     assert rows["changed"]["timer"] != "none"        # the caliber of the timed pair
+    # (with --overlap) the timed pair ran after every untimed run, one run at a time
+    spans = {(side, op): info_of(root, side, op)["device_lock"]["run_span"]
+             for side in "AB" for op in ("changed", "same")}
+    timed = [info_of(root, side, "changed")["device_lock"]["run_span"]
+             for side in ("A.timed", "B.timed")]
+    assert max(end for _, end in spans.values()) <= min(start for start, _ in timed)
+    assert timed[0][1] <= timed[1][0]
 
 
 def info_of(root: Path, side: str, op: str) -> dict:
