@@ -12,6 +12,8 @@ replay of K calls (K: about SAMPLE_MS of work). A round measures the two sides i
 
   block        A's samples for WINDOW_MS, then B's for WINDOW_MS (B first on odd rounds): how
                a round of `zlh ab` measures today, one side after the other;
+  block_hot    the same, each side first run for HOT_MS (a steady power and temperature before
+               it is timed: what a longer --warmup-ms would do);
   interleaved  A and B take turns sample by sample (A B B A …) for 2 × WINDOW_MS, queued back
                to back: both sides see the same clock and temperature;
   handoff      the same turns with the device drained and GAP_US of host time between any two
@@ -24,9 +26,9 @@ sd, zlh's t interval (harness.measure.stats.rounds_interval), found (significant
 right sign), the change it could detect and the rounds it would need to see PLANT_PCT
 (calibrate's formula). Environment: SHAPES ("mm:2048 mm:4096 addmm:2048 addmm:4096"), LIB
 (gems: FlagGems' kernels through flag_gems.use_gems(), if importable; torch: cuBLAS), ROUNDS
-(16), WINDOW_MS (250), WARMUP_MS (30), SAMPLE_MS (1.0), PLANT_PCT (0.3), GAP_US (50),
-SETTLE_S (1.0), ARMS ("block interleaved handoff"). Output: the table on stdout and in
-$OUT/interleave_ab.txt, the numbers in $OUT/interleave_ab.json.
+(12), WINDOW_MS (250), WARMUP_MS (30), HOT_MS (1500), SAMPLE_MS (1.0), PLANT_PCT (0.3),
+GAP_US (50), SETTLE_S (1.0), ARMS ("block block_hot interleaved handoff"). Output: the table
+on stdout and in $OUT/interleave_ab.txt, the numbers in $OUT/interleave_ab.json.
 """
 from __future__ import annotations
 
@@ -47,7 +49,7 @@ if str(ROOT) not in sys.path:
 from harness.calibrate.floor import rounds_to_detect, shape_floor  # noqa: E402
 from harness.measure.stats import delta_pct, rounds_interval  # noqa: E402
 
-ARMS = ("block", "interleaved", "handoff")
+ARMS = ("block", "block_hot", "interleaved", "handoff")
 ALPHA = 0.05
 
 
@@ -164,8 +166,10 @@ def measure_arm(torch, arm: str, graphs: dict, per_sample_ms: float, calls: int,
     window, warm = float(env("WINDOW_MS", "250")), float(env("WARMUP_MS", "30"))
     n = max(5, int(window / per_sample_ms))
     gap = float(env("GAP_US", "50")) / 1e6 if arm == "handoff" else None
-    if arm == "block":
+    if arm.startswith("block"):
         first = "AB" if number % 2 == 0 else "BA"
+        if arm == "block_hot":
+            warm = float(env("HOT_MS", "1500"))
         got = {}
         for label in first:
             take(torch, graphs, [label] * max(1, int(warm / per_sample_ms)), calls, None)
@@ -227,7 +231,7 @@ def main(argv: list[str]) -> int:
         return 0
     import torch
     arms = [a for a in env("ARMS", " ".join(ARMS)).split() if a in ARMS]
-    rounds, plant = int(env("ROUNDS", "16")), float(env("PLANT_PCT", "0.3"))
+    rounds, plant = int(env("ROUNDS", "12")), float(env("PLANT_PCT", "0.3"))
     use, lib = library()
     started = time.time()
     doc = {"lib": lib, "device": torch.cuda.get_device_name(), "arms": arms, "rounds": rounds,
