@@ -19,6 +19,9 @@ replay of K calls (K: about SAMPLE_MS of work). A round measures the two sides i
   handoff      the same turns with the device drained and GAP_US of host time between any two
                samples: what turns between two processes (one per side) would cost.
 
+The turns' arms also give `<arm>_paired`: the median of the ratios of neighbouring A and B
+samples instead of the ratio of the two medians.
+
 Each arm warms its side(s) for WARMUP_MS first; the arms of a round run in rotated order and
 SETTLE_S of idle comes before each round. Per round and arm, delta = 100·(median A / median B
 - 1) (zlh's sign: B slower reads negative); per shape and arm over ROUNDS rounds: the mean, the
@@ -68,6 +71,14 @@ def round_delta(a_ms, b_ms) -> float:
     return delta_pct(float(np.median(a_ms)), float(np.median(b_ms)))
 
 
+def paired_delta(a_ms, b_ms) -> float:
+    """A round's delta from the turns' neighbours: the median over k of 100·(A_k / B_k - 1),
+    A_k and B_k taken next to each other (turns: A0 B0 B1 A1 …), so that what drifts slower
+    than a sample cancels pair by pair."""
+    k = min(len(a_ms), len(b_ms))
+    return float(np.median(np.asarray(a_ms[:k]) / np.asarray(b_ms[:k])) - 1.0) * 100.0
+
+
 def arm_summary(deltas, plant_pct: float, alpha: float = ALPHA) -> dict:
     """What an arm's per-round deltas show: found = significant with the planted sign
     (B slower: the interval lies below 0)."""
@@ -82,18 +93,19 @@ def arm_summary(deltas, plant_pct: float, alpha: float = ALPHA) -> dict:
 
 
 def table(doc: dict) -> list[str]:
-    lines = [f"{'shape':<14} {'arm':<12} {'rounds':>6} {'mean %':>8} {'sd %':>7} "
+    lines = [f"{'shape':<14} {'arm':<18} {'rounds':>6} {'mean %':>8} {'sd %':>7} "
              f"{'detect %':>8} {'needed':>7}  found"]
     for shape, arms in doc["shapes"].items():
         for arm, s in arms.items():
             def num(v, spec, width):
                 return ("-" if v is None else format(v, spec)).rjust(width)
-            lines.append(f"{shape:<14} {arm:<12} {s['rounds']:>6} {num(s['mean_pct'], '+.3f', 8)} "
+            lines.append(f"{shape:<14} {arm:<18} {s['rounds']:>6} {num(s['mean_pct'], '+.3f', 8)} "
                          f"{num(s['sd_pct'], '.3f', 7)} {num(s['detectable_pct'], '.3f', 8)} "
                          f"{num(s['rounds_needed'], 'd', 7)}  "
                          + ("yes" if s["found"] else "WRONG SIGN" if s["wrong_sign"] else "no"))
-    for arm in doc["arms"]:
-        found = sum(1 for arms in doc["shapes"].values() if arms[arm]["found"])
+    series = list(dict.fromkeys(name for arms in doc["shapes"].values() for name in arms))
+    for arm in series:
+        found = sum(1 for arms in doc["shapes"].values() if arms.get(arm, {}).get("found"))
         lines.append(f"{arm}: planted {doc['plant_pct']} % found on {found} of "
                      f"{len(doc['shapes'])} shapes")
     return lines
@@ -162,7 +174,8 @@ def take(torch, graphs: dict, order, calls: int, gap_s: float | None) -> dict:
 
 
 def measure_arm(torch, arm: str, graphs: dict, per_sample_ms: float, calls: int,
-                number: int) -> float:
+                number: int) -> dict:
+    """{series: this round's delta}: the arm's, and for turns also `<arm>_paired`."""
     window, warm = float(env("WINDOW_MS", "250")), float(env("WARMUP_MS", "30"))
     n = max(5, int(window / per_sample_ms))
     gap = float(env("GAP_US", "50")) / 1e6 if arm == "handoff" else None
@@ -174,10 +187,10 @@ def measure_arm(torch, arm: str, graphs: dict, per_sample_ms: float, calls: int,
         for label in first:
             take(torch, graphs, [label] * max(1, int(warm / per_sample_ms)), calls, None)
             got.update({label: take(torch, graphs, [label] * n, calls, None)[label]})
-        return round_delta(got["A"], got["B"])
+        return {arm: round_delta(got["A"], got["B"])}
     take(torch, graphs, turns(max(2, int(warm / per_sample_ms))), calls, None)
     got = take(torch, graphs, turns(2 * n), calls, gap)
-    return round_delta(got["A"], got["B"])
+    return {arm: round_delta(got["A"], got["B"]), f"{arm}_paired": paired_delta(got["A"], got["B"])}
 
 
 def run_shape(torch, spec: str, use, arms, rounds: int, plant_pct: float) -> dict:
@@ -197,13 +210,15 @@ def run_shape(torch, spec: str, use, arms, rounds: int, plant_pct: float) -> dic
         per_ms = spin_cycles_per_ms(torch)
         cycles = round(plant_pct / 100 * latency_ms * per_ms)
         graphs = {"A": captured(torch, fn, calls, 0), "B": captured(torch, fn, calls, cycles)}
-    deltas = {arm: [] for arm in arms}
+    deltas: dict = {}
     settle = float(env("SETTLE_S", "1.0"))
     for number in range(rounds):
         time.sleep(settle)
         for k in range(len(arms)):
             arm = arms[(number + k) % len(arms)]
-            deltas[arm].append(measure_arm(torch, arm, graphs, latency_ms * calls, calls, number))
+            for series, value in measure_arm(torch, arm, graphs, latency_ms * calls, calls,
+                                             number).items():
+                deltas.setdefault(series, []).append(value)
     del keep
     return {"latency_ms": latency_ms, "calls_per_sample": calls, "spin_cycles": cycles,
             "deltas": deltas}
@@ -239,7 +254,8 @@ def main(argv: list[str]) -> int:
     for spec in env("SHAPES", "mm:2048 mm:4096 addmm:2048 addmm:4096").split():
         raw = run_shape(torch, spec, use, arms, rounds, plant)
         doc["raw"][spec] = raw
-        doc["shapes"][spec] = {arm: arm_summary(raw["deltas"][arm], plant) for arm in arms}
+        doc["shapes"][spec] = {series: arm_summary(values, plant)
+                               for series, values in raw["deltas"].items()}
         print(f"{spec}: {raw['latency_ms'] * 1e3:.1f} us, {raw['calls_per_sample']} calls per "
               f"sample, spin {raw['spin_cycles']} cycles", flush=True)
     doc["wall_s"] = round(time.time() - started, 1)

@@ -4,6 +4,7 @@ rounds a spread needs) and the table."""
 import importlib.util
 
 import numpy as np
+import pytest
 
 from conftest import TESTS
 
@@ -47,3 +48,11 @@ def test_the_table_counts_what_each_arm_found():
     lines = interleave_ab.table(doc)
     assert lines[-2:] == ["block: planted 0.3 % found on 0 of 2 shapes",
                           "interleaved: planted 0.3 % found on 2 of 2 shapes"]
+
+
+def test_the_paired_delta_cancels_a_drift_the_ratio_of_medians_does_not():
+    drift = np.linspace(1.0, 1.2, 200)              # the card slows by 20 % over the window
+    a = list(drift[0::2])                           # turns: neighbours share the drift
+    b = list(drift[1::2] * 1.003)                   # B planted 0.3 % slower
+    assert interleave_ab.paired_delta(a, b) == pytest.approx(-0.3, abs=0.1)
+    assert interleave_ab.round_delta(a[:50], b[50:]) < -5     # halves apart: the drift
