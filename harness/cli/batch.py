@@ -235,7 +235,7 @@ def batch(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vll
     new_root(plan.root, "--out", "batch")
     click.echo(f"zlh batch: {ops_phrase(shard, len(items), len(whole))} on {len(lanes)} "
                f"device(s) ({'fresh processes' if fresh_process else 'reused workers'}"
-               f"{f', overlapped {width} at a time' if overlap else ''}"
+               f"{', a warm spare per device, ops one at a time' if overlap else ''}"
                f"{', through Ray' if executor == 'ray' else ''}) -> {plan.root}")
     meter.set_total(len(items))
     with meter:

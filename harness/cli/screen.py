@@ -217,8 +217,16 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
     for side, timed in plan.batches():
         write_side_plan(plan, side, timed)
     click.echo(f"zlh screen: {ops_phrase(shard, len(items), len(whole))}, A[{a.description}] vs "
-               f"B[{b.description}], {len(lanes)} device(s), timing {timing} -> {root_path}")
+               f"B[{b.description}], {len(lanes)} device(s), timing {timing}"
+               f"{overlap_phrase(timing, width) if overlap else ''} -> {root_path}")
     sys.exit(_run(plan, resume=False))
+
+
+def overlap_phrase(timing: str, width: int) -> str:
+    """What --overlap does to this screen: untimed pairs side by side, timed runs alone."""
+    if timing == TIMING_ALL:
+        return ", a warm spare worker per side (every run times: one at a time)"
+    return f", {width} untimed pairs at a time (timed runs one at a time, after them)"
 
 
 def _rescore(rescore: str, scrub) -> int:
