@@ -96,6 +96,7 @@ def test_ops_that_time_run_one_at_a_time_with_overlap(tmp_path):
     assert len(runs) == 3
     spans = sorted(run["device_lock"]["run_span"] for run in runs)
     assert all(one[1] <= after[0] for one, after in zip(spans, spans[1:])), spans
+    assert len({run["pid"] for run in runs}) == 1      # one worker (a spare stays behind it)
 
 
 def test_a_unit_that_times_waits_for_its_neighbours_and_starts_none_beside_it(tmp_path):
