@@ -113,7 +113,7 @@ class Screen:
                     if later is None or item not in later:
                         self._drop_kept(item.op)
             slots = min(r.slots for r in runners.values())
-            if slots <= 1:
+            if slots <= 1 or self.plan.timing == TIMING_ALL:    # every run times: alone
                 in_order(items, 1, one, stop)
                 return
             # with overlap: the next pairs' A while this pair's B runs; the pairs to be timed

@@ -299,6 +299,7 @@ def test_a_screen_overlaps_its_pairs_and_a_resume_switches_it_off(tmp_path):
     assert sorted(r.split("\t")[0] for r in rows) == ["add", "softmax"]
     infos = [json.loads(p.read_text()) for p in (tmp_path / "s").glob("[AB]/*/*/run.json")]
     assert len(infos) == 4 and all("device_lock" in i for i in infos)
+    assert len({i["pid"] for i in infos}) == 2       # every run times: a worker per side
     result = CliRunner().invoke(main, ["screen", "--resume", str(tmp_path / "s"),
                                        "--no-overlap"])
     assert result.exit_code == 0, result.output
