@@ -109,9 +109,8 @@ class Batch:
                 if outcome is not None:
                     self.record(item.op, outcome, device)
                 return outcome is not None
-            # with overlap, several at once where they time nothing (an op that times runs
-            # alone: one at a time, and one worker for them, with the warm spare behind it)
-            in_order(items, 1 if self.plan.options.timing else runner.slots, one, self.stop)
+            # with overlap: several at once where they time nothing
+            in_order(items, runner.slots_for(self.plan.options.timing), one, self.stop)
 
     def open_lane(self, lane: Lane, device: int) -> LaneRunner:
         """What runs this batch's ops on `device` (its reused worker logs to

@@ -112,8 +112,9 @@ class Screen:
                 finally:                # timed, not to be timed, failed or stopped: done
                     if later is None or item not in later:
                         self._drop_kept(item.op)
-            slots = min(r.slots for r in runners.values())
-            if slots <= 1 or self.plan.timing == TIMING_ALL:    # every run times: alone
+            slots = min(r.slots_for(self.sides[label].plan.options.timing)
+                        for label, r in runners.items())
+            if slots <= 1:                  # no overlap, or every run times (--timing all)
                 in_order(items, 1, one, stop)
                 return
             # with overlap: the next pairs' A while this pair's B runs; the pairs to be timed

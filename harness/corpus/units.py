@@ -44,6 +44,11 @@ class LaneRunner(ABC):
     def __init__(self, lane: Lane):
         self.lane = lane
 
+    def slots_for(self, timing: bool) -> int:
+        """Units the engine may hand it at once: one where they time (a unit that times runs
+        alone, so more at once would only start more workers), else `slots`."""
+        return 1 if timing else self.slots
+
     @abstractmethod
     def run_op(self, work: OpWork) -> Attempt:
         """One op attempt."""

@@ -274,10 +274,8 @@ def test_alone_waits_for_what_runs_and_holds_back_new_starts():
             assert not began.is_set()            # nothing started beside it
     thread = threading.Thread(target=solo)
     thread.start()
-    deadline = time.time() + 30
-    while turns._queued != 1 and time.time() < deadline:    # it waits for `running`
-        time.sleep(0.001)
-    assert turns._queued == 1 and not entered.is_set()
+    wait_for(lambda: turns._queued == 1)         # it waits for `running`
+    assert not entered.is_set()
     late = threading.Thread(target=lambda: (turns.end(turns.begin(), EXIT_OK), began.set()))
     late.start()
     turns.end(running, EXIT_OK)
