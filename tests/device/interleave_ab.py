@@ -49,6 +49,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from backends import get_backend  # noqa: E402
 from harness.calibrate.floor import rounds_to_detect, shape_floor  # noqa: E402
 from harness.measure.stats import delta_pct, rounds_interval  # noqa: E402
 
@@ -207,7 +208,7 @@ def run_shape(torch, spec: str, use, arms, rounds: int, plant_pct: float) -> dic
         torch.cuda.synchronize()
         latency_ms = begin.elapsed_time(end) / 20
         calls = max(1, round(float(env("SAMPLE_MS", "1.0")) / latency_ms))
-        per_ms = spin_cycles_per_ms(torch)
+        per_ms = get_backend("cuda").spin_cycles_per_ms(torch.cuda.current_device())
         cycles = round(plant_pct / 100 * latency_ms * per_ms)
         graphs = {"A": captured(torch, fn, calls, 0), "B": captured(torch, fn, calls, cycles)}
     deltas: dict = {}
@@ -222,20 +223,6 @@ def run_shape(torch, spec: str, use, arms, rounds: int, plant_pct: float) -> dic
     del keep
     return {"latency_ms": latency_ms, "calls_per_sample": calls, "spin_cycles": cycles,
             "deltas": deltas}
-
-
-def spin_cycles_per_ms(torch) -> float:
-    """Spin cycles per ms of device time now: N / (t(2N) - t(N)) cancels the launch."""
-    def timed(cycles: int) -> float:
-        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        begin.record()
-        torch.cuda._sleep(cycles)
-        end.record()
-        torch.cuda.synchronize()
-        return begin.elapsed_time(end)
-    timed(50_000_000)
-    n = 2_000_000
-    return n / max(timed(2 * n) - timed(n), 1e-6)
 
 
 def main(argv: list[str]) -> int:
