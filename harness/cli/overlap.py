@@ -23,8 +23,10 @@ def overlap_options(command):
         help="Overlap what needs no device: per device a warm spare worker, and several ops "
              "that time nothing (a screen's untimed pairs under --timing changed or none) at "
              "once (--overlap-width), sharing the device's lock (let go while Triton "
-             "compiles); an op that times runs alone. Default: off. With --resume: switch it "
-             "for the rest of the root (recorded in its plan).")(command)
+             "compiles); an op that times runs alone, after a cool-down of the device where "
+             "another process held it last (a screen's two sides do, so under --timing all "
+             "it gains only the spare and takes longer). Default: off. With --resume: switch it for the rest of the root "
+             "(recorded in its plan).")(command)
 
 
 def overlap_width_for(executor: str, overlap: bool | None, width: int | None) -> int:

@@ -225,7 +225,8 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
 def overlap_phrase(timing: str, width: int) -> str:
     """What --overlap does to this screen: untimed pairs side by side, timed runs alone."""
     if timing == TIMING_ALL:
-        return ", a warm spare worker per side (every run times: one at a time)"
+        return (", a warm spare worker per side (every run times: one at a time, each after "
+                "a cool-down of the device)")
     return f", {width} untimed pairs at a time (timed runs one at a time, after them)"
 
 

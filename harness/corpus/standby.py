@@ -21,7 +21,9 @@ section move its numbers (tests/device/overlap_cause.py). With overlap a lane
   quick ops on an H200 read noise floors wider than without overlap (median 1.19 against
   1.01 points, 21 of 37 ops wider; the event-timed ops, whose launches are host work, 41 % and
   55 % off) and took longer (10.2 s of wall per pair against 8.5 s): tests/device/README.md,
-  twentieth set. So for timed work overlap keeps only the warm spare.
+  twentieth set. So for timed work overlap keeps only the warm spare; run so, the same
+  screen read floors as without overlap (1.195 against 1.202 points) and still took longer,
+  its sides' holds each waiting for the lock's cool-down (twenty-first set).
 
 What stays attributed to the right op (`OverlapLane`): each op has its own worker process, so
 its own timeout, crash, memory-held and process-state checks (the memory a worker holds is

@@ -290,8 +290,8 @@ def test_a_screen_overlaps_its_pairs_and_a_resume_switches_it_off(tmp_path):
     result = CliRunner().invoke(main, [*cli, "--ops", "add,softmax", "--switch", "X=0,1",
                                        "--overlap", "--root", str(tmp_path / "s")])
     assert result.exit_code == 0, result.output
-    assert "timing all, a warm spare worker per side (every run times: one at a time)" in \
-        result.output
+    assert ("timing all, a warm spare worker per side (every run times: one at a time, each "
+            "after a cool-down of the device)") in result.output
     assert json.loads((tmp_path / "s/screen.json").read_text())["batch"]["overlap"] is True
     rows = (tmp_path / "s/screen.tsv").read_text().splitlines()[1:]
     assert sorted(r.split("\t")[0] for r in rows) == ["add", "softmax"]
