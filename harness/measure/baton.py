@@ -1,0 +1,155 @@
+"""Two processes taking turns on one device, sample by sample.
+
+Why: a GEMM under the card's power cap measured one side after the other (a whole window of
+A, then of B) reads the card's power state at the time, not the kernel: on an H200, a planted
+0.3 % on mm/addmm at 2048² and 4096² had a per-round delta sd of 2.7–5.7 % so, and 0.03–0.25 %
+when the two sides took turns sample by sample, with the device drained and 50 µs of host
+time between turns (tests/device/interleave_ab.py; tests/device/README.md, twenty-first set).
+The two sides of an A/B are two processes (two compiler or library builds), so their turns
+pass between processes: this module is the baton.
+
+`Baton(token, side)` is one side's end: a datagram socket in Linux's abstract namespace named
+after `token` (which the two sides share, e.g. from the round's parent) and the side's label,
+so nothing is left on disk and no path length applies. Messages are small JSON objects.
+
+- `meet(name, case)`: a barrier — both sides reached `name` of case `case` (both built the
+  case's inputs; both finished it, so neither builds the next case while the other times).
+- `take_turns(first, sample, max_blocks)`: the turns of one case in ABBA order (the first side
+  takes one sample, the other two, the first one: a block, each side two samples; blocks go
+  on while either side's `sample()` says it wants more, at most `max_blocks`). `sample()`
+  takes one sample, drained before and after (the caller's timer does that), and returns
+  whether its side wants more. Both sides end a case with the same number of samples.
+
+A peer whose process ended (its pid comes with each message), whose socket is gone after it
+answered once, or that does not answer within `timeout_s` raises `PeerLost` on the side
+waiting for it, within `POLL_S` of its end: the caller measures on alone and says so.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from typing import Callable
+
+TIMEOUT_S = 120.0      # a peer silent this long is lost (it may be compiling its case)
+RETRY_S = 0.005        # between tries to reach a peer whose socket is not there yet
+POLL_S = 0.2           # how often a side waiting for its peer checks that it still runs
+TURN, STOP, MEET = "turn", "stop", "meet"
+
+
+class PeerLost(RuntimeError):
+    """The other side stopped answering (ended, hung, or out of step)."""
+
+
+def address(token: str, side: str) -> bytes:
+    """The abstract socket name of `side`'s end of the baton `token`."""
+    return f"\0zlh-baton-{token}-{side}".encode()
+
+
+def running(pid: int) -> bool:
+    """Whether process `pid` still runs (an ended child not yet waited for does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+class Baton:
+    """One side's end of the baton between two processes (see the module's text)."""
+
+    def __init__(self, token: str, side: str, peer: str, timeout_s: float = TIMEOUT_S):
+        if not sys.platform.startswith("linux"):
+            raise OSError("taking turns between processes needs Linux (abstract sockets)")
+        if side == peer:
+            raise ValueError(f"a baton joins two sides, not {side!r} with itself")
+        self.side, self.peer, self.timeout_s = side, peer, timeout_s
+        self._peer_address = address(token, peer)
+        self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._socket.bind(address(token, side))
+        self.sent = 0
+        self.peer_pid: int | None = None   # from the peer's first message
+
+    def close(self) -> None:
+        self._socket.close()
+
+    def __enter__(self) -> "Baton":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def send(self, kind: str, case: int, **fields) -> None:
+        """A message to the peer; waits (up to timeout_s) for its socket to exist."""
+        data = json.dumps({"kind": kind, "case": case, "n": self.sent, "pid": os.getpid(),
+                           **fields}).encode()
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                self._socket.sendto(data, self._peer_address)
+                self.sent += 1
+                return
+            except (ConnectionRefusedError, FileNotFoundError):
+                if self.peer_pid is not None:      # it was there: its process closed it
+                    raise PeerLost(f"side {self.peer} closed its end of the baton") from None
+                if time.monotonic() > deadline:
+                    raise PeerLost(f"side {self.peer} never opened its end of the baton "
+                                   f"({self.timeout_s:g} s)") from None
+                time.sleep(RETRY_S)
+
+    def receive(self, kinds: tuple[str, ...], case: int) -> dict:
+        """The peer's next message, which must be one of `kinds` for `case`."""
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            self._socket.settimeout(max(0.0, min(POLL_S, deadline - time.monotonic())))
+            try:
+                data = self._socket.recv(4096)
+                break
+            except socket.timeout:
+                if self.peer_pid is not None and not running(self.peer_pid):
+                    raise PeerLost(f"side {self.peer}'s process (pid {self.peer_pid}) "
+                                   f"ended") from None
+                if time.monotonic() >= deadline:
+                    raise PeerLost(f"side {self.peer} sent nothing for "
+                                   f"{self.timeout_s:g} s") from None
+        message = json.loads(data)
+        self.peer_pid = message.get("pid", self.peer_pid)
+        if message.get("kind") not in kinds or message.get("case") != case:
+            raise PeerLost(f"side {self.peer} is out of step: {message.get('kind')} of case "
+                           f"{message.get('case')} where {'/'.join(kinds)} of case {case} "
+                           f"was due")
+        return message
+
+    def meet(self, name: str, case: int) -> None:
+        """Both sides at `name` of `case` before either goes on."""
+        self.send(MEET, case, name=name)
+        message = self.receive((MEET,), case)
+        if message.get("name") != name:
+            raise PeerLost(f"side {self.peer} is at {message.get('name')!r} of case {case}, "
+                           f"not {name!r}")
+
+    def take_turns(self, first: bool, sample: Callable[[], bool], case: int,
+                   max_blocks: int) -> int:
+        """The samples of one case in turns with the peer (ABBA blocks); the number this side
+        took. `first`: this side opens each block (and decides when the case ends)."""
+        if max_blocks < 1:
+            raise ValueError(f"max_blocks {max_blocks}: at least one block")
+        taken = 0
+        if first:
+            for block in range(1, max_blocks + 1):
+                sample()
+                self.send(TURN, case)
+                peer_more = bool(self.receive((TURN,), case).get("more"))
+                more = sample()
+                taken += 2
+                if not (more or peer_more) or block == max_blocks:
+                    self.send(STOP, case)
+                    return taken
+        while self.receive((TURN, STOP), case)["kind"] == TURN:
+            sample()
+            more = sample()
+            taken += 2
+            self.send(TURN, case, more=more)
+        return taken

@@ -1,0 +1,154 @@
+"""The baton between two sides: samples in ABBA turns that never overlap, both sides ending a
+case with as many samples, blocks while either side wants more (at most the cap), a barrier
+no side passes alone, and a lost or out-of-step peer named instead of waited for forever."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import pytest
+
+from conftest import ROOT
+from harness.measure.baton import Baton, PeerLost
+
+
+def token() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def pair(timeout_s: float = 10.0) -> tuple[Baton, Baton]:
+    shared = token()
+    return Baton(shared, "A", "B", timeout_s), Baton(shared, "B", "A", timeout_s)
+
+
+class Sampler:
+    """A side's samples: each one logged (side, start, end) in a shared list; wants more until
+    it has `wanted` samples."""
+
+    def __init__(self, side: str, log: list, wanted: int):
+        self.side, self.log, self.wanted, self.count = side, log, wanted, 0
+
+    def __call__(self) -> bool:
+        start = time.monotonic()
+        time.sleep(0.001)                     # a sample's device work
+        self.count += 1
+        self.log.append((self.side, start, time.monotonic()))
+        return self.count < self.wanted
+
+
+def run_case(wanted_a: int, wanted_b: int, max_blocks: int = 100):
+    """One case's turns between two threads; (log, taken by A, taken by B)."""
+    a, b = pair()
+    log: list = []
+    taken = {}
+
+    def side(baton: Baton, first: bool, wanted: int) -> None:
+        with baton:
+            baton.meet("built", 0)
+            taken[baton.side] = baton.take_turns(first, Sampler(baton.side, log, wanted), 0,
+                                                 max_blocks)
+            baton.meet("done", 0)
+
+    threads = [threading.Thread(target=side, args=(a, True, wanted_a)),
+               threading.Thread(target=side, args=(b, False, wanted_b))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not any(t.is_alive() for t in threads)
+    return log, taken["A"], taken["B"]
+
+
+def test_turns_go_abba_never_overlap_and_end_even():
+    log, taken_a, taken_b = run_case(wanted_a=3, wanted_b=3)
+    order = "".join(side for side, _, _ in log)
+    assert order == "ABBAABBA"                # two blocks: A wanted 3, so a second block
+    assert taken_a == taken_b == 4
+    for (_, _, end), (_, start, _) in zip(log, log[1:]):
+        assert start >= end                   # a sample starts after the previous one ended
+
+
+@pytest.mark.parametrize("wanted_a, wanted_b, blocks", [(1, 9, 5), (9, 1, 5), (1, 1, 1)])
+def test_blocks_go_on_while_either_side_wants_more(wanted_a, wanted_b, blocks):
+    log, taken_a, taken_b = run_case(wanted_a, wanted_b)
+    assert taken_a == taken_b == 2 * blocks   # the side that wants 9 samples sets the pace
+    assert "".join(s for s, _, _ in log) == "ABBA" * blocks
+
+
+def test_the_cap_ends_the_case_whatever_the_sides_want():
+    log, taken_a, taken_b = run_case(wanted_a=1000, wanted_b=1000, max_blocks=3)
+    assert taken_a == taken_b == 6 and len(log) == 12
+
+
+def test_no_side_passes_a_meeting_alone():
+    a, b = pair()
+
+    def late_side() -> None:
+        with b:
+            time.sleep(0.3)
+            b.meet("built", 4)
+
+    thread = threading.Thread(target=late_side)
+    thread.start()
+    started = time.monotonic()
+    with a:
+        a.meet("built", 4)
+    thread.join(10)
+    assert time.monotonic() - started >= 0.25  # A waited for B to arrive
+
+
+def test_a_peer_at_another_case_is_out_of_step():
+    a, b = pair()
+    with a, b:
+        b.send("meet", 2, name="built")
+        with pytest.raises(PeerLost, match="out of step: meet of case 2 where meet of case 3"):
+            a.meet("built", 3)
+
+
+def test_a_silent_peer_is_lost_after_the_timeout():
+    a, b = pair(timeout_s=0.2)
+    with a, b:
+        started = time.monotonic()
+        with pytest.raises(PeerLost, match="sent nothing for 0.2 s"):
+            a.meet("built", 0)
+        assert time.monotonic() - started < 5
+
+
+def test_a_peer_that_never_opens_its_end_is_lost():
+    with Baton(token(), "A", "B", timeout_s=0.2) as a:
+        with pytest.raises(PeerLost, match="never opened its end"):
+            a.send("meet", 0, name="built")
+
+
+# The follower's side in a process of its own: meets, takes turns, then dies mid-case.
+FOLLOWER = r"""
+import sys, time
+from harness.measure.baton import Baton
+shared, die_after = sys.argv[1], int(sys.argv[2])
+count = 0
+def sample():
+    global count
+    count += 1
+    if count > die_after:
+        import os; os._exit(3)              # the process dies between two samples
+    time.sleep(0.001)
+    return True
+with Baton(shared, "B", "A", timeout_s=10) as b:
+    b.meet("built", 0)
+    b.take_turns(False, sample, 0, 100)
+"""
+
+
+def test_a_peer_process_that_dies_mid_case_is_lost_not_waited_for():
+    shared = token()
+    child = subprocess.Popen([sys.executable, "-c", FOLLOWER, shared, "3"], cwd=ROOT)
+    with Baton(shared, "A", "B", timeout_s=10) as a:
+        a.meet("built", 0)
+        started = time.monotonic()
+        with pytest.raises(PeerLost):
+            a.take_turns(True, lambda: True, 0, 100)
+        assert time.monotonic() - started < 3    # its end seen, not the 10 s timeout
+    assert child.wait(10) == 3
