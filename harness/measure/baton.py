@@ -20,6 +20,11 @@ so nothing is left on disk and no path length applies. Messages are small JSON o
   takes one sample, drained before and after (the caller's timer does that), and returns
   whether its side wants more. Both sides end a case with the same number of samples.
 
+`SampleTurns(baton, first)` is what a timer takes (`timers`, `turns=`): each measurement the
+timer makes is a case (both sides' timers measure the same cases in the same order), met
+`ready` (both warmed up), sampled in turns (one sample and a device sync per turn) and met
+`done`. Once the peer is lost, `lost` says why and the timer samples on alone.
+
 A peer whose process ended (its pid comes with each message), whose socket is gone after it
 answered once, or that does not answer within `timeout_s` raises `PeerLost` on the side
 waiting for it, within `POLL_S` of its end: the caller measures on alone and says so.
@@ -153,3 +158,35 @@ class Baton:
             taken += 2
             self.send(TURN, case, more=more)
         return taken
+
+
+class SampleTurns:
+    """A timer's samples in turns with the other side's timer (see the module's text)."""
+
+    def __init__(self, baton: Baton, first: bool, max_blocks: int = 2500):
+        self.baton, self.first, self.max_blocks = baton, first, max_blocks
+        self.cases = 0                     # measurements met so far
+        self.lost: str | None = None       # why the peer was lost, once it was
+
+    def collect(self, take_one: Callable[[], list[float]],
+                enough: Callable[[list[float]], bool]) -> tuple[list[float], bool]:
+        """One measurement's samples: (samples, whether the turns ran to the end). Not to the
+        end (the peer lost, now or before): the timer goes on alone from these samples."""
+        samples: list[float] = []
+        if self.lost is not None:
+            return samples, False
+        case, self.cases = self.cases, self.cases + 1
+
+        def sample() -> bool:
+            samples.extend(take_one())
+            return not enough(samples)
+
+        try:
+            self.baton.meet("ready", case)
+            self.baton.take_turns(self.first, sample, case, self.max_blocks)
+            self.baton.meet("done", case)
+        except PeerLost as exc:
+            self.lost = str(exc)
+            return samples, False
+        return samples, True
+

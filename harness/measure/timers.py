@@ -11,6 +11,9 @@ Three timers, one shape:
   optionally flushing L2 before each call.
 * `HostTimer` uses the host clock and a device sync; it is the timer of the `cpu` backend.
 
+`turns` (a `baton.SampleTurns`, optional) has the samples taken in turns with another
+process's timer measuring the same cases: one sample and a sync per turn (baton.py).
+
 Timers only time. They know the backend interface, never an adapter or a vendor. Errors in
 graph-specific phases are raised as `GraphPhaseError` so the caller can fall back.
 
@@ -77,7 +80,7 @@ class _TimerBase:
     name = ""
 
     def __init__(self, backend, device_index: int, rule: StoppingRule | None = None,
-                 budget: Budget | None = None, repeat: int = 1):
+                 budget: Budget | None = None, repeat: int = 1, turns=None):
         if repeat < 1:
             raise ValueError("repeat must be >= 1")
         self.backend = backend
@@ -86,6 +89,7 @@ class _TimerBase:
         self.budget = budget or Budget()
         self.repeat = repeat
         self.clocks: tuple = ()
+        self.turns = turns
 
     # -- the shared skeleton -------------------------------------------------------------
     def measure(self, fn: Callable[[], object], scope: Scope | None = None) -> Measurement:
@@ -118,10 +122,16 @@ class _TimerBase:
         in-process query, None where there is none) just before and just after, outside any
         timed window, into `self.clocks`."""
         self.clocks = self._clock()
-        samples: list[float] = []
         pace_s = self.rule.pace_us / 1e6
         start = time.perf_counter()
-        while True:
+        samples: list[float] = []
+        if self.turns is not None:
+            samples, ended = self.turns.collect(take_batch, lambda taken: self.rule.should_stop(
+                taken, (time.perf_counter() - start) * 1e3))
+            if ended:
+                self.clocks += self._clock()
+                return samples
+        while True:         # alone (or on alone from where the turns stopped)
             samples.extend(take_batch())
             if self.rule.should_stop(samples, (time.perf_counter() - start) * 1e3):
                 self.clocks += self._clock()
@@ -134,8 +144,9 @@ class _TimerBase:
         return (reading,) if reading is not None else ()
 
     def _per_sync(self) -> int:
-        """Samples between host syncs: one when paced (each sample is followed by the gap)."""
-        return 1 if self.rule.pace_us else self.budget.samples_per_sync
+        """Samples between host syncs: one when paced (each sample is followed by the gap) or
+        taken in turns (the device drained before the other side's turn)."""
+        return 1 if self.rule.pace_us or self.turns is not None else self.budget.samples_per_sync
 
     def _calls_per_sample(self, per_call_ms: float) -> int:
         if per_call_ms >= self.budget.batch_ms:
@@ -314,13 +325,15 @@ class GraphTimer(EventTimer):
 
 
 def make_timer(name: str, backend, device_index: int, rule: StoppingRule | None = None,
-               budget: Budget | None = None, repeat: int = 1, flush_l2: bool = False):
+               budget: Budget | None = None, repeat: int = 1, flush_l2: bool = False,
+               turns=None):
     if name == GRAPH:
-        return GraphTimer(backend, device_index, rule, budget, repeat)
+        return GraphTimer(backend, device_index, rule, budget, repeat, turns=turns)
     if name == EVENT:
-        return EventTimer(backend, device_index, rule, budget, repeat, flush_l2=flush_l2)
+        return EventTimer(backend, device_index, rule, budget, repeat, flush_l2=flush_l2,
+                          turns=turns)
     if name == HOST:
-        return HostTimer(backend, device_index, rule, budget, repeat)
+        return HostTimer(backend, device_index, rule, budget, repeat, turns=turns)
     raise ValueError(f"unknown timer {name!r}; known: {', '.join(TIMER_NAMES)}")
 
 

@@ -152,3 +152,72 @@ def test_a_peer_process_that_dies_mid_case_is_lost_not_waited_for():
             a.take_turns(True, lambda: True, 0, 100)
         assert time.monotonic() - started < 3    # its end seen, not the 10 s timeout
     assert child.wait(10) == 3
+
+
+# -- a timer's samples in turns ---------------------------------------------------------------
+
+class Calls:
+    """A function under test that logs each call's (side, start, end)."""
+
+    def __init__(self, side: str, log: list):
+        self.side, self.log = side, log
+
+    def __call__(self) -> None:
+        start = time.monotonic()
+        sum(range(2000))
+        self.log.append((self.side, start, time.monotonic()))
+
+
+def timer(turns, samples: int):
+    from harness.measure.stopping import StoppingRule
+    from harness.measure.timers import Budget, HostTimer
+    import backends
+    rule = StoppingRule(min_samples=samples, max_samples=samples, min_time_ms=0,
+                        max_time_ms=60_000)
+    return HostTimer(backends.get_backend("cpu"), 0, rule, Budget(warmup_ms=1, batch_ms=0.0),
+                     turns=turns)
+
+
+def test_two_timers_take_their_samples_in_turns_never_at_once():
+    from harness.measure.baton import SampleTurns
+    a, b = pair()
+    log: list = []
+    results = {}
+
+    def side(baton: Baton, first: bool, wanted: int) -> None:
+        with baton:
+            turns = SampleTurns(baton, first)
+            results[baton.side] = (timer(turns, wanted).measure(Calls(baton.side, log)), turns)
+
+    threads = [threading.Thread(target=side, args=(a, True, 6)),
+               threading.Thread(target=side, args=(b, False, 4))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    (ma, ta), (mb, tb) = results["A"], results["B"]
+    assert ta.lost is None and tb.lost is None and ta.cases == tb.cases == 1
+    assert len(ma.samples_ms) == len(mb.samples_ms) == 6     # the side wanting 6 set the pace
+    assert ma.calls_per_sample == mb.calls_per_sample == 1
+    sampled = sorted(log, key=lambda call: call[1])[-12:]     # the last 12 calls: the samples
+    assert "".join(side for side, _, _ in sampled) == "ABBAABBAABBA"
+    for (_, _, end), (_, start, _) in zip(sampled, sampled[1:]):
+        assert start >= end
+
+
+def test_a_timer_whose_peer_is_lost_samples_on_alone():
+    from harness.measure.baton import SampleTurns
+    a, b = pair(timeout_s=0.3)
+
+    def peer_that_leaves() -> None:
+        b.meet("ready", 0)
+        b.close()
+
+    thread = threading.Thread(target=peer_that_leaves)
+    thread.start()
+    with a:
+        turns = SampleTurns(a, first=True)
+        measured = timer(turns, 8).measure(Calls("A", []))
+    thread.join(10)
+    assert "closed its end" in turns.lost
+    assert len(measured.samples_ms) == 8                     # the rule met alone
