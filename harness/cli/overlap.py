@@ -25,8 +25,8 @@ def overlap_options(command):
              "once (--overlap-width), sharing the device's lock (let go while Triton "
              "compiles); an op that times runs alone, after a cool-down of the device where "
              "another process held it last (a screen's two sides do, so under --timing all "
-             "it gains only the spare and takes longer). Default: off. With --resume: switch it for the rest of the root "
-             "(recorded in its plan).")(command)
+             "it gains only the spare and takes longer). Default: off. With --resume: switch "
+             "it for the rest of the root (recorded in its plan).")(command)
 
 
 def overlap_width_for(executor: str, overlap: bool | None, width: int | None) -> int:

@@ -74,7 +74,6 @@ class Baton:
         self._peer_address = address(token, peer)
         self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._socket.bind(address(token, side))
-        self.sent = 0
         self.peer_pid: int | None = None   # from the peer's first message
 
     def close(self) -> None:
@@ -88,13 +87,11 @@ class Baton:
 
     def send(self, kind: str, case: int, **fields) -> None:
         """A message to the peer; waits (up to timeout_s) for its socket to exist."""
-        data = json.dumps({"kind": kind, "case": case, "n": self.sent, "pid": os.getpid(),
-                           **fields}).encode()
+        data = json.dumps({"kind": kind, "case": case, "pid": os.getpid(), **fields}).encode()
         deadline = time.monotonic() + self.timeout_s
         while True:
             try:
                 self._socket.sendto(data, self._peer_address)
-                self.sent += 1
                 return
             except (ConnectionRefusedError, FileNotFoundError):
                 if self.peer_pid is not None:      # it was there: its process closed it

@@ -124,20 +124,19 @@ class _TimerBase:
         self.clocks = self._clock()
         pace_s = self.rule.pace_us / 1e6
         start = time.perf_counter()
-        samples: list[float] = []
-        if self.turns is not None:
-            samples, ended = self.turns.collect(take_batch, lambda taken: self.rule.should_stop(
-                taken, (time.perf_counter() - start) * 1e3))
-            if ended:
-                self.clocks += self._clock()
-                return samples
-        while True:         # alone (or on alone from where the turns stopped)
+
+        def enough(taken: list[float]) -> bool:
+            return self.rule.should_stop(taken, (time.perf_counter() - start) * 1e3)
+
+        samples, ended = (self.turns.collect(take_batch, enough) if self.turns is not None
+                          else ([], False))
+        while not ended:    # alone (or on alone from where the turns stopped)
             samples.extend(take_batch())
-            if self.rule.should_stop(samples, (time.perf_counter() - start) * 1e3):
-                self.clocks += self._clock()
-                return samples
-            if pace_s:
+            ended = enough(samples)
+            if pace_s and not ended:
                 time.sleep(pace_s)       # the device idles between samples (stopping.py)
+        self.clocks += self._clock()
+        return samples
 
     def _clock(self) -> tuple:
         reading = self.backend.clock_reading(self.device_index)

@@ -208,16 +208,23 @@ def test_two_timers_take_their_samples_in_turns_never_at_once():
 def test_a_timer_whose_peer_is_lost_samples_on_alone():
     from harness.measure.baton import SampleTurns
     a, b = pair(timeout_s=0.3)
+    left = threading.Event()
 
     def peer_that_leaves() -> None:
         b.meet("ready", 0)
         b.close()
+        left.set()
+
+    def calls() -> None:                     # A's samples wait until B has left (its
+        if turns.cases:                      # warm-up, before the meeting, does not)
+            assert left.wait(10)
+        sum(range(2000))
 
     thread = threading.Thread(target=peer_that_leaves)
     thread.start()
     with a:
         turns = SampleTurns(a, first=True)
-        measured = timer(turns, 8).measure(Calls("A", []))
+        measured = timer(turns, 8).measure(calls)
     thread.join(10)
     assert "closed its end" in turns.lost
     assert len(measured.samples_ms) == 8                     # the rule met alone
