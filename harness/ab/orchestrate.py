@@ -105,7 +105,8 @@ def run_rounds(plan: ABPlan, echo: Echo = print,
     """Both sides for every op, rounds, guard, report, in a root made and held (ab_root)."""
     reports, code = [], EXIT_OK
     write_reports(plan.root, reports)
-    counter = _Counter(len(plan.ops) * 2 * plan.rounds, progress)
+    records = len(plan.ops) if hasattr(plan.runner, "run_together") else 0    # round 0
+    counter = _Counter(len(plan.ops) * 2 * plan.rounds + records, progress)
     with _watch(plan), _closing(plan.runner):     # telemetry.tsv beside status.tsv
         for op in plan.ops:
             report, op_code = OpAB(plan, op, echo, counter).run()
@@ -158,31 +159,55 @@ class OpAB:
 
     def run(self) -> tuple[ABReport | None, int]:
         plan, op = self.plan, self.op
-        if not self._run(1, plan.a, None):
-            return None, self.outcomes[(1, "A")].exit_code()
-        record = self.outcomes[(1, "A")].run_dir
-        if not self._run(1, plan.b, record):
-            return None, self.outcomes[(1, "B")].exit_code()
+        together = self._together()
+        record_round = 0 if together else 1     # in turns, the record is made alone first
+        if not self._run(record_round, plan.a, None):
+            return None, self.outcomes[(record_round, "A")].exit_code()
+        record = self.outcomes[(record_round, "A")].run_dir
+        failed = self._round(1, record) if together else (
+            None if self._run(1, plan.b, record) else self.outcomes[(1, "B")])
+        if failed is not None:
+            return None, failed.exit_code()
         run_a, run_b = load_run(record), load_run(self.outcomes[(1, "B")].run_dir)
         check = check_caliber(run_a, run_b, op)
         if not guard(check, op, plan.allow_caliber_mismatch, self.echo):
             return None, EXIT_CALIBER
-        verdict = ir_verdict(run_a.path, run_b.path, plan.scrub)
+        verdict = ir_verdict(self.outcomes[(1, "A")].run_dir, run_b.path, plan.scrub)
         rounds, number = self._rounds_after(verdict), 2
         while number <= rounds:
-            for side in (plan.a if label == "A" else plan.b for label in side_order(number)):
-                if not self._run(number, side, record):
-                    return None, self.outcomes[(number, side.label)].exit_code()
+            failed = self._round(number, record)
+            if failed is not None:
+                return None, failed.exit_code()
             if plan.auto is not None and number == plan.auto.min_rounds:
                 rounds = self._planned(number, rounds)
             number += 1
         pairs = [(load_run(self.outcomes[(n, "A")].run_dir),
                   load_run(self.outcomes[(n, "B")].run_dir)) for n in range(1, rounds + 1)]
-        if not later_rounds_pass(run_a, pairs, op, plan.allow_caliber_mismatch, self.echo):
+        if not later_rounds_pass(run_a, pairs, op, plan.allow_caliber_mismatch, self.echo,
+                                 from_round=1 if together else 2):
             return None, EXIT_CALIBER
         return build_report(pairs, plan.alpha, verdict, check,
                             (plan.a.description, plan.b.description), plan.noise_floor,
                             self.echo, plan.auto)
+
+    def _together(self):
+        """The runner's `run_together` (both sides of a round at once, in turns), or None."""
+        return getattr(self.plan.runner, "run_together", None)
+
+    def _round(self, number: int, record: Path) -> RunOutcome | None:
+        """Both sides of round `number` in ABBA order (at once, where the runner takes
+        turns), replaying `record`; the first failed outcome, or None."""
+        sides = tuple(self.plan.a if label == "A" else self.plan.b
+                      for label in side_order(number))
+        together = self._together()
+        if together is None:
+            for side in sides:
+                if not self._run(number, side, record):
+                    return self.outcomes[(number, side.label)]
+            return None
+        outcomes = together(self.plan, self.op, number, sides, record)
+        failed = [outcome for outcome in outcomes if not self._took(outcome)]
+        return failed[0] if failed else None
 
     def _planned(self, pilot: int, cap: int) -> int:
         """--rounds auto, after the pilot rounds: the op's rounds (two-stage design), said in
@@ -204,15 +229,23 @@ class OpAB:
 
     def _run(self, number: int, side: Side, replay_from: Path | None) -> bool:
         runner = self.plan.runner
-        outcome = (runner.run(self.plan, self.op, number, side, replay_from)
-                   if runner is not None else run_side(self.plan, self.op, number, side,
-                                                       replay_from))
-        self.outcomes[(number, side.label)] = outcome
+        return self._took(runner.run(self.plan, self.op, number, side, replay_from)
+                          if runner is not None else run_side(self.plan, self.op, number, side,
+                                                              replay_from))
+
+    def _took(self, outcome: RunOutcome) -> bool:
+        """A run's outcome kept and counted; False (said) when it failed."""
+        number, label = outcome.round, outcome.side
+        self.outcomes[(number, label)] = outcome
         self.counter.finished(self.op, outcome)
+        lost = outcome.turns_lost()
+        if lost:
+            self.echo(f"WARNING {self.op}: round {number} side {label}: samples taken alone "
+                      f"from where the turns with the other side broke ({lost})")
         problem = outcome.problem()
         if problem is None:
             return True
-        self.echo(f"!!! {self.op}: round {number} side {side.label} failed ({problem}): "
+        self.echo(f"!!! {self.op}: round {number} side {label} failed ({problem}): "
                   f"{outcome.last_words() or 'no output'}; no report for this op")
         return False
 
@@ -251,10 +284,11 @@ def build_report(pairs: list[tuple[StoredRun, StoredRun]], alpha: float, verdict
 
 
 def later_rounds_pass(run_a: StoredRun, pairs: list[tuple[StoredRun, StoredRun]], op: str,
-                      allow: bool, echo: Echo) -> bool:
-    """Every run of rounds 2, 3, ... checked against round 1's A (also `zlh ab --rescore`);
-    False at the first one the guard refuses."""
-    for number, (later_a, later_b) in enumerate(pairs[1:], start=2):
+                      allow: bool, echo: Echo, from_round: int = 2) -> bool:
+    """Every run of rounds `from_round`, … checked against the record `run_a` (round 1's A,
+    or round 0's where the rounds ran in turns; also `zlh ab --rescore`); False at the first
+    one the guard refuses."""
+    for number, (later_a, later_b) in enumerate(pairs[from_round - 1:], start=from_round):
         for side, later in (("A", later_a), ("B", later_b)):
             late = check_caliber(run_a, later, f"{op} round {number} side {side}")
             late.warnings = []          # round 1 already said them

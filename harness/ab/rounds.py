@@ -9,7 +9,9 @@ Every round runs A and B in ABBA order (round 1 A then B, round 2 B then A, …)
 over the rounds (the card warming, a clock settling) falls on both sides alike. How a run
 starts is a `RoundRunner`: None (the default) starts each in a fresh `zlh bench` process
 (`orchestrate.run_side`); a persistent one keeps one worker process per side and runs every
-round of that side in it (`harness.corpus.rounds`, chosen by the command line).
+round of that side in it (`harness.corpus.rounds`, chosen by the command line). A runner with
+`run_together` (turns) runs a round's two sides at once, their samples in turns on the device;
+the record is then made alone first (round 0), so that every round compared ran in turns.
 """
 from __future__ import annotations
 
@@ -20,8 +22,8 @@ from typing import Protocol, Sequence
 from ..common.errors import UsageError
 from ..measure import sequential
 
-FRESH, PERSISTENT = "fresh", "persistent"
-ROUND_PROCESSES = (FRESH, PERSISTENT)
+FRESH, PERSISTENT, TURNS = "fresh", "persistent", "turns"
+ROUND_PROCESSES = (FRESH, PERSISTENT, TURNS)
 DESIGN = "two-stage"
 
 

@@ -3,6 +3,7 @@ directory, log) and its row in the root's `status.tsv` — the same whichever wa
 started (a fresh `zlh bench` process, or a round in a side's persistent worker)."""
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -47,6 +48,15 @@ class RunOutcome:
         """What the failed run means for `zlh ab`: its own bad-input or preflight code (2, 3)
         when it gave one, else 1."""
         return self.rc if self.rc in (EXIT_USAGE, EXIT_PREFLIGHT) else EXIT_FAILED_CASES
+
+    def turns_lost(self) -> str | None:
+        """Why this run's samples stopped being taken in turns with the other side's (its
+        run.json's `turns.lost`), or None (taken in turns throughout, or not in turns)."""
+        try:
+            turns = json.loads((self.run_dir / "run.json").read_text()).get("turns")
+        except (OSError, TypeError, ValueError, AttributeError):
+            return None
+        return turns.get("lost") if isinstance(turns, dict) else None
 
     def last_words(self) -> str:
         """The last line the run printed (the one-line error of a failed run)."""

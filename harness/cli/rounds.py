@@ -1,14 +1,14 @@
 """The rounds options of `zlh ab` and `zlh calibrate`: `--rounds N|auto`, `--target-pct`,
 `--min-rounds`, `--max-rounds` (the two-stage design, harness/measure/sequential.py) and
-`--round-process fresh|persistent` (harness/ab/rounds.py, harness/corpus/rounds.py)."""
+`--round-process fresh|persistent|turns` (harness/ab/rounds.py, harness/corpus/rounds.py)."""
 from __future__ import annotations
 
 import click
 
-from ..ab.rounds import FRESH, PERSISTENT, ROUND_PROCESSES, AutoRounds
+from ..ab.rounds import FRESH, PERSISTENT, ROUND_PROCESSES, TURNS, AutoRounds
 from ..common import errors
 from ..common.limits import MAX_ROUNDS
-from ..corpus.rounds import PersistentRounds
+from ..corpus.rounds import PersistentRounds, TurnsRounds
 from ..measure import sequential
 from .common import finite
 
@@ -62,7 +62,10 @@ def rounds_options(low: int, default, help_text: str):
                      show_default=True,
                      help="fresh: every run a new `zlh bench` process; persistent: one "
                           "worker process per side runs all its rounds, each re-randomised "
-                          "(new addresses, graphs, allocator cache, a settle gap)."),
+                          "(new addresses, graphs, allocator cache, a settle gap); turns: "
+                          "persistent workers, and a round's two sides run at once taking "
+                          "their samples in turns on the device (the record made alone "
+                          "first, as round 0)."),
     ]
 
     def decorate(fn):
@@ -85,5 +88,6 @@ def rounds_plan(params: dict, fixed_default: int = 1):
             raise errors.UsageError(f"{flags} only with --rounds auto (a fixed --rounds N "
                                     f"runs N rounds)")
         auto, rounds = None, params.get("rounds") or fixed_default
-    runner = PersistentRounds() if params.get("round_process") == PERSISTENT else None
+    runner = {PERSISTENT: PersistentRounds, TURNS: TurnsRounds}.get(
+        params.get("round_process"), lambda: None)()
     return rounds, auto, runner

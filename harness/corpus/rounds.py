@@ -1,4 +1,5 @@
-"""Rounds of an A/B in one persistent worker per side (`zlh ab --round-process persistent`).
+"""Rounds of an A/B in one persistent worker per side (`zlh ab --round-process persistent`,
+and `turns`: both sides of a round at once, their samples in turns on the device).
 
 Each side gets one reused worker (`harness.corpus.worker`, started and supervised by
 `supervisor.Worker` through the launcher) with that side's interpreter and environment, and
@@ -20,13 +21,16 @@ from __future__ import annotations
 
 import contextlib
 import time
+import uuid
 import zlib
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
-from ..ab.rounds import PERSISTENT
+from ..ab.rounds import PERSISTENT, TURNS
 from ..ab.runs import RunOutcome, append_status, outcome_of
 from ..ab.sides import ABPlan, Side, env_for
 from ..launch import launcher
+from ..measure.device_lock import LOCK_DIR_ENV
 from ..store.rundir import safe_name
 from .supervisor import Lane, Worker
 
@@ -62,6 +66,12 @@ class PersistentRounds:
 
     def run(self, plan: ABPlan, op: str, number: int, side: Side,
             replay_from: Path | None) -> RunOutcome:
+        self.sleep(self.settle_s)
+        return self._run_job(plan, op, number, side, replay_from)
+
+    def _run_job(self, plan: ABPlan, op: str, number: int, side: Side,
+                 replay_from: Path | None, turns: dict | None = None) -> RunOutcome:
+        """One side's round in its worker; `turns`: the job's turns with the other side."""
         out = Path(plan.root) / safe_name(op) / f"r{number}_{side.label}"
         out.mkdir(parents=True, exist_ok=True)
         options = plan.options.replace(out=str(out),
@@ -72,10 +82,11 @@ class PersistentRounds:
         with open(log, "w", encoding="utf-8") as handle:
             launcher.write_command(handle, [side.python, "-m", "harness", "bench", op, *args])
         worker = self._worker(plan, side)
-        self.sleep(self.settle_s)
         job = {"op": op, "args": args, "log": str(log), "argv": ["zlh", "bench", op, *args],
                "round": {"seed": round_seed(op, number, side.label),
                          "shift_max_bytes": self.shift_max_bytes}}
+        if turns:
+            job["turns"] = turns
         started = time.time()
         try:
             attempt = worker.run(job, plan.timeout_s, log, out)
@@ -93,3 +104,52 @@ class PersistentRounds:
     def close(self) -> None:
         for worker in self.workers.values():
             worker.stop()
+
+
+class TurnsRounds(PersistentRounds):
+    """`--round-process turns`: persistent workers as above, and from round 2 on a round's
+    two sides run at once, their samples taken in turns on the device (measure/baton.py),
+    the side `side_order` puts first opening every block. The record (round 1's A) is made
+    before, alone; so is round 1's B, which compares the sides' generated code first."""
+
+    name = TURNS
+
+    def _worker(self, plan: ABPlan, side: Side) -> Worker:
+        known = side.label in self.workers
+        worker = super()._worker(plan, side)
+        if not known and LOCK_DIR_ENV in worker.lane.env:     # both sides time at once: a
+            worker.lane.env.pop(LOCK_DIR_ENV)                 # lock would keep one waiting
+        return worker
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # one thread per side for the whole A/B: a worker dies with the thread that started
+        # it (common/process.die_with_parent), so the thread must outlive its rounds
+        self.threads: dict[str, ThreadPoolExecutor] = {}
+
+    def run_together(self, plan: ABPlan, op: str, number: int, sides: tuple[Side, Side],
+                     replay_from: Path | None) -> list[RunOutcome]:
+        """Both sides' runs of round `number` at once (`sides`: the first one first); their
+        outcomes in that order. Ctrl-C or SIGTERM stops both."""
+        token = uuid.uuid4().hex[:16]
+        self.sleep(self.settle_s)
+        futures = []
+        for side, peer in (sides, sides[::-1]):
+            spec = {"token": token, "side": side.label, "peer": peer.label,
+                    "first": side is sides[0]}
+            thread = self.threads.setdefault(
+                side.label, ThreadPoolExecutor(1, thread_name_prefix=f"side{side.label}"))
+            futures.append(thread.submit(self._run_job, plan, op, number, side, replay_from,
+                                         spec))
+        try:
+            wait(futures)
+        except BaseException:
+            for worker in self.workers.values():
+                worker.stop()
+            raise
+        return [future.result() for future in futures]
+
+    def close(self) -> None:
+        super().close()
+        for thread in self.threads.values():
+            thread.shutdown(wait=False)

@@ -30,7 +30,7 @@ from ..common.environ import import_failure, safe_streams
 from ..common.errors import (EXIT_OK, EXIT_POISONED, DevicePoisonedError, OpExitError,
                              Terminated, ZlhError, one_line, op_exit_reason, run_write_failure)
 from ..common.process import die_with_parent, install_terminate_handlers
-from ..run import process_state
+from ..run import process_state, turns
 from .outcome import CRASH_RC, GIB, held_over_limit
 
 PROTOCOL_VERSION = 2          # 2: a job carries `args` (zlh bench arguments), not `options`
@@ -79,7 +79,7 @@ def run_job(job: dict) -> dict:
     with _output_to(log), phases.job_holding():
         try:
             options = BenchOptions.from_argv(job.get("args", ()), argv=job.get("argv"))
-            with _round_state(job.get("round"), options):
+            with _round_state(job.get("round"), options), turns.taking(job.get("turns")):
                 results = run_bench([job["op"]], options, echo=print,
                                     progress=lambda line: print(line, file=sys.stderr))
             rc = max((r.exit_code for r in results), default=EXIT_OK)

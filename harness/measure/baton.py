@@ -21,16 +21,24 @@ so nothing is left on disk and no path length applies. Messages are small JSON o
   whether its side wants more. Both sides end a case with the same number of samples.
 
 `SampleTurns(baton, first)` is what a timer takes (`timers`, `turns=`): each measurement the
-timer makes is a case (both sides' timers measure the same cases in the same order), met
-`ready` (both warmed up), sampled in turns (one sample and a device sync per turn) and met
-`done`. Once the peer is lost, `lost` says why and the timer samples on alone.
+timer makes is a case (both sides' timers measure the same cases in the same order, each
+labelled — op, dtype, shape — and a label that differs from the peer's is a lost peer). A case
+is met `ready` (both built it and ran it once: compilation overlaps freely), prepared in turn
+(the first side estimates, warms up and captures while the other waits, then the other), sampled
+in turns (one sample and a device sync per turn) and met `done`. The time a side spends waiting
+for its peer (`waited_s`) is not its own: a timer's time budget counts without it. `agree(flag)`
+is a joint decision (either side's flag: a throttle retry both take or neither). Once the peer is
+lost, `lost` says why, the peer is told (`LEFT`, so it does not wait out the timeout), and the
+timer samples on alone.
 
 A peer whose process ended (its pid comes with each message), whose socket is gone after it
-answered once, or that does not answer within `timeout_s` raises `PeerLost` on the side
-waiting for it, within `POLL_S` of its end: the caller measures on alone and says so.
+answered once, that said it left, or that does not answer within `timeout_s` raises `PeerLost`
+on the side waiting for it, within `POLL_S` of its end: the caller measures on alone and says
+so.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -41,7 +49,7 @@ from typing import Callable
 TIMEOUT_S = 120.0      # a peer silent this long is lost (it may be compiling its case)
 RETRY_S = 0.005        # between tries to reach a peer whose socket is not there yet
 POLL_S = 0.2           # how often a side waiting for its peer checks that it still runs
-TURN, STOP, MEET = "turn", "stop", "meet"
+TURN, STOP, MEET, LEFT = "turn", "stop", "meet", "left"
 
 
 class PeerLost(RuntimeError):
@@ -75,6 +83,7 @@ class Baton:
         self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._socket.bind(address(token, side))
         self.peer_pid: int | None = None   # from the peer's first message
+        self.waited_s = 0.0                # time spent waiting for the peer's messages
 
     def close(self) -> None:
         self._socket.close()
@@ -101,9 +110,29 @@ class Baton:
                                    f"({self.timeout_s:g} s)") from None
                 time.sleep(RETRY_S)
 
+    def leave(self, reason: str) -> None:
+        """Tell the peer (best effort, no wait) that this side goes on alone."""
+        data = json.dumps({"kind": LEFT, "pid": os.getpid(), "reason": reason}).encode()
+        with contextlib.suppress(OSError):
+            self._socket.sendto(data, self._peer_address)
+
     def receive(self, kinds: tuple[str, ...], case: int) -> dict:
         """The peer's next message, which must be one of `kinds` for `case`."""
-        deadline = time.monotonic() + self.timeout_s
+        started = time.monotonic()
+        try:
+            message = self._receive(started + self.timeout_s)
+        finally:
+            self.waited_s += time.monotonic() - started
+        self.peer_pid = message.get("pid", self.peer_pid)
+        if message.get("kind") == LEFT:
+            raise PeerLost(f"side {self.peer} went on alone ({message.get('reason')})")
+        if message.get("kind") not in kinds or message.get("case") != case:
+            raise PeerLost(f"side {self.peer} is out of step: {message.get('kind')} of case "
+                           f"{message.get('case')} where {'/'.join(kinds)} of case {case} "
+                           f"was due")
+        return message
+
+    def _receive(self, deadline: float) -> dict:
         while True:
             self._socket.settimeout(max(0.0, min(POLL_S, deadline - time.monotonic())))
             try:
@@ -116,21 +145,20 @@ class Baton:
                 if time.monotonic() >= deadline:
                     raise PeerLost(f"side {self.peer} sent nothing for "
                                    f"{self.timeout_s:g} s") from None
-        message = json.loads(data)
-        self.peer_pid = message.get("pid", self.peer_pid)
-        if message.get("kind") not in kinds or message.get("case") != case:
-            raise PeerLost(f"side {self.peer} is out of step: {message.get('kind')} of case "
-                           f"{message.get('case')} where {'/'.join(kinds)} of case {case} "
-                           f"was due")
-        return message
+        return json.loads(data)
 
-    def meet(self, name: str, case: int) -> None:
-        """Both sides at `name` of `case` before either goes on."""
-        self.send(MEET, case, name=name)
+    def meet(self, name: str, case: int, **fields) -> dict:
+        """Both sides at `name` of `case` before either goes on; the peer's message."""
+        self.send(MEET, case, name=name, **fields)
+        return self.expect(name, case)
+
+    def expect(self, name: str, case: int) -> dict:
+        """The peer's `name` of `case` (a meeting's other half, or a turn passed by name)."""
         message = self.receive((MEET,), case)
         if message.get("name") != name:
             raise PeerLost(f"side {self.peer} is at {message.get('name')!r} of case {case}, "
                            f"not {name!r}")
+        return message
 
     def take_turns(self, first: bool, sample: Callable[[], bool], case: int,
                    max_blocks: int) -> int:
@@ -162,28 +190,80 @@ class SampleTurns:
 
     def __init__(self, baton: Baton, first: bool, max_blocks: int = 2500):
         self.baton, self.first, self.max_blocks = baton, first, max_blocks
-        self.cases = 0                     # measurements met so far
+        self.cases = 0                     # measurements begun so far
         self.lost: str | None = None       # why the peer was lost, once it was
+        self.label: str | None = None      # the next measurement's label (case_timer sets it)
+        self._open = False                 # a case begun whose samples are not taken yet
+
+    @property
+    def waited_s(self) -> float:
+        return self.baton.waited_s
+
+    def begin(self) -> None:
+        """A measurement's case: met `ready` (labels compared), then, on the second side, its
+        turn to prepare awaited. Called after the measurement's first call."""
+        if self._open:           # the previous measurement ended before its samples
+            self._lose(PeerLost("a measurement ended before its samples (a failed capture)"))
+        if self.lost is not None:
+            return
+        case, self.cases = self.cases, self.cases + 1
+        self._open = True
+        try:
+            theirs = self.baton.meet("ready", case, label=self.label).get("label")
+            if theirs != self.label:
+                raise PeerLost(f"side {self.baton.peer} measures {theirs!r} where this side "
+                               f"measures {self.label!r}")
+            if not self.first:
+                self.baton.expect("prepare", case)
+        except PeerLost as exc:
+            self._lose(exc)
 
     def collect(self, take_one: Callable[[], list[float]],
                 enough: Callable[[list[float]], bool]) -> tuple[list[float], bool]:
-        """One measurement's samples: (samples, whether the turns ran to the end). Not to the
+        """The begun case's samples: (samples, whether the turns ran to the end). Not to the
         end (the peer lost, now or before): the timer goes on alone from these samples."""
         samples: list[float] = []
-        if self.lost is not None:
+        if self.lost is not None or not self._open:
             return samples, False
-        case, self.cases = self.cases, self.cases + 1
+        self._open = False
+        case = self.cases - 1
 
         def sample() -> bool:
             samples.extend(take_one())
             return not enough(samples)
 
         try:
-            self.baton.meet("ready", case)
+            self.baton.send(MEET, case, name="prepare")      # this side is ready to sample
+            if self.first:
+                self.baton.expect("prepare", case)           # the other side prepared
             self.baton.take_turns(self.first, sample, case, self.max_blocks)
             self.baton.meet("done", case)
         except PeerLost as exc:
-            self.lost = str(exc)
+            self._lose(exc)
             return samples, False
         return samples, True
 
+    def agree(self, flag: bool) -> bool:
+        """Either side's `flag` (both sides call it at the same point); this side's alone once
+        the peer is lost."""
+        if self.lost is not None:
+            return flag
+        try:
+            theirs = self.baton.meet("agree", self.cases, flag=bool(flag)).get("flag")
+        except PeerLost as exc:
+            self._lose(exc)
+            return flag
+        return bool(flag or theirs)
+
+    def finish(self, reason: str = "this side's run ended") -> None:
+        """The run ends: a peer still waiting is told at once."""
+        self.baton.leave(reason)
+
+    def to_dict(self) -> dict:
+        return {"first": self.first, "cases": self.cases, "lost": self.lost}
+
+    def _lose(self, exc: PeerLost) -> None:
+        self._open = False
+        if self.lost is None:
+            self.lost = str(exc)
+            self.baton.leave(self.lost)

@@ -29,19 +29,30 @@ class Timed:
 
 class CaseTimer:
     """`lock`: the device's measurement lock (device_lock.DeviceLock), held around each
-    timed section (`section`); None where no other process shares the device."""
+    timed section (`section`); None where no other process shares the device. `turns`: a
+    baton.SampleTurns when another process's timer measures the same cases and the two take
+    their samples in turns (each measurement labelled with its op, dtype and shape); None
+    otherwise."""
 
     def __init__(self, backend, device_index: int, timer: str, rule: StoppingRule,
-                 budget: Budget, repeat: int = 1, flush_l2: bool = False, lock=None):
+                 budget: Budget, repeat: int = 1, flush_l2: bool = False, lock=None,
+                 turns=None):
         self.backend = backend
         self.lock = lock
+        self.turns = turns
         self.measure_s = 0.0           # time inside timed sections (lock waits excluded)
         self.first_call_s = 0.0        # the functions under test's first calls (`first_call`)
         self.device_index = device_index
         self.timer_name = timer
-        self.primary = make_timer(timer, backend, device_index, rule, budget, repeat, flush_l2)
-        self.fallback = (make_timer(EVENT, backend, device_index, rule, budget, repeat, flush_l2)
-                         if timer == GRAPH else None)
+        self.primary = make_timer(timer, backend, device_index, rule, budget, repeat, flush_l2,
+                                  turns)
+        self.fallback = (make_timer(EVENT, backend, device_index, rule, budget, repeat, flush_l2,
+                                    turns) if timer == GRAPH else None)
+
+    def agree(self, flag: bool) -> bool:
+        """`flag`, or the peer's where samples are taken in turns (a decision both sides
+        take alike, such as a throttle retry)."""
+        return self.turns.agree(flag) if self.turns is not None else flag
 
     @contextlib.contextmanager
     def section(self):
@@ -70,6 +81,8 @@ class CaseTimer:
     def measure(self, fn, op: str, names=(), scope=None, **where) -> Timed:
         """`names`: other names the op goes by (a benchmark's own op name), for the deny list;
         `scope`: entered around the calls of `fn` (see timers)."""
+        if self.turns is not None:
+            self.turns.label = "|".join(str(part) for part in (op, *where.values()))
         if self.fallback is not None and ({op, *names} & self.backend.capture_deny):
             line = markers.marker(markers.NO_GRAPH, op=op, phase="denylist",
                                   reason="KnownPoisoningOp", **where,

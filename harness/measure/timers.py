@@ -12,7 +12,9 @@ Three timers, one shape:
 * `HostTimer` uses the host clock and a device sync; it is the timer of the `cpu` backend.
 
 `turns` (a `baton.SampleTurns`, optional) has the samples taken in turns with another
-process's timer measuring the same cases: one sample and a sync per turn (baton.py).
+process's timer measuring the same cases: one sample and a sync per turn, the estimate,
+warm-up and capture in turn too, the stopping rule's time counting this side's own time only
+(baton.py).
 
 Timers only time. They know the backend interface, never an adapter or a vendor. Errors in
 graph-specific phases are raised as `GraphPhaseError` so the caller can fall back.
@@ -108,6 +110,8 @@ class _TimerBase:
         with scope():
             fn()                  # discarded: JIT compile, autotune, lazy init
             self.backend.synchronize()
+            if self.turns is not None:
+                self.turns.begin()    # from here to the samples: in turn with the peer
             per_call_ms = (self._time_calls(fn, self.budget.estimate_calls)
                            / self.budget.estimate_calls)
             warmup_calls = clamp(self.budget.warmup_ms / max(per_call_ms, 1e-6), 1,
@@ -124,9 +128,11 @@ class _TimerBase:
         self.clocks = self._clock()
         pace_s = self.rule.pace_us / 1e6
         start = time.perf_counter()
+        waited = self._waited_s()
 
-        def enough(taken: list[float]) -> bool:
-            return self.rule.should_stop(taken, (time.perf_counter() - start) * 1e3)
+        def enough(taken: list[float]) -> bool:     # this side's own time: waits excluded
+            own_s = time.perf_counter() - start - (self._waited_s() - waited)
+            return self.rule.should_stop(taken, own_s * 1e3)
 
         samples, ended = (self.turns.collect(take_batch, enough) if self.turns is not None
                           else ([], False))
@@ -137,6 +143,9 @@ class _TimerBase:
                 time.sleep(pace_s)       # the device idles between samples (stopping.py)
         self.clocks += self._clock()
         return samples
+
+    def _waited_s(self) -> float:
+        return self.turns.waited_s if self.turns is not None else 0.0
 
     def _clock(self) -> tuple:
         reading = self.backend.clock_reading(self.device_index)

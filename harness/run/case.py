@@ -276,8 +276,8 @@ def _measure_both(case, case_timer: CaseTimer, baseline, under_test, scope, row:
                                    "gems": timed_gems.measurement})
         left = retries + 1 - attempt
         notes += throttle.marker_lines(verdicts, {"op": case.op, **where}, attempt, left)
-        if not throttle.row_flag(verdicts) or left == 0:
-            break
+        if not case_timer.agree(throttle.row_flag(verdicts)) or left == 0:
+            break                   # (with turns, a retry when either side's was throttled)
     row.torch, row.gems = timed_torch.measurement, timed_gems.measurement
     row.throttled = throttle.row_flag(verdicts)
     row.markers = timed_torch.markers + timed_gems.markers + notes

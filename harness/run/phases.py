@@ -120,7 +120,7 @@ def elsewhere(run):
 
 
 def phase_fields(case_timer, hook, lock: DeviceLock | None, since=None) -> dict:
-    """compile_s, sweep_s, measure_s, lock_wait_s (and device_lock) of a finished run; the
+    """compile_s, sweep_s, measure_s, lock_wait_s (and device_lock, turns) of a finished run; the
     lock's part since `since` (its mark as the run began: the lock may serve several runs of
     one process)."""
     measured = case_timer is not None
@@ -133,6 +133,8 @@ def phase_fields(case_timer, hook, lock: DeviceLock | None, since=None) -> dict:
            "lock_wait_s": held["wait_s"] if held is not None else 0.0}
     if sweep is not None:
         out["sweep_s"] = round(sweep, 3)
+    if measured and case_timer.turns is not None:    # samples in turns with the peer's run
+        out["turns"] = case_timer.turns.to_dict()
     if lock is not None:
         out["device_lock"] = held
         lock.while_waiting = None        # the run's heartbeat: not a later run's

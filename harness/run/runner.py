@@ -39,7 +39,7 @@ from .plan import BenchPlan, plan_bench
 from .plant import Plant
 from .result import RunResult, effective_timer, graph_fallbacks, status_counts
 from .table import case_line, summary_line, write_table
-from . import phases
+from . import phases, turns
 
 def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = None,
               progress: Echo | None = None,
@@ -163,8 +163,7 @@ class OpRun:
         self.plant: Plant | None = None
         self.library_log = LibraryLog(self.dir.log)
         self.heartbeat = Heartbeat(run_dir.path)      # beats now, at each case end, compile
-        self.case_timer, self.device_lock = None, device_lock   # the device's, where named
-        self.lock_mark = None
+        self.case_timer, self.device_lock, self.lock_mark = None, device_lock, None
         if device_lock is not None:    # waiting for a neighbour's device work: no hang, no time
             device_lock.while_waiting = self.heartbeat.waiting_on(device_lock)
             self.lock_mark = device_lock.mark()      # what this run did with it comes after
@@ -258,7 +257,8 @@ class OpRun:
         plan, options = self.plan, self.plan.options
         case_timer = self.case_timer = CaseTimer(
             plan.backend, plan.device_index, plan.timer, options.rule, options.budget,
-            options.repeat, flush_l2=options.l2 == "flush", lock=self.device_lock)
+            options.repeat, flush_l2=options.l2 == "flush", lock=self.device_lock,
+            turns=turns.current())      # a round's samples in turns with its peer, or None
         cases = plan.adapter.cases(self.op, plan.dtypes[self.op], plan.shape_file,
                                    options.level, plan.backend,
                                    plan.backend.torch_device(plan.device_index))

@@ -228,3 +228,71 @@ def test_a_timer_whose_peer_is_lost_samples_on_alone():
     thread.join(10)
     assert "closed its end" in turns.lost
     assert len(measured.samples_ms) == 8                     # the rule met alone
+
+
+def test_a_side_that_leaves_is_known_at_once_not_after_the_timeout():
+    a, b = pair(timeout_s=30)
+    with a, b:
+        b.leave("its run ended")
+        started = time.monotonic()
+        with pytest.raises(PeerLost, match=r"went on alone \(its run ended\)"):
+            a.meet("ready", 0)
+        assert time.monotonic() - started < 5
+
+
+def test_time_spent_waiting_for_the_peer_is_counted_apart():
+    a, b = pair()
+
+    def late() -> None:
+        time.sleep(0.3)
+        b.meet("ready", 0)
+
+    thread = threading.Thread(target=late)
+    with a, b:
+        thread.start()
+        a.meet("ready", 0)
+        thread.join(10)
+        assert a.waited_s >= 0.25 and b.waited_s < 0.25
+
+
+def sides_in_turns(body_a, body_b):
+    """Run body(SampleTurns) for sides A (first) and B at once; their results."""
+    from harness.measure.baton import SampleTurns
+    a, b = pair(timeout_s=10)
+    results = {}
+
+    def side(baton, first, body):
+        with baton:
+            turns = SampleTurns(baton, first)
+            results[baton.side] = (body(turns), turns)
+
+    threads = [threading.Thread(target=side, args=(a, True, body_a)),
+               threading.Thread(target=side, args=(b, False, body_b))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return results["A"], results["B"]
+
+
+def test_sides_measuring_different_cases_go_on_alone_and_say_which():
+    def measure(label):
+        def body(turns):
+            turns.label = label
+            turns.begin()
+            return turns.collect(lambda: [1.0], lambda taken: len(taken) >= 2)
+        return body
+
+    (got_a, ta), (got_b, tb) = sides_in_turns(measure("add|float32|4096"),
+                                              measure("add|float32|8192"))
+    assert got_a == ([], False) and got_b == ([], False)     # the timers sample on alone
+    assert "measures 'add|float32|8192' where this side measures 'add|float32|4096'" in ta.lost
+    assert tb.lost is not None
+
+
+@pytest.mark.parametrize("flags, agreed", [((False, False), False), ((True, False), True),
+                                           ((False, True), True)])
+def test_a_joint_decision_is_either_sides_flag(flags, agreed):
+    (got_a, _), (got_b, _) = sides_in_turns(lambda t: t.agree(flags[0]),
+                                            lambda t: t.agree(flags[1]))
+    assert got_a == got_b == agreed

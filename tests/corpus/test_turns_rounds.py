@@ -1,0 +1,52 @@
+"""`zlh ab --round-process turns`: the record made alone first (round 0), then every round's two
+sides at once in their workers, their samples taken in turns (run.json says so, the first side
+following ABBA), the report built from rounds 1.. as `zlh ab --rescore` reads them."""
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from harness.ab import orchestrate as abmod
+from harness.ab.rounds import side_order
+from harness.ab.sides import ABPlan, Side
+from harness.cli import main
+from harness.corpus.rounds import TurnsRounds
+from harness.measure.device_lock import LOCK_DIR_ENV
+from harness.run.options import BenchOptions
+from conftest import FAST_API
+
+
+@pytest.mark.e2e
+def test_rounds_run_both_sides_at_once_taking_turns(tmp_path, monkeypatch):
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))  # dropped: both sides time at once
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[4096], [8192]]\n")
+    runner = TurnsRounds(settle_s=0.0, shift_max_bytes=1 << 16)
+    plan = ABPlan(ops=["add"], a=Side("A", {}, description="plain"),
+                  b=Side("B", {"ZLH_BUILTIN_SLOW": "1"}, description="slow"),
+                  options=BenchOptions.from_flat(adapter="builtin", backend="cpu",
+                                                 shapes=str(shapes), **FAST_API),
+                  root=tmp_path / "ab", rounds=3, runner=runner)
+    lines: list[str] = []
+    reports, code = abmod.run_ab(plan, echo=lines.append)
+    assert code == 0 and len(reports) == 1, lines
+    assert runner.starts == {"A": 1, "B": 1}
+    assert not any("taken alone" in line for line in lines), lines
+    root = tmp_path / "ab" / "add"
+    (record,) = (root / "r0_A").glob("*/run.json")
+    assert json.loads(record.read_text())["autotune_mode"] == "record"
+    assert "turns" not in json.loads(record.read_text())        # made alone
+    for number in range(1, 4):
+        for side in "AB":
+            (run,) = (root / f"r{number}_{side}").glob("*/run.json")
+            info = json.loads(run.read_text())
+            assert info["autotune_mode"] == "replay"
+            assert LOCK_DIR_ENV not in (info.get("env") or {})
+            # two shapes, baseline and function under test each: four cases in turns
+            assert info["turns"] == {"first": side == side_order(number)[0], "cases": 4,
+                                     "lost": None}
+    report = reports[0].to_dict()
+    assert report["summary"]["rounds"] == 3
+    assert all(r["interval"] == "rounds" and r["delta_pct"] < 0 for r in report["rows"])  # B slower
+    again = CliRunner().invoke(main, ["ab", "--rescore", str(tmp_path / "ab")])
+    assert again.exit_code == 0, again.output
