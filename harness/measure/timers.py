@@ -12,9 +12,11 @@ Three timers, one shape:
 * `HostTimer` uses the host clock and a device sync; it is the timer of the `cpu` backend.
 
 `turns` (a `baton.SampleTurns`, optional) has the samples taken in turns with another
-process's timer measuring the same cases: one sample and a sync per turn, the estimate,
-warm-up and capture in turn too, the stopping rule's time counting this side's own time only
-(baton.py).
+process's timer measuring the same cases: one sample and a sync per turn, each sample queued
+behind a short device spin and one untimed run of the same work (so that it follows its own
+side's work, not the other side's, and the host's wake-up and launch stay out of the timed
+window), the estimate, warm-up and capture in turn too, the stopping rule's time counting this
+side's own time only (baton.py).
 
 Timers only time. They know the backend interface, never an adapter or a vendor. Errors in
 graph-specific phases are raised as `GraphPhaseError` so the caller can fall back.
@@ -40,6 +42,7 @@ from .measurement import Measurement
 from .stopping import StoppingRule
 
 GRAPH, EVENT, HOST = "graph", "event", "host"
+HOLD_CYCLES = 100_000    # the spin before a sample taken in turns: 50-100 µs at 1-2 GHz
 TIMER_NAMES = (GRAPH, EVENT, HOST)
 
 
@@ -92,6 +95,12 @@ class _TimerBase:
         self.repeat = repeat
         self.clocks: tuple = ()
         self.turns = turns
+        # In turns each sample starts on a drained device, after a hand-over between processes
+        # and often after the other side's work: a short spin, then one untimed run of the same
+        # work, are queued ahead of it, so every sample follows its own side's work (caches,
+        # clocks as for the samples of one side in a row) and the host's wake-up and launch
+        # stay out of the timed window.
+        self._hold = turns is not None and backend.has_spin()
 
     # -- the shared skeleton -------------------------------------------------------------
     def measure(self, fn: Callable[[], object], scope: Scope | None = None) -> Measurement:
@@ -143,6 +152,16 @@ class _TimerBase:
                 time.sleep(pace_s)       # the device idles between samples (stopping.py)
         self.clocks += self._clock()
         return samples
+
+    def _queue_ahead(self, same_work: Callable[[], object] | None) -> None:
+        """Before a sample's start event, in turns: the spin (where the backend has one) and
+        `same_work` untimed (see __init__)."""
+        if self.turns is None:
+            return
+        if self._hold:
+            self.backend.spin(HOLD_CYCLES)
+        if same_work is not None:
+            same_work()
 
     def _waited_s(self) -> float:
         return self.turns.waited_s if self.turns is not None else 0.0
@@ -228,6 +247,7 @@ class EventTimer(_TimerBase):
                 if self.flush_l2:
                     self._flush()
                 start, end = self.backend.event(), self.backend.event()
+                self._queue_ahead(None if self.flush_l2 else (lambda: [fn() for _ in range(calls)]))
                 start.record()
                 for _ in range(calls):
                     fn()
@@ -279,6 +299,7 @@ class GraphTimer(EventTimer):
             pairs = []
             for _ in range(per_sync):
                 start, end = self.backend.event(), self.backend.event()
+                self._queue_ahead(lambda: self._replay(graph, 1, "sync"))
                 start.record()
                 self._replay(graph, 1, "sync")
                 end.record()

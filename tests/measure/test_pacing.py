@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import FakeBackend
+from conftest import FakeBackend, FakeEvent, FakeGraph
 from harness.common.errors import UsageError
 from harness.measure import timers
 from harness.measure.timers import EventTimer, GraphTimer
@@ -47,3 +47,63 @@ def test_pacing_is_recorded_in_the_caliber_only_when_on():
     assert BenchOptions.from_argv(paced.to_argv()).rule.pace_us == 500
     with pytest.raises(UsageError):
         BenchOptions.from_flat(pace_us=-1)
+
+
+class AloneTurns:
+    """A stand-in for baton.SampleTurns whose peer never answers late: samples until enough."""
+
+    label, waited_s = None, 0.0
+
+    def begin(self):
+        pass
+
+    def collect(self, take_one, enough):
+        samples = []
+        while not enough(samples):
+            samples.extend(take_one())
+        return samples, True
+
+
+class Spins(Log):
+    def has_spin(self):
+        return True
+
+    def spin(self, cycles):
+        self.log.append("spin")
+
+    def new_graph(self):
+        log = self.log
+
+        class Graph(FakeGraph):
+            def replay(self):
+                log.append("replay")
+                super().replay()
+        return Graph()
+
+    def event(self):
+        log = self.log
+
+        class Event(FakeEvent):
+            def record(self):
+                log.append("record")
+                super().record()
+        return Event()
+
+
+@pytest.mark.parametrize("timer", [GraphTimer, EventTimer])
+def test_samples_in_turns_start_behind_a_spin(sure_rule, fast_budget, timer):
+    """In turns the device is drained before every sample: a spin queued ahead of the start
+    event keeps the host's launch out of the timed window; alone, no spin."""
+    log = []
+    backend = Spins(log)
+    measured = timer(backend, 0, sure_rule, fast_budget, turns=AloneTurns()).measure(
+        lambda: log.append("call"))
+    sampling = log[log.index("spin"):]
+    assert log.count("spin") == measured.n            # one per sample, none elsewhere
+    # spin, the same work untimed, start record, the sample, end record, sync: all alike
+    step = ["spin", "replay", "record", "replay", "record", "sync"] if timer is GraphTimer \
+        else ["spin", "call", "record", "call", "record", "sync"]
+    assert [e for e in sampling if e in step] == step * measured.n
+    log.clear()
+    timer(Spins(log), 0, sure_rule, fast_budget).measure(lambda: sum(range(100)))
+    assert "spin" not in log
