@@ -2,17 +2,18 @@
 
 `python -m harness.corpus.worker [--warm SPEC]` reads one job per line on stdin (JSON: op,
 `args` — the `zlh bench` arguments a fresh process would get, `BenchOptions.to_argv` — log
-path, argv) and answers one line per job on its original stdout (JSON: op, rc, message, pid,
-held_bytes, state_changed, job_import_s: what this job spent importing zlh's runner and
-torch — a cold worker's first job —, and in its first reply import_s: all its start
-imported). Its ready line says import_s too: with `--warm` (a standby: {"op", "args"} of the
-lane's latest job) it imports torch, zlh's runner and the adapter's library before it. Everything an op prints — zlh's own lines, the
+path, argv; a round of an A/B adds `round` and `turns`, see corpus/rounds.py) and answers one
+line per job on its original stdout (JSON: op, rc, message, pid, held_bytes, state_changed,
+job_import_s: what this job spent importing zlh's runner and torch — a cold worker's first job
+—, and in its first reply import_s: all its start imported). Its ready line says import_s too:
+with `--warm` (a standby: {"op", "args"} of the lane's latest job) it imports torch, zlh's
+runner and the adapter's library before it. Everything an op prints — zlh's own lines, the
 library's, the compiler's, even at the file-descriptor level — goes to that op's log, so the
 protocol line is all the supervisor reads. Between ops the compiler's in-memory kernel and
 tuner caches are emptied and the adapter drops its per-op state, so each op compiles into its
 own private cache and measures as a fresh `zlh bench` would; what cannot be reset (a poisoned
-device, device memory the op keeps alive, a global switch of torch it changed) ends the
-worker, and the supervisor starts another.
+device, device memory the op keeps alive, a global switch of torch it changed) ends the worker,
+and the supervisor starts another.
 """
 from __future__ import annotations
 
