@@ -1,8 +1,10 @@
 """`zlh ab`: paired runs with pinned configs, the caliber guard, rounds, and the report.
 
-Every run is a fresh `zlh bench` process (its own Triton cache, its own imports), so the two
-sides share nothing but the record: round 1's A records, every other run — B, and both sides
-of later rounds — replays that record. Rounds alternate which side runs first.
+Every run is a fresh `zlh bench` process (its own Triton cache, its own imports) or a job in
+its side's persistent worker (a `rounds.RoundRunner`), so the two sides share nothing but the
+record: round 1's A records (round 0's, made alone, where the runner runs a round's two sides
+at once in turns), every other run replays that record. Rounds alternate which side runs
+first.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ from .preflight import (ROOT_IN_USE, check_new_root, check_plan, check_replay,
 from .render import render_terminal
 from .report import ABReport, write_reports
 from .rounds import side_order
-from .runs import RunOutcome, append_status, outcome_of
+from .runs import RunCounter, RunOutcome, append_status, outcome_of
 from .sides import ABPlan, Side, env_for
 
 NO_IR_DIFF = "SWITCH_NO_IR_DIFF"
@@ -106,7 +108,7 @@ def run_rounds(plan: ABPlan, echo: Echo = print,
     reports, code = [], EXIT_OK
     write_reports(plan.root, reports)
     records = len(plan.ops) if hasattr(plan.runner, "run_together") else 0    # round 0
-    counter = _Counter(len(plan.ops) * 2 * plan.rounds + records, progress)
+    counter = RunCounter(len(plan.ops) * 2 * plan.rounds + records, progress)
     with _watch(plan), _closing(plan.runner):     # telemetry.tsv beside status.tsv
         for op in plan.ops:
             report, op_code = OpAB(plan, op, echo, counter).run()
@@ -134,26 +136,10 @@ def _watch(plan: ABPlan):
                                plan.options.telemetry_interval)
 
 
-class _Counter:
-    """`[3/6] add r2 B rc=0 15.2s`, one line per finished run."""
-
-    def __init__(self, total: int, progress: Echo | None):
-        self.total, self.done, self.progress = total, 0, progress
-
-    def finished(self, op: str, outcome: RunOutcome) -> None:
-        self.done += 1
-        if self.progress is not None:
-            self.progress(f"[{self.done}/{self.total}] {op} r{outcome.round} {outcome.side} "
-                          f"rc={outcome.rc} {outcome.elapsed_s:.1f}s")
-
-    def skipped(self, runs: int) -> None:
-        self.total -= runs
-
-
 class OpAB:
     """One op's rounds: round 1 (A records, B replays), guard, IR check, later rounds."""
 
-    def __init__(self, plan: ABPlan, op: str, echo: Echo, counter: _Counter):
+    def __init__(self, plan: ABPlan, op: str, echo: Echo, counter: RunCounter):
         self.plan, self.op, self.echo, self.counter = plan, op, echo, counter
         self.outcomes: dict[tuple[int, str], RunOutcome] = {}
 

@@ -1,6 +1,7 @@
 """One run of an A/B side as the orchestration sees it (`RunOutcome`: exit status, time, run
 directory, log) and its row in the root's `status.tsv` — the same whichever way the run was
-started (a fresh `zlh bench` process, or a round in a side's persistent worker)."""
+started (a fresh `zlh bench` process, or a round in a side's persistent worker); and the
+progress line per finished run (`RunCounter`)."""
 from __future__ import annotations
 
 import json
@@ -12,6 +13,7 @@ from pathlib import Path
 from ..common import markers
 from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, EXIT_PREFLIGHT, EXIT_USAGE, UsageError
 from ..common.files import tsv_line
+from ..common.log import Echo
 from ..store.reader import COMPLETE, RESULTS_LOST, load_run, status_detail
 from ..store.results import FAILED, SUCCESS
 
@@ -105,3 +107,19 @@ def _ends_a_line(path: Path) -> bool:
             return True
         handle.seek(-1, os.SEEK_END)
         return handle.read(1) == b"\n"
+
+
+class RunCounter:
+    """`[3/6] add r2 B rc=0 15.2s`, one line per finished run."""
+
+    def __init__(self, total: int, progress: Echo | None):
+        self.total, self.done, self.progress = total, 0, progress
+
+    def finished(self, op: str, outcome: RunOutcome) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(f"[{self.done}/{self.total}] {op} r{outcome.round} {outcome.side} "
+                          f"rc={outcome.rc} {outcome.elapsed_s:.1f}s")
+
+    def skipped(self, runs: int) -> None:
+        self.total -= runs
