@@ -32,9 +32,9 @@ lost, `lost` says why, the peer is told (`LEFT`, so it does not wait out the tim
 timer samples on alone.
 
 A peer whose process ended (its pid comes with each message), whose socket is gone after it
-answered once, that said it left, or that does not answer within `timeout_s` raises `PeerLost`
-on the side waiting for it, within `POLL_S` of its end: the caller measures on alone and says
-so.
+answered once, that said it left, or that does not answer within `timeout_s` (at a case's
+start `READY_TIMEOUT_S`: the peer may still be compiling the case) raises `PeerLost` on the
+side waiting for it, within `POLL_S` of its end: the caller measures on alone and says so.
 """
 from __future__ import annotations
 
@@ -46,7 +46,9 @@ import sys
 import time
 from typing import Callable
 
-TIMEOUT_S = 120.0      # a peer silent this long is lost (it may be compiling its case)
+TIMEOUT_S = 120.0      # a peer silent this long is lost
+READY_TIMEOUT_S = 900.0    # at a case's start: the peer may be compiling the case (its process
+                           # is watched meanwhile: one that ends is lost at once)
 RETRY_S = 0.005        # between tries to reach a peer whose socket is not there yet
 POLL_S = 0.2           # how often a side waiting for its peer checks that it still runs
 TURN, STOP, MEET, LEFT = "turn", "stop", "meet", "left"
@@ -116,11 +118,13 @@ class Baton:
         with contextlib.suppress(OSError):
             self._socket.sendto(data, self._peer_address)
 
-    def receive(self, kinds: tuple[str, ...], case: int) -> dict:
-        """The peer's next message, which must be one of `kinds` for `case`."""
+    def receive(self, kinds: tuple[str, ...], case: int,
+                timeout_s: float | None = None) -> dict:
+        """The peer's next message, which must be one of `kinds` for `case` (within
+        `timeout_s`, by default the baton's)."""
         started = time.monotonic()
         try:
-            message = self._receive(started + self.timeout_s)
+            message = self._receive(timeout_s or self.timeout_s)
         finally:
             self.waited_s += time.monotonic() - started
         self.peer_pid = message.get("pid", self.peer_pid)
@@ -132,7 +136,8 @@ class Baton:
                            f"was due")
         return message
 
-    def _receive(self, deadline: float) -> dict:
+    def _receive(self, timeout_s: float) -> dict:
+        deadline = time.monotonic() + timeout_s
         while True:
             self._socket.settimeout(max(0.0, min(POLL_S, deadline - time.monotonic())))
             try:
@@ -144,17 +149,17 @@ class Baton:
                                    f"ended") from None
                 if time.monotonic() >= deadline:
                     raise PeerLost(f"side {self.peer} sent nothing for "
-                                   f"{self.timeout_s:g} s") from None
+                                   f"{timeout_s:g} s") from None
         return json.loads(data)
 
-    def meet(self, name: str, case: int, **fields) -> dict:
+    def meet(self, name: str, case: int, timeout_s: float | None = None, **fields) -> dict:
         """Both sides at `name` of `case` before either goes on; the peer's message."""
         self.send(MEET, case, name=name, **fields)
-        return self.expect(name, case)
+        return self.expect(name, case, timeout_s)
 
-    def expect(self, name: str, case: int) -> dict:
+    def expect(self, name: str, case: int, timeout_s: float | None = None) -> dict:
         """The peer's `name` of `case` (a meeting's other half, or a turn passed by name)."""
-        message = self.receive((MEET,), case)
+        message = self.receive((MEET,), case, timeout_s)
         if message.get("name") != name:
             raise PeerLost(f"side {self.peer} is at {message.get('name')!r} of case {case}, "
                            f"not {name!r}")
@@ -209,7 +214,8 @@ class SampleTurns:
         case, self.cases = self.cases, self.cases + 1
         self._open = True
         try:
-            theirs = self.baton.meet("ready", case, label=self.label).get("label")
+            theirs = self.baton.meet("ready", case, READY_TIMEOUT_S,
+                                     label=self.label).get("label")
             if theirs != self.label:
                 raise PeerLost(f"side {self.baton.peer} measures {theirs!r} where this side "
                                f"measures {self.label!r}")

@@ -296,3 +296,25 @@ def test_a_joint_decision_is_either_sides_flag(flags, agreed):
     (got_a, _), (got_b, _) = sides_in_turns(lambda t: t.agree(flags[0]),
                                             lambda t: t.agree(flags[1]))
     assert got_a == got_b == agreed
+
+
+def test_a_case_start_waits_past_the_baton_timeout_for_a_peer_still_compiling():
+    from harness.measure.baton import SampleTurns
+    a, b = pair(timeout_s=0.2)
+    lost = {}
+
+    def side(baton, first, delay):
+        with baton:
+            time.sleep(delay)                  # the case's first call: compiling
+            turns = SampleTurns(baton, first)
+            turns.begin()
+            turns.collect(lambda: [1.0], lambda taken: len(taken) >= 2)
+            lost[baton.side] = turns.lost
+
+    threads = [threading.Thread(target=side, args=(a, True, 0.0)),
+               threading.Thread(target=side, args=(b, False, 0.6))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert lost == {"A": None, "B": None}
