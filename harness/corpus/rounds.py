@@ -107,12 +107,17 @@ class PersistentRounds:
 
 
 class TurnsRounds(PersistentRounds):
-    """`--round-process turns`: persistent workers as above, and from round 2 on a round's
-    two sides run at once, their samples taken in turns on the device (measure/baton.py),
-    the side `side_order` puts first opening every block. The record (round 1's A) is made
-    before, alone; so is round 1's B, which compares the sides' generated code first."""
+    """`--round-process turns`: persistent workers as above; the record (round 0's A) is made
+    alone, then each round's two sides run at once, their samples taken in turns on the device
+    (measure/baton.py), the side `side_order` puts first opening every block."""
 
     name = TURNS
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # one thread per side for the whole A/B: a worker dies with the thread that started
+        # it (common/process.die_with_parent), so the thread must outlive its rounds
+        self.threads: dict[str, ThreadPoolExecutor] = {}
 
     def _worker(self, plan: ABPlan, side: Side) -> Worker:
         known = side.label in self.workers
@@ -121,11 +126,10 @@ class TurnsRounds(PersistentRounds):
             worker.lane.env.pop(LOCK_DIR_ENV)                 # lock would keep one waiting
         return worker
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        # one thread per side for the whole A/B: a worker dies with the thread that started
-        # it (common/process.die_with_parent), so the thread must outlive its rounds
-        self.threads: dict[str, ThreadPoolExecutor] = {}
+    def _thread(self, side: Side) -> ThreadPoolExecutor:
+        if side.label not in self.threads:
+            self.threads[side.label] = ThreadPoolExecutor(1, f"side{side.label}")
+        return self.threads[side.label]
 
     def run_together(self, plan: ABPlan, op: str, number: int, sides: tuple[Side, Side],
                      replay_from: Path | None) -> list[RunOutcome]:
@@ -137,10 +141,8 @@ class TurnsRounds(PersistentRounds):
         for side, peer in (sides, sides[::-1]):
             spec = {"token": token, "side": side.label, "peer": peer.label,
                     "first": side is sides[0]}
-            thread = self.threads.setdefault(
-                side.label, ThreadPoolExecutor(1, thread_name_prefix=f"side{side.label}"))
-            futures.append(thread.submit(self._run_job, plan, op, number, side, replay_from,
-                                         spec))
+            futures.append(self._thread(side).submit(self._run_job, plan, op, number, side,
+                                                     replay_from, spec))
         try:
             wait(futures)
         except BaseException:
