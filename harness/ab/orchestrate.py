@@ -107,7 +107,7 @@ def run_rounds(plan: ABPlan, echo: Echo = print,
     """Both sides for every op, rounds, guard, report, in a root made and held (ab_root)."""
     reports, code = [], EXIT_OK
     write_reports(plan.root, reports)
-    records = len(plan.ops) if hasattr(plan.runner, "run_together") else 0    # round 0
+    records = len(plan.ops) if together(plan.runner) else 0    # round 0: the records
     counter = RunCounter(len(plan.ops) * 2 * plan.rounds + records, progress)
     with _watch(plan), _closing(plan.runner):     # telemetry.tsv beside status.tsv
         for op in plan.ops:
@@ -119,6 +119,11 @@ def run_rounds(plan: ABPlan, echo: Echo = print,
                 write_reports(plan.root, reports)
                 echo(render_terminal(report, colour=style.colour()))
     return reports, code
+
+
+def together(runner):
+    """The runner's `run_together` (both sides of a round at once, in turns), or None."""
+    return getattr(runner, "run_together", None)
 
 
 @contextlib.contextmanager
@@ -145,12 +150,12 @@ class OpAB:
 
     def run(self) -> tuple[ABReport | None, int]:
         plan, op = self.plan, self.op
-        together = self._together()
-        record_round = 0 if together else 1     # in turns, the record is made alone first
+        in_turns = together(self.plan.runner) is not None
+        record_round = 0 if in_turns else 1     # in turns, the record is made alone first
         if not self._run(record_round, plan.a, None):
             return None, self.outcomes[(record_round, "A")].exit_code()
         record = self.outcomes[(record_round, "A")].run_dir
-        failed = self._round(1, record) if together else (
+        failed = self._round(1, record) if in_turns else (
             None if self._run(1, plan.b, record) else self.outcomes[(1, "B")])
         if failed is not None:
             return None, failed.exit_code()
@@ -170,28 +175,24 @@ class OpAB:
         pairs = [(load_run(self.outcomes[(n, "A")].run_dir),
                   load_run(self.outcomes[(n, "B")].run_dir)) for n in range(1, rounds + 1)]
         if not later_rounds_pass(run_a, pairs, op, plan.allow_caliber_mismatch, self.echo,
-                                 from_round=1 if together else 2):
+                                 from_round=1 if in_turns else 2):
             return None, EXIT_CALIBER
         return build_report(pairs, plan.alpha, verdict, check,
                             (plan.a.description, plan.b.description), plan.noise_floor,
                             self.echo, plan.auto)
-
-    def _together(self):
-        """The runner's `run_together` (both sides of a round at once, in turns), or None."""
-        return getattr(self.plan.runner, "run_together", None)
 
     def _round(self, number: int, record: Path) -> RunOutcome | None:
         """Both sides of round `number` in ABBA order (at once, where the runner takes
         turns), replaying `record`; the first failed outcome, or None."""
         sides = tuple(self.plan.a if label == "A" else self.plan.b
                       for label in side_order(number))
-        together = self._together()
-        if together is None:
+        both = together(self.plan.runner)
+        if both is None:
             for side in sides:
                 if not self._run(number, side, record):
                     return self.outcomes[(number, side.label)]
             return None
-        outcomes = together(self.plan, self.op, number, sides, record)
+        outcomes = both(self.plan, self.op, number, sides, record)
         failed = [outcome for outcome in outcomes if not self._took(outcome)]
         return failed[0] if failed else None
 

@@ -4,7 +4,6 @@ started (a fresh `zlh bench` process, or a round in a side's persistent worker);
 progress line per finished run (`RunCounter`)."""
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from ..common import markers
 from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, EXIT_PREFLIGHT, EXIT_USAGE, UsageError
 from ..common.files import tsv_line
 from ..common.log import Echo
-from ..store.reader import COMPLETE, RESULTS_LOST, load_run, status_detail
+from ..store.reader import COMPLETE, RESULTS_LOST, load_run, read_info, status_detail
 from ..store.results import FAILED, SUCCESS
 
 STATUS_COLUMNS = ("round", "op", "side", "rc", "elapsed_s", "rows_ok", "rows_failed",
@@ -54,9 +53,11 @@ class RunOutcome:
     def turns_lost(self) -> str | None:
         """Why this run's samples stopped being taken in turns with the other side's (its
         run.json's `turns.lost`), or None (taken in turns throughout, or not in turns)."""
+        if self.run_dir is None:
+            return None
         try:
-            turns = json.loads((self.run_dir / "run.json").read_text()).get("turns")
-        except (OSError, TypeError, ValueError, AttributeError):
+            turns = read_info(self.run_dir).get("turns")
+        except UsageError:             # problem() says what is wrong with the run
             return None
         return turns.get("lost") if isinstance(turns, dict) else None
 

@@ -24,6 +24,16 @@ def pair(timeout_s: float = 10.0) -> tuple[Baton, Baton]:
     return Baton(shared, "A", "B", timeout_s), Baton(shared, "B", "A", timeout_s)
 
 
+def at_once(*calls) -> None:
+    """Each (function, *args) in a thread of its own, all at once; every one has ended."""
+    threads = [threading.Thread(target=fn, args=args) for fn, *args in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not any(t.is_alive() for t in threads)
+
+
 class Sampler:
     """A side's samples: each one logged (side, start, end) in a shared list; wants more until
     it has `wanted` samples."""
@@ -52,13 +62,7 @@ def run_case(wanted_a: int, wanted_b: int, max_blocks: int = 100):
                                                  max_blocks)
             baton.meet("done", 0)
 
-    threads = [threading.Thread(target=side, args=(a, True, wanted_a)),
-               threading.Thread(target=side, args=(b, False, wanted_b))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-    assert not any(t.is_alive() for t in threads)
+    at_once((side, a, True, wanted_a), (side, b, False, wanted_b))
     return log, taken["A"], taken["B"]
 
 
@@ -189,12 +193,7 @@ def test_two_timers_take_their_samples_in_turns_never_at_once():
             turns = SampleTurns(baton, first)
             results[baton.side] = (timer(turns, wanted).measure(Calls(baton.side, log)), turns)
 
-    threads = [threading.Thread(target=side, args=(a, True, 6)),
-               threading.Thread(target=side, args=(b, False, 4))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
+    at_once((side, a, True, 6), (side, b, False, 4))
     (ma, ta), (mb, tb) = results["A"], results["B"]
     assert ta.lost is None and tb.lost is None and ta.cases == tb.cases == 1
     assert len(ma.samples_ms) == len(mb.samples_ms) == 6     # the side wanting 6 set the pace
@@ -266,12 +265,7 @@ def sides_in_turns(body_a, body_b):
             turns = SampleTurns(baton, first)
             results[baton.side] = (body(turns), turns)
 
-    threads = [threading.Thread(target=side, args=(a, True, body_a)),
-               threading.Thread(target=side, args=(b, False, body_b))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
+    at_once((side, a, True, body_a), (side, b, False, body_b))
     return results["A"], results["B"]
 
 
@@ -311,10 +305,5 @@ def test_a_case_start_waits_past_the_baton_timeout_for_a_peer_still_compiling():
             turns.collect(lambda: [1.0], lambda taken: len(taken) >= 2)
             lost[baton.side] = turns.lost
 
-    threads = [threading.Thread(target=side, args=(a, True, 0.0)),
-               threading.Thread(target=side, args=(b, False, 0.6))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
+    at_once((side, a, True, 0.0), (side, b, False, 0.6))
     assert lost == {"A": None, "B": None}
