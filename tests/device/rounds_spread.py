@@ -360,6 +360,10 @@ def calibrate(work: Path, box: Box, out: Path, mode: str) -> list[str]:
     for name in ("report.json", "calibration.json", "status.tsv", "plan.json"):
         if (root / name).is_file():
             shutil.copyfile(root / name, kept / name)
+    if root.is_dir():                           # every sample, for rounds_within.py
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import rounds_within
+        (kept / "samples.json").write_text(json.dumps(rounds_within.export(root)))
     if (root / "report.json").is_file():
         numbers = summarize_root(root, planted=mode != "aa")
         numbers["command_wall_s"] = round(wall, 1)

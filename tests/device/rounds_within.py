@@ -1,0 +1,133 @@
+"""Where does a round's delta spread come from: the samples inside a round, or the round itself?
+(device experiment, analysed on the CPU too).
+
+    python3 tests/device/rounds_within.py export ROOT OUT.json   # a calibrate/ab root's samples
+    python3 tests/device/rounds_within.py show OUT.json|ROOT     # the table
+
+`export` keeps, per op, round and side, every shape's function-under-test samples in the order
+they were taken (rounds in turns: sample k of A and sample k of B were neighbours on the
+device) and the run's `turns` (rounds_spread.py writes it beside a plant/aa root).
+
+`show`, per shape over rounds 1…: `sd` the spread of the rounds' deltas (100·ln(median A /
+median B)), `within` the spread a round's delta would have from its own samples alone (a
+bootstrap of each side's samples, root mean square over the rounds), `excess` what the rounds
+add beyond that (sqrt(sd² − within²), 0 when none), `paired` the spread of the paired delta
+(the median of 100·ln(A_k / B_k) over neighbours), the samples per side and round, and the mean
+delta of each estimator. A `within` close to `sd` says more samples per round would narrow the
+rounds; a large `excess` says only more rounds will.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+BOOT = 400
+MIN_MS = 0.02
+
+
+def _key(row: dict) -> str:
+    return "|".join([row.get("variant") or row["op"], row.get("dtype") or "",
+                     row.get("shape_detail") or "", str(row.get("occurrence", 0))])
+
+
+def export(root: Path) -> dict:
+    """{op dir: {"r<n>_<side>": {"turns": …, "shapes": {key: samples}}}} of every run under root."""
+    doc: dict = {}
+    for results in sorted(Path(root).glob("*/r*_*/*/results.jsonl")):
+        run_dir, round_dir = results.parent, results.parent.parent
+        info = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").is_file() \
+            else {}
+        shapes = {}
+        for line in results.read_text().splitlines():
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            samples = (row.get("gems") or {}).get("samples_ms")
+            if row.get("status") == "SUCCESS" and samples:
+                shapes[_key(row)] = samples
+        doc.setdefault(round_dir.parent.name, {})[round_dir.name] = {
+            "turns": info.get("turns"), "shapes": shapes}
+    return doc
+
+
+def _log_ratio(a, b) -> float:
+    return 100.0 * math.log(float(np.median(a)) / float(np.median(b)))
+
+
+def _paired(a, b) -> float:
+    k = min(len(a), len(b))
+    return 100.0 * float(np.median(np.log(np.asarray(a[:k]) / np.asarray(b[:k]))))
+
+
+def _boot_sd(a, b, rng) -> float:
+    a, b = np.asarray(a), np.asarray(b)
+    draws = [_log_ratio(rng.choice(a, a.size), rng.choice(b, b.size)) for _ in range(BOOT)]
+    return float(np.std(draws, ddof=1))
+
+
+def analyse(doc: dict) -> list[dict]:
+    rng = np.random.default_rng(0)
+    rows = []
+    for op, runs in sorted(doc.items()):
+        numbers = sorted({int(name[1:].split("_")[0]) for name in runs} - {0})
+        keys = sorted(set().union(*(set(r["shapes"]) for r in runs.values())))
+        for key in keys:
+            plain, paired, within, counts, ms = [], [], [], [], []
+            for n in numbers:
+                a = (runs.get(f"r{n}_A") or {}).get("shapes", {}).get(key)
+                b = (runs.get(f"r{n}_B") or {}).get("shapes", {}).get(key)
+                if not a or not b or len(a) < 3 or len(b) < 3:
+                    continue
+                plain.append(_log_ratio(a, b))
+                paired.append(_paired(a, b))
+                within.append(_boot_sd(a, b, rng))
+                counts.append(min(len(a), len(b)))
+                ms.append(float(np.median(a)))
+            if len(plain) < 2:
+                continue
+            sd = float(np.std(plain, ddof=1))
+            w = float(np.sqrt(np.mean(np.square(within))))
+            rows.append({"op": op, "shape": key, "ms": float(np.median(ms)), "rounds": len(plain),
+                         "samples": int(np.median(counts)), "mean": float(np.mean(plain)),
+                         "sd": sd, "within": w, "excess": math.sqrt(max(sd * sd - w * w, 0.0)),
+                         "paired_mean": float(np.mean(paired)),
+                         "paired_sd": float(np.std(paired, ddof=1))})
+    return rows
+
+
+def table(rows: list[dict]) -> list[str]:
+    lines = [f"{'op':<14} {'shape':<40} {'us':>8} {'rounds':>6} {'n/side':>6} {'mean %':>7} "
+             f"{'sd %':>6} {'within':>6} {'excess':>6} {'p.mean':>7} {'p.sd':>6}"]
+    for r in rows:
+        lines.append(f"{r['op'][:14]:<14} {r['shape'][:40]:<40} {r['ms'] * 1e3:>8.1f} "
+                     f"{r['rounds']:>6} {r['samples']:>6} {r['mean']:>+7.3f} {r['sd']:>6.3f} "
+                     f"{r['within']:>6.3f} {r['excess']:>6.3f} {r['paired_mean']:>+7.3f} "
+                     f"{r['paired_sd']:>6.3f}")
+    big = [r for r in rows if r["ms"] >= MIN_MS]
+    if big:
+        lines.append(f"shapes >= 20 us: {len(big)}; median sd {np.median([r['sd'] for r in big]):.3f}"
+                     f" %, within {np.median([r['within'] for r in big]):.3f} %, excess "
+                     f"{np.median([r['excess'] for r in big]):.3f} %, paired sd "
+                     f"{np.median([r['paired_sd'] for r in big]):.3f} %")
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 3 and argv[0] == "export":
+        Path(argv[2]).write_text(json.dumps(export(Path(argv[1]))))
+        return 0
+    if len(argv) == 2 and argv[0] == "show":
+        src = Path(argv[1])
+        doc = json.loads(src.read_text()) if src.is_file() else export(src)
+        print("\n".join(table(analyse(doc))))
+        return 0
+    print(__doc__.strip().splitlines()[2], file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
