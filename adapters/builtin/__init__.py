@@ -219,9 +219,12 @@ def slow_switch(environ) -> bool:
                          f"true/false, yes/no, on/off)") from None
 
 
-def _metrics(spec: OpSpec, shape, element_size: int, torch_ms: float, gems_ms: float) -> dict:
+def _metrics(spec: OpSpec, shape, element_size: int, torch_ms: float | None,
+             gems_ms: float) -> dict:
     moved = spec.bytes_moved(shape, element_size)
-    out = {"torch_gbps": moved / (torch_ms * 1e-3) / 1e9, "gems_gbps": moved / (gems_ms * 1e-3) / 1e9}
+    out = {"gems_gbps": moved / (gems_ms * 1e-3) / 1e9}
+    if torch_ms is not None:                    # None: the baseline was not timed
+        out["torch_gbps"] = moved / (torch_ms * 1e-3) / 1e9
     if spec.flops:
         out["tflops"] = spec.flops(shape) / (gems_ms * 1e-3) / 1e12
     return out

@@ -209,7 +209,8 @@ def _case_for(op: str, bench, dtype_name: str, item, label: str, package: str = 
         out = {}
         wanted = bench.to_bench_metrics
         if "gbps" in wanted:
-            out["torch_gbps"] = bench.get_gbps(args, latency=torch_ms)
+            if torch_ms is not None:            # None: the baseline was not timed
+                out["torch_gbps"] = bench.get_gbps(args, latency=torch_ms)
             out["gems_gbps"] = bench.get_gbps(args, latency=gems_ms)
         if "tflops" in wanted:
             out["tflops"] = bench.get_tflops(bench.torch_op, *args, **kwargs) / gems_ms / 1e12 * 1e3

@@ -83,10 +83,11 @@ class Case:
             return self.check
         return lambda out, ref: check_close(out, ref, self.tolerance)
 
-    def metrics(self, inputs, torch_ms: float, gems_ms: float) -> dict:
+    def metrics(self, inputs, torch_ms: float | None, gems_ms: float) -> dict:
         out = {}
         if self.bytes is not None:
-            out["torch_gbps"] = self.bytes / (torch_ms * 1e-3) / 1e9
+            if torch_ms is not None:            # None: the baseline was not timed
+                out["torch_gbps"] = self.bytes / (torch_ms * 1e-3) / 1e9
             out["gems_gbps"] = self.bytes / (gems_ms * 1e-3) / 1e9
         if self.flops is not None:
             out["tflops"] = self.flops / (gems_ms * 1e-3) / 1e12

@@ -49,10 +49,7 @@ def run_side(plan: ABPlan, op: str, number: int, side: Side,
     """One `zlh bench` in a fresh process group; a timeout kills the whole group (rc 124)."""
     out = plan.root / safe_name(op) / f"r{number}_{side.label}"
     out.mkdir(parents=True, exist_ok=True)
-    # The A/B root's own telemetry watches every run: the runs themselves sample none.
-    options = plan.options.replace(out=str(out),
-                                   replay=str(replay_from) if replay_from is not None else None,
-                                   telemetry_interval=0.0, **side.options)
+    options = plan.run_options(out, replay_from, side)
     cmd = [side.python, "-m", "harness", "bench", op, *options.to_argv()]
     started = time.time()
     with open(out / "bench.log", "w", encoding="utf-8") as log:

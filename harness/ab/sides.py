@@ -44,6 +44,15 @@ class ABPlan:
     def switch(self) -> str:
         return self.switch_name or f"A[{self.a.description}]_B[{self.b.description}]"
 
+    def run_options(self, out: Path, replay_from: Path | None, side: Side) -> BenchOptions:
+        """One run's bench options: its directory, the record it replays, the side's own
+        options. The root's telemetry watches every run (the runs sample none), and the
+        baseline is not timed: a verdict compares the function under test across sides."""
+        return self.options.replace(out=str(out),
+                                    replay=str(replay_from) if replay_from is not None else None,
+                                    telemetry_interval=0.0, baseline_timing=False,
+                                    **side.options)
+
     def to_dict(self) -> dict:
         return {"ops": self.ops, "rounds": self.rounds, "options": self.options.to_dict(),
                 "bench_args": self.options.to_argv(), "A": vars(self.a), "B": vars(self.b),

@@ -74,9 +74,7 @@ class PersistentRounds:
         """One side's round in its worker; `turns`: the job's turns with the other side."""
         out = Path(plan.root) / safe_name(op) / f"r{number}_{side.label}"
         out.mkdir(parents=True, exist_ok=True)
-        options = plan.options.replace(out=str(out),
-                                       replay=str(replay_from) if replay_from else None,
-                                       telemetry_interval=0.0, **side.options)
+        options = plan.run_options(out, replay_from, side)
         args = options.to_argv()
         log = out / "bench.log"
         with open(log, "w", encoding="utf-8") as handle:

@@ -104,16 +104,17 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)   # seeds every device generator too
 
 
-def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
-                 occurrence: int = 0, ir: IRCapture | None = None, retry_throttled: int = 0,
-                 plant=None, split: KernelSplit | None = None, timing: bool = True) -> Row:
+def measure_case(case, case_timer: CaseTimer, backend, options, occurrence: int = 0,
+                 ir: IRCapture | None = None, plant=None,
+                 split: KernelSplit | None = None) -> Row:
     """A Row for one case: SUCCESS with both measurements, SKIPPED, or FAILED with a reason
-    and a marker. Only a poisoned device escapes as an exception. `retry_throttled`: measure
-    a case again (up to this many times) while a timed function ran throttled; `plant`: a
+    and a marker. Only a poisoned device escapes as an exception. From `options` (the run's
+    BenchOptions): the seed, the output check, `retry_throttled` (measure a case again, up to
+    this many times, while a timed function ran throttled), `timing` (False: the function
+    under test runs once — output check, digest, IR — and nothing is timed) and
+    `baseline_timing` (False: the baseline is not timed, row.torch stays None). `plant`: a
     run.plant.Plant adding a known device delay to the function under test; `split`: a
-    profiler pass over the function under test once the case is timed (--kernel-split);
-    `timing` False: the function under test runs once (output check, digest, IR) and nothing
-    is timed."""
+    profiler pass over the function under test once the case is timed (--kernel-split)."""
     row = Row(op=case.op, dtype=case.dtype, shape=case.shape, shape_detail=case.shape_detail,
               status=SUCCESS, occurrence=occurrence, extra=dict(case.info),
               variant=case.variant or "")
@@ -124,8 +125,7 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
         if ir is not None:
             ir.begin_case(case.shape_detail, case.dtype)
         try:
-            _time_case(case, case_timer, seed, check, row, ir, retry_throttled, plant, split,
-                       timing)
+            _time_case(case, case_timer, options, row, ir, plant, split)
         finally:
             if ir is not None:
                 ir.end_case()
@@ -152,13 +152,14 @@ def measure_case(case, case_timer: CaseTimer, backend, seed: int, check: bool,
     return row
 
 
-def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir,
-               retry_throttled: int = 0, plant=None, split=None, timing: bool = True) -> None:
+def _time_case(case, case_timer: CaseTimer, options, row: Row, ir, plant=None,
+               split=None) -> None:
     """Seed, build, one call of the function under test (digest, check), then both timed
-    (`timing` False: nothing is timed)."""
-    seed_everything(seed)
+    (see measure_case: `timing`, `baseline_timing`)."""
+    seed_everything(options.seed)
     inputs = case.build()
-    checking = check and case.check is not None
+    checking = options.check and case.check is not None
+    timing = options.timing
     # The output check and the A/B output digest must see the inputs as built: an in-place
     # function under test would otherwise hand the baseline its mutated inputs. With a check,
     # the function under test gets a copy and the baseline the inputs as built; the timed
@@ -192,7 +193,8 @@ def _time_case(case, case_timer: CaseTimer, seed: int, check: bool, row: Row, ir
     del out
     if timing:
         with case_timer.section():   # the device alone (its lock) for the timed calls
-            _measure_both(case, case_timer, baseline, under_test, scope, row, retry_throttled)
+            _measure_both(case, case_timer, baseline if options.baseline_timing else None,
+                          under_test, scope, row, options.retry_throttled)
     if split is not None and timing:   # after the timing: never in it
         with scope():
             split.profile_case(profiled, {"variant": row.variant, "dtype": row.dtype,
@@ -263,24 +265,25 @@ def flag_markers(case, row: Row) -> list[str]:
 
 def _measure_both(case, case_timer: CaseTimer, baseline, under_test, scope, row: Row,
                   retries: int) -> None:
-    """Time the baseline, then the function under test; while either ran throttled (see
-    telemetry.throttle), time both again, up to `retries` more times. The last attempt is
-    kept; every throttled attempt leaves a BENCHMARK_CASE_THROTTLED line."""
+    """Time the baseline (None: not timed), then the function under test; while either ran
+    throttled (see telemetry.throttle), time both again, up to `retries` more times. The last
+    attempt is kept; every throttled attempt leaves a BENCHMARK_CASE_THROTTLED line."""
     where = {"dtype": case.dtype, "shape": case.shape_detail}
     names = {n for n in (case.op.split(":")[0], case.info.get("op_name")) if n}
     notes: list[str] = []
     for attempt in range(1, retries + 2):
-        timed_torch = case_timer.measure(baseline, case.op, names, **where)
+        timed_torch = (case_timer.measure(baseline, case.op, names, **where)
+                       if baseline is not None else None)
         timed_gems = case_timer.measure(under_test, case.op, names, scope=scope, **where)
-        verdicts = throttle.judge({"torch": timed_torch.measurement,
+        verdicts = throttle.judge({"torch": timed_torch and timed_torch.measurement,
                                    "gems": timed_gems.measurement})
         left = retries + 1 - attempt
         notes += throttle.marker_lines(verdicts, {"op": case.op, **where}, attempt, left)
         if not case_timer.agree(throttle.row_flag(verdicts)) or left == 0:
             break                   # (with turns, a retry when either side's was throttled)
-    row.torch, row.gems = timed_torch.measurement, timed_gems.measurement
+    row.torch, row.gems = timed_torch and timed_torch.measurement, timed_gems.measurement
     row.throttled = throttle.row_flag(verdicts)
-    row.markers = timed_torch.markers + timed_gems.markers + notes
+    row.markers = (timed_torch.markers if timed_torch else []) + timed_gems.markers + notes
 
 
 def _fail(row: Row, case, reason: str, detail: str) -> None:

@@ -290,6 +290,12 @@ OPTIONS = (
            help="Run each case once (inputs, output check, IR capture) and time nothing: "
                 "rows carry no latency and the caliber's timer reads `none` (what `zlh "
                 "screen --timing changed|none` decides its verdicts with)."),
+    Option("baseline_timing", "--no-baseline-timing", bool, True, kind="negated",
+           shared=False, group="timing",
+           help="Time the function under test only: the baseline still runs for the output "
+                "check but is not timed, so rows carry no baseline latency, speedup or "
+                "baseline bandwidth. The runs of `zlh ab` and `zlh calibrate` are made this "
+                "way (their verdicts compare the function under test across sides)."),
     Option("case_shard", "--case-shard", str, metavar="K/N", hidden=True, shared=False,
            extra=_valid_shard,
            extra_message="option {name}: expected k/N with 0 <= k < N, got {value!r}",

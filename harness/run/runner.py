@@ -280,10 +280,9 @@ class OpRun:
                 key = (case.variant or case.op, case.dtype, case.shape_detail)
                 self.tuner_hook.begin_case()
                 try:
-                    row = measure_case(case, case_timer, plan.backend, options.seed,
-                                       options.check, occurrence=seen.get(key, 0), ir=self.ir,
-                                       retry_throttled=options.retry_throttled,
-                                       plant=self.plant, split=split, timing=options.timing)
+                    row = measure_case(case, case_timer, plan.backend, options,
+                                       occurrence=seen.get(key, 0), ir=self.ir,
+                                       plant=self.plant, split=split)
                 finally:
                     tuned_markers = self.tuner_hook.take_markers()
                 row.markers = tuned_markers + row.markers

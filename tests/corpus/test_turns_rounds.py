@@ -42,9 +42,15 @@ def test_rounds_run_both_sides_at_once_taking_turns(tmp_path, monkeypatch):
             info = json.loads(run.read_text())
             assert info["autotune_mode"] == "replay"
             assert LOCK_DIR_ENV not in (info.get("env") or {})
-            # two shapes, baseline and function under test each: four cases in turns
-            assert info["turns"] == {"first": side == side_order(number)[0], "cases": 4,
+            # two shapes, the function under test alone (an A/B run does not time the
+            # baseline): two measurements in turns
+            assert info["turns"] == {"first": side == side_order(number)[0], "cases": 2,
                                      "lost": None}
+            rows = [json.loads(line) for line in
+                    (run.parent / "results.jsonl").read_text().splitlines()]
+            assert len(rows) == 2 and all(r["torch_ms"] is None and r["gems_ms"] > 0 and
+                                          r["torch_gbps"] is None and r["gems_gbps"] > 0
+                                          for r in rows)
     report = reports[0].to_dict()
     assert report["summary"]["rounds"] == 3
     assert all(r["interval"] == "rounds" and r["delta_pct"] < 0 for r in report["rows"])  # B slower

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import pytest
@@ -35,6 +36,19 @@ def test_failed_case_does_not_lose_the_others(tmp_path, sure_rule, fast_budget):
     assert "\x1b[" not in log
     csv_lines = (result.run_dir / "results.csv").read_text().splitlines()
     assert len(csv_lines) == 6 and csv_lines[0].startswith("op,variant,dtype,shape_detail")
+
+
+def test_without_baseline_timing_the_baseline_still_checks_but_is_not_timed(
+        tmp_path, sure_rule, fast_budget):
+    plan = plan_for(["ok", "wrong"], tmp_path, sure_rule, fast_budget)
+    plan = dataclasses.replace(plan, options=plan.options.replace(baseline_timing=False))
+    result = run_op(plan, "op", echo=lambda _: None)
+    ok, wrong = read_rows(result.run_dir / "results.jsonl")
+    assert ok.status == SUCCESS and ok.torch is None and ok.torch_ms is None
+    assert ok.speedup is None and ok.gems.n >= sure_rule.min_samples
+    assert wrong.status == FAILED and wrong.reason == "mismatch"   # the check still ran
+    info = json.loads((result.run_dir / "run.json").read_text())
+    assert info["options"]["baseline_timing"] is False
 
 
 def test_poisoned_device_ends_run_but_keeps_rows(tmp_path, fast_rule, fast_budget):
