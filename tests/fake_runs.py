@@ -56,7 +56,8 @@ def fake_run(root: Path, name: str, op: str = "add", mode: str = "record",
 CALIBER = {"backend": "cuda", "device": "NVIDIA H200", "timer": "graph", "bench_level": "core",
            "shape_mode": "upstream", "tuner_cache": "isolated", "repeat": 1, "l2_policy": "warm",
            "warmup_ms": 100.0, "stopping": {"min_samples": 20}, "autotune_mode": "record",
-           "ir_capture": True, "ir_stage": "ttgir", "seed": 0, "inputs": "device"}
+           "ir_capture": True, "ir_stage": "ttgir", "seed": 0, "inputs": "device",
+           "placements": 1}
 
 
 def make_run(root, name, latencies, caliber=None, mode="record", statuses=None, outputs=None,

@@ -5,4 +5,5 @@ from __future__ import annotations
 
 MAX_ROUNDS = 1000           # zlh ab / calibrate / campaign rounds, compare_callables rounds
 MAX_REPEAT = 1000           # --repeat: independent measurements of each case
+MAX_PLACEMENTS = 256        # --placements: placements of the inputs per case
 MAX_RETRY_THROTTLED = 100   # --retry-throttled: re-measurements of a throttled case

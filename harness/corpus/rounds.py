@@ -31,11 +31,12 @@ from ..ab.runs import RunOutcome, append_status, outcome_of
 from ..ab.sides import ABPlan, Side, env_for
 from ..launch import launcher
 from ..measure.device_lock import LOCK_DIR_ENV
+from ..run import placement
 from ..store.rundir import safe_name
 from .supervisor import Lane, Worker
 
 SETTLE_S = 1.0                # the idle gap before each round
-SHIFT_MAX_BYTES = 64 << 20    # the random allocation before a round's inputs: up to 64 MiB
+SHIFT_MAX_BYTES = placement.SHIFT_MAX_BYTES   # the random allocation before a round's inputs
 
 
 def round_seed(op: str, number: int, label: str) -> int:

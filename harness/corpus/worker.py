@@ -21,7 +21,6 @@ import contextlib
 import gc
 import json
 import os
-import random
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ from ..common.environ import import_failure, safe_streams
 from ..common.errors import (EXIT_OK, EXIT_POISONED, DevicePoisonedError, OpExitError,
                              Terminated, ZlhError, one_line, op_exit_reason, run_write_failure)
 from ..common.process import die_with_parent, install_terminate_handlers
-from ..run import process_state, turns
+from ..run import placement, process_state, turns
 from .outcome import CRASH_RC, GIB, held_over_limit
 
 PROTOCOL_VERSION = 2          # 2: a job carries `args` (zlh bench arguments), not `options`
@@ -118,27 +117,21 @@ def _round_state(spec, options):
     allocation (from the round's seed, up to `shift_max_bytes`) held while the round builds
     its inputs and measures, so that they land at new addresses. Best effort: a device that
     refuses is said in the op's log and the round runs as it is."""
-    held = None
-    if spec:
-        import backends
-        import torch
-        try:
-            backend = backends.backend_for(options.backend)
-            device = options.device or 0
-            backend.activate(device)        # as the run itself does first
-            backend.empty_cache()
-            rng = random.Random(int(spec["seed"]))
-            size = rng.randrange(1, max(2, int(spec.get("shift_max_bytes", 1 << 20)) // 512))
-            held = torch.empty(size * 512, dtype=torch.uint8,
-                               device=backend.torch_device(device))
-            _say(f"zlh: round re-randomised: seed {spec['seed']}, {size * 512} bytes held "
-                 f"before the inputs")
-        except Exception as exc:  # noqa: BLE001 - the round still measures
-            _say(f"zlh: round not re-randomised: {type(exc).__name__}: {one_line(exc)}")
-    try:
+    with contextlib.ExitStack() as stack:
+        if spec:
+            import backends
+            try:
+                backend = backends.backend_for(options.backend)
+                device = options.device or 0
+                backend.activate(device)        # as the run itself does first
+                size = stack.enter_context(placement.elsewhere(
+                    backend, device, int(spec["seed"]),
+                    int(spec.get("shift_max_bytes", placement.SHIFT_MAX_BYTES))))
+                _say(f"zlh: round re-randomised: seed {spec['seed']}, {size} bytes held "
+                     f"before the inputs")
+            except Exception as exc:  # noqa: BLE001 - the round still measures
+                _say(f"zlh: round not re-randomised: {type(exc).__name__}: {one_line(exc)}")
         yield
-    finally:
-        del held
 
 
 _RUNNER_IMPORT: list[float] = []    # the first job's import of zlh's runner (torch with it)

@@ -29,7 +29,7 @@ from ..measure.case_timer import CaseTimer
 from ..store.results import FAILED, SKIPPED, SUCCESS, Row
 from ..telemetry import throttle
 from ..telemetry.kernel_split import KernelSplit
-from . import outputs
+from . import outputs, placement
 
 
 class InputClock:
@@ -125,7 +125,7 @@ def measure_case(case, case_timer: CaseTimer, backend, options, occurrence: int 
         if ir is not None:
             ir.begin_case(case.shape_detail, case.dtype)
         try:
-            _time_case(case, case_timer, options, row, ir, plant, split)
+            _time_case(case, case_timer, backend, options, row, ir, plant, split)
         finally:
             if ir is not None:
                 ir.end_case()
@@ -152,10 +152,11 @@ def measure_case(case, case_timer: CaseTimer, backend, options, occurrence: int 
     return row
 
 
-def _time_case(case, case_timer: CaseTimer, options, row: Row, ir, plant=None,
+def _time_case(case, case_timer: CaseTimer, backend, options, row: Row, ir, plant=None,
                split=None) -> None:
     """Seed, build, one call of the function under test (digest, check), then both timed
-    (see measure_case: `timing`, `baseline_timing`)."""
+    on each placement of the inputs (see measure_case: `timing`, `baseline_timing`;
+    placement.py: `placements`)."""
     seed_everything(options.seed)
     inputs = case.build()
     checking = options.check and case.check is not None
@@ -165,7 +166,6 @@ def _time_case(case, case_timer: CaseTimer, options, row: Row, ir, plant=None,
     # the function under test gets a copy and the baseline the inputs as built; the timed
     # calls then reuse the inputs (whatever state the calls before left them in).
     fed = [pristine_copy(inputs) if checking else inputs]   # what under_test is called on
-    baseline = lambda: case.baseline(*inputs.args, **inputs.kwargs)      # noqa: E731
     under_test = lambda: case.under_test(*fed[0].args, **fed[0].kwargs)  # noqa: E731
     if ir is not None:
         under_test = ir.timed(under_test)
@@ -187,14 +187,12 @@ def _time_case(case, case_timer: CaseTimer, options, row: Row, ir, plant=None,
         row.extra["output_error"] = one_line(exc)
     if checking:
         try:
-            case.check(out, baseline())
+            case.check(out, case.baseline(*inputs.args, **inputs.kwargs))
         except AssertionError as exc:
             raise CaseFailure("mismatch", one_line(exc)) from None
-    del out
+    del out, inputs                    # the timed calls go through fed[0]
     if timing:
-        with case_timer.section():   # the device alone (its lock) for the timed calls
-            _measure_both(case, case_timer, baseline if options.baseline_timing else None,
-                          under_test, scope, row, options.retry_throttled)
+        _measure_placements(case, case_timer, backend, options, row, fed, under_test, scope)
     if split is not None and timing:   # after the timing: never in it
         with scope():
             split.profile_case(profiled, {"variant": row.variant, "dtype": row.dtype,
@@ -205,7 +203,7 @@ def _time_case(case, case_timer: CaseTimer, options, row: Row, ir, plant=None,
     if case.metrics is not None and timing:
         try:
             row.metrics = {k: float(v) for k, v in
-                           case.metrics(inputs, row.torch_ms, row.gems_ms).items()
+                           case.metrics(fed[0], row.torch_ms, row.gems_ms).items()
                            if v is not None}
         except Exception as exc:  # noqa: BLE001 - a metric never costs the latency
             row.extra["metrics_error"] = one_line(exc)
@@ -263,11 +261,39 @@ def flag_markers(case, row: Row) -> list[str]:
     return lines
 
 
-def _measure_both(case, case_timer: CaseTimer, baseline, under_test, scope, row: Row,
-                  retries: int) -> None:
+def _measure_placements(case, case_timer: CaseTimer, backend, options, row: Row, fed: list,
+                        under_test, scope) -> None:
+    """Both functions timed on `options.placements` placements of the inputs (fed[0]): the
+    first as built, each other one built again elsewhere (placement.elsewhere); the row gets
+    the placements combined (placement.combined), every placement's markers and throttle."""
+    baseline = ((lambda: case.baseline(*fed[0].args, **fed[0].kwargs))
+                if options.baseline_timing else None)
+    measured = []
+    for number in range(options.placements):
+        with contextlib.ExitStack() as stack:
+            if number:
+                fed[0] = None               # freed before the allocator's cache is emptied
+                stack.enter_context(placement.elsewhere(
+                    backend, case_timer.device_index,
+                    f"{options.seed}:{number}:{row.shape_detail}:{row.occurrence}"))
+                seed_everything(options.seed)
+                fed[0] = case.build()
+            with case_timer.section():   # the device alone (its lock) for the timed calls
+                measured.append(_measure_both(case, case_timer, baseline, under_test, scope,
+                                              options.retry_throttled))
+    row.torch = placement.combined([m[0] for m in measured])
+    row.gems = placement.combined([m[1] for m in measured])
+    flags = [m[2] for m in measured if m[2] is not None]
+    row.throttled = any(flags) if flags else None
+    row.markers = [line for m in measured for line in m[3]]
+
+
+def _measure_both(case, case_timer: CaseTimer, baseline, under_test, scope,
+                  retries: int) -> tuple:
     """Time the baseline (None: not timed), then the function under test; while either ran
     throttled (see telemetry.throttle), time both again, up to `retries` more times. The last
-    attempt is kept; every throttled attempt leaves a BENCHMARK_CASE_THROTTLED line."""
+    attempt is kept; every throttled attempt leaves a BENCHMARK_CASE_THROTTLED line. Returns
+    (the baseline's measurement or None, the function under test's, throttled, markers)."""
     where = {"dtype": case.dtype, "shape": case.shape_detail}
     names = {n for n in (case.op.split(":")[0], case.info.get("op_name")) if n}
     notes: list[str] = []
@@ -281,9 +307,9 @@ def _measure_both(case, case_timer: CaseTimer, baseline, under_test, scope, row:
         notes += throttle.marker_lines(verdicts, {"op": case.op, **where}, attempt, left)
         if not case_timer.agree(throttle.row_flag(verdicts)) or left == 0:
             break                   # (with turns, a retry when either side's was throttled)
-    row.torch, row.gems = timed_torch and timed_torch.measurement, timed_gems.measurement
-    row.throttled = throttle.row_flag(verdicts)
-    row.markers = (timed_torch.markers if timed_torch else []) + timed_gems.markers + notes
+    return (timed_torch and timed_torch.measurement, timed_gems.measurement,
+            throttle.row_flag(verdicts),
+            (timed_torch.markers if timed_torch else []) + timed_gems.markers + notes)
 
 
 def _fail(row: Row, case, reason: str, detail: str) -> None:

@@ -20,7 +20,7 @@ from adapters.device_inputs import DEFAULT_MODE as DEFAULT_INPUTS, MODES as INPU
 
 from ..common import spelling
 from ..common.errors import UsageError
-from ..common.limits import MAX_REPEAT, MAX_RETRY_THROTTLED
+from ..common.limits import MAX_PLACEMENTS, MAX_REPEAT, MAX_RETRY_THROTTLED
 from ..compile.ir.variants import IR_STAGES
 from ..measure.stopping import StoppingRule
 from ..measure.timers import TIMER_NAMES, Budget
@@ -222,6 +222,14 @@ OPTIONS = (
            help="Idle gap (microseconds) after every sample: each graph replay or batch of "
                 "calls is synchronised and the device rests before the next (long kernels "
                 "under a power cap). Default 0: off. Counts toward --max-time-ms."),
+    Option("placements", "--placements", int, 1, low=1, high=MAX_PLACEMENTS, group="timing",
+           caliber="placements", manifest=True, metavar="N",
+           help="Time each case on N placements of its inputs: after the first, the "
+                "inputs are built again (same values) behind a random-size allocation on an "
+                "emptied allocator cache, so that they lie at other device addresses; the "
+                "row's latency is the median of the placements' medians. Where data lies "
+                "moves a kernel's latency by tenths of a percent and more: placements average "
+                "that inside a run, rounds only across runs. Part of the caliber."),
     Option("seed", "--seed", int, DEFAULT_SEED, low=0, high=SEED_LIMIT - 1, caliber="seed",
            manifest=True, above="option {name}: {value} is out of range (0 .. {high})",
            help="Seed for random, numpy and torch before each case's inputs are built "

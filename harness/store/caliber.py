@@ -17,7 +17,8 @@ from ..common.fields import Fields
 MISSING = "<missing>"
 # Fields added later, with the value every run written before them had.
 # (Runs before `inputs` built every input as the library's code does: "upstream".)
-LEGACY_DEFAULTS = {"ir_stage": "ttgir", "tuning_space": {}, "card": "", "inputs": "upstream"}
+LEGACY_DEFAULTS = {"ir_stage": "ttgir", "tuning_space": {}, "card": "", "inputs": "upstream",
+                   "placements": 1}
 # The caliber's timer of a run that timed nothing (`--no-timing`): its rows carry no latency,
 # and it never compares with a timed run.
 UNTIMED = "none"
@@ -44,6 +45,7 @@ class Caliber:
     tuning_space: Mapping[str, str] = field(default_factory=dict)  # adapter switches that are on
     card: str = ""                   # which card (UUID or physical index): a warning only
     inputs: str = "device"           # how inputs are made (--inputs): other values, other inputs
+    placements: int = 1              # placements of the inputs per case (--placements)
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -89,6 +91,7 @@ def check_caliber(f: Fields) -> None:
     ranges zlh writes: a damaged one is bad input (exit 2), not a caliber that merely
     differs. `f`'s error names the field."""
     kinds = {"repeat": lambda name: f.int(name, low=1), "seed": f.int,
+             "placements": lambda name: f.int(name, low=1),
              "warmup_ms": lambda name: f.number(name, low=0), "stopping": f.object,
              "ir_capture": f.bool, "tuning_space": f.object}
     for name in Caliber.field_names():

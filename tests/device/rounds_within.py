@@ -9,7 +9,7 @@ they were taken (rounds in turns: sample k of A and sample k of B were neighbour
 device) and the run's `turns` (rounds_spread.py writes it beside a plant/aa root).
 
 `show`, per shape over rounds 1…: `sd` the spread of the rounds' deltas (100·ln(median A /
-median B)), `within` the spread a round's delta would have from its own samples alone (a
+median B), the medians the runs reported: with --placements, the median of the placements'), `within` the spread a round's delta would have from its own samples alone (a
 bootstrap of each side's samples, root mean square over the rounds), `excess` what the rounds
 add beyond that (sqrt(sd² − within²), 0 when none), `paired` the spread of the paired delta
 (the median of 100·ln(A_k / B_k) over neighbours), the samples per side and round, and the mean
@@ -41,7 +41,7 @@ def export(root: Path) -> dict:
         run_dir, round_dir = results.parent, results.parent.parent
         info = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").is_file() \
             else {}
-        shapes = {}
+        shapes, medians = {}, {}
         for line in results.read_text().splitlines():
             if not line.strip():
                 continue
@@ -49,8 +49,9 @@ def export(root: Path) -> dict:
             samples = (row.get("gems") or {}).get("samples_ms")
             if row.get("status") == "SUCCESS" and samples:
                 shapes[_key(row)] = samples
+                medians[_key(row)] = row.get("gems_ms")
         doc.setdefault(round_dir.parent.name, {})[round_dir.name] = {
-            "turns": info.get("turns"), "shapes": shapes}
+            "turns": info.get("turns"), "shapes": shapes, "medians": medians}
     return doc
 
 
@@ -82,7 +83,8 @@ def analyse(doc: dict) -> list[dict]:
                 b = (runs.get(f"r{n}_B") or {}).get("shapes", {}).get(key)
                 if not a or not b or len(a) < 3 or len(b) < 3:
                     continue
-                plain.append(_log_ratio(a, b))
+                got = [(runs.get(f"r{n}_{s}") or {}).get("medians", {}).get(key) for s in "AB"]
+                plain.append(100.0 * math.log(got[0] / got[1]) if all(got) else _log_ratio(a, b))
                 paired.append(_paired(a, b))
                 within.append(_boot_sd(a, b, rng))
                 counts.append(min(len(a), len(b)))
