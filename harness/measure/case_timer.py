@@ -78,22 +78,24 @@ class CaseTimer:
         finally:
             self.first_call_s += time.perf_counter() - started
 
-    def measure(self, fn, op: str, names=(), scope=None, **where) -> Timed:
+    def measure(self, fn, op: str, names=(), scope=None, pin=None, **where) -> Timed:
         """`names`: other names the op goes by (a benchmark's own op name), for the deny list;
-        `scope`: entered around the calls of `fn` (see timers)."""
+        `scope`: entered around the calls of `fn` (see timers); `pin`: (timer name, calls per
+        sample) a replay took from its record, used by that timer only."""
         if self.turns is not None:
             self.turns.label = "|".join(str(part) for part in (op, *where.values()))
         if self.fallback is not None and ({op, *names} & self.backend.capture_deny):
             line = markers.marker(markers.NO_GRAPH, op=op, phase="denylist",
                                   reason="KnownPoisoningOp", **where,
                                   detail=f"{self.backend.name} denies capture for this op")
-            return _fell_back(self.fallback.measure(fn, scope), line)
+            return _fell_back(self.fallback.measure(fn, scope, _calls(pin, self.fallback)), line)
         try:
-            return Timed(self.primary.measure(fn, scope))
+            return Timed(self.primary.measure(fn, scope, _calls(pin, self.primary)))
         except GraphPhaseError as failure:
-            return self._fall_back(fn, op, failure, where, scope)
+            return self._fall_back(fn, op, failure, where, scope, pin)
 
-    def _fall_back(self, fn, op: str, failure: GraphPhaseError, where: dict, scope) -> Timed:
+    def _fall_back(self, fn, op: str, failure: GraphPhaseError, where: dict, scope,
+                   pin=None) -> Timed:
         cause = failure.cause
         fields = dict(op=op, phase=failure.phase, reason=type(cause).__name__, **where)
         verdict = self.backend.classify_error(cause)
@@ -111,7 +113,7 @@ class CaseTimer:
             raise DevicePoisonedError(markers.marker(markers.CAPTURE_POISONED, detail=detail,
                                                      **fields))
         line = markers.marker(markers.NO_GRAPH, detail=one_line(cause, 160), **fields)
-        return _fell_back(self.fallback.measure(fn, scope), line)
+        return _fell_back(self.fallback.measure(fn, scope, _calls(pin, self.fallback)), line)
 
     def _settle(self) -> None:
         """Let an aborted capture drain; a failure here surfaces in the next check."""
@@ -119,6 +121,11 @@ class CaseTimer:
             self.backend.synchronize()
         except Exception:  # noqa: BLE001
             pass
+
+
+def _calls(pin, timer) -> int | None:
+    """The pinned calls per sample where the pin is for this timer, else None (sized)."""
+    return pin[1] if pin is not None and pin[0] == timer.name else None
 
 
 def _fell_back(measurement: Measurement, line: str) -> Timed:

@@ -103,9 +103,13 @@ class _TimerBase:
         self._hold = turns is not None and backend.has_spin()
 
     # -- the shared skeleton -------------------------------------------------------------
-    def measure(self, fn: Callable[[], object], scope: Scope | None = None) -> Measurement:
+    def measure(self, fn: Callable[[], object], scope: Scope | None = None,
+                calls: int | None = None) -> Measurement:
+        """`calls`: the calls per sample to use (pinned by a replay) instead of sizing a
+        sample from the first estimate; not used where that many calls would take longer
+        than a capture may (`Budget.max_capture_ms`, at the estimated rate)."""
         scope = scope or contextlib.nullcontext
-        runs = [self._measure_once(fn, scope) for _ in range(self.repeat)]
+        runs = [self._measure_once(fn, scope, calls) for _ in range(self.repeat)]
         if len(runs) == 1:
             return runs[0]
         samples = tuple(s for run in runs for s in run.samples_ms)
@@ -115,7 +119,7 @@ class _TimerBase:
                            clocks=tuple(c for r in runs for c in r.clocks),
                            undersampled=any(r.undersampled for r in runs))
 
-    def _measure_once(self, fn, scope: Scope) -> Measurement:
+    def _measure_once(self, fn, scope: Scope, pinned: int | None = None) -> Measurement:
         with scope():
             fn()                  # discarded: JIT compile, autotune, lazy init
             self.backend.synchronize()
@@ -128,7 +132,9 @@ class _TimerBase:
             for _ in range(warmup_calls):
                 fn()
         self.backend.synchronize()
-        return self._sample(fn, per_call_ms, warmup_calls, scope)
+        if pinned and pinned * per_call_ms > self.budget.max_capture_ms:
+            pinned = None      # far slower than where the pin was taken: sized as usual
+        return self._sample(fn, per_call_ms, warmup_calls, scope, pinned)
 
     def _collect(self, take_batch: Callable[[], list[float]]) -> list[float]:
         """Samples until the rule stops; the device clock is read (backend.clock_reading, an
@@ -175,7 +181,9 @@ class _TimerBase:
         taken in turns (the device drained before the other side's turn)."""
         return 1 if self.rule.pace_us or self.turns is not None else self.budget.samples_per_sync
 
-    def _calls_per_sample(self, per_call_ms: float) -> int:
+    def _calls_per_sample(self, per_call_ms: float, pinned: int | None = None) -> int:
+        if pinned:
+            return int(pinned)
         if per_call_ms >= self.budget.batch_ms:
             return 1
         return clamp(self.budget.batch_ms / max(per_call_ms, 1e-6), 1, 1000)
@@ -184,7 +192,8 @@ class _TimerBase:
     def _time_calls(self, fn, calls: int) -> float:
         raise NotImplementedError
 
-    def _sample(self, fn, per_call_ms: float, warmup_calls: int, scope: Scope) -> Measurement:
+    def _sample(self, fn, per_call_ms: float, warmup_calls: int, scope: Scope,
+                pinned: int | None = None) -> Measurement:
         raise NotImplementedError
 
 
@@ -199,8 +208,8 @@ class HostTimer(_TimerBase):
         self.backend.synchronize()
         return (time.perf_counter() - start) * 1e3
 
-    def _sample(self, fn, per_call_ms, warmup_calls, scope) -> Measurement:
-        calls = self._calls_per_sample(per_call_ms)
+    def _sample(self, fn, per_call_ms, warmup_calls, scope, pinned=None) -> Measurement:
+        calls = self._calls_per_sample(per_call_ms, pinned)
         with scope():
             samples = self._collect(lambda: [self._time_calls(fn, calls) / calls])
         return Measurement(tuple(samples), self.name, calls, warmup_calls,
@@ -237,8 +246,8 @@ class EventTimer(_TimerBase):
         end.synchronize()
         return start.elapsed_time(end)
 
-    def _sample(self, fn, per_call_ms, warmup_calls, scope) -> Measurement:
-        calls = 1 if self.flush_l2 else self._calls_per_sample(per_call_ms)
+    def _sample(self, fn, per_call_ms, warmup_calls, scope, pinned=None) -> Measurement:
+        calls = 1 if self.flush_l2 else self._calls_per_sample(per_call_ms, pinned)
         per_sync = self._per_sync()
 
         def take_batch():
@@ -270,9 +279,10 @@ class GraphTimer(EventTimer):
         kwargs.pop("flush_l2", None)
         super().__init__(*args, flush_l2=False, **kwargs)
 
-    def _sample(self, fn, per_call_ms, warmup_calls, scope) -> Measurement:
+    def _sample(self, fn, per_call_ms, warmup_calls, scope, pinned=None) -> Measurement:
         target_ms, max_unroll = self.budget.graph_replay_ms, self.budget.max_unroll
-        unroll = clamp(target_ms / max(per_call_ms, 1e-6), 1, max_unroll)
+        unroll = int(pinned) if pinned else clamp(target_ms / max(per_call_ms, 1e-6), 1,
+                                                  max_unroll)
         graph = self._capture(fn, unroll, scope)
         replay_ms = self._replay_ms(graph)
         # The eager estimate includes host launch cost, so tiny kernels get too few calls per
@@ -283,7 +293,7 @@ class GraphTimer(EventTimer):
         # the graph by that alone would capture thousands of slow calls (minutes per case).
         better = min(better, max(unroll, clamp(self.budget.max_capture_ms /
                                                max(per_call_ms, 1e-6), 1, max_unroll)))
-        if replay_ms < target_ms / 2 and better > unroll:
+        if not pinned and replay_ms < target_ms / 2 and better > unroll:
             del graph
             unroll = better
             graph = self._capture(fn, unroll, scope)

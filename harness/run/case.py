@@ -106,7 +106,7 @@ def seed_everything(seed: int) -> None:
 
 def measure_case(case, case_timer: CaseTimer, backend, options, occurrence: int = 0,
                  ir: IRCapture | None = None, plant=None,
-                 split: KernelSplit | None = None) -> Row:
+                 split: KernelSplit | None = None, pins=None) -> Row:
     """A Row for one case: SUCCESS with both measurements, SKIPPED, or FAILED with a reason
     and a marker. Only a poisoned device escapes as an exception. From `options` (the run's
     BenchOptions): the seed, the output check, `retry_throttled` (measure a case again, up to
@@ -114,7 +114,8 @@ def measure_case(case, case_timer: CaseTimer, backend, options, occurrence: int 
     under test runs once — output check, digest, IR — and nothing is timed) and
     `baseline_timing` (False: the baseline is not timed, row.torch stays None). `plant`: a
     run.plant.Plant adding a known device delay to the function under test; `split`: a
-    profiler pass over the function under test once the case is timed (--kernel-split)."""
+    profiler pass over the function under test once the case is timed (--kernel-split);
+    `pins`: the calls per sample a replay takes from its record (pinned_calls)."""
     row = Row(op=case.op, dtype=case.dtype, shape=case.shape, shape_detail=case.shape_detail,
               status=SUCCESS, occurrence=occurrence, extra=dict(case.info),
               variant=case.variant or "")
@@ -125,7 +126,7 @@ def measure_case(case, case_timer: CaseTimer, backend, options, occurrence: int 
         if ir is not None:
             ir.begin_case(case.shape_detail, case.dtype)
         try:
-            _time_case(case, case_timer, backend, options, row, ir, plant, split)
+            _time_case(case, case_timer, backend, options, row, ir, plant, split, pins)
         finally:
             if ir is not None:
                 ir.end_case()
@@ -153,7 +154,7 @@ def measure_case(case, case_timer: CaseTimer, backend, options, occurrence: int 
 
 
 def _time_case(case, case_timer: CaseTimer, backend, options, row: Row, ir, plant=None,
-               split=None) -> None:
+               split=None, pins=None) -> None:
     """Seed, build, one call of the function under test (digest, check), then both timed
     on each placement of the inputs (see measure_case: `timing`, `baseline_timing`;
     placement.py: `placements`)."""
@@ -192,7 +193,8 @@ def _time_case(case, case_timer: CaseTimer, backend, options, row: Row, ir, plan
             raise CaseFailure("mismatch", one_line(exc)) from None
     del out, inputs                    # the timed calls go through fed[0]
     if timing:
-        _measure_placements(case, case_timer, backend, options, row, fed, under_test, scope)
+        pin = (pins or {}).get((row.variant, row.dtype, row.shape_detail, row.occurrence), {})
+        _measure_placements(case, case_timer, backend, options, row, fed, under_test, scope, pin)
     if split is not None and timing:   # after the timing: never in it
         with scope():
             split.profile_case(profiled, {"variant": row.variant, "dtype": row.dtype,
@@ -262,7 +264,7 @@ def flag_markers(case, row: Row) -> list[str]:
 
 
 def _measure_placements(case, case_timer: CaseTimer, backend, options, row: Row, fed: list,
-                        under_test, scope) -> None:
+                        under_test, scope, pin: dict) -> None:
     """Both functions timed on `options.placements` placements of the inputs (fed[0]): the
     first as built, each other one built again elsewhere (placement.elsewhere); the row gets
     the placements combined (placement.combined), every placement's markers and throttle."""
@@ -280,7 +282,7 @@ def _measure_placements(case, case_timer: CaseTimer, backend, options, row: Row,
                 fed[0] = case.build()
             with case_timer.section():   # the device alone (its lock) for the timed calls
                 measured.append(_measure_both(case, case_timer, baseline, under_test, scope,
-                                              options.retry_throttled))
+                                              options.retry_throttled, pin))
     row.torch = placement.combined([m[0] for m in measured])
     row.gems = placement.combined([m[1] for m in measured])
     flags = [m[2] for m in measured if m[2] is not None]
@@ -289,18 +291,20 @@ def _measure_placements(case, case_timer: CaseTimer, backend, options, row: Row,
 
 
 def _measure_both(case, case_timer: CaseTimer, baseline, under_test, scope,
-                  retries: int) -> tuple:
+                  retries: int, pin: dict) -> tuple:
     """Time the baseline (None: not timed), then the function under test; while either ran
     throttled (see telemetry.throttle), time both again, up to `retries` more times. The last
-    attempt is kept; every throttled attempt leaves a BENCHMARK_CASE_THROTTLED line. Returns
+    attempt is kept; every throttled attempt leaves a BENCHMARK_CASE_THROTTLED line. `pin`:
+    {"torch" | "gems": (timer, calls per sample)} from a replayed record. Returns
     (the baseline's measurement or None, the function under test's, throttled, markers)."""
     where = {"dtype": case.dtype, "shape": case.shape_detail}
     names = {n for n in (case.op.split(":")[0], case.info.get("op_name")) if n}
     notes: list[str] = []
     for attempt in range(1, retries + 2):
-        timed_torch = (case_timer.measure(baseline, case.op, names, **where)
+        timed_torch = (case_timer.measure(baseline, case.op, names, pin=pin.get("torch"), **where)
                        if baseline is not None else None)
-        timed_gems = case_timer.measure(under_test, case.op, names, scope=scope, **where)
+        timed_gems = case_timer.measure(under_test, case.op, names, scope=scope,
+                                        pin=pin.get("gems"), **where)
         verdicts = throttle.judge({"torch": timed_torch and timed_torch.measurement,
                                    "gems": timed_gems.measurement})
         left = retries + 1 - attempt

@@ -1,6 +1,5 @@
-"""`zlh bench`: plan (validate everything), then run each op into its own run directory.
-`run_op` is the whole of what one benchmark run does, top to bottom; `OpRun` holds the
-state of that one run (its directory, run.json, rows) so each step reads as one call."""
+"""`zlh bench`: plan (validate everything), then run each op into its own run directory. `run_op`
+is one run, top to bottom; `OpRun` holds its state (directory, run.json, rows), a call a step."""
 from __future__ import annotations
 
 import contextlib
@@ -36,6 +35,7 @@ from .process_state import InheritedState
 from .run_info import device_identity, iso_time, run_info, telemetry_sample
 from .options import BenchOptions
 from .plan import BenchPlan, plan_bench
+from .pinned_calls import calls_from_record
 from .plant import Plant
 from .result import RunResult, effective_timer, graph_fallbacks, status_counts
 from .table import case_line, summary_line, write_table
@@ -267,6 +267,7 @@ class OpRun:
         self.plant = Plant.for_run(options.plant_pct, plan.backend, plan.device_index,
                                    plan.replay_dirs.get(self.op))
         split = KernelSplit.for_run(options.kernel_split, plan.backend, self.dir.path, self.say)
+        self.info["pinned_calls"] = len(pins := calls_from_record(plan.replay_dirs.get(self.op)))
         with contextlib.closing(iter(cases)) as cases:   # closes the adapter's contexts
             for index in itertools.count():
                 seed_everything(options.seed)   # adapters that build inputs while yielding
@@ -282,7 +283,7 @@ class OpRun:
                 try:
                     row = measure_case(case, case_timer, plan.backend, options,
                                        occurrence=seen.get(key, 0), ir=self.ir,
-                                       plant=self.plant, split=split)
+                                       plant=self.plant, split=split, pins=pins)
                 finally:
                     tuned_markers = self.tuner_hook.take_markers()
                 row.markers = tuned_markers + row.markers

@@ -1,0 +1,40 @@
+"""Calls per sample pinned by `--replay`: a replay run times each case with the calls per
+sample (a graph's unroll, an event sample's batch) its record used.
+
+A timer sizes a sample from a first estimate of the call's latency, and the estimate moves
+from run to run. The latency per call moves with it: a graph replay's launch is shared by its
+calls, and on an H200 a 25-60 µs kernel timed with graphs of K/2 to 2K calls read medians
+0.4 % apart where one graph of K calls timed again read 0.06-0.1 % apart (tests/device/
+README.md, twenty-fourth set). Two sides that size their samples apart compare their sizing as
+well as their kernels; a replay therefore takes the record's calls per sample, case by case,
+for the timer the record used (a case the record did not time, or timed with another timer,
+is sized as usual).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..store.reader import load_run
+from ..store.results import SUCCESS
+from ..store.rundir import RESULTS_JSONL
+
+Key = tuple        # (variant, dtype, shape_detail, occurrence), as plant.sizing_latencies
+Pin = tuple        # (timer name, calls per sample)
+
+
+def calls_from_record(run_dir: Path | None) -> dict[Key, dict[str, Pin]]:
+    """{case key: {"torch" | "gems": (timer, calls per sample)}} of a stored run; {} for
+    None and for a record that holds no measurements (a parallel sweep's merged records:
+    its replay sizes its samples as usual). A measurement that fell back to another timer is
+    pinned under that timer."""
+    if run_dir is None or not (Path(run_dir) / RESULTS_JSONL).is_file():
+        return {}
+    pins: dict[Key, dict[str, Pin]] = {}
+    for row in load_run(run_dir).rows:
+        if row.status != SUCCESS:
+            continue
+        sides = {side: (m.timer, m.calls_per_sample) for side, m in
+                 (("torch", row.torch), ("gems", row.gems)) if m is not None}
+        if sides:
+            pins[(row.variant, row.dtype, row.shape_detail, row.occurrence)] = sides
+    return pins
