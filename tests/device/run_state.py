@@ -1,0 +1,331 @@
+"""What moves a run? A device experiment: one kernel timed again and again in one process, each
+time with one piece of a run's state built anew, against the same kernel timed in fresh
+processes (rounds "that cost the measurement": a round's median is known to a few hundredths
+of a percent from its samples, yet runs differ by 0.5 %, layer_norm 20×6×65536 by 3.5 %:
+tests/device/README.md, twenty-third set).
+
+    python3 tests/device/run_state.py                 # on a GPU; FlagGems' kernels if importable
+    python3 tests/device/run_state.py --show FILE.json   # (CPU too) the table again
+
+Per case (CASES, "op:dims", default below) the process builds the inputs once (X0), takes the
+calls per sample K from a first timing (about SAMPLE_MS of work) and captures G0, a CUDA graph
+of K calls on X0. Then REPS repetitions; in each, every arm once, in rotated order, each arm
+one median of SAMPLES graph replays (ms per call):
+
+  again    G0 timed again: nothing rebuilt (what the card's drift alone moves);
+  graph    a new graph on X0;
+  calls    a new graph on X0 of a random number of calls in [K/2, 2K];
+  inputs   new inputs with X0's values behind a random-size allocation on an emptied
+           allocator cache (as zlh's placements), a new graph on them;
+  reload   Triton's loaded kernels dropped (the next call loads its binary anew from the
+           compile cache), a new graph on X0.
+
+Then FRESH processes each build the same inputs and graph and time it REPS_CHILD times.
+Per case and arm: the sd of 100·ln(median) over the repetitions (`fresh`: over the
+processes' first medians; `fresh_within`: the sd inside a process, pooled), and the medians
+themselves. An arm whose sd reaches the fresh processes' names a state that moves a run.
+Output: the table on stdout and in $OUT/run_state.txt, the numbers in $OUT/run_state.json.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ARMS = ("again", "graph", "calls", "inputs", "reload")
+# SCRAMBLE=1: the arms instead `again` (G0, nothing ahead of a sample), `steady` (G0, each
+# sample behind the same fill kernel) and `scrambled` (G0, each sample behind a fill kernel of a
+# random number of blocks): whether what ran just before a sample sets its level, and whether
+# drawing that anew per sample makes the windows agree. Each window follows a disturbance (a
+# random number of random-width kernels), as a new run follows other work.
+SCRAMBLE_ARMS = ("again", "steady", "scrambled")
+CASES = "layer_norm:20x6x65536 mm:4096x4096 softmax:64x512x512 mm:2048x2048 layer_norm:2048x1024"
+
+
+def env(name: str, default: str) -> str:
+    return os.environ.get(name) or default
+
+
+# ---- analysis (pure) --------------------------------------------------------------------------
+def log_sd(values) -> float | None:
+    """sd (ddof 1) of 100·ln(v): the spread in % of a list of medians."""
+    v = [x for x in values if x and x > 0]
+    return float(np.std(100 * np.log(v), ddof=1)) if len(v) >= 2 else None
+
+
+def pooled_sd(groups) -> float | None:
+    """sd pooled over groups (each a list of medians): the spread inside a group."""
+    ss, df = 0.0, 0
+    for g in groups:
+        v = 100 * np.log([x for x in g if x and x > 0])
+        if len(v) >= 2:
+            ss += float(((v - v.mean()) ** 2).sum())
+            df += len(v) - 1
+    return math.sqrt(ss / df) if df else None
+
+
+def summary(doc: dict) -> list[str]:
+    first = next(iter(doc["cases"].values()), {"arms": {}})
+    names = SCRAMBLE_ARMS if "scrambled" in first["arms"] else ARMS
+    arms = list(names) + ["fresh", "fresh_within", "fresh_again"]
+    lines = [f"{'case':<24} {'us':>8} {'K':>4} " + " ".join(f"{a:>12}" for a in arms)]
+    for case, c in doc["cases"].items():
+        sds = {a: log_sd(c["arms"].get(a, [])) for a in names}
+        fresh = c.get("fresh", [])
+        sds["fresh"] = log_sd([p[0] for p in fresh if p])
+        sds["fresh_within"] = pooled_sd(fresh)
+        sds["fresh_again"] = log_sd([p[0] for p in c.get("fresh_again", []) if p])
+        cells = " ".join(("-" if sds[a] is None else f"{sds[a]:.3f}").rjust(12) for a in arms)
+        lines.append(f"{case:<24} {c['latency_ms'] * 1e3:>8.1f} {c['calls']:>4} {cells}")
+    lines.append("cells: sd of 100·ln(median) over repetitions (fresh: over processes), in %")
+    for case, c in doc["cases"].items():
+        for a in list(names) + ["fresh", "fresh_again"]:
+            vals = (c["arms"].get(a) if a in names
+                    else [p[0] for p in c.get(a, []) if p])
+            if vals:
+                lines.append(f"  {case} {a}: " + " ".join(f"{v * 1e3:.2f}" for v in vals))
+    return lines
+
+
+# ---- the device -------------------------------------------------------------------------------
+def build(torch, spec: str, seed: int = 0):
+    """(function of no arguments, its inputs) for "op:AxBx…"."""
+    name, dims = spec.split(":")
+    shape = tuple(int(d) for d in dims.split("x"))
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+
+    def randn(*s):
+        return torch.randn(s, device="cuda", dtype=torch.bfloat16, generator=gen)
+    if name == "mm":
+        x, y = randn(*shape), randn(shape[1], shape[0])
+        return (lambda a=x, b=y: torch.mm(a, b)), [x, y]
+    if name == "layer_norm":
+        x, w, b = randn(*shape), randn(*shape[1:]), randn(*shape[1:])
+        return (lambda a=x, c=w, d=b: torch.layer_norm(a, shape[1:], c, d)), [x, w, b]
+    if name == "softmax":
+        x = randn(*shape)
+        return (lambda a=x: torch.softmax(a, dim=-1)), [x]
+    raise SystemExit(f"run_state: unknown op {name!r} (mm, layer_norm, softmax)")
+
+
+def rebind(torch, spec: str, tensors):
+    """The case's function on other tensors (same values), as build() makes it."""
+    name, dims = spec.split(":")
+    shape = tuple(int(d) for d in dims.split("x"))
+    if name == "mm":
+        return lambda: torch.mm(tensors[0], tensors[1])
+    if name == "layer_norm":
+        return lambda: torch.layer_norm(tensors[0], shape[1:], tensors[1], tensors[2])
+    return lambda: torch.softmax(tensors[0], dim=-1)
+
+
+def library():
+    if env("LIB", "gems") == "gems":
+        try:
+            import flag_gems
+            return flag_gems.use_gems
+        except Exception as exc:  # noqa: BLE001 - said, then torch's kernels
+            print(f"flag_gems not importable ({type(exc).__name__}: {exc}); torch's kernels")
+    return contextlib.nullcontext
+
+
+def capture(torch, fn, calls: int, use):
+    with use():
+        fn()
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                fn()
+    torch.cuda.synchronize()
+    return graph
+
+
+FILL = {}
+
+
+def fill(torch, blocks: int) -> None:
+    """A kernel of about `blocks` blocks: a float fill of blocks × 2048 elements."""
+    buf = FILL.get("buf")
+    if buf is None:
+        buf = FILL["buf"] = torch.empty(1024 * 2048, device="cuda")
+    buf[: blocks * 2048].fill_(1.0)
+
+
+def disturb(torch, rng) -> None:
+    for _ in range(rng.randrange(1, 8)):
+        fill(torch, rng.randrange(1, 1024))
+
+
+def timed(torch, graph, calls: int, samples: int, ahead=None) -> float:
+    """Median ms per call of `samples` replays, after 3 untimed ones; `ahead(k)` (if given)
+    launched before sample k, outside the timed span."""
+    for _ in range(3):
+        graph.replay()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(samples)]
+    for k, (begin, end) in enumerate(events):
+        if ahead is not None:
+            ahead(k)
+        begin.record()
+        graph.replay()
+        end.record()
+    torch.cuda.synchronize()
+    return float(np.median([b.elapsed_time(e) for b, e in events])) / calls
+
+
+def drop_loaded_kernels() -> int:
+    """Empty every Triton JITFunction's per-device kernel cache: the next call loads its
+    binary again (from the compile cache). Returns how many functions were emptied."""
+    try:
+        from triton.runtime.jit import JITFunction
+    except Exception:  # noqa: BLE001 - no Triton: nothing to drop
+        return 0
+    emptied = 0
+    for obj in gc.get_objects():
+        if isinstance(obj, JITFunction):
+            for cache in getattr(obj, "device_caches", {}).values():
+                if cache and cache[0]:
+                    cache[0].clear()
+                    emptied += 1
+    return emptied
+
+
+def tuned() -> dict:
+    """{kernel name: its autotuner's chosen config} of every Triton Autotuner alive."""
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except Exception:  # noqa: BLE001 - no Triton
+        return {}
+    return {getattr(o.fn, "__name__", "?"): str(o.best_config) for o in gc.get_objects()
+            if isinstance(o, Autotuner) and getattr(o, "best_config", None) is not None}
+
+
+def scramble_arms(torch, g0, calls: int, samples: int, rng, reps: int) -> dict:
+    got: dict = {a: [] for a in SCRAMBLE_ARMS}
+    ahead = {"again": None, "steady": lambda k: fill(torch, 200),
+             "scrambled": lambda k: fill(torch, rng.randrange(1, 1024))}
+    for rep in range(reps):
+        for k in range(len(SCRAMBLE_ARMS)):
+            arm = SCRAMBLE_ARMS[(rep + k) % len(SCRAMBLE_ARMS)]
+            disturb(torch, rng)
+            got[arm].append(timed(torch, g0, calls, samples, ahead[arm]))
+    return got
+
+
+def run_case(torch, spec: str, use, reps: int, samples: int, rng) -> dict:
+    fn, x0 = build(torch, spec)
+    with use():
+        fn()
+        torch.cuda.synchronize()
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        for _ in range(20):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+    latency = begin.elapsed_time(end) / 20
+    calls = max(1, round(float(env("SAMPLE_MS", "1.0")) / latency))
+    g0 = capture(torch, fn, calls, use)
+    if env("SCRAMBLE", "0") == "1":
+        return {"latency_ms": latency, "calls": calls, "info": {}, "tuned": tuned(),
+                "arms": scramble_arms(torch, g0, calls, samples, rng, reps)}
+    got: dict = {a: [] for a in ARMS}
+    info: dict = {"inputs_ptr_mod_2MiB": [], "reloaded": []}
+    for rep in range(reps):
+        for k in range(len(ARMS)):
+            arm = ARMS[(rep + k) % len(ARMS)]
+            if arm == "again":
+                got[arm].append(timed(torch, g0, calls, samples))
+                continue
+            if arm == "inputs":
+                torch.cuda.empty_cache()
+                held = torch.empty(rng.randrange(1, 1 << 17) * 512, dtype=torch.uint8,
+                                   device="cuda")
+                moved = [t.clone() for t in x0]
+                info["inputs_ptr_mod_2MiB"].append([t.data_ptr() % (2 << 20) for t in moved])
+                n, g = calls, capture(torch, rebind(torch, spec, moved), calls, use)
+            else:
+                if arm == "reload":
+                    info["reloaded"].append(drop_loaded_kernels())
+                n = rng.randrange(max(1, calls // 2), 2 * calls + 1) if arm == "calls" else calls
+                g, held, moved = capture(torch, fn, n, use), None, None
+            got[arm].append(timed(torch, g, n, samples))
+            del g, held, moved
+    return {"latency_ms": latency, "calls": calls, "arms": got, "info": info, "tuned": tuned()}
+
+
+def child(specs, reps: int, samples: int) -> None:
+    import torch
+    use = library()
+    out = {}
+    for spec in specs:
+        fn, _ = build(torch, spec)
+        with use():
+            fn()
+            torch.cuda.synchronize()
+        calls = int(env("CALLS_" + spec.replace(":", "_").replace("x", "_"), "1"))
+        g = capture(torch, fn, calls, use)
+        if env("SCRAMBLE", "0") == "1":
+            rng = random.Random()
+            out[spec] = [timed(torch, g, calls, samples, lambda k: fill(torch, rng.randrange(1, 1024)))
+                         for _ in range(reps)]
+            out[spec + " again"] = [timed(torch, g, calls, samples) for _ in range(reps)]
+        else:
+            out[spec] = [timed(torch, g, calls, samples) for _ in range(reps)]
+    print("RESULT " + json.dumps({"medians": out, "tuned": tuned()}), flush=True)
+
+
+def main(argv: list[str]) -> int:
+    out = Path(os.environ.get("OUT") or "device-out")
+    out.mkdir(parents=True, exist_ok=True)
+    if argv[:1] == ["--show"]:
+        print("\n".join(summary(json.loads(Path(argv[1]).read_text()))))
+        return 0
+    specs = env("CASES", CASES).split()
+    reps, samples = int(env("REPS", "16")), int(env("SAMPLES", "60"))
+    if argv[:1] == ["--child"]:
+        child(specs, int(env("REPS_CHILD", "3")), samples)
+        return 0
+    import torch
+    use, rng, started = library(), random.Random(int(env("SEED", "1"))), time.time()
+    doc = {"device": torch.cuda.get_device_name(), "reps": reps, "samples": samples,
+           "cases": {}}
+    for spec in specs:
+        doc["cases"][spec] = run_case(torch, spec, use, reps, samples, rng)
+        print(f"{spec}: done at {time.time() - started:.0f} s", flush=True)
+    child_env = dict(os.environ, **{"CALLS_" + s.replace(":", "_").replace("x", "_"):
+                                    str(c["calls"]) for s, c in doc["cases"].items()})
+    for k in range(int(env("FRESH", "6"))):
+        proc = subprocess.run([sys.executable, __file__, "--child"], env=child_env,
+                              capture_output=True, text=True, timeout=300)
+        line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
+        if line is None:
+            print(f"fresh process {k}: rc {proc.returncode}: {proc.stderr[-400:]}")
+            continue
+        got = json.loads(line[7:])
+        for spec, medians in got["medians"].items():
+            name, _, again = spec.partition(" ")
+            doc["cases"][name].setdefault("fresh_again" if again else "fresh", []).append(medians)
+        doc.setdefault("fresh_tuned", []).append(got["tuned"])
+        print(f"fresh process {k}: done at {time.time() - started:.0f} s", flush=True)
+    doc["wall_s"] = round(time.time() - started, 1)
+    (out / "run_state.json").write_text(json.dumps(doc, indent=1))
+    text = "\n".join([f"{doc['device']}, {reps} repetitions, {doc['wall_s']} s"]
+                     + summary(doc)) + "\n"
+    (out / "run_state.txt").write_text(text)
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
