@@ -194,19 +194,25 @@ def measure_arm(torch, arm: str, graphs: dict, per_sample_ms: float, calls: int,
     return {arm: round_delta(got["A"], got["B"]), f"{arm}_paired": paired_delta(got["A"], got["B"])}
 
 
+def first_latency(torch, fn) -> float:
+    """ms per call of 20 eager calls, after one untimed call (autotune, compile) outside any
+    graph."""
+    fn()
+    torch.cuda.synchronize()
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    begin.record()
+    for _ in range(20):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return begin.elapsed_time(end) / 20
+
+
 def run_shape(torch, spec: str, use, arms, rounds: int, plant_pct: float) -> dict:
     name, n = spec.split(":")
     fn, keep = build(torch, name, int(n))
     with use():
-        fn()                                        # autotune, compile, outside any graph
-        torch.cuda.synchronize()
-        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        begin.record()
-        for _ in range(20):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        latency_ms = begin.elapsed_time(end) / 20
+        latency_ms = first_latency(torch, fn)
         calls = max(1, round(float(env("SAMPLE_MS", "1.0")) / latency_ms))
         per_ms = get_backend("cuda").spin_cycles_per_ms(torch.cuda.current_device())
         cycles = round(plant_pct / 100 * latency_ms * per_ms)

@@ -223,17 +223,10 @@ def scramble_arms(torch, g0, calls: int, samples: int, rng, reps: int) -> dict:
 
 
 def run_case(torch, spec: str, use, reps: int, samples: int, rng) -> dict:
+    from interleave_ab import first_latency    # beside this script
     fn, x0 = build(torch, spec)
     with use():
-        fn()
-        torch.cuda.synchronize()
-        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        begin.record()
-        for _ in range(20):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-    latency = begin.elapsed_time(end) / 20
+        latency = first_latency(torch, fn)
     calls = max(1, round(float(env("SAMPLE_MS", "1.0")) / latency))
     g0 = capture(torch, fn, calls, use)
     if env("SCRAMBLE", "0") == "1":
