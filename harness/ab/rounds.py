@@ -12,6 +12,7 @@ starts is a `RoundRunner`: None (the default) starts each in a fresh `zlh bench`
 round of that side in it (`harness.corpus.rounds`, chosen by the command line). A runner with
 `run_together` (turns) runs a round's two sides at once, their samples in turns on the device;
 the record is then made alone first (round 0), so that every round compared ran in turns.
+`turns-fresh` does so with a new process for every run, launched ahead of it.
 """
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ from typing import Protocol, Sequence
 from ..common.errors import UsageError
 from ..measure import sequential
 
-FRESH, PERSISTENT, TURNS = "fresh", "persistent", "turns"
-ROUND_PROCESSES = (FRESH, PERSISTENT, TURNS)
+FRESH, PERSISTENT, TURNS, TURNS_FRESH = "fresh", "persistent", "turns", "turns-fresh"
+ROUND_PROCESSES = (FRESH, PERSISTENT, TURNS, TURNS_FRESH)
 DESIGN = "two-stage"
 
 

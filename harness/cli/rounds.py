@@ -1,14 +1,15 @@
 """The rounds options of `zlh ab` and `zlh calibrate`: `--rounds N|auto`, `--target-pct`,
 `--min-rounds`, `--max-rounds` (the two-stage design, harness/measure/sequential.py) and
-`--round-process fresh|persistent|turns` (harness/ab/rounds.py, harness/corpus/rounds.py)."""
+`--round-process fresh|persistent|turns|turns-fresh` (harness/ab/rounds.py,
+harness/corpus/rounds.py)."""
 from __future__ import annotations
 
 import click
 
-from ..ab.rounds import FRESH, PERSISTENT, ROUND_PROCESSES, TURNS, AutoRounds
+from ..ab.rounds import FRESH, PERSISTENT, ROUND_PROCESSES, TURNS, TURNS_FRESH, AutoRounds
 from ..common import errors
 from ..common.limits import MAX_ROUNDS
-from ..corpus.rounds import PersistentRounds, TurnsRounds
+from ..corpus.rounds import PersistentRounds, TurnsFreshRounds, TurnsRounds
 from ..measure import sequential
 from .common import finite
 
@@ -65,7 +66,8 @@ def rounds_options(low: int, default, help_text: str):
                           "(new addresses, graphs, allocator cache, a settle gap); turns: "
                           "persistent workers, and a round's two sides run at once taking "
                           "their samples in turns on the device (the record made alone "
-                          "first, as round 0)."),
+                          "first, as round 0); turns-fresh: turns, every run in a new "
+                          "process launched ahead while the run before it measures."),
     ]
 
     def decorate(fn):
@@ -88,6 +90,7 @@ def rounds_plan(params: dict, fixed_default: int = 1):
             raise errors.UsageError(f"{flags} only with --rounds auto (a fixed --rounds N "
                                     f"runs N rounds)")
         auto, rounds = None, params.get("rounds") or fixed_default
-    runner = {PERSISTENT: PersistentRounds, TURNS: TurnsRounds}.get(
+    runner = {PERSISTENT: PersistentRounds, TURNS: TurnsRounds,
+              TURNS_FRESH: TurnsFreshRounds}.get(
         params.get("round_process"), lambda: None)()
     return rounds, auto, runner

@@ -1,5 +1,6 @@
 """Rounds of an A/B in one persistent worker per side (`zlh ab --round-process persistent`,
-and `turns`: both sides of a round at once, their samples in turns on the device).
+and `turns`: both sides of a round at once, their samples in turns on the device), or in turns
+with a new worker for every run, launched ahead (`turns-fresh`).
 
 Each side gets one reused worker (`harness.corpus.worker`, started and supervised by
 `supervisor.Worker` through the launcher) with that side's interpreter and environment, and
@@ -26,13 +27,14 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
-from ..ab.rounds import PERSISTENT, TURNS
+from ..ab.rounds import PERSISTENT, TURNS, TURNS_FRESH
 from ..ab.runs import RunOutcome, append_status, outcome_of
 from ..ab.sides import ABPlan, Side, env_for
 from ..launch import launcher
 from ..measure.device_lock import LOCK_DIR_ENV
 from ..run import placement
 from ..store.rundir import safe_name
+from .standby import WarmPool
 from .supervisor import Lane, Worker
 
 SETTLE_S = 1.0                # the idle gap before each round
@@ -54,7 +56,8 @@ class PersistentRounds:
         self.workers: dict[str, Worker] = {}
         self.starts: dict[str, int] = {}
 
-    def _worker(self, plan: ABPlan, side: Side) -> Worker:
+    def _worker(self, plan: ABPlan, side: Side, job: dict | None = None) -> Worker:
+        """The side's worker for a job (`job`: its op and arguments)."""
         worker = self.workers.get(side.label)
         if worker is None:
             lane = Lane(python=side.python, env=env_for(side, plan.options.backend),
@@ -80,7 +83,7 @@ class PersistentRounds:
         log = out / "bench.log"
         with open(log, "w", encoding="utf-8") as handle:
             launcher.write_command(handle, [side.python, "-m", "harness", "bench", op, *args])
-        worker = self._worker(plan, side)
+        worker = self._worker(plan, side, {"op": op, "args": args})
         job = {"op": op, "args": args, "log": str(log), "argv": ["zlh", "bench", op, *args],
                "round": {"seed": round_seed(op, number, side.label),
                          "shift_max_bytes": self.shift_max_bytes}}
@@ -118,9 +121,9 @@ class TurnsRounds(PersistentRounds):
         # it (common/process.die_with_parent), so the thread must outlive its rounds
         self.threads: dict[str, ThreadPoolExecutor] = {}
 
-    def _worker(self, plan: ABPlan, side: Side) -> Worker:
+    def _worker(self, plan: ABPlan, side: Side, job: dict | None = None) -> Worker:
         known = side.label in self.workers
-        worker = super()._worker(plan, side)
+        worker = super()._worker(plan, side, job)
         if not known and LOCK_DIR_ENV in worker.lane.env:     # both sides time at once: a
             worker.lane.env.pop(LOCK_DIR_ENV)                 # lock would keep one waiting
         return worker
@@ -154,3 +157,57 @@ class TurnsRounds(PersistentRounds):
         super().close()
         for thread in self.threads.values():
             thread.shutdown(wait=False)
+
+
+class TurnsFreshRounds(TurnsRounds):
+    """`--round-process turns-fresh`: rounds in turns as above, but every run (the record, each
+    side of each round) in a new worker process, stopped after its run. Each side keeps one
+    warm spare (standby.WarmPool): launched while the run before it measures, it imports the
+    op's library then, so a round waits for no start. What a process keeps — where its kernels
+    and buffers were loaded, side A's record sweep — is drawn anew every round, as in fresh
+    rounds, and the rounds' interval covers it."""
+
+    name = TURNS_FRESH
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.pools: dict[str, WarmPool] = {}
+
+    def _pool(self, plan: ABPlan, side: Side) -> WarmPool:
+        if side.label not in self.pools:
+            env = dict(env_for(side, plan.options.backend))
+            env.pop(LOCK_DIR_ENV, None)       # both sides time at once (see TurnsRounds)
+            self.pools[side.label] = WarmPool(
+                Lane(python=side.python, env=env, label=f"side{side.label}"),
+                Path(plan.root) / f"worker_{side.label}.log")
+        return self.pools[side.label]
+
+    def run(self, plan: ABPlan, op: str, number: int, side: Side,
+            replay_from: Path | None) -> RunOutcome:
+        """A run alone (the record): the other side's spare starts meanwhile."""
+        other = plan.b if side is plan.a else plan.a
+        pool = self._pool(plan, other)
+        pool.warm = {"op": op, "args": plan.run_options(Path(plan.root), None, other).to_argv()}
+        pool.prime()
+        return super().run(plan, op, number, side, replay_from)
+
+    def _worker(self, plan: ABPlan, side: Side, job: dict | None = None) -> Worker:
+        pool = self._pool(plan, side)
+        pool.warm = job                       # what the spare launched behind it imports
+        worker = self.workers[side.label] = pool.take()
+        self.starts[side.label] = pool.starts
+        return worker
+
+    def _run_job(self, plan: ABPlan, op: str, number: int, side: Side,
+                 replay_from: Path | None, turns: dict | None = None) -> RunOutcome:
+        try:
+            return super()._run_job(plan, op, number, side, replay_from, turns)
+        finally:
+            worker = self.workers.pop(side.label, None)
+            if worker is not None:
+                worker.stop()                 # one run per process
+
+    def close(self) -> None:
+        for pool in self.pools.values():
+            pool.close()
+        super().close()

@@ -10,7 +10,7 @@ from harness.ab import orchestrate as abmod
 from harness.ab.rounds import side_order
 from harness.ab.sides import ABPlan, Side
 from harness.cli import main
-from harness.corpus.rounds import TurnsRounds
+from harness.corpus.rounds import TurnsFreshRounds, TurnsRounds
 from harness.measure.device_lock import LOCK_DIR_ENV
 from harness.run.options import BenchOptions
 from conftest import FAST_API
@@ -56,3 +56,34 @@ def test_rounds_run_both_sides_at_once_taking_turns(tmp_path, monkeypatch):
     assert all(r["interval"] == "rounds" and r["delta_pct"] < 0 for r in report["rows"])  # B slower
     again = CliRunner().invoke(main, ["ab", "--rescore", str(tmp_path / "ab")])
     assert again.exit_code == 0, again.output
+
+
+@pytest.mark.e2e
+def test_turns_fresh_runs_every_run_in_its_own_process_launched_ahead(tmp_path):
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[4096]]\n")
+    runner = TurnsFreshRounds(settle_s=0.0, shift_max_bytes=1 << 16)
+    plan = ABPlan(ops=["add"], a=Side("A", {}, description="plain"),
+                  b=Side("B", {"ZLH_BUILTIN_SLOW": "1"}, description="slow"),
+                  options=BenchOptions.from_flat(adapter="builtin", backend="cpu",
+                                                 shapes=str(shapes), **FAST_API),
+                  root=tmp_path / "ab", rounds=2, runner=runner)
+    lines: list[str] = []
+    reports, code = abmod.run_ab(plan, echo=lines.append)
+    assert code == 0 and len(reports) == 1, lines
+    root = tmp_path / "ab" / "add"
+    runs = {}
+    for name in ("r0_A", "r1_A", "r1_B", "r2_A", "r2_B"):
+        (run,) = (root / name).glob("*/run.json")
+        runs[name] = json.loads(run.read_text())
+    assert "turns" not in runs["r0_A"] and runs["r0_A"]["autotune_mode"] == "record"
+    for number in (1, 2):
+        for side in "AB":
+            assert runs[f"r{number}_{side}"]["turns"] == {
+                "first": side == side_order(number)[0], "cases": 1, "lost": None}
+    assert len({info["pid"] for info in runs.values()}) == 5      # a process per run
+    # every run's process stopped after it, and the spares with the A/B
+    pools = list(runner.pools.values())
+    assert pools and all(pool.spare is None for pool in pools)
+    assert sum(pool.starts for pool in pools) >= 5 and not runner.workers
+    assert reports[0].to_dict()["rows"][0]["delta_pct"] < 0                # B slower

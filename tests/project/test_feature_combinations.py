@@ -155,7 +155,7 @@ def test_a_persistent_round_gets_the_options_a_fresh_round_gets(tmp_path, monkey
             return SimpleNamespace(rc=0, elapsed_s=0.0, run_dir=None)
 
     rounds = PersistentRounds(settle_s=0.0)
-    monkeypatch.setattr(rounds, "_worker", lambda plan, side: Worker())
+    monkeypatch.setattr(rounds, "_worker", lambda plan, side, job=None: Worker())
     rounds.run(plan, "add", 2, plan.b, tmp_path / "record")
     assert seen["persistent"] == seen["fresh"]
     again = BenchOptions.from_argv(seen["persistent"])
