@@ -12,19 +12,13 @@ from harness.ab.sides import ABPlan, Side
 from harness.cli import main
 from harness.corpus.rounds import PersistentRounds, round_seed
 from harness.run.options import BenchOptions
-from conftest import FAST_API
+from slow_add import slow_add_plan
 
 
 @pytest.mark.e2e
 def test_rounds_run_in_one_worker_per_side_in_abba_order(tmp_path):
-    shapes = tmp_path / "shapes.yaml"
-    shapes.write_text("add: [[4096]]\n")
     runner = PersistentRounds(settle_s=0.0, shift_max_bytes=1 << 16)
-    plan = ABPlan(ops=["add"], a=Side("A", {}, description="plain"),
-                  b=Side("B", {"ZLH_BUILTIN_SLOW": "1"}, description="slow"),
-                  options=BenchOptions.from_flat(adapter="builtin", backend="cpu",
-                                                 shapes=str(shapes), **FAST_API),
-                  root=tmp_path / "ab", rounds=4, runner=runner)
+    plan = slow_add_plan(tmp_path, runner, rounds=4)
     reports, code = abmod.run_ab(plan, echo=lambda _: None)
     assert code == 0 and len(reports) == 1
     assert runner.starts == {"A": 1, "B": 1}                 # one process start per side

@@ -8,25 +8,17 @@ from click.testing import CliRunner
 
 from harness.ab import orchestrate as abmod
 from harness.ab.rounds import side_order
-from harness.ab.sides import ABPlan, Side
 from harness.cli import main
 from harness.corpus.rounds import TurnsFreshRounds, TurnsRounds
 from harness.measure.device_lock import LOCK_DIR_ENV
-from harness.run.options import BenchOptions
-from conftest import FAST_API
+from slow_add import slow_add_plan
 
 
 @pytest.mark.e2e
 def test_rounds_run_both_sides_at_once_taking_turns(tmp_path, monkeypatch):
     monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))  # dropped: both sides time at once
-    shapes = tmp_path / "shapes.yaml"
-    shapes.write_text("add: [[4096], [8192]]\n")
     runner = TurnsRounds(settle_s=0.0, shift_max_bytes=1 << 16)
-    plan = ABPlan(ops=["add"], a=Side("A", {}, description="plain"),
-                  b=Side("B", {"ZLH_BUILTIN_SLOW": "1"}, description="slow"),
-                  options=BenchOptions.from_flat(adapter="builtin", backend="cpu",
-                                                 shapes=str(shapes), **FAST_API),
-                  root=tmp_path / "ab", rounds=3, runner=runner)
+    plan = slow_add_plan(tmp_path, runner, rounds=3, shapes="add: [[4096], [8192]]\n")
     lines: list[str] = []
     reports, code = abmod.run_ab(plan, echo=lines.append)
     assert code == 0 and len(reports) == 1, lines
@@ -60,14 +52,8 @@ def test_rounds_run_both_sides_at_once_taking_turns(tmp_path, monkeypatch):
 
 @pytest.mark.e2e
 def test_turns_fresh_runs_every_run_in_its_own_process_launched_ahead(tmp_path):
-    shapes = tmp_path / "shapes.yaml"
-    shapes.write_text("add: [[4096]]\n")
     runner = TurnsFreshRounds(settle_s=0.0, shift_max_bytes=1 << 16)
-    plan = ABPlan(ops=["add"], a=Side("A", {}, description="plain"),
-                  b=Side("B", {"ZLH_BUILTIN_SLOW": "1"}, description="slow"),
-                  options=BenchOptions.from_flat(adapter="builtin", backend="cpu",
-                                                 shapes=str(shapes), **FAST_API),
-                  root=tmp_path / "ab", rounds=2, runner=runner)
+    plan = slow_add_plan(tmp_path, runner, rounds=2)
     lines: list[str] = []
     reports, code = abmod.run_ab(plan, echo=lines.append)
     assert code == 0 and len(reports) == 1, lines
