@@ -51,7 +51,8 @@ def test_rounds_run_both_sides_at_once_taking_turns(tmp_path, monkeypatch):
 
 
 @pytest.mark.e2e
-def test_turns_fresh_runs_every_run_in_its_own_process_launched_ahead(tmp_path):
+def test_turns_fresh_runs_every_run_in_its_own_process_launched_ahead(tmp_path, monkeypatch):
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))  # dropped: both sides time at once
     runner = TurnsFreshRounds(settle_s=0.0, shift_max_bytes=1 << 16)
     plan = slow_add_plan(tmp_path, runner, rounds=2)
     lines: list[str] = []
@@ -68,6 +69,7 @@ def test_turns_fresh_runs_every_run_in_its_own_process_launched_ahead(tmp_path):
             assert runs[f"r{number}_{side}"]["turns"] == {
                 "first": side == side_order(number)[0], "cases": 1, "lost": None}
     assert len({info["pid"] for info in runs.values()}) == 5      # a process per run
+    assert not any(LOCK_DIR_ENV in (info.get("env") or {}) for info in runs.values())
     # every run's process stopped after it, and the spares with the A/B
     pools = list(runner.pools.values())
     assert pools and all(pool.spare is None for pool in pools)
