@@ -4,13 +4,9 @@ from __future__ import annotations
 from ..common import markers
 from ..run import outputs
 from ..store.reader import StoredRun
-from ..store.results import FAILED, SUCCESS, Row
+from ..store.results import FAILED, SUCCESS, Row, row_key  # noqa: F401 - row_key: ours too
 
 KEY_FIELDS = ("variant", "dtype", "shape_detail", "occurrence")
-
-
-def row_key(row: Row) -> tuple:
-    return (row.variant, row.dtype, row.shape_detail, row.occurrence)
 
 
 def pair_rows(rows_a: list[Row], rows_b: list[Row]):

@@ -26,7 +26,7 @@ from ..common.errors import (AdapterFailure, CaseFailure, CaseSkipped, DevicePoi
 from ..compile.ir.capture import IRCapture
 from ..measure import stats
 from ..measure.case_timer import CaseTimer
-from ..store.results import FAILED, SKIPPED, SUCCESS, Row
+from ..store.results import FAILED, SKIPPED, SUCCESS, Row, row_key
 from ..telemetry import throttle
 from ..telemetry.kernel_split import KernelSplit
 from . import outputs, placement
@@ -173,8 +173,7 @@ def _time_case(case, case_timer: CaseTimer, backend, options, row: Row, ir, plan
     profiled = under_test              # the kernel split profiles the op, never a plant
     planted = []
     if plant is not None:
-        under_test, line = plant.wrap(under_test, (row.variant, row.dtype, row.shape_detail,
-                                                   row.occurrence),
+        under_test, line = plant.wrap(under_test, row_key(row),
                                       {"op": case.op, "dtype": case.dtype,
                                        "shape": case.shape_detail})
         planted.append(line)
@@ -193,7 +192,7 @@ def _time_case(case, case_timer: CaseTimer, backend, options, row: Row, ir, plan
             raise CaseFailure("mismatch", one_line(exc)) from None
     del out, inputs                    # the timed calls go through fed[0]
     if timing:
-        pin = (pins or {}).get((row.variant, row.dtype, row.shape_detail, row.occurrence), {})
+        pin = (pins or {}).get(row_key(row), {})
         _measure_placements(case, case_timer, backend, options, row, fed, under_test, scope, pin)
     if split is not None and timing:   # after the timing: never in it
         with scope():

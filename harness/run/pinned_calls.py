@@ -15,10 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..store.reader import load_run
-from ..store.results import SUCCESS
+from ..store.results import SUCCESS, row_key
 from ..store.rundir import RESULTS_JSONL
 
-Key = tuple        # (variant, dtype, shape_detail, occurrence), as plant.sizing_latencies
+Key = tuple        # store.results.row_key
 Pin = tuple        # (timer name, calls per sample)
 
 
@@ -36,5 +36,5 @@ def calls_from_record(run_dir: Path | None) -> dict[Key, dict[str, Pin]]:
         sides = {side: (m.timer, m.calls_per_sample) for side, m in
                  (("torch", row.torch), ("gems", row.gems)) if m is not None}
         if sides:
-            pins[(row.variant, row.dtype, row.shape_detail, row.occurrence)] = sides
+            pins[row_key(row)] = sides
     return pins

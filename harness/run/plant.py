@@ -20,7 +20,7 @@ from pathlib import Path
 from ..common import markers, spelling
 from ..common.errors import UsageError
 from ..store.reader import load_run
-from ..store.results import SUCCESS
+from ..store.results import SUCCESS, row_key
 
 
 def check_plant(pct: float | None, replay: str | None, backend) -> None:
@@ -38,8 +38,7 @@ def check_plant(pct: float | None, replay: str | None, backend) -> None:
 
 def sizing_latencies(run_dir) -> dict[tuple, float]:
     """(variant, dtype, shape_detail, occurrence) -> function-under-test ms of a stored run."""
-    return {(r.variant, r.dtype, r.shape_detail, r.occurrence): r.gems_ms
-            for r in load_run(run_dir).rows
+    return {row_key(r): r.gems_ms for r in load_run(run_dir).rows
             if r.status == SUCCESS and r.gems_ms and r.gems_ms > 0}
 
 

@@ -124,6 +124,11 @@ class Row:
         return rec
 
 
+def row_key(row: Row) -> tuple:
+    """What names a case across runs: (variant, dtype, shape detail, occurrence)."""
+    return (row.variant, row.dtype, row.shape_detail, row.occurrence)
+
+
 def check_row(f: Fields) -> None:
     """A stored row's fields, of the types and ranges zlh writes; `f`'s error names the
     field (a row edited or damaged on disk is refused, not misread)."""
