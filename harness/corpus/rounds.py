@@ -56,13 +56,16 @@ class PersistentRounds:
         self.workers: dict[str, Worker] = {}
         self.starts: dict[str, int] = {}
 
+    def _lane(self, plan: ABPlan, side: Side) -> Lane:
+        """Where the side's workers run: its interpreter and environment."""
+        return Lane(python=side.python, env=env_for(side, plan.options.backend),
+                    label=f"side{side.label}")
+
     def _worker(self, plan: ABPlan, side: Side, job: dict | None = None) -> Worker:
         """The side's worker for a job (`job`: its op and arguments)."""
         worker = self.workers.get(side.label)
         if worker is None:
-            lane = Lane(python=side.python, env=env_for(side, plan.options.backend),
-                        label=f"side{side.label}")
-            worker = Worker(lane, Path(plan.root) / f"worker_{side.label}.log")
+            worker = Worker(self._lane(plan, side), Path(plan.root) / f"worker_{side.label}.log")
             self.workers[side.label] = worker
         if not worker.alive:
             self.starts[side.label] = self.starts.get(side.label, 0) + 1
@@ -121,12 +124,10 @@ class TurnsRounds(PersistentRounds):
         # it (common/process.die_with_parent), so the thread must outlive its rounds
         self.threads: dict[str, ThreadPoolExecutor] = {}
 
-    def _worker(self, plan: ABPlan, side: Side, job: dict | None = None) -> Worker:
-        known = side.label in self.workers
-        worker = super()._worker(plan, side, job)
-        if not known and LOCK_DIR_ENV in worker.lane.env:     # both sides time at once: a
-            worker.lane.env.pop(LOCK_DIR_ENV)                 # lock would keep one waiting
-        return worker
+    def _lane(self, plan: ABPlan, side: Side) -> Lane:
+        lane = super()._lane(plan, side)
+        lane.env.pop(LOCK_DIR_ENV, None)    # both sides time at once: a lock would keep one
+        return lane                         # waiting
 
     def _thread(self, side: Side) -> ThreadPoolExecutor:
         if side.label not in self.threads:
@@ -175,11 +176,8 @@ class TurnsFreshRounds(TurnsRounds):
 
     def _pool(self, plan: ABPlan, side: Side) -> WarmPool:
         if side.label not in self.pools:
-            env = dict(env_for(side, plan.options.backend))
-            env.pop(LOCK_DIR_ENV, None)       # both sides time at once (see TurnsRounds)
-            self.pools[side.label] = WarmPool(
-                Lane(python=side.python, env=env, label=f"side{side.label}"),
-                Path(plan.root) / f"worker_{side.label}.log")
+            self.pools[side.label] = WarmPool(self._lane(plan, side),
+                                              Path(plan.root) / f"worker_{side.label}.log")
         return self.pools[side.label]
 
     def run(self, plan: ABPlan, op: str, number: int, side: Side,
