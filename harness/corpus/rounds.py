@@ -39,6 +39,7 @@ from .supervisor import Lane, Worker
 
 SETTLE_S = 1.0                # the idle gap before each round
 SHIFT_MAX_BYTES = placement.SHIFT_MAX_BYTES   # the random allocation before a round's inputs
+FRESH_SPARES = 3              # turns-fresh: warm spares per side (a start ≈ 2–3 runs' time)
 
 
 def round_seed(op: str, number: int, label: str) -> int:
@@ -162,22 +163,25 @@ class TurnsRounds(PersistentRounds):
 
 class TurnsFreshRounds(TurnsRounds):
     """`--round-process turns-fresh`: rounds in turns as above, but every run (the record, each
-    side of each round) in a new worker process, stopped after its run. Each side keeps one
-    warm spare (standby.WarmPool): launched while the run before it measures, it imports the
-    op's library then, so a round waits for no start. What a process keeps — where its kernels
-    and buffers were loaded, side A's record sweep — is drawn anew every round, as in fresh
-    rounds, and the rounds' interval covers it."""
+    side of each round) in a new worker process, stopped after its run. Each side keeps
+    `FRESH_SPARES` warm spares (standby.WarmPool): launched while the runs before them
+    measure, they import the op's library then, so a round waits for no start (a start, about
+    10 s with FlagGems on an H200, is longer than a round's run). What a process keeps — where
+    its kernels and buffers were loaded, side A's record sweep — is drawn anew every round, as
+    in fresh rounds, and the rounds' interval covers it."""
 
     name = TURNS_FRESH
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, spares: int = None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.spares = FRESH_SPARES if spares is None else spares
         self.pools: dict[str, WarmPool] = {}
 
     def _pool(self, plan: ABPlan, side: Side) -> WarmPool:
         if side.label not in self.pools:
             self.pools[side.label] = WarmPool(self._lane(plan, side),
-                                              Path(plan.root) / f"worker_{side.label}.log")
+                                              Path(plan.root) / f"worker_{side.label}.log",
+                                              depth=self.spares)
         return self.pools[side.label]
 
     def run(self, plan: ABPlan, op: str, number: int, side: Side,

@@ -53,6 +53,7 @@ is off by default.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import queue
 import threading
@@ -73,16 +74,17 @@ DEFAULT_OVERLAP_WIDTH, MAX_OVERLAP_WIDTH = 2, 8
 
 
 class WarmPool:
-    """The lane's spare worker: launched (and importing) before anyone needs it.
+    """The lane's spare workers (`depth` of them, one by default): launched (and importing)
+    before anyone needs them, taken oldest first.
 
     Every worker is launched from the pool's own thread, which lives as long as the pool: a
     worker asks for SIGTERM when the thread that started it ends (PR_SET_PDEATHSIG follows
     the thread), and the lane's slot threads end before the workers they promoted do."""
 
-    def __init__(self, lane: Lane, log: Path):
-        self.lane, self.log = lane, log
+    def __init__(self, lane: Lane, log: Path, depth: int = 1):
+        self.lane, self.log, self.depth = lane, log, max(1, depth)
         self.warm: dict | None = None      # the latest job: what a new spare imports for
-        self.spare: Worker | None = None
+        self.spares: collections.deque[Worker] = collections.deque()
         self.starts = 0                    # worker processes launched
         self.spare_ready = threading.Event()
         self._guard = threading.Lock()
@@ -103,26 +105,36 @@ class WarmPool:
                 failed.append(exc)
             done.set()
 
+    @property
+    def spare(self) -> Worker | None:
+        """The spare taken next (the oldest), or None."""
+        return self.spares[0] if self.spares else None
+
     def prime(self) -> None:
-        """A spare, if there is none."""
+        """Spares launched up to the pool's depth."""
         with self._guard:
-            if self.spare is None and not self._closed:
-                self.spare = self._launch()
+            self._top_up()
 
     def take(self) -> Worker:
-        """The spare (promoted: it may still be importing, its first job waits for it), and a
-        new spare launched behind it."""
+        """The oldest spare (promoted: it may still be importing, its first job waits for it),
+        and a new spare launched behind the others."""
         with self._guard:
-            worker, self.spare = self.spare, None
+            worker = self.spares.popleft() if self.spares else None
             if worker is None and not self._closed:
                 worker = self._launch()
-            if not self._closed:
-                self.spare = self._launch()
+            self._top_up()
+            if self.spare is not None and self.spare.ready:
+                self.spare_ready.set()
+            else:
+                self.spare_ready.clear()      # set when the next one says it is ready
         return worker or Worker(self.lane, self.log)
+
+    def _top_up(self) -> None:
+        while len(self.spares) < self.depth and not self._closed:
+            self.spares.append(self._launch())
 
     def _launch(self) -> Worker:
         worker = Worker(self.lane, self.log, warm=dict(self.warm or {}))
-        self.spare_ready.clear()
         done, failed = threading.Event(), []
         self._requests.put((worker, done, failed))
         done.wait()
@@ -147,9 +159,9 @@ class WarmPool:
     def close(self) -> None:
         with self._guard:
             self._closed = True
-            spare, self.spare = self.spare, None
+            spares, self.spares = list(self.spares), collections.deque()
             self._requests.put(None)
-        if spare is not None:
+        for spare in spares:
             spare.stop()
 
 
