@@ -49,7 +49,7 @@ def run_side(plan: ABPlan, op: str, number: int, side: Side,
     """One `zlh bench` in a fresh process group; a timeout kills the whole group (rc 124)."""
     out = plan.root / safe_name(op) / f"r{number}_{side.label}"
     out.mkdir(parents=True, exist_ok=True)
-    options = plan.run_options(out, replay_from, side)
+    options = plan.round_options(op, out, replay_from, side)
     cmd = [side.python, "-m", "harness", "bench", op, *options.to_argv()]
     started = time.time()
     with open(out / "bench.log", "w", encoding="utf-8") as log:
@@ -64,6 +64,7 @@ def run_side(plan: ABPlan, op: str, number: int, side: Side,
                 append_status(plan.root, op, outcome_of(out, number, side.label,
                                                         child.returncode, started))
             raise
+    plan.ran(op, side, out)
     outcome = outcome_of(out, number, side.label, rc, started)
     append_status(plan.root, op, outcome)
     return outcome
@@ -108,7 +109,10 @@ def run_rounds(plan: ABPlan, echo: Echo = print,
     counter = RunCounter(len(plan.ops) * 2 * plan.rounds + records, progress)
     with _watch(plan), _closing(plan.runner):     # telemetry.tsv beside status.tsv
         for op in plan.ops:
-            report, op_code = OpAB(plan, op, echo, counter).run()
+            try:
+                report, op_code = OpAB(plan, op, echo, counter).run()
+            finally:
+                plan.caches.drop(op)
             code = max(code, op_code)
             if report is not None:
                 reports.append(report)

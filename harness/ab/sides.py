@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..run.child_env import child_environment
-
 from ..common.errors import UsageError
 from ..run.options import BenchOptions
+from .compile_reuse import SideCaches
 
 
 
@@ -39,6 +39,7 @@ class ABPlan:
     noise_floor: object = None         # calibrate.noise.NoiseFloor: label deltas within it
     auto: object = None                # rounds.AutoRounds: --rounds auto (rounds = its cap)
     runner: object = None              # rounds.RoundRunner; None: a fresh process per run
+    caches: SideCaches = field(default_factory=SideCaches)   # each side compiles an op once
 
     @property
     def switch(self) -> str:
@@ -52,6 +53,15 @@ class ABPlan:
                                     replay=str(replay_from) if replay_from is not None else None,
                                     telemetry_interval=0.0, baseline_timing=False,
                                     **side.options)
+
+    def round_options(self, op: str, out: Path, replay_from: Path | None,
+                      side: Side) -> BenchOptions:
+        """A round's run options: as `run_options`, loading the side's kept compile cache of
+        the op (or keeping this run's: compile_reuse.py); `ran` after the run."""
+        return self.caches.options(op, side.label, self.run_options(out, replay_from, side))
+
+    def ran(self, op: str, side: Side, out: Path) -> None:
+        self.caches.ran(op, side.label, out)
 
     def to_dict(self) -> dict:
         return {"ops": self.ops, "rounds": self.rounds, "options": self.options.to_dict(),

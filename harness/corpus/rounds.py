@@ -82,7 +82,7 @@ class PersistentRounds:
         """One side's round in its worker; `turns`: the job's turns with the other side."""
         out = Path(plan.root) / safe_name(op) / f"r{number}_{side.label}"
         out.mkdir(parents=True, exist_ok=True)
-        options = plan.run_options(out, replay_from, side)
+        options = plan.round_options(op, out, replay_from, side)
         args = options.to_argv()
         log = out / "bench.log"
         with open(log, "w", encoding="utf-8") as handle:
@@ -102,6 +102,7 @@ class PersistentRounds:
                 append_status(plan.root, op, outcome_of(out, number, side.label, None,
                                                         started))
             raise
+        plan.ran(op, side, out)
         outcome = RunOutcome(number, side.label, attempt.rc, round(attempt.elapsed_s, 3),
                              attempt.run_dir, log)
         append_status(plan.root, op, outcome)

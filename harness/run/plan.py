@@ -239,6 +239,8 @@ def _caches(adapter, options: BenchOptions) -> tuple[Path, CacheEnv]:
     stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     root = Path(options.out) / f".cache-{stamp}"
     kept = Path(options.out) / f"{KEPT_PREFIX}{stamp}" if options.keep_compile_cache else None
+    if kept is not None:
+        kept.mkdir(parents=True, exist_ok=True)   # there for a later run even if none compiles
     return root, compile_cache(root, kept, options.compile_cache).merged(
         _tuner_cache(adapter, root, options))
 

@@ -2,6 +2,7 @@
 sides at once in their workers, their samples taken in turns (run.json says so, the first side
 following ABBA), the report built from rounds 1.. as `zlh ab --rescore` reads them."""
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -69,6 +70,9 @@ def test_turns_fresh_runs_every_run_in_its_own_process_launched_ahead(tmp_path, 
             assert runs[f"r{number}_{side}"]["turns"] == {
                 "first": side == side_order(number)[0], "cases": 1, "lost": None}
     assert len({info["pid"] for info in runs.values()}) == 5      # a process per run
+    cache = {name: Path(info["caches"]["env"]["TRITON_CACHE_DIR"]) for name, info in runs.items()}
+    assert cache["r0_A"].parent == root / "r0_A" and cache["r1_B"].parent == root / "r1_B"
+    assert cache["r1_A"] == cache["r2_A"] == cache["r0_A"] != cache["r1_B"] == cache["r2_B"]
     assert not any(LOCK_DIR_ENV in (info.get("env") or {}) for info in runs.values())
     # every run's process stopped after it, and the spares with the A/B
     pools = list(runner.pools.values())

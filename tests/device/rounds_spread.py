@@ -361,6 +361,7 @@ def calibrate(work: Path, box: Box, out: Path, mode: str) -> list[str]:
         if (root / name).is_file():
             shutil.copyfile(root / name, kept / name)
     if root.is_dir():                           # every sample, for rounds_within.py
+        lines += phase_lines(root)
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import rounds_within
         (kept / "samples.json").write_text(json.dumps(rounds_within.export(root)))
@@ -369,6 +370,19 @@ def calibrate(work: Path, box: Box, out: Path, mode: str) -> list[str]:
         numbers["command_wall_s"] = round(wall, 1)
         lines += summary_lines(numbers)
         (out / f"{mode}.json").write_text(json.dumps(numbers, indent=1))
+    return lines
+
+
+def phase_lines(root: Path) -> list[str]:
+    """Per op, the median of where a replayed round's run spent its time (run.json's wall_s,
+    inputs_s, compile_s, measure_s): what a round costs besides its samples."""
+    names, lines = ("wall_s", "inputs_s", "compile_s", "measure_s"), []
+    for op_dir in sorted(p for p in Path(root).iterdir() if p.is_dir()):
+        infos = [json.loads(f.read_text()) for f in sorted(op_dir.glob("r*_*/*/run.json"))]
+        infos = [i for i in infos if i.get("autotune_mode") == "replay"]
+        if infos:
+            lines.append(f"{op_dir.name}: {len(infos)} replayed runs, median " + ", ".join(
+                f"{n} {np.median([float(i.get(n) or 0) for i in infos]):.2f}" for n in names))
     return lines
 
 

@@ -1,0 +1,53 @@
+"""Each side of an A/B compiles an op's kernels once: its first run keeps its Triton cache and
+its later runs load from it, never from the other side's; the kept caches go with the op."""
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.ab import orchestrate as abmod
+from harness.ab.compile_reuse import SideCaches
+from harness.compile.caches import KEPT_PREFIX
+from harness.run.options import BenchOptions
+from slow_add import slow_add_plan
+
+
+def test_the_first_run_keeps_the_later_ones_load_each_side_its_own(tmp_path):
+    caches, base = SideCaches(), BenchOptions.from_argv([])
+    first = caches.options("add", "A", base)
+    assert first.keep_compile_cache and first.compile_cache is None
+    caches.ran("add", "A", tmp_path / "r1_A")                 # it kept nothing (it failed)
+    assert caches.options("add", "A", base).keep_compile_cache    # the next one keeps
+    kept = tmp_path / "r2_A" / f"{KEPT_PREFIX}1"
+    kept.mkdir(parents=True)
+    caches.ran("add", "A", tmp_path / "r2_A")
+    assert caches.options("add", "A", base).compile_cache == str(kept)
+    assert caches.options("add", "B", base).keep_compile_cache      # not A's
+    assert caches.options("mul", "A", base).keep_compile_cache      # not another op's
+    given = base.replace(compile_cache="/elsewhere")
+    assert caches.options("add", "A", given) is given                # a caller's choice stays
+    caches.drop("add")
+    assert not kept.exists() and caches.options("add", "A", base).keep_compile_cache
+
+
+def cache_dir(run_dir: Path) -> Path:
+    info = json.loads((run_dir / "run.json").read_text())
+    return Path(info["caches"]["env"]["TRITON_CACHE_DIR"])
+
+
+@pytest.mark.e2e
+def test_rounds_of_fresh_processes_load_their_sides_first_compile_cache(tmp_path):
+    plan = slow_add_plan(tmp_path, None, rounds=3)
+    lines: list[str] = []
+    reports, code = abmod.run_ab(plan, echo=lines.append)
+    assert code == 0 and len(reports) == 1, lines
+    root = tmp_path / "ab" / "add"
+    used = {(n, s): cache_dir(next((root / f"r{n}_{s}").glob("*/run.json")).parent)
+            for n in (1, 2, 3) for s in "AB"}
+    for side in "AB":
+        first = used[(1, side)]
+        assert first.parent == root / f"r1_{side}" and first.name.startswith(KEPT_PREFIX)
+        assert used[(2, side)] == first and used[(3, side)] == first
+    assert used[(1, "A")] != used[(1, "B")]
+    assert not list(root.rglob(KEPT_PREFIX + "*"))          # gone with the op's rounds
+    assert reports[0].to_dict()["rows"][0]["delta_pct"] < 0   # B (slowed) still slower
