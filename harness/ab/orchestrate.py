@@ -380,7 +380,10 @@ def replay_against(run_a, given: dict, root: Path, timeout_s: float, echo: Echo,
     with held_root(root):
         check_new_root(root)                # under the lock: no other A/B began there
         with _watch(plan):
-            outcome = run_side(plan, op, 1, plan.b, Path(run_a))
+            try:
+                outcome = run_side(plan, op, 1, plan.b, Path(run_a))
+            finally:
+                plan.caches.drop(op)         # one run: nothing loads what it kept
         problem = outcome.problem()
         if problem is not None:
             echo(f"!!! {op}: side B failed ({problem}): {outcome.last_words() or 'no output'}")

@@ -173,7 +173,7 @@ class TurnsFreshRounds(TurnsRounds):
 
     name = TURNS_FRESH
 
-    def __init__(self, *args, spares: int = None, **kwargs):
+    def __init__(self, *args, spares: int | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.spares = FRESH_SPARES if spares is None else spares
         self.pools: dict[str, WarmPool] = {}

@@ -360,6 +360,7 @@ def test_replay_mode_runs_side_b_with_side_a_caliber(tmp_path):
     assert {k: v for k, v in info_b["caliber"].items() if k != "autotune_mode"} == \
         {k: v for k, v in info_a["caliber"].items() if k != "autotune_mode"}
     assert "summary: 1 shapes" in result.output
+    assert not list((tmp_path / "c").rglob(".compile-cache-*"))   # nothing left to load from
 
 
 def test_json_failure_keeps_its_exit_code_and_nan_becomes_null(tmp_path):
