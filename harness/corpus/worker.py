@@ -226,23 +226,34 @@ def main() -> int:
     os.dup2(2, 1)
     with open(os.devnull, "rb") as null:
         os.dup2(null.fileno(), 0)
-    protocol.write(json.dumps({"ready": True, "pid": os.getpid(), "protocol": PROTOCOL_VERSION,
-                               "import_s": round(_START["import_s"], 3)}) + "\n")
-    for line in jobs:
-        if not line.strip():
-            continue
-        job = json.loads(line)
-        try:
-            reply = run_job(job)
-        except DevicePoisonedError as exc:
-            reply = {"op": job.get("op"), "rc": EXIT_POISONED, "message": exc.message,
-                     "pid": os.getpid()}
-        if not _START["said"]:
-            reply["import_s"] = round(_START["import_s"] + sum(_RUNNER_IMPORT), 3)
-            _START["said"] = True
-        protocol.write(json.dumps(reply) + "\n")
-        if reply["rc"] == EXIT_POISONED:
-            return EXIT_POISONED          # the device cannot be trusted in this process
+    busy = False
+    try:
+        protocol.write(json.dumps({"ready": True, "pid": os.getpid(),
+                                   "protocol": PROTOCOL_VERSION,
+                                   "import_s": round(_START["import_s"], 3)}) + "\n")
+        for line in jobs:
+            if not line.strip():
+                continue
+            busy, job = True, json.loads(line)
+            try:
+                reply = run_job(job)
+            except DevicePoisonedError as exc:
+                reply = {"op": job.get("op"), "rc": EXIT_POISONED, "message": exc.message,
+                         "pid": os.getpid()}
+            if not _START["said"]:
+                reply["import_s"] = round(_START["import_s"] + sum(_RUNNER_IMPORT), 3)
+                _START["said"] = True
+            protocol.write(json.dumps(reply) + "\n")
+            busy = False
+            if reply["rc"] == EXIT_POISONED:
+                return EXIT_POISONED          # the device cannot be trusted in this process
+    except Terminated as exc:
+        if busy:
+            raise                 # mid-job: unwind, so that the op's run is finalised
+        # stopped between jobs (one run per process, or the supervisor done with it):
+        # nothing is left to write, so skip the interpreter's teardown (seconds with torch
+        # and a device context loaded) that the next run would wait for
+        os._exit(exc.code)
     return 0
 
 
