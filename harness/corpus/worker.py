@@ -72,6 +72,7 @@ def run_job(job: dict) -> dict:
     if not _RUNNER_IMPORT:
         _RUNNER_IMPORT.append(imported)
     rc, message, reason = EXIT_OK, "", ""
+    marks = [("received", time.time())]         # where the job's time went: the worker's log
     log = Path(job["log"])
     log.parent.mkdir(parents=True, exist_ok=True)
     options = None
@@ -80,8 +81,11 @@ def run_job(job: dict) -> dict:
         try:
             options = BenchOptions.from_argv(job.get("args", ()), argv=job.get("argv"))
             with _round_state(job.get("round"), options), turns.taking(job.get("turns")):
+                marks.append(("set up", time.time()))
                 results = run_bench([job["op"]], options, echo=print,
                                     progress=lambda line: print(line, file=sys.stderr))
+                marks.append(("bench", time.time()))
+            marks.append(("turns ended", time.time()))
             rc = max((r.exit_code for r in results), default=EXIT_OK)
         except OpExitError as exc:          # the run is marked crashed; the worker lives
             rc, message = CRASH_RC, exc.reason
@@ -105,6 +109,9 @@ def run_job(job: dict) -> dict:
                 _say(f"zlh: unexpected error: {message}")
         held = _reset(options or BenchOptions())
         changed = _state_left()
+    marks.append(("reset", time.time()))
+    _say(f"zlh job {job['op']}: " + ", ".join(        # after the op's log: the worker's own
+        f"{name} {end - start:.2f} s" for (_, start), (name, end) in zip(marks, marks[1:])))
     return {"op": job["op"], "rc": rc, "message": message, "pid": os.getpid(),
             "write_failure": reason, "held_bytes": held, "state_changed": changed,
             "job_import_s": round(imported, 3)}

@@ -73,6 +73,11 @@ def test_turns_fresh_runs_every_run_in_its_own_process_launched_ahead(tmp_path, 
     cache = {name: Path(info["caches"]["env"]["TRITON_CACHE_DIR"]) for name, info in runs.items()}
     assert cache["r0_A"].parent == root / "r0_A" and cache["r1_B"].parent == root / "r1_B"
     assert cache["r1_A"] == cache["r2_A"] == cache["r0_A"] != cache["r1_B"] == cache["r2_B"]
+    # each worker said in the side's log where its job's time went
+    jobs = [line for side in "AB" for line in
+            (tmp_path / "ab" / f"worker_{side}.log").read_text().splitlines()
+            if line.startswith("zlh job add: set up ")]
+    assert len(jobs) == 5 and all(line.endswith(" s") and "bench" in line for line in jobs)
     assert not any(LOCK_DIR_ENV in (info.get("env") or {}) for info in runs.values())
     # every run's process stopped after it, and the spares with the A/B
     pools = list(runner.pools.values())

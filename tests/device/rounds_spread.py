@@ -38,6 +38,7 @@ fresh one) and the pooled ratio is ≥ 0.5.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -383,7 +384,27 @@ def phase_lines(root: Path) -> list[str]:
         if infos:
             lines.append(f"{op_dir.name}: {len(infos)} replayed runs, median " + ", ".join(
                 f"{n} {np.median([float(i.get(n) or 0) for i in infos]):.2f}" for n in names))
-    return lines
+    return lines + job_lines(root)
+
+
+def job_lines(root: Path) -> list[str]:
+    """Per op, the median of a worker job's stretches (the workers' `zlh job OP: set up …
+    s, bench … s, turns ended … s, reset … s` lines): what a round's job spends outside
+    the run's own wall_s."""
+    stretches: dict = {}
+    for log in sorted(Path(root).glob("worker_*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            head, sep, rest = line.partition(": ")
+            if not (sep and head.startswith("zlh job ")):
+                continue
+            for part in rest.split(", "):
+                name, _, seconds = part.rpartition(" ")[0].rpartition(" ")
+                with contextlib.suppress(ValueError):
+                    stretches.setdefault(head[8:], {}).setdefault(name, []).append(
+                        float(seconds))
+    return [f"{op}: {len(next(iter(parts.values())))} jobs, median " + ", ".join(
+        f"{name} {np.median(values):.2f} s" for name, values in parts.items())
+        for op, parts in stretches.items()]
 
 
 def summary_lines(n: dict) -> list[str]:
