@@ -68,7 +68,8 @@ class ABPlan:
                 "bench_args": self.options.to_argv(), "A": vars(self.a), "B": vars(self.b),
                 "timeout_s": self.timeout_s, "scrub": self.scrub,
                 "rounds_auto": self.auto.to_dict() if self.auto is not None else None,
-                "round_process": getattr(self.runner, "name", "fresh")}
+                "round_process": getattr(self.runner, "name", "fresh"),
+                "settle_s": getattr(self.runner, "settle_s", None)}
 
 
 def parse_assignments(items, what: str) -> dict:

@@ -125,7 +125,7 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
         if args or running:
             raise errors.UsageError("--replay RUN_A takes no ops or side options")
         if params["rounds"] is not None or params["round_process"] != "fresh" or any(
-                params[name] is not None for name in AUTO_NAMES):
+                params[name] is not None for name in (*AUTO_NAMES, "settle_ms")):
             # A is stored: no later round can run it again
             raise errors.UsageError(
                 "--rounds does not apply with --replay RUN_A: side A is a stored run that is "

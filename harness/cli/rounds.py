@@ -1,6 +1,6 @@
 """The rounds options of `zlh ab` and `zlh calibrate`: `--rounds N|auto`, `--target-pct`,
 `--min-rounds`, `--max-rounds` (the two-stage design, harness/measure/sequential.py) and
-`--round-process fresh|persistent|turns|turns-fresh` (harness/ab/rounds.py,
+`--round-process fresh|persistent|turns|turns-fresh` with its `--settle-ms` (harness/ab/rounds.py,
 harness/corpus/rounds.py)."""
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import click
 from ..ab.rounds import FRESH, PERSISTENT, ROUND_PROCESSES, TURNS, TURNS_FRESH, AutoRounds
 from ..common import errors
 from ..common.limits import MAX_ROUNDS
-from ..corpus.rounds import PersistentRounds, TurnsFreshRounds, TurnsRounds
+from ..corpus.rounds import SETTLE_S, PersistentRounds, TurnsFreshRounds, TurnsRounds
 from ..measure import sequential
 from .common import finite
 
 AUTO = "auto"
 AUTO_NAMES = ("target_pct", "min_rounds", "max_rounds")
-NAMES = ("rounds", *AUTO_NAMES, "round_process")
+NAMES = ("rounds", *AUTO_NAMES, "round_process", "settle_ms")
 
 
 class Rounds(click.ParamType):
@@ -68,6 +68,11 @@ def rounds_options(low: int, default, help_text: str):
                           "their samples in turns on the device (the record made alone "
                           "first, as round 0); turns-fresh: turns, every run in a new "
                           "process launched ahead while the run before it measures."),
+        click.option("--settle-ms", type=click.FloatRange(min=0), default=None,
+                     callback=finite, metavar="MS",
+                     help=f"With --round-process persistent, turns or turns-fresh: the idle "
+                          f"gap before each round, the device quiet as between two process "
+                          f"starts. Default {SETTLE_S * 1000:g}."),
     ]
 
     def decorate(fn):
@@ -90,7 +95,13 @@ def rounds_plan(params: dict, fixed_default: int = 1):
             raise errors.UsageError(f"{flags} only with --rounds auto (a fixed --rounds N "
                                     f"runs N rounds)")
         auto, rounds = None, params.get("rounds") or fixed_default
-    runner = {PERSISTENT: PersistentRounds, TURNS: TurnsRounds,
-              TURNS_FRESH: TurnsFreshRounds}.get(
-        params.get("round_process"), lambda: None)()
-    return rounds, auto, runner
+    settle_ms = params.get("settle_ms")
+    runner_class = {PERSISTENT: PersistentRounds, TURNS: TurnsRounds,
+                    TURNS_FRESH: TurnsFreshRounds}.get(params.get("round_process"))
+    if runner_class is None:
+        if settle_ms is not None:
+            raise errors.UsageError("--settle-ms only with --round-process persistent, turns "
+                                    "or turns-fresh (a fresh process per run has no gap to set)")
+        return rounds, auto, None
+    settle_s = SETTLE_S if settle_ms is None else settle_ms / 1000
+    return rounds, auto, runner_class(settle_s=settle_s)

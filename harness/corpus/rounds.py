@@ -50,6 +50,7 @@ class PersistentRounds:
     """A `rounds.RoundRunner`: one worker per side, kept for the whole A/B."""
 
     name = PERSISTENT
+    run_per_worker = False        # True: a new worker for every run (turns-fresh)
 
     def __init__(self, settle_s: float = SETTLE_S, shift_max_bytes: int = SHIFT_MAX_BYTES,
                  sleep=time.sleep):
@@ -93,6 +94,8 @@ class PersistentRounds:
                          "shift_max_bytes": self.shift_max_bytes}}
         if turns:
             job["turns"] = turns
+        if self.run_per_worker:
+            job["last"] = True                # stopped after it: no reset for a next op
         started = time.time()
         try:
             attempt = worker.run(job, plan.timeout_s, log, out)
@@ -172,6 +175,7 @@ class TurnsFreshRounds(TurnsRounds):
     in fresh rounds, and the rounds' interval covers it."""
 
     name = TURNS_FRESH
+    run_per_worker = True
 
     def __init__(self, *args, spares: int | None = None, **kwargs):
         super().__init__(*args, **kwargs)

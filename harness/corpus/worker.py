@@ -2,7 +2,8 @@
 
 `python -m harness.corpus.worker [--warm SPEC]` reads one job per line on stdin (JSON: op,
 `args` — the `zlh bench` arguments a fresh process would get, `BenchOptions.to_argv` — log
-path, argv; a round of an A/B adds `round` and `turns`, see corpus/rounds.py) and answers one
+path, argv; a round of an A/B adds `round` and `turns`, see corpus/rounds.py; `last`: the
+worker is stopped after this job, so the reset between ops is skipped) and answers one
 line per job on its original stdout (JSON: op, rc, message, pid, held_bytes, state_changed,
 job_import_s: what this job spent importing zlh's runner and torch — a cold worker's first job
 —, and in its first reply import_s: all its start imported). Its ready line says import_s too:
@@ -107,8 +108,9 @@ def run_job(job: dict) -> dict:
             else:
                 rc, message = 1, f"{type(exc).__name__}: {one_line(exc)}"
                 _say(f"zlh: unexpected error: {message}")
-        held = _reset(options or BenchOptions())
-        changed = _state_left()
+        # the worker's last job (it is stopped after it): no later op inherits its state
+        held, changed = (None, []) if job.get("last") else (
+            _reset(options or BenchOptions()), _state_left())
     marks.append(("reset", time.time()))
     _say(f"zlh job {job['op']}: " + ", ".join(        # after the op's log: the worker's own
         f"{name} {end - start:.2f} s" for (_, start), (name, end) in zip(marks, marks[1:])))
@@ -200,13 +202,16 @@ _START = {"import_s": 0.0, "said": False}
 
 def _warm(spec: dict) -> float:
     """A standby's start: what a first op would import — torch, zlh's runner, the adapter
-    and its library (its `prepare` for the op the lane ran last) — before the worker says it
-    is ready, while another worker measures. A failure here is left for the op to meet."""
+    and its library (its `prepare` for the op the lane ran last) — and the checks its run
+    makes before it starts (a dry-run plan: the compiler's identity, the shape file read),
+    before the worker says it is ready, while another worker measures. A failure here is
+    left for the op to meet."""
     started = time.perf_counter()
     with contextlib.suppress(Exception):
         import adapters
         import backends
         from ..run.options import BenchOptions
+        from ..run.plan import plan_bench, preserved_environ
         from ..run.runner import run_bench  # noqa: F401 - imported for its imports
         options = BenchOptions.from_argv(spec.get("args", ()))
         name = options.adapter or adapters.default_adapter_name(options.flaggems_dir)
@@ -214,6 +219,8 @@ def _warm(spec: dict) -> float:
         backend = backends.backend_for(options.backend)
         if spec.get("op"):
             adapter.prepare([adapter.resolve(spec["op"])], backend, options.level, None)
+            with preserved_environ():      # the checks a run makes before it starts: the
+                plan_bench([spec["op"]], options, dry_run=True)   # compiler's identity, shapes
         _reset(options)        # whatever the import compiled or cached: not the first op's
     return time.perf_counter() - started
 

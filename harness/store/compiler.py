@@ -92,12 +92,7 @@ def short(identity: dict | None) -> str:
 def _owner(path: Path):
     """The installed distribution whose files hold `path` (the package directory), or whose
     editable install points at a directory holding it."""
-    names = importlib.metadata.packages_distributions().get(PACKAGE, [])
-    for name in dict.fromkeys(names):
-        try:
-            dist = importlib.metadata.distribution(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
+    for dist in _claimants():
         try:
             located = Path(dist.locate_file(f"{PACKAGE}/__init__.py")).resolve().parent
         except (OSError, TypeError, ValueError):
@@ -105,6 +100,29 @@ def _owner(path: Path):
         if located == path or _editable_dir_holds(dist, path):
             return dist
     return None
+
+
+_RECORDED = re.compile(rf"^(\.\./)?{PACKAGE}/", re.MULTILINE)   # RECORD; installed-files.txt
+
+
+def _claimants():
+    """The installed distributions that provide a top-level `triton`: declared in their
+    top_level.txt, or else files under triton/ in their file list. What
+    importlib.metadata.packages_distributions finds, read as text: that function parses every
+    file list of the environment into paths (two seconds with torch's CUDA wheels), which a
+    fresh round process would pay before its run."""
+    for dist in importlib.metadata.distributions():
+        try:
+            declared = dist.read_text("top_level.txt")
+            if declared and declared.strip():
+                claims = PACKAGE in declared.split()
+            else:
+                listed = dist.read_text("RECORD") or dist.read_text("installed-files.txt")
+                claims = bool(listed) and _RECORDED.search(listed) is not None
+        except (OSError, UnicodeDecodeError):
+            continue
+        if claims:
+            yield dist
 
 
 def _direct_url(dist) -> dict:

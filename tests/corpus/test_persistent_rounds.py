@@ -37,8 +37,8 @@ def test_rounds_run_in_one_worker_per_side_in_abba_order(tmp_path):
         assert f"round re-randomised: seed {round_seed('add', number, side)}" in log
         assert (info.get("env") or {}).get("ZLH_BUILTIN_SLOW") == ("1" if side == "B" else None)
     assert all(len(p) == 1 for p in pids.values()) and pids["A"] != pids["B"]
-    assert json.loads((tmp_path / "ab" / "plan.json").read_text())["round_process"] == \
-        "persistent"
+    saved = json.loads((tmp_path / "ab" / "plan.json").read_text())
+    assert saved["round_process"] == "persistent" and saved["settle_s"] == 0.0
     report = reports[0].to_dict()
     assert report["summary"]["rounds"] == 4 and all(r["interval"] == "rounds"
                                                     for r in report["rows"])
@@ -70,3 +70,18 @@ def test_an_interrupted_round_stops_its_worker_and_leaves_its_status_row(tmp_pat
     (row,) = (tmp_path / "ab" / "status.tsv").read_text().splitlines()[1:]
     assert row.split("\t")[:4] == ["2", "add", "B", "-1"]
     assert "--replay" in (tmp_path / "ab" / "add" / "r2_B" / "bench.log").read_text()
+
+
+def test_the_settle_gap_is_an_option_of_the_worker_round_processes():
+    from harness.cli.rounds import rounds_plan
+    from harness.common.errors import UsageError
+    from harness.corpus.rounds import SETTLE_S, TurnsFreshRounds
+    base = {"rounds": 4, "target_pct": None, "min_rounds": None, "max_rounds": None}
+    _, _, runner = rounds_plan({**base, "round_process": "turns-fresh", "settle_ms": 250})
+    assert isinstance(runner, TurnsFreshRounds) and runner.settle_s == 0.25
+    _, _, runner = rounds_plan({**base, "round_process": "persistent", "settle_ms": None})
+    assert runner.settle_s == SETTLE_S
+    with pytest.raises(UsageError, match="--settle-ms only with --round-process"):
+        rounds_plan({**base, "round_process": "fresh", "settle_ms": 0})
+    refused = CliRunner().invoke(main, ["ab", "--replay", "runA", "--settle-ms", "0"])
+    assert refused.exit_code == 2 and "--rounds does not apply" in refused.output

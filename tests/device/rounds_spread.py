@@ -14,7 +14,9 @@ process, does pacing calm a GEMM under the power cap, and does `--rounds auto` f
 Environment: OPS (the ops; defaults below), K (rounds per arm, spread/pace: 5), VARIANTS
 (spread: in-process arms among `full noshift nosettle`, default `full`), PACE_US (pace: 1000),
 BOX_S (the mode's time box, 450), TARGET_PCT / MIN_ROUNDS / MAX_ROUNDS (plant, aa: 0.15, 6,
-12), ROUND_PROCESS (plant, aa: `turns`, the two sides' samples in turns; or `persistent`), BUDGET (bench budget options of every run), COMMON (the rest: bfloat16, core, an isolated
+12), ROUND_PROCESS (plant, aa: `turns`, the two sides' samples in turns; or `persistent`,
+`turns-fresh`), SETTLE_MS (plant, aa: `--settle-ms`; default zlh's), BUDGET (bench budget
+options of every run), COMMON (the rest: bfloat16, core, an isolated
 tuner DB), WORK (scratch, default a temp dir). Output:
 $OUT/rounds_spread.txt (the table), $OUT/<mode>.json (the numbers), and for plant / aa /
 fresh3 the root's report.json, calibration.json, status.tsv and plan.json in
@@ -342,6 +344,8 @@ def calibrate(work: Path, box: Box, out: Path, mode: str) -> list[str]:
         rounds = ["--rounds", "auto", "--target-pct", env("TARGET_PCT", "0.15"),
                   "--min-rounds", env("MIN_ROUNDS", "6"), "--max-rounds",
                   env("MAX_ROUNDS", "12"), "--round-process", env("ROUND_PROCESS", "turns")]
+        if os.environ.get("SETTLE_MS"):
+            rounds += ["--settle-ms", os.environ["SETTLE_MS"]]
     plant = [] if mode == "aa" else ["--plant-pct", "0.3"]
     cmd = [sys.executable, "-m", "harness", "calibrate", *ops, *COMMON, *budget, *rounds,
            *plant, "--root", str(root), "-q"]

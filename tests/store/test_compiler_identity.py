@@ -32,8 +32,9 @@ def test_this_environment_reports_upstream_triton():
     assert "triton " in describe(found)
 
 
-def _fake_flagtree(where: Path) -> None:
-    """A FlagTree-like install: the `triton` package owned by a distribution named flagtree."""
+def _fake_flagtree(where: Path, top_level: bool = True) -> None:
+    """A FlagTree-like install: the `triton` package owned by a distribution named flagtree
+    (`top_level`: declared in top_level.txt; else only its RECORD lists triton's files)."""
     package = where / "triton"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text('__version__ = "3.1.0"\n')
@@ -41,7 +42,8 @@ def _fake_flagtree(where: Path) -> None:
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: flagtree\n"
                                    "Version: 0.3.0+git3059917e\n")
-    (info / "top_level.txt").write_text("triton\n")
+    if top_level:
+        (info / "top_level.txt").write_text("triton\n")
     (info / "RECORD").write_text("triton/__init__.py,,\n")
 
 
@@ -55,8 +57,9 @@ def _identity_in(pythonpath: str) -> dict:
 
 
 @pytest.mark.e2e
-def test_a_flagtree_install_is_named_as_such(tmp_path):
-    _fake_flagtree(tmp_path / "site")
+@pytest.mark.parametrize("top_level", [True, False], ids=["declared", "recorded"])
+def test_a_flagtree_install_is_named_as_such(tmp_path, top_level):
+    _fake_flagtree(tmp_path / "site", top_level)
     found = _identity_in(os.pathsep.join([str(tmp_path / "site"), str(ROOT)]))
     assert found["distribution"] == "flagtree"
     assert found["version"] == "0.3.0+git3059917e"
