@@ -72,7 +72,8 @@ def rounds_options(low: int, default, help_text: str):
                      callback=finite, metavar="MS",
                      help=f"With --round-process persistent, turns or turns-fresh: the idle "
                           f"gap before each round, the device quiet as between two process "
-                          f"starts. Default {SETTLE_S * 1000:g}."),
+                          f"starts. Default {SETTLE_S * 1000:g} (turns-fresh: 0, each run "
+                          f"a new process, the two sides' samples alternating)."),
     ]
 
     def decorate(fn):
@@ -103,5 +104,4 @@ def rounds_plan(params: dict, fixed_default: int = 1):
             raise errors.UsageError("--settle-ms only with --round-process persistent, turns "
                                     "or turns-fresh (a fresh process per run has no gap to set)")
         return rounds, auto, None
-    settle_s = SETTLE_S if settle_ms is None else settle_ms / 1000
-    return rounds, auto, runner_class(settle_s=settle_s)
+    return rounds, auto, runner_class(settle_s=None if settle_ms is None else settle_ms / 1000)

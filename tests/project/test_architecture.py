@@ -62,6 +62,7 @@ ALLOWED_INNER: dict[tuple[str, str], str] = {
         "Triton kernels: compiled or interpreted as the backend activated before decides",
     ("harness.corpus.worker", "harness.run.options"): WORKER,
     ("harness.corpus.worker", "harness.run.runner"): WORKER,
+    ("harness.corpus.worker", "harness.run.plan"): WORKER,
     ("harness.corpus.worker", "harness.run.phases"): WORKER,
     ("harness.corpus.worker", "adapters"): WORKER,
     ("harness.corpus.worker", "backends"): WORKER,
