@@ -4,8 +4,7 @@ Every run is a fresh `zlh bench` process (its own Triton cache, its own imports)
 its side's persistent worker (a `rounds.RoundRunner`), so the two sides share nothing but the
 record: round 1's A records (round 0's, made alone, where the runner runs a round's two sides
 at once in turns), every other run replays that record. Rounds alternate which side runs
-first.
-"""
+first. The verdicts are decided over every shape of the A/B (family.py)."""
 from __future__ import annotations
 
 import collections
@@ -27,6 +26,7 @@ from ..run.options import BenchOptions
 from ..store.reader import REPLAY_PARTIAL_ENV, StoredRun, load_run
 from ..store.rundir import safe_name
 from .compare import compare_runs
+from .family import Family
 from .guard import CaliberCheck, check_caliber
 from .pairing import broken_by_b
 from .preflight import (ROOT_IN_USE, check_new_root, check_plan, check_replay,
@@ -103,8 +103,8 @@ def held_root(root: Path, verb: str = "ab"):
 def run_rounds(plan: ABPlan, echo: Echo = print,
                progress: Echo | None = None) -> tuple[list[ABReport], int]:
     """Both sides for every op, rounds, guard, report, in a root made and held (ab_root)."""
-    reports, code = [], EXIT_OK
-    write_reports(plan.root, reports)
+    family, code = Family(plan.alpha), EXIT_OK      # its reports, decided over every shape
+    write_reports(plan.root, family.reports)
     records = len(plan.ops) if together(plan.runner) else 0    # round 0: the records
     counter = RunCounter(len(plan.ops) * 2 * plan.rounds + records, progress)
     with _watch(plan), _closing(plan.runner):     # telemetry.tsv beside status.tsv
@@ -115,11 +115,13 @@ def run_rounds(plan: ABPlan, echo: Echo = print,
                 plan.caches.drop(op)
             code = max(code, op_code)
             if report is not None:
-                reports.append(report)
+                family.add(report)
                 # rewritten after every op: an interrupted A/B keeps the ops it finished
-                write_reports(plan.root, reports)
+                write_reports(plan.root, family.reports)
                 echo(render_terminal(report, colour=style.colour()))
-    return reports, code
+    for line in family.withdrawn():
+        echo(f"WARNING {line}")
+    return family.reports, code
 
 
 def together(runner):

@@ -120,6 +120,13 @@ def _geomean_ci(s: dict) -> str:
     return f" [{low:.4f}, {high:.4f}] (95% CI over {s.get('geomean_interval') or 'samples'})"
 
 
+def _family_note(s: dict) -> str:
+    """Where the verdicts were decided over more shapes than the op's (family.py)."""
+    family = s.get("family_shapes")
+    return (f"; significance by Holm over {family} shapes of the A/B"
+            if isinstance(family, int) and family > s.get("n", 0) else "")
+
+
 def _summary_lines(s: dict) -> list[str]:
     if not s.get("n"):
         return []
@@ -129,7 +136,7 @@ def _summary_lines(s: dict) -> list[str]:
              f"(median {_num(s.get('delta_median_pct'), '+.2f')}%), faster {s['faster']}, "
              f"slower {s['slower']}, unchanged {s['unchanged']} (delta > 0: B faster)"
              + (f"; within the noise floor {s['within_noise']}" if s.get("within_noise")
-                else "")]
+                else "") + _family_note(s)]
     if s.get("rounds", 1) == 1:
         lines.append("one round: intervals and p-values see each process's own noise only; "
                      "when zlh runs both sides, --rounds 3 or more adds the "

@@ -57,7 +57,7 @@ class ABRow:
         known = {f.name for f in fields(cls)}
         row = cls(**{k: v for k, v in data.items() if k in known})
         if "direction" not in data:          # a report written before directions were stored
-            row.direction = _direction_of(row)
+            row.direction = direction_of(row)
         return row
 
 
@@ -172,7 +172,7 @@ def _check_report(data: dict, where: str) -> None:
             _optional_number(spread, side)
 
 
-def _direction_of(row: ABRow) -> int:
+def direction_of(row: ABRow) -> int:
     if not row.significant:
         return 0
     nan = float("nan")

@@ -18,6 +18,7 @@ from ..store.reader import StoredRun, load_run
 from ..store.rundir import safe_name
 from ..telemetry.chart import for_report
 from .guard import check_caliber
+from .family import decide
 from .html import render_html
 from .orchestrate import build_report, guard, ir_verdict, later_rounds_pass
 from .report import ABReport, report_document, write_reports
@@ -83,6 +84,7 @@ def rescore(root: Path, extra_scrub: list[str], noise_floor, allow_caliber_misma
         code = max(code, op_code)
         if report is not None:
             reports.append(report)
+    decide(reports, ALPHA)                  # Holm over every shape of the A/B
     had_html = (Path(root) / "report.html").is_file()
     keep_previous(root)
     write_reports(root, reports)

@@ -26,6 +26,7 @@ from ..ab.html import render_html
 from ..common.files import read_text
 from ..common.log import Echo
 from ..ab.runs import STATUS_COLUMNS
+from ..ab.family import decide
 from ..ab.report import ABReport, load_report, report_document, write_reports
 from ..ab.sides import Side
 from ..common.errors import UsageError
@@ -282,6 +283,7 @@ def merge(plan: CampaignPlan, cards: dict[int, dict], echo: Echo | None = None) 
             status_rows += [{"device": device, **row} for row in rows]
             reports += card_reports
     reports = _latest_per_op(reports)
+    decide(reports)                         # Holm over every shape of the campaign
     write_reports(plan.root, reports, "campaign")
     atomic_write_text(plan.root / "report.html",
                       render_html({**report_document(plan.root, reports, "campaign"),
