@@ -172,8 +172,9 @@ class TurnsFreshRounds(TurnsRounds):
     """`--round-process turns-fresh`: rounds in turns as above, but every run (the record, each
     side of each round) in a new worker process, stopped after its run. Each side keeps
     `FRESH_SPARES` warm spares (standby.WarmPool): launched while the runs before them
-    measure, they import the op's library then, so a round waits for no start (a start, about
-    10 s with FlagGems on an H200, is longer than a round's run). What a process keeps — where
+    measure, they import the op's library, plan its run and make their device context then,
+    so a round waits for no start (a start, about 10 s with FlagGems on an H200, is longer
+    than a round's run). What a process keeps — where
     its kernels and buffers were loaded, side A's record sweep — is drawn anew every round, as
     in fresh rounds, and the rounds' interval covers it."""
 
@@ -200,13 +201,15 @@ class TurnsFreshRounds(TurnsRounds):
         """A run alone (the record): the other side's spare starts meanwhile."""
         other = plan.b if side is plan.a else plan.a
         pool = self._pool(plan, other)
-        pool.warm = {"op": op, "args": plan.run_options(Path(plan.root), None, other).to_argv()}
+        pool.warm = {"op": op, "args": plan.run_options(Path(plan.root), None, other).to_argv(),
+                     "activate": True}
         pool.prime()
         return super().run(plan, op, number, side, replay_from)
 
     def _worker(self, plan: ABPlan, side: Side, job: dict | None = None) -> Worker:
         pool = self._pool(plan, side)
-        pool.warm = job                       # what the spare launched behind it imports
+        # what the spare launched behind it imports, and its device context made ahead
+        pool.warm = {**job, "activate": True} if job else job
         worker = self.workers[side.label] = pool.take()
         self.starts[side.label] = pool.starts
         return worker

@@ -7,9 +7,10 @@ worker is stopped after this job, so the reset between ops is skipped) and answe
 line per job on its original stdout (JSON: op, rc, message, pid, held_bytes, state_changed,
 job_import_s: what this job spent importing zlh's runner and torch — a cold worker's first job
 —, and in its first reply import_s: all its start imported). Its ready line says import_s too:
-with `--warm` (a standby: {"op", "args"} of the lane's latest job) it imports torch, zlh's
-runner and the adapter's library before it. Everything an op prints — zlh's own lines, the
-library's, the compiler's, even at the file-descriptor level — goes to that op's log, so the
+with `--warm` (a standby: {"op", "args"} of the lane's latest job; "activate": its device
+context made too) it imports torch, zlh's runner and the adapter's library before it.
+Everything an op prints — zlh's own lines, the library's, the compiler's, even at the
+file-descriptor level — goes to that op's log, so the
 protocol line is all the supervisor reads. Between ops the compiler's in-memory kernel and
 tuner caches are emptied and the adapter drops its per-op state, so each op compiles into its
 own private cache and measures as a fresh `zlh bench` would; what cannot be reset (a poisoned
@@ -221,6 +222,8 @@ def _warm(spec: dict) -> float:
             adapter.prepare([adapter.resolve(spec["op"])], backend, options.level, None)
             with preserved_environ():      # the checks a run makes before it starts: the
                 plan_bench([spec["op"]], options, dry_run=True)   # compiler's identity, shapes
+        if spec.get("activate"):           # the device context too (a turns-fresh spare)
+            backend.activate(options.device or 0)
         _reset(options)        # whatever the import compiled or cached: not the first op's
     return time.perf_counter() - started
 

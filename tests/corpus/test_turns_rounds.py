@@ -82,5 +82,6 @@ def test_turns_fresh_runs_every_run_in_its_own_process_launched_ahead(tmp_path, 
     # every run's process stopped after it, and the spares with the A/B
     pools = list(runner.pools.values())
     assert pools and all(pool.spare is None for pool in pools)
+    assert all(pool.warm["activate"] for pool in pools)     # spares make their context ahead
     assert sum(pool.starts for pool in pools) >= 5 and not runner.workers
     assert reports[0].to_dict()["rows"][0]["delta_pct"] < 0                # B slower

@@ -29,3 +29,15 @@ def test_a_warm_start_plans_the_lanes_op_ahead(tmp_path):
     worker._warm({"op": "add", "args": [*ARGS, "--out", str(tmp_path / "out")]})
     assert compiler._identity_at.cache_info().currsize == 1      # the compiler's identity
     assert not (tmp_path / "out").exists()                       # a dry run: nothing written
+
+
+def test_a_warm_start_makes_the_device_context_only_when_asked(tmp_path, monkeypatch):
+    import backends
+    activated = []
+    cls = type(backends.backend_for("cpu"))
+    monkeypatch.setattr(cls, "activate", lambda self, index: activated.append(index))
+    spec = {"op": "add", "args": [*ARGS, "--out", str(tmp_path / "out")]}
+    worker._warm(spec)
+    assert activated == []                              # a batch's standby: imports only
+    worker._warm({**spec, "activate": True})            # a turns-fresh spare
+    assert activated == [0]
