@@ -57,6 +57,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from harness.ab.family import decide  # noqa: E402
+from harness.ab.report import load_report  # noqa: E402
 from harness.corpus.rounds import SETTLE_S, SHIFT_MAX_BYTES  # noqa: E402
 from harness.corpus.supervisor import Lane, Worker  # noqa: E402
 from harness.run.options import BenchOptions  # noqa: E402
@@ -172,13 +174,18 @@ def pace_lines(rows: list[dict]) -> list[str]:
 
 def summarize_root(root: Path, planted: bool, min_ms: float = MIN_MS) -> dict:
     """The acceptance numbers of a `zlh calibrate` root (from report.json, rewritten after every
-    op, so a root whose box ended still counts the ops it finished)."""
-    doc = json.loads((Path(root) / "report.json").read_text())
-    shapes = [dict(row, op=op["op"], rounds_run=op["summary"].get("rounds"))
-              for op in doc.get("ops", []) for row in op.get("rows", [])]
+    op, so a root whose box ended still counts the ops it finished), its verdicts decided as
+    zlh decides them now (Holm over every shape of the root; `significant_stored`: as the
+    report had them)."""
+    doc, reports = load_report(root)
+    stored = sum(1 for op in doc.get("ops", []) for row in op.get("rows", [])
+                 if row.get("significant"))
+    decide(reports)
+    shapes = [dict(vars(row), op=report.op, rounds_run=report.summary.get("rounds"))
+              for report in reports for row in report.rows]
     big = [s for s in shapes if (s.get("a_ms") or 0) >= min_ms]
-    out = {"root": str(root), "ops": len(doc.get("ops", [])), "shapes": len(shapes),
-           "shapes_20us": len(big),
+    out = {"root": str(root), "ops": len(reports), "shapes": len(shapes),
+           "shapes_20us": len(big), "significant_stored": stored,
            "significant": sum(1 for s in shapes if s.get("significant")),
            "rounds": sorted({s["rounds_run"] for s in shapes if s.get("rounds_run")}),
            "wall_s": status_wall(Path(root))}
@@ -413,7 +420,9 @@ def job_lines(root: Path) -> list[str]:
 
 def summary_lines(n: dict) -> list[str]:
     lines = [f"{n['root']}: {n['ops']} ops, {n['shapes']} shapes ({n['shapes_20us']} >= 20 us), "
-             f"rounds {n['rounds']}, runs' wall {n['wall_s']} s, significant {n['significant']}"]
+             f"rounds {n['rounds']}, runs' wall {n['wall_s']} s, significant {n['significant']}"
+             + (f" (as stored: {n['significant_stored']})"
+                if n.get("significant_stored", n["significant"]) != n["significant"] else "")]
     if "found_20us" in n:
         rate = n["rate_20us"]
         lines.append(f"planted 0.3 % found with the right sign on {n['found_20us']}/"

@@ -42,24 +42,39 @@ def test_in_process_rounds_that_spread_less_are_not_honest(in_sd, honest):
     assert ("NOT honest" in text) is (not honest)
 
 
+def _row(shape, a_ms, delta, low, high, p, significant, direction):
+    return {"variant": "v", "dtype": "bfloat16", "shape_detail": shape, "occurrence": 0,
+            "a_ms": a_ms, "b_ms": a_ms, "delta_pct": delta, "ci_low_pct": low,
+            "ci_high_pct": high, "p_value": p, "significant": significant,
+            "direction": direction, "interval": "rounds"}
+
+
 def test_acceptance_summary_of_a_calibrate_root(tmp_path):
-    rows = [{"a_ms": 0.05, "delta_pct": -0.31, "significant": True, "direction": -1},
-            {"a_ms": 0.03, "delta_pct": -0.1, "significant": False, "direction": 0},
-            {"a_ms": 0.001, "delta_pct": 0.5, "significant": True, "direction": 1}]
+    rows = [_row("a", 0.05, -0.31, -0.4, -0.2, 0.001, True, -1),
+            _row("b", 0.03, -0.1, -0.3, 0.1, 0.5, False, 0),
+            _row("c", 0.001, 0.5, 0.2, 0.8, 0.01, True, 1),
+            # significant as the report had it (its op's family), withdrawn over the root's
+            # four shapes: 0.04 > 0.05 / 2 once 0.001 and 0.01 passed
+            _row("d", 0.04, 0.2, 0.01, 0.4, 0.04, True, 1)]
+    summary = {"n": 4, "faster": 2, "slower": 1, "unchanged": 1, "rounds": 9,
+               "per_round_median_delta_pct": [0.0] * 9, "sign_unstable": 0,
+               "side_spread_median_pct": {"A": 0.1, "B": 0.1}}
     (tmp_path / "report.json").write_text(json.dumps(
-        {"ops": [{"op": "mm", "summary": {"rounds": 9}, "rows": rows}]}))
+        {"ops": [{"op": "mm", "caliber": {}, "sides": {"A": {}, "B": {}}, "summary": summary,
+                  "rows": rows}]}))
     (tmp_path / "status.tsv").write_text("round\top\tside\trc\telapsed_s\n1\tmm\tA\t0\t2.5\n"
                                          "1\tmm\tB\t0\t3.0\n")
     planted = rounds_spread.summarize_root(tmp_path, planted=True)
-    assert planted["shapes_20us"] == 2 and planted["found_20us"] == 1
-    assert planted["wrong_sign"] == 1 and planted["rate_20us"] == 0.5
+    assert planted["shapes_20us"] == 3 and planted["found_20us"] == 1
+    assert planted["wrong_sign"] == 1 and planted["rate_20us"] == pytest.approx(1 / 3)
     assert planted["wall_s"] == 5.5 and planted["rounds"] == [9]
     aa = rounds_spread.summarize_root(tmp_path, planted=False)
-    assert aa["significant"] == 2
-    assert aa["abs_delta_median_20us"] == pytest.approx(0.205)
+    assert aa["significant"] == 2 and aa["significant_stored"] == 3
+    assert aa["abs_delta_median_20us"] == pytest.approx(0.2)
     assert aa["abs_delta_max_20us"] == pytest.approx(0.31)
-    assert "planted 0.3 % found with the right sign on 1/2" in "\n".join(
-        rounds_spread.summary_lines(planted))
+    text = "\n".join(rounds_spread.summary_lines(planted))
+    assert "planted 0.3 % found with the right sign on 1/3" in text
+    assert "significant 2 (as stored: 3)" in text
 
 
 def test_pacing_is_adopted_only_when_it_lowers_the_spread_without_moving_the_median():
