@@ -25,9 +25,12 @@ def test_the_reset_runs_after_a_job_unless_it_is_the_workers_last(tmp_path, monk
 
 
 def test_a_warm_start_plans_the_lanes_op_ahead(tmp_path):
+    from triton.runtime.cache import triton_key
     compiler._identity_at.cache_clear()
+    triton_key.cache_clear()
     worker._warm({"op": "add", "args": [*ARGS, "--out", str(tmp_path / "out")]})
     assert compiler._identity_at.cache_info().currsize == 1      # the compiler's identity
+    assert triton_key.cache_info().currsize == 1                 # Triton's own digest
     assert not (tmp_path / "out").exists()                       # a dry run: nothing written
 
 

@@ -67,6 +67,7 @@ ALLOWED_INNER: dict[tuple[str, str], str] = {
     ("harness.corpus.worker", "adapters"): WORKER,
     ("harness.corpus.worker", "backends"): WORKER,
     ("harness.corpus.worker", "harness.compile.reset"): WORKER,
+    ("harness.corpus.worker", "harness.compile.warm"): WORKER,
 }
 ALLOWED_INNER_LIBRARIES: dict[str, str] = {
     "torch": HEAVY,
