@@ -14,6 +14,7 @@ import math
 from html import escape
 
 from ..store.compiler import short as short_compiler
+from .report import family_note
 from ..telemetry.chart import clock_svg
 
 # Chart geometry (pixels).
@@ -135,9 +136,7 @@ def _summary_line(summary: dict) -> str:
             f"delta {_pct(summary.get('delta_min_pct'))} .. {_pct(summary.get('delta_max_pct'))}"
             + (f"; {_text(summary['within_noise'])} significant within the noise floor"
                if summary.get("within_noise") else "")
-            + (f"; significance by Holm over the A/B's {_text(summary['family_shapes'])} "
-               f"shapes" if isinstance(summary.get("family_shapes"), int)
-               and summary["family_shapes"] > summary.get("n", 0) else ""))
+            + _text(family_note(summary)))
 
 
 # --- chart -------------------------------------------------------------------------------

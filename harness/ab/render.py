@@ -13,7 +13,7 @@ from tabulate import tabulate
 from ..common import style
 from ..common.fields import is_number
 from ..store.compiler import short as short_compiler
-from .report import ABReport, ABRow
+from .report import ABReport, ABRow, family_note
 
 
 def _num(value, spec: str) -> str:
@@ -120,13 +120,6 @@ def _geomean_ci(s: dict) -> str:
     return f" [{low:.4f}, {high:.4f}] (95% CI over {s.get('geomean_interval') or 'samples'})"
 
 
-def _family_note(s: dict) -> str:
-    """Where the verdicts were decided over more shapes than the op's (family.py)."""
-    family = s.get("family_shapes")
-    return (f"; significance by Holm over {family} shapes of the A/B"
-            if isinstance(family, int) and family > s.get("n", 0) else "")
-
-
 def _summary_lines(s: dict) -> list[str]:
     if not s.get("n"):
         return []
@@ -136,7 +129,7 @@ def _summary_lines(s: dict) -> list[str]:
              f"(median {_num(s.get('delta_median_pct'), '+.2f')}%), faster {s['faster']}, "
              f"slower {s['slower']}, unchanged {s['unchanged']} (delta > 0: B faster)"
              + (f"; within the noise floor {s['within_noise']}" if s.get("within_noise")
-                else "") + _family_note(s)]
+                else "") + family_note(s)]
     if s.get("rounds", 1) == 1:
         lines.append("one round: intervals and p-values see each process's own noise only; "
                      "when zlh runs both sides, --rounds 3 or more adds the "

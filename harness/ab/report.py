@@ -172,6 +172,15 @@ def _check_report(data: dict, where: str) -> None:
             _optional_number(spread, side)
 
 
+def family_note(summary: dict) -> str:
+    """How the op's verdicts were decided, where over more shapes than its own (family.py):
+    `; significance by Holm over N shapes of the A/B`, for the end of a summary line; ""
+    otherwise. Every view says it so."""
+    family = summary.get("family_shapes")
+    return (f"; significance by Holm over {family} shapes of the A/B"
+            if isinstance(family, int) and family > summary.get("n", 0) else "")
+
+
 def direction_of(row: ABRow) -> int:
     if not row.significant:
         return 0

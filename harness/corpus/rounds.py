@@ -200,16 +200,19 @@ class TurnsFreshRounds(TurnsRounds):
             replay_from: Path | None) -> RunOutcome:
         """A run alone (the record): the other side's spare starts meanwhile."""
         other = plan.b if side is plan.a else plan.a
-        pool = self._pool(plan, other)
-        pool.warm = {"op": op, "args": plan.run_options(Path(plan.root), None, other).to_argv(),
-                     "activate": True}
-        pool.prime()
+        self._expect(plan, other, {"op": op, "args": plan.run_options(Path(plan.root), None,
+                                                                     other).to_argv()}).prime()
         return super().run(plan, op, number, side, replay_from)
 
-    def _worker(self, plan: ABPlan, side: Side, job: dict | None = None) -> Worker:
+    def _expect(self, plan: ABPlan, side: Side, job: dict) -> WarmPool:
+        """The side's pool, its next spares to import what `job` needs and make their device
+        context ahead."""
         pool = self._pool(plan, side)
-        # what the spare launched behind it imports, and its device context made ahead
-        pool.warm = {**job, "activate": True} if job else job
+        pool.warm = {**job, "activate": True}
+        return pool
+
+    def _worker(self, plan: ABPlan, side: Side, job: dict | None = None) -> Worker:
+        pool = self._expect(plan, side, job or {})
         worker = self.workers[side.label] = pool.take()
         self.starts[side.label] = pool.starts
         return worker

@@ -4,6 +4,7 @@ op's own family rejected is added."""
 import numpy as np
 
 from harness.ab.family import Family, decide
+from harness.ab.html import render_html
 from harness.ab.render import render_terminal
 from harness.ab.report import ABReport, ABRow
 from harness.measure.stats import holm
@@ -42,6 +43,8 @@ def test_a_verdict_its_op_gave_is_withdrawn_over_the_whole_ab():
     assert line.startswith("bmm bfloat16 2x4096: shown significant (-0.290 %, p 0.0064)")
     assert "over the A/B's 20 shapes" in line
     assert "significance by Holm over 20 shapes of the A/B" in render_terminal(bmm)
+    assert "significance by Holm over 20 shapes of the A/B" in render_html(
+        {"title": "t", "ops": [bmm.to_dict()]})
 
 
 def test_a_change_on_every_shape_keeps_its_verdicts_and_nothing_is_added():
