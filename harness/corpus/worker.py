@@ -205,14 +205,14 @@ def _warm(spec: dict) -> float:
     """A standby's start: what a first op would import — torch, zlh's runner, the adapter
     and its library (its `prepare` for the op the lane ran last) — and the checks its run
     makes before it starts (a dry-run plan: the compiler's identity, the shape file read;
-    the digest Triton's first compile computes),
+    the digest Triton's first compile computes, what a first call imports lazily),
     before the worker says it is ready, while another worker measures. A failure here is
     left for the op to meet."""
     started = time.perf_counter()
     with contextlib.suppress(Exception):
         import adapters
         import backends
-        from ..compile.warm import key_compiler
+        from ..compile.warm import import_first_call_modules, key_compiler
         from ..run.options import BenchOptions
         from ..run.plan import plan_bench, preserved_environ
         from ..run.runner import run_bench  # noqa: F401 - imported for its imports
@@ -227,6 +227,7 @@ def _warm(spec: dict) -> float:
         if spec.get("activate"):           # the device context too (a turns-fresh spare)
             backend.activate(options.device or 0)
         key_compiler()                     # the compiler's digest its first compile needs
+        import_first_call_modules()        # what a first call imports lazily
         _reset(options)        # whatever the import compiled or cached: not the first op's
     return time.perf_counter() - started
 

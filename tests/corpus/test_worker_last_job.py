@@ -44,3 +44,11 @@ def test_a_warm_start_makes_the_device_context_only_when_asked(tmp_path, monkeyp
     assert activated == []                              # a batch's standby: imports only
     worker._warm({**spec, "activate": True})            # a turns-fresh spare
     assert activated == [0]
+
+
+def test_a_warm_start_imports_what_a_first_call_imports_lazily(tmp_path, monkeypatch):
+    from harness.compile import warm
+    calls = []
+    monkeypatch.setattr(warm, "import_first_call_modules", lambda: calls.append(1) or [])
+    worker._warm({"op": "add", "args": [*ARGS, "--out", str(tmp_path / "out")]})
+    assert calls == [1]
