@@ -37,9 +37,10 @@ STAND_IN = textwrap.dedent("""
         for k in range(job["beats"]):
             open(os.path.join(run, "heartbeat"), "a").close()
             os.utime(os.path.join(run, "heartbeat"))
-            if job.get("waiting"):    # all of it spent waiting for the device's lock
-                with open(os.path.join(run, "lock-wait"), "w") as handle:
-                    handle.write(str(k * job["every"]))
+            if job.get("waiting"):    # all of it spent waiting for the device's lock,
+                with open(os.path.join(run, "lock-wait.tmp"), "w") as handle:
+                    handle.write(str(k * job["every"]))     # replaced whole, as zlh's runs do
+                os.replace(os.path.join(run, "lock-wait.tmp"), os.path.join(run, "lock-wait"))
             time.sleep(job["every"])
         while job.get("hang"):
             time.sleep(1)
