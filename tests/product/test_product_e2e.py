@@ -1,6 +1,7 @@
 """A product campaign end to end on the CPU with real `zlh bench` processes: the builtin
-adapter, four workloads, cells driven by ZLH_BUILTIN_SLOW (off=0, control unset, candidate=1),
-canary then all, every receipt written, re-accounted at floor 0, resumed.
+adapter, three workloads (two measured, one fault), cells driven by ZLH_BUILTIN_SLOW (off=0,
+control unset, candidate=1), canary then all, every receipt written, re-accounted at floor 0,
+resumed.
 
 The interpreter shows no IR, so the manifest says the code change is not observed: every clean
 task gets both rounds and its class comes from timing (G, C or R, whichever this machine
@@ -18,7 +19,7 @@ from product_fakes import builtin_doc, write
 
 pytestmark = pytest.mark.e2e        # every test here starts zlh processes
 
-TASKS = ("add", "softmax", "mm", "raise")
+TASKS = ("add", "mm", "raise")       # the manifest's softmax left out: two measured tasks do
 CELLS = ("off", "control", "candidate")
 
 
@@ -29,7 +30,9 @@ def cli(*args):
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("campaign")
-    manifest = write(tmp / "m.json", builtin_doc(tmp))
+    doc = builtin_doc(tmp)
+    doc["workloads"] = [w for w in doc["workloads"] if w["id"] in TASKS]
+    manifest = write(tmp / "m.json", doc)
     out = tmp / "frozen"
     runs = {}
     for selection in ("canary", "all"):
@@ -54,9 +57,9 @@ def test_canary_then_all_with_every_receipt(campaign):
     assert [ln.split()[1] for ln in lines] == [f"task={t}" for t in TASKS]
     receipt = json.loads((root / "campaign-receipt.json").read_text())
     classes = receipt["classes"]
-    assert receipt["status"] == "TERMINAL" and sum(receipt["counts"].values()) == 4
+    assert receipt["status"] == "TERMINAL" and sum(receipt["counts"].values()) == len(TASKS)
     assert classes["raise"] == "X"
-    assert all(classes[t] in ("G", "C", "R") for t in ("add", "softmax", "mm")), classes
+    assert all(classes[t] in ("G", "C", "R") for t in ("add", "mm")), classes
     contract = json.loads((root / "contract-receipt.json").read_text())
     assert [c["status"] for c in contract["checks"]] == ["ok"] * 5 + ["skipped"]
     status = (root / "status.csv").read_text().splitlines()
@@ -105,7 +108,7 @@ def test_resume_runs_only_the_unfinished_task(campaign):
     (root / "tasks/raise/task-receipt.json").unlink()
     result = cli("run", root.parent, "--resume")
     assert result.exit_code == 0, result.output
-    assert result.output.count("(kept from before the resume)") == 3
+    assert result.output.count("(kept from before the resume)") == len(TASKS) - 1
     assert "CAMPAIGN_TASK task=raise class=X" in result.output
     assert [p.name.split("-")[0] for p in (root / ".abandoned").iterdir()] == ["raise"]
 
@@ -129,5 +132,5 @@ def test_resume_runs_again_a_task_whose_receipt_was_edited(campaign):
     assert "raise runs again:" in result.output and "task_id" in result.output
     lines = [ln for ln in result.output.splitlines() if ln.startswith("CAMPAIGN_TASK")]
     kept = {ln.split()[1] for ln in lines if ln.endswith("(kept from before the resume)")}
-    assert kept == {"task=mm", "task=softmax"}                    # add and raise run anew
+    assert kept == {"task=mm"}                                    # add and raise run anew
     assert json.loads(path.read_text())["task_id"] == "add" and list(root.glob(".abandoned/add-*"))
