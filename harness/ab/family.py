@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..measure.stats import holm
 from .report import ABReport, ABRow, direction_of
 
-ALPHA = 0.05
+ALPHA = 0.05          # an A/B's significance level where no plan gives one (--rescore, a merge)
 
 
 def decide(reports: list[ABReport], alpha: float = ALPHA) -> list[tuple[str, ABRow]]:

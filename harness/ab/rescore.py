@@ -18,7 +18,7 @@ from ..store.reader import StoredRun, load_run
 from ..store.rundir import safe_name
 from ..telemetry.chart import for_report
 from .guard import check_caliber
-from .family import decide
+from .family import ALPHA, decide
 from .html import render_html
 from .orchestrate import build_report, guard, ir_verdict, later_rounds_pass
 from .report import ABReport, report_document, write_reports
@@ -26,7 +26,6 @@ from .rounds import AutoRounds
 
 REPORT_FILES = ("report.json", "report.csv", "report.html")
 BEFORE = ".before-rescore"
-ALPHA = 0.05
 
 
 def read_ab_plan(root: Path) -> dict:
