@@ -13,7 +13,10 @@
 #
 # The budgets can be made smaller (the test suite does) through the environment:
 # CI_EXAMPLE_ROUNDS (3), CI_EXAMPLE_WARMUP_MS (30), CI_EXAMPLE_MIN_SAMPLES (15),
-# CI_EXAMPLE_MAX_TIME_MS (400), CI_EXAMPLE_OPS ("mm softmax", any of the two); the gates'
+# CI_EXAMPLE_MAX_TIME_MS (400), CI_EXAMPLE_OPS ("mm softmax", any of the two),
+# CI_EXAMPLE_ROUND_PROCESS (fresh: a new process per round and side; persistent: one worker
+# per side for every round, see docs/concepts/rounds.md), CI_EXAMPLE_SETTLE_MS (persistent
+# rounds' idle gap before each round, zlh's default when unset); the gates'
 # limit through CI_EXAMPLE_LIMIT_PCT (50, see below). Fewer than 3 rounds is refused: the gates read intervals
 # across rounds (Student's t), which two rounds make too wide to catch the regression.
 set -euo pipefail
@@ -34,12 +37,17 @@ bench=(--adapter builtin --backend cpu --shapes "$out/shapes.yaml"
 # every round now and then (significant at 3 rounds), while the planted regression is 2-6x.
 # On a GPU, where processes agree to about 2 %, use limits such as slower:2% and geomean:1%.
 limit="${CI_EXAMPLE_LIMIT_PCT:-50}"
+round_process=(--round-process "${CI_EXAMPLE_ROUND_PROCESS:-fresh}")
+if [ -n "${CI_EXAMPLE_SETTLE_MS:-}" ]; then
+    round_process+=(--settle-ms "$CI_EXAMPLE_SETTLE_MS")
+fi
 gates=(--fail-on "slower:$limit%" --fail-on "geomean:$limit%" --fail-on broken)
 
 gate() {   # gate NAME SWITCH: one A/B with the gates; prints and returns zlh ab's exit status
     local rc=0
     # shellcheck disable=SC2086 - the op names are words
-    zlh ab ${CI_EXAMPLE_OPS:-mm softmax} --switch "$2" --rounds "$rounds" "${bench[@]}" "${gates[@]}" \
+    zlh ab ${CI_EXAMPLE_OPS:-mm softmax} --switch "$2" --rounds "$rounds" \
+        "${round_process[@]}" "${bench[@]}" "${gates[@]}" \
         --root "$out/$1" --json -q > "$out/$1.json" || rc=$?
     python3 - "$out/$1.json" "$1" "$rc" <<'EOF'
 import json, sys
