@@ -18,7 +18,10 @@ one median of SAMPLES graph replays (ms per call):
   inputs   new inputs with X0's values behind a random-size allocation on an emptied
            allocator cache (as zlh's placements), a new graph on them;
   reload   Triton's loaded kernels dropped (the next call loads its binary anew from the
-           compile cache), a new graph on X0.
+           compile cache), a new graph on X0;
+  hoard    as `inputs`, but nothing is ever freed (the spacer, the inputs and the graph with
+           its pool kept to the end): each repetition's tensors land in memory no earlier
+           one used, as a new process's do, where `inputs` may be handed back pages it freed.
 
 Then FRESH processes each build the same inputs and graph and time it REPS_CHILD times.
 Per case and arm: the sd of 100·ln(median) over the repetitions (`fresh`: over the
@@ -41,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-ARMS = ("again", "graph", "calls", "inputs", "reload")
+ARMS = ("again", "graph", "calls", "inputs", "reload", "hoard")
 # SCRAMBLE=1: the arms instead `again` (G0, nothing ahead of a sample), `steady` (G0, each
 # sample behind the same fill kernel) and `scrambled` (G0, each sample behind a fill kernel of a
 # random number of blocks): whether what ran just before a sample sets its level, and whether
@@ -114,7 +117,10 @@ def build(torch, spec: str, seed: int = 0):
     if name == "softmax":
         x = randn(*shape)
         return (lambda a=x: torch.softmax(a, dim=-1)), [x]
-    raise SystemExit(f"run_state: unknown op {name!r} (mm, layer_norm, softmax)")
+    if name == "gelu":
+        x = randn(*shape)
+        return (lambda a=x: torch.nn.functional.gelu(a)), [x]
+    raise SystemExit(f"run_state: unknown op {name!r} (mm, layer_norm, softmax, gelu)")
 
 
 def rebind(torch, spec: str, tensors):
@@ -125,6 +131,8 @@ def rebind(torch, spec: str, tensors):
         return lambda: torch.mm(tensors[0], tensors[1])
     if name == "layer_norm":
         return lambda: torch.layer_norm(tensors[0], shape[1:], tensors[1], tensors[2])
+    if name == "gelu":
+        return lambda: torch.nn.functional.gelu(tensors[0])
     return lambda: torch.softmax(tensors[0], dim=-1)
 
 
@@ -234,11 +242,20 @@ def run_case(torch, spec: str, use, reps: int, samples: int, rng) -> dict:
                 "arms": scramble_arms(torch, g0, calls, samples, rng, reps)}
     got: dict = {a: [] for a in ARMS}
     info: dict = {"inputs_ptr_mod_2MiB": [], "reloaded": []}
+    hoard: list = []
     for rep in range(reps):
         for k in range(len(ARMS)):
             arm = ARMS[(rep + k) % len(ARMS)]
             if arm == "again":
                 got[arm].append(timed(torch, g0, calls, samples))
+                continue
+            if arm == "hoard":
+                spacer = torch.empty(rng.randrange(1, 1 << 17) * 512, dtype=torch.uint8,
+                                     device="cuda")
+                kept = [t.clone() for t in x0]
+                graph = capture(torch, rebind(torch, spec, kept), calls, use)
+                hoard.append((spacer, kept, graph))
+                got[arm].append(timed(torch, graph, calls, samples))
                 continue
             if arm == "inputs":
                 torch.cuda.empty_cache()
@@ -254,6 +271,7 @@ def run_case(torch, spec: str, use, reps: int, samples: int, rng) -> dict:
                 g, held, moved = capture(torch, fn, n, use), None, None
             got[arm].append(timed(torch, g, n, samples))
             del g, held, moved
+    del hoard
     return {"latency_ms": latency, "calls": calls, "arms": got, "info": info, "tuned": tuned()}
 
 
