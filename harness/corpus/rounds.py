@@ -35,12 +35,13 @@ from ..launch import launcher
 from ..measure.device_lock import LOCK_DIR_ENV
 from ..run import placement
 from ..store.rundir import safe_name
-from .standby import WarmPool
+from .standby import WarmPool, note_in_log
 from .supervisor import Lane, Worker
 
 SETTLE_S = 1.0                # the idle gap before each round
 SHIFT_MAX_BYTES = placement.SHIFT_MAX_BYTES   # the random allocation before a round's inputs
 FRESH_SPARES = 3              # turns-fresh: warm spares per side (a start ≈ 2–3 runs' time)
+RUN_LINE = "zlh turns-fresh run:"  # the side's worker log: where each run's wall went
 
 
 def round_seed(op: str, number: int, label: str) -> int:
@@ -219,14 +220,28 @@ class TurnsFreshRounds(TurnsRounds):
 
     def _run_job(self, plan: ABPlan, op: str, number: int, side: Side,
                  replay_from: Path | None, turns: dict | None = None) -> RunOutcome:
+        asked = time.time()
         try:
             return super()._run_job(plan, op, number, side, replay_from, turns)
         finally:
             worker = self.workers.pop(side.label, None)
             if worker is not None:
+                ended = time.time()
                 worker.stop()                 # one run per process
+                note_in_log(self._pool(plan, side).log, run_line(
+                    op, number, side.label, asked, worker.ready_at, ended, time.time()))
 
     def close(self) -> None:
         for pool in self.pools.values():
             pool.close()
         super().close()
+
+
+def run_line(op: str, number: int, label: str, asked: float, ready_at: float | None,
+             ended: float, stopped: float) -> str:
+    """The worker log's line for one turns-fresh run: when it was asked for, how long it
+    waited for its spare to be ready, when the run ended and how long its process took to
+    stop (a round's wall beyond its runs: tests/device/rounds_spread.py reads these)."""
+    waited = max(0.0, (ready_at or asked) - asked)
+    return (f"{RUN_LINE} {op} round {number} side {label}: asked {asked:.3f}, spare ready "
+            f"{waited:.2f} s later, run ended {ended:.3f}, stopped in {stopped - ended:.2f} s")

@@ -2,6 +2,7 @@
 sides at once in their workers, their samples taken in turns (run.json says so, the first side
 following ABBA), the report built from rounds 1.. as `zlh ab --rescore` reads them."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from click.testing import CliRunner
 from harness.ab import orchestrate as abmod
 from harness.ab.rounds import side_order
 from harness.cli import main
-from harness.corpus.rounds import TurnsFreshRounds, TurnsRounds
+from harness.corpus.rounds import RUN_LINE, TurnsFreshRounds, TurnsRounds
 from harness.measure.device_lock import LOCK_DIR_ENV
 from slow_add import slow_add_plan
 
@@ -78,6 +79,15 @@ def test_turns_fresh_runs_every_run_in_its_own_process_launched_ahead(tmp_path, 
             (tmp_path / "ab" / f"worker_{side}.log").read_text().splitlines()
             if line.startswith("zlh job add: set up ")]
     assert len(jobs) == 5 and all(line.endswith(" s") and "bench" in line for line in jobs)
+    # and the parent where each run's wall went: its spare's readiness, the run, the stop
+    ran = [line for side in "AB" for line in
+           (tmp_path / "ab" / f"worker_{side}.log").read_text().splitlines()
+           if line.startswith(RUN_LINE)]
+    assert sorted(line.split(":")[1].split(" spare")[0] for line in ran) == sorted(
+        f" add round {n} side {s}" for n, s in
+        ((0, "A"), (1, "A"), (1, "B"), (2, "A"), (2, "B")))
+    assert all(re.search(r"ready \d+\.\d\d s later, run ended \d+\.\d+, stopped in "
+                         r"\d+\.\d\d s$", line) for line in ran), ran
     assert not any(LOCK_DIR_ENV in (info.get("env") or {}) for info in runs.values())
     # every run's process stopped after it, and the spares with the A/B
     pools = list(runner.pools.values())

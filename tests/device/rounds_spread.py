@@ -59,7 +59,7 @@ if str(ROOT) not in sys.path:
 
 from harness.ab.family import decide  # noqa: E402
 from harness.ab.report import load_report  # noqa: E402
-from harness.corpus.rounds import SETTLE_S, SHIFT_MAX_BYTES  # noqa: E402
+from harness.corpus.rounds import RUN_LINE, SETTLE_S, SHIFT_MAX_BYTES  # noqa: E402
 from harness.corpus.supervisor import Lane, Worker  # noqa: E402
 from harness.run.options import BenchOptions  # noqa: E402
 from harness.store.reader import load_run  # noqa: E402
@@ -395,7 +395,41 @@ def phase_lines(root: Path) -> list[str]:
         if infos:
             lines.append(f"{op_dir.name}: {len(infos)} replayed runs, median " + ", ".join(
                 f"{n} {np.median([float(i.get(n) or 0) for i in infos]):.2f}" for n in names))
-    return lines + job_lines(root)
+    return lines + job_lines(root) + round_lines(root)
+
+
+def round_lines(root: Path) -> list[str]:
+    """Per op, from the turns-fresh run lines of the workers' logs (`zlh turns-fresh run:`):
+    the median round period (one ask to the next), the wait for a ready spare, the run
+    (asked to ended), the stop, and the gap from the later side's stop to the next round."""
+    runs: dict = {}
+    for log in sorted(Path(root).glob("worker_*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if not line.startswith(RUN_LINE):
+                continue
+            words = line[len(RUN_LINE):].replace(",", "").split()
+            with contextlib.suppress(ValueError, IndexError):
+                op, number = words[0], int(words[2])
+                asked, waited = float(words[6]), float(words[9])
+                ended, stop = float(words[14]), float(words[17])
+                runs.setdefault(op, {}).setdefault(number, []).append(
+                    (asked, waited, ended, stop))
+    lines = []
+    for op, rounds in runs.items():
+        numbers = sorted(n for n in rounds if n > 0)
+        asks = [min(r[0] for r in rounds[n]) for n in numbers]
+        done = [max(r[2] + r[3] for r in rounds[n]) for n in numbers]
+        every = [r for n in numbers for r in rounds[n]]
+        if not every:
+            continue
+        period = np.diff(asks) if len(asks) > 1 else [0.0]
+        gap = [a - d for a, d in zip(asks[1:], done[:-1])] or [0.0]
+        lines.append(f"{op}: {len(numbers)} rounds, median period {np.median(period):.2f} s: "
+                     f"spare wait {np.median([r[1] for r in every]):.2f} s, run "
+                     f"{np.median([r[2] - r[0] for r in every]):.2f} s, stop "
+                     f"{np.median([r[3] for r in every]):.2f} s, between rounds "
+                     f"{np.median(gap):.2f} s")
+    return lines
 
 
 def job_lines(root: Path) -> list[str]:

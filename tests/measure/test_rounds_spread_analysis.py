@@ -98,3 +98,23 @@ def test_groups_add_up():
         "all planted roots: found 19/20 shapes >= 20 us (95.0 %), wrong sign 0, runs' wall 150 s",
         "all A/A roots: 0 significant of 12 shapes; |delta| max (>= 20 us) 0.200 %; runs' wall "
         "80 s"]
+
+
+def test_round_lines_split_a_turns_fresh_round_into_its_waits(tmp_path):
+    from harness.corpus.rounds import run_line
+    lines = {"A": [], "B": []}
+    for number, start in ((0, 100.0), (1, 110.0), (2, 115.0), (3, 120.5)):
+        for label, stop in (("A", 0.5), ("B", 1.0)):
+            if number == 0 and label == "B":
+                continue                 # the record: side A alone
+            ready = start + (2.0 if number == 0 else 0.0)
+            lines[label].append(run_line("softmax", number, label, start, ready, start + 3.0,
+                                         start + 3.0 + stop))
+    for label, got in lines.items():
+        (tmp_path / f"worker_{label}.log").write_text("zlh spare start: pid 1\n" +
+                                                      "\n".join(got) + "\n")
+    (line,) = rounds_spread.round_lines(tmp_path)
+    # rounds 1-3 (the record is not a round): asks 5.0 and 5.5 s apart; each run 3 s; stops
+    # 0.5 and 1.0 s (median 0.75); the next round asked 1.0 and 1.5 s after the later stop
+    assert line == ("softmax: 3 rounds, median period 5.25 s: spare wait 0.00 s, run 3.00 s, "
+                    "stop 0.75 s, between rounds 1.25 s")
