@@ -23,7 +23,12 @@ one median of SAMPLES graph replays (ms per call):
            its pool kept to the end): each repetition's tensors land in memory no earlier
            one used, as a new process's do, where `inputs` may be handed back pages it freed.
 
-Then FRESH processes each build the same inputs and graph and time it REPS_CHILD times.
+Then FRESH processes each build the same inputs and graph and time it REPS_CHILD times; with
+CHILD_SPACERS (e.g. "none first loaded") FRESH processes of each variant, interleaved:
+`none` as said, `first` behind a random-size allocation made before the library loads any
+kernel (zlh's round spacer: code and data move), `loaded` behind one made after each case's
+first call, its inputs built again (the data moves, the loaded code does not). REPS=0 skips
+the in-process arms (the first timing still sizes K).
 Per case and arm: the sd of 100·ln(median) over the repetitions (`fresh`: over the
 processes' first medians; `fresh_within`: the sd inside a process, pooled), and the medians
 themselves. An arm whose sd reaches the fresh processes' names a state that moves a run.
@@ -79,7 +84,9 @@ def pooled_sd(groups) -> float | None:
 def summary(doc: dict) -> list[str]:
     first = next(iter(doc["cases"].values()), {"arms": {}})
     names = SCRAMBLE_ARMS if "scrambled" in first["arms"] else ARMS
-    arms = list(names) + ["fresh", "fresh_within", "fresh_again"]
+    variants = sorted({k for c in doc["cases"].values() for k in c
+                       if k.startswith("fresh_") and k not in ("fresh_again", "fresh_within")})
+    arms = list(names) + ["fresh", "fresh_within", "fresh_again"] + variants
     lines = [f"{'case':<24} {'us':>8} {'K':>4} " + " ".join(f"{a:>12}" for a in arms)]
     for case, c in doc["cases"].items():
         sds = {a: log_sd(c["arms"].get(a, [])) for a in names}
@@ -87,11 +94,13 @@ def summary(doc: dict) -> list[str]:
         sds["fresh"] = log_sd([p[0] for p in fresh if p])
         sds["fresh_within"] = pooled_sd(fresh)
         sds["fresh_again"] = log_sd([p[0] for p in c.get("fresh_again", []) if p])
+        for v in variants:
+            sds[v] = log_sd([p[0] for p in c.get(v, []) if p])
         cells = " ".join(("-" if sds[a] is None else f"{sds[a]:.3f}").rjust(12) for a in arms)
         lines.append(f"{case:<24} {c['latency_ms'] * 1e3:>8.1f} {c['calls']:>4} {cells}")
     lines.append("cells: sd of 100·ln(median) over repetitions (fresh: over processes), in %")
     for case, c in doc["cases"].items():
-        for a in list(names) + ["fresh", "fresh_again"]:
+        for a in list(names) + ["fresh", "fresh_again"] + variants:
             vals = (c["arms"].get(a) if a in names
                     else [p[0] for p in c.get(a, []) if p])
             if vals:
@@ -120,7 +129,11 @@ def build(torch, spec: str, seed: int = 0):
     if name == "gelu":
         x = randn(*shape)
         return (lambda a=x: torch.nn.functional.gelu(a)), [x]
-    raise SystemExit(f"run_state: unknown op {name!r} (mm, layer_norm, softmax, gelu)")
+    if name == "fused_add_rms_norm":           # FlagGems' own (no torch op): updates x, r
+        x, r, w = randn(*shape), randn(*shape), randn(shape[-1])
+        return rebind(torch, spec, [x, r, w]), [x, r, w]
+    raise SystemExit(f"run_state: unknown op {name!r} (mm, layer_norm, softmax, gelu, "
+                     "fused_add_rms_norm)")
 
 
 def rebind(torch, spec: str, tensors):
@@ -133,6 +146,10 @@ def rebind(torch, spec: str, tensors):
         return lambda: torch.layer_norm(tensors[0], shape[1:], tensors[1], tensors[2])
     if name == "gelu":
         return lambda: torch.nn.functional.gelu(tensors[0])
+    if name == "fused_add_rms_norm":
+        import flag_gems
+        return lambda: flag_gems.fused_add_rms_norm(tensors[0], tensors[1], [shape[-1]],
+                                                    tensors[2], 1e-5)
     return lambda: torch.softmax(tensors[0], dim=-1)
 
 
@@ -275,8 +292,23 @@ def run_case(torch, spec: str, use, reps: int, samples: int, rng) -> dict:
     return {"latency_ms": latency, "calls": calls, "arms": got, "info": info, "tuned": tuned()}
 
 
+def spacer(torch, seed: int):
+    """A random-size allocation (whole 512-byte units up to 64 MiB, zlh's round spacer) from
+    `seed`: what a zlh round holds before its run so that what follows lands elsewhere."""
+    size = random.Random(seed).randrange(1, (64 << 20) // 512) * 512
+    return torch.empty(size, dtype=torch.uint8, device="cuda")
+
+
 def child(specs, reps: int, samples: int) -> None:
+    """A fresh process's windows of every case. SPACER (CHILD_SPACERS' variant): `none`;
+    `first`, a random-size allocation held from before the library's first kernel load (as
+    zlh's round spacer: the kernels' and every buffer's addresses move); `loaded`, the same
+    after each case's first call (its kernel loaded), its inputs then built again behind
+    it (the data moves, the kernel's code does not)."""
     import torch
+    variant, seed = env("SPACER", "none"), int(env("SPACER_SEED", "0"))
+    torch.cuda.init()
+    held = [spacer(torch, seed)] if variant == "first" else []
     use = library()
     out = {}
     for spec in specs:
@@ -284,6 +316,11 @@ def child(specs, reps: int, samples: int) -> None:
         with use():
             fn()
             torch.cuda.synchronize()
+        if variant == "loaded":
+            del fn
+            torch.cuda.empty_cache()
+            held.append(spacer(torch, seed + len(held)))
+            fn, _ = build(torch, spec)
         calls = int(env("CALLS_" + spec.replace(":", "_").replace("x", "_"), "1"))
         g = capture(torch, fn, calls, use)
         if env("SCRAMBLE", "0") == "1":
@@ -294,6 +331,36 @@ def child(specs, reps: int, samples: int) -> None:
         else:
             out[spec] = [timed(torch, g, calls, samples) for _ in range(reps)]
     print("RESULT " + json.dumps({"medians": out, "tuned": tuned()}), flush=True)
+
+
+def fresh_children(doc: dict, started: float) -> None:
+    """FRESH rounds of children, one per CHILD_SPACERS variant each (interleaved, so that a
+    drift of the card falls on every variant); variant v's medians under `fresh` (none) or
+    `fresh_<v>`."""
+    calls = {"CALLS_" + s.replace(":", "_").replace("x", "_"): str(c["calls"])
+             for s, c in doc["cases"].items()}
+    seeds = random.Random(int(env("SEED", "1")) + 7)
+    for k in range(int(env("FRESH", "6"))):
+        for variant in env("CHILD_SPACERS", "none").split():
+            proc = subprocess.run([sys.executable, __file__, "--child"], capture_output=True,
+                                  env=dict(os.environ, **calls, SPACER=variant,
+                                           SPACER_SEED=str(seeds.randrange(1 << 30))),
+                                  text=True, timeout=300)
+            line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")),
+                        None)
+            if line is None:
+                print(f"fresh process {k} ({variant}): rc {proc.returncode}: "
+                      f"{proc.stderr[-400:]}")
+                continue
+            got = json.loads(line[7:])
+            arm = "fresh" if variant == "none" else f"fresh_{variant}"
+            for spec, medians in got["medians"].items():
+                name, _, again = spec.partition(" ")
+                doc["cases"][name].setdefault("fresh_again" if again else arm, []).append(
+                    medians)
+            doc.setdefault("fresh_tuned", []).append(got["tuned"])
+            print(f"fresh process {k} ({variant}): done at {time.time() - started:.0f} s",
+                  flush=True)
 
 
 def main(argv: list[str]) -> int:
@@ -314,21 +381,7 @@ def main(argv: list[str]) -> int:
     for spec in specs:
         doc["cases"][spec] = run_case(torch, spec, use, reps, samples, rng)
         print(f"{spec}: done at {time.time() - started:.0f} s", flush=True)
-    child_env = dict(os.environ, **{"CALLS_" + s.replace(":", "_").replace("x", "_"):
-                                    str(c["calls"]) for s, c in doc["cases"].items()})
-    for k in range(int(env("FRESH", "6"))):
-        proc = subprocess.run([sys.executable, __file__, "--child"], env=child_env,
-                              capture_output=True, text=True, timeout=300)
-        line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
-        if line is None:
-            print(f"fresh process {k}: rc {proc.returncode}: {proc.stderr[-400:]}")
-            continue
-        got = json.loads(line[7:])
-        for spec, medians in got["medians"].items():
-            name, _, again = spec.partition(" ")
-            doc["cases"][name].setdefault("fresh_again" if again else "fresh", []).append(medians)
-        doc.setdefault("fresh_tuned", []).append(got["tuned"])
-        print(f"fresh process {k}: done at {time.time() - started:.0f} s", flush=True)
+    fresh_children(doc, started)
     doc["wall_s"] = round(time.time() - started, 1)
     (out / "run_state.json").write_text(json.dumps(doc, indent=1))
     text = "\n".join([f"{doc['device']}, {reps} repetitions, {doc['wall_s']} s"]
