@@ -22,6 +22,9 @@ processes started per side). The round's seed is a digest of op, round and side.
 from __future__ import annotations
 
 import contextlib
+import math
+import os
+import statistics
 import time
 import uuid
 import zlib
@@ -40,7 +43,8 @@ from .supervisor import Lane, Worker
 
 SETTLE_S = 1.0                # the idle gap before each round
 SHIFT_MAX_BYTES = placement.SHIFT_MAX_BYTES   # the random allocation before a round's inputs
-FRESH_SPARES = 3              # turns-fresh: warm spares per side (a start ≈ 2–3 runs' time)
+FRESH_SPARES = 3              # turns-fresh: warm spares per side at first (then as measured)
+MAX_FRESH_SPARES = 8          # … and at most
 RUN_LINE = "zlh turns-fresh run:"  # the side's worker log: where each run's wall went
 
 
@@ -171,11 +175,12 @@ class TurnsRounds(PersistentRounds):
 
 class TurnsFreshRounds(TurnsRounds):
     """`--round-process turns-fresh`: rounds in turns as above, but every run (the record, each
-    side of each round) in a new worker process, stopped after its run. Each side keeps
-    `FRESH_SPARES` warm spares (standby.WarmPool): launched while the runs before them
-    measure, they import the op's library, plan its run and make their device context then,
-    so a round waits for no start (a start, about 10 s with FlagGems on an H200, is longer
-    than a round's run). What a process keeps — where
+    side of each round) in a new worker process, stopped after its run. Each side keeps warm
+    spares (standby.WarmPool): launched while the runs before them measure, they import the
+    op's library, plan its run and make their device context then, so a round waits for no
+    start (a start, about 10 s with FlagGems on an H200, is longer than a round's run). They
+    are FRESH_SPARES at first, then as many as the side's starts and rounds need
+    (spares_needed), at most host_spare_cap(); `spares` fixes the number. What a process keeps — where
     its kernels and buffers were loaded, side A's record sweep — is drawn anew every round, as
     in fresh rounds, and the rounds' interval covers it."""
 
@@ -187,8 +192,11 @@ class TurnsFreshRounds(TurnsRounds):
 
     def __init__(self, *args, spares: int | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.spares = FRESH_SPARES if spares is None else spares
+        self.fixed = spares is not None   # else sized from the starts and runs seen
+        self.cap = host_spare_cap()
+        self.spares = spares if self.fixed else min(FRESH_SPARES, self.cap)
         self.pools: dict[str, WarmPool] = {}
+        self.seen: dict[str, list[tuple[float, float]]] = {}   # side: (start s, round s)
 
     def _pool(self, plan: ABPlan, side: Side) -> WarmPool:
         if side.label not in self.pools:
@@ -228,8 +236,20 @@ class TurnsFreshRounds(TurnsRounds):
             if worker is not None:
                 ended = time.time()
                 worker.stop()                 # one run per process
-                note_in_log(self._pool(plan, side).log, run_line(
-                    op, number, side.label, asked, worker.ready_at, ended, time.time()))
+                stopped = time.time()
+                pool = self._pool(plan, side)
+                if number > 0 and not self.fixed and worker.ready_at:
+                    self._resize(pool, side.label, worker.ready_at - worker.launched_at,
+                                 stopped - asked)
+                note_in_log(pool.log, run_line(op, number, side.label, asked, worker.ready_at,
+                                               ended, stopped) + f", spares {pool.depth}")
+
+    def _resize(self, pool: WarmPool, label: str, start_s: float, round_s: float) -> None:
+        """The side's spares sized from its last five starts and rounds (spares_needed)."""
+        seen = self.seen.setdefault(label, [])
+        seen[:] = [*seen[-4:], (start_s, round_s)]
+        pool.depth = spares_needed(statistics.median(s for s, _ in seen),
+                                   statistics.median(r for _, r in seen), self.cap)
 
     def close(self) -> None:
         for pool in self.pools.values():
@@ -245,3 +265,21 @@ def run_line(op: str, number: int, label: str, asked: float, ready_at: float | N
     waited = max(0.0, (ready_at or asked) - asked)
     return (f"{RUN_LINE} {op} round {number} side {label}: asked {asked:.3f}, spare ready "
             f"{waited:.2f} s later, run ended {ended:.3f}, stopped in {stopped - ended:.2f} s")
+
+
+def spares_needed(start_s: float, round_s: float, cap: int) -> int:
+    """Warm spares a side keeps so that each run's process is ready when its round comes: a
+    spare is launched when one is taken, so it has as many rounds to start as there are
+    spares; a start of `start_s` against rounds of `round_s` needs ceil(start_s / round_s),
+    and one more for the variation. At least 1, at most `cap`."""
+    if round_s <= 0:
+        return cap
+    return max(1, min(cap, math.ceil(start_s / round_s) + 1))
+
+
+def host_spare_cap(cpus: int | None = None) -> int:
+    """The most spares per side this host starts beside the two sides' runs: each start is an
+    interpreter importing on a CPU of its own, so half the CPUs the runs leave (16 CPUs: 7),
+    at least 1, at most MAX_FRESH_SPARES."""
+    cpus = cpus or os.cpu_count() or 2
+    return max(1, min(MAX_FRESH_SPARES, (cpus - 2) // 2))

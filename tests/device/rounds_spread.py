@@ -401,7 +401,8 @@ def phase_lines(root: Path) -> list[str]:
 def round_lines(root: Path) -> list[str]:
     """Per op, from the turns-fresh run lines of the workers' logs (`zlh turns-fresh run:`):
     the median round period (one ask to the next), the wait for a ready spare, the run
-    (asked to ended), the stop, and the gap from the later side's stop to the next round."""
+    (asked to ended), the stop, the gap from the later side's stop to the next round, and the
+    spares a side kept after its last run."""
     runs: dict = {}
     for log in sorted(Path(root).glob("worker_*.log")):
         for line in log.read_text(errors="replace").splitlines():
@@ -412,8 +413,9 @@ def round_lines(root: Path) -> list[str]:
                 op, number = words[0], int(words[2])
                 asked, waited = float(words[6]), float(words[9])
                 ended, stop = float(words[14]), float(words[17])
+                spares = int(words[20]) if len(words) > 20 else None
                 runs.setdefault(op, {}).setdefault(number, []).append(
-                    (asked, waited, ended, stop))
+                    (asked, waited, ended, stop, spares))
     lines = []
     for op, rounds in runs.items():
         numbers = sorted(n for n in rounds if n > 0)
@@ -428,7 +430,8 @@ def round_lines(root: Path) -> list[str]:
                      f"spare wait {np.median([r[1] for r in every]):.2f} s, run "
                      f"{np.median([r[2] - r[0] for r in every]):.2f} s, stop "
                      f"{np.median([r[3] for r in every]):.2f} s, between rounds "
-                     f"{np.median(gap):.2f} s")
+                     f"{np.median(gap):.2f} s" + "".join(
+                         f", spares {r[4]} at the end" for r in every[-1:] if r[4] is not None))
     return lines
 
 

@@ -118,3 +118,12 @@ def test_round_lines_split_a_turns_fresh_round_into_its_waits(tmp_path):
     # 0.5 and 1.0 s (median 0.75); the next round asked 1.0 and 1.5 s after the later stop
     assert line == ("softmax: 3 rounds, median period 5.25 s: spare wait 0.00 s, run 3.00 s, "
                     "stop 0.75 s, between rounds 1.25 s")
+
+
+def test_round_lines_say_the_spares_a_side_kept(tmp_path):
+    from harness.corpus.rounds import run_line
+    (tmp_path / "worker_A.log").write_text("\n".join(
+        run_line("mm", n, "A", 10.0 * n, 10.0 * n, 10.0 * n + 3, 10.0 * n + 3.2) +
+        f", spares {s}" for n, s in ((1, 3), (2, 5))) + "\n")
+    (line,) = rounds_spread.round_lines(tmp_path)
+    assert line.endswith("stop 0.20 s, between rounds 6.80 s, spares 5 at the end")
