@@ -17,7 +17,10 @@ re-randomised per round instead:
   private cache; between rounds the worker's own reset empties the kernel and tuner caches.
 
 A worker that dies, hangs or is poisoned is replaced by the supervisor (`starts` counts the
-processes started per side). The round's seed is a digest of op, round and side.
+processes started per side). The round's seed is a digest of op and round, the same for both
+sides: a round is a block — its two runs lay their buffers out alike behind the same
+allocation, so where they lie falls on both sides of the round's delta, and rounds draw it
+anew, so the interval still covers it (a randomised block design).
 """
 from __future__ import annotations
 
@@ -48,8 +51,9 @@ MAX_FRESH_SPARES = 8          # … and at most
 RUN_LINE = "zlh turns-fresh run:"  # the side's worker log: where each run's wall went
 
 
-def round_seed(op: str, number: int, label: str) -> int:
-    return zlib.crc32(f"{op}/{number}/{label}".encode())
+def round_seed(op: str, number: int) -> int:
+    """Round `number`'s seed for `op`, both sides'."""
+    return zlib.crc32(f"{op}/{number}".encode())
 
 
 class PersistentRounds:
@@ -98,7 +102,7 @@ class PersistentRounds:
             launcher.write_command(handle, [side.python, "-m", "harness", "bench", op, *args])
         worker = self._worker(plan, side, {"op": op, "args": args})
         job = {"op": op, "args": args, "log": str(log), "argv": ["zlh", "bench", op, *args],
-               "round": {"seed": round_seed(op, number, side.label),
+               "round": {"seed": round_seed(op, number),
                          "shift_max_bytes": self.shift_max_bytes}}
         if turns:
             job["turns"] = turns

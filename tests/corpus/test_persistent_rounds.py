@@ -2,6 +2,7 @@
 per side), rounds in ABBA order and re-randomised, the root as fresh rounds leave it (status.tsv,
 r<k>_<side>/ run directories, report.json that `zlh ab --rescore` recomputes)."""
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -27,16 +28,19 @@ def test_rounds_run_in_one_worker_per_side_in_abba_order(tmp_path):
     order = [(int(ln.split("\t")[0]), ln.split("\t")[2]) for ln in status]
     assert order == [(n, s) for n in range(1, 5) for s in side_order(n)]
     assert "".join(s for _, s in order) == "ABBAABBA"
-    pids = {}
+    pids, seeds = {}, {}
     for number, side in order:
         (run,) = (tmp_path / "ab" / "add" / f"r{number}_{side}").glob("*/run.json")
         info = json.loads(run.read_text())
         pids.setdefault(side, set()).add(info["pid"])
         assert info["autotune_mode"] == ("record" if (number, side) == (1, "A") else "replay")
         log = (run.parent.parent / "bench.log").read_text()
-        assert f"round re-randomised: seed {round_seed('add', number, side)}" in log
+        assert f"round re-randomised: seed {round_seed('add', number)}" in log
+        seeds.setdefault(number, set()).add(re.search(r"seed (\d+)", log).group(1))
         assert (info.get("env") or {}).get("ZLH_BUILTIN_SLOW") == ("1" if side == "B" else None)
     assert all(len(p) == 1 for p in pids.values()) and pids["A"] != pids["B"]
+    # a round is a block: both sides behind the same allocation, each round another
+    assert all(len(s) == 1 for s in seeds.values()) and len(set.union(*seeds.values())) == 4
     saved = json.loads((tmp_path / "ab" / "plan.json").read_text())
     assert saved["round_process"] == "persistent" and saved["settle_s"] == 0.0
     report = reports[0].to_dict()
@@ -53,7 +57,7 @@ def test_an_interrupted_round_stops_its_worker_and_leaves_its_status_row(tmp_pat
         alive, stopped = True, 0
 
         def run(self, job, timeout_s, log, out):
-            assert job["round"]["seed"] == round_seed("add", 2, "B")
+            assert job["round"]["seed"] == round_seed("add", 2)
             raise KeyboardInterrupt
 
         def stop(self):
