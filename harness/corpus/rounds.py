@@ -285,5 +285,14 @@ def host_spare_cap(cpus: int | None = None) -> int:
     """The most spares per side this host starts beside the two sides' runs: each start is an
     interpreter importing on a CPU of its own, so half the CPUs the runs leave (16 CPUs: 7),
     at least 1, at most MAX_FRESH_SPARES."""
-    cpus = cpus or os.cpu_count() or 2
+    cpus = cpus or usable_cpus()
     return max(1, min(MAX_FRESH_SPARES, (cpus - 2) // 2))
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the system says), else the
+    host's count."""
+    try:
+        return len(os.sched_getaffinity(0)) or 2
+    except (AttributeError, OSError):       # not on Linux
+        return os.cpu_count() or 2

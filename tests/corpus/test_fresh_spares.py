@@ -1,11 +1,12 @@
 """How many warm spares a turns-fresh side keeps: enough for each run's process to have
 started by the time its round comes, within what the host can start at once."""
+import os
 from types import SimpleNamespace
 
 import pytest
 
 from harness.corpus.rounds import (FRESH_SPARES, MAX_FRESH_SPARES, TurnsFreshRounds,
-                                   host_spare_cap, spares_needed)
+                                   host_spare_cap, spares_needed, usable_cpus)
 
 
 @pytest.mark.parametrize("start_s, round_s, cap, want", [
@@ -25,7 +26,7 @@ def test_the_host_cap_leaves_the_runs_their_cpus(cpus, want):
 
 
 def test_a_side_resizes_from_its_last_five_runs(monkeypatch):
-    monkeypatch.setattr("harness.corpus.rounds.os.cpu_count", lambda: 16)
+    monkeypatch.setattr("harness.corpus.rounds.usable_cpus", lambda: 16)
     runner = TurnsFreshRounds(settle_s=0.0)
     assert runner.spares == FRESH_SPARES and not runner.fixed
     pool = SimpleNamespace(depth=runner.spares)
@@ -37,7 +38,12 @@ def test_a_side_resizes_from_its_last_five_runs(monkeypatch):
 
 
 def test_a_fixed_number_of_spares_is_kept_and_capped_by_nothing(monkeypatch):
-    monkeypatch.setattr("harness.corpus.rounds.os.cpu_count", lambda: 2)
+    monkeypatch.setattr("harness.corpus.rounds.usable_cpus", lambda: 2)
     assert TurnsFreshRounds(settle_s=0.0).spares == 1          # a two-CPU host: one
     runner = TurnsFreshRounds(settle_s=0.0, spares=4)
     assert runner.fixed and runner.spares == 4
+
+
+def test_the_cpus_counted_are_those_this_process_may_use():
+    want = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert usable_cpus() == want
