@@ -26,6 +26,11 @@ if [ "$rounds" -lt 3 ]; then
     echo "ci_example: CI_EXAMPLE_ROUNDS=$rounds; use 3 or more" >&2
     exit 2
 fi
+if [ -n "${CI_EXAMPLE_SETTLE_MS:-}" ] && [ "${CI_EXAMPLE_ROUND_PROCESS:-fresh}" = fresh ]; then
+    echo "ci_example: CI_EXAMPLE_SETTLE_MS needs CI_EXAMPLE_ROUND_PROCESS persistent, turns" \
+         "or turns-fresh (fresh rounds have no gap to set)" >&2
+    exit 2
+fi
 rm -rf "$out"
 mkdir -p "$out"
 printf 'mm: [[32, 32, 32]]\nsoftmax: [[16, 200]]\n' > "$out/shapes.yaml"

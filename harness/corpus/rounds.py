@@ -18,9 +18,9 @@ re-randomised per round instead:
 
 A worker that dies, hangs or is poisoned is replaced by the supervisor (`starts` counts the
 processes started per side). The round's seed is a digest of op and round, the same for both
-sides: a round is a block — its two runs lay their buffers out alike behind the same
-allocation, so where they lie falls on both sides of the round's delta, and rounds draw it
-anew, so the interval still covers it (a randomised block design).
+sides: a round is a block — its two runs hold the same spacer, so their buffers take the same
+addresses (not necessarily the same physical memory), and each round draws another, so the
+rounds stay independent and the interval still covers where buffers lie.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ import contextlib
 import math
 import os
 import statistics
+import threading
 import time
 import uuid
 import zlib
@@ -183,10 +184,10 @@ class TurnsFreshRounds(TurnsRounds):
     spares (standby.WarmPool): launched while the runs before them measure, they import the
     op's library, plan its run and make their device context then, so a round waits for no
     start (a start, about 10 s with FlagGems on an H200, is longer than a round's run). They
-    are FRESH_SPARES at first, then as many as the side's starts and rounds need
-    (spares_needed), at most host_spare_cap(); `spares` fixes the number. What a process keeps — where
-    its kernels and buffers were loaded, side A's record sweep — is drawn anew every round, as
-    in fresh rounds, and the rounds' interval covers it."""
+    are FRESH_SPARES at first, then as many as the starts and rounds need (SpareSizer), at
+    most host_spare_cap(); `spares` fixes the number. What a process keeps — where its
+    kernels and buffers were loaded, side A's record sweep — is drawn anew every round, as in
+    fresh rounds, and the rounds' interval covers it."""
 
     name = TURNS_FRESH
     run_per_worker = True
@@ -196,11 +197,10 @@ class TurnsFreshRounds(TurnsRounds):
 
     def __init__(self, *args, spares: int | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fixed = spares is not None   # else sized from the starts and runs seen
-        self.cap = host_spare_cap()
-        self.spares = spares if self.fixed else min(FRESH_SPARES, self.cap)
+        self.sizer = None if spares is not None else SpareSizer(min(FRESH_SPARES,
+                                                                    host_spare_cap()))
+        self.spares = spares if spares is not None else self.sizer.depth
         self.pools: dict[str, WarmPool] = {}
-        self.seen: dict[str, list[tuple[float, float]]] = {}   # side: (start s, round s)
 
     def _pool(self, plan: ABPlan, side: Side) -> WarmPool:
         if side.label not in self.pools:
@@ -232,9 +232,10 @@ class TurnsFreshRounds(TurnsRounds):
 
     def _run_job(self, plan: ABPlan, op: str, number: int, side: Side,
                  replay_from: Path | None, turns: dict | None = None) -> RunOutcome:
-        asked = time.time()
+        asked, outcome = time.time(), None
         try:
-            return super()._run_job(plan, op, number, side, replay_from, turns)
+            outcome = super()._run_job(plan, op, number, side, replay_from, turns)
+            return outcome
         finally:
             worker = self.workers.pop(side.label, None)
             if worker is not None:
@@ -242,18 +243,15 @@ class TurnsFreshRounds(TurnsRounds):
                 worker.stop()                 # one run per process
                 stopped = time.time()
                 pool = self._pool(plan, side)
-                if number > 0 and not self.fixed and worker.ready_at:
-                    self._resize(pool, side.label, worker.ready_at - worker.launched_at,
-                                 stopped - asked)
+                if self.sizer is not None:    # both sides' pools alike
+                    depth = self.sizer.ran(op, side.label, number, asked,
+                                           worker.ready_at - worker.launched_at
+                                           if worker.ready_at else 0.0,
+                                           outcome is not None and outcome.rc == 0)
+                    for each in self.pools.values():
+                        each.depth = depth
                 note_in_log(pool.log, run_line(op, number, side.label, asked, worker.ready_at,
                                                ended, stopped) + f", spares {pool.depth}")
-
-    def _resize(self, pool: WarmPool, label: str, start_s: float, round_s: float) -> None:
-        """The side's spares sized from its last five starts and rounds (spares_needed)."""
-        seen = self.seen.setdefault(label, [])
-        seen[:] = [*seen[-4:], (start_s, round_s)]
-        pool.depth = spares_needed(statistics.median(s for s, _ in seen),
-                                   statistics.median(r for _, r in seen), self.cap)
 
     def close(self) -> None:
         for pool in self.pools.values():
@@ -269,6 +267,39 @@ def run_line(op: str, number: int, label: str, asked: float, ready_at: float | N
     waited = max(0.0, (ready_at or asked) - asked)
     return (f"{RUN_LINE} {op} round {number} side {label}: asked {asked:.3f}, spare ready "
             f"{waited:.2f} s later, run ended {ended:.3f}, stopped in {stopped - ended:.2f} s")
+
+
+class SpareSizer:
+    """How many warm spares each side of a turns-fresh A/B keeps (spares_needed), from the
+    op's last five successful runs of round 2 on: each one's process start, and the time from
+    its side's previous ask to its own (a round, whatever made it long: the other side, a
+    settle gap). One history for both sides; a new op starts a new one (its rounds are
+    another length) and keeps the depth reached so far."""
+
+    WINDOW = 5
+
+    def __init__(self, first: int, cap: int | None = None):
+        self.cap = host_spare_cap() if cap is None else cap
+        self.depth = max(1, min(first, self.cap))
+        self.op: str | None = None
+        self.seen: list[tuple[float, float]] = []       # (start s, round s)
+        self.asked: dict[str, float] = {}               # side: its last ask
+        self._guard = threading.Lock()                  # both sides' threads report here
+
+    def ran(self, op: str, label: str, number: int, asked: float, start_s: float,
+            ok: bool) -> int:
+        """A run of round `number` asked for at `asked` whose process took `start_s` to
+        start (0: not known) and ended well (`ok`); the depth both sides keep now."""
+        with self._guard:
+            if op != self.op:
+                self.op, self.seen, self.asked = op, [], {}
+            before, self.asked[label] = self.asked.get(label), asked
+            if ok and number >= 2 and before is not None and start_s > 0:
+                self.seen = [*self.seen[1 - self.WINDOW:], (start_s, asked - before)]
+                self.depth = spares_needed(statistics.median(s for s, _ in self.seen),
+                                           statistics.median(r for _, r in self.seen),
+                                           self.cap)
+            return self.depth
 
 
 def spares_needed(start_s: float, round_s: float, cap: int) -> int:

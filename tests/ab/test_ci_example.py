@@ -39,3 +39,13 @@ def test_ci_example_passes_its_a_a_and_catches_the_planted_regression(tmp_path):
     assert "== aa: zlh ab exit 0" in done.stdout
     assert "== regression: zlh ab exit 6" in done.stdout
     assert "softmax" in done.stdout and " mm " not in done.stdout      # the op asked for
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="the CI job is a bash script")
+def test_a_settle_gap_for_fresh_rounds_is_refused_before_anything_runs(tmp_path):
+    env = dict(os.environ, CI_EXAMPLE_SETTLE_MS="0")
+    env.pop("CI_EXAMPLE_ROUND_PROCESS", None)
+    done = subprocess.run(["bash", str(REPO / "tests" / "ci_example.sh"), str(tmp_path / "ci")],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "CI_EXAMPLE_SETTLE_MS needs" in done.stderr
+    assert not (tmp_path / "ci").exists()           # refused before it cleared OUT_DIR

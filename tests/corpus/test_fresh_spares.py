@@ -5,8 +5,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.corpus.rounds import (FRESH_SPARES, MAX_FRESH_SPARES, TurnsFreshRounds,
-                                   host_spare_cap, spares_needed, usable_cpus)
+from harness.corpus.rounds import (MAX_FRESH_SPARES, PersistentRounds, SpareSizer,
+                                   TurnsFreshRounds, host_spare_cap, spares_needed,
+                                   usable_cpus)
 
 
 @pytest.mark.parametrize("start_s, round_s, cap, want", [
@@ -25,25 +26,60 @@ def test_the_host_cap_leaves_the_runs_their_cpus(cpus, want):
     assert host_spare_cap(cpus) == want
 
 
-def test_a_side_resizes_from_its_last_five_runs(monkeypatch):
+def test_the_depth_follows_the_ops_last_five_good_rounds_on_both_sides():
+    sizer = SpareSizer(first=3, cap=7)
+    assert sizer.depth == 3
+    t = 0.0
+    for number in range(0, 4):         # the record and round 1 are no rounds; 30 s starts
+        for label in "AB":
+            sizer.ran("mm", label, number, t, 30.0, ok=True)
+        t += 1.0 if number >= 1 else 60.0
+    assert sizer.depth == 7            # ceil(30 / 1) + 1, capped
+    for number in range(4, 9):         # five rounds of 2.5 s, 10 s starts: the 30 s ones out
+        for label in "AB":
+            sizer.ran("mm", label, number, t, 10.0, ok=True)
+        t += 2.5
+    assert sizer.depth == 5 and len(sizer.seen) == SpareSizer.WINDOW
+    sizer.ran("mm", "A", 9, t + 100.0, 10.0, ok=False)      # a failed run: not counted
+    assert sizer.depth == 5
+    sizer.ran("mm", "A", 10, t + 100.1, 0.0, ok=True)       # no start known: not counted
+    assert sizer.depth == 5
+    depth = sizer.ran("softmax", "A", 0, t + 200.0, 10.0, ok=True)   # a new op
+    assert depth == 5 and sizer.seen == [] and sizer.asked == {"A": t + 200.0}
+
+
+def test_every_run_sizes_both_sides_pools(tmp_path, monkeypatch):
     monkeypatch.setattr("harness.corpus.rounds.usable_cpus", lambda: 16)
     runner = TurnsFreshRounds(settle_s=0.0)
-    assert runner.spares == FRESH_SPARES and not runner.fixed
-    pool = SimpleNamespace(depth=runner.spares)
-    for start_s, round_s in [(30.0, 1.0)] * 3 + [(10.0, 2.5)] * 5:
-        runner._resize(pool, "A", start_s, round_s)
-    assert pool.depth == 5                   # the three slow starts are out of the window
-    runner._resize(pool, "B", 30.0, 1.0)     # each side on its own
-    assert pool.depth == 7 and runner.seen["A"][-1] == (10.0, 2.5)
+    pools = {label: SimpleNamespace(depth=runner.spares, log=tmp_path / f"w_{label}.log")
+             for label in "AB"}
+    runner.pools = pools
+    monkeypatch.setattr(TurnsFreshRounds, "_pool", lambda self, plan, side: pools[side.label])
+    clock = iter(range(0, 10_000, 2))                 # every time.time() 2 s later
+    monkeypatch.setattr("harness.corpus.rounds.time.time", lambda: float(next(clock)))
+
+    def job(self, plan, op, number, side, replay_from, turns=None):
+        self.workers[side.label] = SimpleNamespace(launched_at=0.0, ready_at=40.0,
+                                                   stop=lambda: None)
+        return SimpleNamespace(rc=0)
+    monkeypatch.setattr(PersistentRounds, "_run_job", job)
+    for number in range(4):
+        for label in "AB":
+            runner._run_job(None, "mm", number, SimpleNamespace(label=label), None)
+    # 40 s starts; a side asks every 12 s (three clock reads a run, the sides in turn):
+    # ceil(40 / 12) + 1
+    assert pools["A"].depth == pools["B"].depth == 5
+    lines = pools["B"].log.read_text().splitlines()
+    assert len(lines) == 4 and lines[-1].endswith(", spares 5")
+    fixed = TurnsFreshRounds(settle_s=0.0, spares=2)
+    assert fixed.sizer is None and fixed.spares == 2
 
 
-def test_a_fixed_number_of_spares_is_kept_and_capped_by_nothing(monkeypatch):
+def test_the_cpus_counted_are_those_this_process_may_use(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 5, 9}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    assert usable_cpus() == 3                       # a cpuset of three on a 64-CPU host
+    monkeypatch.delattr(os, "sched_getaffinity")    # a system that cannot say
+    assert usable_cpus() == 64
     monkeypatch.setattr("harness.corpus.rounds.usable_cpus", lambda: 2)
-    assert TurnsFreshRounds(settle_s=0.0).spares == 1          # a two-CPU host: one
-    runner = TurnsFreshRounds(settle_s=0.0, spares=4)
-    assert runner.fixed and runner.spares == 4
-
-
-def test_the_cpus_counted_are_those_this_process_may_use():
-    want = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    assert usable_cpus() == want
+    assert TurnsFreshRounds(settle_s=0.0).spares == 1        # a two-CPU host: one spare

@@ -44,6 +44,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -398,40 +399,42 @@ def phase_lines(root: Path) -> list[str]:
     return lines + job_lines(root) + round_lines(root)
 
 
+RUN_RE = re.compile(r"(?P<op>\S+) round (?P<n>\d+) side (?P<side>\S+): asked (?P<asked>[\d.]+), "
+                    r"spare ready (?P<wait>[\d.]+) s later, run ended (?P<ended>[\d.]+), "
+                    r"stopped in (?P<stop>[\d.]+) s(?:, spares (?P<spares>\d+))?$")
+
+
 def round_lines(root: Path) -> list[str]:
     """Per op, from the turns-fresh run lines of the workers' logs (`zlh turns-fresh run:`):
     the median round period (one ask to the next), the wait for a ready spare, the run
     (asked to ended), the stop, the gap from the later side's stop to the next round, and the
-    spares a side kept after its last run."""
+    spares each side kept after its last run."""
     runs: dict = {}
     for log in sorted(Path(root).glob("worker_*.log")):
         for line in log.read_text(errors="replace").splitlines():
-            if not line.startswith(RUN_LINE):
-                continue
-            words = line[len(RUN_LINE):].replace(",", "").split()
-            with contextlib.suppress(ValueError, IndexError):
-                op, number = words[0], int(words[2])
-                asked, waited = float(words[6]), float(words[9])
-                ended, stop = float(words[14]), float(words[17])
-                spares = int(words[20]) if len(words) > 20 else None
-                runs.setdefault(op, {}).setdefault(number, []).append(
-                    (asked, waited, ended, stop, spares))
+            got = RUN_RE.match(line[len(RUN_LINE):].strip()) if line.startswith(RUN_LINE) \
+                else None
+            if got:
+                runs.setdefault(got["op"], {}).setdefault(int(got["n"]), []).append(
+                    (float(got["asked"]), float(got["wait"]), float(got["ended"]),
+                     float(got["stop"]), got["spares"], got["side"]))
     lines = []
     for op, rounds in runs.items():
         numbers = sorted(n for n in rounds if n > 0)
-        asks = [min(r[0] for r in rounds[n]) for n in numbers]
-        done = [max(r[2] + r[3] for r in rounds[n]) for n in numbers]
         every = [r for n in numbers for r in rounds[n]]
         if not every:
             continue
+        asks = [min(r[0] for r in rounds[n]) for n in numbers]
+        done = [max(r[2] + r[3] for r in rounds[n]) for n in numbers]
         period = np.diff(asks) if len(asks) > 1 else [0.0]
         gap = [a - d for a, d in zip(asks[1:], done[:-1])] or [0.0]
+        last = {r[5]: r[4] for r in sorted(every) if r[4] is not None}
         lines.append(f"{op}: {len(numbers)} rounds, median period {np.median(period):.2f} s: "
                      f"spare wait {np.median([r[1] for r in every]):.2f} s, run "
                      f"{np.median([r[2] - r[0] for r in every]):.2f} s, stop "
                      f"{np.median([r[3] for r in every]):.2f} s, between rounds "
-                     f"{np.median(gap):.2f} s" + "".join(
-                         f", spares {r[4]} at the end" for r in every[-1:] if r[4] is not None))
+                     f"{np.median(gap):.2f} s" + (", spares at the end " + ", ".join(
+                         f"{side} {n}" for side, n in sorted(last.items())) if last else ""))
     return lines
 
 

@@ -267,11 +267,11 @@ def run_case(torch, spec: str, use, reps: int, samples: int, rng) -> dict:
                 got[arm].append(timed(torch, g0, calls, samples))
                 continue
             if arm == "hoard":
-                spacer = torch.empty(rng.randrange(1, 1 << 17) * 512, dtype=torch.uint8,
-                                     device="cuda")
+                gap = torch.empty(rng.randrange(1, 1 << 17) * 512, dtype=torch.uint8,
+                                  device="cuda")
                 kept = [t.clone() for t in x0]
                 graph = capture(torch, rebind(torch, spec, kept), calls, use)
-                hoard.append((spacer, kept, graph))
+                hoard.append((gap, kept, graph))
                 got[arm].append(timed(torch, graph, calls, samples))
                 continue
             if arm == "inputs":
@@ -312,20 +312,21 @@ def child(specs, reps: int, samples: int) -> None:
     use = library()
     out = {}
     for spec in specs:
-        fn, _ = build(torch, spec)
+        fn, inputs = build(torch, spec)
         with use():
             fn()
             torch.cuda.synchronize()
-        if variant == "loaded":
-            del fn
+        if variant == "loaded":             # the first inputs freed, then the spacer, then
+            del fn, inputs                  # the same inputs again behind it
             torch.cuda.empty_cache()
             held.append(spacer(torch, seed + len(held)))
-            fn, _ = build(torch, spec)
+            fn, inputs = build(torch, spec)
         calls = int(env("CALLS_" + spec.replace(":", "_").replace("x", "_"), "1"))
         g = capture(torch, fn, calls, use)
         if env("SCRAMBLE", "0") == "1":
             rng = random.Random()
-            out[spec] = [timed(torch, g, calls, samples, lambda k: fill(torch, rng.randrange(1, 1024)))
+            out[spec] = [timed(torch, g, calls, samples,
+                               lambda k: fill(torch, rng.randrange(1, 1024)))
                          for _ in range(reps)]
             out[spec + " again"] = [timed(torch, g, calls, samples) for _ in range(reps)]
         else:
@@ -334,14 +335,15 @@ def child(specs, reps: int, samples: int) -> None:
 
 
 def fresh_children(doc: dict, started: float) -> None:
-    """FRESH rounds of children, one per CHILD_SPACERS variant each (interleaved, so that a
-    drift of the card falls on every variant); variant v's medians under `fresh` (none) or
-    `fresh_<v>`."""
+    """FRESH rounds of children, one per CHILD_SPACERS variant each (interleaved, their order
+    rotated each round, so that a drift of the card falls on every variant); variant v's
+    medians under `fresh` (none) or `fresh_<v>`."""
     calls = {"CALLS_" + s.replace(":", "_").replace("x", "_"): str(c["calls"])
              for s, c in doc["cases"].items()}
     seeds = random.Random(int(env("SEED", "1")) + 7)
+    variants = env("CHILD_SPACERS", "none").split()
     for k in range(int(env("FRESH", "6"))):
-        for variant in env("CHILD_SPACERS", "none").split():
+        for variant in variants[k % len(variants):] + variants[:k % len(variants)]:
             proc = subprocess.run([sys.executable, __file__, "--child"], capture_output=True,
                                   env=dict(os.environ, **calls, SPACER=variant,
                                            SPACER_SEED=str(seeds.randrange(1 << 30))),

@@ -122,8 +122,9 @@ def test_round_lines_split_a_turns_fresh_round_into_its_waits(tmp_path):
 
 def test_round_lines_say_the_spares_a_side_kept(tmp_path):
     from harness.corpus.rounds import run_line
-    (tmp_path / "worker_A.log").write_text("\n".join(
-        run_line("mm", n, "A", 10.0 * n, 10.0 * n, 10.0 * n + 3, 10.0 * n + 3.2) +
-        f", spares {s}" for n, s in ((1, 3), (2, 5))) + "\n")
+    for label, last in (("A", 5), ("B", 4)):
+        (tmp_path / f"worker_{label}.log").write_text("\n".join(
+            run_line("mm", n, label, 10.0 * n, 10.0 * n, 10.0 * n + 3, 10.0 * n + 3.2) +
+            f", spares {s}" for n, s in ((1, 3), (2, last))) + "\nzlh turns-fresh run: torn\n")
     (line,) = rounds_spread.round_lines(tmp_path)
-    assert line.endswith("stop 0.20 s, between rounds 6.80 s, spares 5 at the end")
+    assert line.endswith("stop 0.20 s, between rounds 6.80 s, spares at the end A 5, B 4")
