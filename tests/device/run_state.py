@@ -21,7 +21,11 @@ one median of SAMPLES graph replays (ms per call):
            compile cache), a new graph on X0;
   hoard    as `inputs`, but nothing is ever freed (the spacer, the inputs and the graph with
            its pool kept to the end): each repetition's tensors land in memory no earlier
-           one used, as a new process's do, where `inputs` may be handed back pages it freed.
+           one used, as a new process's do, where `inputs` may be handed back pages it freed;
+  moved    as `reload`, but behind a random-size allocation made before the binary loads
+           again (freed after its window): the kernel's own device memory elsewhere, its
+           inputs where they were. Against `inputs`: does a run's level follow its code or
+           its data?
 
 Then FRESH processes each build the same inputs and graph and time it REPS_CHILD times; with
 CHILD_SPACERS (e.g. "none first loaded") FRESH processes of each variant, interleaved:
@@ -49,7 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
-ARMS = ("again", "graph", "calls", "inputs", "reload", "hoard")
+ARMS = ("again", "graph", "calls", "inputs", "reload", "hoard", "moved")
 # SCRAMBLE=1: the arms instead `again` (G0, nothing ahead of a sample), `steady` (G0, each
 # sample behind the same fill kernel) and `scrambled` (G0, each sample behind a fill kernel of a
 # random number of blocks): whether what ran just before a sample sets its level, and whether
@@ -281,6 +285,12 @@ def run_case(torch, spec: str, use, reps: int, samples: int, rng) -> dict:
                 moved = [t.clone() for t in x0]
                 info["inputs_ptr_mod_2MiB"].append([t.data_ptr() % (2 << 20) for t in moved])
                 n, g = calls, capture(torch, rebind(torch, spec, moved), calls, use)
+            elif arm == "moved":
+                info["reloaded"].append(drop_loaded_kernels())
+                torch.cuda.empty_cache()
+                held = torch.empty(rng.randrange(1, 1 << 17) * 512, dtype=torch.uint8,
+                                   device="cuda")
+                n, g, moved = calls, capture(torch, fn, calls, use), None   # loads behind it
             else:
                 if arm == "reload":
                     info["reloaded"].append(drop_loaded_kernels())
