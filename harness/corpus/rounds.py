@@ -273,8 +273,8 @@ class SpareSizer:
     """How many warm spares each side of a turns-fresh A/B keeps (spares_needed), from the
     op's last five successful runs of round 2 on: each one's process start, and the time from
     its side's previous ask to its own (a round, whatever made it long: the other side, a
-    settle gap). One history for both sides; a new op starts a new one (its rounds are
-    another length) and keeps the depth reached so far."""
+    settle gap). It grows by one spare a run, shrinks at once. One history for both sides; a
+    new op starts a new one (its rounds are another length) and keeps the depth reached."""
 
     WINDOW = 5
 
@@ -296,9 +296,11 @@ class SpareSizer:
             before, self.asked[label] = self.asked.get(label), asked
             if ok and number >= 2 and before is not None and start_s > 0:
                 self.seen = [*self.seen[1 - self.WINDOW:], (start_s, asked - before)]
-                self.depth = spares_needed(statistics.median(s for s, _ in self.seen),
-                                           statistics.median(r for _, r in self.seen),
-                                           self.cap)
+                need = spares_needed(statistics.median(s for s, _ in self.seen),
+                                     statistics.median(r for _, r in self.seen), self.cap)
+                # one more at a time: spares launched together slow each other's starts,
+                # which would ask for more still
+                self.depth = min(need, self.depth + 1)
             return self.depth
 
 

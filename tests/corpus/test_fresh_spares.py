@@ -26,6 +26,13 @@ def test_the_host_cap_leaves_the_runs_their_cpus(cpus, want):
     assert host_spare_cap(cpus) == want
 
 
+def test_the_depth_grows_one_at_a_time():
+    sizer = SpareSizer(first=3, cap=7)
+    sizer.ran("mm", "A", 1, 0.0, 30.0, ok=True)
+    grown = [sizer.ran("mm", "A", n, float(n), 30.0, ok=True) for n in range(2, 7)]
+    assert grown == [4, 5, 6, 7, 7]
+
+
 def test_the_depth_follows_the_ops_last_five_good_rounds_on_both_sides():
     sizer = SpareSizer(first=3, cap=7)
     assert sizer.depth == 3
@@ -34,7 +41,8 @@ def test_the_depth_follows_the_ops_last_five_good_rounds_on_both_sides():
         for label in "AB":
             sizer.ran("mm", label, number, t, 30.0, ok=True)
         t += 1.0 if number >= 1 else 60.0
-    assert sizer.depth == 7            # ceil(30 / 1) + 1, capped
+    assert sizer.depth == 7            # ceil(30 / 1) + 1, capped, reached one at a time
+    assert SpareSizer(first=3, cap=7).ran("mm", "A", 2, 1.0, 30.0, ok=True) == 3  # no round yet
     for number in range(4, 9):         # five rounds of 2.5 s, 10 s starts: the 30 s ones out
         for label in "AB":
             sizer.ran("mm", label, number, t, 10.0, ok=True)
