@@ -26,7 +26,8 @@ if [ "$rounds" -lt 3 ]; then
     echo "ci_example: CI_EXAMPLE_ROUNDS=$rounds; use 3 or more" >&2
     exit 2
 fi
-if [ -n "${CI_EXAMPLE_SETTLE_MS:-}" ] && [ "${CI_EXAMPLE_ROUND_PROCESS:-fresh}" = fresh ]; then
+process="${CI_EXAMPLE_ROUND_PROCESS:-fresh}"
+if [ -n "${CI_EXAMPLE_SETTLE_MS:-}" ] && [ "$process" = fresh ]; then
     echo "ci_example: CI_EXAMPLE_SETTLE_MS needs CI_EXAMPLE_ROUND_PROCESS persistent, turns" \
          "or turns-fresh (fresh rounds have no gap to set)" >&2
     exit 2
@@ -42,7 +43,7 @@ bench=(--adapter builtin --backend cpu --shapes "$out/shapes.yaml"
 # every round now and then (significant at 3 rounds), while the planted regression is 2-6x.
 # On a GPU, where processes agree to about 2 %, use limits such as slower:2% and geomean:1%.
 limit="${CI_EXAMPLE_LIMIT_PCT:-50}"
-round_process=(--round-process "${CI_EXAMPLE_ROUND_PROCESS:-fresh}")
+round_process=(--round-process "$process")
 if [ -n "${CI_EXAMPLE_SETTLE_MS:-}" ]; then
     round_process+=(--settle-ms "$CI_EXAMPLE_SETTLE_MS")
 fi

@@ -197,8 +197,7 @@ class TurnsFreshRounds(TurnsRounds):
 
     def __init__(self, *args, spares: int | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.sizer = None if spares is not None else SpareSizer(min(FRESH_SPARES,
-                                                                    host_spare_cap()))
+        self.sizer = None if spares is not None else SpareSizer(FRESH_SPARES)
         self.spares = spares if spares is not None else self.sizer.depth
         self.pools: dict[str, WarmPool] = {}
 

@@ -22,6 +22,12 @@ SHIFT_MAX_BYTES = 64 << 20    # the random allocation ahead of new inputs: up to
 UNIT = 512
 
 
+def shift_bytes(rng: random.Random, max_bytes: int = SHIFT_MAX_BYTES) -> int:
+    """The size of a random allocation ahead of new inputs: whole UNITs up to `max_bytes`,
+    drawn from `rng`."""
+    return rng.randrange(1, max(2, max_bytes // UNIT)) * UNIT
+
+
 @contextlib.contextmanager
 def elsewhere(backend, device_index: int, seed, max_bytes: int = SHIFT_MAX_BYTES):
     """For the block: the device allocator's cache emptied, then a random-size allocation
@@ -30,7 +36,7 @@ def elsewhere(backend, device_index: int, seed, max_bytes: int = SHIFT_MAX_BYTES
     import torch  # heavy: imported only where used
 
     backend.empty_cache()
-    size = random.Random(seed).randrange(1, max(2, max_bytes // UNIT)) * UNIT
+    size = shift_bytes(random.Random(seed), max_bytes)
     held = torch.empty(size, dtype=torch.uint8, device=backend.torch_device(device_index))
     try:
         yield size

@@ -53,6 +53,12 @@ from pathlib import Path
 
 import numpy as np
 
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from harness.run.placement import shift_bytes  # noqa: E402 - zlh's spacer, drawn alike
+
 ARMS = ("again", "graph", "calls", "inputs", "reload", "hoard", "moved")
 # SCRAMBLE=1: the arms instead `again` (G0, nothing ahead of a sample), `steady` (G0, each
 # sample behind the same fill kernel) and `scrambled` (G0, each sample behind a fill kernel of a
@@ -271,8 +277,7 @@ def run_case(torch, spec: str, use, reps: int, samples: int, rng) -> dict:
                 got[arm].append(timed(torch, g0, calls, samples))
                 continue
             if arm == "hoard":
-                gap = torch.empty(rng.randrange(1, 1 << 17) * 512, dtype=torch.uint8,
-                                  device="cuda")
+                gap = spacer(torch, rng)
                 kept = [t.clone() for t in x0]
                 graph = capture(torch, rebind(torch, spec, kept), calls, use)
                 hoard.append((gap, kept, graph))
@@ -280,16 +285,14 @@ def run_case(torch, spec: str, use, reps: int, samples: int, rng) -> dict:
                 continue
             if arm == "inputs":
                 torch.cuda.empty_cache()
-                held = torch.empty(rng.randrange(1, 1 << 17) * 512, dtype=torch.uint8,
-                                   device="cuda")
+                held = spacer(torch, rng)
                 moved = [t.clone() for t in x0]
                 info["inputs_ptr_mod_2MiB"].append([t.data_ptr() % (2 << 20) for t in moved])
                 n, g = calls, capture(torch, rebind(torch, spec, moved), calls, use)
             elif arm == "moved":
                 info["reloaded"].append(drop_loaded_kernels())
                 torch.cuda.empty_cache()
-                held = torch.empty(rng.randrange(1, 1 << 17) * 512, dtype=torch.uint8,
-                                   device="cuda")
+                held = spacer(torch, rng)
                 n, g, moved = calls, capture(torch, fn, calls, use), None   # loads behind it
             else:
                 if arm == "reload":
@@ -302,11 +305,11 @@ def run_case(torch, spec: str, use, reps: int, samples: int, rng) -> dict:
     return {"latency_ms": latency, "calls": calls, "arms": got, "info": info, "tuned": tuned()}
 
 
-def spacer(torch, seed: int):
-    """A random-size allocation (whole 512-byte units up to 64 MiB, zlh's round spacer) from
-    `seed`: what a zlh round holds before its run so that what follows lands elsewhere."""
-    size = random.Random(seed).randrange(1, (64 << 20) // 512) * 512
-    return torch.empty(size, dtype=torch.uint8, device="cuda")
+def spacer(torch, rng: random.Random):
+    """A random-size allocation drawn from `rng` as zlh's placements and rounds draw theirs
+    (harness/run/placement.py, up to 64 MiB): what a zlh round holds before its run so that
+    what follows lands elsewhere."""
+    return torch.empty(shift_bytes(rng), dtype=torch.uint8, device="cuda")
 
 
 def child(specs, reps: int, samples: int) -> None:
@@ -318,7 +321,7 @@ def child(specs, reps: int, samples: int) -> None:
     import torch
     variant, seed = env("SPACER", "none"), int(env("SPACER_SEED", "0"))
     torch.cuda.init()
-    held = [spacer(torch, seed)] if variant == "first" else []
+    held = [spacer(torch, random.Random(seed))] if variant == "first" else []
     use = library()
     out = {}
     for spec in specs:
@@ -329,7 +332,7 @@ def child(specs, reps: int, samples: int) -> None:
         if variant == "loaded":             # the first inputs freed, then the spacer, then
             del fn, inputs                  # the same inputs again behind it
             torch.cuda.empty_cache()
-            held.append(spacer(torch, seed + len(held)))
+            held.append(spacer(torch, random.Random(seed + len(held))))
             fn, inputs = build(torch, spec)
         calls = int(env("CALLS_" + spec.replace(":", "_").replace("x", "_"), "1"))
         g = capture(torch, fn, calls, use)
