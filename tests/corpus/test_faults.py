@@ -167,18 +167,21 @@ def _root_mount_ok() -> bool:
 def test_a_disk_that_fills_mid_batch_keeps_what_was_measured(tmp_path):
     small = tmp_path / "small"
     small.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(small)],
+    # 8 MiB: a fast host keeps up to 5,000 samples a side in each op's results (about
+    # 0.2 MiB an op, twice while a file is replaced); only the filler may fill this disk
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(small)],
                       capture_output=True).returncode != 0:
         pytest.skip("no tmpfs mount possible here")
     try:
         root = small / "b"
+        filler = open(small / "filler", "wb", buffering=0)   # made while there is room
         # each case measures for 1.5 s: the disk fills while softmax runs even when this
         # process gets the CPU late (FAST's softmax is over in about 0.4 s)
         proc = subprocess.Popen(batch_cmd(tmp_path, root, "--ops", "add,softmax,mm",
                                           "--min-time-ms", "1500", "--max-time-ms", "1500"),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         wait_for(f"{root}/softmax/softmax_*/run.json")
-        with open(small / "filler", "wb") as filler:        # fill the disk mid-op
+        with filler:                                         # fill the disk mid-op
             try:
                 while True:
                     filler.write(b"\0" * 65536)
