@@ -254,6 +254,17 @@ class Backend:
         except Exception:  # noqa: BLE001 - a runtime without an allocator figure
             return None
 
+    def memory_free(self, index: int) -> int | None:
+        """Bytes of device memory free on device `index` (the driver's count, all processes
+        together), or None where the runtime does not say."""
+        module = self.torch_module()
+        if not hasattr(module, "mem_get_info"):
+            return None
+        try:
+            return int(module.mem_get_info(index)[0])
+        except Exception:  # noqa: BLE001 - a runtime without a free-memory figure
+            return None
+
     def device_usable(self) -> str | None:
         """None when the device still runs work after an error, else the error text."""
         import torch  # heavy: imported only where used

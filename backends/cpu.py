@@ -82,6 +82,9 @@ class CpuBackend(Backend):
     def memory_held(self) -> int | None:
         return None
 
+    def memory_free(self, index: int) -> int | None:
+        return None
+
 
 def _cpu_model() -> str:
     try:

@@ -270,18 +270,24 @@ def _measure_placements(case, case_timer: CaseTimer, backend, options, row: Row,
     baseline = ((lambda: case.baseline(*fed[0].args, **fed[0].kwargs))
                 if options.baseline_timing else None)
     measured = []
-    for number in range(options.placements):
-        with contextlib.ExitStack() as stack:
+    mover = placement.Mover(backend, case_timer.device_index, options.placement_memory,
+                            lambda number: f"{options.seed}:{number}:{row.shape_detail}:"
+                                           f"{row.occurrence}")
+
+    def build():
+        seed_everything(options.seed)
+        return case.build()
+    try:
+        for number in range(options.placements):
             if number:
-                fed[0] = None               # freed before the allocator's cache is emptied
-                stack.enter_context(placement.elsewhere(
-                    backend, case_timer.device_index,
-                    f"{options.seed}:{number}:{row.shape_detail}:{row.occurrence}"))
-                seed_everything(options.seed)
-                fed[0] = case.build()
+                fed[0] = mover.move(number, fed, build)
             with case_timer.section():   # the device alone (its lock) for the timed calls
                 measured.append(_measure_both(case, case_timer, baseline, under_test, scope,
                                               options.retry_throttled, pin))
+    finally:
+        mover.close()
+    if options.placement_memory == placement.NEW and options.placements > 1:
+        row.extra["placements_new_memory"] = mover.in_new_memory
     row.torch = placement.combined([m[0] for m in measured])
     row.gems = placement.combined([m[1] for m in measured])
     flags = [m[2] for m in measured if m[2] is not None]

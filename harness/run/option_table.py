@@ -24,6 +24,7 @@ from ..common.limits import MAX_PLACEMENTS, MAX_REPEAT, MAX_RETRY_THROTTLED
 from ..compile.ir.variants import IR_STAGES
 from ..measure.stopping import StoppingRule
 from ..measure.timers import TIMER_NAMES, Budget
+from .placement import MEMORY_MODES as PLACEMENT_MEMORY, REUSED as PLACEMENT_REUSED
 
 LEVELS = ("core", "comprehensive")
 L2_POLICIES = ("warm", "flush")
@@ -230,6 +231,15 @@ OPTIONS = (
                 "row's latency is the median of the placements' medians. Where data lies "
                 "moves a kernel's latency by tenths of a percent and more: placements average "
                 "that inside a run, rounds only across runs. Part of the caliber."),
+    Option("placement_memory", "--placement-memory", str, PLACEMENT_REUSED,
+           choices=PLACEMENT_MEMORY, group="timing", caliber="placement_memory", manifest=True,
+           help="Where a new placement's inputs may lie. reused: the previous inputs are "
+                "freed first, and the allocator may hand their memory back; new: every "
+                "earlier placement's inputs are kept until the case ends, so each "
+                "placement's lie in device memory no earlier one holds (other physical "
+                "memory, as in a new process); a placement that would leave less than 1 GiB "
+                "free falls back to reused (results: placements_new_memory). Part of the "
+                "caliber."),
     Option("seed", "--seed", int, DEFAULT_SEED, low=0, high=SEED_LIMIT - 1, caliber="seed",
            manifest=True, above="option {name}: {value} is out of range (0 .. {high})",
            help="Seed for random, numpy and torch before each case's inputs are built "

@@ -18,6 +18,7 @@ from ..common.errors import UsageError
 from ..measure.stopping import StoppingRule
 from ..measure.timers import Budget
 from ..store.caliber import LEGACY_DEFAULTS
+from .placement import REUSED as PLACEMENT_REUSED
 from .option_table import (BY_FLAG, BY_NAME, DEFAULT_SEED, FLAT_NAMES, L2_POLICIES, LEVELS,
                            LOCATION_NAMES, MEASURE_NAMES, OPTIONS, SEED_LIMIT, SHARED_NAMES,
                            TIMERS, Option, manifest_option_names, option_rows)
@@ -157,6 +158,8 @@ class BenchOptions:
                 key, _, sub = option.caliber.partition(".")
                 out[key] = getattr(self, option.part).to_dict() if sub else \
                     self.value(option.name)
+        if out.get("placements") == 1:        # one placement moves nothing: no memory mode
+            out["placement_memory"] = PLACEMENT_REUSED
         return out
 
     # ---- arguments for a child `zlh bench` (or a corpus worker) -----------------------------

@@ -9,6 +9,14 @@ placement frees the previous inputs, empties the device allocator's cache and ho
 random-size allocation while the inputs are built again (the same values: the same seed), so
 that they land elsewhere. The row's latency is the median of the placements' medians (a
 placement that landed badly does not drag it), its samples all of theirs.
+
+Where a new placement's inputs may lie (`--placement-memory`): `reused` (the default) frees
+the previous inputs first, so the allocator may hand their memory back behind the spacer;
+`new` keeps every earlier placement's inputs and spacer until the case ends, so each
+placement's inputs lie in device memory no earlier placement of the case holds — other
+physical memory, as a new process's inputs would. A placement that would not leave
+RESERVE_BYTES free (the driver's count) falls back to `reused` for itself, letting go of what
+was kept; the row's `placements_new_memory` says how many took new memory.
 """
 from __future__ import annotations
 
@@ -20,6 +28,9 @@ from ..measure.measurement import Measurement
 
 SHIFT_MAX_BYTES = 64 << 20    # the random allocation ahead of new inputs: up to 64 MiB
 UNIT = 512
+REUSED, NEW = "reused", "new"  # --placement-memory
+MEMORY_MODES = (REUSED, NEW)
+RESERVE_BYTES = 1 << 30       # new memory: free beyond another copy of the inputs, its calls'
 
 
 def shift_bytes(rng: random.Random, max_bytes: int = SHIFT_MAX_BYTES) -> int:
@@ -58,3 +69,74 @@ def combined(measurements: Sequence[Measurement | None]) -> Measurement | None:
                        fallback=next((m.fallback for m in taken if m.fallback), None),
                        clocks=tuple(c for m in taken for c in m.clocks),
                        undersampled=any(m.undersampled for m in taken))
+
+
+def input_bytes(inputs) -> int:
+    """The bytes of the distinct tensor storages in a case's inputs (its args and kwargs, in
+    lists, tuples and dicts too)."""
+    import torch  # heavy: imported only where used
+
+    seen: dict = {}
+    todo = [*inputs.args, *inputs.kwargs.values()]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, torch.Tensor):
+            try:
+                storage = value.untyped_storage()
+                seen[(storage.data_ptr(), str(value.device))] = storage.nbytes()
+            except (RuntimeError, TypeError, NotImplementedError):  # sparse, subclasses
+                seen[id(value)] = value.numel() * value.element_size()
+        elif isinstance(value, (list, tuple)):
+            todo.extend(value)
+        elif isinstance(value, dict):
+            todo.extend(value.values())
+    return sum(seen.values())
+
+
+def room_for(backend, device_index: int, nbytes: int) -> bool:
+    """Whether another copy of `nbytes` of inputs fits in new memory: the driver's free count
+    covers it twice (the copy, and what the timed calls allocate), a spacer and RESERVE_BYTES.
+    True where the runtime does not say."""
+    free = backend.memory_free(device_index)
+    return free is None or free >= 2 * nbytes + SHIFT_MAX_BYTES + RESERVE_BYTES
+
+
+class Mover:
+    """A case's placements after the first: `move` builds the inputs again elsewhere, in the
+    run's placement memory mode (`reused` or `new`, see above); `close` lets go of what is
+    held when the case ends. `seed_of(number)`: the spacer's seed for placement `number`."""
+
+    def __init__(self, backend, device_index: int, mode: str, seed_of):
+        self.backend, self.device_index, self.mode, self.seed_of = \
+            backend, device_index, mode, seed_of
+        self.kept: list = []                    # earlier placements' inputs (new memory)
+        self.held = contextlib.ExitStack()      # … and their spacers, to the case's end
+        self.current = contextlib.ExitStack()   # this placement's spacer (reused memory)
+        self.in_new_memory = 0                  # placements whose inputs took new memory
+
+    def move(self, number: int, fed: list, build):
+        """Placement `number`'s inputs (number >= 1): fed[0], the inputs so far, is taken
+        (None while the new ones are built) and kept or freed; `build()` makes them anew
+        behind a spacer."""
+        self.current.close()
+        inputs, fed[0] = fed[0], None
+        keep = self.mode == NEW and room_for(self.backend, self.device_index,
+                                             input_bytes(inputs))
+        if keep:
+            self.kept.append(inputs)
+        else:
+            self.release()
+        del inputs                              # freed before the allocator's cache is emptied
+        stack = self.held if keep else self.current
+        stack.enter_context(elsewhere(self.backend, self.device_index, self.seed_of(number)))
+        self.in_new_memory += keep
+        return build()
+
+    def release(self) -> None:
+        """Every earlier placement's inputs and spacer let go."""
+        self.kept.clear()
+        self.held.close()
+
+    def close(self) -> None:
+        self.current.close()
+        self.release()

@@ -18,7 +18,7 @@ MISSING = "<missing>"
 # Fields added later, with the value every run written before them had.
 # (Runs before `inputs` built every input as the library's code does: "upstream".)
 LEGACY_DEFAULTS = {"ir_stage": "ttgir", "tuning_space": {}, "card": "", "inputs": "upstream",
-                   "placements": 1}
+                   "placements": 1, "placement_memory": "reused"}
 # The caliber's timer of a run that timed nothing (`--no-timing`): its rows carry no latency,
 # and it never compares with a timed run.
 UNTIMED = "none"
@@ -46,6 +46,7 @@ class Caliber:
     card: str = ""                   # which card (UUID or physical index): a warning only
     inputs: str = "device"           # how inputs are made (--inputs): other values, other inputs
     placements: int = 1              # placements of the inputs per case (--placements)
+    placement_memory: str = "reused"  # where a new placement's inputs may lie
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
