@@ -382,7 +382,41 @@ def calibrate(work: Path, box: Box, out: Path, mode: str) -> list[str]:
         numbers = summarize_root(root, planted=mode != "aa")
         numbers["command_wall_s"] = round(wall, 1)
         lines += summary_lines(numbers)
+        lines += round_sd_lines(json.loads((root / "report.json").read_text()))
         (out / f"{mode}.json").write_text(json.dumps(numbers, indent=1))
+    return lines
+
+
+def round_sd_lines(report: dict, min_ms: float = MIN_MS) -> list[str]:
+    """Per shape >= min_ms of a report.json: the sd of its per-round deltas over all its rounds
+    (`rounds.deltas_pct`; `rounds.sd_pct` is a pilot's), and whether it was called."""
+    lines = []
+    for op in report.get("ops", []):
+        for row in op.get("rows", []):
+            deltas = (row.get("rounds") or {}).get("deltas_pct") or []
+            if (row.get("a_ms") or 0) < min_ms or len(deltas) < 2:
+                continue
+            lines.append(f"{op['op']} {row.get('shape_detail')}: {1000 * row['a_ms']:.1f} us, "
+                         f"{len(deltas)} rounds, sd {np.std(deltas, ddof=1):.3f} %, delta "
+                         f"{row.get('delta_pct', 0):+.3f} %"
+                         + (", significant" if row.get("significant") else ""))
+    return lines
+
+
+def new_memory_lines(root: Path) -> list[str]:
+    """Per op, from its replayed runs' results: how many placements took new memory
+    (`--placement-memory new`: extra.placements_new_memory) of how many could have."""
+    lines = []
+    for op_dir in sorted(p for p in Path(root).iterdir() if p.is_dir()):
+        took = could = 0
+        for results in sorted(op_dir.glob("r*_*/*/results.jsonl")):
+            for line in results.read_text().splitlines():
+                row = json.loads(line)
+                if "placements_new_memory" in (row.get("extra") or {}):
+                    took += row["extra"]["placements_new_memory"]
+                    could += len((row.get("gems") or {}).get("repeat_medians_ms") or [0]) - 1
+        if could:
+            lines.append(f"{op_dir.name}: {took} of {could} later placements in new memory")
     return lines
 
 
@@ -396,7 +430,7 @@ def phase_lines(root: Path) -> list[str]:
         if infos:
             lines.append(f"{op_dir.name}: {len(infos)} replayed runs, median " + ", ".join(
                 f"{n} {np.median([float(i.get(n) or 0) for i in infos]):.2f}" for n in names))
-    return lines + job_lines(root) + round_lines(root)
+    return lines + job_lines(root) + round_lines(root) + new_memory_lines(root)
 
 
 RUN_RE = re.compile(r"(?P<op>\S+) round (?P<n>\d+) side (?P<side>\S+): asked (?P<asked>[\d.]+), "
@@ -514,6 +548,8 @@ def main(argv: list[str]) -> int:
                 planted = bool(((plan.get("B") or {}).get("options") or {}).get("plant_pct"))
                 parts.append(summarize_root(Path(root), planted))
             lines += summary_lines(parts[-1])
+            if (Path(root) / "report.json").is_file():
+                lines += round_sd_lines(json.loads((Path(root) / "report.json").read_text()))
         print("\n".join(lines + total_lines(parts)))
         return 0
     work = Path(os.environ.get("WORK") or tempfile.mkdtemp(prefix="zlh-rounds-"))

@@ -128,3 +128,26 @@ def test_round_lines_say_the_spares_a_side_kept(tmp_path):
             f", spares {s}" for n, s in ((1, 3), (2, last))) + "\nzlh turns-fresh run: torn\n")
     (line,) = rounds_spread.round_lines(tmp_path)
     assert line.endswith("stop 0.20 s, between rounds 6.80 s, spares at the end A 5, B 4")
+
+
+def test_round_sd_lines_take_every_round_of_the_shapes_at_or_above_20_us():
+    big = dict(_row("4096x4096", 0.0357, -0.31, -0.4, -0.2, 0.001, True, -1),
+               rounds={"deltas_pct": [-0.1, -0.3, -0.5], "sd_pct": 9.9})
+    tiny = dict(_row("64", 0.002, 0.1, -1, 1, 0.5, False, 0), rounds={"deltas_pct": [1, -1]})
+    lines = rounds_spread.round_sd_lines({"ops": [{"op": "softmax", "rows": [big, tiny]}]})
+    assert lines == ["softmax 4096x4096: 35.7 us, 3 rounds, sd 0.200 %, delta -0.310 %, "
+                     "significant"]
+
+
+def test_new_memory_lines_count_the_later_placements_that_took_new_memory(tmp_path):
+    def write(run, took):
+        run.mkdir(parents=True)
+        row = {"extra": {"placements_new_memory": took},
+               "gems": {"repeat_medians_ms": [0.03, 0.031, 0.03, 0.029]}}
+        (run / "results.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(
+            {"extra": {}, "gems": {"repeat_medians_ms": [0.1]}}) + "\n")
+    write(tmp_path / "softmax" / "r1_A" / "softmax_1", 3)
+    write(tmp_path / "softmax" / "r1_B" / "softmax_2", 1)      # two fell back
+    (tmp_path / "add" / "r1_A").mkdir(parents=True)            # reused memory: no line
+    assert rounds_spread.new_memory_lines(tmp_path) == [
+        "softmax: 4 of 6 later placements in new memory"]
