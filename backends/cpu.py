@@ -83,6 +83,14 @@ class CpuBackend(Backend):
         return None
 
     def memory_free(self, index: int) -> int | None:
+        """The host's available memory (/proc/meminfo MemAvailable), or None elsewhere."""
+        try:
+            with open("/proc/meminfo", encoding="ascii") as handle:
+                for line in handle:
+                    if line.startswith("MemAvailable:"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
         return None
 
 

@@ -237,9 +237,10 @@ OPTIONS = (
                 "freed first, and the allocator may hand their memory back; new: every "
                 "earlier placement's inputs are kept until the case ends, so each "
                 "placement's lie in device memory no earlier one holds (other physical "
-                "memory, as in a new process); a placement that would leave less than 1 GiB "
-                "free falls back to reused (results: placements_new_memory). Part of the "
-                "caliber."),
+                "memory); once a placement would leave less than 1 GiB free beyond twice "
+                "its inputs and a 64 MiB spacer (or the free memory is unknown), what was "
+                "kept is let go and the case's later placements reuse memory (results: "
+                "placements_new_memory). Part of the caliber."),
     Option("seed", "--seed", int, DEFAULT_SEED, low=0, high=SEED_LIMIT - 1, caliber="seed",
            manifest=True, above="option {name}: {value} is out of range (0 .. {high})",
            help="Seed for random, numpy and torch before each case's inputs are built "

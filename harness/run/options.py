@@ -120,7 +120,8 @@ class BenchOptions:
         """The caliber options (those of `names` in their order, default every option in
         table order) whose value here differs from `other`'s."""
         chosen = OPTIONS if names is None else [BY_NAME[n] for n in names if n in BY_NAME]
-        return [o for o in chosen if o.caliber and self.value(o.name) != other.value(o.name)]
+        return [o for o in chosen
+                if o.caliber and self.caliber_value(o.name) != other.caliber_value(o.name)]
 
     def to_flat(self) -> dict:
         out = {o.name: self.value(o.name) for o in OPTIONS}
@@ -157,10 +158,15 @@ class BenchOptions:
             if option.caliber:
                 key, _, sub = option.caliber.partition(".")
                 out[key] = getattr(self, option.part).to_dict() if sub else \
-                    self.value(option.name)
-        if out.get("placements") == 1:        # one placement moves nothing: no memory mode
-            out["placement_memory"] = PLACEMENT_REUSED
+                    self.caliber_value(option.name)
         return out
+
+    def caliber_value(self, name: str) -> Any:
+        """An option's value as the caliber records it: with one placement nothing is moved,
+        so the placement memory reads `reused` whatever was asked."""
+        if name == "placement_memory" and self.placements == 1:
+            return PLACEMENT_REUSED
+        return self.value(name)
 
     # ---- arguments for a child `zlh bench` (or a corpus worker) -----------------------------
     def to_argv(self) -> list[str]:

@@ -14,9 +14,10 @@ Where a new placement's inputs may lie (`--placement-memory`): `reused` (the def
 the previous inputs first, so the allocator may hand their memory back behind the spacer;
 `new` keeps every earlier placement's inputs and spacer until the case ends, so each
 placement's inputs lie in device memory no earlier placement of the case holds — other
-physical memory, as a new process's inputs would. A placement that would not leave
-RESERVE_BYTES free (the driver's count) falls back to `reused` for itself, letting go of what
-was kept; the row's `placements_new_memory` says how many took new memory.
+physical memory (as a new process's inputs get, perhaps). A placement that would not leave
+RESERVE_BYTES free (the driver's count, after the allocator's cache is emptied; an unknown
+count counts as none) lets go of what was kept, and the case's later placements reuse memory;
+the row's `placements_new_memory` says how many took new memory.
 """
 from __future__ import annotations
 
@@ -96,9 +97,9 @@ def input_bytes(inputs) -> int:
 def room_for(backend, device_index: int, nbytes: int) -> bool:
     """Whether another copy of `nbytes` of inputs fits in new memory: the driver's free count
     covers it twice (the copy, and what the timed calls allocate), a spacer and RESERVE_BYTES.
-    True where the runtime does not say."""
+    False where the runtime does not say (nothing would stop the copies piling up)."""
     free = backend.memory_free(device_index)
-    return free is None or free >= 2 * nbytes + SHIFT_MAX_BYTES + RESERVE_BYTES
+    return free is not None and free >= 2 * nbytes + SHIFT_MAX_BYTES + RESERVE_BYTES
 
 
 class Mover:
@@ -120,11 +121,14 @@ class Mover:
         behind a spacer."""
         self.current.close()
         inputs, fed[0] = fed[0], None
-        keep = self.mode == NEW and room_for(self.backend, self.device_index,
-                                             input_bytes(inputs))
+        keep = False
+        if self.mode == NEW:
+            self.backend.empty_cache()          # what the allocator caches counts as free
+            keep = room_for(self.backend, self.device_index, input_bytes(inputs))
         if keep:
             self.kept.append(inputs)
         else:
+            self.mode = REUSED                  # short once: the case's later ones reuse
             self.release()
         del inputs                              # freed before the allocator's cache is emptied
         stack = self.held if keep else self.current

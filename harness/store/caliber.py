@@ -24,6 +24,8 @@ LEGACY_DEFAULTS = {"ir_stage": "ttgir", "tuning_space": {}, "card": "", "inputs"
 UNTIMED = "none"
 # Recorded, never refused: the guard warns when they differ (store/../ab/guard.py).
 WARN_ONLY = ("card",)
+# Fields whose values are names from a fixed set (the option table's choices).
+CHOICES = {"inputs": ("device", "upstream"), "placement_memory": ("reused", "new")}
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,8 @@ def check_caliber(f: Fields) -> None:
     for name in Caliber.field_names():
         if f.doc.get(name) is not None:
             kinds.get(name, f.str)(name)
+            if name in CHOICES and f.doc[name] not in CHOICES[name]:
+                raise f.error(name, " or ".join(CHOICES[name]), f.doc[name])
 
 
 @dataclass(frozen=True)

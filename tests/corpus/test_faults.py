@@ -172,6 +172,7 @@ def test_a_disk_that_fills_mid_batch_keeps_what_was_measured(tmp_path):
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(small)],
                       capture_output=True).returncode != 0:
         pytest.skip("no tmpfs mount possible here")
+    proc = filler = None
     try:
         root = small / "b"
         filler = open(small / "filler", "wb", buffering=0)   # made while there is room
@@ -200,4 +201,9 @@ def test_a_disk_that_fills_mid_batch_keeps_what_was_measured(tmp_path):
         assert statuses(root) == {"add": "PASS", "softmax": "PASS", "mm": "PASS"}
         assert len(list((root / "add").glob("add_*"))) == 1    # not run again
     finally:
+        if proc is not None and proc.poll() is None:          # a failed wait: no batch left
+            proc.kill()
+            proc.wait()
+        if filler is not None:
+            filler.close()
         subprocess.run(["umount", "-l", str(small)], check=False)

@@ -1,5 +1,6 @@
 """--placements: each case timed on N placements of its inputs, built again elsewhere, and the
 placements' medians combined."""
+import contextlib
 import dataclasses
 import json
 import weakref
@@ -128,7 +129,9 @@ def run_placements(tmp_path, rule, budget, memory: str, placements: int = 4):
 
 
 def test_new_memory_keeps_every_earlier_placements_inputs_until_the_case_ends(
-        tmp_path, sure_rule, fast_budget):
+        tmp_path, sure_rule, fast_budget, monkeypatch):
+    monkeypatch.setattr(backends.get_backend("cpu").__class__, "memory_free",
+                        lambda self, index: 1 << 40)
     adapter, row, info = run_placements(tmp_path, sure_rule, fast_budget, "new")
     assert row.status == SUCCESS and len(row.gems.repeats) == 4
     # build 0 is the case's own; placements 1-3 each find every earlier build still held
@@ -147,14 +150,14 @@ def test_reused_memory_frees_the_previous_inputs_first(tmp_path, sure_rule, fast
 
 def test_new_memory_falls_back_where_the_device_would_be_left_short(
         tmp_path, sure_rule, fast_budget, monkeypatch):
-    free = iter([1 << 40, 0, 1 << 40])       # room, then none, then room again
+    free = [1 << 40, 0]                      # room, then none (then never asked again)
     monkeypatch.setattr(backends.get_backend("cpu").__class__, "memory_free",
-                        lambda self, index: next(free))
+                        lambda self, index: free.pop(0))
     adapter, row, _ = run_placements(tmp_path, sure_rule, fast_budget, "new")
     # placement 1 kept build 0; placement 2 had no room: builds 0 and 1 let go before it;
-    # placement 3 kept build 2 again
-    assert adapter.alive == [[], [True], [False, False], [False, False, True]]
-    assert row.extra["placements_new_memory"] == 2
+    # placement 3 reuses memory too (memory the let-go placements held is no new memory)
+    assert adapter.alive == [[], [True], [False, False], [False, False, False]]
+    assert row.extra["placements_new_memory"] == 1 and free == []
 
 
 def test_room_asks_for_the_copy_twice_a_spacer_and_the_reserve(monkeypatch):
@@ -163,7 +166,91 @@ def test_room_asks_for_the_copy_twice_a_spacer_and_the_reserve(monkeypatch):
     monkeypatch.setattr(backend.__class__, "memory_free", lambda self, index: need)
     assert placement.room_for(backend, 0, 100) and not placement.room_for(backend, 0, 101)
     monkeypatch.setattr(backend.__class__, "memory_free", lambda self, index: None)
-    assert placement.room_for(backend, 0, 1 << 50)           # a runtime that does not say
+    assert not placement.room_for(backend, 0, 1)             # a runtime that does not say
+
+
+def test_the_host_says_how_much_memory_is_available():
+    free = backends.get_backend("cpu").memory_free(0)
+    assert free is None or free > 0
+
+
+class Spacers:
+    """placement.elsewhere and the allocator's emptying, spied: how many spacers are held
+    now, and every event in order (an emptying with how many builds were still alive)."""
+
+    def __init__(self, monkeypatch, events, alive):
+        real, self.held = placement.elsewhere, 0
+
+        @contextlib.contextmanager
+        def spying(*args, **kwargs):
+            with real(*args, **kwargs) as size:
+                self.held += 1
+                events.append("spacer")
+                try:
+                    yield size
+                finally:
+                    self.held -= 1
+                    events.append("spacer freed")
+        monkeypatch.setattr(placement, "elsewhere", spying)
+        monkeypatch.setattr(backends.get_backend("cpu").__class__, "empty_cache",
+                            lambda _: events.append(("emptied", alive())))
+
+
+class Timed(Remembering):
+    """Remembering, whose builds and timed calls go to `events`: a build with how many
+    earlier builds are alive, a call with how many spacers are held."""
+
+    def __init__(self, kinds, events, monkeypatch):
+        super().__init__(kinds)
+        self.events = events
+        self.spacers = Spacers(monkeypatch, events, self.alive_now)
+
+    def alive_now(self) -> int:
+        return sum(ref() is not None for ref in self.built)
+
+    def cases(self, *args, **kwargs):
+        for case in super().cases(*args, **kwargs):
+            def build(inner=case.build):
+                self.events.append(("build", self.alive_now()))
+                return inner()
+
+            def under_test(*a, inner=case.under_test, **k):
+                self.events.append(("call", self.spacers.held))
+                return inner(*a, **k)
+            yield dataclasses.replace(case, build=build, under_test=under_test)
+
+
+def placement_events(tmp_path, rule, budget, monkeypatch, memory):
+    """The events of one case on three placements, repeats squeezed to one."""
+    events: list = []
+    adapter = Timed(["ok"], events, monkeypatch)
+    monkeypatch.setattr(backends.get_backend("cpu").__class__, "memory_free",
+                        lambda self, index: 1 << 40)
+    plan = plan_for([], tmp_path, rule, budget)
+    plan = dataclasses.replace(plan, adapter=adapter, options=plan.options.replace(
+        placements=3, placement_memory=memory))
+    run_op(plan, "op", echo=lambda _: None)
+    return [e for k, e in enumerate(events) if k == 0 or e != events[k - 1]]
+
+
+def test_each_placement_frees_empties_holds_builds_then_times_behind_its_spacer(
+        tmp_path, sure_rule, fast_budget, monkeypatch):
+    # reused: the previous inputs gone (0 alive at the build) and their spacer freed before
+    # the cache is emptied and a new spacer held; every timed call behind one spacer
+    assert placement_events(tmp_path, sure_rule, fast_budget, monkeypatch, "reused") == [
+        ("build", 0), ("call", 0),
+        ("emptied", 0), "spacer", ("build", 0), ("call", 1),
+        "spacer freed", ("emptied", 0), "spacer", ("build", 0), ("call", 1), "spacer freed"]
+
+
+def test_new_memory_holds_every_spacer_beside_its_inputs_to_the_case_end(
+        tmp_path, sure_rule, fast_budget, monkeypatch):
+    # new: nothing freed until the case ends (the cache emptied before the free memory is
+    # read, and again behind the spacer); every later call behind all the spacers so far
+    assert placement_events(tmp_path, sure_rule, fast_budget, monkeypatch, "new") == [
+        ("build", 0), ("call", 0),
+        ("emptied", 1), "spacer", ("build", 1), ("call", 1),
+        ("emptied", 2), "spacer", ("build", 2), ("call", 2), "spacer freed"]
 
 
 def test_input_bytes_counts_each_storage_once_wherever_it_is_passed():
@@ -176,5 +263,22 @@ def test_input_bytes_counts_each_storage_once_wherever_it_is_passed():
 def test_one_placement_records_no_memory_mode_in_the_caliber():
     one = BenchOptions.from_flat(placement_memory="new")
     assert one.caliber_values()["placement_memory"] == "reused"   # nothing is moved
-    assert BenchOptions.from_flat(placements=2, placement_memory="new").caliber_values()[
-        "placement_memory"] == "new"
+    assert not one.caliber_differences(BenchOptions())              # so nothing differs
+    two = BenchOptions.from_flat(placements=2, placement_memory="new")
+    assert two.caliber_values()["placement_memory"] == "new"
+    assert [o.name for o in two.caliber_differences(two.replace(
+        placement_memory="reused"))] == ["placement_memory"]
+
+
+def test_a_stored_caliber_names_a_placement_memory_the_option_table_knows():
+    from harness.common.errors import UsageError
+    from harness.run.option_table import BY_NAME
+    from harness.store.caliber import CHOICES, Caliber
+    assert all(CHOICES[name] == BY_NAME[name].choices for name in CHOICES)
+    stored = dict(Caliber("cpu", "host", "host", "core", "default", "none", 1, "warm",
+                          1.0).to_dict(), placements=2)
+    assert Caliber.from_dict(dict(stored, placement_memory="new")).placement_memory == "new"
+    with pytest.raises(UsageError, match="placement_memory: expected reused or new"):
+        Caliber.from_dict(dict(stored, placement_memory="banana"))
+    stored.pop("placement_memory")                  # a run written before the field
+    assert Caliber.from_dict(stored).placement_memory == "reused"
