@@ -9,12 +9,17 @@ they were taken (rounds in turns: sample k of A and sample k of B were neighbour
 device) and the run's `turns` (rounds_spread.py writes it beside a plant/aa root).
 
 `show`, per shape over rounds 1…: `sd` the spread of the rounds' deltas (100·ln(median A /
-median B), the medians the runs reported: with --placements, the median of the placements'), `within` the spread a round's delta would have from its own samples alone (a
+median B), the medians the runs reported: with --placements, the median of the
+placements'), `within` the spread a round's delta would have from its own samples alone (a
 bootstrap of each side's samples, root mean square over the rounds), `excess` what the rounds
 add beyond that (sqrt(sd² − within²), 0 when none), `paired` the spread of the paired delta
 (the median of 100·ln(A_k / B_k) over neighbours), the samples per side and round, and the mean
 delta of each estimator. A `within` close to `sd` says more samples per round would narrow the
-rounds; a large `excess` says only more rounds will.
+rounds; a large `excess` says only more rounds will. With --placements (each row's
+`repeat_medians_ms`), two more: `pl.sd` the spread of a run's placements about their own
+mean (100·ln, pooled over runs and sides) — placements that differ as runs do show `pl.sd`
+near `sd`/√2 — and `mean.sd` the rounds' spread had each run taken the mean of its
+placements instead of their median.
 """
 from __future__ import annotations
 
@@ -35,13 +40,14 @@ def _key(row: dict) -> str:
 
 
 def export(root: Path) -> dict:
-    """{op dir: {"r<n>_<side>": {"turns": …, "shapes": {key: samples}}}} of every run under root."""
+    """{op dir: {"r<n>_<side>": {"turns": …, "shapes": {key: samples}, "medians": …,
+    "placements": {key: the placements' medians}}}} of every run under root."""
     doc: dict = {}
     for results in sorted(Path(root).glob("*/r*_*/*/results.jsonl")):
         run_dir, round_dir = results.parent, results.parent.parent
         info = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").is_file() \
             else {}
-        shapes, medians = {}, {}
+        shapes, medians, placements = {}, {}, {}
         for line in results.read_text().splitlines():
             if not line.strip():
                 continue
@@ -50,8 +56,11 @@ def export(root: Path) -> dict:
             if row.get("status") == "SUCCESS" and samples:
                 shapes[_key(row)] = samples
                 medians[_key(row)] = row.get("gems_ms")
+                if len((row.get("gems") or {}).get("repeat_medians_ms") or []) > 1:
+                    placements[_key(row)] = row["gems"]["repeat_medians_ms"]
         doc.setdefault(round_dir.parent.name, {})[round_dir.name] = {
-            "turns": info.get("turns"), "shapes": shapes, "medians": medians}
+            "turns": info.get("turns"), "shapes": shapes, "medians": medians,
+            "placements": placements}
     return doc
 
 
@@ -68,6 +77,22 @@ def _boot_sd(a, b, rng) -> float:
     a, b = np.asarray(a), np.asarray(b)
     draws = [_log_ratio(rng.choice(a, a.size), rng.choice(b, b.size)) for _ in range(BOOT)]
     return float(np.std(draws, ddof=1))
+
+
+def placement_spread(runs: dict, numbers, key: str) -> dict:
+    """`pl_sd` and `mean_sd` (see the module's doc) of one shape, or {} without placements."""
+    spread, deltas = [], []
+    for n in numbers:
+        got = [(runs.get(f"r{n}_{s}") or {}).get("placements", {}).get(key) for s in "AB"]
+        if not all(got):
+            continue
+        for medians in got:
+            logs = 100.0 * np.log(np.asarray(medians, dtype=float))
+            spread.append(float(np.var(logs, ddof=1)))
+        deltas.append(100.0 * math.log(float(np.mean(got[0])) / float(np.mean(got[1]))))
+    if len(deltas) < 2:
+        return {}
+    return {"pl_sd": float(np.sqrt(np.mean(spread))), "mean_sd": float(np.std(deltas, ddof=1))}
 
 
 def analyse(doc: dict) -> list[dict]:
@@ -97,24 +122,31 @@ def analyse(doc: dict) -> list[dict]:
                          "samples": int(np.median(counts)), "mean": float(np.mean(plain)),
                          "sd": sd, "within": w, "excess": math.sqrt(max(sd * sd - w * w, 0.0)),
                          "paired_mean": float(np.mean(paired)),
-                         "paired_sd": float(np.std(paired, ddof=1))})
+                         "paired_sd": float(np.std(paired, ddof=1)),
+                         **placement_spread(runs, numbers, key)})
     return rows
 
 
 def table(rows: list[dict]) -> list[str]:
     lines = [f"{'op':<14} {'shape':<40} {'us':>8} {'rounds':>6} {'n/side':>6} {'mean %':>7} "
              f"{'sd %':>6} {'within':>6} {'excess':>6} {'p.mean':>7} {'p.sd':>6}"]
+    placed = any("pl_sd" in r for r in rows)
+    if placed:
+        lines[0] += f" {'pl.sd':>6} {'mean.sd':>7}"
     for r in rows:
         lines.append(f"{r['op'][:14]:<14} {r['shape'][:40]:<40} {r['ms'] * 1e3:>8.1f} "
                      f"{r['rounds']:>6} {r['samples']:>6} {r['mean']:>+7.3f} {r['sd']:>6.3f} "
                      f"{r['within']:>6.3f} {r['excess']:>6.3f} {r['paired_mean']:>+7.3f} "
-                     f"{r['paired_sd']:>6.3f}")
+                     f"{r['paired_sd']:>6.3f}"
+                     + (f" {r['pl_sd']:>6.3f} {r['mean_sd']:>7.3f}" if "pl_sd" in r
+                        else " " * 15 * placed))
     big = [r for r in rows if r["ms"] >= MIN_MS]
     if big:
-        lines.append(f"shapes >= 20 us: {len(big)}; median sd {np.median([r['sd'] for r in big]):.3f}"
-                     f" %, within {np.median([r['within'] for r in big]):.3f} %, excess "
-                     f"{np.median([r['excess'] for r in big]):.3f} %, paired sd "
-                     f"{np.median([r['paired_sd'] for r in big]):.3f} %")
+        med = {name: np.median([r[name] for r in big])
+               for name in ("sd", "within", "excess", "paired_sd")}
+        lines.append(f"shapes >= 20 us: {len(big)}; median sd {med['sd']:.3f} %, within "
+                     f"{med['within']:.3f} %, excess {med['excess']:.3f} %, paired sd "
+                     f"{med['paired_sd']:.3f} %")
     return lines
 
 

@@ -1,0 +1,55 @@
+"""The analysis of tests/device/rounds_within.py on synthetic rounds with placements: the
+spread of a run's placements and the rounds' spread under the mean of them."""
+import importlib.util
+import json
+import math
+
+import numpy as np
+import pytest
+
+from conftest import TESTS
+
+spec = importlib.util.spec_from_file_location("rounds_within", TESTS / "device" /
+                                              "rounds_within.py")
+rounds_within = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(rounds_within)
+
+
+def write_run(root, op, name, placements):
+    run = root / op / name / "run_1"
+    run.mkdir(parents=True)
+    row = {"op": op, "dtype": "bfloat16", "shape_detail": "4096x4096", "status": "SUCCESS",
+           "gems_ms": float(np.median(placements)),
+           "gems": {"samples_ms": [p for p in placements for _ in range(3)],
+                    "repeat_medians_ms": placements}}
+    (run / "results.jsonl").write_text(json.dumps(row) + "\n")
+
+
+def test_placements_that_differ_inside_a_run_show_and_their_mean_is_taken(tmp_path):
+    rng = np.random.default_rng(3)
+    for n in range(1, 7):
+        for side in "AB":
+            write_run(tmp_path, "softmax", f"r{n}_{side}",
+                      list(0.03 * np.exp(rng.normal(0, 0.004, 4))))
+    (row,) = rounds_within.analyse(rounds_within.export(tmp_path))
+    assert row["rounds"] == 6 and 0.2 < row["pl_sd"] < 0.6           # about 0.4 % drawn
+    doc = rounds_within.export(tmp_path)
+    deltas = [100 * math.log(np.mean(doc["softmax"][f"r{n}_A"]["placements"][k]) /
+                             np.mean(doc["softmax"][f"r{n}_B"]["placements"][k]))
+              for n in range(1, 7) for k in doc["softmax"][f"r{n}_A"]["placements"]]
+    assert row["mean_sd"] == pytest.approx(np.std(deltas, ddof=1))
+    lines = rounds_within.table([row])
+    assert "pl.sd" in lines[0] and lines[1].endswith(f"{row['pl_sd']:>6.3f} "
+                                                     f"{row['mean_sd']:>7.3f}")
+
+
+def test_runs_without_placements_have_no_placement_columns(tmp_path):
+    for n in (1, 2, 3):
+        for side in "AB":
+            run = tmp_path / "add" / f"r{n}_{side}" / "run_1"
+            run.mkdir(parents=True)
+            (run / "results.jsonl").write_text(json.dumps(
+                {"op": "add", "shape_detail": "64", "status": "SUCCESS", "gems_ms": 0.03 + n / 1e4,
+                 "gems": {"samples_ms": [0.03 + n / 1e4] * 5}}) + "\n")
+    (row,) = rounds_within.analyse(rounds_within.export(tmp_path))
+    assert "pl_sd" not in row and "pl.sd" not in rounds_within.table([row])[0]
