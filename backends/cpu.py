@@ -9,6 +9,8 @@ import time
 from . import telemetry
 from .base import Backend, DeviceIdentity
 
+MEMINFO = "/proc/meminfo"     # the host's memory figures (memory_free: MemAvailable)
+
 
 class CpuBackend(Backend):
     def __init__(self):
@@ -85,7 +87,7 @@ class CpuBackend(Backend):
     def memory_free(self, index: int) -> int | None:
         """The host's available memory (/proc/meminfo MemAvailable), or None elsewhere."""
         try:
-            with open("/proc/meminfo", encoding="ascii") as handle:
+            with open(MEMINFO, encoding="ascii") as handle:
                 for line in handle:
                     if line.startswith("MemAvailable:"):
                         return int(line.split()[1]) * 1024

@@ -396,9 +396,10 @@ def round_sd_lines(report: dict, min_ms: float = MIN_MS) -> list[str]:
             deltas = (row.get("rounds") or {}).get("deltas_pct") or []
             if (row.get("a_ms") or 0) < min_ms or len(deltas) < 2:
                 continue
+            delta = row.get("delta_pct")
             lines.append(f"{op['op']} {row.get('shape_detail')}: {1000 * row['a_ms']:.1f} us, "
                          f"{len(deltas)} rounds, sd {np.std(deltas, ddof=1):.3f} %, delta "
-                         f"{row.get('delta_pct', 0):+.3f} %"
+                         + ("-" if delta is None else f"{delta:+.3f} %")
                          + (", significant" if row.get("significant") else ""))
     return lines
 
@@ -410,11 +411,14 @@ def new_memory_lines(root: Path) -> list[str]:
     for op_dir in sorted(p for p in Path(root).iterdir() if p.is_dir()):
         took = could = 0
         for results in sorted(op_dir.glob("r*_*/*/results.jsonl")):
+            info = results.parent / "run.json"
+            placed = ((json.loads(info.read_text()).get("caliber") or {}).get("placements")
+                      if info.is_file() else None) or 1
             for line in results.read_text().splitlines():
                 row = json.loads(line)
                 if "placements_new_memory" in (row.get("extra") or {}):
                     took += row["extra"]["placements_new_memory"]
-                    could += len((row.get("gems") or {}).get("repeat_medians_ms") or [0]) - 1
+                    could += placed - 1
         if could:
             lines.append(f"{op_dir.name}: {took} of {could} later placements in new memory")
     return lines

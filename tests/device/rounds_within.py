@@ -18,8 +18,8 @@ delta of each estimator. A `within` close to `sd` says more samples per round wo
 rounds; a large `excess` says only more rounds will. With --placements (each row's
 `repeat_medians_ms`), two more: `pl.sd` the spread of a run's placements about their own
 mean (100·ln, pooled over runs and sides) — placements that differ as runs do show `pl.sd`
-near `sd`/√2 — and `mean.sd` the rounds' spread had each run taken the mean of its
-placements instead of their median.
+near `sd`/√2 of the same shape's rounds without placements — and `mean.sd` the rounds'
+spread had each run taken the mean of its placements instead of their median.
 """
 from __future__ import annotations
 
@@ -48,6 +48,7 @@ def export(root: Path) -> dict:
         info = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").is_file() \
             else {}
         shapes, medians, placements = {}, {}, {}
+        placed = (info.get("caliber") or {}).get("placements") or 1
         for line in results.read_text().splitlines():
             if not line.strip():
                 continue
@@ -56,8 +57,8 @@ def export(root: Path) -> dict:
             if row.get("status") == "SUCCESS" and samples:
                 shapes[_key(row)] = samples
                 medians[_key(row)] = row.get("gems_ms")
-                if len((row.get("gems") or {}).get("repeat_medians_ms") or []) > 1:
-                    placements[_key(row)] = row["gems"]["repeat_medians_ms"]
+                if placed > 1:            # (with --repeat alone they are the repeats')
+                    placements[_key(row)] = (row.get("gems") or {}).get("repeat_medians_ms")
         doc.setdefault(round_dir.parent.name, {})[round_dir.name] = {
             "turns": info.get("turns"), "shapes": shapes, "medians": medians,
             "placements": placements}
@@ -84,7 +85,7 @@ def placement_spread(runs: dict, numbers, key: str) -> dict:
     spread, deltas = [], []
     for n in numbers:
         got = [(runs.get(f"r{n}_{s}") or {}).get("placements", {}).get(key) for s in "AB"]
-        if not all(got):
+        if not all(medians and len(medians) > 1 for medians in got):
             continue
         for medians in got:
             logs = 100.0 * np.log(np.asarray(medians, dtype=float))

@@ -134,16 +134,22 @@ def test_round_sd_lines_take_every_round_of_the_shapes_at_or_above_20_us():
     big = dict(_row("4096x4096", 0.0357, -0.31, -0.4, -0.2, 0.001, True, -1),
                rounds={"deltas_pct": [-0.1, -0.3, -0.5], "sd_pct": 9.9})
     tiny = dict(_row("64", 0.002, 0.1, -1, 1, 0.5, False, 0), rounds={"deltas_pct": [1, -1]})
-    lines = rounds_spread.round_sd_lines({"ops": [{"op": "softmax", "rows": [big, tiny]}]})
+    once = dict(_row("8192", 0.05, 0.1, -1, 1, 0.5, False, 0), rounds={"deltas_pct": [0.1]})
+    unknown = dict(_row("2048", 0.04, None, None, None, None, False, 0),
+                   rounds={"deltas_pct": [0.1, 0.3]})
+    lines = rounds_spread.round_sd_lines(
+        {"ops": [{"op": "softmax", "rows": [big, tiny, once, unknown]}]})
     assert lines == ["softmax 4096x4096: 35.7 us, 3 rounds, sd 0.200 %, delta -0.310 %, "
-                     "significant"]
+                     "significant",
+                     "softmax 2048: 40.0 us, 2 rounds, sd 0.141 %, delta -"]
 
 
 def test_new_memory_lines_count_the_later_placements_that_took_new_memory(tmp_path):
     def write(run, took):
         run.mkdir(parents=True)
-        row = {"extra": {"placements_new_memory": took},
-               "gems": {"repeat_medians_ms": [0.03, 0.031, 0.03, 0.029]}}
+        (run / "run.json").write_text(json.dumps({"caliber": {"placements": 4}}))
+        row = {"extra": {"placements_new_memory": took},        # one placement not measured
+               "gems": {"repeat_medians_ms": [0.03, 0.031, 0.029]}}
         (run / "results.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(
             {"extra": {}, "gems": {"repeat_medians_ms": [0.1]}}) + "\n")
     write(tmp_path / "softmax" / "r1_A" / "softmax_1", 3)

@@ -15,9 +15,11 @@ rounds_within = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(rounds_within)
 
 
-def write_run(root, op, name, placements):
+def write_run(root, op, name, placements, placed=None):
     run = root / op / name / "run_1"
     run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps(
+        {"caliber": {"placements": placed or len(placements)}}))
     row = {"op": op, "dtype": "bfloat16", "shape_detail": "4096x4096", "status": "SUCCESS",
            "gems_ms": float(np.median(placements)),
            "gems": {"samples_ms": [p for p in placements for _ in range(3)],
@@ -53,3 +55,17 @@ def test_runs_without_placements_have_no_placement_columns(tmp_path):
                  "gems": {"samples_ms": [0.03 + n / 1e4] * 5}}) + "\n")
     (row,) = rounds_within.analyse(rounds_within.export(tmp_path))
     assert "pl_sd" not in row and "pl.sd" not in rounds_within.table([row])[0]
+
+
+def test_repeats_without_placements_and_too_few_rounds_give_no_placement_spread(tmp_path):
+    for n in (1, 2, 3):
+        for side in "AB":                        # --repeat 4 alone: the repeats' medians
+            write_run(tmp_path, "add", f"r{n}_{side}", [0.03, 0.031, 0.029, 0.03], placed=1)
+    (row,) = rounds_within.analyse(rounds_within.export(tmp_path))
+    assert "pl_sd" not in row
+    for side in "AB":                            # with placements, but one round only
+        write_run(tmp_path, "mul", f"r1_{side}", [0.03, 0.031])
+    write_run(tmp_path, "mul", "r2_A", [0.03, 0.031])          # round 2: B lacks them
+    write_run(tmp_path, "mul", "r2_B", [0.03], placed=1)
+    doc = rounds_within.export(tmp_path)
+    assert rounds_within.placement_spread(doc["mul"], [1, 2], "mul|bfloat16|4096x4096|0") == {}

@@ -11,6 +11,7 @@ import torch
 import backends
 from harness.measure.measurement import Measurement
 from harness.run import placement
+from adapters.base import CaseInputs
 from harness.run.options import BenchOptions
 from harness.run.runner import run_op
 from harness.store.reader import read_rows
@@ -169,9 +170,53 @@ def test_room_asks_for_the_copy_twice_a_spacer_and_the_reserve(monkeypatch):
     assert not placement.room_for(backend, 0, 1)             # a runtime that does not say
 
 
-def test_the_host_says_how_much_memory_is_available():
-    free = backends.get_backend("cpu").memory_free(0)
-    assert free is None or free > 0
+def test_the_host_says_how_much_memory_is_available(tmp_path, monkeypatch):
+    from backends import cpu
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24000000 kB\nMemFree:         1000 kB\n"
+                       "MemAvailable:   20000000 kB\n")
+    monkeypatch.setattr(cpu, "MEMINFO", str(meminfo))
+    assert backends.get_backend("cpu").memory_free(0) == 20000000 * 1024
+    meminfo.write_text("MemTotal: 24000000 kB\n")              # an older kernel: no figure
+    assert backends.get_backend("cpu").memory_free(0) is None
+    monkeypatch.setattr(cpu, "MEMINFO", str(tmp_path / "absent"))
+    assert backends.get_backend("cpu").memory_free(0) is None
+
+
+def test_a_runtime_without_a_free_memory_figure_says_none(monkeypatch):
+    from backends.base import Backend
+
+    class Runtime:
+        def mem_get_info(self, index):
+            raise RuntimeError("not supported")
+    monkeypatch.setattr(Backend, "torch_module", lambda self: Runtime())
+    assert Backend.memory_free(object.__new__(Backend), 0) is None
+    monkeypatch.setattr(Backend, "torch_module", lambda self: object())
+    assert Backend.memory_free(object.__new__(Backend), 0) is None
+    monkeypatch.setattr(Backend, "torch_module", lambda self: type(
+        "R", (), {"mem_get_info": lambda self, index: (5 << 30, 80 << 30)})())
+    assert Backend.memory_free(object.__new__(Backend), 0) == 5 << 30
+
+
+def test_a_build_that_fails_in_new_memory_lets_go_of_what_was_kept(monkeypatch):
+    backend = backends.get_backend("cpu")
+    monkeypatch.setattr(backend.__class__, "memory_free", lambda self, index: 1 << 40)
+    mover = placement.Mover(backend, 0, placement.NEW, lambda number: f"s:{number}")
+    first = CaseInputs((torch.zeros(4),))
+    alive = weakref.ref(first.args[0])
+    fed = [first]
+    del first
+    fed[0] = mover.move(1, fed, lambda: CaseInputs((torch.ones(4),)))
+    assert alive() is not None and mover.in_new_memory == 1       # kept
+
+    def broken():
+        raise RuntimeError("out of memory")
+    with pytest.raises(RuntimeError):
+        try:
+            mover.move(2, fed, broken)
+        finally:
+            mover.close()
+    assert alive() is None and mover.kept == [] and fed[0] is None
 
 
 class Spacers:
@@ -254,10 +299,16 @@ def test_new_memory_holds_every_spacer_beside_its_inputs_to_the_case_end(
 
 
 def test_input_bytes_counts_each_storage_once_wherever_it_is_passed():
-    from adapters.base import CaseInputs
     x, y = torch.zeros(10, dtype=torch.float32), torch.zeros(3, dtype=torch.float64)
     inputs = CaseInputs((x, [x[2:], {"y": y}], 7), {"again": x.view(2, 5), "none": None})
     assert placement.input_bytes(inputs) == 40 + 24
+
+
+def test_one_placement_in_new_memory_moves_nothing_and_says_nothing(
+        tmp_path, sure_rule, fast_budget):
+    adapter, row, info = run_placements(tmp_path, sure_rule, fast_budget, "new", placements=1)
+    assert adapter.alive == [[]] and "placements_new_memory" not in row.extra
+    assert info["caliber"]["placement_memory"] == "reused"
 
 
 def test_one_placement_records_no_memory_mode_in_the_caliber():
@@ -280,5 +331,7 @@ def test_a_stored_caliber_names_a_placement_memory_the_option_table_knows():
     assert Caliber.from_dict(dict(stored, placement_memory="new")).placement_memory == "new"
     with pytest.raises(UsageError, match="placement_memory: expected reused or new"):
         Caliber.from_dict(dict(stored, placement_memory="banana"))
+    with pytest.raises(UsageError, match="inputs: expected device or upstream"):
+        Caliber.from_dict(dict(stored, inputs="host"))
     stored.pop("placement_memory")                  # a run written before the field
     assert Caliber.from_dict(stored).placement_memory == "reused"
