@@ -177,7 +177,7 @@ def summarize_root(root: Path, planted: bool, min_ms: float = MIN_MS) -> dict:
     """The acceptance numbers of a `zlh calibrate` root (from report.json, rewritten after every
     op, so a root whose box ended still counts the ops it finished), its verdicts decided as
     zlh decides them now (Holm over every shape of the root; `significant_stored`: as the
-    report had them)."""
+    report had them), and each shape's sd over its rounds (`round_sd`: round_sd_lines)."""
     doc, reports = load_report(root)
     stored = sum(1 for op in doc.get("ops", []) for row in op.get("rows", [])
                  if row.get("significant"))
@@ -189,7 +189,7 @@ def summarize_root(root: Path, planted: bool, min_ms: float = MIN_MS) -> dict:
            "shapes_20us": len(big), "significant_stored": stored,
            "significant": sum(1 for s in shapes if s.get("significant")),
            "rounds": sorted({s["rounds_run"] for s in shapes if s.get("rounds_run")}),
-           "wall_s": status_wall(Path(root))}
+           "wall_s": status_wall(Path(root)), "round_sd": round_sd_lines(doc, min_ms)}
     cal = Path(root) / "calibration.json"
     if cal.is_file():
         out["wall_s"] = json.loads(cal.read_text()).get("wall_s") or out["wall_s"]
@@ -382,7 +382,6 @@ def calibrate(work: Path, box: Box, out: Path, mode: str) -> list[str]:
         numbers = summarize_root(root, planted=mode != "aa")
         numbers["command_wall_s"] = round(wall, 1)
         lines += summary_lines(numbers)
-        lines += round_sd_lines(json.loads((root / "report.json").read_text()))
         (out / f"{mode}.json").write_text(json.dumps(numbers, indent=1))
     return lines
 
@@ -512,7 +511,7 @@ def summary_lines(n: dict) -> list[str]:
         lines.append(f"A/A: {n['significant']} shapes called significant; shapes >= 20 us "
                      f"|delta| median {'-' if med is None else format(med, '.3f')} % max "
                      f"{'-' if top is None else format(top, '.3f')} %")
-    return lines
+    return lines + n.get("round_sd", [])      # (a <mode>.json of older calls has none)
 
 
 def total_lines(parts: list[dict]) -> list[str]:
@@ -552,8 +551,6 @@ def main(argv: list[str]) -> int:
                 planted = bool(((plan.get("B") or {}).get("options") or {}).get("plant_pct"))
                 parts.append(summarize_root(Path(root), planted))
             lines += summary_lines(parts[-1])
-            if (Path(root) / "report.json").is_file():
-                lines += round_sd_lines(json.loads((Path(root) / "report.json").read_text()))
         print("\n".join(lines + total_lines(parts)))
         return 0
     work = Path(os.environ.get("WORK") or tempfile.mkdtemp(prefix="zlh-rounds-"))
