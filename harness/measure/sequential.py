@@ -156,15 +156,19 @@ def _t_table(max_df: int, alpha: float) -> np.ndarray:
 
 
 def false_positive_rate(sims: int, pilot: int, max_rounds: int, target_pct: float,
-                        sd_pct: float, alpha: float = 0.05, seed: int = 0, shapes: int = 1,
-                        rule: str = "two-stage") -> dict:
-    """Simulated A/As (normal per-round log deltas of spread sd_pct, `shapes` independent
-    shapes per op): the share of shape tests called significant (before Holm), the mean rounds
-    run, and the number of tests. `rule`: "two-stage" (this module's design) or "naive" (stop
-    at the first round ≥ pilot whose ordinary t half-width is ≤ target on every shape, test
-    with the t of all rounds run). Vectorised: 10,000 A/As take milliseconds."""
+                        sd_pct, alpha: float = 0.05, seed: int = 0, shapes: int = 1,
+                        rule: str = "two-stage", change_pct: float = 0.0,
+                        family: bool = False) -> dict:
+    """Simulated A/As (normal per-round log deltas of spread sd_pct — one spread for every
+    shape, or one per shape —, `shapes` independent shapes per op; `change_pct` shifts them
+    all, for power): the share of shape tests called significant (before Holm; with `family`,
+    two-stage only, by Holm across each op's shapes as zlh decides), the mean rounds run, and
+    the number of tests. `rule`: "two-stage" (this module's design) or "naive" (stop at the
+    first round ≥ pilot whose ordinary t half-width is ≤ target on every shape, test with the
+    t of all rounds run). Vectorised: 10,000 A/As take milliseconds."""
     rng = np.random.default_rng(seed)
-    x = rng.standard_normal((sims, max_rounds, shapes)) * sd_pct
+    spread = np.broadcast_to(np.asarray(sd_pct, dtype=float), (shapes,))
+    x = rng.standard_normal((sims, max_rounds, shapes)) * spread + change_pct
     k = np.arange(1, max_rounds + 1, dtype=float)[None, :, None]
     mean = np.cumsum(x, axis=1) / k
     t_table = _t_table(max_rounds, alpha)
@@ -175,8 +179,9 @@ def false_positive_rate(sims: int, pilot: int, max_rounds: int, target_pct: floa
         stop = np.clip(need, pilot, max_rounds).astype(int)               # rounds run
         m = mean[rows, stop - 1, :]
         t_stat = np.abs(m) * np.sqrt(stop)[:, None] / sd
-        reject = t_stat > t_table[pilot - 1]
-    elif rule == "naive":
+        reject = (_holm_reject(t_stat, pilot - 1, alpha) if family
+                  else t_stat > t_table[pilot - 1])
+    elif rule == "naive" and not family:
         sq = np.cumsum(x * x, axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             var = np.maximum(sq - k * mean ** 2, 0.0) / np.maximum(k - 1, 1)
@@ -189,9 +194,23 @@ def false_positive_rate(sims: int, pilot: int, max_rounds: int, target_pct: floa
         m, s = mean[rows, stop - 1, :], sd_k[rows, stop - 1, :]
         reject = np.abs(m) * np.sqrt(stop)[:, None] / s > t_table[stop - 1][:, None]
     else:
-        raise ValueError(f"rule {rule!r}: two-stage or naive")
+        raise ValueError(f"rule {rule!r}: two-stage or naive (naive without family)")
     return {"rate": float(reject.mean()), "tests": int(reject.size),
             "mean_rounds": float(stop.mean()), "rule": rule}
+
+
+def _holm_reject(t_stat, df: int, alpha: float):
+    """Holm's step-down on |T| (sims, shapes), every test on `df` degrees of freedom: the
+    i-th largest |T| is compared with t(1 - alpha / (2 (m - i))), and the rejections stop at
+    the first that falls short."""
+    m = t_stat.shape[1]
+    levels = np.array([t_critical(df, alpha / (m - i)) for i in range(m)])
+    order = np.argsort(-t_stat, axis=1)
+    ranked = np.take_along_axis(t_stat, order, axis=1)
+    passed = np.cumprod(ranked > levels[None, :], axis=1).astype(bool)
+    reject = np.zeros_like(passed)
+    np.put_along_axis(reject, order, passed, axis=1)
+    return reject
 
 
 def binomial_interval(rate: float, n: int, level: float = 0.99) -> tuple[float, float]:

@@ -15,7 +15,8 @@ Environment: OPS (the ops; defaults below), K (rounds per arm, spread/pace: 5), 
 (spread: in-process arms among `full noshift nosettle`, default `full`), PACE_US (pace: 1000),
 BOX_S (the mode's time box, 450), TARGET_PCT / MIN_ROUNDS / MAX_ROUNDS (plant, aa: 0.15, 6,
 12), ROUND_PROCESS (plant, aa: `turns`, the two sides' samples in turns; or `persistent`,
-`turns-fresh`), SETTLE_MS (plant, aa: `--settle-ms`; default zlh's), BUDGET (bench budget
+`turns-fresh`), SETTLE_MS (plant, aa: `--settle-ms`; default zlh's), PILOT (summarize: test
+every shape again on a two-stage pilot of that many rounds), BUDGET (bench budget
 options of every run), COMMON (the rest: bfloat16, core, an isolated
 tuner DB), WORK (scratch, default a temp dir). Output:
 $OUT/rounds_spread.txt (the table), $OUT/<mode>.json (the numbers), and for plant / aa /
@@ -60,6 +61,7 @@ if str(ROOT) not in sys.path:
 
 from harness.ab.family import decide  # noqa: E402
 from harness.ab.report import load_report  # noqa: E402
+from harness.measure import sequential  # noqa: E402
 from harness.corpus.rounds import RUN_LINE, SETTLE_S, SHIFT_MAX_BYTES  # noqa: E402
 from harness.corpus.supervisor import Lane, Worker  # noqa: E402
 from harness.run.options import BenchOptions  # noqa: E402
@@ -173,14 +175,32 @@ def pace_lines(rows: list[dict]) -> list[str]:
     return lines
 
 
-def summarize_root(root: Path, planted: bool, min_ms: float = MIN_MS) -> dict:
+def repilot(reports, pilot: int) -> None:
+    """Every row tested again under the two-stage design with a pilot of `pilot` rounds (its
+    interval, p-value and verdict, Holm over its op); decide() then applies Holm over the
+    root. The rounds run stay the ones the root's own pilot chose: for ops that ran to the
+    cap, a longer pilot would have chosen the same."""
+    for report in reports:
+        rows = [row for row in report.rows if (row.rounds or {}).get("deltas_pct")]
+        tests = sequential.two_stage_stats([row.rounds["deltas_pct"] for row in rows], pilot)
+        for row, stat in zip(rows, tests):
+            row.delta_pct, row.ci_low_pct, row.ci_high_pct = (stat.delta_pct, stat.ci_low_pct,
+                                                              stat.ci_high_pct)
+            row.p_value, row.significant = stat.p_value, stat.significant
+
+
+def summarize_root(root: Path, planted: bool, min_ms: float = MIN_MS,
+                   pilot: int | None = None) -> dict:
     """The acceptance numbers of a `zlh calibrate` root (from report.json, rewritten after every
     op, so a root whose box ended still counts the ops it finished), its verdicts decided as
     zlh decides them now (Holm over every shape of the root; `significant_stored`: as the
-    report had them), and each shape's sd over its rounds (`round_sd`: round_sd_lines)."""
+    report had them; with `pilot`, tested again on that pilot: repilot), and each shape's sd
+    over its rounds (`round_sd`: round_sd_lines)."""
     doc, reports = load_report(root)
     stored = sum(1 for op in doc.get("ops", []) for row in op.get("rows", [])
                  if row.get("significant"))
+    if pilot:
+        repilot(reports, pilot)
     decide(reports)
     shapes = [dict(vars(row), op=report.op, rounds_run=report.summary.get("rounds"))
               for report in reports for row in report.rows]
@@ -549,7 +569,8 @@ def main(argv: list[str]) -> int:
             else:                            # a root, or a call's $OUT/<mode>_root
                 plan = json.loads((Path(root) / "plan.json").read_text())
                 planted = bool(((plan.get("B") or {}).get("options") or {}).get("plant_pct"))
-                parts.append(summarize_root(Path(root), planted))
+                pilot = int(os.environ.get("PILOT") or 0) or None
+                parts.append(summarize_root(Path(root), planted, pilot=pilot))
             lines += summary_lines(parts[-1])
         print("\n".join(lines + total_lines(parts)))
         return 0

@@ -77,6 +77,24 @@ def test_acceptance_summary_of_a_calibrate_root(tmp_path):
     assert "significant 2 (as stored: 3)" in text
 
 
+def test_a_root_tested_again_on_a_longer_pilot(tmp_path):
+    """PILOT=P: every shape's rounds tested again under the two-stage design on a pilot of P
+    rounds. A shape whose first four rounds agreed closely, and whose later ones scatter, is
+    significant on a 4-round pilot and not on a 16-round one (which sees the scatter)."""
+    deltas = [-0.3, -0.31, -0.29, -0.3] + [-0.3 + 2.0 * (-1) ** k for k in range(20)]
+    row = dict(_row("a", 0.05, -0.3, -0.4, -0.2, 0.001, True, -1),
+               rounds={"deltas_pct": deltas})
+    summary = {"n": 1, "faster": 0, "slower": 1, "unchanged": 0, "rounds": 24,
+               "per_round_median_delta_pct": [0.0] * 24, "sign_unstable": 0,
+               "side_spread_median_pct": {"A": 0.1, "B": 0.1}}
+    (tmp_path / "report.json").write_text(json.dumps(
+        {"ops": [{"op": "mm", "caliber": {}, "sides": {"A": {}, "B": {}}, "summary": summary,
+                  "rows": [row]}]}))
+    short = rounds_spread.summarize_root(tmp_path, planted=True, pilot=4)
+    long = rounds_spread.summarize_root(tmp_path, planted=True, pilot=16)
+    assert short["found_20us"] == 1 and long["found_20us"] == 0
+
+
 def test_pacing_is_adopted_only_when_it_lowers_the_spread_without_moving_the_median():
     rng = np.random.default_rng(2)
     key = ("mm", "", "bfloat16", "4096x4096x4096", 0)

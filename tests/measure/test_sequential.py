@@ -84,3 +84,22 @@ def test_a_shapes_delta_lies_inside_its_own_interval_after_an_outlying_round():
     median = float(np.median(deltas))
     assert stat.ci_low_pct <= stat.delta_pct <= stat.ci_high_pct, stat
     assert not (stat.ci_low_pct <= median <= stat.ci_high_pct)   # what the median showed
+
+
+def test_holm_over_an_ops_shapes_keeps_the_family_rate():
+    """With Holm across 20 shapes (as zlh decides), the simulated ops call a shape
+    significant at most alpha / 20 of the time per test, within simulation."""
+    out = sequential.false_positive_rate(10_000, 8, 24, 0.1, 0.2, shapes=20, seed=5,
+                                         family=True)
+    assert 0 < out["rate"] <= sequential.binomial_interval(0.05 / 20, out["tests"])[1], out
+
+
+def test_a_longer_pilot_finds_more_where_the_rounds_reach_the_cap():
+    """Rounds that run to the cap anyway cost no more with a longer pilot, and its degrees of
+    freedom find more (spreads like the H200 plants', Holm over 20 shapes, planted 0.3 %)."""
+    sds = [0.05] * 6 + [0.1] * 6 + [0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 1.0]
+    found = {pilot: sequential.false_positive_rate(
+        10_000, pilot, 24, 0.1, sds, shapes=20, seed=5, change_pct=0.3, family=True)
+        for pilot in (8, 16)}
+    assert found[8]["mean_rounds"] == found[16]["mean_rounds"] == 24
+    assert found[16]["rate"] > found[8]["rate"] + 0.03, found
