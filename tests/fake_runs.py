@@ -1,6 +1,7 @@
 """Run directories as `zlh bench` writes them, made without running anything (tests)."""
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 from pathlib import Path
@@ -30,11 +31,15 @@ def fake_run(root: Path, name: str, op: str = "add", mode: str = "record",
         run.write_results([Row(op=op, dtype=dtype, shape=[64], shape_detail="64",
                                status=SUCCESS, torch=Measurement(samples, "host"),
                                gems=Measurement(samples, "host"))])
-    options = BenchOptions.from_flat(adapter="builtin", backend=backend,
-                                     shapes=str(Path(root) / "sh" / "add.yaml"), dtypes=[dtype])
+    shapes = Path(root) / "sh" / "add.yaml"
+    options = BenchOptions.from_flat(adapter="builtin", backend=backend, shapes=str(shapes),
+                                     dtypes=[dtype])
+    # the shape file's content names the shapes measured, as a run writes it (when it exists)
+    shape_mode = ({"shape_mode": "file:" + hashlib.sha256(shapes.read_bytes()).hexdigest()[:16]}
+                  if shapes.is_file() else {})
     info = {"op": op, "status": status, "options": options.to_dict(), "seed": 0,
             "caliber": dict(CPU_CALIBER, backend=backend, autotune_mode=mode,
-                            **(caliber or {})),
+                            **shape_mode, **(caliber or {})),
             "autotune_mode": mode, "device": {"index": 0}}
     if pid is not None:
         info.update(pid=pid, host={"hostname": socket.gethostname()})

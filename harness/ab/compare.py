@@ -56,7 +56,7 @@ def compare_runs(rounds: list[tuple[StoredRun, StoredRun]], alpha: float = 0.05,
     mismatches = output_mismatches(rounds)
     return ABReport(
         op=first_a.op,
-        caliber=first_a.info.get("caliber") or {},
+        caliber=_object(first_a.info.get("caliber")),
         sides={"A": {"run_dir": str(first_a.path), "label": "A",
                      "compiler": first_a.info.get("compiler")},
                "B": {"run_dir": str(first_b.path), "label": "B",
@@ -137,3 +137,9 @@ def _median(values):
         return None
     mid = len(values) // 2
     return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def _object(value) -> dict:
+    """A run.json field that should be an object, or {} (a damaged caliber is a run without
+    identity: the guard says so; the report still holds an object)."""
+    return value if isinstance(value, dict) else {}

@@ -30,18 +30,22 @@ class CaliberCheck:
         return not self.problems
 
 
-def check_caliber(a: StoredRun, b: StoredRun, label: str | None = None) -> CaliberCheck:
+def check_caliber(a: StoredRun, b: StoredRun, label: str | None = None,
+                  names: tuple[str, str] = ("side A", "side B")) -> CaliberCheck:
+    """What refuses, warns about or marks partial a comparison of `a` with `b`; `names`: how
+    the two runs are called in its lines (a later round checks a run of either side against
+    the record)."""
     label = label or a.op
     check = CaliberCheck()
-    for side, run in (("A", a), ("B", b)):
+    for side, run in zip(names, (a, b)):
         if run.status != COMPLETE:
             reason = status_detail(run)
-            check.partial.append(f"[status] {label}: side {side} did not complete (status "
+            check.partial.append(f"[status] {label}: {side} did not complete (status "
                                  f"{run.status}{', ' + reason if reason else ''}): {run.path}")
     cal_a, cal_b = a.caliber, b.caliber
-    for side, run, cal in (("A", a, cal_a), ("B", b, cal_b)):
+    for side, run, cal in zip(names, (a, b), (cal_a, cal_b)):
         if cal is None:
-            check.problems.append(f"!!! [caliber] {label}: side {side} has no identity "
+            check.problems.append(f"!!! [caliber] {label}: {side} has no identity "
                                   f"({run.path}/run.json has no caliber)")
     if check.problems:
         return check

@@ -30,7 +30,7 @@ from .family import Family
 from .guard import CaliberCheck, check_caliber
 from .pairing import broken_by_b
 from .preflight import (ROOT_IN_USE, check_new_root, check_plan, check_replay,
-                        check_replay_caliber)
+                        check_replay_caliber, check_replay_shapes)
 from .render import render_terminal
 from .report import ABReport, write_reports
 from .rounds import side_order
@@ -280,7 +280,8 @@ def later_rounds_pass(run_a: StoredRun, pairs: list[tuple[StoredRun, StoredRun]]
     one the guard refuses."""
     for number, (later_a, later_b) in enumerate(pairs[from_round - 1:], start=from_round):
         for side, later in (("A", later_a), ("B", later_b)):
-            late = check_caliber(run_a, later, f"{op} round {number} side {side}")
+            late = check_caliber(run_a, later, f"{op} round {number} side {side}",
+                                 names=("the record", "this run"))
             late.warnings = []          # round 1 already said them
             if not guard(late, op, allow, echo):
                 return False
@@ -379,6 +380,8 @@ def replay_against(run_a, given: dict, root: Path, timeout_s: float, echo: Echo,
                   b=Side("B", description="now", env=partial),
                   options=options, root=root, timeout_s=timeout_s, noise_floor=noise_floor)
     check_replay(stored, options, root, allow_partial, plan.b)
+    if not allow_caliber_mismatch:
+        check_replay_shapes(run_a, options)
     with held_root(root):
         check_new_root(root)                # under the lock: no other A/B began there
         with _watch(plan):

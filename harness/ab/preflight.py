@@ -29,8 +29,9 @@ from ..compile.ir.fingerprint import compile_scrub
 from ..common.lock import in_use, root_in_use
 from ..run.options import BenchOptions
 from ..run.plan import plan_bench, preserved_environ
+from ..run.shapes import ShapeFileError, load_shape_file
 from ..store.caliber import UNTIMED
-from ..store.reader import AB_ROOT_FILES, StoredRun, refuse_run_dir
+from ..store.reader import AB_ROOT_FILES, StoredRun, load_run, refuse_run_dir
 from ..store.reader import check_complete as refuse_unfinished
 from .sides import ABPlan, Side, env_for
 
@@ -233,6 +234,30 @@ def check_replay_caliber(run_a, base: BenchOptions, options: BenchOptions, given
                            f"{options.value(name)!r}, {run_a} was measured with "
                            f"{base.value(name)!r} (caliber {option.caliber}); leave it out to "
                            f"measure as side A did, or add --allow-caliber-mismatch")
+
+
+def check_replay_shapes(run_a, options: BenchOptions) -> None:
+    """The shape file side B would read against the shapes side A measured (its caliber's
+    shape_mode names the file by content): one given now that differs, or A's own file
+    edited since, is refused before B runs, not by the guard after it ran."""
+    caliber = load_run(run_a).caliber
+    mode = caliber.shape_mode if caliber is not None else None
+    if not mode:
+        return
+    if not options.shapes:
+        measured = None
+    else:
+        try:
+            measured = "file:" + load_shape_file(options.shapes).sha256[:16]
+        except ShapeFileError:
+            return                  # the run's own check says what is wrong with the file
+    if measured is not None and measured != mode or measured is None and mode.startswith(
+            "file:"):
+        now = f"{options.shapes} ({measured})" if measured else "the adapter's own shapes"
+        raise CaliberError(f"{spelling.option('shapes')}: side B would measure {now}, "
+                           f"{run_a} was measured with shape_mode {mode} (the shape file "
+                           f"differs, or was edited since); give side A's shapes, or add "
+                           f"--allow-caliber-mismatch")
 
 
 def _same_backend(name: str, other: str) -> bool:

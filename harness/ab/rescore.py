@@ -1,10 +1,12 @@
 """`zlh ab --rescore ROOT`: the report of an A/B root recomputed from its stored runs.
 
-Each op's rounds are read back from ROOT/<op>/r<n>_<side>/ (the newest run directory of each;
-rounds where a side has none are left out), guarded as when they ran, IR-compared with the
-root's scrub patterns plus the new ones, and reported again; report.json, report.csv and
-report.html (when there was one) are rewritten, the previous ones kept beside them as
-`*.before-rescore`. Nothing is run.
+Each op's rounds are read back from ROOT/<op>/r<n>_<side>/ (the newest run directory of each),
+round 1 on, up to the first round where a side has no run or one that did not complete (an
+A/B stopped by Ctrl-C, a kill, a full disk: the rounds before it are reported, the line says
+which were left out), guarded as when they ran, IR-compared with the root's scrub patterns
+plus the new ones, and reported again; report.json, report.csv and report.html (when there
+was one) are rewritten, the previous ones kept beside them as `*.before-rescore`. Nothing is
+run. The root is held for the rescore: not while the A/B that writes it still runs.
 """
 from __future__ import annotations
 
@@ -13,14 +15,16 @@ from pathlib import Path
 
 from ..common.errors import EXIT_CALIBER, EXIT_FAILED_CASES, UsageError
 from ..common.files import atomic_write_text, read_json_object
+from ..common.lock import holding
 from ..common.log import Echo
-from ..store.reader import StoredRun, load_run
+from ..store.reader import COMPLETE, StoredRun, load_run, status_detail
 from ..store.rundir import safe_name
 from ..telemetry.chart import for_report
 from .guard import check_caliber
 from .family import ALPHA, decide
 from .html import render_html
 from .orchestrate import build_report, guard, ir_verdict, later_rounds_pass
+from .preflight import check_scrub
 from .report import ABReport, report_document, write_reports
 from .rounds import AutoRounds
 
@@ -29,26 +33,56 @@ BEFORE = ".before-rescore"
 
 
 def read_ab_plan(root: Path) -> dict:
-    """ROOT/plan.json (what `zlh ab` ran), or one UsageError line."""
+    """ROOT/plan.json (what `zlh ab` ran), or one UsageError line naming the field that is
+    damaged (a damaged plan is refused, not read as an A/B of no ops)."""
     doc = read_json_object(Path(root) / "plan.json",
                            f"{root} is not an A/B root that ran both sides here (no plan.json; "
                            f"--rescore recomputes what `zlh ab OP --switch/--env-*/--python-*` "
                            f"stored)", "an A/B plan")
     ops = doc.get("ops")
-    if not isinstance(ops, list) or not all(isinstance(o, str) and o for o in ops):
+    if not isinstance(ops, list) or not ops or not all(isinstance(o, str) and o for o in ops):
         raise UsageError(f"{root}/plan.json: field ops: expected a list of op names")
+    scrub = doc.get("scrub")
+    if scrub is not None and not (isinstance(scrub, list)
+                                  and all(isinstance(x, str) for x in scrub)):
+        raise UsageError(f"{root}/plan.json: field scrub: expected a list of patterns")
+    try:
+        check_scrub(scrub or [])
+    except UsageError as exc:
+        raise UsageError(f"{root}/plan.json: field scrub: {exc.message}") from None
+    for side in "AB":
+        entry = doc.get(side)
+        if entry is not None and not (isinstance(entry, dict) and isinstance(
+                entry.get("description", ""), str)):
+            raise UsageError(f"{root}/plan.json: field {side}: expected an object with a "
+                             f"description")
     return doc
 
 
-def stored_pairs(root: Path, op: str) -> list[tuple[StoredRun, StoredRun]]:
-    """(A, B) per round, round 1 first, while both sides have a run directory."""
+def stored_pairs(root: Path, op: str, echo: Echo = print) -> list[tuple[StoredRun, StoredRun]]:
+    """(A, B) per round, round 1 first, while both sides have a run directory whose run
+    completed; the first round that falls short is said in one line when a later one was
+    run or it holds a run that did not complete."""
     pairs, number = [], 1
     while True:
-        sides = [_newest(Path(root) / safe_name(op) / f"r{number}_{side}") for side in "AB"]
-        if None in sides:
-            return pairs
-        pairs.append((load_run(sides[0]), load_run(sides[1])))
-        number += 1
+        folder = Path(root) / safe_name(op)
+        paths = [_newest(folder / f"r{number}_{side}") for side in "AB"]
+        runs = [load_run(path) if path is not None else None for path in paths]
+        short = [(side, run) for side, run in zip("AB", runs)
+                 if run is None or run.status != COMPLETE]
+        if not short:
+            pairs.append((runs[0], runs[1]))
+            number += 1
+            continue
+        later = _newest(folder / f"r{number + 1}_A") or _newest(folder / f"r{number + 1}_B")
+        if any(run is not None for _, run in short) or later is not None:
+            why = "; ".join(f"side {side} " + ("has no run" if run is None else
+                                               f"{run.status}" + (f" ({d})" if (
+                                                   d := status_detail(run)) else ""))
+                            for side, run in short)
+            echo(f"WARNING {op}: round {number} and later left out ({why}); reporting "
+                 f"{len(pairs)} round(s)")
+        return pairs
 
 
 def _newest(folder: Path) -> Path | None:
@@ -61,15 +95,22 @@ def rescore(root: Path, extra_scrub: list[str], noise_floor, allow_caliber_misma
             echo: Echo) -> tuple[list[ABReport], int]:
     """The reports recomputed and written; (reports, exit code as `zlh ab` would give)."""
     plan = read_ab_plan(root)
+    with holding(Path(root), "ab --rescore", f"then run zlh ab --rescore {root}"):
+        return _rescore_held(root, plan, extra_scrub, noise_floor, allow_caliber_mismatch,
+                             echo)
+
+
+def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
+                  allow_caliber_mismatch: bool, echo: Echo) -> tuple[list[ABReport], int]:
     scrub = [*(plan.get("scrub") or []), *extra_scrub]
     labels = tuple((plan.get(side) or {}).get("description", "") for side in "AB")
     auto = AutoRounds.from_dict(plan.get("rounds_auto"))
     reports, code = [], 0
     for op in dict.fromkeys(plan["ops"]):
-        pairs = stored_pairs(root, op)
+        pairs = stored_pairs(root, op, echo)
         if not pairs:
-            echo(f"!!! {op}: no round with a run of both sides under {root / safe_name(op)}; "
-                 f"not in the report")
+            echo(f"!!! {op}: no round whose runs of both sides completed under "
+                 f"{root / safe_name(op)}; not in the report")
             code = max(code, EXIT_FAILED_CASES)
             continue
         a, b = pairs[0]

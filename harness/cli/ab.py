@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -28,8 +29,8 @@ from ..run.options import refuse_unhooked
 from .group import main
 from .rounds import AUTO_NAMES, NAMES as ROUNDS_NAMES, rounds_options, rounds_plan
 from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out, echo_routed,
-                     finite, gate_option, given_options, handles_errors, not_empty,
-                     options_from, parse_bench_args, refuse_beside)
+                     finite, gate_option, given_options, handles_errors, keeps_on_interrupt,
+                     not_empty, options_from, parse_bench_args, refuse_beside)
 
 
 @main.command()
@@ -124,13 +125,16 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
     if replay_run:
         if args or running:
             raise errors.UsageError("--replay RUN_A takes no ops or side options")
-        if params["rounds"] is not None or params["round_process"] != "fresh" or any(
-                params[name] is not None for name in (*AUTO_NAMES, "settle_ms")):
+        rounds_given = [name for name in ("rounds", *AUTO_NAMES, "settle_ms")
+                        if params[name] is not None]
+        rounds_given += ["round_process"] if params["round_process"] != "fresh" else []
+        if rounds_given:
             # A is stored: no later round can run it again
+            flag = "--" + rounds_given[0].replace("_", "-")
             raise errors.UsageError(
-                "--rounds does not apply with --replay RUN_A: side A is a stored run that is "
-                "not run again, so a replay is one pair; drop --rounds, or run both sides "
-                "here (zlh ab OP --switch/--env-a/--python-a/--recipe --rounds N)")
+                f"{flag} does not apply with --replay RUN_A: side A is a stored run that is "
+                f"not run again, so a replay is one pair; drop {flag}, or run both sides "
+                f"here (zlh ab OP --switch/--env-a/--python-a/--recipe --rounds N)")
         refuse_unhooked(options_from(given), "zlh ab --replay")
         report, code = orchestrate.replay_against(
             replay_run, given, root_path, params["timeout_s"], echo,
@@ -138,9 +142,12 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
         reports = [report] if report else []
     elif running:
         with Meter("ab", show=False if quiet else None) as meter:
-            reports, code = _run_both(args, params, given, root_path,
-                                      meter.counted(echo) if not as_json else echo,
-                                      None if quiet else meter.counted(echo_err), floor)
+            reports, code = keeps_on_interrupt(
+                root_path, f"zlh ab --rescore {shlex.quote(str(root_path))}",
+                lambda: _run_both(args, params, given, root_path,
+                                  meter.counted(echo) if not as_json else echo,
+                                  None if quiet else meter.counted(echo_err), floor),
+                kept="the runs of finished rounds", then="reports them")
         echo(f"runs, status.tsv and report.json/csv under {root_path}")
     else:
         reports, code = _compare_two(ctx, args, params, root, echo, floor, typed)

@@ -93,18 +93,19 @@ def _handled(fn, *args, **kwargs):
         fail(f"{loop.strip(chr(39))}: {SYMLINK_LOOP}", errors.EXIT_USAGE)
 
 
-def keeps_on_interrupt(root, resume_command: str, run, kept: str = "finished ops"):
+def keeps_on_interrupt(root, resume_command: str, run, kept: str = "finished ops",
+                       then: str = "runs the others"):
     """`run()`, ended by Ctrl-C or SIGTERM/SIGHUP with one line naming the root where what
     finished is kept and the command that goes on (a corpus command: batch, screen, product
-    run), instead of the run directory of a single bench; exit 130 or 128 + the signal."""
+    run; `zlh ab`, whose --rescore reports the rounds that finished), instead of the run
+    directory of a single bench; exit 130 or 128 + the signal."""
     try:
         return run()
     except KeyboardInterrupt:
-        fail(f"interrupted; {kept} are kept under {root}: {resume_command} runs the others",
-             130)
+        fail(f"interrupted; {kept} are kept under {root}: {resume_command} {then}", 130)
     except errors.Terminated as exc:
         fail(f"terminated ({signal_name(exc.signum)}); {kept} are kept under {root}: "
-             f"{resume_command} runs the others", exc.code)
+             f"{resume_command} {then}", exc.code)
 
 
 BAD_PATH = {errno.ELOOP: SYMLINK_LOOP,

@@ -24,7 +24,7 @@ from ..common.errors import CaliberError, UsageError
 from ..common.files import check_output_dir, check_path_text
 from ..run.options import BenchOptions
 from ..run.runner import RunResult, run_bench
-from ..store.reader import AB_ROOT_FILES, StoredRun, load_run, refuse_run_dir
+from ..store.reader import AB_ROOT_FILES, COMPLETE, StoredRun, load_run, refuse_run_dir
 
 DEFAULT_OP = "cases"
 
@@ -62,16 +62,21 @@ def bench_cases(cases: Any, *, op: str | None = None, echo: Callable[[str], None
 
 def compare(run_a, run_b, *, allow_caliber_mismatch: bool = False, alpha: float = 0.05,
             scrub: Sequence[str] = (), root=None,
-            echo: Callable[[str], None] | None = None) -> ABReport:
+            echo: Callable[[str], None] | None = None,
+            allow_partial: bool = False) -> ABReport:
     """The A/B report of side A against side B, as `zlh ab RUN_A RUN_B` makes it.
 
     `run_a` / `run_b`: a run directory (path), a `RunResult`, or equal-length lists of them
     (one per round: round 1's caliber is checked against every later run). A caliber
     mismatch raises `CaliberError` (exit code 4) unless `allow_caliber_mismatch`, which
-    lists the problems in `report.caliber_problems`. Warnings and problems go to `echo`.
-    With `root`, report.json and report.csv are written there (`zlh report ROOT` reads
-    them). Every argument is checked before a run is read or a file written."""
+    lists the problems in `report.caliber_problems`; so does a run that did not complete
+    (interrupted, crashed, rows lost, …) unless `allow_partial`, which compares the cases it
+    measured. Warnings and problems go to `echo`. With `root`, report.json and report.csv
+    are written there (`zlh report ROOT` reads them). Every argument is checked before a run
+    is read or a file written."""
     scrub = _compare_arguments(allow_caliber_mismatch, alpha, scrub, root)
+    if not isinstance(allow_partial, bool):
+        raise UsageError(f"allow_partial must be True or False, got {allow_partial!r}")
     if echo is not None and not callable(echo):
         raise UsageError(f"echo must be a function taking one line (e.g. print) or None, "
                          f"got {type(echo).__name__}")
@@ -85,13 +90,16 @@ def compare(run_a, run_b, *, allow_caliber_mismatch: bool = False, alpha: float 
     pairs = [(load_run(a), load_run(b)) for a, b in zip(sides_a, sides_b)]
     first_a = pairs[0][0]
     check = check_caliber(*pairs[0])
-    # a side that did not complete (or lost rows) is compared, and said
-    lines = list(check.warnings) + [f"WARNING {line}" for line in check.partial]
-    problems = list(check.problems)
+    problems, partial = list(check.problems), list(check.partial)
     for number, (later_a, later_b) in enumerate(pairs[1:], start=2):
         for side, later in (("A", later_a), ("B", later_b)):
-            problems += check_caliber(first_a, later,
-                                      f"{first_a.op} round {number} side {side}").problems
+            late = check_caliber(first_a, later, f"{first_a.op} round {number} side {side}",
+                                 names=("the record", "this run"))
+            problems += late.problems
+            # the record's own line (first, when it did not complete) was said in round 1
+            partial += late.partial[1:] if first_a.status != COMPLETE else late.partial
+    # a side that did not complete (or lost rows) is compared only when allowed, and said
+    lines = list(check.warnings) + [f"WARNING {line}" for line in partial]
     for line in lines + problems:
         if echo is not None:
             echo(line)
@@ -99,6 +107,9 @@ def compare(run_a, run_b, *, allow_caliber_mismatch: bool = False, alpha: float 
         raise CaliberError(f"{first_a.op}: runs not comparable: "
                            f"{'; '.join(_bare(p) for p in problems)} (allow_caliber_mismatch"
                            f"=True reports anyway)")
+    if partial and not allow_partial:
+        raise CaliberError(f"{'; '.join(p.removeprefix('[status] ') for p in partial)} "
+                           f"(allow_partial=True compares the cases it measured)")
     report = compare_runs(pairs, alpha)
     report.caliber_problems = problems
     report.verdict = ir_verdict(first_a.path, pairs[0][1].path, list(scrub))

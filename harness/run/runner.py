@@ -275,20 +275,21 @@ class OpRun:
                     case = next_case(cases, self.op, index, self.dir.path)
                 if case is None:
                     break
+                key = (case.variant or case.op, case.dtype, case.shape_detail)
+                occurrence = seen.get(key, 0)
+                seen[key] = occurrence + 1      # another shard's case counts too
                 if index % shards != shard:     # another shard's case (parallel sweep)
                     continue
                 case = dataclasses.replace(case, build=self.inputs.timed(case.build))
-                key = (case.variant or case.op, case.dtype, case.shape_detail)
                 self.tuner_hook.begin_case()
                 try:
                     row = measure_case(case, case_timer, plan.backend, options,
-                                       occurrence=seen.get(key, 0), ir=self.ir,
+                                       occurrence=occurrence, ir=self.ir,
                                        plant=self.plant, split=split, pins=pins)
                 finally:
                     tuned_markers = self.tuner_hook.take_markers()
                 row.markers = tuned_markers + row.markers
                 row.extra.update(self.inputs.take())    # this case's input building
-                seen[key] = seen.get(key, 0) + 1
                 self._keep(row)
 
     def _keep(self, row: Row) -> None:

@@ -19,7 +19,7 @@ from ..common.files import (SYMLINK_LOOP, check_path_text, link_loop, read_json_
                             read_text)
 from ..common.schema import check_readable
 from .caliber import Caliber, check_caliber
-from .results import FAILED, SKIPPED, SUCCESS, Row, check_row
+from .results import FAILED, SKIPPED, SUCCESS, Row, check_row, row_key
 from .rundir import RESULTS_JSONL, RUN_JSON, legacy_safe_name, safe_name
 
 # run.json statuses; `abandoned` is derived: `running`, but its process is gone;
@@ -168,9 +168,11 @@ def _info_fields(info: dict, where: str) -> dict:
 
 
 def read_rows(file) -> list[Row]:
-    """Rows of a results.jsonl; a line that is not a row is a UsageError naming it."""
+    """Rows of a results.jsonl; a line that is not a row, or one that repeats the case of an
+    earlier line (a run writes each case once: the file was damaged or appended to), is a
+    UsageError naming it."""
     file = Path(file)
-    rows = []
+    rows, lines_of = [], {}
     try:
         lines = read_text(file).splitlines()
     except (OSError, UnicodeDecodeError) as exc:
@@ -188,6 +190,12 @@ def read_rows(file) -> list[Row]:
         except (ValueError, KeyError, TypeError) as exc:
             what = f"missing field {exc}" if isinstance(exc, KeyError) else _first_line(exc)
             raise UsageError(f"{file}: line {number} is not a result row ({what})") from None
+        key = row_key(rows[-1])
+        if key in lines_of:
+            raise UsageError(f"{file}: line {number} repeats the case of line "
+                             f"{lines_of[key]} ({key[1]} {key[2]}, occurrence {key[3]}): a "
+                             f"run writes each case once; the file is damaged")
+        lines_of[key] = number
     return rows
 
 

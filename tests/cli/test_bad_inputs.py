@@ -28,6 +28,7 @@ from conftest import FAKE_FLAGGEMS, FAST
 SH = ["--shapes", "sh/add.yaml"]
 SHAPE_FILES = {
     "add.yaml": "add: [[64]]\n",
+    "add128.yaml": "add: [[128]]\n",
     "notyaml.yaml": "add: [[1, 2]\n",
     "empty.yaml": "",
     "list.yaml": "- [64]\n",
@@ -156,6 +157,7 @@ def workspace(tmp_path_factory):
     cal = json.loads((rec / "run.json").read_text())
     cal["caliber"] = "x"
     _damaged(root, "calstr", rec, run_json=json.dumps(cal))
+    _damaged(root, "dup", rec, results=good + good)      # one case written twice
     return root
 
 
@@ -250,6 +252,13 @@ ROWS = [
     R("ab", "r/recA", "bad/rowmiss", code=2, first="missing field 'dtype'"),
     R("ab", "r/recA", "bad/rowlist", code=2, first="a JSON list, not an object"),
     R("ab", "r/recA", "bad/calstr", code=4, first="!!! [caliber] add: side B has no identity"),
+    R("ab", "r/recA", "bad/dup", code=2, first="line 2 repeats the case of line 1"),
+    R("ab", "--replay", "r/recA", "--shapes", "sh/add128.yaml", code=4,
+      first="--shapes: side B would measure"),
+    R("ab", "--replay", "r/recA", "--settle-ms", "5", code=2,
+      first="--settle-ms does not apply with --replay RUN_A"),
+    R("ab", "--replay", "r/recA", "--round-process", "persistent", code=2,
+      first="--round-process does not apply with --replay RUN_A"),
     R("ab", "r/recA", "r/event", code=4, first="!!! [caliber] add: timer differs: A=host"),
     R("ab", "r/recA", "r/seed7", code=4, first="!!! [caliber] add: seed differs: A=0, B=7"),
     R("ab", "r/recA", "r/recA2", code=2, first="r/recA2 is not a run directory"),

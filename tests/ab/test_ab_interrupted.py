@@ -1,0 +1,82 @@
+"""An A/B cut short keeps what it measured: `zlh ab` names the root and `--rescore`, which
+reports the rounds whose runs of both sides completed (the first that did not, and those
+after it, said and left out); `--rescore` holds the root and refuses a damaged plan.json."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from harness.ab import orchestrate as abmod
+from harness.ab.rescore import rescore
+from harness.cli import main
+from harness.common.lock import holding
+from test_rounds_auto import auto_plan, synthetic_sides
+
+from harness.ab.rounds import AutoRounds
+
+
+def three_rounds(tmp_path, monkeypatch):
+    synthetic_sides(monkeypatch, b_ratio=0.9, sd=0.0002)
+    plan = auto_plan(tmp_path, AutoRounds())
+    plan.auto, plan.rounds = None, 3
+    abmod.run_ab(plan, echo=lambda _: None)
+    return tmp_path / "ab"
+
+
+def set_status(root, number: int, side: str, status: str) -> None:
+    (run,) = (root / "softmax" / f"r{number}_{side}").iterdir()
+    info = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps(dict(info, status=status)))
+
+
+def test_rescore_reports_the_rounds_before_the_first_that_did_not_complete(
+        tmp_path, monkeypatch):
+    root = three_rounds(tmp_path, monkeypatch)
+    set_status(root, 2, "A", "interrupted")
+    lines = []
+    (report,), code = rescore(root, [], None, False, lines.append)
+    assert code == 0 and report.summary.get("rounds", 1) == 1
+    assert any(line.startswith("WARNING softmax: round 2 and later left out (side A "
+                               "interrupted") and "reporting 1 round(s)" in line
+               for line in lines), lines
+    # the CLI the same way: no refusal, no --allow-partial asked for
+    result = CliRunner().invoke(main, ["ab", "--rescore", str(root)])
+    assert result.exit_code == 0, result.output
+    assert "round 2 and later left out" in result.output
+    set_status(root, 1, "B", "crashed")            # not one round left: the op is left out
+    result = CliRunner().invoke(main, ["ab", "--rescore", str(root)])
+    assert result.exit_code == 1 and "no round whose runs of both sides completed" in \
+        result.output, result.output
+
+
+def test_rescore_waits_its_turn_and_refuses_a_damaged_plan(tmp_path, monkeypatch):
+    root = three_rounds(tmp_path, monkeypatch)
+    before = (root / "report.json").read_text()
+    monkeypatch.setattr("harness.common.lock.LEFTOVER_WAIT_S", 0.0)
+    with holding(root, "ab"):
+        monkeypatch.setattr("harness.common.lock._HELD", {})     # as another process
+        result = CliRunner().invoke(main, ["ab", "--rescore", str(root)])
+    assert result.exit_code == 2 and "is in use by zlh ab" in result.output, result.output
+    assert (root / "report.json").read_text() == before
+    assert not (root / "report.json.before-rescore").exists()
+    plan = json.loads((root / "plan.json").read_text())
+    for field, value, said in (("ops", [], "field ops"), ("scrub", ["("], "field scrub"),
+                               ("scrub", "x", "field scrub"), ("A", "x", "field A")):
+        (root / "plan.json").write_text(json.dumps(dict(plan, **{field: value})))
+        result = CliRunner().invoke(main, ["ab", "--rescore", str(root)])
+        assert result.exit_code == 2 and said in result.output, (field, result.output)
+    assert (root / "report.json").read_text() == before
+
+
+def test_an_interrupted_ab_names_its_root_and_the_rescore(tmp_path, monkeypatch):
+    def interrupted(plan, echo, progress):
+        plan.root.mkdir(parents=True)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(abmod, "run_ab", interrupted)
+    root = tmp_path / "ab"
+    result = CliRunner().invoke(main, ["ab", "add", "--adapter", "builtin", "--backend", "cpu",
+                                       "--env-b", "ZLH_BUILTIN_SLOW=1", "--root", str(root)])
+    assert result.exit_code == 130
+    assert (f"interrupted; the runs of finished rounds are kept under {root}: zlh ab "
+            f"--rescore {root} reports them") in result.output, result.output
