@@ -173,7 +173,9 @@ def campaign(ctx, screen_root, devices, rounds, verdicts, extra_ops, only, timeo
     doc = merge(plan, cards, echo_err)
     click.echo(f"merged: {len(doc['ops_reported'])} ops reported; runs {doc['runs']}, replay "
                f"fallbacks {doc['replay_fallbacks']}, graph fallbacks {doc['graph_fallbacks']}, "
-               f"poisoned {doc['poisoned']}; failed runs per card {doc['failed_runs_per_card']}")
+               f"poisoned {doc['poisoned']}; failed runs per card {doc['failed_runs_per_card']}"
+               + (f" (superseded by a resume: {doc['superseded_runs']} runs, not counted)"
+                  if doc.get("superseded_runs") else ""))
     click.echo(f"status.tsv, report.json/csv/html under {plan.root}")
     failed = any(info["rc"] != 0 for info in cards.values()) or doc["failed_runs_per_card"]
     sys.exit(1 if failed else 0)
