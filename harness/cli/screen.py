@@ -210,7 +210,7 @@ def screen(ctx, all_ops, ops, ops_file, include_skipped, dismiss, no_dismiss, vl
                      shard=shard.record(whole, left_out) if shard else None, executor=executor,
                      ray_address=ray_address)
     check_plan(base, adapter, pythons=(a.python, b.python))
-    _check_interpreters(a, b, options.backend)
+    _check_interpreters(a, b, options.backend, adapter=adapter)
     new_root(root_path, "--root", "screen")
     plan = ScreenPlan(root_path, base, a, b, scrub, timing)
     write_plan(plan)
@@ -259,7 +259,7 @@ def _resume(resume: str, vllm_dir, allow_env_change: bool, statuses: tuple[str, 
         None if plan.base.env is None else
         {k: v for k, v in plan.base.env.items() if k not in both},
         {k: v for k, v in now.items() if k not in both}, where, allow_env_change, echo_err)
-    _check_interpreters(plan.a, plan.b, plan.base.options.backend, f"{where}: ")
+    _check_interpreters(plan.a, plan.b, plan.base.options.backend, f"{where}: ", adapter)
     corpus_lanes(plan.base.executor, plan.base.ray_address, plan.base.options.backend,
                  plan.base.devices)
     check_resume_files(plan)
@@ -298,9 +298,15 @@ def _run(plan: ScreenPlan, resume: bool, retry: tuple[str, ...] = ()) -> int:
     return 1 if any(v.broken for v in verdicts.values()) else 0
 
 
-def _check_interpreters(a, b, backend: str | None, where: str = "") -> None:
+def _check_interpreters(a, b, backend: str | None, where: str = "", adapter=None) -> None:
     """PREFLIGHT_FAILED check=interpreter (exit 3) before anything runs when a side's
-    interpreter cannot import what a run needs: otherwise every op of that side would end
-    as a worker that did not start."""
+    interpreter cannot import what a run needs, and one line (exit 2) for a side setting a
+    switch the adapter cannot read (as `zlh ab` refuses it): otherwise every op of that side
+    would fail alike."""
     for flag, side in ((f"{where}--python-a", a), (f"{where}--python-b", b)):
-        check_side_interpreter(side, flag, backend)
+        env = check_side_interpreter(side, flag, backend)
+        if adapter is not None:
+            try:
+                adapter.check_environment(env)
+            except errors.UsageError as exc:
+                raise errors.UsageError(f"{where}side {side.label}: {exc.message}") from None

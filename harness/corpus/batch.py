@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, PreflightError, RunFailedError,
-                             write_failure)
+from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, EXIT_USAGE, PreflightError,
+                             RunFailedError, write_failure)
 from ..common.log import Echo
 from ..run.plan import options_backend
 from ..store.reader import load_run_or_none
@@ -185,6 +185,8 @@ class Batch:
             outcomes.append(outcome)
             if outcome.status not in (FAIL, CRASH) or outcome.preflight_check or \
                     (dtypes and dtype_problem(outcome)):   # the dtype fallback comes next
+                break
+            if outcome.rc == EXIT_USAGE:        # bad input: the same again, never a retry
                 break
             if len(outcomes) > 1 and outcome.same_as(outcomes[-2]):
                 break

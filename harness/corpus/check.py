@@ -77,6 +77,10 @@ def check_plan(plan, adapter, where: str = "", pythons: tuple[str, ...] = (),
         raise UsageError(p + str(exc)) from None
     for python in (*pythons, plan.python):
         check_executable(python, where)
+    try:
+        adapter.check_environment(os.environ)       # a switch every op's run would refuse
+    except UsageError as exc:
+        raise UsageError(p + exc.message) from None
     check_cases_source(adapter, plan.options, (*pythons, plan.python), p)
     if resolve:
         for item in plan.items:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import FAKE_FLAGGEMS, FAST, FIXTURES, ROOT
+from conftest import FAKE_FLAGGEMS, FAST, ROOT
 from harness.run.options import BenchOptions
 from harness.cli import main
 from harness.common.errors import UsageError
@@ -193,7 +193,8 @@ def scripted(monkeypatch, script: list[tuple[int, str]]):
     ([(1, "zlh: boom"), (1, "zlh: boom")], FAIL, 2, "retry_rc=1->1"),
     ([(1, "zlh: boom"), (1, "zlh: other"), (1, "zlh: other")], FAIL, 3, "retry_rc=1->1->1"),
     ([(-11, ""), (-11, "")], CRASH, 2, "retry_rc=-11->-11"),
-    ([(-6, ""), (2, "zlh: a"), (2, "zlh: b")], FAIL, 3, "retry_rc=-6->2->2"),
+    ([(-6, ""), (2, "zlh: a"), (2, "zlh: b")], FAIL, 2, "retry_rc=-6->2"),   # bad input
+    ([(1, "zlh: a"), (1, "zlh: b"), (1, "zlh: b")], FAIL, 3, "retry_rc=1->1->1"),
     ([(124, "")], TIMEOUT, 1, None),
 ])
 def test_retry_rule(tmp_path, monkeypatch, script, status, attempts, note):

@@ -15,6 +15,15 @@ from conftest import FAST
 
 
 
+def plant_for_the_runs_only(monkeypatch) -> None:
+    """ZLH_BUILTIN_SLOW=maybe, which this process lets pass (a batch refuses it up front
+    otherwise) and every run refuses: a problem only the runs meet, as a broken library
+    would be."""
+    from adapters.builtin import BuiltinAdapter
+    monkeypatch.setattr(BuiltinAdapter, "check_environment", lambda self, environ: None)
+    monkeypatch.setenv("ZLH_BUILTIN_SLOW", "maybe")
+
+
 def status_rows(root: Path) -> dict[str, dict]:
     with open(root / "ops_status.csv", newline="") as handle:
         return {r["op"]: r for r in csv.DictReader(handle)}
@@ -25,7 +34,7 @@ def test_resume_with_retry_runs_failed_ops_again_and_keeps_their_first_attempts(
     shapes = tmp_path / "shapes.yaml"
     shapes.write_text("add: [[64]]\nsoftmax: [[4, 64]]\n")
     root = tmp_path / "b"
-    monkeypatch.setenv("ZLH_BUILTIN_SLOW", "maybe")        # the planted problem: every op FAILs
+    plant_for_the_runs_only(monkeypatch)                 # the planted problem: every op FAILs
     result = CliRunner().invoke(main, ["batch", "--adapter", "builtin", "--backend", "cpu",
                                        "--shapes", str(shapes), *FAST, "--ops", "add,softmax",
                                        "--retries", "0", "-q", "--out", str(root)])
@@ -65,7 +74,7 @@ def test_screen_resume_with_retry_reruns_side_a_and_then_b(tmp_path, monkeypatch
     shapes = tmp_path / "shapes.yaml"
     shapes.write_text("add: [[64]]\n")
     root = tmp_path / "s"
-    monkeypatch.setenv("ZLH_BUILTIN_SLOW", "maybe")
+    plant_for_the_runs_only(monkeypatch)
     result = CliRunner().invoke(main, ["screen", "--adapter", "builtin", "--backend", "cpu",
                                        "--shapes", str(shapes), *FAST, "--ops", "add",
                                        "--env-a", "ZLH_SIDE=A", "--env-b", "ZLH_SIDE=B",

@@ -6,8 +6,8 @@
 #      and the crash text of any run that did not end complete;
 #   b) every entry of the curated dismiss list re-checked (`zlh batch --ops … --no-dismiss`,
 #      short op timeout): each op's outcome beside the list's reason;
-#   c) a batch with a planted environment problem (ZLH_BUILTIN_SLOW=maybe: every op FAILs),
-#      then `--resume ROOT --retry FAIL` with it fixed: attempts, statuses, the kept logs.
+#   c) a batch with a planted environment problem (ZLH_BUILTIN_SLOW=maybe, which every run
+#      would refuse): one line, exit 2, no root (`--resume --retry` is tested on a CPU).
 # Each step is time-boxed (BOX_CORE, BOX_COMP, BOX_DISMISS, BOX_RETRY seconds; DISMISS_TIMEOUT
 # is b's op timeout; defaults 110 + 130 + 200 + 3 x 25 s): all within 9 minutes. A first
 # FlagGems mm/addmm/bmm/linear tuner sweep on a fresh machine may need more than BOX_CORE: the
@@ -97,22 +97,11 @@ if has dismiss; then
   grep -vE '^\s*(#|$)' harness/corpus/dismiss.txt | sed -E 's/^([^ ]+) +# ([^;]*);.*/    \1: \2/' | cut -c1-200
 fi
 if has retry; then
-  echo "---- c) a planted environment problem, then --resume --retry FAIL"
+  echo "---- c) a planted environment problem: refused before anything runs"
   step retry_planted "${BOX_RETRY:-25}" env ZLH_BUILTIN_SLOW=maybe $ZLH batch --adapter builtin \
     --ops add,softmax --dtypes float16 --devices 0 $BUDGET --retries 0 -q --out "$WORK/retry"
-  status_table "$WORK/retry"
-  step retry_refused "${BOX_RETRY:-25}" env -u ZLH_BUILTIN_SLOW $ZLH batch --resume "$WORK/retry" -q
-  echo "  (a resume under another value of a recorded switch is refused, exit 2)"
-  step retry_plain "${BOX_RETRY:-25}" env -u ZLH_BUILTIN_SLOW $ZLH batch --resume "$WORK/retry" \
-    --allow-env-change -q
-  echo "  (a plain resume keeps the FAILs):"; status_table "$WORK/retry"
-  step retry_fixed "${BOX_RETRY:-25}" env -u ZLH_BUILTIN_SLOW $ZLH batch --resume "$WORK/retry" \
-    --retry FAIL -q
-  status_table "$WORK/retry"
-  for op in add softmax; do
-    echo "  $op: $(cd "$WORK/retry/$op" 2>/dev/null && ls -d run.attempt*.log ${op}_* 2>/dev/null | tr '\n' ' ')"
-  done
-  head -c 300 "$WORK/retry/add/run.attempt1.log" 2>/dev/null | tail -3
+  echo "  (exit 2 and no root expected: every run would refuse the switch alike;"
+  echo "   root left: $(ls -d "$WORK/retry" 2>/dev/null || echo none))"
 fi
 (cd "$WORK" && tar czf "$OUT/seeds_logs.tgz" --exclude='.cache-*' --exclude='*.ttgir' \
   --exclude='*.ptx' --exclude='*.llir' --exclude='autotune' *.log $(ls -d blas_* dismiss retry 2>/dev/null))
