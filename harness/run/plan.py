@@ -25,7 +25,7 @@ from ..compile import autotune
 from ..compile.caches import KEPT_PREFIX, CacheEnv, apply_env, compile_cache
 from ..measure.timers import resolve_timer_name
 from ..store.compiler import compiler_identity
-from ..store.reader import (REPLAY_PARTIAL_ENV, check_complete, find_runs, load_info,
+from ..store.reader import (COMPLETE, REPLAY_PARTIAL_ENV, check_complete, find_runs, load_info,
                             refuse_run_dir)
 from .options import UNHOOKED_REPLAY, BenchOptions
 from .plant import check_plant
@@ -253,13 +253,16 @@ def _tuner_cache(adapter, cache_root: Path, options: BenchOptions) -> CacheEnv:
 
 def find_record_run(path: str, op: str, backend: str) -> Path:
     """`--replay DIR`: a record run of this op, or a root holding `<op>_*` record runs (the
-    newest is taken). Validated here, so a bad directory fails before anything runs."""
+    newest that completed is taken: a later run cut short by Ctrl-C does not hide it; with
+    none complete, the newest, refused below with its status). Validated here, so a bad
+    directory fails before anything runs."""
     root = Path(path)
     if (root / "run.json").exists() or (root / autotune.META_FILE).exists():
         candidate = root
     else:
         runs = find_runs(root, op, mode="record")
-        candidate = runs[-1] if runs else root
+        whole = [run for run in runs if load_info(run).status == COMPLETE]
+        candidate = whole[-1] if whole else runs[-1] if runs else root
     autotune.load_record_dir(candidate, backend)
     recorded_op = None
     if os.path.lexists(candidate / "run.json"):     # refused as `zlh ab --replay` refuses it
