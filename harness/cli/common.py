@@ -16,7 +16,8 @@ from adapters.user import default_op
 from ..ab.gate import parse_gates
 from ..common import environ, errors, parent_pipe, spelling, style
 from ..common.files import NUL_IN_PATH, SYMLINK_LOOP
-from ..common.process import die_with_parent_if_asked, install_terminate_handlers, signal_name
+from ..common.process import (die_with_parent_if_asked, install_terminate_handlers,
+                              restore_handlers, signal_name)
 from ..run.options import OPTIONS, SHARED_NAMES, BenchOptions, Option
 from .output import AdapterName, complete_backends
 
@@ -49,7 +50,14 @@ def handles_errors(fn):
 
 def _handled(fn, *args, **kwargs):
     """`fn` run with the user errors handled (handles_errors says how)."""
-    install_terminate_handlers(_raise_terminated)      # SIGTERM, SIGHUP
+    saved = install_terminate_handlers(_raise_terminated)      # SIGTERM, SIGHUP
+    try:
+        return _run_handled(fn, *args, **kwargs)
+    finally:
+        restore_handlers(saved)
+
+
+def _run_handled(fn, *args, **kwargs):
     try:
         die_with_parent_if_asked()   # a `zlh bench` a corpus command started
         parent_pipe.take_from_environment()      # where to say why a run could not write

@@ -8,6 +8,7 @@ start. Elsewhere a child ends at the end of its current op.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -96,13 +97,24 @@ TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
                     if hasattr(signal, name))
 
 
-def install_terminate_handlers(raise_in_owner) -> None:
+def install_terminate_handlers(raise_in_owner) -> dict:
     """terminate_handler for every TERMINATING signal; a SIGHUP this process was started to
-    ignore (`nohup`) stays ignored."""
+    ignore (`nohup`) stays ignored. Returns the handlers replaced (restore_handlers)."""
+    saved = {}
     for sig in TERMINATING:
         if sig != signal.SIGTERM and signal.getsignal(sig) == signal.SIG_IGN:
             continue
-        signal.signal(sig, terminate_handler(raise_in_owner))
+        saved[sig] = signal.signal(sig, terminate_handler(raise_in_owner))
+    return saved
+
+
+def restore_handlers(saved: dict) -> None:
+    """The handlers install_terminate_handlers replaced, back: a signal that comes once the
+    command has ended (while the interpreter shuts down) ends the process as it would have
+    before, not as an exception raised inside an exit callback."""
+    for sig, handler in saved.items():
+        with contextlib.suppress(ValueError, TypeError):    # not the main thread; None
+            signal.signal(sig, handler)
 
 
 def signal_name(signum: int) -> str:

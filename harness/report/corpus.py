@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..common.errors import UsageError
 from ..common.files import read_json_object
-from ..corpus.files import BATCH_JSON, read_complete
+from ..corpus.files import BATCH_JSON, OPS_STATUS_COLUMNS, read_complete
 from ..corpus.screen_plan import TIMED
 from ..corpus.verdict import IR_CHANGED, NO_IR_DIFF, NO_ROWS, NO_TRITON, read_tsv
 from ..store.caliber import UNTIMED
@@ -81,6 +81,7 @@ def _timed_pair(root: Path, op: str, row: dict):
 def _screen_headline(root: Path, doc: dict, plan: dict, rows: list[dict], infos_a, infos_b
                      ) -> Headline:
     started, took = sources.span(infos_a + infos_b)
+    left = unfinished(root, plan, [r.get("op") for r in rows], "screen")
     first = rows[0] if rows else {}
     calibers = [i["caliber"] for i in infos_a if isinstance(i.get("caliber"), dict)]
     # a timed run's caliber where there is one (--timing changed: the verdict pass timed nothing)
@@ -91,17 +92,49 @@ def _screen_headline(root: Path, doc: dict, plan: dict, rows: list[dict], infos_
         sides=[_side(doc, "A", infos_a), _side(doc, "B", infos_b)],
         device=first.get("device", "-"), cards=_cards(plan.get("devices")),
         caliber=sources.caliber_line(caliber), started=started, duration_s=took,
-        counts=count(r.get("verdict", "-") for r in rows),
-        notes=[f"scrub: {', '.join(doc['scrub'])}"] if doc.get("scrub") else [])
+        counts={**count(r.get("verdict", "-") for r in rows), **left[0]},
+        notes=([f"scrub: {', '.join(doc['scrub'])}"] if doc.get("scrub") else []) + left[1])
 
 
 def _cards(devices) -> str:
     return ", ".join(str(d) for d in devices) if isinstance(devices, list) and devices else "-"
 
 
+NOT_FINISHED = "NOT_FINISHED"
+
+
+def unfinished(root: Path, plan: dict, done: list[str], kind: str) -> tuple[dict, list[str]]:
+    """({NOT_FINISHED: n}, [the note]) for the ops `plan` (batch.json, or a screen's batch
+    plan) planned that the table lacks — a command cut short, or a `--partial` merge —; ({},
+    []) when every planned op has its row."""
+    planned = [o.get("op") for o in plan.get("ops") or [] if isinstance(o, dict)]
+    missing = [op for op in planned if op not in set(done)]
+    if not missing:
+        return {}, []
+    shown = ", ".join(missing[:5]) + (f", … ({len(missing) - 5} more)" if len(missing) > 5
+                                      else "")
+    then = ("resume the shards that ran them, then zlh merge again" if plan.get("merged")
+            else f"zlh {kind} --resume {root} runs them")
+    return ({NOT_FINISHED: len(missing)},
+            [f"{len(missing)} of {len(planned)} planned ops not finished ({shown}): {then}"])
+
+
+def _status_rows(path: Path) -> list[dict]:
+    """ops_status.csv's rows; a table without zlh's header is damaged (one line, exit 2)."""
+    if not path.is_file():
+        return []
+    rows = sources.csv_rows(path)
+    header = list(rows[0]) if rows else (path.read_text().splitlines() or [""])[0].split(",")
+    if not {"op", "status"} <= set(header) and (rows or header != [""]):
+        raise UsageError(f"{path}: not the table zlh batch writes (no op and status columns "
+                         f"in its header, {','.join(OPS_STATUS_COLUMNS[:3])},…); zlh batch "
+                         f"--resume {path.parent} writes it again")
+    return rows
+
+
 def batch(root: Path, page_dir: Path) -> Report:
     doc = read_json_object(root / BATCH_JSON, f"{root}: no {BATCH_JSON}", "a zlh batch plan")
-    rows = sources.csv_rows(root / OPS_STATUS) if (root / OPS_STATUS).is_file() else []
+    rows = _status_rows(root / OPS_STATUS)
     entries, infos = [], []
     for row in rows:
         entry = OpEntry(op=row.get("op", "-"), status=row.get("status", "-"),
@@ -121,6 +154,7 @@ def batch(root: Path, page_dir: Path) -> Report:
                 entry.split["run"] = split
         entries.append(entry)
     started, took = sources.span(infos)
+    left = unfinished(root, doc, [r.get("op") for r in rows], "batch")
     caliber = doc.get("caliber") if isinstance(doc.get("caliber"), dict) else None
     info = infos[0] if infos else {}
     device = (info.get("device") or {}).get("name") if isinstance(info.get("device"), dict) \
@@ -132,7 +166,7 @@ def batch(root: Path, page_dir: Path) -> Report:
                     " ".join(str(a) for a in doc.get("command") or [])[:300] or "-")],
         device=device or (caliber or {}).get("device", "-"), cards=_cards(doc.get("devices")),
         caliber=sources.caliber_line(caliber), started=started, duration_s=took,
-        counts=count(r.get("status", "-") for r in rows),
+        counts={**count(r.get("status", "-") for r in rows), **left[0]}, notes=left[1],
         delta_label="FlagGems vs torch: median speedup - 1, % (FlagGems faster > 0)")
     return Report(headline, entries, sources.telemetry(root), str(root))
 

@@ -1,0 +1,39 @@
+"""`zlh report` of a corpus root whose command was cut short says what it lacks: the ops
+planned but not in its table (counted NOT_FINISHED, with the resume that runs them), and an
+ops_status.csv that is not zlh's table is refused instead of read as no op."""
+from __future__ import annotations
+
+import json
+import signal
+
+from click.testing import CliRunner
+
+from harness.cli import main
+from conftest import CPU_FAST
+
+
+def test_a_batch_cut_short_reports_the_ops_it_did_not_finish(tmp_path):
+    out = tmp_path / "b"
+    result = CliRunner().invoke(main, ["batch", "--ops", "add", *CPU_FAST, "--out", str(out),
+                                       "-q"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads((out / "batch.json").read_text())
+    planned = plan["ops"] + [dict(plan["ops"][0], op="softmax"), dict(plan["ops"][0], op="mm")]
+    (out / "batch.json").write_text(json.dumps(dict(plan, ops=planned)))   # as if cut short
+    shown = CliRunner().invoke(main, ["report", str(out)])
+    assert shown.exit_code == 0, shown.output
+    assert "counts: PASS 1, NOT_FINISHED 2" in shown.output
+    assert (f"2 of 3 planned ops not finished (softmax, mm): zlh batch --resume {out} runs "
+            f"them") in shown.output
+    (out / "ops_status.csv").write_text("garbage\n")
+    damaged = CliRunner().invoke(main, ["report", str(out)])
+    assert damaged.exit_code == 2 and "not the table zlh batch writes" in damaged.output
+
+
+def test_a_command_gives_back_the_signal_handlers_it_installed():
+    """A SIGTERM after the command has ended (the interpreter shutting down) must end the
+    process as before, not raise inside an exit callback: the handlers go back."""
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    result = CliRunner().invoke(main, ["report", "/nonexistent-root"])
+    assert result.exit_code == 2
+    assert {sig: signal.getsignal(sig) for sig in before} == before
