@@ -85,7 +85,8 @@ def run_job(job: dict) -> dict:
             with _round_state(job.get("round"), options), turns.taking(job.get("turns")):
                 marks.append(("set up", time.time()))
                 results = run_bench([job["op"]], options, echo=print,
-                                    progress=lambda line: print(line, file=sys.stderr))
+                                    progress=lambda line: print(line, file=sys.stderr),
+                                    planned=_first_state)
                 marks.append(("bench", time.time()))
             marks.append(("turns ended", time.time()))
             rc = max((r.exit_code for r in results), default=EXIT_OK)
@@ -148,11 +149,26 @@ _RUNNER_IMPORT: list[float] = []    # the first job's import of zlh's runner (to
 _LEFT_BY_PREVIOUS: list = []         # the process state the previous op left (none yet)
 
 
+_PLANNED_FIRST: list = []             # the first op's state once planned (its imports done)
+
+
+def _first_state() -> None:
+    """The state before the worker's first op measures (process_state.py compares it)."""
+    if not _LEFT_BY_PREVIOUS and not _PLANNED_FIRST:
+        _PLANNED_FIRST.append(process_state.snapshot())
+
+
 def _state_left() -> list[str]:
     """What this op changed in the process state the previous op left (process_state.py);
-    said in the op's log. The first op of a worker is not compared."""
+    said in the op's log. The worker's first op is compared with its state once planned, on
+    the switches no import is expected to set (process_state.FIRST_OP)."""
     state = process_state.snapshot()
-    changed = process_state.changes(_LEFT_BY_PREVIOUS[0], state) if _LEFT_BY_PREVIOUS else []
+    if _LEFT_BY_PREVIOUS:
+        changed = process_state.changes(_LEFT_BY_PREVIOUS[0], state)
+    elif _PLANNED_FIRST:
+        changed = process_state.changes(_PLANNED_FIRST[0], state, only=process_state.FIRST_OP)
+    else:
+        changed = []
     _LEFT_BY_PREVIOUS[:] = [state]
     if changed:
         _say(f"zlh: the op changed its process ({'; '.join(changed)}): this worker is "

@@ -6,9 +6,11 @@ precision, CPU threads), the working directory, and torch's public functions (in
 
 A worker takes a snapshot after each op and compares it with the one the previous op left;
 what differs ends the worker before the next op (note `process_state=NAME,…`), as leaked
-device memory does. The first op of a worker is not compared: importing a library may set
-these switches itself (FlagGems' benchmark package turns TF32 off), which a fresh process
-does as well.
+device memory does. The first op of a worker is compared with a snapshot taken once its run
+is planned (the adapter's library imported), on the switches no import is expected to set
+(FIRST_OP: the default dtype and device, grad mode, deterministic mode, threads, the working
+directory, replaced functions): importing a library may set the others itself (FlagGems'
+benchmark package turns TF32 off), which a fresh process does as well.
 """
 from __future__ import annotations
 
@@ -84,11 +86,18 @@ def snapshot() -> dict:
     return state
 
 
-def changes(before: dict, after: dict) -> list[str]:
-    """`name: old -> new` for every switch whose value differs between two snapshots, and
-    `torch.Tensor: replaced add, mul` for functions replaced on a patchable owner."""
+FIRST_OP = ("cwd", "default_dtype", "default_device", "grad_enabled",
+            "deterministic_algorithms", "num_threads", *_PATCHABLE)
+
+
+def changes(before: dict, after: dict, only=None) -> list[str]:
+    """`name: old -> new` for every switch whose value differs between two snapshots (those
+    named in `only`, when given), and `torch.Tensor: replaced add, mul` for functions
+    replaced on a patchable owner."""
     found = []
     for name in before:
+        if only is not None and name not in only:
+            continue
         if name not in after or before[name] == after[name]:
             continue
         if name in _PATCHABLE:
@@ -106,15 +115,21 @@ def changes(before: dict, after: dict) -> list[str]:
 class InheritedState:
     """`zlh bench a b …` runs its ops in one process, so what one op changed reaches the ops
     after it. `after(op, rest)` compares the state with what the op before it left (the first
-    op is not compared, as in a corpus worker: importing a library may set switches) and
-    gives a warning line when something changed and ops are left to inherit it."""
+    op with the state once planned, `planned()`, on FIRST_OP only, as in a corpus worker:
+    importing a library may set the other switches) and gives a warning line when something
+    changed and ops are left to inherit it."""
 
     def __init__(self):
         self.left: dict | None = None
+        self.first: dict | None = None
+
+    def planned(self) -> None:
+        self.first = snapshot()
 
     def after(self, op: str, rest) -> str | None:
         state = snapshot()
-        changed = changes(self.left, state) if self.left is not None else []
+        changed = (changes(self.left, state) if self.left is not None else
+                   changes(self.first, state, only=FIRST_OP) if self.first is not None else [])
         self.left = state
         if not changed or not rest:
             return None

@@ -9,7 +9,7 @@ import itertools
 import os
 import shutil
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 
 import adapters
 
@@ -43,12 +43,15 @@ from . import phases, turns
 
 def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = None,
               progress: Echo | None = None,
-              adapter: adapters.Adapter | None = None) -> list[RunResult]:
+              adapter: adapters.Adapter | None = None,
+              planned: Callable[[], None] | None = None) -> list[RunResult]:
     """Plan every op, then run them one after the other; the process environment (cache
     locations, backend switches) is restored afterwards, private caches removed unless kept.
     `echo`: the header, marker and table lines (None: only run.log has them); `progress`: a
-    line per case; `adapter`: an adapter object instead of the one the options name. A run
-    failing outside its cases (disk full) or whose op called sys.exit ends the invocation."""
+    line per case; `adapter`: an adapter object instead of the one the options name;
+    `planned`: called once every op is planned (the adapter's library imported), before the
+    first runs. A run failing outside its cases (disk full) or whose op called sys.exit ends
+    the invocation."""
     for name, value in (("echo", echo), ("progress", progress)):
         if value is not None and not callable(value):
             raise UsageError(f"{name} must be a function taking one line (e.g. print) or None, "
@@ -57,8 +60,11 @@ def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = Non
     plan = None
     try:
         plan = plan_bench(ops, options, adapter)
-        log.debug(f"compiler under test: {describe_compiler(plan.compiler)}")
         results, inherited = [], InheritedState()
+        inherited.planned()
+        if planned is not None:
+            planned()
+        log.debug(f"compiler under test: {describe_compiler(plan.compiler)}")
         for number, op in enumerate(plan.ops):
             try:
                 results.append(run_op(plan, op, echo, progress))

@@ -26,13 +26,15 @@ def test_snapshots_name_what_changed(monkeypatch, tmp_path):
 
 
 @pytest.mark.e2e
-def test_a_worker_whose_op_changed_torchs_defaults_is_replaced(tmp_path):
+@pytest.mark.parametrize("ops", ["add,fault_global_state,softmax",
+                                 "fault_global_state,add,softmax"])   # a worker's first op too
+def test_a_worker_whose_op_changed_torchs_defaults_is_replaced(tmp_path, ops):
     shapes = tmp_path / "shapes.yaml"
     shapes.write_text("add: [[64]]\nsoftmax: [[4, 64]]\n")
     out = tmp_path / "batch"
     result = CliRunner().invoke(main, [
         "batch", "--adapter", "builtin", "--backend", "cpu", "--shapes", str(shapes), *FAST,
-        "--ops", "add,fault_global_state,softmax", "--retries", "0", "--out", str(out)])
+        "--ops", ops, "--retries", "0", "--out", str(out)])
     assert result.exit_code == 0, result.output
     with open(out / "ops_status.csv", newline="") as handle:
         rows = {r["op"]: r for r in csv.DictReader(handle)}
@@ -40,9 +42,12 @@ def test_a_worker_whose_op_changed_torchs_defaults_is_replaced(tmp_path):
     assert rows["fault_global_state"]["notes"] == "process_state=default_dtype"
     pids = {op: json.loads((out / rows[op]["run_dir"] / "run.json").read_text())["pid"]
             for op in rows}
-    assert pids["add"] == pids["fault_global_state"] != pids["softmax"]
-    softmax = json.loads((out / rows["softmax"]["run_dir"] / "run.json").read_text())
-    assert softmax["dtypes"] == ["float32"]
+    after = ops.split(",")[ops.split(",").index("fault_global_state") + 1]
+    assert pids["fault_global_state"] != pids[after]            # the next op: a new worker
+    assert (pids["add"] == pids["fault_global_state"]) is ops.startswith("add")
+    for op in ("add", "softmax"):
+        run = json.loads((out / rows[op]["run_dir"] / "run.json").read_text())
+        assert run["dtypes"] == ["float32"], op
     log = (out / "fault_global_state" / "run.attempt1.log").read_text()
     assert "default_dtype: 'torch.float32' -> 'torch.float64'" in log
 
@@ -63,9 +68,9 @@ def test_a_monkeypatch_left_on_torch_is_named_and_torchs_own_wrapping_is_not(mon
 
 @pytest.mark.e2e
 def test_bench_warns_when_an_op_leaves_a_switch_for_the_ops_after_it(tmp_path):
-    """`zlh bench a b c` runs its ops in one process: an op that changed torch's default dtype
-    is named, with the ops that inherit it (a subprocess: the op changes this process's
-    default otherwise)."""
+    """`zlh bench a b` runs its ops in one process: an op that changed torch's default dtype
+    — the first op too, compared with the state once planned — is named, with the ops that
+    inherit it (a subprocess: the op changes this process's default otherwise)."""
     import os
     import subprocess
     import sys
@@ -74,8 +79,8 @@ def test_bench_warns_when_an_op_leaves_a_switch_for_the_ops_after_it(tmp_path):
     shapes.write_text("add: [[64]]\nsoftmax: [[4, 64]]\n")
     root = ROOT
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *sys.path]))
-    proc = subprocess.run([sys.executable, "-m", "harness", "bench", "add",
-                           "fault_global_state", "softmax", "--adapter", "builtin", "--backend",
+    proc = subprocess.run([sys.executable, "-m", "harness", "bench", "fault_global_state",
+                           "softmax", "--adapter", "builtin", "--backend",
                            "cpu", "--shapes", str(shapes), *FAST, "--out", str(tmp_path / "r"),
                            "-q"], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
