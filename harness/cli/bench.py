@@ -8,7 +8,7 @@ import sys
 import click
 
 from ..common import log
-from ..common.errors import UsageError
+from ..common.errors import Terminated, UsageError
 from ..common.files import to_json
 from ..common.schema import stamp
 from ..run.options import BenchOptions
@@ -69,7 +69,16 @@ def bench(ops, quiet, as_json, parallel_sweep, sweep_devices, **params):
                                     "--sweep-devices")
         results = bench_with_sweep(ops, options, parallel_sweep, devices, echo, progress)
     else:
-        results = run_bench(ops, options, echo=echo, progress=progress)
+        try:
+            results = run_bench(ops, options, echo=echo, progress=progress)
+        except (KeyboardInterrupt, Terminated) as exc:
+            if as_json:      # stdout still holds the JSON: of what was measured
+                cut = getattr(exc, "results", [])
+                echo_out(to_json(stamp({
+                    "runs": [r.to_dict() for r in cut],
+                    "exit_code": 130 if isinstance(exc, KeyboardInterrupt) else exc.code,
+                    "interrupted": True}), indent=None))
+            raise
     code = max((r.exit_code for r in results), default=0)
     if not as_json:
         for line in closing_lines(results):

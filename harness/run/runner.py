@@ -73,6 +73,10 @@ def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = Non
                 if rest:
                     exc.message += f"; not run ({exc.reason}): {', '.join(rest)}"
                 raise
+            except (KeyboardInterrupt, Terminated) as exc:
+                # the runs finished before it, and the one it cut short (`exc.results`)
+                exc.results = results + ([exc.partial] if hasattr(exc, "partial") else [])
+                raise
             warning = inherited.after(op, plan.ops[number + 1:])
             if warning:
                 log.warning(warning)
@@ -123,6 +127,8 @@ def run_op(plan: BenchPlan, op: str, echo: Echo | None = None,
     except (KeyboardInterrupt, Terminated) as exc:
         status = "interrupted"
         reason = "SIGINT" if isinstance(exc, KeyboardInterrupt) else signal_name(exc.signum)
+        # what was measured goes up with the signal (run_bench, `zlh bench --json`)
+        exc.partial = RunResult(op, run.dir.path, run.rows, run.caliber, status, plan.compiler)
         raise
     except SystemExit as exc:        # the op's code called sys.exit: its status is not zlh's
         status, reason = "crashed", op_exit_reason(exc.code)
