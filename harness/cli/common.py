@@ -15,6 +15,7 @@ from adapters.user import default_op
 
 from ..ab.gate import parse_gates
 from ..common import environ, errors, parent_pipe, spelling, style
+from ..store import rundir
 from ..common.files import NUL_IN_PATH, SYMLINK_LOOP
 from ..common.process import (die_with_parent_if_asked, install_terminate_handlers,
                               restore_handlers, signal_name)
@@ -25,7 +26,10 @@ EXIT_BROKEN_PIPE = 141          # 128 + SIGPIPE, what a shell tool stopped by `|
 
 
 def fail(message: str, code: int):
-    click.echo(f"zlh: {message}", err=True)
+    """The error as one line on stderr (a library's message that spans lines is joined),
+    then exit `code`."""
+    line = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+    click.echo(f"zlh: {line}", err=True)
     sys.exit(code)
 
 
@@ -73,10 +77,9 @@ def _run_handled(fn, *args, **kwargs):
             parent_pipe.tell_parent(reason)
         fail(exc.message, exc.exit_code)
     except KeyboardInterrupt:
-        fail("interrupted; cases measured so far are in the run directory", 130)
+        fail(f"interrupted; {_kept()}", 130)
     except errors.Terminated as exc:
-        fail(f"terminated ({signal_name(exc.signum)}); cases measured so far are in the "
-             f"run directory", exc.code)
+        fail(f"terminated ({signal_name(exc.signum)}); {_kept()}", exc.code)
     except BrokenPipeError:
         quiet_broken_pipe()
         sys.exit(EXIT_BROKEN_PIPE)
@@ -99,6 +102,14 @@ def _run_handled(fn, *args, **kwargs):
         if not loop:
             raise
         fail(f"{loop.strip(chr(39))}: {SYMLINK_LOOP}", errors.EXIT_USAGE)
+
+
+def _kept() -> str:
+    """Where an interrupted command kept what it measured: the run directory it was writing,
+    or none made yet."""
+    if not rundir.MADE:
+        return "nothing was measured yet (no run directory was made)"
+    return f"cases measured so far are in {rundir.MADE[-1]}"
 
 
 def keeps_on_interrupt(root, resume_command: str, run, kept: str = "finished ops",

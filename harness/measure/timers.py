@@ -37,6 +37,7 @@ from typing import Callable, ContextManager
 
 Scope = Callable[[], ContextManager]
 
+from ..common import spelling
 from ..common.fields import check_fields
 from .measurement import Measurement
 from .stopping import StoppingRule
@@ -387,10 +388,10 @@ def resolve_timer_name(requested: str, backend) -> str:
                           if ok] + ["auto"])
     if requested == GRAPH and not backend.supports_graph:
         raise ValueError(f"backend {backend.name} does not support graph capture; "
-                         f"use --timer {usable}")
+                         f"use {spelling.option('timer')} {usable}")
     if requested == EVENT and not backend.supports_events:
         raise ValueError(f"backend {backend.name} has no device events; "
-                         f"use --timer {usable}")
+                         f"use {spelling.option('timer')} {usable}")
     if requested not in TIMER_NAMES:
         raise ValueError(f"unknown timer {requested!r}; known: auto, {', '.join(TIMER_NAMES)}")
     return requested

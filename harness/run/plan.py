@@ -94,8 +94,8 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
                      shape_file, replay_dirs=replay_dirs, compiler=compiler)
     if dry_run:
         return plan
-    check_output_dir(options.out, "--out")
-    refuse_run_dir(options.out, "--out")
+    check_output_dir(options.out, spelling.option("out"))
+    refuse_run_dir(options.out, spelling.option("out"))
     given_out = options.out
     _absolute_paths(plan)        # checked as given; kept absolute: an op's os.chdir moves none
     options = plan.options
@@ -104,7 +104,7 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
     apply_env(plan.caches.env)
     adapter.set_input_mode(options.inputs)     # device-drawn or upstream inputs (--inputs)
     adapter.prepare(resolved, backend, options.level, plan.shape_file)
-    check_output_dir(given_out, "--out", create=True)
+    check_output_dir(given_out, spelling.option("out"), create=True)
     return plan
 
 

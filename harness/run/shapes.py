@@ -52,8 +52,8 @@ def load_shape_file(path: str) -> ShapeFile:
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}" if where is not None else ""
-        raise ShapeFileError(f"shape file {path} is not valid YAML{at}: "
-                             f"{getattr(exc, 'problem', exc)}") from exc
+        problem = getattr(exc, "problem", None) or str(exc).strip().splitlines()[0]
+        raise ShapeFileError(f"shape file {path} is not valid YAML{at}: {problem}") from exc
     return ShapeFile(str(file), hashlib.sha256(raw).hexdigest(), normalise(data, path))
 
 

@@ -71,6 +71,10 @@ def _shrinking(doc: dict):
         yield {**kept, "omitted_for_space": omitted[:]}
 
 
+MADE: list[Path] = []      # the run directories this process made, in order (the last one
+                           # is where an interrupted `zlh bench` kept what it measured)
+
+
 class RunDir:
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -91,6 +95,7 @@ class RunDir:
                 candidate.mkdir()
             except FileExistsError:
                 continue
+            MADE.append(candidate)
             return cls(candidate)
         raise RuntimeError(f"could not create a unique run directory under {root}")
 

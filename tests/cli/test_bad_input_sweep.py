@@ -1029,7 +1029,7 @@ EXPECT.update({
     'product prepare mf/good.json --selection canary --canary-receipt afile --dry-run':
         (2, '--canary-receipt is for --selection all only'),
     'product prepare mf/good.json --selection canary --out afile':
-        (2, '--out afile: exists and is not a directory'),
+        (2, 'out afile: exists and is not a directory'),
     'product prepare adir --selection canary':
         (2, "Invalid value for 'MANIFEST': File 'adir' is a directory."),
     'product prepare dangling --selection canary':
@@ -1151,7 +1151,7 @@ EXPECT.update({
     'api bench out=5':
         (2, 'option out: expected str, got 5'),
     'api bench out afile':
-        (2, '--out afile: exists and is not a directory'),
+        (2, 'out afile: exists and is not a directory'),
     'api bench min_samples=0':
         (2, 'option min_samples: 0 is below its minimum 1'),
     'api bench unknown keyword':
@@ -1161,7 +1161,7 @@ EXPECT.update({
     'api bench replay abroot':
         (2, "replay='abroot': not a record run (no autotune/meta.json)"),
     'api bench timer graph':
-        (2, 'backend cpu does not support graph capture; use --timer host'),
+        (2, 'backend cpu does not support graph capture; use timer host'),
     'api bench seed -1':
         (2, 'option seed: -1 is below its minimum 0'),
     'api bench seed True':

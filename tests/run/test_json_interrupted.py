@@ -30,3 +30,4 @@ def test_json_holds_what_was_measured_when_interrupted(tmp_path, monkeypatch):
     (run,) = doc["runs"]
     assert run["status"] == "interrupted"
     assert [r["shape_detail"] for r in run["rows"]] == ["64", "128"]
+    assert f"interrupted; cases measured so far are in {run['run_dir']}" in result.stderr
