@@ -207,6 +207,8 @@ def load_report(root) -> tuple[dict, list[ABReport]]:
     path = Path(root) / "report.json"
     hint = (f"{root} is a run directory, not an A/B root: `zlh show {root}` prints it"
             if (Path(root) / "run.json").is_file() else
+            f"{root}: no report.json yet (a campaign cut short: zlh campaign --resume {root} "
+            f"goes on and merges)" if (Path(root) / "campaign.json").is_file() else
             f"{root}: no report.json (run `zlh ab` with this root first)")
     doc = read_json_object(path, hint, "a zlh A/B report")
     if not isinstance(doc.get("ops", []), list):

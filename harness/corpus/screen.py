@@ -375,14 +375,14 @@ def rescore(root: Path, extra_scrub: list[str], echo: Echo,
                      f"without it (zlh screen --resume {root} runs it again)")
         verdicts[item.op] = decide(item.op, a[0], b[0] if b else None, plan.scrub,
                                    plan.base.options.ir_stage, timed)
+    again = (f"resume the shard that ran them, then zlh merge again" if plan.base.merged
+             else f"zlh screen --resume {root} runs them")
     if unfinished:
         warn(f"WARNING: {len(unfinished)} op(s) not finished (side A, or side B after it) "
-             f"keep no row: "
-             f"{', '.join(unfinished)} (zlh screen --resume {root} runs them)")
+             f"keep no row: {', '.join(unfinished)} ({again})")
     if not verdicts:
         raise UsageError(f"{root}: no op has finished (A/<op>/{files.COMPLETE}, and B's "
-                         f"where B was due); nothing to rescore (zlh screen --resume {root} "
-                         f"runs them)")
+                         f"where B was due); nothing to rescore ({again})")
     if (root / SCREEN_TSV).is_file():
         shutil.copyfile(root / SCREEN_TSV, root / (SCREEN_TSV + ".before-rescore"))
     write_table(plan, verdicts)

@@ -37,3 +37,10 @@ def test_a_command_gives_back_the_signal_handlers_it_installed():
     result = CliRunner().invoke(main, ["report", "/nonexistent-root"])
     assert result.exit_code == 2
     assert {sig: signal.getsignal(sig) for sig in before} == before
+
+
+def test_a_campaign_cut_short_before_its_merge_names_the_resume(tmp_path):
+    (tmp_path / "campaign.json").write_text("{}")
+    result = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert result.exit_code == 2
+    assert f"zlh campaign --resume {tmp_path} goes on and merges" in result.output, result.output
