@@ -161,9 +161,11 @@ def _same_command(first: ShardRoot, s: ShardRoot) -> None:
         raise UsageError(f"{s.name} is one of {s.shard.n} shards, {first.name} one of "
                          f"{first.shard.n}; merge the shards of one command")
     if s.digest != first.digest or s.selection != first.selection:
+        what = (f"plans {s.digest} and {first.digest}" if s.digest != first.digest else
+                "the same plan digest, but their shard.selection files differ: one was "
+                "edited")
         raise UsageError(f"{s.name} and {first.name} are shards of different selections "
-                         f"(plans {s.digest} and {first.digest}); merge the shards of one "
-                         f"command")
+                         f"({what}); merge the shards of one command")
     fields = [(key, what, first.batch, s.batch) for key, what in PLAN_FIELDS]
     if s.kind == "screen":
         fields += [(key, what, first.doc, s.doc) for key, what in SCREEN_FIELDS]

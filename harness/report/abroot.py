@@ -85,7 +85,8 @@ def ab(root: Path, page_dir: Path, kind: str = "ab") -> Report:
     points = sources.telemetry(root)
     if started == "-":
         started, took = sources.telemetry_span(points)
-    headline = Headline(kind=kind, title=str(doc.get("title") or f"zlh {kind} {root.name}"),
+    # titled by what the root is and where it is now (a copied root keeps no old name)
+    headline = Headline(kind=kind, title=f"zlh {kind} {Path(root).name}",
                         sides=sides, device=str(first.caliber.get("device", "-")),
                         caliber=sources.caliber_line(first.caliber), started=started,
                         duration_s=took, counts=count(e.status for e in entries))
@@ -134,3 +135,4 @@ def _campaign(root: Path, headline: Headline) -> None:
             side.switch = plan_side["description"]
     headline.notes.append(f"campaign of screen {doc.get('screen', '-')}, "
                           f"{doc.get('rounds', '-')} round(s) per op")
+

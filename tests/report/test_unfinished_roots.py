@@ -44,3 +44,13 @@ def test_a_campaign_cut_short_before_its_merge_names_the_resume(tmp_path):
     result = CliRunner().invoke(main, ["report", str(tmp_path)])
     assert result.exit_code == 2
     assert f"zlh campaign --resume {tmp_path} goes on and merges" in result.output, result.output
+
+
+def test_a_copied_campaign_root_is_titled_by_where_it_is_now(tmp_path):
+    import shutil
+    from report_roots import campaign_root
+    first = campaign_root(tmp_path / "cp1")
+    shutil.copytree(first, tmp_path / "cp2")
+    shown = CliRunner().invoke(main, ["report", str(tmp_path / "cp2")])
+    assert shown.exit_code == 0, shown.output
+    assert "== zlh campaign cp2" in shown.output and "cp1" not in shown.output.splitlines()[0]
