@@ -6,7 +6,8 @@ are refused, and so are runs of different ops, and a compiler build that changed
 runs of one interpreter (store/compiler.py). A side that recorded on a shared tuner cache
 gets a warning, and so do different interpreters running one compiler build. A run that did
 not complete (running, abandoned, interrupted, crashed, failed, poisoned) is listed under
-`partial`: refused unless --allow-partial.
+`partial`: refused unless --allow-partial. `guard` prints a check's findings and says whether
+the report may go on; `later_rounds_pass` checks every later round against the record.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..common.log import Echo
 from ..compile.autotune import records_digest
 from ..store.compiler import compiler_findings
 from ..store.reader import COMPLETE, StoredRun, status_detail
@@ -98,3 +100,36 @@ def _same_record(source_a: tuple[str | None, str], source_b: tuple[str | None, s
 def _describe(source: tuple[str | None, str]) -> str:
     digest, run_id = source
     return f"{run_id} (records {digest[:12]})" if digest else run_id
+
+
+def later_rounds_pass(run_a: StoredRun, pairs: list[tuple[StoredRun, StoredRun]], op: str,
+                      allow: bool, echo: Echo, from_round: int = 2) -> bool:
+    """Every run of rounds `from_round`, … checked against the record `run_a` (round 1's A,
+    or round 0's where the rounds ran in turns; also `zlh ab --rescore`); False at the first
+    one the guard refuses."""
+    for number, (later_a, later_b) in enumerate(pairs[from_round - 1:], start=from_round):
+        for side, later in (("A", later_a), ("B", later_b)):
+            late = check_caliber(run_a, later, f"{op} round {number} side {side}",
+                                 names=("the record", "this run"))
+            late.warnings = []          # round 1 already said them
+            if not guard(late, op, allow, echo):
+                return False
+    return True
+
+
+def guard(check: CaliberCheck, op: str, allow: bool, echo: Echo,
+          allow_partial: bool = False) -> bool:
+    """Print the guard's findings; False when the report must be refused."""
+    for line in check.warnings + check.problems:
+        echo(line)
+    for line in check.partial:
+        echo(("WARNING " if allow_partial else "!!! ") + line)
+    remedies = []
+    if check.problems and not allow:
+        remedies.append("--allow-caliber-mismatch once sure the runs are comparable")
+    if check.partial and not allow_partial:
+        remedies.append("--allow-partial to compare the cases an unfinished run measured")
+    if remedies:
+        echo(f"!!! [caliber] {op}: refusing to report; add {' or '.join(remedies)}")
+        return False
+    return True

@@ -27,7 +27,7 @@ from ..store.reader import REPLAY_PARTIAL_ENV, StoredRun, load_run
 from ..store.rundir import safe_name
 from .compare import compare_runs
 from .family import Family
-from .guard import CaliberCheck, check_caliber
+from .guard import CaliberCheck, check_caliber, guard, later_rounds_pass
 from .pairing import broken_by_b
 from .preflight import (ROOT_IN_USE, check_new_root, check_plan, check_replay,
                         check_replay_caliber, check_replay_shapes)
@@ -271,39 +271,6 @@ def build_report(pairs: list[tuple[StoredRun, StoredRun]], alpha: float, verdict
     report.broken_by_b = sorted({case for a, b in pairs for case in broken_by_b(a, b)})
     code = outcome_code(report, pairs[0][0], pairs[0][1], echo)
     return (report if report.rows else None), code    # nothing paired: no report
-
-
-def later_rounds_pass(run_a: StoredRun, pairs: list[tuple[StoredRun, StoredRun]], op: str,
-                      allow: bool, echo: Echo, from_round: int = 2) -> bool:
-    """Every run of rounds `from_round`, … checked against the record `run_a` (round 1's A,
-    or round 0's where the rounds ran in turns; also `zlh ab --rescore`); False at the first
-    one the guard refuses."""
-    for number, (later_a, later_b) in enumerate(pairs[from_round - 1:], start=from_round):
-        for side, later in (("A", later_a), ("B", later_b)):
-            late = check_caliber(run_a, later, f"{op} round {number} side {side}",
-                                 names=("the record", "this run"))
-            late.warnings = []          # round 1 already said them
-            if not guard(late, op, allow, echo):
-                return False
-    return True
-
-
-def guard(check: CaliberCheck, op: str, allow: bool, echo: Echo,
-          allow_partial: bool = False) -> bool:
-    """Print the guard's findings; False when the report must be refused."""
-    for line in check.warnings + check.problems:
-        echo(line)
-    for line in check.partial:
-        echo(("WARNING " if allow_partial else "!!! ") + line)
-    remedies = []
-    if check.problems and not allow:
-        remedies.append("--allow-caliber-mismatch once sure the runs are comparable")
-    if check.partial and not allow_partial:
-        remedies.append("--allow-partial to compare the cases an unfinished run measured")
-    if remedies:
-        echo(f"!!! [caliber] {op}: refusing to report; add {' or '.join(remedies)}")
-        return False
-    return True
 
 
 def outcome_code(report: ABReport, run_a: StoredRun, run_b: StoredRun, echo: Echo) -> int:

@@ -20,10 +20,10 @@ from ..common.log import Echo
 from ..store.reader import COMPLETE, StoredRun, load_run, status_detail
 from ..store.rundir import safe_name
 from ..telemetry.chart import for_report
-from .guard import check_caliber
+from .guard import check_caliber, guard, later_rounds_pass
 from .family import ALPHA, decide
 from .html import render_html
-from .orchestrate import build_report, guard, ir_verdict, later_rounds_pass
+from .orchestrate import build_report, ir_verdict
 from .preflight import check_scrub
 from .report import ABReport, report_document, write_reports
 from .rounds import AutoRounds

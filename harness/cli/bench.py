@@ -12,7 +12,10 @@ from ..common.errors import Terminated, UsageError
 from ..common.files import to_json
 from ..common.schema import stamp
 from ..run.options import BenchOptions
+from ..run.result import RunResult
 from ..run.runner import run_bench
+from ..store import rundir
+from ..store.reader import load_run
 from .group import main
 from .common import (bench_options, check_ir_options, default_ops, echo_err, echo_out,
                      handles_errors, run_options)
@@ -69,13 +72,13 @@ def bench(ops, quiet, as_json, parallel_sweep, sweep_devices, **params):
                                     "--sweep-devices")
         results = bench_with_sweep(ops, options, parallel_sweep, devices, echo, progress)
     else:
+        made = len(rundir.MADE)          # the run directories made before this command
         try:
             results = run_bench(ops, options, echo=echo, progress=progress)
         except (KeyboardInterrupt, Terminated) as exc:
             if as_json:      # stdout still holds the JSON: of what was measured
-                cut = getattr(exc, "results", [])
                 echo_out(to_json(stamp({
-                    "runs": [r.to_dict() for r in cut],
+                    "runs": [stored_result(path).to_dict() for path in rundir.MADE[made:]],
                     "exit_code": 130 if isinstance(exc, KeyboardInterrupt) else exc.code,
                     "interrupted": True}), indent=None))
             raise
@@ -117,3 +120,11 @@ def closing_lines(results) -> list[str]:
 
 def _g(value: float) -> str:
     return format(value, ".3f") if value >= 0.01 else format(value, ".2g")
+
+
+def stored_result(path) -> RunResult:
+    """A run directory this command made, read back as the result a finished run returns
+    (its status as run.json says: `interrupted` for the one a signal cut short)."""
+    run = load_run(path)
+    return RunResult(run.op, run.path, run.rows, run.caliber, run.status,
+                     run.info.get("compiler"))

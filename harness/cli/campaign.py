@@ -15,8 +15,9 @@ from ..common import errors
 from ..common.limits import MAX_ROUNDS
 from ..common.periodic import every
 from ..common.progress import Meter
-from ..corpus.campaign import (check_root_files, merge, plan_campaign, read_campaign,
+from ..corpus.campaign import (check_root_files, plan_campaign, read_campaign,
                                run_cards, write_plan)
+from ..corpus.campaign_merge import merge
 from ..corpus.environment import check_resume_env, environment_switches
 from ..corpus.check import check_root, corpus_adapter
 from ..corpus.partition import partition, render, weights_from_screen

@@ -26,10 +26,7 @@ EXIT_BROKEN_PIPE = 141          # 128 + SIGPIPE, what a shell tool stopped by `|
 
 
 def fail(message: str, code: int):
-    """The error as one line on stderr (a library's message that spans lines is joined),
-    then exit `code`."""
-    line = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
-    click.echo(f"zlh: {line}", err=True)
+    click.echo(f"zlh: {message}", err=True)
     sys.exit(code)
 
 
@@ -56,12 +53,12 @@ def _handled(fn, *args, **kwargs):
     """`fn` run with the user errors handled (handles_errors says how)."""
     saved = install_terminate_handlers(_raise_terminated)      # SIGTERM, SIGHUP
     try:
-        return _run_handled(fn, *args, **kwargs)
+        return _run_handled(len(rundir.MADE), fn, *args, **kwargs)
     finally:
         restore_handlers(saved)
 
 
-def _run_handled(fn, *args, **kwargs):
+def _run_handled(made: int, fn, *args, **kwargs):
     try:
         die_with_parent_if_asked()   # a `zlh bench` a corpus command started
         parent_pipe.take_from_environment()      # where to say why a run could not write
@@ -77,9 +74,9 @@ def _run_handled(fn, *args, **kwargs):
             parent_pipe.tell_parent(reason)
         fail(exc.message, exc.exit_code)
     except KeyboardInterrupt:
-        fail(f"interrupted; {_kept()}", 130)
+        fail(f"interrupted; {_kept(made)}", 130)
     except errors.Terminated as exc:
-        fail(f"terminated ({signal_name(exc.signum)}); {_kept()}", exc.code)
+        fail(f"terminated ({signal_name(exc.signum)}); {_kept(made)}", exc.code)
     except BrokenPipeError:
         quiet_broken_pipe()
         sys.exit(EXIT_BROKEN_PIPE)
@@ -104,10 +101,10 @@ def _run_handled(fn, *args, **kwargs):
         fail(f"{loop.strip(chr(39))}: {SYMLINK_LOOP}", errors.EXIT_USAGE)
 
 
-def _kept() -> str:
-    """Where an interrupted command kept what it measured: the run directory it was writing,
-    or none made yet."""
-    if not rundir.MADE:
+def _kept(made: int) -> str:
+    """Where an interrupted command kept what it measured: the run directory it was writing
+    (the last made since `made` directories were), or none made yet."""
+    if len(rundir.MADE) <= made:
         return "nothing was measured yet (no run directory was made)"
     return f"cases measured so far are in {rundir.MADE[-1]}"
 

@@ -22,18 +22,16 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..ab.html import render_html
 from ..common.files import read_text
 from ..common.log import Echo
 from ..ab.runs import STATUS_COLUMNS
-from ..ab.family import decide
-from ..ab.report import ABReport, load_report, report_document, write_reports
+from ..ab.report import ABReport, load_report
 from ..ab.sides import Side
 from ..common.errors import UsageError
 from ..common.fields import Fields
 from ..common.limits import MAX_ROUNDS
 from ..common.files import (atomic_write_json, atomic_write_text, check_output_file,
-                            read_failure, read_json_object, tsv_text)
+                            read_failure, read_json_object)
 from ..compile.ir.fingerprint import compile_scrub
 from ..run.options import BenchOptions
 from ..store.rundir import safe_name
@@ -272,66 +270,6 @@ def _unit_root(plan: CampaignPlan, device: int, op: str) -> Path:
 def _lane_plan(plan: CampaignPlan):
     return BatchPlan(root=plan.root, items=[], devices=plan.devices, options=plan.options,
                      executor=plan.executor, ray_address=plan.ray_address)
-
-
-def merge(plan: CampaignPlan, cards: dict[int, dict], echo: Echo | None = None) -> dict:
-    """status.tsv (device column), report.json/csv/html over all cards; totals."""
-    status_rows, reports, ran, reported = [], [], {}, {}
-    for device in plan.devices:
-        for root in card_roots(plan, device):
-            rows, card_reports = card_files(root, echo)
-            status_rows += [{"device": device, **row, "_root": root} for row in rows]
-            reports += card_reports
-            ran.update({row["op"]: root for row in rows})
-            reported.update({r.op: root for r in card_reports})
-    # an op's runs count from the last card root that reported it (else that ran it); runs
-    # of an earlier attempt a resume ran again are superseded
-    final = {**ran, **reported}
-    superseded = [row for row in status_rows if final[row["op"]] != row.pop("_root")]
-    reports = _latest_per_op(reports)
-    decide(reports)                         # Holm over every shape of the campaign
-    write_reports(plan.root, reports, "campaign")
-    atomic_write_text(plan.root / "report.html",
-                      render_html({**report_document(plan.root, reports, "campaign"),
-                                   "ops": [r.to_dict() for r in reports]}))
-    columns = ["device"] + [c for c in (status_rows[0] if status_rows else STATUS_COLUMNS)
-                            if c != "device"]
-    atomic_write_text(plan.root / "status.tsv", tsv_text(columns, status_rows))
-    totals = _totals(status_rows, len(superseded),
-                     _totals(superseded)["failed_runs_per_card"])
-    doc = {"cards": {str(d): {**info, "planned_s": plan.part.loads.get(d)}
-                     for d, info in cards.items()}, **totals,
-           "ops_reported": sorted(r.op for r in reports)}
-    atomic_write_json(plan.root / "merged.json", {"schema_version": 1, **doc})
-    return doc
-
-
-def _latest_per_op(reports: list[ABReport]) -> list[ABReport]:
-    by_op: dict[str, ABReport] = {}
-    for report in reports:
-        by_op[report.op] = report
-    return list(by_op.values())
-
-
-def _totals(status_rows: list[dict], superseded: int = 0,
-            superseded_failed: dict | None = None) -> dict:
-    """Counts over the merged status rows. `superseded`: how many of them belong to an
-    attempt a resume ran again (an op cut short, then reported by a later card root); their
-    failures (`superseded_failed`, per card) are history, not failures of the campaign."""
-    def total(key):
-        return sum(int(r.get(key) or 0) for r in status_rows)
-    failed: dict[str, int] = {}
-    for row in status_rows:
-        if str(row.get("rc")) not in ("0", "1"):
-            failed[str(row["device"])] = failed.get(str(row["device"]), 0) + 1
-    for card, n in (superseded_failed or {}).items():
-        failed[card] -= n
-        if not failed[card]:
-            del failed[card]
-    return {"runs": len(status_rows), "superseded_runs": superseded,
-            "failed_runs_per_card": failed,
-            "replay_fallbacks": total("replay_fallbacks"),
-            "graph_fallbacks": total("graph_fallbacks"), "poisoned": total("poisoned")}
 
 
 ROOT_FILES = (CAMPAIGN_JSON, "plan.tsv", "status.tsv", "report.json", "report.csv",

@@ -84,9 +84,9 @@ def run_job(job: dict) -> dict:
             options = BenchOptions.from_argv(job.get("args", ()), argv=job.get("argv"))
             with _round_state(job.get("round"), options), turns.taking(job.get("turns")):
                 marks.append(("set up", time.time()))
+                _first_state()
                 results = run_bench([job["op"]], options, echo=print,
-                                    progress=lambda line: print(line, file=sys.stderr),
-                                    planned=_first_state)
+                                    progress=lambda line: print(line, file=sys.stderr))
                 marks.append(("bench", time.time()))
             marks.append(("turns ended", time.time()))
             rc = max((r.exit_code for r in results), default=EXIT_OK)
@@ -149,24 +149,24 @@ _RUNNER_IMPORT: list[float] = []    # the first job's import of zlh's runner (to
 _LEFT_BY_PREVIOUS: list = []         # the process state the previous op left (none yet)
 
 
-_PLANNED_FIRST: list = []             # the first op's state once planned (its imports done)
+_BEFORE_FIRST: list = []              # the state before the worker's first op
 
 
 def _first_state() -> None:
-    """The state before the worker's first op measures (process_state.py compares it)."""
-    if not _LEFT_BY_PREVIOUS and not _PLANNED_FIRST:
-        _PLANNED_FIRST.append(process_state.snapshot())
+    """The state before the worker's first op runs (process_state.py compares it)."""
+    if not _LEFT_BY_PREVIOUS and not _BEFORE_FIRST:
+        _BEFORE_FIRST.append(process_state.snapshot())
 
 
 def _state_left() -> list[str]:
     """What this op changed in the process state the previous op left (process_state.py);
-    said in the op's log. The worker's first op is compared with its state once planned, on
-    the switches no import is expected to set (process_state.FIRST_OP)."""
+    said in the op's log. The worker's first op is compared with the state before it, on the
+    switches no import is expected to set (process_state.FIRST_OP)."""
     state = process_state.snapshot()
     if _LEFT_BY_PREVIOUS:
         changed = process_state.changes(_LEFT_BY_PREVIOUS[0], state)
-    elif _PLANNED_FIRST:
-        changed = process_state.changes(_PLANNED_FIRST[0], state, only=process_state.FIRST_OP)
+    elif _BEFORE_FIRST:
+        changed = process_state.changes(_BEFORE_FIRST[0], state, only=process_state.FIRST_OP)
     else:
         changed = []
     _LEFT_BY_PREVIOUS[:] = [state]

@@ -6,11 +6,11 @@ precision, CPU threads), the working directory, and torch's public functions (in
 
 A worker takes a snapshot after each op and compares it with the one the previous op left;
 what differs ends the worker before the next op (note `process_state=NAME,…`), as leaked
-device memory does. The first op of a worker is compared with a snapshot taken once its run
-is planned (the adapter's library imported), on the switches no import is expected to set
-(FIRST_OP: the default dtype and device, grad mode, deterministic mode, threads, the working
-directory, replaced functions): importing a library may set the others itself (FlagGems'
-benchmark package turns TF32 off), which a fresh process does as well.
+device memory does. The first op of a worker is compared with the state before it, on the
+switches no import is expected to set (FIRST_OP: the default dtype and device, grad mode,
+deterministic mode, threads, the working directory): importing a library during the op may
+set the others itself (FlagGems' benchmark package turns TF32 off) or wrap torch's
+functions, which a fresh process does as well.
 """
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def snapshot() -> dict:
 
 
 FIRST_OP = ("cwd", "default_dtype", "default_device", "grad_enabled",
-            "deterministic_algorithms", "num_threads", *_PATCHABLE)
+            "deterministic_algorithms", "num_threads")
 
 
 def changes(before: dict, after: dict, only=None) -> list[str]:
@@ -115,16 +115,14 @@ def changes(before: dict, after: dict, only=None) -> list[str]:
 class InheritedState:
     """`zlh bench a b …` runs its ops in one process, so what one op changed reaches the ops
     after it. `after(op, rest)` compares the state with what the op before it left (the first
-    op with the state once planned, `planned()`, on FIRST_OP only, as in a corpus worker:
+    op with the state when this was made, on FIRST_OP only, as in a corpus worker:
     importing a library may set the other switches) and gives a warning line when something
     changed and ops are left to inherit it."""
 
     def __init__(self):
+        """Made once the ops are planned: the state the first op is compared with."""
         self.left: dict | None = None
-        self.first: dict | None = None
-
-    def planned(self) -> None:
-        self.first = snapshot()
+        self.first: dict | None = snapshot()
 
     def after(self, op: str, rest) -> str | None:
         state = snapshot()

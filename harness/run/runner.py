@@ -2,6 +2,7 @@
 is one run, top to bottom; `OpRun` holds its state (directory, run.json, rows), a call a step."""
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import errno
@@ -9,7 +10,7 @@ import itertools
 import os
 import shutil
 import time
-from typing import Callable, Sequence
+from typing import Sequence
 
 import adapters
 
@@ -43,15 +44,12 @@ from . import phases, turns
 
 def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = None,
               progress: Echo | None = None,
-              adapter: adapters.Adapter | None = None,
-              planned: Callable[[], None] | None = None) -> list[RunResult]:
+              adapter: adapters.Adapter | None = None) -> list[RunResult]:
     """Plan every op, then run them one after the other; the process environment (cache
     locations, backend switches) is restored afterwards, private caches removed unless kept.
     `echo`: the header, marker and table lines (None: only run.log has them); `progress`: a
-    line per case; `adapter`: an adapter object instead of the one the options name;
-    `planned`: called once every op is planned (the adapter's library imported), before the
-    first runs. A run failing outside its cases (disk full) or whose op called sys.exit ends
-    the invocation."""
+    line per case; `adapter`: an adapter object instead of the one the options name. A run
+    failing outside its cases (disk full) or whose op called sys.exit ends the invocation."""
     for name, value in (("echo", echo), ("progress", progress)):
         if value is not None and not callable(value):
             raise UsageError(f"{name} must be a function taking one line (e.g. print) or None, "
@@ -60,10 +58,7 @@ def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = Non
     plan = None
     try:
         plan = plan_bench(ops, options, adapter)
-        results, inherited = [], InheritedState()
-        inherited.planned()
-        if planned is not None:
-            planned()
+        results, inherited = [], InheritedState()    # the state the first op is compared with
         log.debug(f"compiler under test: {describe_compiler(plan.compiler)}")
         for number, op in enumerate(plan.ops):
             try:
@@ -72,10 +67,6 @@ def run_bench(ops: Sequence[str], options: BenchOptions, echo: Echo | None = Non
                 rest = plan.ops[number + 1:]
                 if rest:
                     exc.message += f"; not run ({exc.reason}): {', '.join(rest)}"
-                raise
-            except (KeyboardInterrupt, Terminated) as exc:
-                # the runs finished before it, and the one it cut short (`exc.results`)
-                exc.results = results + ([exc.partial] if hasattr(exc, "partial") else [])
                 raise
             warning = inherited.after(op, plan.ops[number + 1:])
             if warning:
@@ -127,8 +118,6 @@ def run_op(plan: BenchPlan, op: str, echo: Echo | None = None,
     except (KeyboardInterrupt, Terminated) as exc:
         status = "interrupted"
         reason = "SIGINT" if isinstance(exc, KeyboardInterrupt) else signal_name(exc.signum)
-        # what was measured goes up with the signal (run_bench, `zlh bench --json`)
-        exc.partial = RunResult(op, run.dir.path, run.rows, run.caliber, status, plan.compiler)
         raise
     except SystemExit as exc:        # the op's code called sys.exit: its status is not zlh's
         status, reason = "crashed", op_exit_reason(exc.code)
@@ -274,7 +263,7 @@ class OpRun:
         cases = plan.adapter.cases(self.op, plan.dtypes[self.op], plan.shape_file,
                                    options.level, plan.backend,
                                    plan.backend.torch_device(plan.device_index))
-        seen: dict[tuple, int] = {}
+        seen: dict = collections.defaultdict(itertools.count)   # occurrences (all shards')
         shard, shards = options.shard()
         self.plant = Plant.for_run(options.plant_pct, plan.backend, plan.device_index,
                                    plan.replay_dirs.get(self.op))
@@ -287,9 +276,7 @@ class OpRun:
                     case = next_case(cases, self.op, index, self.dir.path)
                 if case is None:
                     break
-                key = (case.variant or case.op, case.dtype, case.shape_detail)
-                occurrence = seen.get(key, 0)
-                seen[key] = occurrence + 1      # another shard's case counts too
+                occurrence = next(seen[(case.variant or case.op, case.dtype, case.shape_detail)])
                 if index % shards != shard:     # another shard's case (parallel sweep)
                     continue
                 case = dataclasses.replace(case, build=self.inputs.timed(case.build))

@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.corpus.campaign import merge, plan_campaign, read_campaign, run_cards, write_plan
+from harness.corpus.campaign import plan_campaign, read_campaign, run_cards, write_plan
+from harness.corpus.campaign_merge import merge
 from harness.corpus.partition import partition, weights_from_screen
 from harness.corpus.verdict import TSV_COLUMNS
 from conftest import FAST

@@ -90,4 +90,4 @@ def test_the_settle_gap_is_an_option_of_the_worker_round_processes():
     with pytest.raises(UsageError, match="--settle-ms only with --round-process"):
         rounds_plan({**base, "round_process": "fresh", "settle_ms": 0})
     refused = CliRunner().invoke(main, ["ab", "--replay", "runA", "--settle-ms", "0"])
-    assert refused.exit_code == 2 and "--rounds does not apply" in refused.output
+    assert refused.exit_code == 2 and "--settle-ms does not apply" in refused.output

@@ -14,6 +14,9 @@ from conftest import CPU_FAST
 def test_json_holds_what_was_measured_when_interrupted(tmp_path, monkeypatch):
     shapes = tmp_path / "s.yaml"
     shapes.write_text("add: [[64], [128], [256]]\n")
+    earlier = CliRunner().invoke(main, ["bench", "add", *CPU_FAST, "--shapes", str(shapes),
+                                        "--out", str(tmp_path / "earlier"), "-q"])
+    assert earlier.exit_code == 0        # a run this process made before: not in the JSON
     real, calls = runner.measure_case, []
 
     def measure_then_stop(*args, **kwargs):
