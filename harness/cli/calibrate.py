@@ -1,6 +1,7 @@
 """`zlh calibrate`."""
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -12,7 +13,7 @@ from ..corpus.files import refuse_corpus_root
 from .group import main
 from .rounds import rounds_options, rounds_plan
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
-                     not_empty, options_from)
+                     keeps_on_interrupt, not_empty, options_from)
 
 
 @main.command()
@@ -51,5 +52,8 @@ def calibrate(ctx, ops, plant_pct, detect_pct, timeout_s, root, quiet, **params)
         root=Path(root or f"runs/calibrate_{time.strftime('%Y%m%d-%H%M%S')}"),
         rounds=rounds, plant_pct=plant_pct, timeout_s=timeout_s, auto=auto, runner=runner,
         detect_pct=detect_pct)
-    _, code = run_calibration(plan, echo=click.echo, progress=None if quiet else echo_err)
+    _, code = keeps_on_interrupt(
+        plan.root, f"zlh ab --rescore {shlex.quote(str(plan.root))}",
+        lambda: run_calibration(plan, echo=click.echo, progress=None if quiet else echo_err),
+        kept="the runs of finished rounds (no calibration.json)", then="reports them")
     sys.exit(code)

@@ -80,3 +80,18 @@ def test_an_interrupted_ab_names_its_root_and_the_rescore(tmp_path, monkeypatch)
     assert result.exit_code == 130
     assert (f"interrupted; the runs of finished rounds are kept under {root}: zlh ab "
             f"--rescore {root} reports them") in result.output, result.output
+
+
+def test_an_interrupted_calibration_names_its_root_and_the_rescore(tmp_path, monkeypatch):
+    import harness.cli.calibrate as calibrate_cli
+
+    def interrupted(plan, echo, progress):
+        plan.root.mkdir(parents=True)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(calibrate_cli, "run_calibration", interrupted)
+    root = tmp_path / "cal"
+    result = CliRunner().invoke(main, ["calibrate", "add", "--adapter", "builtin",
+                                       "--backend", "cpu", "--root", str(root)])
+    assert result.exit_code == 130
+    assert (f"interrupted; the runs of finished rounds (no calibration.json) are kept under "
+            f"{root}: zlh ab --rescore {root} reports them") in result.output, result.output
