@@ -11,7 +11,9 @@ from . import runs, sources
 from .model import Headline, OpEntry, Report, Side, count, finite
 
 
-def _task(root: Path, row: dict, page_dir: Path) -> OpEntry:
+def _task(root: Path, row: dict, page_dir: Path, infos: list | None = None) -> OpEntry:
+    """One task's entry; the run.json of its baseline and candidate cell runs go to
+    `infos` (the headline's compiler, caliber and times)."""
     tid = row.get("task_id", "-")
     entry = OpEntry(op=row.get("op") or tid, status=row.get("class", "-"),
                     family=row.get("family", "-"), reason=row.get("reason", ""))
@@ -37,7 +39,10 @@ def _task(root: Path, row: dict, page_dir: Path) -> OpEntry:
     baseline = (rules.get("cells") or [None])[0]
     candidate = rules.get("candidate")
     dirs = [_cell_run(root, receipt, rnd, name) for name in (baseline, candidate)]
-    runs.fill(entry, dirs[0], dirs[1], page_dir, entry.status not in ("X",), summary=False)
+    read = runs.fill(entry, dirs[0], dirs[1], page_dir, entry.status not in ("X",),
+                     summary=False)
+    if infos is not None:
+        infos.append(tuple(run.info if run is not None else {} for run in read))
     convert = [(cells.get(rnd) or {}).get(n, {}).get("convert_count") for n in
                (baseline, candidate)]
     entry.convert_layout = "→".join("-" if c is None else str(c) for c in convert)
@@ -58,7 +63,8 @@ def _cell_run(root: Path, receipt: dict, rnd: str, cell) -> Path | None:
 
 def product(root: Path, page_dir: Path) -> Report:
     rows = sources.csv_rows(root / STATUS_CSV)
-    entries = [_task(root, row, page_dir) for row in rows]
+    infos: list = []                    # (baseline run.json, candidate run.json) per task
+    entries = [_task(root, row, page_dir, infos) for row in rows]
     receipt = {}
     if (root / CAMPAIGN_RECEIPT).is_file():
         try:
@@ -69,16 +75,28 @@ def product(root: Path, page_dir: Path) -> Report:
     device = scope.get("device") if isinstance(scope.get("device"), dict) else {}
     points = sources.telemetry(root)
     started, took = sources.telemetry_span(points)
+    if started in (None, "-"):             # no telemetry: the cell runs' own times
+        started, took = sources.span([i for pair in infos for i in pair])
     rules = receipt.get("rules") if isinstance(receipt.get("rules"), dict) else {}
+    first = [next((pair[k] for pair in infos if pair[k]), {}) for k in (0, 1)]
     headline = Headline(
         kind="product", title=f"zlh product run {receipt.get('campaign_id') or root.name}",
-        sides=[Side("baseline", "-", str((rules.get("cells") or ["-"])[0])),
-               Side("candidate", "-", str(rules.get("candidate", "-")))],
-        device=str(device.get("name") or device.get("model") or "-"),
+        sides=[Side("baseline", sources.compiler(first[0]),
+                    str((rules.get("cells") or ["-"])[0])),
+               Side("candidate", sources.compiler(first[1]), str(rules.get("candidate", "-")))],
+        device=str(((first[0].get("device") or {}) if isinstance(first[0].get("device"), dict)
+                    else {}).get("name") or device.get("name_contains")
+                   or device.get("physical_device") or "-"),
+        caliber=sources.caliber_line(first[0].get("caliber")),
         started=started, duration_s=took, counts=count(e.status for e in entries),
         delta_label="median delta % of the candidate against the baseline (faster > 0)")
     if receipt:
+        gate = receipt.get("canary_gate")
+        passed = gate.get("pass") if isinstance(gate, dict) else None
         headline.notes.append(f"selection {receipt.get('selection', '-')}, status "
                               f"{receipt.get('status', '-')}, canary gate "
-                              f"{(receipt.get('canary_gate') or {}).get('passed', '-')}")
+                              f"{'-' if passed is None else 'PASS' if passed else 'FAIL'}")
+    else:
+        headline.notes.append(f"no {CAMPAIGN_RECEIPT}: the run did not end (cut short, or "
+                              f"still running); zlh product run {root.parent} --resume goes on")
     return Report(headline, entries, points, str(root))

@@ -134,3 +134,14 @@ def test_resume_runs_again_a_task_whose_receipt_was_edited(campaign):
     kept = {ln.split()[1] for ln in lines if ln.endswith("(kept from before the resume)")}
     assert kept == {"task=mm"}                                    # add and raise run anew
     assert json.loads(path.read_text())["task_id"] == "add" and list(root.glob(".abandoned/add-*"))
+
+
+def test_the_report_of_a_product_run_says_its_gate_compiler_and_caliber(campaign):
+    _, runs = campaign
+    shown = CliRunner().invoke(main, ["report", str(runs["canary"][1])])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert "canary gate PASS" in shown.output
+    assert next(ln for ln in lines if ln.startswith("side baseline:")).split("—")[0].strip() \
+        != "side baseline: -"                       # the cell runs' compiler
+    assert not next(ln for ln in lines if ln.startswith("caliber:")).endswith(" -")
