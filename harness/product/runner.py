@@ -48,19 +48,24 @@ def run_campaign(frozen_dir: str | Path, root: str | Path | None = None, resume:
             + (f" --out {root}" if flag == "--out" else ""))
     check_output_dir(root, flag)
     _refuse_held(root, then)
-    if root.exists() and not resume:
+    empty = root.is_dir() and not any(root.iterdir())     # a folder made for it: used as is
+    if root.exists() and not resume and not empty:
         raise UsageError(f"{root} exists: continue it with --resume, or give another --out")
     if resume and not (root / CONTRACT_RECEIPT).is_file():
         raise UsageError(f"--resume: {root} holds no campaign run to continue")
+    if resume and (root / CAMPAIGN_RECEIPT).is_file():
+        raise UsageError(f"--resume: {root} is a sealed run (its {CAMPAIGN_RECEIPT} is "
+                         f"written): it is re-read (zlh product reaccount, zlh report), never "
+                         f"run again; give another --out for a new run")
     contract = check_contract(frozen, python)
     if not resume:
         try:                     # made here: a run begun meanwhile into the same root loses
-            root.mkdir(parents=True)
+            root.mkdir(parents=True, exist_ok=empty)
         except FileExistsError:
             _refuse_held(root, then)
             raise UsageError(f"{root} exists: continue it with --resume, or give another "
                              f"--out") from None
-    with holding(root, "product run", then, made=not resume):
+    with holding(root, "product run", then, made=not resume and not empty):
         name = CONTRACT_RECEIPT if not resume else \
             f"contract-receipt.resume-{time.strftime('%Y%m%d-%H%M%S')}.json"
         write_receipt(root / name, contract)

@@ -158,8 +158,15 @@ def test_resume_keeps_terminal_tasks_and_refuses_an_existing_run(tmp_path, fake)
     assert again.exit_code == 2 and "--resume" in again.output
     fresh = cli("run", root.parent, "--resume", "--out", tmp_path / "nothing-here")
     assert fresh.exit_code == 2 and "holds no campaign run" in fresh.output
+    (tmp_path / "made-for-it").mkdir()                             # an empty folder: a new run
+    cells.calls.clear()
+    assert cli("run", root.parent, "--out", tmp_path / "made-for-it").exit_code == 0
+    assert (tmp_path / "made-for-it" / "campaign-receipt.json").is_file()
+    sealed = cli("run", root.parent, "--resume")                  # a run that ended
+    assert sealed.exit_code == 2 and "is a sealed run" in sealed.output
     kept = (root / "tasks/mm/task-receipt.json").read_bytes()
-    (root / "tasks/softmax/task-receipt.json").unlink()           # killed mid-task
+    (root / "tasks/softmax/task-receipt.json").unlink()           # killed mid-task: no
+    (root / "campaign-receipt.json").unlink()                     # campaign receipt either
     cells.calls.clear()
     result = cli("run", root.parent, "--resume")
     assert result.exit_code == 0, result.output
