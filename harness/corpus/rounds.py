@@ -125,7 +125,7 @@ class PersistentRounds:
         return outcome
 
     def close(self) -> None:
-        for worker in self.workers.values():
+        for worker in list(self.workers.values()):   # side threads change it meanwhile
             worker.stop()
 
 
@@ -167,14 +167,14 @@ class TurnsRounds(PersistentRounds):
         try:
             wait(futures)
         except BaseException:
-            for worker in self.workers.values():
+            for worker in list(self.workers.values()):   # (a side thread changes it)
                 worker.stop()
             raise
         return [future.result() for future in futures]
 
     def close(self) -> None:
         super().close()
-        for thread in self.threads.values():
+        for thread in list(self.threads.values()):
             thread.shutdown(wait=False)
 
 
@@ -247,13 +247,13 @@ class TurnsFreshRounds(TurnsRounds):
                                            worker.ready_at - worker.launched_at
                                            if worker.ready_at else 0.0,
                                            outcome is not None and outcome.rc == 0)
-                    for each in self.pools.values():
+                    for each in list(self.pools.values()):
                         each.depth = depth
                 note_in_log(pool.log, run_line(op, number, side.label, asked, worker.ready_at,
                                                ended, stopped) + f", spares {pool.depth}")
 
     def close(self) -> None:
-        for pool in self.pools.values():
+        for pool in list(self.pools.values()):
             pool.close()
         super().close()
 

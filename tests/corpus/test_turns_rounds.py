@@ -95,3 +95,33 @@ def test_turns_fresh_runs_every_run_in_its_own_process_launched_ahead(tmp_path, 
     assert all(pool.warm["activate"] for pool in pools)     # spares make their context ahead
     assert sum(pool.starts for pool in pools) >= 5 and not runner.workers
     assert reports[0].to_dict()["rows"][0]["delta_pct"] < 0                # B slower
+
+
+def test_ctrl_c_stops_both_sides_while_their_threads_change_the_workers(monkeypatch):
+    """Ctrl-C in a round in turns: the main thread stops every worker while a side's thread
+    may take or drop its worker at that moment (turns-fresh swaps one per run): stopping goes
+    over a copy, so the interrupt surfaces as Ctrl-C, not as a changed dictionary."""
+    from harness.ab.sides import Side
+    from harness.corpus import rounds as rounds_mod
+
+    runner = rounds_mod.TurnsRounds(settle_s=0.0, sleep=lambda s: None)
+    stopped = []
+
+    class Worker:
+        def __init__(self, label):
+            self.label = label
+
+        def stop(self):
+            stopped.append(self.label)
+            runner.workers.pop("B", None)             # as a side thread dropping its worker
+
+    runner.workers.update(A=Worker("A"), B=Worker("B"))
+    monkeypatch.setattr(runner, "_run_job", lambda *args: None)
+
+    def interrupted(futures):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(rounds_mod, "wait", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_together(None, "add", 1, (Side("A"), Side("B")), None)
+    assert stopped[0] == "A"
+    runner.close()
