@@ -154,5 +154,7 @@ def _design_line(s: dict) -> str:
         return f"rounds fixed at {s.get('rounds')}; {what}"
     return (f"rounds auto (two-stage: pilot {design.get('min_rounds')}, target half-width "
             f"{_num(design.get('target_pct'), 'g')} %, cap {design.get('max_rounds')}): "
-            f"{s.get('rounds')} rounds, stopped by the {design.get('stopped_by', '?')}; the "
-            f"interval uses the pilot's spread; {what}")
+            f"{s.get('rounds')} rounds, " + (
+                "cut short (later rounds left out)" if design.get("stopped_by") == "interrupted"
+                else f"stopped by the {design.get('stopped_by', '?')}")
+            + f"; the interval uses the pilot's spread; {what}")

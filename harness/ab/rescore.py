@@ -17,7 +17,7 @@ from ..common.errors import EXIT_CALIBER, EXIT_FAILED_CASES, UsageError
 from ..common.files import atomic_write_text, read_json_object
 from ..common.lock import holding
 from ..common.log import Echo
-from ..store.reader import COMPLETE, StoredRun, load_run, status_detail
+from ..store.reader import COMPLETE, load_run, status_detail
 from ..store.rundir import safe_name
 from ..telemetry.chart import for_report
 from .guard import check_caliber, guard, later_rounds_pass
@@ -59,10 +59,10 @@ def read_ab_plan(root: Path) -> dict:
     return doc
 
 
-def stored_pairs(root: Path, op: str, echo: Echo = print) -> list[tuple[StoredRun, StoredRun]]:
-    """(A, B) per round, round 1 first, while both sides have a run directory whose run
-    completed; the first round that falls short is said in one line when a later one was
-    run or it holds a run that did not complete."""
+def stored_pairs(root: Path, op: str, echo: Echo = print) -> tuple[list, bool]:
+    """((A, B) per round, round 1 first, while both sides have a run directory whose run
+    completed; whether rounds were left out). The first round that falls short is said in
+    one line when it holds a run of either side or a later round was run."""
     pairs, number = [], 1
     while True:
         folder = Path(root) / safe_name(op)
@@ -75,14 +75,15 @@ def stored_pairs(root: Path, op: str, echo: Echo = print) -> list[tuple[StoredRu
             number += 1
             continue
         later = _newest(folder / f"r{number + 1}_A") or _newest(folder / f"r{number + 1}_B")
-        if any(run is not None for _, run in short) or later is not None:
+        left_out = any(run is not None for run in runs) or later is not None
+        if left_out:
             why = "; ".join(f"side {side} " + ("has no run" if run is None else
                                                f"{run.status}" + (f" ({d})" if (
                                                    d := status_detail(run)) else ""))
                             for side, run in short)
             echo(f"WARNING {op}: round {number} and later left out ({why}); reporting "
                  f"{len(pairs)} round(s)")
-        return pairs
+        return pairs, left_out
 
 
 def _newest(folder: Path) -> Path | None:
@@ -107,7 +108,7 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
     auto = AutoRounds.from_dict(plan.get("rounds_auto"))
     reports, code = [], 0
     for op in dict.fromkeys(plan["ops"]):
-        pairs = stored_pairs(root, op, echo)
+        pairs, cut = stored_pairs(root, op, echo)
         if not pairs:
             echo(f"!!! {op}: no round whose runs of both sides completed under "
                  f"{root / safe_name(op)}; not in the report")
@@ -122,6 +123,9 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
         report, op_code = build_report(pairs, ALPHA, ir_verdict(a.path, b.path, scrub), check,
                                        labels, noise_floor, echo, auto)
         code = max(code, op_code)
+        design = report.summary.get("rounds_design") if report is not None else None
+        if cut and isinstance(design, dict) and "stopped_by" in design:
+            design["stopped_by"] = "interrupted"     # neither the target nor the cap
         if report is not None:
             reports.append(report)
     decide(reports, ALPHA)                  # Holm over every shape of the A/B

@@ -95,3 +95,23 @@ def test_an_interrupted_calibration_names_its_root_and_the_rescore(tmp_path, mon
     assert result.exit_code == 130
     assert (f"interrupted; the runs of finished rounds (no calibration.json) are kept under "
             f"{root}: zlh ab --rescore {root} reports them") in result.output, result.output
+
+
+def test_a_round_with_one_side_only_is_said_and_an_auto_design_reads_interrupted(
+        tmp_path, monkeypatch):
+    """Cut short after round 3's A and before its B: the rescore reports rounds 1-2 and says
+    round 3 was left out; under --rounds auto the design reads `interrupted`, neither the
+    target nor the cap."""
+    import shutil
+    synthetic_sides(monkeypatch, b_ratio=0.999, sd=0.001)
+    abmod.run_ab(auto_plan(tmp_path, AutoRounds(0.15, 3, 6)), echo=lambda _: None)
+    root = tmp_path / "ab"
+    for number in range(4, 7):
+        for side in "AB":
+            shutil.rmtree(root / "softmax" / f"r{number}_{side}", ignore_errors=True)
+    shutil.rmtree(root / "softmax" / "r3_B")
+    lines = []
+    (report,), code = rescore(root, [], None, False, lines.append)
+    assert report.summary["rounds"] == 2
+    assert any("round 3 and later left out (side B has no run)" in ln for ln in lines), lines
+    assert report.summary["rounds_design"]["stopped_by"] == "interrupted"
