@@ -48,7 +48,8 @@ def calibrate(ctx, ops, plant_pct, detect_pct, timeout_s, root, quiet, **params)
     refuse_corpus_root(root, "the calibration's")
     rounds, auto, runner = rounds_plan(params, fixed_default=3)
     plan = CalibratePlan(
-        ops=list(ops), options=options_from(given_options(ctx)),
+        ops=list(dict.fromkeys(ops)),   # an op named twice runs once, as in zlh ab
+        options=options_from(given_options(ctx)),
         root=Path(root or f"runs/calibrate_{time.strftime('%Y%m%d-%H%M%S')}"),
         rounds=rounds, plant_pct=plant_pct, timeout_s=timeout_s, auto=auto, runner=runner,
         detect_pct=detect_pct)

@@ -7,9 +7,10 @@ from pathlib import Path
 from ..ab.report import ABReport, load_report
 from ..common.errors import RunFailedError, UsageError
 from ..common.files import read_json_object, read_text
+from ..common.lock import root_in_use
 from ..store.compiler import short as short_compiler
 from . import runs, sources
-from .model import Headline, OpEntry, Report, Shape, Side, count, finite
+from .model import NOT_FINISHED, Headline, OpEntry, Report, Shape, Side, count, finite
 
 STATUS_TSV = "status.tsv"
 
@@ -68,9 +69,12 @@ def entry_of(report: ABReport, root: Path, page_dir: Path, elapsed: dict) -> OpE
 
 def ab(root: Path, page_dir: Path, kind: str = "ab") -> Report:
     doc, reports = load_report(root)
+    holder, missing = root_in_use(root), _not_reported(root, reports)
     if not reports:
-        raise RunFailedError(f"{root}: the report holds no op (every op failed or was "
-                             f"refused; see {root / STATUS_TSV})", "empty")
+        why = (f"it is still running ({holder})" if holder else
+               f"no op finished: zlh ab --rescore {root} reports the rounds that did, if any"
+               if missing else f"every op failed or was refused; see {root / STATUS_TSV}")
+        raise RunFailedError(f"{root}: the report holds no op ({why})", "empty")
     elapsed = _elapsed(root)
     entries = [entry_of(r, root, page_dir, elapsed) for r in reports]
     first = reports[0]
@@ -93,11 +97,30 @@ def ab(root: Path, page_dir: Path, kind: str = "ab") -> Report:
     headline.counts.update({f"shapes {k}": sum(r.summary.get(k, 0) for r in reports)
                             for k in ("faster", "slower", "unchanged")})
     _plan_sides(root, headline)
+    if missing:
+        headline.counts[NOT_FINISHED] = len(missing)
+        headline.notes.append(
+            f"{len(missing)} planned op(s) not in the report ({', '.join(missing[:5])}"
+            + (", …" if len(missing) > 5 else "") + "): "
+            + (f"still running ({holder})" if holder else
+               f"cut short; zlh ab --rescore {root} reports the rounds they finished"))
     if kind == "calibrate":
         headline.notes += _calibration_notes(root)
     if kind == "campaign":
         _campaign(root, headline)
     return Report(headline, entries, points, str(root))
+
+
+def _not_reported(root: Path, reports) -> list[str]:
+    """The ops plan.json planned that the report lacks (an A/B cut short, or still running);
+    [] where the root has no plan (a comparison of two stored runs)."""
+    try:
+        plan = read_json_object(root / "plan.json", "", "a zlh A/B plan")
+    except UsageError:
+        return []
+    ops = plan.get("ops") if isinstance(plan.get("ops"), list) else []
+    done = {r.op for r in reports}
+    return [op for op in dict.fromkeys(o for o in ops if isinstance(o, str)) if op not in done]
 
 
 def _plan_sides(root: Path, headline: Headline) -> None:

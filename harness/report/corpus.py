@@ -12,7 +12,8 @@ from ..corpus.verdict import IR_CHANGED, NO_IR_DIFF, NO_ROWS, NO_TRITON, read_ts
 from ..store.caliber import UNTIMED
 from ..store.reader import StoredRun
 from . import runs, sources
-from .model import Headline, OpEntry, Report, Shape, Side, arrow, count, finite
+from .model import (NOT_FINISHED, Headline, OpEntry, Report, Shape, Side, arrow, count,
+                    finite)
 
 SCREEN_JSON, SCREEN_TSV, OPS_STATUS = "screen.json", "screen.tsv", "ops_status.csv"
 
@@ -98,9 +99,6 @@ def _screen_headline(root: Path, doc: dict, plan: dict, rows: list[dict], infos_
 
 def _cards(devices) -> str:
     return ", ".join(str(d) for d in devices) if isinstance(devices, list) and devices else "-"
-
-
-NOT_FINISHED = "NOT_FINISHED"
 
 
 def unfinished(root: Path, plan: dict, done: list[str], kind: str) -> tuple[dict, list[str]]:

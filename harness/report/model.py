@@ -91,6 +91,9 @@ def to_dict(obj) -> dict:
     return asdict(obj)
 
 
+NOT_FINISHED = "NOT_FINISHED"      # counted for ops a root planned and has no result for
+
+
 def count(values) -> dict[str, int]:
     """Occurrences per value, most frequent first."""
     out: dict[str, int] = {}

@@ -115,3 +115,15 @@ def test_a_round_with_one_side_only_is_said_and_an_auto_design_reads_interrupted
     assert report.summary["rounds"] == 2
     assert any("round 3 and later left out (side B has no run)" in ln for ln in lines), lines
     assert report.summary["rounds_design"]["stopped_by"] == "interrupted"
+
+
+def test_calibrate_runs_an_op_named_twice_once(tmp_path, monkeypatch):
+    import harness.cli.calibrate as calibrate_cli
+    seen = []
+    monkeypatch.setattr(calibrate_cli, "run_calibration",
+                        lambda plan, echo, progress: (seen.append(plan.ops), ([], 0))[1])
+    result = CliRunner().invoke(main, ["calibrate", "add", "softmax", "add", "--adapter",
+                                       "builtin", "--backend", "cpu", "--root",
+                                       str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    assert seen == [["add", "softmax"]]

@@ -54,3 +54,29 @@ def test_a_copied_campaign_root_is_titled_by_where_it_is_now(tmp_path):
     shown = CliRunner().invoke(main, ["report", str(tmp_path / "cp2")])
     assert shown.exit_code == 0, shown.output
     assert "== zlh campaign cp2" in shown.output and "cp1" not in shown.output.splitlines()[0]
+
+
+def test_an_ab_root_cut_short_or_still_running_says_so(tmp_path):
+    from harness.common.lock import holding
+    from report_roots import ab_root
+    root = ab_root(tmp_path / "ab", ops=("softmax",),
+                   extra={"plan.json": {"ops": ["softmax", "mm"]}})
+    shown = CliRunner().invoke(main, ["report", str(root)])
+    assert shown.exit_code == 0, shown.output
+    assert "NOT_FINISHED 1" in shown.output
+    assert f"1 planned op(s) not in the report (mm): cut short; zlh ab --rescore {root}" \
+        in shown.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "report.json").write_text('{"schema_version": 1, "ops": []}')
+    (empty / "plan.json").write_text('{"ops": ["softmax"]}')
+    from harness.common import lock
+    with holding(empty, "ab"):
+        held, lock._HELD = lock._HELD, {}                       # as another process sees it
+        try:
+            running = CliRunner().invoke(main, ["report", str(empty)])
+        finally:
+            lock._HELD = held
+    assert running.exit_code == 1 and "it is still running (zlh ab, pid" in running.output
+    cut = CliRunner().invoke(main, ["report", str(empty)])
+    assert cut.exit_code == 1 and f"no op finished: zlh ab --rescore {empty}" in cut.output
