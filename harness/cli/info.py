@@ -66,7 +66,7 @@ def ops_cmd(ctx, patterns, adapter, flaggems_dir, vllm_dir, all_builtin, as_csv,
         raise errors.UsageError("PATTERNS holds an empty pattern, which every op matches; give "
                                 "part of an op, file or function name, or none to list all")
     if as_csv and as_json:
-        raise errors.UsageError("give one of --csv and --json (each is the whole inventory)")
+        raise errors.UsageError("give one of --csv and --json (two forms of one listing)")
     if verify_collect and not as_csv:
         raise errors.UsageError("--verify-collect goes with --csv (it fills the CSV's collect "
                                 "columns); add --csv")
@@ -80,7 +80,12 @@ def ops_cmd(ctx, patterns, adapter, flaggems_dir, vllm_dir, all_builtin, as_csv,
     except adapters.UnknownAdapter as exc:
         raise errors.UsageError(str(exc)) from None
     if as_csv or verify_collect:
-        _inventory_csv(source, verify_collect)
+        hidden = () if all_builtin else (
+            {r["op"] for r in source.describe_ops(include_hidden=True)}
+            - {r["op"] for r in source.describe_ops(include_hidden=False)})
+        _inventory_csv(source, verify_collect,
+                       lambda rows: _matching([r for r in rows if r.get("op") not in hidden],
+                                              patterns))
         return
     rows = _matching(source.describe_ops(include_hidden=all_builtin), patterns)
     if as_json:
@@ -101,9 +106,11 @@ def ops_cmd(ctx, patterns, adapter, flaggems_dir, vllm_dir, all_builtin, as_csv,
         click.echo(line if not width or len(line) <= width else line[:width - 1] + "…")
 
 
-def _inventory_csv(source, verify: bool) -> None:
+def _inventory_csv(source, verify: bool, keep) -> None:
+    """The adapter's inventory as CSV, the rows `keep` keeps (PATTERNS, --all-builtin)."""
     columns, rows = source.inventory(verify, backends.detect_backend() if verify else None,
                                      backends.all_backends())
+    rows = keep(rows)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(columns), lineterminator="\n")
     writer.writeheader()
@@ -131,7 +138,7 @@ def _matching(rows: list[dict], patterns) -> list[dict]:
         return rows
     wanted = [p.lower() for p in patterns]
     keep = [r for r in rows if any(w in " ".join(str(r.get(k, "")) for k in
-                                                 ("op", "file", "function")).lower()
+                                                 ("op", "file", "op_file", "function")).lower()
                                    for w in wanted)]
     if not keep:
         raise errors.UsageError(f"no op matches {', '.join(map(repr, patterns))}"

@@ -185,6 +185,20 @@ def test_inventory_csv_columns_without_import():
     assert "collect" not in header and "flag_gems" not in sys.modules
 
 
+def test_inventory_csv_keeps_what_the_listing_keeps():
+    """PATTERNS and --all-builtin select the CSV's rows as they select the listing's."""
+    listed = zlh("ops", "softmax", "--flaggems-dir", FAKE, "--json")
+    kept = zlh("ops", "softmax", "--flaggems-dir", FAKE, "--csv")
+    assert kept.exit_code == 0, kept.output
+    assert sorted(r["function"] for r in read_csv(kept.stdout)) == sorted(
+        json.loads(line)["function"] for line in listed.stdout.splitlines())
+    assert zlh("ops", "zzz", "--csv").exit_code == 2
+    plain = {r["op"] for r in read_csv(zlh("ops", "--adapter", "builtin", "--csv").stdout)}
+    every = {r["op"] for r in read_csv(zlh("ops", "--adapter", "builtin", "--csv",
+                                           "--all-builtin").stdout)}
+    assert plain < every and not any(op.startswith("fault_") for op in plain)
+
+
 def test_verify_collect_builds_each_benchmark_without_timing():
     result = zlh("ops", "--flaggems-dir", FAKE, "--csv", "--verify-collect")
     assert result.exit_code == 0, result.output
