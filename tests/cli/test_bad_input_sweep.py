@@ -1099,7 +1099,7 @@ EXPECT.update({
     'ops --adapter nosuch':
         (2, "Invalid value for '--adapter': unknown adapter 'nosuch'"),
     'ops --csv --json --adapter builtin':
-        (2, 'give one of --csv and --json (each is the whole inventory)'),
+        (2, 'give one of --csv and --json (two forms of one listing)'),
     'ops --verify-collect --adapter builtin':
         (2, "--verify-collect goes with --csv (it fills the CSV's collect"),
     'ops [ --adapter builtin':
