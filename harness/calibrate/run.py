@@ -23,8 +23,10 @@ from pathlib import Path
 from tabulate import tabulate
 
 from ..ab.orchestrate import ab_root, run_rounds
+from ..ab.report import load_report
 from ..ab.sides import ABPlan, Side
 from ..common import style
+from ..common.errors import Terminated
 from ..common.files import atomic_write_json
 from ..common.limits import MAX_ROUNDS
 from ..common.log import Echo
@@ -71,12 +73,22 @@ class CalibratePlan:
 
 def calibrate(plan: CalibratePlan, echo: Echo = print,
               progress: Echo | None = None) -> tuple[dict, int]:
-    """Run the rounds, write ROOT/calibration.json, print the table. (document, exit code)"""
+    """Run the rounds, write ROOT/calibration.json, print the table. (document, exit code)
+    Cut short (Ctrl-C, SIGTERM), it still writes calibration.json for the ops that finished
+    (`"complete": false`), then lets the signal go on."""
     ab_plan = plan.ab_plan()
     with ab_root(ab_plan, "calibrate"):      # held until calibration.json is written
-        reports, code = run_rounds(ab_plan, echo, progress)
+        try:
+            reports, code = run_rounds(ab_plan, echo, progress)
+        except (KeyboardInterrupt, Terminated):
+            finished = load_report(plan.root)[1] if (plan.root / "report.json").is_file() \
+                else []
+            if finished:
+                atomic_write_json(plan.root / FILE, {**document(plan, finished),
+                                                     "complete": False})
+            raise
         doc = document(plan, reports)
-        atomic_write_json(plan.root / FILE, doc)
+        atomic_write_json(plan.root / FILE, {**doc, "complete": True})
     for text in render(doc):
         echo(text)
     echo(f"calibration: {plan.root / FILE}")

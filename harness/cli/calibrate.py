@@ -56,5 +56,6 @@ def calibrate(ctx, ops, plant_pct, detect_pct, timeout_s, root, quiet, **params)
     _, code = keeps_on_interrupt(
         plan.root, f"zlh ab --rescore {shlex.quote(str(plan.root))}",
         lambda: run_calibration(plan, echo=click.echo, progress=None if quiet else echo_err),
-        kept="the runs of finished rounds (no calibration.json)", then="reports them")
+        kept="the finished ops' floors (calibration.json, complete: false) and the runs of "
+             "finished rounds", then="reports those rounds")
     sys.exit(code)

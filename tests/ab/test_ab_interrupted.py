@@ -93,8 +93,9 @@ def test_an_interrupted_calibration_names_its_root_and_the_rescore(tmp_path, mon
     result = CliRunner().invoke(main, ["calibrate", "add", "--adapter", "builtin",
                                        "--backend", "cpu", "--root", str(root)])
     assert result.exit_code == 130
-    assert (f"interrupted; the runs of finished rounds (no calibration.json) are kept under "
-            f"{root}: zlh ab --rescore {root} reports them") in result.output, result.output
+    assert (f"interrupted; the finished ops' floors (calibration.json, complete: false) and "
+            f"the runs of finished rounds are kept under {root}: zlh ab --rescore {root} "
+            f"reports those rounds") in result.output, result.output
 
 
 def test_a_round_with_one_side_only_is_said_and_an_auto_design_reads_interrupted(
@@ -127,3 +128,25 @@ def test_calibrate_runs_an_op_named_twice_once(tmp_path, monkeypatch):
                                        str(tmp_path / "c")])
     assert result.exit_code == 0, result.output
     assert seen == [["add", "softmax"]]
+
+
+def test_a_calibration_cut_short_keeps_the_floor_of_the_ops_that_finished(tmp_path, monkeypatch):
+    """Ctrl-C after the first op: calibration.json holds that op (complete: false), usable as
+    a noise floor; the op cut short is not in it."""
+    import harness.calibrate.run as calibrate_run
+    from harness.calibrate.noise import NoiseFloor
+    synthetic_sides(monkeypatch, b_ratio=1.0, sd=0.001)
+    real = calibrate_run.run_rounds
+
+    def stop_after_the_first_op(ab_plan, echo, progress):
+        ab_plan.ops = ab_plan.ops[:1]
+        real(ab_plan, echo, progress)                 # softmax finishes, report.json says so
+        raise KeyboardInterrupt                       # … and the next op is cut short
+    monkeypatch.setattr(calibrate_run, "run_rounds", stop_after_the_first_op)
+    root = tmp_path / "cal"
+    result = CliRunner().invoke(main, ["calibrate", "softmax", "mm", "--adapter", "builtin",
+                                       "--backend", "cpu", "--rounds", "2", "--root", str(root)])
+    assert result.exit_code == 130, result.output
+    doc = json.loads((root / "calibration.json").read_text())
+    assert doc["complete"] is False and [op["op"] for op in doc["ops"]] == ["softmax"]
+    NoiseFloor.load(root / "calibration.json")       # usable as --noise-floor
