@@ -43,7 +43,8 @@ def calibrate(ctx, ops, plant_pct, detect_pct, timeout_s, root, quiet, **params)
     With --plant-pct X, side B is slowed by a known amount on the device instead, and the
     report counts the shapes detected with the right sign.
 
-    Exit status: 0 calibrated, 1 a run failed, 2 bad input, 4 caliber refusal.
+    Exit status: 0 calibrated, 1 a run failed, 2 bad input, 3 preflight failed, 4 caliber
+    refusal, 130/143/129 interrupted (calibration.json then holds the ops that finished).
     """
     refuse_corpus_root(root, "the calibration's")
     rounds, auto, runner = rounds_plan(params, fixed_default=3)

@@ -67,7 +67,8 @@ def history(roots, html_out, step_pct):
     over the builds, and the build where it changed (its range over shapes excludes the
     previous build's median by more than --step-pct).
 
-    Exit status: 0 printed, 2 a ROOT is no screen or A/B root."""
+    Exit status: 0 printed, 1 an A/B ROOT's report holds no op (cut short, still running),
+    2 a ROOT is no screen or A/B root."""
     if len(set(roots)) < 2:
         raise UsageError("name two or more roots (screen or A/B) to line up")
     for root in roots:
