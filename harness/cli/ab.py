@@ -152,7 +152,7 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
     else:
         reports, code = _compare_two(ctx, args, params, root, echo, floor, typed)
     found = gate.violations(fail_on, reports)
-    _print(reports, lines, as_json, printed=running and not replay_run,
+    _print(reports, lines, as_json, printed=running and not replay_run, quiet=quiet,
            extra={"fail_on": gate.to_json(fail_on, found)} if fail_on else None)
     sys.exit(gate.exit_code(code, found, echo_err))
 
@@ -263,10 +263,14 @@ def _run_both(args, params: dict, given: dict, root: Path, echo, progress, floor
     return orchestrate.run_ab(plan, echo, progress)
 
 
-def _print(reports, lines: list[str], as_json: bool, printed: bool, extra=None) -> None:
+def _print(reports, lines: list[str], as_json: bool, printed: bool, extra=None,
+           quiet: bool = False) -> None:
+    """With --json: the lines held back go to stderr (with -q only warnings and refusals),
+    the JSON to stdout; else the reports' tables, where the run did not print them."""
     if as_json:
         for line in lines:
-            echo_err(line)
+            if not quiet or str(line).lstrip().startswith(("WARNING", "!!!")):
+                echo_err(line)
         if reports:
             echo_out(json.dumps(stamp({**to_json(reports), **(extra or {})}), allow_nan=False,
                                 default=str))
