@@ -175,7 +175,9 @@ def split_csv(ctx, param, value):
     for chunk in value:
         items.extend(v.strip() for v in chunk.split(",") if v.strip())
     if not items:
-        raise click.BadParameter("an empty list; leave the option out for the defaults")
+        raise click.BadParameter("an empty list; leave the option out for the defaults"
+                                 if not param.required else "an empty list; give at least "
+                                 "one value")
     return items
 
 
