@@ -14,7 +14,7 @@ from ..ab import gate, orchestrate
 from ..ab.preflight import check_new_root, check_scrub, refuse_run_dirs_as_ops
 from ..ab.recipe import load_recipe
 from ..ab.render import render_terminal
-from ..ab.report import to_json, write_reports
+from ..ab.report import load_report, to_json, write_reports
 from ..ab.rescore import rescore as rescore_root
 from ..ab.sides import ABPlan, sides_from_env, sides_from_switch
 from ..calibrate.noise import NoiseFloor
@@ -144,9 +144,10 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
         with Meter("ab", show=False if quiet else None) as meter:
             reports, code = keeps_on_interrupt(
                 root_path, f"zlh ab --rescore {shlex.quote(str(root_path))}",
-                lambda: _run_both(args, params, given, root_path,
-                                  meter.counted(echo) if not as_json else echo,
-                                  None if quiet else meter.counted(echo_err), floor),
+                lambda: _json_on_interrupt(as_json, root_path, lambda: _run_both(
+                    args, params, given, root_path,
+                    meter.counted(echo) if not as_json else echo,
+                    None if quiet else meter.counted(echo_err), floor), fail_on),
                 kept="the runs of finished rounds", then="reports them")
         echo(f"runs, status.tsv and report.json/csv under {root_path}")
     else:
@@ -261,6 +262,22 @@ def _run_both(args, params: dict, given: dict, root: Path, echo, progress, floor
         allow_no_ir_diff=params["allow_no_ir_diff"], scrub=list(params["scrub"]),
         switch_name=(params["switch"] or "").partition("=")[0], noise_floor=floor)
     return orchestrate.run_ab(plan, echo, progress)
+
+
+def _json_on_interrupt(as_json: bool, root: Path, run, fail_on=()):
+    """`run()`; with --json, a Ctrl-C or signal still leaves the JSON on stdout: the ops
+    finished before it (report.json) and the gates over them, marked interrupted."""
+    try:
+        return run()
+    except (KeyboardInterrupt, errors.Terminated) as exc:
+        if as_json:
+            done = load_report(root)[1] if (root / "report.json").is_file() else []
+            gates = {"fail_on": gate.to_json(fail_on, gate.violations(fail_on, done))} \
+                if fail_on else {}
+            echo_out(json.dumps(stamp({**to_json(done), **gates, "interrupted": True,
+                                       "exit_code": 130 if isinstance(exc, KeyboardInterrupt)
+                                       else exc.code}), allow_nan=False, default=str))
+        raise
 
 
 def _print(reports, lines: list[str], as_json: bool, printed: bool, extra=None,
