@@ -32,6 +32,7 @@ from typing import Sequence
 import numpy as np
 
 from ..common.limits import MAX_ROUNDS
+from ..measure.sequential import log_pct
 from ..measure.stats import clean, detectable_pct
 
 ALPHA = 0.05
@@ -40,12 +41,15 @@ TARGET_MIN_MS = 0.02        # the planted-change target counts shapes of at leas
 
 
 def shape_floor(deltas: Sequence[float], alpha: float = ALPHA, power: float = POWER) -> dict:
-    """Noise floor, spread and detectable change of one shape's per-round deltas."""
+    """Noise floor, spread and detectable change of one shape's per-round deltas; the spread
+    on the log of each round's ratio (as `zlh ab` tests rounds: the same detectable change
+    in both tables; for deltas of a few percent the two scales agree)."""
     d = clean(deltas)
     if d.size == 0:
         return {"rounds": 0, "noise_median_pct": None, "noise_max_pct": None, "mean_pct": None,
                 "sd_pct": None, "detectable_pct": None}
-    sd = float(d.std(ddof=1)) if d.size >= 2 else None
+    logs = log_pct(d)
+    sd = float(logs.std(ddof=1)) if logs.size >= 2 else None
     return {"rounds": int(d.size),
             "noise_median_pct": float(np.median(np.abs(d))),
             "noise_max_pct": float(np.max(np.abs(d))),

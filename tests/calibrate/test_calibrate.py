@@ -47,10 +47,17 @@ def test_shape_floor_of_per_round_deltas():
     assert out["rounds"] == 3
     assert out["noise_median_pct"] == pytest.approx(0.2)
     assert out["noise_max_pct"] == pytest.approx(0.3)
-    assert out["sd_pct"] == pytest.approx(math.sqrt(((0.1) ** 2 + (0.3 + 0.0) ** 2 +
-                                                     0.2 ** 2) / 2), rel=1e-9)
+    logs = [100 * math.log1p(d / 100) for d in (0.1, -0.3, 0.2)]     # as zlh ab tests rounds
+    mean = sum(logs) / 3
+    assert out["sd_pct"] == pytest.approx(math.sqrt(sum((v - mean) ** 2 for v in logs) / 2),
+                                          rel=1e-9)
     assert out["detectable_pct"] == pytest.approx(stats.detectable_pct(out["sd_pct"], 3))
     assert floor.shape_floor([])["noise_max_pct"] is None
+    # large deltas: the same detectable change as the A/B table's (log scale), not raw deltas'
+    from harness.measure import sequential
+    big = [-50.0, -30.0, -40.0]
+    assert floor.shape_floor(big)["detectable_pct"] == pytest.approx(
+        sequential.shape_rounds(big, None, None)["detectable_pct"])
 
 
 def exact_run(root, name, latencies, mode):
