@@ -8,16 +8,18 @@ from pathlib import Path
 
 import click
 
+from ..common.errors import UsageError
+
 from ..calibrate.run import CalibratePlan, calibrate as run_calibration
 from ..corpus.files import refuse_corpus_root
 from .group import main
 from .rounds import rounds_options, rounds_plan
-from .common import (bench_options, echo_err, finite, given_options, handles_errors,
-                     keeps_on_interrupt, not_empty, options_from)
+from .common import (bench_options, default_ops, echo_err, finite, given_options,
+                     handles_errors, keeps_on_interrupt, not_empty, options_from)
 
 
 @main.command()
-@click.argument("ops", nargs=-1, required=True)
+@click.argument("ops", nargs=-1)
 @rounds_options(2, 3, "A/A rounds (ABBA order); the floor and the detectable change are per "
                       "shape over these rounds. auto: as `zlh ab --rounds auto`.")
 @click.option("--plant-pct", type=click.FloatRange(min=0, min_open=True, max=1000), default=None,
@@ -48,9 +50,13 @@ def calibrate(ctx, ops, plant_pct, detect_pct, timeout_s, root, quiet, **params)
     """
     refuse_corpus_root(root, "the calibration's")
     rounds, auto, runner = rounds_plan(params, fixed_default=3)
+    options = options_from(given_options(ctx))
+    ops = list(dict.fromkeys(ops)) or default_ops(options)   # named twice: runs once
+    if not ops:
+        raise UsageError("name at least one op to calibrate (or --cases MODULE:ATTR, whose "
+                         "op is ATTR)")
     plan = CalibratePlan(
-        ops=list(dict.fromkeys(ops)),   # an op named twice runs once, as in zlh ab
-        options=options_from(given_options(ctx)),
+        ops=ops, options=options,
         root=Path(root or f"runs/calibrate_{time.strftime('%Y%m%d-%H%M%S')}"),
         rounds=rounds, plant_pct=plant_pct, timeout_s=timeout_s, auto=auto, runner=runner,
         detect_pct=detect_pct)

@@ -150,3 +150,16 @@ def test_a_calibration_cut_short_keeps_the_floor_of_the_ops_that_finished(tmp_pa
     doc = json.loads((root / "calibration.json").read_text())
     assert doc["complete"] is False and [op["op"] for op in doc["ops"]] == ["softmax"]
     NoiseFloor.load(root / "calibration.json")       # usable as --noise-floor
+
+
+def test_calibrate_takes_the_op_of_user_cases_and_asks_for_one_otherwise(tmp_path, monkeypatch):
+    import harness.cli.calibrate as calibrate_cli
+    seen = []
+    monkeypatch.setattr(calibrate_cli, "run_calibration",
+                        lambda plan, echo, progress: (seen.append(plan.ops), ([], 0))[1])
+    ok = CliRunner().invoke(main, ["calibrate", "--cases", "my_cases:cases", "--backend",
+                                   "cpu", "--root", str(tmp_path / "c")])
+    assert ok.exit_code == 0, ok.output
+    assert seen == [["cases"]]
+    none = CliRunner().invoke(main, ["calibrate", "--adapter", "builtin", "--backend", "cpu"])
+    assert none.exit_code == 2 and "name at least one op to calibrate" in none.output

@@ -999,7 +999,7 @@ EXPECT.update({
     'partition screen.tsv':
         (2, "Missing option '--devices' / '--gpus'. (see `zlh partition --help`)"),
     'calibrate':
-        (2, "Missing argument 'OPS...'. (see `zlh calibrate --help`)"),
+        (2, 'name at least one op to calibrate (or --cases MODULE:ATTR, whose op is ATTR)'),
     'calibrate add --plant-pct 0':
         (2, "Invalid value for '--plant-pct': 0.0 is not in the range"),
     'calibrate add --timeout 0':
