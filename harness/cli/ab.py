@@ -27,6 +27,7 @@ from ..corpus.files import refuse_corpus_root
 from ..corpus.selection import parse_ops_file
 from ..run.options import refuse_unhooked
 from .group import main
+from .output import complete_ops_or_runs
 from .rounds import AUTO_NAMES, NAMES as ROUNDS_NAMES, rounds_options, rounds_plan
 from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out, echo_routed,
                      finite, gate_option, given_options, handles_errors, keeps_on_interrupt,
@@ -34,7 +35,7 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
 
 
 @main.command()
-@click.argument("args", nargs=-1)
+@click.argument("args", nargs=-1, shell_complete=complete_ops_or_runs)
 @click.option("--replay", "replay_run", default=None, metavar="RUN_A", callback=not_empty,
               help="Side A is this existing record run; side B is run now replaying its "
                    "configs with its caliber (bench options given here override).")

@@ -13,13 +13,14 @@ from ..common.errors import UsageError
 from ..calibrate.run import CalibratePlan, calibrate as run_calibration
 from ..corpus.files import refuse_corpus_root
 from .group import main
+from .output import complete_ops
 from .rounds import rounds_options, rounds_plan
 from .common import (bench_options, default_ops, echo_err, finite, given_options,
                      handles_errors, keeps_on_interrupt, not_empty, options_from)
 
 
 @main.command()
-@click.argument("ops", nargs=-1)
+@click.argument("ops", nargs=-1, shell_complete=complete_ops)
 @rounds_options(2, 3, "A/A rounds (ABBA order); the floor and the detectable change are per "
                       "shape over these rounds. auto: as `zlh ab --rounds auto`.")
 @click.option("--plant-pct", type=click.FloatRange(min=0, min_open=True, max=1000), default=None,

@@ -142,3 +142,9 @@ def complete_ops(ctx, param, incomplete):
     except Exception:  # noqa: BLE001
         return []
     return [n for n in dict.fromkeys(names) if n.startswith(incomplete)]
+
+
+def complete_ops_or_runs(ctx, param, incomplete):
+    """`zlh ab`'s arguments: op names (as complete_ops), else paths (two run directories)."""
+    from click.shell_completion import CompletionItem
+    return complete_ops(ctx, param, incomplete) or [CompletionItem(incomplete, type="file")]

@@ -205,6 +205,8 @@ def test_shell_completion_of_backends_adapters_ops_and_files(tmp_path):
     assert _complete("zlh bench --adapter bu") == ["builtin"]
     assert "softmax" in _complete("zlh bench --adapter builtin so")
     assert "mm" in _complete("zlh bench --adapter builtin ")
+    assert "softmax" in _complete("zlh ab --adapter builtin so")        # ops of an A/B too
+    assert "softmax" in _complete("zlh calibrate --adapter builtin so")
     script = subprocess.run([sys.executable, "-c", "from harness.cli import main; "
                              "main(prog_name='zlh')"],
                             env=dict(os.environ, PYTHONPATH=str(ROOT),
