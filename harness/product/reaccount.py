@@ -111,6 +111,23 @@ def _verified(path: Path, sha: str | None) -> dict:
     return read_json(path)
 
 
+def _evidence_intact(root: Path, receipt: dict, where: Path) -> None:
+    """Every file a cell receipt sealed (its run's run.json, results.jsonl, ttgir/index.tsv,
+    its log) still there with the sha256 it sealed: the IR scope is re-derived from them, so
+    a file gone or changed is refused (exit 2), not read as no IR."""
+    sealed = receipt.get("produced_by")
+    if not isinstance(sealed, dict):
+        return
+    for rel, sha in sealed.items():
+        path = root / rel
+        if not path.is_file():
+            raise UsageError(f"{path}: sealed by {where} and now missing; the re-account "
+                             f"reads it")
+        if isinstance(sha, str) and sha256_file(path) != sha:
+            raise UsageError(f"{path}: changed since the run was sealed (sha256 differs from "
+                             f"{where})")
+
+
 def task_fields(task: dict, path: Path) -> dict:
     """A task receipt whose fields the re-account reads are of the types zlh seals."""
     f = _Sealed(task, str(path))
@@ -144,6 +161,7 @@ def rederive(root: Path, task: dict, floor: int, scrub, stage: str) -> dict:
         if rnd not in facts:
             continue
         run_dir = root / receipt["run_dir"] if receipt.get("run_dir") else None
+        _evidence_intact(root, receipt, root / rel)        # the files ir_scope reads
         scope = ir_scope(run_dir, floor, scrub, stage) if run_dir else receipt.get("ir_scope")
         facts[rnd][cell] = CellFacts.from_receipt({**receipt, "ir_scope": scope})
         if rnd == "a":

@@ -103,9 +103,25 @@ def test_reaccount_at_floor_zero_reproduces_the_sealed_classes(campaign):
     assert [t["task_id"] for t in re["tasks"]] == list(TASKS)
 
 
+def test_reaccount_refuses_a_cell_run_changed_since_the_seal(campaign, tmp_path):
+    """The IR scope is re-derived from each cell's run directory: a file its cell receipt
+    sealed that is gone or edited is refused, not read as a run without IR."""
+    import shutil
+    copy = tmp_path / "copy"
+    shutil.copytree(campaign[1]["all"][1], copy)
+    (index,) = list((copy / "tasks/add/a/off").glob("*/ttgir/index.tsv"))[:1]
+    index.write_text(index.read_text() + "edited\n")
+    result = cli("reaccount", copy, "--out", tmp_path / "re")
+    assert result.exit_code == 2 and "changed since the run was sealed" in result.output
+    index.unlink()
+    result = cli("reaccount", copy, "--out", tmp_path / "re")
+    assert result.exit_code == 2 and "now missing" in result.output
+
+
 def test_resume_runs_only_the_unfinished_task(campaign):
     root = campaign[1]["all"][1]
     (root / "tasks/raise/task-receipt.json").unlink()
+    (root / "campaign-receipt.json").unlink()       # killed before it was sealed
     result = cli("run", root.parent, "--resume")
     assert result.exit_code == 0, result.output
     assert result.output.count("(kept from before the resume)") == len(TASKS) - 1
@@ -126,6 +142,7 @@ def test_resume_runs_again_a_task_whose_receipt_was_edited(campaign):
     forged = next(c for c in CLASSES if c != original)
     path.write_text(json.dumps({**receipt, "class": forged}))
     (root / "tasks/raise/task-receipt.json").write_text(json.dumps({"class": original}))
+    (root / "campaign-receipt.json").unlink()       # killed before it was sealed
     result = cli("run", root.parent, "--resume")
     assert result.exit_code in (0, 1), result.output
     assert f"add runs again: {path} says {forged}, its evidence gives {original}" in result.output
