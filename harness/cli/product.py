@@ -15,7 +15,8 @@ from ..common.files import check_output_dir
 from ..common.progress import Meter
 from ..product import (CAMPAIGN_RECEIPT, SELECTIONS, STATUS_CSV, ManifestError, build_plan,
                        check_canary_receipt, corpus_adapter, cross_check, freeze_plan,
-                       load_frozen, load_manifest, plan_text, reaccount_run, run_campaign)
+                       frozen_name, load_frozen, load_manifest, plan_text, reaccount_run,
+                       run_campaign)
 from .group import main
 from .common import echo_err, handles_errors, keeps_on_interrupt, not_empty
 
@@ -60,11 +61,22 @@ def prepare(manifest, selection, canary_receipt, out, dry_run):
     problems, resolved = cross_check(doc, corpus_adapter(doc))
     if problems:
         raise ManifestError(f"manifest {manifest}", problems)
-    canary_sha = None if dry_run and not canary_receipt else \
-        check_canary_receipt(doc, selection, canary_receipt)
+    try:
+        canary_sha = check_canary_receipt(doc, selection, canary_receipt)
+    except UsageError:
+        if not dry_run or canary_receipt:
+            raise
+        canary_sha, refusal = None, sys.exc_info()[1]   # the plan first, then why not
+    else:
+        refusal = None
     matrix, budget = build_plan(doc, selection, resolved, canary_sha)
     click.echo(plan_text(matrix, budget))
-    if dry_run:
+    if dry_run:                 # a preview: what `prepare` would still refuse, said
+        target = Path(out).resolve() / frozen_name(doc, selection)
+        for why in ([refusal.message] if refusal is not None else []) + (
+                [f"{target} exists: a frozen plan is never rewritten"] if target.exists()
+                else []):
+            echo_err(f"note: not frozen as it stands: {why}")
         return
     target = freeze_plan(doc, selection, Path(out), matrix, budget)
     click.echo(f"frozen: {target}")

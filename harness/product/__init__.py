@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from .classes import CellFacts, Decision, Evidence, Rules, classify, evaluate_gate
 from .contract import check_contract
-from .freeze import (Frozen, build_plan, check_canary_receipt, freeze_plan, load_frozen,
-                     plan_text)
+from .freeze import (Frozen, build_plan, check_canary_receipt, freeze_plan, frozen_name,
+                     load_frozen, plan_text)
 from .inventory import corpus_adapter, cross_check
 from .manifest import CLASSES, SELECTIONS, Manifest, ManifestError
 from .reaccount import reaccount_run
@@ -41,6 +41,7 @@ __all__ = [
     "CAMPAIGN_RECEIPT", "CLASSES", "SELECTIONS", "STATUS_CSV",
     "CellFacts", "Decision", "Evidence", "Frozen", "Manifest", "ManifestError", "Rules",
     "build_plan", "check_canary_receipt", "check_contract", "classify", "corpus_adapter",
-    "cross_check", "evaluate_gate", "freeze_plan", "load_frozen", "load_manifest",
+    "cross_check", "evaluate_gate", "freeze_plan", "frozen_name", "load_frozen",
+    "load_manifest",
     "plan_text", "reaccount_run", "run_campaign",
 ]

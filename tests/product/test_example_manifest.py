@@ -31,3 +31,16 @@ def test_the_example_as_shipped_names_what_to_fill_in():
     result = CliRunner().invoke(main, ["product", "prepare", str(EXAMPLE), "--selection",
                                        "canary", "--dry-run"])
     assert result.exit_code in (2, 3) and "/path/to/FlagGems" in result.output
+
+
+def test_a_dry_run_says_what_prepare_would_still_refuse(tmp_path):
+    doc = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    doc["sources"]["library"].update(path=str(FAKE_FLAGGEMS),
+                                     import_from=str(FAKE_FLAGGEMS / "src"))
+    manifest = tmp_path / "campaign.json"
+    manifest.write_text(json.dumps(doc))
+    result = CliRunner().invoke(main, ["product", "prepare", str(manifest), "--selection", "all",
+                                       "--dry-run", "--out", str(tmp_path / "runs")])
+    assert result.exit_code == 0, result.output
+    assert "note: not frozen as it stands: --selection all needs --canary-receipt" \
+        in result.stderr
