@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Iterator, Sequence
 
+from harness.common import spelling
 from harness.common.errors import UsageError, quoted
 
 from ..base import Adapter, Case as RunnerCase, MissingShapes
@@ -40,10 +41,14 @@ class UserAdapter(Adapter):
     def _loaded(self) -> dict[str | None, list[Case]]:
         if self._by_op is None:
             if self.spec is not None:
-                self._by_op = cases_by_op(self.check_source(), f"--cases {self.spec}")
+                self._by_op = cases_by_op(self.check_source(), self._where())
             else:
                 self._by_op = cases_by_op(self.source, "cases")
         return self._by_op
+
+    def _where(self) -> str:
+        """`--cases SPEC` on the command line, `cases SPEC` to a Python caller."""
+        return f"{spelling.option('cases')} {self.spec}"
 
     def check_source(self) -> Any:
         """The object `--cases` names, once it is one that can give cases (checked without
@@ -51,7 +56,7 @@ class UserAdapter(Adapter):
         if self.spec is None:
             return None
         obj = import_spec(self.spec)
-        check_provider(obj, f"--cases {self.spec}")
+        check_provider(obj, self._where())
         return obj
 
     def _cases(self, op: str) -> list[Case]:

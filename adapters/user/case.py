@@ -103,6 +103,9 @@ class Case:
         import torch  # heavy: imported only where used
         if isinstance(shapes, str) or not isinstance(shapes, Sequence) or not shapes:
             raise UsageError(f"Case.sweep shapes: expected a non-empty list, got {shapes!r}")
+        if isinstance(dtypes, str) or not isinstance(dtypes, Sequence) or not dtypes:
+            raise UsageError(f"Case.sweep dtypes: expected a non-empty list of dtypes (e.g. "
+                             f"['float16']), got {dtypes!r}")
         cases = []
         for dtype in dtypes:
             torch_dtype = getattr(torch, dtype_name(dtype))

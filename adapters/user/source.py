@@ -17,6 +17,7 @@ import sys
 import types
 from typing import Any
 
+from harness.common import spelling
 from harness.common import log
 from harness.common.errors import (PreflightError, Terminated, UsageError, ZlhError,
                                    failure_detail)
@@ -47,32 +48,33 @@ def import_spec(spec: str) -> Any:
     module_name, attr = parse_spec(spec)
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
+    where = f"{spelling.option('cases')} {spec}"      # --cases / cases, as the caller spells it
     try:
         module = importlib.import_module(module_name)
     except UsageError as exc:           # a bad Case built at import
-        raise UsageError(f"--cases {spec}: {exc.message}") from None
+        raise UsageError(f"{where}: {exc.message}") from None
     except ZlhError:
         raise
     except ModuleNotFoundError as exc:
         if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
-            raise UsageError(f"--cases {spec}: no module named {exc.name!r} (python: "
+            raise UsageError(f"{where}: no module named {exc.name!r} (python: "
                              f"{sys.executable}; run from the directory that holds it or add "
                              f"it to PYTHONPATH)") from None
-        raise PreflightError("import_cases", f"--cases {spec}: importing {module_name} "
+        raise PreflightError("import_cases", f"{where}: importing {module_name} "
                                              f"failed: {failure_detail(exc)}") from None
     except Terminated:
         raise
     except SystemExit as exc:           # not the status of this process
-        raise PreflightError("import_cases", f"--cases {spec}: importing {module_name} "
-                                             f"failed: the module called sys.exit({exc.code!r})") from None
+        raise PreflightError("import_cases", f"{where}: importing {module_name} failed: "
+                                             f"the module called sys.exit({exc.code!r})") from None
     except Exception as exc:  # noqa: BLE001 - the user's module: one line, not a traceback
-        raise PreflightError("import_cases", f"--cases {spec}: importing {module_name} "
+        raise PreflightError("import_cases", f"{where}: importing {module_name} "
                                              f"failed: {failure_detail(exc)}") from None
     try:
         return functools.reduce(getattr, attr.split("."), module)
     except AttributeError:
         names = [n for n in dir(module) if not n.startswith("_")]
-        raise UsageError(f"--cases {spec}: module {module_name} has no attribute "
+        raise UsageError(f"{where}: module {module_name} has no attribute "
                          f"{attr!r}{suggest(attr, names)}") from None
 
 

@@ -126,16 +126,7 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
     if replay_run:
         if args or running:
             raise errors.UsageError("--replay RUN_A takes no ops or side options")
-        rounds_given = [name for name in ("rounds", *AUTO_NAMES, "settle_ms")
-                        if params[name] is not None]
-        rounds_given += ["round_process"] if params["round_process"] != "fresh" else []
-        if rounds_given:
-            # A is stored: no later round can run it again
-            flag = "--" + rounds_given[0].replace("_", "-")
-            raise errors.UsageError(
-                f"{flag} does not apply with --replay RUN_A: side A is a stored run that is "
-                f"not run again, so a replay is one pair; drop {flag}, or run both sides "
-                f"here (zlh ab OP --switch/--env-a/--python-a/--recipe --rounds N)")
+        _refuse_rounds_with_replay(params)
         refuse_unhooked(options_from(given), "zlh ab --replay")
         report, code = orchestrate.replay_against(
             replay_run, given, root_path, params["timeout_s"], echo,
@@ -157,6 +148,19 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
     _print(reports, lines, as_json, printed=running and not replay_run, quiet=quiet,
            extra={"fail_on": gate.to_json(fail_on, found)} if fail_on else None)
     sys.exit(gate.exit_code(code, found, echo_err))
+
+
+def _refuse_rounds_with_replay(params: dict) -> None:
+    """A rounds option beside --replay RUN_A, named: A is stored, no later round can run it
+    again."""
+    given = [name for name in ("rounds", *AUTO_NAMES, "settle_ms") if params[name] is not None]
+    given += ["round_process"] if params["round_process"] != "fresh" else []
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        raise errors.UsageError(
+            f"{flag} does not apply with --replay RUN_A: side A is a stored run that is not "
+            f"run again, so a replay is one pair; drop {flag}, or run both sides here (zlh "
+            f"ab OP --switch/--env-a/--python-a/--recipe --rounds N)")
 
 
 def _ops_from_file(path: str) -> tuple[str, ...]:
