@@ -146,5 +146,4 @@ def complete_ops(ctx, param, incomplete):
 
 def complete_ops_or_runs(ctx, param, incomplete):
     """`zlh ab`'s arguments: op names (as complete_ops), else paths (two run directories)."""
-    from click.shell_completion import CompletionItem
     return complete_ops(ctx, param, incomplete) or [CompletionItem(incomplete, type="file")]
