@@ -69,10 +69,13 @@ def test_rescore_waits_its_turn_and_refuses_a_damaged_plan(tmp_path, monkeypatch
     assert (root / "report.json").read_text() == before
 
 
+def interrupted(plan, echo, progress):
+    """A run of the A/B or calibration plan that makes its root and is cut short."""
+    plan.root.mkdir(parents=True)
+    raise KeyboardInterrupt
+
+
 def test_an_interrupted_ab_names_its_root_and_the_rescore(tmp_path, monkeypatch):
-    def interrupted(plan, echo, progress):
-        plan.root.mkdir(parents=True)
-        raise KeyboardInterrupt
     monkeypatch.setattr(abmod, "run_ab", interrupted)
     root = tmp_path / "ab"
     result = CliRunner().invoke(main, ["ab", "add", "--adapter", "builtin", "--backend", "cpu",
@@ -84,10 +87,6 @@ def test_an_interrupted_ab_names_its_root_and_the_rescore(tmp_path, monkeypatch)
 
 def test_an_interrupted_calibration_names_its_root_and_the_rescore(tmp_path, monkeypatch):
     import harness.cli.calibrate as calibrate_cli
-
-    def interrupted(plan, echo, progress):
-        plan.root.mkdir(parents=True)
-        raise KeyboardInterrupt
     monkeypatch.setattr(calibrate_cli, "run_calibration", interrupted)
     root = tmp_path / "cal"
     result = CliRunner().invoke(main, ["calibrate", "add", "--adapter", "builtin",

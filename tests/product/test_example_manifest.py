@@ -13,12 +13,18 @@ from product_fakes import FAKE_FLAGGEMS, ROOT
 EXAMPLE = ROOT / "recipes" / "product_manifest.example.json"
 
 
-def test_the_example_manifest_prepares_against_a_flaggems_checkout(tmp_path):
+def filled_in(tmp_path):
+    """(the example manifest with its paths naming the fake FlagGems checkout, its file)."""
     doc = json.loads(EXAMPLE.read_text(encoding="utf-8"))
     doc["sources"]["library"].update(path=str(FAKE_FLAGGEMS),
                                      import_from=str(FAKE_FLAGGEMS / "src"))
     manifest = tmp_path / "campaign.json"
     manifest.write_text(json.dumps(doc))
+    return doc, manifest
+
+
+def test_the_example_manifest_prepares_against_a_flaggems_checkout(tmp_path):
+    doc, manifest = filled_in(tmp_path)
     for selection in ("canary", "all"):
         result = CliRunner().invoke(main, ["product", "prepare", str(manifest), "--selection",
                                            selection, "--dry-run"])
@@ -34,11 +40,7 @@ def test_the_example_as_shipped_names_what_to_fill_in():
 
 
 def test_a_dry_run_says_what_prepare_would_still_refuse(tmp_path):
-    doc = json.loads(EXAMPLE.read_text(encoding="utf-8"))
-    doc["sources"]["library"].update(path=str(FAKE_FLAGGEMS),
-                                     import_from=str(FAKE_FLAGGEMS / "src"))
-    manifest = tmp_path / "campaign.json"
-    manifest.write_text(json.dumps(doc))
+    _, manifest = filled_in(tmp_path)
     result = CliRunner().invoke(main, ["product", "prepare", str(manifest), "--selection", "all",
                                        "--dry-run", "--out", str(tmp_path / "runs")])
     assert result.exit_code == 0, result.output
