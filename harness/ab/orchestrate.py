@@ -104,7 +104,8 @@ def run_rounds(plan: ABPlan, echo: Echo = print,
                progress: Echo | None = None) -> tuple[list[ABReport], int]:
     """Both sides for every op, rounds, guard, report, in a root made and held (ab_root)."""
     family, code = Family(plan.alpha), EXIT_OK      # its reports, decided over every shape
-    write_reports(plan.root, family.reports)
+    done: list[str] = []                             # the ops whose rounds ended
+    write_reports(plan.root, family.reports, done=done)
     records = len(plan.ops) if together(plan.runner) else 0    # round 0: the records
     counter = RunCounter(len(plan.ops) * 2 * plan.rounds + records, progress)
     with _watch(plan), _closing(plan.runner):     # telemetry.tsv beside status.tsv
@@ -114,10 +115,12 @@ def run_rounds(plan: ABPlan, echo: Echo = print,
             finally:
                 plan.caches.drop(op)
             code = max(code, op_code)
+            done.append(op)
             if report is not None:
                 family.add(report)
-                # rewritten after every op: an interrupted A/B keeps the ops it finished
-                write_reports(plan.root, family.reports)
+            # rewritten after every op: an interrupted A/B keeps the ops it finished
+            write_reports(plan.root, family.reports, done=done)
+            if report is not None:
                 echo(render_terminal(report, colour=style.colour()))
     for line in family.withdrawn():
         echo(f"WARNING {line}")

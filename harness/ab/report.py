@@ -196,8 +196,15 @@ def report_document(root: Path, reports: list[ABReport], command: str = "ab") ->
             "generated_at": time.strftime("%Y-%m-%dT%H:%M:%S"), **to_json(reports)}
 
 
-def write_reports(root: Path, reports: list[ABReport], command: str = "ab") -> None:
-    atomic_write_json(Path(root) / "report.json", report_document(root, reports, command))
+def write_reports(root: Path, reports: list[ABReport], command: str = "ab",
+                  done: list[str] | None = None) -> None:
+    """report.json and report.csv; `done`: the ops whose rounds ended (reported, or failed or
+    refused), kept as `ops_done` so that a reader tells an op cut short from one that
+    failed."""
+    doc = report_document(root, reports, command)
+    if done is not None:
+        doc["ops_done"] = list(done)
+    atomic_write_json(Path(root) / "report.json", doc)
     atomic_write_text(Path(root) / "report.csv", to_csv(reports))
 
 

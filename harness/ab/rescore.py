@@ -17,7 +17,7 @@ from ..common.errors import EXIT_CALIBER, EXIT_FAILED_CASES, UsageError
 from ..common.files import atomic_write_text, read_json_object
 from ..common.lock import holding
 from ..common.log import Echo
-from ..store.reader import COMPLETE, load_run, status_detail
+from ..store.reader import ABANDONED, COMPLETE, RUNNING, load_run, status_detail
 from ..store.rundir import safe_name
 from ..telemetry.chart import for_report
 from .guard import check_caliber, guard, later_rounds_pass
@@ -59,10 +59,15 @@ def read_ab_plan(root: Path) -> dict:
     return doc
 
 
-def stored_pairs(root: Path, op: str, echo: Echo = print) -> tuple[list, bool]:
+CUT_SHORT = ("interrupted", ABANDONED, RUNNING)    # a run a signal or a kill stopped
+
+
+def stored_pairs(root: Path, op: str, echo: Echo = print) -> tuple[list, bool, bool]:
     """((A, B) per round, round 1 first, while both sides have a run directory whose run
-    completed; whether rounds were left out). The first round that falls short is said in
-    one line when it holds a run of either side or a later round was run."""
+    completed; whether rounds were left out; whether a run failed). A round cut short (a
+    side without a run, or one interrupted, killed or still running) ends the pairs, said in
+    one line when it holds a run of either side or a later round was run; a run that failed
+    on its own (crashed, failed, poisoned, rows lost) fails the op, as in `zlh ab`."""
     pairs, number = [], 1
     while True:
         folder = Path(root) / safe_name(op)
@@ -74,16 +79,28 @@ def stored_pairs(root: Path, op: str, echo: Echo = print) -> tuple[list, bool]:
             pairs.append((runs[0], runs[1]))
             number += 1
             continue
+        why = "; ".join(f"side {side} " + ("has no run" if run is None else f"{run.status}"
+                                           + (f" ({d})" if (d := status_detail(run)) else ""))
+                        for side, run in short)
+        if any(run is not None and run.status not in CUT_SHORT for _, run in short):
+            echo(f"!!! {op}: round {number} failed ({why}); no report for this op")
+            return pairs, False, True
         later = _newest(folder / f"r{number + 1}_A") or _newest(folder / f"r{number + 1}_B")
         left_out = any(run is not None for run in runs) or later is not None
         if left_out:
-            why = "; ".join(f"side {side} " + ("has no run" if run is None else
-                                               f"{run.status}" + (f" ({d})" if (
-                                                   d := status_detail(run)) else ""))
-                            for side, run in short)
             echo(f"WARNING {op}: round {number} and later left out ({why}); reporting "
                  f"{len(pairs)} round(s)")
-        return pairs, left_out
+        return pairs, left_out, False
+
+
+def _fewer_than_planned(plan: dict, auto, pairs: list, verdict: str) -> bool:
+    """Whether an op's rounds stop short of what plan.json asked with no round left behind
+    (cut at a round's boundary): fewer than the fixed rounds or the least auto rounds; one
+    round after identical generated code is what `zlh ab` runs, not a cut."""
+    want = auto.min_rounds if auto is not None else plan.get("rounds")
+    if not isinstance(want, int) or isinstance(want, bool) or len(pairs) >= want:
+        return False
+    return not (len(pairs) == 1 and verdict == "NO_IR_DIFF")
 
 
 def _newest(folder: Path) -> Path | None:
@@ -106,9 +123,14 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
     scrub = [*(plan.get("scrub") or []), *extra_scrub]
     labels = tuple((plan.get(side) or {}).get("description", "") for side in "AB")
     auto = AutoRounds.from_dict(plan.get("rounds_auto"))
-    reports, code = [], 0
+    reports, code, done = [], 0, []
     for op in dict.fromkeys(plan["ops"]):
-        pairs, cut = stored_pairs(root, op, echo)
+        pairs, cut, failed = stored_pairs(root, op, echo)
+        if failed or pairs:
+            done.append(op)              # its rounds ended (a report, or a failure)
+        if failed:
+            code = max(code, EXIT_FAILED_CASES)
+            continue
         if not pairs:
             echo(f"!!! {op}: no round whose runs of both sides completed under "
                  f"{root / safe_name(op)}; not in the report")
@@ -120,8 +142,13 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
                 and later_rounds_pass(a, pairs, op, allow_caliber_mismatch, echo)):
             code = max(code, EXIT_CALIBER)
             continue
-        report, op_code = build_report(pairs, ALPHA, ir_verdict(a.path, b.path, scrub), check,
-                                       labels, noise_floor, echo, auto)
+        verdict = ir_verdict(a.path, b.path, scrub)
+        if not cut and _fewer_than_planned(plan, auto, pairs, verdict):
+            cut = True
+            echo(f"WARNING {op}: round {len(pairs) + 1} and later never ran; reporting "
+                 f"{len(pairs)} round(s)")
+        report, op_code = build_report(pairs, ALPHA, verdict, check, labels, noise_floor,
+                                       echo, auto)
         code = max(code, op_code)
         design = report.summary.get("rounds_design") if report is not None else None
         if cut and isinstance(design, dict) and "stopped_by" in design:
@@ -131,7 +158,7 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
     decide(reports, ALPHA)                  # Holm over every shape of the A/B
     had_html = (Path(root) / "report.html").is_file()
     keep_previous(root)
-    write_reports(root, reports)
+    write_reports(root, reports, done=done)
     if had_html:
         write_html(root, reports)
     return reports, code

@@ -15,7 +15,7 @@ from ..run.options import BenchOptions
 from ..run.result import RunResult
 from ..run.runner import run_bench
 from ..store import rundir
-from ..store.reader import load_run
+from ..store.reader import load_run_or_none
 from .group import main
 from .common import (bench_options, check_ir_options, default_ops, echo_err, echo_out,
                      handles_errors, run_options)
@@ -78,7 +78,8 @@ def bench(ops, quiet, as_json, parallel_sweep, sweep_devices, **params):
         except (KeyboardInterrupt, Terminated) as exc:
             if as_json:      # stdout still holds the JSON: of what was measured
                 echo_out(to_json(stamp({
-                    "runs": [stored_result(path).to_dict() for path in rundir.MADE[made:]],
+                    "runs": [r.to_dict() for r in map(stored_result, rundir.made_since(made))
+                             if r is not None],
                     "exit_code": 130 if isinstance(exc, KeyboardInterrupt) else exc.code,
                     "interrupted": True}), indent=None))
             raise
@@ -122,9 +123,12 @@ def _g(value: float) -> str:
     return format(value, ".3f") if value >= 0.01 else format(value, ".2g")
 
 
-def stored_result(path) -> RunResult:
+def stored_result(path) -> RunResult | None:
     """A run directory this command made, read back as the result a finished run returns
-    (its status as run.json says: `interrupted` for the one a signal cut short)."""
-    run = load_run(path)
+    (its status as run.json says: `interrupted` for the one a signal cut short); None when it
+    cannot be read (the interrupt is what gets reported)."""
+    run = load_run_or_none(path)
+    if run is None:
+        return None
     return RunResult(run.op, run.path, run.rows, run.caliber, run.status,
                      run.info.get("compiler"))

@@ -104,9 +104,10 @@ def _run_handled(made: int, fn, *args, **kwargs):
 def _kept(made: int) -> str:
     """Where an interrupted command kept what it measured: the run directory it was writing
     (the last made since `made` directories were), or none made yet."""
-    if len(rundir.MADE) <= made:
+    kept = rundir.made_since(made)
+    if not kept:
         return "nothing was measured yet (no run directory was made)"
-    return f"cases measured so far are in {rundir.MADE[-1]}"
+    return f"cases measured so far are in {kept[-1]}"
 
 
 def keeps_on_interrupt(root, resume_command: str, run, kept: str = "finished ops",

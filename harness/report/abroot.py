@@ -69,7 +69,7 @@ def entry_of(report: ABReport, root: Path, page_dir: Path, elapsed: dict) -> OpE
 
 def ab(root: Path, page_dir: Path, kind: str = "ab") -> Report:
     doc, reports = load_report(root)
-    holder, missing = root_in_use(root), _not_reported(root, reports)
+    holder, missing = root_in_use(root), _not_reported(root, doc)
     if not reports:
         why = (f"it is still running ({holder})" if holder else
                f"no op finished: zlh ab --rescore {root} reports the rounds that did, if any"
@@ -111,15 +111,18 @@ def ab(root: Path, page_dir: Path, kind: str = "ab") -> Report:
     return Report(headline, entries, points, str(root))
 
 
-def _not_reported(root: Path, reports) -> list[str]:
-    """The ops plan.json planned that the report lacks (an A/B cut short, or still running);
-    [] where the root has no plan (a comparison of two stored runs)."""
+def _not_reported(root: Path, doc: dict) -> list[str]:
+    """The ops plan.json planned whose rounds never ended (report.json's `ops_done` lacks
+    them: an A/B cut short, or still running); [] where the root has no plan (two stored
+    runs compared) or its report predates `ops_done`."""
+    done = doc.get("ops_done")
     try:
         plan = read_json_object(root / "plan.json", "", "a zlh A/B plan")
     except UsageError:
         return []
     ops = plan.get("ops") if isinstance(plan.get("ops"), list) else []
-    done = {r.op for r in reports}
+    if not isinstance(done, list):
+        return []
     return [op for op in dict.fromkeys(o for o in ops if isinstance(o, str)) if op not in done]
 
 

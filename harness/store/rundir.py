@@ -75,6 +75,12 @@ MADE: list[Path] = []      # the run directories this process made, in order (th
                            # is where an interrupted `zlh bench` kept what it measured)
 
 
+def made_since(count: int) -> list[Path]:
+    """The run directories this process made after the first `count` of them that still
+    hold a run.json (one removed because its run could not start is left out)."""
+    return [path for path in MADE[count:] if (path / RUN_JSON).is_file()]
+
+
 class RunDir:
     def __init__(self, path: Path):
         self.path = Path(path)

@@ -33,6 +33,7 @@ def set_status(root, number: int, side: str, status: str) -> None:
 def test_rescore_reports_the_rounds_before_the_first_that_did_not_complete(
         tmp_path, monkeypatch):
     root = three_rounds(tmp_path, monkeypatch)
+    assert json.loads((root / "report.json").read_text())["ops_done"] == ["softmax"]
     set_status(root, 2, "A", "interrupted")
     lines = []
     (report,), code = rescore(root, [], None, False, lines.append)
@@ -44,10 +45,34 @@ def test_rescore_reports_the_rounds_before_the_first_that_did_not_complete(
     result = CliRunner().invoke(main, ["ab", "--rescore", str(root)])
     assert result.exit_code == 0, result.output
     assert "round 2 and later left out" in result.output
-    set_status(root, 1, "B", "crashed")            # not one round left: the op is left out
+    set_status(root, 1, "B", "interrupted")        # not one round left: the op is left out
     result = CliRunner().invoke(main, ["ab", "--rescore", str(root)])
     assert result.exit_code == 1 and "no round whose runs of both sides completed" in \
         result.output, result.output
+
+
+def test_a_round_that_failed_on_its_own_fails_the_op_as_zlh_ab_does(tmp_path, monkeypatch):
+    """A crashed run is no interruption: zlh ab gives no report for the op and exits 1, and
+    so does the rescore (not a report of the rounds before it)."""
+    root = three_rounds(tmp_path, monkeypatch)
+    set_status(root, 2, "B", "crashed")
+    lines = []
+    reports, code = rescore(root, [], None, False, lines.append)
+    assert code == 1 and reports == []
+    assert any("!!! softmax: round 2 failed (side B crashed" in ln for ln in lines), lines
+
+
+def test_an_ab_cut_at_a_rounds_boundary_reads_interrupted(tmp_path, monkeypatch):
+    """Cut after round 2 of 3, before round 3 began: nothing of round 3 is on disk, yet the
+    plan asked for 3 — the rescore says so and reports 2."""
+    import shutil
+    root = three_rounds(tmp_path, monkeypatch)
+    for side in "AB":
+        shutil.rmtree(root / "softmax" / f"r3_{side}")
+    lines = []
+    (report,), code = rescore(root, [], None, False, lines.append)
+    assert code == 0 and report.summary["rounds"] == 2
+    assert any("round 3 and later never ran; reporting 2 round(s)" in ln for ln in lines), lines
 
 
 def test_rescore_waits_its_turn_and_refuses_a_damaged_plan(tmp_path, monkeypatch):

@@ -61,6 +61,8 @@ def test_an_ab_root_cut_short_or_still_running_says_so(tmp_path):
     from report_roots import ab_root
     root = ab_root(tmp_path / "ab", ops=("softmax",),
                    extra={"plan.json": {"ops": ["softmax", "mm"]}})
+    doc = json.loads((root / "report.json").read_text())
+    (root / "report.json").write_text(json.dumps(dict(doc, ops_done=["softmax"])))
     shown = CliRunner().invoke(main, ["report", str(root)])
     assert shown.exit_code == 0, shown.output
     assert "NOT_FINISHED 1" in shown.output
@@ -68,7 +70,7 @@ def test_an_ab_root_cut_short_or_still_running_says_so(tmp_path):
         in shown.output
     empty = tmp_path / "empty"
     empty.mkdir()
-    (empty / "report.json").write_text('{"schema_version": 1, "ops": []}')
+    (empty / "report.json").write_text('{"schema_version": 1, "ops": [], "ops_done": []}')
     (empty / "plan.json").write_text('{"ops": ["softmax"]}')
     from harness.common import lock
     with holding(empty, "ab"):
@@ -80,3 +82,8 @@ def test_an_ab_root_cut_short_or_still_running_says_so(tmp_path):
     assert running.exit_code == 1 and "it is still running (zlh ab, pid" in running.output
     cut = CliRunner().invoke(main, ["report", str(empty)])
     assert cut.exit_code == 1 and f"no op finished: zlh ab --rescore {empty}" in cut.output
+    # an op whose rounds ended in a failure is no unfinished op: the old line stands
+    (empty / "report.json").write_text('{"schema_version": 1, "ops": [], "ops_done": '
+                                       '["softmax"]}')
+    failed = CliRunner().invoke(main, ["report", str(empty)])
+    assert failed.exit_code == 1 and "every op failed or was refused" in failed.output

@@ -34,3 +34,16 @@ def test_json_holds_what_was_measured_when_interrupted(tmp_path, monkeypatch):
     assert run["status"] == "interrupted"
     assert [r["shape_detail"] for r in run["rows"]] == ["64", "128"]
     assert f"interrupted; cases measured so far are in {run['run_dir']}" in result.stderr
+
+
+def test_an_interrupt_before_the_run_began_leaves_no_directory_named(tmp_path, monkeypatch):
+    """Ctrl-C while the run directory is being set up: the directory goes (nothing was
+    measured), the JSON holds no run and the line names none."""
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(runner, "device_identity", interrupted)
+    result = CliRunner().invoke(main, ["bench", "add", *CPU_FAST, "--out", str(tmp_path / "r"),
+                                       "--json", "-q"])
+    assert result.exit_code == 130, result.output
+    assert json.loads(result.stdout)["runs"] == []
+    assert "nothing was measured yet (no run directory was made)" in result.stderr
