@@ -64,6 +64,6 @@ def calibrate(ctx, ops, plant_pct, detect_pct, timeout_s, root, quiet, **params)
     _, code = keeps_on_interrupt(
         plan.root, f"zlh ab --rescore {shlex.quote(str(plan.root))}",
         lambda: run_calibration(plan, echo=click.echo, progress=None if quiet else echo_err),
-        kept="the finished ops' floors (calibration.json, complete: false) and the runs of "
-             "finished rounds", then="reports those rounds")
+        kept="the floors of the ops that finished (calibration.json, complete: false, when "
+             "one did) and the runs of finished rounds", then="reports those rounds")
     sys.exit(code)

@@ -97,6 +97,21 @@ def product(root: Path, page_dir: Path) -> Report:
                               f"{receipt.get('status', '-')}, canary gate "
                               f"{'-' if passed is None else 'PASS' if passed else 'FAIL'}")
     else:
+        frozen = _frozen_dir(root)
         headline.notes.append(f"no {CAMPAIGN_RECEIPT}: the run did not end (cut short, or "
-                              f"still running); zlh product run {root.parent} --resume goes on")
+                              f"still running); zlh product run {frozen} --resume"
+                              + ("" if Path(frozen) / "run" == root else f" --out {root}")
+                              + " goes on")
     return Report(headline, entries, points, str(root))
+
+
+def _frozen_dir(root: Path) -> str:
+    """The frozen plan a run root came from (its contract receipt names it), else the
+    default place: the run root's parent."""
+    try:
+        contract = read_json(root / "contract-receipt.json") \
+            if (root / "contract-receipt.json").is_file() else {}
+    except UsageError:
+        contract = {}
+    frozen = contract.get("frozen_dir") if isinstance(contract, dict) else None
+    return str(frozen) if isinstance(frozen, str) and frozen else str(root.parent)

@@ -117,9 +117,9 @@ def test_an_interrupted_calibration_names_its_root_and_the_rescore(tmp_path, mon
     result = CliRunner().invoke(main, ["calibrate", "add", "--adapter", "builtin",
                                        "--backend", "cpu", "--root", str(root)])
     assert result.exit_code == 130
-    assert (f"interrupted; the finished ops' floors (calibration.json, complete: false) and "
-            f"the runs of finished rounds are kept under {root}: zlh ab --rescore {root} "
-            f"reports those rounds") in result.output, result.output
+    assert (f"interrupted; the floors of the ops that finished (calibration.json, complete: "
+            f"false, when one did) and the runs of finished rounds are kept under {root}: zlh "
+            f"ab --rescore {root} reports those rounds") in result.output, result.output
 
 
 def test_a_round_with_one_side_only_is_said_and_an_auto_design_reads_interrupted(
