@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..ab.family import decide
 from ..ab.html import render_html
-from ..ab.report import ABReport, report_document, write_reports
+from ..ab.report import report_document, write_reports
 from ..ab.runs import STATUS_COLUMNS
 from ..common.files import atomic_write_json, atomic_write_text, tsv_text
 from ..common.log import Echo
@@ -15,18 +15,19 @@ from .campaign import CampaignPlan, card_files, card_roots
 def merge(plan: CampaignPlan, cards: dict[int, dict], echo: Echo | None = None) -> dict:
     """status.tsv (device column), report.json/csv/html over all cards; totals."""
     status_rows, reports, ran, reported = [], [], {}, {}
-    for device in plan.devices:
-        for root in card_roots(plan, device):
-            rows, card_reports = card_files(root, echo)
-            status_rows += [{"device": device, **row, "_root": root} for row in rows]
-            reports += card_reports
-            ran.update({row["op"]: root for row in rows})
-            reported.update({r.op: root for r in card_reports})
+    roots = sorted(((root, device) for device in plan.devices
+                    for root in card_roots(plan, device)), key=lambda rd: _written(rd[0]))
+    for root, device in roots:            # oldest first: a resume's root after the one it
+        rows, card_reports = card_files(root, echo)        # went on from, whatever its name
+        status_rows += [{"device": device, **row, "_root": root} for row in rows]
+        reports += [(root, r) for r in card_reports]
+        ran.update({row["op"]: root for row in rows})
+        reported.update({r.op: root for r in card_reports})
     # an op's runs count from the last card root that reported it (else that ran it); runs
     # of an earlier attempt a resume ran again are superseded
     final = {**ran, **reported}
     superseded = [row for row in status_rows if final[row["op"]] != row.pop("_root")]
-    reports = _latest_per_op(reports)
+    reports = [r for root, r in reports if reported.get(r.op) == root]
     decide(reports)                         # Holm over every shape of the campaign
     write_reports(plan.root, reports, "campaign")
     atomic_write_text(plan.root / "report.html",
@@ -44,11 +45,14 @@ def merge(plan: CampaignPlan, cards: dict[int, dict], echo: Echo | None = None) 
     return doc
 
 
-def _latest_per_op(reports: list[ABReport]) -> list[ABReport]:
-    by_op: dict[str, ABReport] = {}
-    for report in reports:
-        by_op[report.op] = report
-    return list(by_op.values())
+def _written(root) -> float:
+    """When a card root was last written (its status.tsv, else the folder)."""
+    for path in (root / "status.tsv", root):
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            continue
+    return 0.0
 
 
 def _totals(status_rows: list[dict], superseded: int = 0,

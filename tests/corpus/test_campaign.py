@@ -180,3 +180,31 @@ def test_runs_a_resume_ran_again_are_superseded_not_failures(tmp_path):
     assert len((root / "status.tsv").read_text().splitlines()) == 1 + 4
     append_status(again, "softmax", RunOutcome(2, "B", -9, 1.0, None))   # this attempt's own
     assert merge(plan, {0: {"rc": 0}})["failed_runs_per_card"] == {"0": 1}
+
+
+def test_the_attempt_that_stands_is_the_newest_whatever_its_name(tmp_path):
+    """card0-r10 (the newer resume) sorts before card0-r2 by name: the newest written root
+    is the one whose runs stand."""
+    import os
+    from types import SimpleNamespace
+    from harness.ab.compare import compare_runs
+    from harness.ab.report import write_reports
+    from harness.ab.runs import RunOutcome, append_status
+    from harness.store.reader import load_run
+    from fake_runs import fake_run
+    (tmp_path / "sh").mkdir()
+    (tmp_path / "sh" / "add.yaml").write_text("add: [[64]]\n")
+    rec = fake_run(tmp_path / "runs", "a", op="softmax")
+    rep = fake_run(tmp_path / "runs", "b", op="softmax", mode="replay", replay_from=rec)
+    root = tmp_path / "c"
+    older, newer = root / "card0-r2", root / "card0-r10"
+    for folder in (older, newer):
+        folder.mkdir(parents=True)
+    append_status(older, "softmax", RunOutcome(1, "B", -1, 1.0, None))
+    append_status(newer, "softmax", RunOutcome(1, "A", 0, 1.0, rec))
+    append_status(newer, "softmax", RunOutcome(1, "B", 0, 1.0, rep))
+    write_reports(newer, [compare_runs([(load_run(rec), load_run(rep))])])
+    os.utime(older / "status.tsv", (1_000_000, 1_000_000))
+    plan = SimpleNamespace(root=root, devices=[0], part=SimpleNamespace(loads={}))
+    doc = merge(plan, {0: {"rc": 0}})
+    assert doc["superseded_runs"] == 1 and doc["failed_runs_per_card"] == {}
