@@ -149,15 +149,12 @@ def test_a_local_resume_after_ray_units_runs_no_op_another_lane_reported(
     assert all(op0 not in args[1] for _, _, args in lanes)
 
 
-def test_runs_a_resume_ran_again_are_superseded_not_failures(tmp_path):
-    """A card cut short (its softmax run killed: rc -1, no report), then a resume that ran
-    and reported softmax: the killed run stays in status.tsv, counted as superseded, and no
-    card has failed runs — a resume that reports every op is a success. A run that failed in
-    the attempt that stands still counts."""
+def card_attempts(tmp_path, *names):
+    """A campaign root with the card roots `names` (made in that order), a plan over device
+    0 and a softmax record/replay pair: (plan, roots, the pair, its report's writer)."""
     from types import SimpleNamespace
     from harness.ab.compare import compare_runs
     from harness.ab.report import write_reports
-    from harness.ab.runs import RunOutcome, append_status
     from harness.store.reader import load_run
     from fake_runs import fake_run
     (tmp_path / "sh").mkdir()
@@ -165,19 +162,30 @@ def test_runs_a_resume_ran_again_are_superseded_not_failures(tmp_path):
     rec = fake_run(tmp_path / "runs", "a", op="softmax")
     rep = fake_run(tmp_path / "runs", "b", op="softmax", mode="replay", replay_from=rec)
     root = tmp_path / "c"
-    cut, again = root / "card0", root / "card0-r1"
-    cut.mkdir(parents=True)
-    again.mkdir()
+    roots = [root / name for name in names]
+    for folder in roots:
+        folder.mkdir(parents=True)
+    plan = SimpleNamespace(root=root, devices=[0], part=SimpleNamespace(loads={}))
+    return plan, roots, (rec, rep), lambda where: write_reports(
+        where, [compare_runs([(load_run(rec), load_run(rep))])])
+
+
+def test_runs_a_resume_ran_again_are_superseded_not_failures(tmp_path):
+    """A card cut short (its softmax run killed: rc -1, no report), then a resume that ran
+    and reported softmax: the killed run stays in status.tsv, counted as superseded, and no
+    card has failed runs — a resume that reports every op is a success. A run that failed in
+    the attempt that stands still counts."""
+    from harness.ab.runs import RunOutcome, append_status
+    plan, (cut, again), (rec, rep), report = card_attempts(tmp_path, "card0", "card0-r1")
     append_status(cut, "softmax", RunOutcome(1, "A", 0, 1.0, rec))
     append_status(cut, "softmax", RunOutcome(1, "B", -1, 1.0, None))
     append_status(again, "softmax", RunOutcome(1, "A", 0, 1.0, rec))
     append_status(again, "softmax", RunOutcome(1, "B", 0, 1.0, rep))
-    write_reports(again, [compare_runs([(load_run(rec), load_run(rep))])])
-    plan = SimpleNamespace(root=root, devices=[0], part=SimpleNamespace(loads={}))
+    report(again)
     doc = merge(plan, {0: {"rc": 0}})
     assert doc["runs"] == 4 and doc["superseded_runs"] == 2
     assert doc["failed_runs_per_card"] == {} and doc["ops_reported"] == ["softmax"]
-    assert len((root / "status.tsv").read_text().splitlines()) == 1 + 4
+    assert len((plan.root / "status.tsv").read_text().splitlines()) == 1 + 4
     append_status(again, "softmax", RunOutcome(2, "B", -9, 1.0, None))   # this attempt's own
     assert merge(plan, {0: {"rc": 0}})["failed_runs_per_card"] == {"0": 1}
 
@@ -186,25 +194,12 @@ def test_the_attempt_that_stands_is_the_newest_whatever_its_name(tmp_path):
     """card0-r10 (the newer resume) sorts before card0-r2 by name: the newest written root
     is the one whose runs stand."""
     import os
-    from types import SimpleNamespace
-    from harness.ab.compare import compare_runs
-    from harness.ab.report import write_reports
     from harness.ab.runs import RunOutcome, append_status
-    from harness.store.reader import load_run
-    from fake_runs import fake_run
-    (tmp_path / "sh").mkdir()
-    (tmp_path / "sh" / "add.yaml").write_text("add: [[64]]\n")
-    rec = fake_run(tmp_path / "runs", "a", op="softmax")
-    rep = fake_run(tmp_path / "runs", "b", op="softmax", mode="replay", replay_from=rec)
-    root = tmp_path / "c"
-    older, newer = root / "card0-r2", root / "card0-r10"
-    for folder in (older, newer):
-        folder.mkdir(parents=True)
+    plan, (older, newer), (rec, rep), report = card_attempts(tmp_path, "card0-r2", "card0-r10")
     append_status(older, "softmax", RunOutcome(1, "B", -1, 1.0, None))
     append_status(newer, "softmax", RunOutcome(1, "A", 0, 1.0, rec))
     append_status(newer, "softmax", RunOutcome(1, "B", 0, 1.0, rep))
-    write_reports(newer, [compare_runs([(load_run(rec), load_run(rep))])])
+    report(newer)
     os.utime(older / "status.tsv", (1_000_000, 1_000_000))
-    plan = SimpleNamespace(root=root, devices=[0], part=SimpleNamespace(loads={}))
     doc = merge(plan, {0: {"rc": 0}})
     assert doc["superseded_runs"] == 1 and doc["failed_runs_per_card"] == {}
