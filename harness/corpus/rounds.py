@@ -70,6 +70,7 @@ class PersistentRounds:
         self.shift_max_bytes, self.sleep = shift_max_bytes, sleep
         self.workers: dict[str, Worker] = {}
         self.starts: dict[str, int] = {}
+        self.stopped = threading.Event()     # Ctrl-C or SIGTERM of the A/B: start no run
 
     def _lane(self, plan: ABPlan, side: Side) -> Lane:
         """Where the side's workers run: its interpreter and environment."""
@@ -94,6 +95,8 @@ class PersistentRounds:
     def _run_job(self, plan: ABPlan, op: str, number: int, side: Side,
                  replay_from: Path | None, turns: dict | None = None) -> RunOutcome:
         """One side's round in its worker; `turns`: the job's turns with the other side."""
+        if self.stopped.is_set():            # a side thread after the A/B was stopped
+            raise RoundsStopped(f"{op} round {number} side {side.label}: the A/B was stopped")
         out = Path(plan.root) / safe_name(op) / f"r{number}_{side.label}"
         out.mkdir(parents=True, exist_ok=True)
         options = plan.round_options(op, out, replay_from, side)
@@ -167,6 +170,9 @@ class TurnsRounds(PersistentRounds):
         try:
             wait(futures)
         except BaseException:
+            self.stopped.set()                # a side that has not begun begins nothing
+            for future in futures:
+                future.cancel()
             for worker in list(self.workers.values()):   # (a side thread changes it)
                 worker.stop()
             raise
@@ -256,6 +262,10 @@ class TurnsFreshRounds(TurnsRounds):
         for pool in list(self.pools.values()):
             pool.close()
         super().close()
+
+
+class RoundsStopped(Exception):
+    """A side's run asked for after the A/B was stopped (its own thread's late start)."""
 
 
 def run_line(op: str, number: int, label: str, asked: float, ready_at: float | None,

@@ -124,4 +124,9 @@ def test_ctrl_c_stops_both_sides_while_their_threads_change_the_workers(monkeypa
     with pytest.raises(KeyboardInterrupt):
         runner.run_together(None, "add", 1, (Side("A"), Side("B")), None)
     assert stopped[0] == "A"
+    # a side thread that had not yet begun its run begins none (no worker is started)
+    monkeypatch.undo()
+    monkeypatch.setattr(runner, "_worker", lambda *a, **k: pytest.fail("a worker started"))
+    with pytest.raises(rounds_mod.RoundsStopped):
+        runner._run_job(None, "add", 1, Side("B"), None)
     runner.close()
