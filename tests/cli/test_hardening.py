@@ -208,7 +208,7 @@ def _interrupt_after_first_case(tmp_path, sig):
 @pytest.mark.e2e
 def test_a_signal_leaves_a_complete_run_log(tmp_path, sig, word):
     rc, stdout, stderr, run_dir = _interrupt_after_first_case(tmp_path, sig)
-    assert rc == 128 + sig
+    assert rc == 128 + sig, stderr[-3000:]          # what the run said, when it fails
     assert [ln for ln in stderr.splitlines() if ln.startswith("zlh:")] == [
         next(ln for ln in stderr.splitlines() if ln.startswith("zlh:"))]
     assert f"zlh: {word}" in stderr and "Traceback" not in stderr
