@@ -10,7 +10,8 @@ from ..common.files import read_json_object, read_text
 from ..common.lock import root_in_use
 from ..store.compiler import short as short_compiler
 from . import runs, sources
-from .model import NOT_FINISHED, Headline, OpEntry, Report, Shape, Side, count, finite
+from .model import (NOT_FINISHED, Headline, OpEntry, Report, Shape, Side, count, finite,
+                    listed)
 
 STATUS_TSV = "status.tsv"
 
@@ -69,7 +70,8 @@ def entry_of(report: ABReport, root: Path, page_dir: Path, elapsed: dict) -> OpE
 
 def ab(root: Path, page_dir: Path, kind: str = "ab") -> Report:
     doc, reports = load_report(root)
-    holder, missing = root_in_use(root), _not_reported(root, doc)
+    plan = _plan(root)
+    holder, missing = root_in_use(root), _not_reported(plan, doc)
     if not reports:
         why = (f"it is still running ({holder})" if holder else
                f"no op finished: zlh ab --rescore {root} reports the rounds that did, if any"
@@ -96,12 +98,11 @@ def ab(root: Path, page_dir: Path, kind: str = "ab") -> Report:
                         duration_s=took, counts=count(e.status for e in entries))
     headline.counts.update({f"shapes {k}": sum(r.summary.get(k, 0) for r in reports)
                             for k in ("faster", "slower", "unchanged")})
-    _plan_sides(root, headline)
+    _plan_sides(plan, headline)
     if missing:
         headline.counts[NOT_FINISHED] = len(missing)
         headline.notes.append(
-            f"{len(missing)} planned op(s) not in the report ({', '.join(missing[:5])}"
-            + (", …" if len(missing) > 5 else "") + "): "
+            f"{len(missing)} planned op(s) not in the report ({listed(missing)}): "
             + (f"still running ({holder})" if holder else
                f"cut short; zlh ab --rescore {root} reports the rounds they finished"))
     if kind == "calibrate":
@@ -111,29 +112,29 @@ def ab(root: Path, page_dir: Path, kind: str = "ab") -> Report:
     return Report(headline, entries, points, str(root))
 
 
-def _not_reported(root: Path, doc: dict) -> list[str]:
+def _plan(root: Path) -> dict:
+    """ROOT/plan.json (what `zlh ab` ran), or {} where the root has none that reads."""
+    if not (root / "plan.json").is_file():
+        return {}
+    try:
+        return read_json_object(root / "plan.json", "", "a zlh A/B plan")
+    except UsageError:
+        return {}
+
+
+def _not_reported(plan: dict, doc: dict) -> list[str]:
     """The ops plan.json planned whose rounds never ended (report.json's `ops_done` lacks
     them: an A/B cut short, or still running); [] where the root has no plan (two stored
     runs compared) or its report predates `ops_done`."""
     done = doc.get("ops_done")
-    try:
-        plan = read_json_object(root / "plan.json", "", "a zlh A/B plan")
-    except UsageError:
-        return []
     ops = plan.get("ops") if isinstance(plan.get("ops"), list) else []
     if not isinstance(done, list):
         return []
     return [op for op in dict.fromkeys(o for o in ops if isinstance(o, str)) if op not in done]
 
 
-def _plan_sides(root: Path, headline: Headline) -> None:
+def _plan_sides(plan: dict, headline: Headline) -> None:
     """Each side's switch from plan.json (what `zlh ab` ran), when the root has one."""
-    if not (root / "plan.json").is_file():
-        return
-    try:
-        plan = read_json_object(root / "plan.json", "", "a zlh A/B plan")
-    except UsageError:
-        return
     for key, side in zip(("A", "B"), headline.sides):
         planned = plan.get(key) if isinstance(plan.get(key), dict) else {}
         if planned.get("description"):

@@ -13,7 +13,7 @@ from ..store.caliber import UNTIMED
 from ..store.reader import StoredRun
 from . import runs, sources
 from .model import (NOT_FINISHED, Headline, OpEntry, Report, Shape, Side, arrow, count,
-                    finite)
+                    finite, listed)
 
 SCREEN_JSON, SCREEN_TSV, OPS_STATUS = "screen.json", "screen.tsv", "ops_status.csv"
 
@@ -109,12 +109,11 @@ def unfinished(root: Path, plan: dict, done: list[str], kind: str) -> tuple[dict
     missing = [op for op in planned if op not in set(done)]
     if not missing:
         return {}, []
-    shown = ", ".join(missing[:5]) + (f", … ({len(missing) - 5} more)" if len(missing) > 5
-                                      else "")
     then = ("resume the shards that ran them, then zlh merge again" if plan.get("merged")
             else f"zlh {kind} --resume {root} runs them")
     return ({NOT_FINISHED: len(missing)},
-            [f"{len(missing)} of {len(planned)} planned ops not finished ({shown}): {then}"])
+            [f"{len(missing)} of {len(planned)} planned ops not finished ({listed(missing)}): "
+             f"{then}"])
 
 
 def _status_rows(path: Path) -> list[dict]:

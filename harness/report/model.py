@@ -94,6 +94,13 @@ def to_dict(obj) -> dict:
 NOT_FINISHED = "NOT_FINISHED"      # counted for ops a root planned and has no result for
 
 
+def listed(names, most: int = 5) -> str:
+    """`a, b, c, d, e, … (3 more)`: the first `most` names, and how many were left out."""
+    names = list(names)
+    return ", ".join(names[:most]) + (f", … ({len(names) - most} more)" if len(names) > most
+                                      else "")
+
+
 def count(values) -> dict[str, int]:
     """Occurrences per value, most frequent first."""
     out: dict[str, int] = {}
