@@ -50,6 +50,15 @@ def read_ab_plan(root: Path) -> dict:
         check_scrub(scrub or [])
     except UsageError as exc:
         raise UsageError(f"{root}/plan.json: field scrub: {exc.message}") from None
+    rounds = doc.get("rounds")
+    if rounds is not None and (not isinstance(rounds, int) or isinstance(rounds, bool)
+                               or rounds < 1):
+        raise UsageError(f"{root}/plan.json: field rounds: expected a whole number of rounds "
+                         f"(1 or more)")
+    try:
+        AutoRounds.from_dict(doc.get("rounds_auto"))
+    except UsageError as exc:
+        raise UsageError(f"{root}/{exc.message}") from None
     for side in "AB":
         entry = doc.get(side)
         if entry is not None and not (isinstance(entry, dict) and isinstance(

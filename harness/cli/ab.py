@@ -26,6 +26,7 @@ from ..common.schema import stamp
 from ..corpus.files import refuse_corpus_root
 from ..corpus.selection import parse_ops_file
 from ..run.options import refuse_unhooked
+from ..store.rundir import RUN_JSON
 from .group import main
 from .output import complete_ops_or_runs
 from .rounds import AUTO_NAMES, NAMES as ROUNDS_NAMES, rounds_options, rounds_plan
@@ -128,9 +129,13 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
             raise errors.UsageError("--replay RUN_A takes no ops or side options")
         _refuse_rounds_with_replay(params)
         refuse_unhooked(options_from(given), "zlh ab --replay")
-        report, code = orchestrate.replay_against(
-            replay_run, given, root_path, params["timeout_s"], echo,
-            params["allow_caliber_mismatch"], params["scrub"], params["allow_partial"], floor)
+        report, code = keeps_on_interrupt(
+            root_path, None, lambda: _json_on_interrupt(
+                as_json, root_path, lambda: orchestrate.replay_against(
+                    replay_run, given, root_path, params["timeout_s"], echo,
+                    params["allow_caliber_mismatch"], params["scrub"],
+                    params["allow_partial"], floor)),
+            said=lambda: _side_b_kept(replay_run, root_path))
         reports = [report] if report else []
     elif running:
         with Meter("ab", show=False if quiet else None) as meter:
@@ -148,6 +153,16 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
     _print(reports, lines, as_json, printed=running and not replay_run, quiet=quiet,
            extra={"fail_on": gate.to_json(fail_on, found)} if fail_on else None)
     sys.exit(gate.exit_code(code, found, echo_err))
+
+
+def _side_b_kept(run_a: str, root: Path) -> str:
+    """After `zlh ab --replay RUN_A` was cut short: where side B's run keeps the cases it
+    measured, and the command that compares them (or that it measured none)."""
+    runs = sorted((p.parent for p in root.rglob(RUN_JSON)), key=lambda p: p.stat().st_mtime)
+    if not runs:
+        return f"side B made no run under {root} (nothing was measured)"
+    return (f"side B's cases measured so far are in {runs[-1]}: zlh ab {shlex.quote(run_a)} "
+            f"{shlex.quote(str(runs[-1]))} --allow-partial compares them")
 
 
 def _refuse_rounds_with_replay(params: dict) -> None:
@@ -280,8 +295,8 @@ def _json_on_interrupt(as_json: bool, root: Path, run, fail_on=()):
             gates = {"fail_on": gate.to_json(fail_on, gate.violations(fail_on, done))} \
                 if fail_on else {}
             echo_out(json.dumps(stamp({**to_json(done), **gates, "interrupted": True,
-                                       "exit_code": 130 if isinstance(exc, KeyboardInterrupt)
-                                       else exc.code}), allow_nan=False, default=str))
+                                       "exit_code": errors.interrupt_exit_code(exc)}),
+                                  allow_nan=False, default=str))
         raise
 
 

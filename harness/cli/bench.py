@@ -8,7 +8,7 @@ import sys
 import click
 
 from ..common import log
-from ..common.errors import Terminated, UsageError
+from ..common.errors import Terminated, UsageError, interrupt_exit_code
 from ..common.files import to_json
 from ..common.schema import stamp
 from ..run.options import BenchOptions
@@ -64,25 +64,24 @@ def bench(ops, quiet, as_json, parallel_sweep, sweep_devices, **params):
         raise UsageError("--parallel-sweep sweeps the autotune configs of a record run; a "
                          "--replay run forces the recorded ones and sweeps nothing: drop one "
                          "of them")
-    if parallel_sweep:
-        devices = (parse_devices(sweep_devices, "--sweep-devices")
-                   or visible_devices(options.backend))
-        if options.backend != "cpu" and len(devices) >= 2:
-            devices = check_devices(options.backend, devices,    # real devices must exist
-                                    "--sweep-devices")
-        results = bench_with_sweep(ops, options, parallel_sweep, devices, echo, progress)
-    else:
-        made = len(rundir.MADE)          # the run directories made before this command
-        try:
+    made = len(rundir.MADE)              # the run directories made before this command
+    try:
+        if parallel_sweep:
+            devices = (parse_devices(sweep_devices, "--sweep-devices")
+                       or visible_devices(options.backend))
+            if options.backend != "cpu" and len(devices) >= 2:
+                devices = check_devices(options.backend, devices,   # real devices must exist
+                                        "--sweep-devices")
+            results = bench_with_sweep(ops, options, parallel_sweep, devices, echo, progress)
+        else:
             results = run_bench(ops, options, echo=echo, progress=progress)
-        except (KeyboardInterrupt, Terminated) as exc:
-            if as_json:      # stdout still holds the JSON: of what was measured
-                echo_out(to_json(stamp({
-                    "runs": [r.to_dict() for r in map(stored_result, rundir.made_since(made))
-                             if r is not None],
-                    "exit_code": 130 if isinstance(exc, KeyboardInterrupt) else exc.code,
-                    "interrupted": True}), indent=None))
-            raise
+    except (KeyboardInterrupt, Terminated) as exc:
+        if as_json:          # stdout still holds the JSON: of what was measured
+            echo_out(to_json(stamp({
+                "runs": [r.to_dict() for r in map(stored_result, rundir.made_since(made))
+                         if r is not None],
+                "exit_code": interrupt_exit_code(exc), "interrupted": True}), indent=None))
+        raise
     code = max((r.exit_code for r in results), default=0)
     if not as_json:
         for line in closing_lines(results):

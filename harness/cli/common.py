@@ -74,7 +74,7 @@ def _run_handled(made: int, fn, *args, **kwargs):
             parent_pipe.tell_parent(reason)
         fail(exc.message, exc.exit_code)
     except KeyboardInterrupt:
-        fail(f"interrupted; {_kept(made)}", 130)
+        fail(f"interrupted; {_kept(made)}", errors.EXIT_SIGINT)
     except errors.Terminated as exc:
         fail(f"terminated ({signal_name(exc.signum)}); {_kept(made)}", exc.code)
     except BrokenPipeError:
@@ -110,19 +110,20 @@ def _kept(made: int) -> str:
     return f"cases measured so far are in {kept[-1]}"
 
 
-def keeps_on_interrupt(root, resume_command: str, run, kept: str = "finished ops",
-                       then: str = "runs the others"):
+def keeps_on_interrupt(root, resume_command: str | None, run, kept: str = "finished ops",
+                       then: str = "runs the others", said=None):
     """`run()`, ended by Ctrl-C or SIGTERM/SIGHUP with one line naming the root where what
     finished is kept and the command that goes on (a corpus command: batch, screen, product
     run; `zlh ab`, whose --rescore reports the rounds that finished), instead of the run
-    directory of a single bench; exit 130 or 128 + the signal."""
+    directory of a single bench; exit 130 or 128 + the signal. `said()`, when given, words
+    that line's tail itself (what is kept only shows once the run has stopped)."""
+    where = said or (lambda: f"{kept} are kept under {root}: {resume_command} {then}")
     try:
         return run()
     except KeyboardInterrupt:
-        fail(f"interrupted; {kept} are kept under {root}: {resume_command} {then}", 130)
+        fail(f"interrupted; {where()}", errors.EXIT_SIGINT)
     except errors.Terminated as exc:
-        fail(f"terminated ({signal_name(exc.signum)}); {kept} are kept under {root}: "
-             f"{resume_command} {then}", exc.code)
+        fail(f"terminated ({signal_name(exc.signum)}); {where()}", exc.code)
 
 
 BAD_PATH = {errno.ELOOP: SYMLINK_LOOP,

@@ -96,6 +96,15 @@ class Terminated(SystemExit):
         self.signum = signum
 
 
+EXIT_SIGINT = 130           # Ctrl-C (128 + SIGINT), as a shell reports it
+
+
+def interrupt_exit_code(exc: BaseException) -> int:
+    """The exit status of a command a Ctrl-C (KeyboardInterrupt) or a signal (Terminated)
+    ended."""
+    return exc.code if isinstance(exc, Terminated) else EXIT_SIGINT
+
+
 class DevicePoisonedError(ZlhError):
     """The device or process state can no longer be trusted; the run must end now."""
 

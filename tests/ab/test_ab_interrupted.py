@@ -87,7 +87,9 @@ def test_rescore_waits_its_turn_and_refuses_a_damaged_plan(tmp_path, monkeypatch
     assert not (root / "report.json.before-rescore").exists()
     plan = json.loads((root / "plan.json").read_text())
     for field, value, said in (("ops", [], "field ops"), ("scrub", ["("], "field scrub"),
-                               ("scrub", "x", "field scrub"), ("A", "x", "field A")):
+                               ("scrub", "x", "field scrub"), ("A", "x", "field A"),
+                               ("rounds", "3", "field rounds"), ("rounds", 0, "field rounds"),
+                               ("rounds_auto", {"target_pct": 0.1}, "rounds_auto is malformed")):
         (root / "plan.json").write_text(json.dumps(dict(plan, **{field: value})))
         result = CliRunner().invoke(main, ["ab", "--rescore", str(root)])
         assert result.exit_code == 2 and said in result.output, (field, result.output)
@@ -187,3 +189,34 @@ def test_calibrate_takes_the_op_of_user_cases_and_asks_for_one_otherwise(tmp_pat
     assert seen == [["cases"]]
     none = CliRunner().invoke(main, ["calibrate", "--adapter", "builtin", "--backend", "cpu"])
     assert none.exit_code == 2 and "name at least one op to calibrate" in none.output
+
+
+def test_an_interrupted_replay_names_side_b_run_and_the_compare(tmp_path, monkeypatch):
+    """`zlh ab --replay RUN_A` cut short while side B ran: the line names B's run (the cases
+    it measured) and the command that compares them; --json still prints, marked
+    interrupted; with no run of B made, the line says nothing was measured."""
+    root = tmp_path / "ab"
+
+    def cut_short(run_a, given, root, *args):
+        run = root / "add" / "r1_B" / "add_20260101-000000"
+        run.mkdir(parents=True)
+        (run / "run.json").write_text("{}")
+        raise KeyboardInterrupt
+    monkeypatch.setattr(abmod, "replay_against", cut_short)
+    result = CliRunner().invoke(main, ["ab", "--replay", "runA", "--root", str(root),
+                                       "--json"])
+    assert result.exit_code == 130, result.output
+    run = root / "add" / "r1_B" / "add_20260101-000000"
+    assert (f"interrupted; side B's cases measured so far are in {run}: zlh ab runA {run} "
+            f"--allow-partial compares them") in result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["interrupted"] is True and doc["exit_code"] == 130
+
+    def before_b(run_a, given, root, *args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(abmod, "replay_against", before_b)
+    result = CliRunner().invoke(main, ["ab", "--replay", "runA", "--root",
+                                       str(tmp_path / "none")])
+    assert result.exit_code == 130
+    assert f"side B made no run under {tmp_path / 'none'} (nothing was measured)" in \
+        result.output, result.output

@@ -47,3 +47,22 @@ def test_an_interrupt_before_the_run_began_leaves_no_directory_named(tmp_path, m
     assert result.exit_code == 130, result.output
     assert json.loads(result.stdout)["runs"] == []
     assert "nothing was measured yet (no run directory was made)" in result.stderr
+
+
+def test_a_parallel_sweep_cut_short_still_prints_its_json(tmp_path, monkeypatch):
+    """--parallel-sweep's measurement is cut short: stdout holds the JSON of the runs this
+    command made (here one, finished before the interrupt), marked interrupted."""
+    import harness.cli.bench as bench_cli
+
+    def one_run_then_stop(ops, options, *args):
+        runner.run_bench(["add"], options, echo=lambda _: None)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(bench_cli, "bench_with_sweep", one_run_then_stop)
+    result = CliRunner().invoke(main, ["bench", "add", "mul", *CPU_FAST, "--out",
+                                       str(tmp_path / "r"), "--parallel-sweep", "2",
+                                       "--sweep-devices", "0,1", "--json", "-q"])
+    assert result.exit_code == 130, result.output
+    doc = json.loads(result.stdout)
+    assert doc["interrupted"] is True and [r["op"] for r in doc["runs"]] == ["add"]
+    assert f"interrupted; cases measured so far are in {doc['runs'][0]['run_dir']}" in \
+        result.stderr
