@@ -69,7 +69,8 @@ class ABPlan:
                 "timeout_s": self.timeout_s, "scrub": self.scrub,
                 "rounds_auto": self.auto.to_dict() if self.auto is not None else None,
                 "round_process": getattr(self.runner, "name", "fresh"),
-                "settle_s": getattr(self.runner, "settle_s", None)}
+                "settle_s": getattr(self.runner, "settle_s", None),
+                "round_spacer_bytes": getattr(self.runner, "shift_max_bytes", None)}
 
 
 def parse_assignments(items, what: str) -> dict:

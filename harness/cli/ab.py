@@ -29,7 +29,8 @@ from ..run.options import refuse_unhooked
 from ..store.rundir import RUN_JSON
 from .group import main
 from .output import complete_ops_or_runs
-from .rounds import AUTO_NAMES, NAMES as ROUNDS_NAMES, rounds_options, rounds_plan
+from .rounds import (AUTO_NAMES, NAMES as ROUNDS_NAMES, WORKER_NAMES, rounds_options,
+                     rounds_plan)
 from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out, echo_routed,
                      finite, gate_option, given_options, handles_errors, keeps_on_interrupt,
                      not_empty, options_from, parse_bench_args, refuse_beside)
@@ -168,7 +169,8 @@ def _side_b_kept(run_a: str, root: Path) -> str:
 def _refuse_rounds_with_replay(params: dict) -> None:
     """A rounds option beside --replay RUN_A, named: A is stored, no later round can run it
     again."""
-    given = [name for name in ("rounds", *AUTO_NAMES, "settle_ms") if params[name] is not None]
+    given = [name for name in ("rounds", *AUTO_NAMES, *WORKER_NAMES)
+             if params[name] is not None]
     given += ["round_process"] if params["round_process"] != "fresh" else []
     if given:
         flag = "--" + given[0].replace("_", "-")

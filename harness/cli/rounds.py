@@ -1,7 +1,7 @@
 """The rounds options of `zlh ab` and `zlh calibrate`: `--rounds N|auto`, `--target-pct`,
 `--min-rounds`, `--max-rounds` (the two-stage design, harness/measure/sequential.py) and
-`--round-process fresh|persistent|turns|turns-fresh` with its `--settle-ms` (harness/ab/rounds.py,
-harness/corpus/rounds.py)."""
+`--round-process fresh|persistent|turns|turns-fresh` with its `--settle-ms` and
+`--round-spacer-mb` (harness/ab/rounds.py, harness/corpus/rounds.py)."""
 from __future__ import annotations
 
 import click
@@ -9,13 +9,16 @@ import click
 from ..ab.rounds import FRESH, PERSISTENT, ROUND_PROCESSES, TURNS, TURNS_FRESH, AutoRounds
 from ..common import errors
 from ..common.limits import MAX_ROUNDS
-from ..corpus.rounds import SETTLE_S, PersistentRounds, TurnsFreshRounds, TurnsRounds
+from ..corpus.rounds import (SETTLE_S, SHIFT_MAX_BYTES, PersistentRounds, TurnsFreshRounds,
+                             TurnsRounds)
 from ..measure import sequential
 from .common import finite
 
 AUTO = "auto"
 AUTO_NAMES = ("target_pct", "min_rounds", "max_rounds")
-NAMES = ("rounds", *AUTO_NAMES, "round_process", "settle_ms")
+WORKER_NAMES = ("settle_ms", "round_spacer_mb")   # only where a worker runs the rounds
+NAMES = ("rounds", *AUTO_NAMES, "round_process", *WORKER_NAMES)
+MAX_SPACER_MB = 4096
 
 
 class Rounds(click.ParamType):
@@ -74,6 +77,14 @@ def rounds_options(low: int, default, help_text: str):
                           f"gap before each round, the device quiet as between two process "
                           f"starts. Default {SETTLE_S * 1000:g} (turns-fresh: 0, each run "
                           f"a new process, the two sides' samples alternating)."),
+        click.option("--round-spacer-mb", type=click.FloatRange(min=0, max=MAX_SPACER_MB),
+                     default=None, callback=finite, metavar="MB",
+                     help=f"With --round-process persistent, turns or turns-fresh: the "
+                          f"largest random-size allocation held before a round builds its "
+                          f"inputs (the round's seed draws its size, the same for both "
+                          f"sides), so that each round's buffers lie elsewhere and the "
+                          f"rounds' interval covers where they lie. 0: none, every run "
+                          f"allocates alike. Default {SHIFT_MAX_BYTES >> 20}."),
     ]
 
     def decorate(fn):
@@ -96,12 +107,16 @@ def rounds_plan(params: dict, fixed_default: int = 1):
             raise errors.UsageError(f"{flags} only with --rounds auto (a fixed --rounds N "
                                     f"runs N rounds)")
         auto, rounds = None, params.get("rounds") or fixed_default
-    settle_ms = params.get("settle_ms")
+    settle_ms, spacer_mb = params.get("settle_ms"), params.get("round_spacer_mb")
     runner_class = {PERSISTENT: PersistentRounds, TURNS: TurnsRounds,
                     TURNS_FRESH: TurnsFreshRounds}.get(params.get("round_process"))
     if runner_class is None:
-        if settle_ms is not None:
-            raise errors.UsageError("--settle-ms only with --round-process persistent, turns "
-                                    "or turns-fresh (a fresh process per run has no gap to set)")
+        given = [name for name in WORKER_NAMES if params.get(name) is not None]
+        if given:
+            raise errors.UsageError(f"--{given[0].replace('_', '-')} only with "
+                                    f"--round-process persistent, turns or turns-fresh (a "
+                                    f"fresh process per run is run as it is)")
         return rounds, auto, None
-    return rounds, auto, runner_class(settle_s=None if settle_ms is None else settle_ms / 1000)
+    return rounds, auto, runner_class(
+        settle_s=None if settle_ms is None else settle_ms / 1000,
+        shift_max_bytes=SHIFT_MAX_BYTES if spacer_mb is None else int(spacer_mb * (1 << 20)))

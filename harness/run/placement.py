@@ -44,10 +44,13 @@ def shift_bytes(rng: random.Random, max_bytes: int = SHIFT_MAX_BYTES) -> int:
 def elsewhere(backend, device_index: int, seed, max_bytes: int = SHIFT_MAX_BYTES):
     """For the block: the device allocator's cache emptied, then a random-size allocation
     (from `seed`, whole UNITs up to `max_bytes`) held, so that what the block allocates lands
-    at new addresses. Yields the bytes held."""
+    at new addresses. Yields the bytes held (0 where `max_bytes` is 0: nothing is held)."""
     import torch  # heavy: imported only where used
 
     backend.empty_cache()
+    if max_bytes <= 0:
+        yield 0
+        return
     size = shift_bytes(random.Random(seed), max_bytes)
     held = torch.empty(size, dtype=torch.uint8, device=backend.torch_device(device_index))
     try:

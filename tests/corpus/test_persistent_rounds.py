@@ -91,3 +91,39 @@ def test_the_settle_gap_is_an_option_of_the_worker_round_processes():
         rounds_plan({**base, "round_process": "fresh", "settle_ms": 0})
     refused = CliRunner().invoke(main, ["ab", "--replay", "runA", "--settle-ms", "0"])
     assert refused.exit_code == 2 and "--settle-ms does not apply" in refused.output
+
+
+def test_the_round_spacer_is_an_option_of_the_worker_round_processes(monkeypatch):
+    """--round-spacer-mb sizes the random allocation before a round's inputs (recorded in
+    plan.json's runner); 0 holds none (the allocator's cache is still emptied); refused where
+    no worker runs the rounds."""
+    from harness.cli.rounds import rounds_plan
+    from harness.common.errors import UsageError
+    from harness.corpus.rounds import SHIFT_MAX_BYTES
+    from harness.run import placement
+    base = {"rounds": 4, "target_pct": None, "min_rounds": None, "max_rounds": None,
+            "settle_ms": None}
+    _, _, runner = rounds_plan({**base, "round_process": "turns-fresh", "round_spacer_mb": 0})
+    assert runner.shift_max_bytes == 0
+    _, _, runner = rounds_plan({**base, "round_process": "turns", "round_spacer_mb": 1.5})
+    assert runner.shift_max_bytes == 3 << 19
+    _, _, runner = rounds_plan({**base, "round_process": "persistent",
+                                "round_spacer_mb": None})
+    assert runner.shift_max_bytes == SHIFT_MAX_BYTES
+    with pytest.raises(UsageError, match="--round-spacer-mb only with --round-process"):
+        rounds_plan({**base, "round_process": "fresh", "round_spacer_mb": 0})
+    refused = CliRunner().invoke(main, ["ab", "--replay", "runA", "--round-spacer-mb", "0"])
+    assert refused.exit_code == 2 and "--round-spacer-mb does not apply" in refused.output
+
+    class Backend:
+        emptied = 0
+
+        def empty_cache(self):
+            self.emptied += 1
+
+        def torch_device(self, index):
+            raise AssertionError("nothing is allocated without a spacer")
+    backend = Backend()
+    with placement.elsewhere(backend, 0, 7, max_bytes=0) as held:
+        assert held == 0
+    assert backend.emptied == 1
