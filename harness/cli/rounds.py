@@ -83,8 +83,11 @@ def rounds_options(low: int, default, help_text: str):
                           f"largest random-size allocation held before a round builds its "
                           f"inputs (the round's seed draws its size, the same for both "
                           f"sides), so that each round's buffers lie elsewhere and the "
-                          f"rounds' interval covers where they lie. 0: none, every run "
-                          f"allocates alike. Default {SHIFT_MAX_BYTES >> 20}."),
+                          f"rounds' interval covers where they lie. 0: none — every run "
+                          f"allocates alike, the rounds see one placement of the data, and "
+                          f"a side that allocates otherwise (a new workspace, another "
+                          f"order) moves its data, which then reads as a change. Default "
+                          f"{SHIFT_MAX_BYTES >> 20}."),
     ]
 
     def decorate(fn):
