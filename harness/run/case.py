@@ -10,7 +10,6 @@ the case window, input building included, is set-up.
 from __future__ import annotations
 
 import contextlib
-import copy
 import random
 import time
 
@@ -18,7 +17,6 @@ import numpy as np
 
 import adapters
 import backends
-from adapters.base import CaseInputs
 
 from ..common import markers
 from ..common.errors import (AdapterFailure, CaseFailure, CaseSkipped, DevicePoisonedError,
@@ -30,6 +28,7 @@ from ..store.results import FAILED, SKIPPED, SUCCESS, Row, row_key
 from ..telemetry import throttle
 from ..telemetry.kernel_split import KernelSplit
 from . import outputs, placement
+from .input_copy import pristine_copy
 
 
 class InputClock:
@@ -210,44 +209,6 @@ def _time_case(case, case_timer: CaseTimer, backend, options, row: Row, ir, plan
             row.extra["metrics_error"] = one_line(exc)
 
 
-def pristine_copy(inputs: CaseInputs) -> CaseInputs:
-    """A copy of the inputs that a call may mutate without touching the originals. Tensors
-    get their own storage with the same sizes, strides and offsets (inputs that share a
-    storage still share one copy of it); other values are deep-copied, or shared where
-    they cannot be (then a function mutating them is not isolated)."""
-    try:
-        return copy.deepcopy(inputs)
-    except Exception:  # noqa: BLE001 - a non-leaf tensor, an object refusing deepcopy
-        memo: dict = {}
-        return CaseInputs(tuple(_copied(a, memo) for a in inputs.args),
-                          {k: _copied(v, memo) for k, v in inputs.kwargs.items()})
-
-
-def _copied(value, memo: dict):
-    import torch
-    if isinstance(value, torch.Tensor):
-        try:
-            storage = value.untyped_storage()
-            key = (storage.data_ptr(), storage.nbytes(), str(value.device))
-            if key not in memo:
-                memo[key] = storage.clone()
-            with torch.no_grad():
-                out = torch.empty(0, dtype=value.dtype, device=value.device).set_(
-                    memo[key], value.storage_offset(), value.size(), value.stride())
-            return out.requires_grad_(value.requires_grad and out.is_floating_point())
-        except (RuntimeError, TypeError, NotImplementedError):  # sparse, quantized, subclass
-            return value.detach().clone().requires_grad_(value.requires_grad)
-    if isinstance(value, (tuple, list)):
-        return type(value)(_copied(v, memo) for v in value) if type(value) in (tuple, list) \
-            else value
-    if isinstance(value, dict) and type(value) is dict:
-        return {k: _copied(v, memo) for k, v in value.items()}
-    try:
-        return copy.deepcopy(value)
-    except Exception:  # noqa: BLE001 - shared as is (see pristine_copy)
-        return value
-
-
 def flag_markers(case, row: Row) -> list[str]:
     """One marker per timed function whose samples deserve a second look."""
     lines = []
@@ -288,6 +249,8 @@ def _measure_placements(case, case_timer: CaseTimer, backend, options, row: Row,
         mover.close()
     if options.placement_memory == placement.NEW and options.placements > 1:
         row.extra["placements_new_memory"] = mover.in_new_memory
+    if mover.copied:
+        row.extra["placements_copied"] = mover.copied
     row.torch = placement.combined([m[0] for m in measured])
     row.gems = placement.combined([m[1] for m in measured])
     flags = [m[2] for m in measured if m[2] is not None]

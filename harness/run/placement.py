@@ -7,7 +7,9 @@ medians moved by 0.5 % (up to 3.5 %) from one round to the next, each round's in
 addresses. Rounds average that only across runs; placements average it inside one. A new
 placement frees the previous inputs, empties the device allocator's cache and holds a
 random-size allocation while the inputs are built again (the same values: the same seed), so
-that they land elsewhere. The row's latency is the median of the placements' medians (a
+that they land elsewhere; inputs an adapter made once and hands back again (FlagGems' cases:
+`get_input_iter` made them) are copied there instead (the row's `placements_copied`), or
+every placement would time the same memory. The row's latency is the median of the placements' medians (a
 placement that landed badly does not drag it), its samples all of theirs.
 
 Where a new placement's inputs may lie (`--placement-memory`): `reused` (the default) frees
@@ -23,9 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import random
+import weakref
 from typing import Sequence
 
 from ..measure.measurement import Measurement
+from .input_copy import handed_back, pristine_copy, storages, tensors_in
 
 SHIFT_MAX_BYTES = 64 << 20    # the random allocation ahead of new inputs: up to 64 MiB
 UNIT = 512
@@ -78,23 +82,7 @@ def combined(measurements: Sequence[Measurement | None]) -> Measurement | None:
 def input_bytes(inputs) -> int:
     """The bytes of the distinct tensor storages in a case's inputs (its args and kwargs, in
     lists, tuples and dicts too)."""
-    import torch  # heavy: imported only where used
-
-    seen: dict = {}
-    todo = [*inputs.args, *inputs.kwargs.values()]
-    while todo:
-        value = todo.pop()
-        if isinstance(value, torch.Tensor):
-            try:
-                storage = value.untyped_storage()
-                seen[(storage.data_ptr(), str(value.device))] = storage.nbytes()
-            except (RuntimeError, TypeError, NotImplementedError):  # sparse, subclasses
-                seen[id(value)] = value.numel() * value.element_size()
-        elif isinstance(value, (list, tuple)):
-            todo.extend(value)
-        elif isinstance(value, dict):
-            todo.extend(value.values())
-    return sum(seen.values())
+    return sum(storages(inputs).values())
 
 
 def room_for(backend, device_index: int, nbytes: int) -> bool:
@@ -117,13 +105,17 @@ class Mover:
         self.held = contextlib.ExitStack()      # … and their spacers, to the case's end
         self.current = contextlib.ExitStack()   # this placement's spacer (reused memory)
         self.in_new_memory = 0                  # placements whose inputs took new memory
+        self.copied = 0                         # … whose build handed back earlier tensors
+        self.earlier: list = []                 # weak references to every earlier input
 
     def move(self, number: int, fed: list, build):
         """Placement `number`'s inputs (number >= 1): fed[0], the inputs so far, is taken
         (None while the new ones are built) and kept or freed; `build()` makes them anew
-        behind a spacer."""
+        behind a spacer — and where it hands back tensors the inputs so far use (an adapter
+        that made them once), they are copied there, so that the data does move."""
         self.current.close()
         inputs, fed[0] = fed[0], None
+        self.earlier += [weakref.ref(t) for t in tensors_in(inputs)]
         keep = False
         if self.mode == NEW:
             self.backend.empty_cache()          # what the allocator caches counts as free
@@ -137,7 +129,11 @@ class Mover:
         stack = self.held if keep else self.current
         stack.enter_context(elsewhere(self.backend, self.device_index, self.seed_of(number)))
         self.in_new_memory += keep
-        return build()
+        built = build()
+        if handed_back(built, self.earlier):
+            self.copied += 1
+            return pristine_copy(built)
+        return built
 
     def release(self) -> None:
         """Every earlier placement's inputs and spacer let go."""

@@ -335,3 +335,48 @@ def test_a_stored_caliber_names_a_placement_memory_the_option_table_knows():
         Caliber.from_dict(dict(stored, inputs="host"))
     stored.pop("placement_memory")                  # a run written before the field
     assert Caliber.from_dict(stored).placement_memory == "reused"
+
+
+class MadeOnce(ScriptedAdapter):
+    """An adapter whose build hands back the tensors it made once (as FlagGems' cases do:
+    get_input_iter made them); the function under test notes where each call's input lies."""
+
+    def __init__(self, kinds, seen):
+        super().__init__(kinds)
+        self.seen = seen
+
+    def cases(self, *args, **kwargs):
+        for case in super().cases(*args, **kwargs):
+            made = case.build()
+
+            def under_test(x, inner=case.under_test):
+                self.seen.append((x.data_ptr(), x.clone()))
+                return inner(x)
+            yield dataclasses.replace(case, build=lambda made=made: made,
+                                      under_test=under_test)
+
+
+@pytest.mark.parametrize("memory", ["reused", "new"])
+def test_inputs_an_adapter_made_once_are_copied_so_that_each_placement_moves_them(
+        tmp_path, sure_rule, fast_budget, monkeypatch, memory):
+    """A build that hands back the same tensors would time every placement on the same
+    memory: those inputs are copied behind the placement's spacer (the same values
+    elsewhere), and the row says how many placements were copied."""
+    monkeypatch.setattr(backends.get_backend("cpu").__class__, "memory_free",
+                        lambda self, index: 1 << 40)
+    seen: list = []
+    plan = plan_for([], tmp_path, sure_rule, fast_budget)
+    plan = dataclasses.replace(plan, adapter=MadeOnce(["ok"], seen), options=plan.options.replace(
+        placements=3, placement_memory=memory, check=False))
+    result = run_op(plan, "op", echo=lambda _: None)
+    (row,) = read_rows(result.run_dir / "results.jsonl")
+    assert row.status == SUCCESS and len(row.gems.repeats) == 3
+    assert row.extra["placements_copied"] == 2
+    pointers = list(dict.fromkeys(ptr for ptr, _ in seen))
+    assert len(pointers) == 3                            # the made-once memory, then two more
+    assert all(torch.equal(values, seen[0][1]) for _, values in seen)   # the same values
+
+
+def test_inputs_built_anew_are_not_copied(tmp_path, sure_rule, fast_budget):
+    _, row, _ = run_placements(tmp_path, sure_rule, fast_budget, "reused")
+    assert "placements_copied" not in row.extra

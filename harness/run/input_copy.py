@@ -1,0 +1,90 @@
+"""Copies of a case's inputs: `pristine_copy` (the inputs a call may mutate, the originals
+untouched: the output check) and `storage_keys` (which device storages the inputs use: a
+placement tells inputs an adapter built anew from the same tensors handed back)."""
+from __future__ import annotations
+
+import copy
+
+from adapters.base import CaseInputs
+
+
+def pristine_copy(inputs: CaseInputs) -> CaseInputs:
+    """A copy of the inputs that a call may mutate without touching the originals. Tensors
+    get their own storage with the same sizes, strides and offsets (inputs that share a
+    storage still share one copy of it); other values are deep-copied, or shared where
+    they cannot be (then a function mutating them is not isolated)."""
+    try:
+        return copy.deepcopy(inputs)
+    except Exception:  # noqa: BLE001 - a non-leaf tensor, an object refusing deepcopy
+        memo: dict = {}
+        return CaseInputs(tuple(_copied(a, memo) for a in inputs.args),
+                          {k: _copied(v, memo) for k, v in inputs.kwargs.items()})
+
+
+def _copied(value, memo: dict):
+    import torch
+    if isinstance(value, torch.Tensor):
+        try:
+            storage = value.untyped_storage()
+            key = (storage.data_ptr(), storage.nbytes(), str(value.device))
+            if key not in memo:
+                memo[key] = storage.clone()
+            with torch.no_grad():
+                out = torch.empty(0, dtype=value.dtype, device=value.device).set_(
+                    memo[key], value.storage_offset(), value.size(), value.stride())
+            return out.requires_grad_(value.requires_grad and out.is_floating_point())
+        except (RuntimeError, TypeError, NotImplementedError):  # sparse, quantized, subclass
+            return value.detach().clone().requires_grad_(value.requires_grad)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_copied(v, memo) for v in value) if type(value) in (tuple, list) \
+            else value
+    if isinstance(value, dict) and type(value) is dict:
+        return {k: _copied(v, memo) for k, v in value.items()}
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # noqa: BLE001 - shared as is (see pristine_copy)
+        return value
+
+
+def tensors_in(inputs: CaseInputs | None):
+    """Every tensor the inputs hold (args and kwargs, inside lists, tuples and dicts too)."""
+    import torch  # heavy: imported only where used
+
+    todo = [*inputs.args, *inputs.kwargs.values()] if inputs is not None else []
+    while todo:
+        value = todo.pop()
+        if isinstance(value, torch.Tensor):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            todo.extend(value)
+        elif isinstance(value, dict):
+            todo.extend(value.values())
+
+
+def storage_key(tensor):
+    """(data pointer, device) of a tensor's storage, or ("tensor", id) for one without a
+    plain storage (sparse, some subclasses)."""
+    try:
+        return (tensor.untyped_storage().data_ptr(), str(tensor.device))
+    except (RuntimeError, TypeError, NotImplementedError):
+        return ("tensor", id(tensor))
+
+
+def storages(inputs: CaseInputs | None) -> dict:
+    """{storage_key: bytes} of the distinct tensor storages in the inputs."""
+    seen: dict = {}
+    for value in tensors_in(inputs):
+        try:
+            size = value.untyped_storage().nbytes()
+        except (RuntimeError, TypeError, NotImplementedError):
+            size = value.numel() * value.element_size()
+        seen[storage_key(value)] = size
+    return seen
+
+
+def handed_back(built: CaseInputs, earlier: list) -> bool:
+    """Whether `built` uses a non-empty storage of a tensor in `earlier` (weak references to
+    the previous inputs' tensors) that is still alive: an adapter whose build hands back
+    the tensors it made once, rather than memory the allocator gave out again."""
+    alive = {storage_key(t) for t in (ref() for ref in earlier) if t is not None}
+    return any(size and key in alive for key, size in storages(built).items())
