@@ -227,14 +227,18 @@ def _case_for(op: str, bench, dtype_name: str, item, label: str, package: str = 
 
 def _backward(op):
     """Time gradients as FlagGems does: forward once (lazily, under the caller's context),
-    then `torch.autograd.grad` with retained graph on every call."""
+    then `torch.autograd.grad` with retained graph on every call — forward again when
+    called on other inputs (a placement's copy, the output check's), so that the gradient
+    is of the inputs it is given."""
     import torch  # heavy: imported only where used
     state = {}
 
     def fn(*args, **kwargs):
-        if "out" not in state:
+        given = state.get("args")
+        if given is None or len(given) != len(args) or any(
+                a is not b for a, b in zip(args, given)):
             out = op(*args, **kwargs)
-            state["out"], state["dout"] = out, torch.randn_like(out)
+            state["out"], state["dout"], state["args"] = out, torch.randn_like(out), args
             state["xs"] = [a for a in args if torch.is_tensor(a) and a.requires_grad]
         return torch.autograd.grad((state["out"],), state["xs"], grad_outputs=(state["dout"],),
                                    retain_graph=True)

@@ -55,10 +55,14 @@ def read_ab_plan(root: Path) -> dict:
                                or rounds < 1):
         raise UsageError(f"{root}/plan.json: field rounds: expected a whole number of rounds "
                          f"(1 or more)")
+    auto = doc.get("rounds_auto")
     try:
-        AutoRounds.from_dict(doc.get("rounds_auto"))
+        if auto is not None and not isinstance(auto, dict):
+            raise UsageError("expected an object with target_pct, min_rounds and max_rounds")
+        AutoRounds.from_dict(auto)
     except UsageError as exc:
-        raise UsageError(f"{root}/{exc.message}") from None
+        said = exc.message.removeprefix("plan.json: ")
+        raise UsageError(f"{root}/plan.json: field rounds_auto: {said}") from None
     for side in "AB":
         entry = doc.get(side)
         if entry is not None and not (isinstance(entry, dict) and isinstance(

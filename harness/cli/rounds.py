@@ -80,7 +80,7 @@ def rounds_options(low: int, default, help_text: str):
         click.option("--round-spacer-mb", type=click.FloatRange(min=0, max=MAX_SPACER_MB),
                      default=None, callback=finite, metavar="MB",
                      help=f"With --round-process persistent, turns or turns-fresh: the "
-                          f"largest random-size allocation held before a round builds its "
+                          f"largest random-size allocation (MiB) held before a round builds its "
                           f"inputs (the round's seed draws its size, the same for both "
                           f"sides), so that each round's buffers lie elsewhere and the "
                           f"rounds' interval covers where they lie. 0: none — every run "

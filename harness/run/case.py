@@ -249,8 +249,10 @@ def _measure_placements(case, case_timer: CaseTimer, backend, options, row: Row,
         mover.close()
     if options.placement_memory == placement.NEW and options.placements > 1:
         row.extra["placements_new_memory"] = mover.in_new_memory
-    if mover.copied:
-        row.extra["placements_copied"] = mover.copied
+    for name, count in (("placements_copied", mover.copied),
+                        ("placements_not_moved", mover.not_moved)):
+        if count:
+            row.extra[name] = count
     row.torch = placement.combined([m[0] for m in measured])
     row.gems = placement.combined([m[1] for m in measured])
     flags = [m[2] for m in measured if m[2] is not None]

@@ -4,6 +4,7 @@ placement tells inputs an adapter built anew from the same tensors handed back).
 from __future__ import annotations
 
 import copy
+import weakref
 
 from adapters.base import CaseInputs
 
@@ -47,18 +48,19 @@ def _copied(value, memo: dict):
 
 
 def tensors_in(inputs: CaseInputs | None):
-    """Every tensor the inputs hold (args and kwargs, inside lists, tuples and dicts too)."""
+    """Every tensor the inputs hold (args and kwargs, inside lists, tuples and dicts too;
+    a container met again, one holding itself included, is walked once)."""
     import torch  # heavy: imported only where used
 
     todo = [*inputs.args, *inputs.kwargs.values()] if inputs is not None else []
+    walked: set = set()
     while todo:
         value = todo.pop()
         if isinstance(value, torch.Tensor):
             yield value
-        elif isinstance(value, (list, tuple)):
-            todo.extend(value)
-        elif isinstance(value, dict):
-            todo.extend(value.values())
+        elif isinstance(value, (list, tuple, dict)) and id(value) not in walked:
+            walked.add(id(value))
+            todo.extend(value.values() if isinstance(value, dict) else value)
 
 
 def storage_key(tensor):
@@ -82,9 +84,28 @@ def storages(inputs: CaseInputs | None) -> dict:
     return seen
 
 
+def storage_refs(inputs: CaseInputs | None) -> list:
+    """Weak references to the storages of the inputs' tensors (a view or a detached tensor
+    keeps its storage's object alive), or to the tensor where it has no plain storage."""
+    refs = []
+    for value in tensors_in(inputs):
+        try:
+            refs.append(weakref.ref(value.untyped_storage()))
+        except (RuntimeError, TypeError, NotImplementedError):
+            refs.append(weakref.ref(value))
+    return refs
+
+
 def handed_back(built: CaseInputs, earlier: list) -> bool:
-    """Whether `built` uses a non-empty storage of a tensor in `earlier` (weak references to
-    the previous inputs' tensors) that is still alive: an adapter whose build hands back
-    the tensors it made once, rather than memory the allocator gave out again."""
-    alive = {storage_key(t) for t in (ref() for ref in earlier) if t is not None}
+    """Whether `built` uses a non-empty storage that `earlier` (storage_refs of the previous
+    inputs) names and that is still alive: an adapter whose build hands back the tensors it
+    made once (or views of them), rather than memory the allocator gave out again."""
+    alive = set()
+    for thing in (ref() for ref in earlier):
+        if thing is None:
+            continue
+        try:
+            alive.add((thing.data_ptr(), str(thing.device)))
+        except (RuntimeError, TypeError, NotImplementedError, AttributeError):
+            alive.add(("tensor", id(thing)))
     return any(size and key in alive for key, size in storages(built).items())

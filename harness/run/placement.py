@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import contextlib
 import random
-import weakref
 from typing import Sequence
 
 from ..measure.measurement import Measurement
-from .input_copy import handed_back, pristine_copy, storages, tensors_in
+from .input_copy import handed_back, pristine_copy, storage_refs, storages
 
 SHIFT_MAX_BYTES = 64 << 20    # the random allocation ahead of new inputs: up to 64 MiB
 UNIT = 512
@@ -106,6 +105,7 @@ class Mover:
         self.current = contextlib.ExitStack()   # this placement's spacer (reused memory)
         self.in_new_memory = 0                  # placements whose inputs took new memory
         self.copied = 0                         # … whose build handed back earlier tensors
+        self.not_moved = 0                      # … which stayed: no room for their copy
         self.earlier: list = []                 # weak references to every earlier input
 
     def move(self, number: int, fed: list, build):
@@ -115,7 +115,7 @@ class Mover:
         that made them once), they are copied there, so that the data does move."""
         self.current.close()
         inputs, fed[0] = fed[0], None
-        self.earlier += [weakref.ref(t) for t in tensors_in(inputs)]
+        self.earlier += storage_refs(inputs)
         keep = False
         if self.mode == NEW:
             self.backend.empty_cache()          # what the allocator caches counts as free
@@ -130,10 +130,13 @@ class Mover:
         stack.enter_context(elsewhere(self.backend, self.device_index, self.seed_of(number)))
         self.in_new_memory += keep
         built = build()
-        if handed_back(built, self.earlier):
-            self.copied += 1
-            return pristine_copy(built)
-        return built
+        if not handed_back(built, self.earlier):
+            return built
+        if not room_for(self.backend, self.device_index, input_bytes(built)):
+            self.not_moved += 1                 # timed where they are: a copy would not fit
+            return built
+        self.copied += 1
+        return pristine_copy(built)
 
     def release(self) -> None:
         """Every earlier placement's inputs and spacer let go."""

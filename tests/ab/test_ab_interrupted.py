@@ -89,7 +89,10 @@ def test_rescore_waits_its_turn_and_refuses_a_damaged_plan(tmp_path, monkeypatch
     for field, value, said in (("ops", [], "field ops"), ("scrub", ["("], "field scrub"),
                                ("scrub", "x", "field scrub"), ("A", "x", "field A"),
                                ("rounds", "3", "field rounds"), ("rounds", 0, "field rounds"),
-                               ("rounds_auto", {"target_pct": 0.1}, "rounds_auto is malformed")):
+                               ("rounds_auto", {"target_pct": 0.1}, "field rounds_auto: rounds_auto is malformed"),
+                               ("rounds_auto", "x", "field rounds_auto: expected an object"),
+                               ("rounds_auto", {"target_pct": 0, "min_rounds": 8,
+                                                "max_rounds": 16}, "field rounds_auto: ")):
         (root / "plan.json").write_text(json.dumps(dict(plan, **{field: value})))
         result = CliRunner().invoke(main, ["ab", "--rescore", str(root)])
         assert result.exit_code == 2 and said in result.output, (field, result.output)

@@ -275,3 +275,20 @@ def test_the_test_modules_autouse_fixtures_run_around_the_measurement(tmp_path):
     (row,) = rows_of(run_dir)
     assert row.status == SKIPPED
     assert "UNSUPPORTED fixture _per_test (autouse) needs request" in row.reason
+
+
+def test_a_backward_case_differentiates_the_inputs_it_is_given():
+    """Backward cases run forward once, then only the gradient; called on other inputs (a
+    placement's copy, the output check's) they run forward again on those, or every later
+    placement would time the gradient of the first inputs."""
+    import torch
+    from adapters.flaggems.cases import _backward
+    fn = _backward(lambda x: (x * x).sum())
+    first = torch.ones(4, requires_grad=True)
+    (grad,) = fn(first)
+    assert torch.allclose(grad / first, (grad / first)[0].expand(4))
+    other = torch.arange(1.0, 5.0, requires_grad=True)
+    (grad,) = fn(other)                      # d/dx sum(x²) = 2x · dout: proportional to x
+    assert torch.allclose(grad / other, (grad / other)[0].expand(4))
+    again = fn(other)[0]
+    assert torch.equal(again, grad)          # the same inputs: forward not run again

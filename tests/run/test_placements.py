@@ -341,9 +341,9 @@ class MadeOnce(ScriptedAdapter):
     """An adapter whose build hands back the tensors it made once (as FlagGems' cases do:
     get_input_iter made them); the function under test notes where each call's input lies."""
 
-    def __init__(self, kinds, seen):
+    def __init__(self, kinds, seen, hand_back=lambda made: made):
         super().__init__(kinds)
-        self.seen = seen
+        self.seen, self.hand_back = seen, hand_back
 
     def cases(self, *args, **kwargs):
         for case in super().cases(*args, **kwargs):
@@ -352,29 +352,53 @@ class MadeOnce(ScriptedAdapter):
             def under_test(x, inner=case.under_test):
                 self.seen.append((x.data_ptr(), x.clone()))
                 return inner(x)
-            yield dataclasses.replace(case, build=lambda made=made: made,
+            yield dataclasses.replace(case, build=lambda made=made: self.hand_back(made),
                                       under_test=under_test)
 
 
-@pytest.mark.parametrize("memory", ["reused", "new"])
-def test_inputs_an_adapter_made_once_are_copied_so_that_each_placement_moves_them(
-        tmp_path, sure_rule, fast_budget, monkeypatch, memory):
-    """A build that hands back the same tensors would time every placement on the same
-    memory: those inputs are copied behind the placement's spacer (the same values
-    elsewhere), and the row says how many placements were copied."""
+def made_once_run(tmp_path, rule, budget, memory, hand_back=lambda made: made, free=1 << 40,
+                  monkeypatch=None):
     monkeypatch.setattr(backends.get_backend("cpu").__class__, "memory_free",
-                        lambda self, index: 1 << 40)
+                        lambda self, index: free)
     seen: list = []
-    plan = plan_for([], tmp_path, sure_rule, fast_budget)
-    plan = dataclasses.replace(plan, adapter=MadeOnce(["ok"], seen), options=plan.options.replace(
-        placements=3, placement_memory=memory, check=False))
+    plan = plan_for([], tmp_path, rule, budget)
+    plan = dataclasses.replace(plan, adapter=MadeOnce(["ok"], seen, hand_back),
+                               options=plan.options.replace(placements=3,
+                                                            placement_memory=memory,
+                                                            check=False))
     result = run_op(plan, "op", echo=lambda _: None)
     (row,) = read_rows(result.run_dir / "results.jsonl")
     assert row.status == SUCCESS and len(row.gems.repeats) == 3
-    assert row.extra["placements_copied"] == 2
-    pointers = list(dict.fromkeys(ptr for ptr, _ in seen))
-    assert len(pointers) == 3                            # the made-once memory, then two more
+    placed = [ptr for ptr, _ in seen]
     assert all(torch.equal(values, seen[0][1]) for _, values in seen)   # the same values
+    return row, placed
+
+
+@pytest.mark.parametrize("memory", ["reused", "new"])
+@pytest.mark.parametrize("hand_back", [lambda made: made,
+                                       lambda made: CaseInputs((made.args[0].detach(),)),
+                                       lambda made: CaseInputs((made.args[0][:],))],
+                         ids=["same", "detached", "view"])
+def test_inputs_an_adapter_made_once_are_copied_so_that_each_placement_moves_them(
+        tmp_path, sure_rule, fast_budget, monkeypatch, memory, hand_back):
+    """A build that hands back the tensors it made once (or views of them) would time every
+    placement on the same memory: those inputs are copied behind the placement's spacer
+    (the same values elsewhere), and the row says how many placements were copied."""
+    row, placed = made_once_run(tmp_path, sure_rule, fast_budget, memory, hand_back,
+                                monkeypatch=monkeypatch)
+    assert row.extra["placements_copied"] == 2 and "placements_not_moved" not in row.extra
+    first = placed[0]                                    # the made-once memory: placement 0 only
+    assert first not in placed[placed.index(next(p for p in placed if p != first)):]
+    if memory == "new":                                  # every placement's own memory
+        assert len(set(placed)) == 3
+
+
+def test_made_once_inputs_stay_where_they_are_when_a_copy_would_not_fit(
+        tmp_path, sure_rule, fast_budget, monkeypatch):
+    row, placed = made_once_run(tmp_path, sure_rule, fast_budget, "reused", free=0,
+                                monkeypatch=monkeypatch)
+    assert row.extra["placements_not_moved"] == 2 and "placements_copied" not in row.extra
+    assert set(placed) == {placed[0]}
 
 
 def test_inputs_built_anew_are_not_copied(tmp_path, sure_rule, fast_budget):
