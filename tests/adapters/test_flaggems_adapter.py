@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import budget_args, FAKE_FLAGGEMS, FIXTURES
+from conftest import budget_args, FAKE_FLAGGEMS
 from harness.cli import main
 from harness.store.reader import read_rows
 from harness.store.results import FAILED, SKIPPED, SUCCESS
