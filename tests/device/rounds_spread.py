@@ -425,21 +425,28 @@ def round_sd_lines(report: dict, min_ms: float = MIN_MS) -> list[str]:
 
 def new_memory_lines(root: Path) -> list[str]:
     """Per op, from its replayed runs' results: how many placements took new memory
-    (`--placement-memory new`: extra.placements_new_memory) of how many could have."""
+    (`--placement-memory new`: extra.placements_new_memory) of how many could have, and how
+    many moved made-once inputs by a copy (extra.placements_copied) or could not
+    (placements_not_moved)."""
     lines = []
     for op_dir in sorted(p for p in Path(root).iterdir() if p.is_dir()):
-        took = could = 0
+        took = could = copied = stayed = 0
         for results in sorted(op_dir.glob("r*_*/*/results.jsonl")):
             info = results.parent / "run.json"
             placed = ((json.loads(info.read_text()).get("caliber") or {}).get("placements")
                       if info.is_file() else None) or 1
             for line in results.read_text().splitlines():
-                row = json.loads(line)
-                if "placements_new_memory" in (row.get("extra") or {}):
-                    took += row["extra"]["placements_new_memory"]
+                extra = json.loads(line).get("extra") or {}
+                copied += extra.get("placements_copied", 0)
+                stayed += extra.get("placements_not_moved", 0)
+                if "placements_new_memory" in extra:
+                    took += extra["placements_new_memory"]
                     could += placed - 1
         if could:
             lines.append(f"{op_dir.name}: {took} of {could} later placements in new memory")
+        if copied or stayed:
+            lines.append(f"{op_dir.name}: {copied} later placements moved the adapter's "
+                         f"made-once inputs by a copy, {stayed} could not (no room)")
     return lines
 
 

@@ -166,7 +166,8 @@ def test_new_memory_lines_count_the_later_placements_that_took_new_memory(tmp_pa
     def write(run, took):
         run.mkdir(parents=True)
         (run / "run.json").write_text(json.dumps({"caliber": {"placements": 4}}))
-        row = {"extra": {"placements_new_memory": took},        # one placement not measured
+        row = {"extra": {"placements_new_memory": took,         # one placement not measured
+                         "placements_copied": took},
                "gems": {"repeat_medians_ms": [0.03, 0.031, 0.029]}}
         (run / "results.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(
             {"extra": {}, "gems": {"repeat_medians_ms": [0.1]}}) + "\n")
@@ -174,4 +175,6 @@ def test_new_memory_lines_count_the_later_placements_that_took_new_memory(tmp_pa
     write(tmp_path / "softmax" / "r1_B" / "softmax_2", 1)      # two fell back
     (tmp_path / "add" / "r1_A").mkdir(parents=True)            # reused memory: no line
     assert rounds_spread.new_memory_lines(tmp_path) == [
-        "softmax: 4 of 6 later placements in new memory"]
+        "softmax: 4 of 6 later placements in new memory",
+        "softmax: 4 later placements moved the adapter's made-once inputs by a copy, 0 could "
+        "not (no room)"]
