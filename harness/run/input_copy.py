@@ -1,6 +1,7 @@
-"""Copies of a case's inputs: `pristine_copy` (the inputs a call may mutate, the originals
-untouched: the output check) and `storage_keys` (which device storages the inputs use: a
-placement tells inputs an adapter built anew from the same tensors handed back)."""
+"""Copies of a case's inputs and the memory they use: `pristine_copy` (the inputs a call may
+mutate, the originals untouched: the output check), `storages` (their distinct storages and
+bytes) and `storage_refs` / `handed_back` (a placement tells inputs an adapter built anew
+from the tensors of an earlier placement handed back)."""
 from __future__ import annotations
 
 import copy
@@ -63,49 +64,33 @@ def tensors_in(inputs: CaseInputs | None):
             todo.extend(value.values() if isinstance(value, dict) else value)
 
 
-def storage_key(tensor):
-    """(data pointer, device) of a tensor's storage, or ("tensor", id) for one without a
-    plain storage (sparse, some subclasses)."""
+def _storage(tensor) -> tuple:
+    """(the object that owns the tensor's memory, its key, its bytes): the tensor's storage
+    (one object for all its views), keyed by (data pointer, device); the tensor itself where
+    it has no plain storage (sparse, some subclasses), keyed by its identity."""
     try:
-        return (tensor.untyped_storage().data_ptr(), str(tensor.device))
+        storage = tensor.untyped_storage()
+        return storage, (storage.data_ptr(), str(tensor.device)), storage.nbytes()
     except (RuntimeError, TypeError, NotImplementedError):
-        return ("tensor", id(tensor))
+        return tensor, ("tensor", id(tensor)), tensor.numel() * tensor.element_size()
 
 
 def storages(inputs: CaseInputs | None) -> dict:
-    """{storage_key: bytes} of the distinct tensor storages in the inputs."""
-    seen: dict = {}
-    for value in tensors_in(inputs):
-        try:
-            size = value.untyped_storage().nbytes()
-        except (RuntimeError, TypeError, NotImplementedError):
-            size = value.numel() * value.element_size()
-        seen[storage_key(value)] = size
-    return seen
+    """{key: bytes} of the distinct tensor storages in the inputs."""
+    return {key: size for _, key, size in map(_storage, tensors_in(inputs))}
 
 
 def storage_refs(inputs: CaseInputs | None) -> list:
-    """Weak references to the storages of the inputs' tensors (a view or a detached tensor
-    keeps its storage's object alive), or to the tensor where it has no plain storage."""
-    refs = []
-    for value in tensors_in(inputs):
-        try:
-            refs.append(weakref.ref(value.untyped_storage()))
-        except (RuntimeError, TypeError, NotImplementedError):
-            refs.append(weakref.ref(value))
-    return refs
+    """Weak references to what owns the memory of the inputs' tensors (a view or a detached
+    tensor keeps its storage's object alive)."""
+    return [weakref.ref(owner) for owner, _, _ in map(_storage, tensors_in(inputs))]
 
 
 def handed_back(built: CaseInputs, earlier: list) -> bool:
-    """Whether `built` uses a non-empty storage that `earlier` (storage_refs of the previous
-    inputs) names and that is still alive: an adapter whose build hands back the tensors it
-    made once (or views of them), rather than memory the allocator gave out again."""
-    alive = set()
-    for thing in (ref() for ref in earlier):
-        if thing is None:
-            continue
-        try:
-            alive.add((thing.data_ptr(), str(thing.device)))
-        except (RuntimeError, TypeError, NotImplementedError, AttributeError):
-            alive.add(("tensor", id(thing)))
-    return any(size and key in alive for key, size in storages(built).items())
+    """Whether `built` uses non-empty memory whose owner `earlier` (storage_refs of the
+    previous inputs) names and that is still alive: an adapter whose build hands back the
+    tensors it made once (or views of them), rather than memory the allocator gave out
+    again."""
+    alive = {id(owner) for owner in (ref() for ref in earlier) if owner is not None}
+    return any(size and id(owner) in alive
+               for owner, _, size in map(_storage, tensors_in(built)))

@@ -9,8 +9,9 @@ placement frees the previous inputs, empties the device allocator's cache and ho
 random-size allocation while the inputs are built again (the same values: the same seed), so
 that they land elsewhere; inputs an adapter made once and hands back again (FlagGems' cases:
 `get_input_iter` made them) are copied there instead (the row's `placements_copied`), or
-every placement would time the same memory. The row's latency is the median of the placements' medians (a
-placement that landed badly does not drag it), its samples all of theirs.
+every placement would time the same memory. The row's latency is the median of the
+placements' medians (a placement that landed badly does not drag it), its samples all of
+theirs.
 
 Where a new placement's inputs may lie (`--placement-memory`): `reused` (the default) frees
 the previous inputs first, so the allocator may hand their memory back behind the spacer;
