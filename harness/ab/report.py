@@ -208,6 +208,12 @@ def write_reports(root: Path, reports: list[ABReport], command: str = "ab",
     atomic_write_text(Path(root) / "report.csv", to_csv(reports))
 
 
+def reports_so_far(root) -> list[ABReport]:
+    """The op reports an A/B root's report.json holds, [] where it has none yet (an A/B or
+    calibration cut short before its first op finished)."""
+    return load_report(root)[1] if (Path(root) / "report.json").is_file() else []
+
+
 def load_report(root) -> tuple[dict, list[ABReport]]:
     """(the report.json document, its op reports), or UsageError naming what is wrong."""
     check_path_text(root, "ROOT")

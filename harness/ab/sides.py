@@ -68,9 +68,15 @@ class ABPlan:
                 "bench_args": self.options.to_argv(), "A": vars(self.a), "B": vars(self.b),
                 "timeout_s": self.timeout_s, "scrub": self.scrub,
                 "rounds_auto": self.auto.to_dict() if self.auto is not None else None,
-                "round_process": getattr(self.runner, "name", "fresh"),
-                "settle_s": getattr(self.runner, "settle_s", None),
-                "round_spacer_bytes": getattr(self.runner, "shift_max_bytes", None)}
+                **runner_fields(self.runner)}
+
+
+def runner_fields(runner) -> dict:
+    """How a plan's rounds ran, as plan.json and calibration.json record it: the round
+    process, and where a worker ran them its settle gap and round spacer (None for fresh)."""
+    return {"round_process": getattr(runner, "name", "fresh"),
+            "settle_s": getattr(runner, "settle_s", None),
+            "round_spacer_bytes": getattr(runner, "shift_max_bytes", None)}
 
 
 def parse_assignments(items, what: str) -> dict:

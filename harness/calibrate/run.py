@@ -23,8 +23,8 @@ from pathlib import Path
 from tabulate import tabulate
 
 from ..ab.orchestrate import ab_root, run_rounds
-from ..ab.report import load_report
-from ..ab.sides import ABPlan, Side
+from ..ab.report import reports_so_far
+from ..ab.sides import ABPlan, Side, runner_fields
 from ..common import style
 from ..common.errors import Terminated
 from ..common.files import atomic_write_json
@@ -81,8 +81,7 @@ def calibrate(plan: CalibratePlan, echo: Echo = print,
         try:
             reports, code = run_rounds(ab_plan, echo, progress)
         except (KeyboardInterrupt, Terminated):
-            finished = load_report(plan.root)[1] if (plan.root / "report.json").is_file() \
-                else []
+            finished = reports_so_far(plan.root)
             if finished:
                 atomic_write_json(plan.root / FILE, {**document(plan, finished),
                                                      "complete": False})
@@ -103,10 +102,7 @@ def document(plan: CalibratePlan, reports) -> dict:
         "machine": machine(reports, plan.root),
         "rounds": "auto" if plan.auto is not None else plan.rounds,
         "rounds_auto": plan.auto.to_dict() if plan.auto is not None else None,
-        "round_process": getattr(plan.runner, "name", "fresh"),
-        "settle_s": getattr(plan.runner, "settle_s", None),
-        "round_spacer_bytes": getattr(plan.runner, "shift_max_bytes", None),
-        "alpha": floor.ALPHA,
+        **runner_fields(plan.runner), "alpha": floor.ALPHA,
         "power": floor.POWER, "formula": FORMULA, "plant_pct": plan.plant_pct,
         "detect_pct": plan.detect, "wall_s": round(time.time() - plan.started, 1),
         "bench_args": plan.options.to_argv(), "ops": ops,

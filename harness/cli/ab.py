@@ -14,7 +14,7 @@ from ..ab import gate, orchestrate
 from ..ab.preflight import check_new_root, check_scrub, refuse_run_dirs_as_ops
 from ..ab.recipe import load_recipe
 from ..ab.render import render_terminal
-from ..ab.report import load_report, to_json, write_reports
+from ..ab.report import reports_so_far, to_json, write_reports
 from ..ab.rescore import rescore as rescore_root
 from ..ab.sides import ABPlan, sides_from_env, sides_from_switch
 from ..calibrate.noise import NoiseFloor
@@ -293,7 +293,7 @@ def _json_on_interrupt(as_json: bool, root: Path, run, fail_on=()):
         return run()
     except (KeyboardInterrupt, errors.Terminated) as exc:
         if as_json:
-            done = load_report(root)[1] if (root / "report.json").is_file() else []
+            done = reports_so_far(root)
             gates = {"fail_on": gate.to_json(fail_on, gate.violations(fail_on, done))} \
                 if fail_on else {}
             echo_out(json.dumps(stamp({**to_json(done), **gates, "interrupted": True,
