@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 from ..common.errors import EXIT_CALIBER, EXIT_FAILED_CASES, UsageError
+from ..common.fields import Fields
 from ..common.files import atomic_write_text, read_json_object
 from ..common.lock import holding
 from ..common.log import Echo
@@ -50,11 +51,8 @@ def read_ab_plan(root: Path) -> dict:
         check_scrub(scrub or [])
     except UsageError as exc:
         raise UsageError(f"{root}/plan.json: field scrub: {exc.message}") from None
-    rounds = doc.get("rounds")
-    if rounds is not None and (not isinstance(rounds, int) or isinstance(rounds, bool)
-                               or rounds < 1):
-        raise UsageError(f"{root}/plan.json: field rounds: expected a whole number of rounds "
-                         f"(1 or more)")
+    if doc.get("rounds") is not None:          # None: an auto design, its cap in rounds_auto
+        Fields(doc, f"{root}/plan.json").int("rounds", low=1)
     auto = doc.get("rounds_auto")
     try:
         if auto is not None and not isinstance(auto, dict):
@@ -110,8 +108,8 @@ def _fewer_than_planned(plan: dict, auto, pairs: list, verdict: str) -> bool:
     """Whether an op's rounds stop short of what plan.json asked with no round left behind
     (cut at a round's boundary): fewer than the fixed rounds or the least auto rounds; one
     round after identical generated code is what `zlh ab` runs, not a cut."""
-    want = auto.min_rounds if auto is not None else plan.get("rounds")
-    if not isinstance(want, int) or isinstance(want, bool) or len(pairs) >= want:
+    want = auto.min_rounds if auto is not None else plan.get("rounds")  # read_ab_plan checked
+    if want is None or len(pairs) >= want:
         return False
     return not (len(pairs) == 1 and verdict == "NO_IR_DIFF")
 
