@@ -19,7 +19,10 @@ rounds; a large `excess` says only more rounds will. With --placements (each row
 `repeat_medians_ms`), two more: `pl.sd` the spread of a run's placements about their own
 mean (100·ln, pooled over runs and sides) — placements that differ as runs do show `pl.sd`
 near `sd`/√2 of the same shape's rounds without placements — and `mean.sd` the rounds'
-spread had each run taken the mean of its placements instead of their median.
+spread had each run taken the mean of its placements instead of their median, `trim.sd` the
+same for their mean without the lowest and highest (five placements and more), and `half.sd`
+for the mean of the first half of its placements only (placements that sample independent
+draws read `half.sd` about √2 times `mean.sd`).
 """
 from __future__ import annotations
 
@@ -82,7 +85,7 @@ def _boot_sd(a, b, rng) -> float:
 
 def placement_spread(runs: dict, numbers, key: str) -> dict:
     """`pl_sd` and `mean_sd` (see the module's doc) of one shape, or {} without placements."""
-    spread, deltas = [], []
+    spread, deltas, trimmed, halves = [], [], [], []
     for n in numbers:
         got = [(runs.get(f"r{n}_{s}") or {}).get("placements", {}).get(key) for s in "AB"]
         if not all(medians and len(medians) > 1 for medians in got):
@@ -90,10 +93,24 @@ def placement_spread(runs: dict, numbers, key: str) -> dict:
         for medians in got:
             logs = 100.0 * np.log(np.asarray(medians, dtype=float))
             spread.append(float(np.var(logs, ddof=1)))
-        deltas.append(100.0 * math.log(float(np.mean(got[0])) / float(np.mean(got[1]))))
+        deltas.append(_delta(got, np.mean))
+        trimmed.append(_delta(got, _trimmed_mean))
+        halves.append(_delta([m[:max(1, len(m) // 2)] for m in got], np.mean))
     if len(deltas) < 2:
         return {}
-    return {"pl_sd": float(np.sqrt(np.mean(spread))), "mean_sd": float(np.std(deltas, ddof=1))}
+    return {"pl_sd": float(np.sqrt(np.mean(spread))), "mean_sd": float(np.std(deltas, ddof=1)),
+            "trim_sd": float(np.std(trimmed, ddof=1)), "half_sd": float(np.std(halves, ddof=1))}
+
+
+def _trimmed_mean(values) -> float:
+    """The mean without the lowest and the highest value (five values and more), else the mean."""
+    ordered = sorted(values)
+    return float(np.mean(ordered[1:-1] if len(ordered) >= 5 else ordered))
+
+
+def _delta(pair, combine) -> float:
+    """100·ln(A / B) of two sides' placement medians, each side's combined by `combine`."""
+    return 100.0 * math.log(float(combine(pair[0])) / float(combine(pair[1])))
 
 
 def analyse(doc: dict) -> list[dict]:
@@ -133,14 +150,14 @@ def table(rows: list[dict]) -> list[str]:
              f"{'sd %':>6} {'within':>6} {'excess':>6} {'p.mean':>7} {'p.sd':>6}"]
     placed = any("pl_sd" in r for r in rows)
     if placed:
-        lines[0] += f" {'pl.sd':>6} {'mean.sd':>7}"
+        lines[0] += f" {'pl.sd':>6} {'mean.sd':>7} {'trim.sd':>7} {'half.sd':>7}"
     for r in rows:
         lines.append(f"{r['op'][:14]:<14} {r['shape'][:40]:<40} {r['ms'] * 1e3:>8.1f} "
                      f"{r['rounds']:>6} {r['samples']:>6} {r['mean']:>+7.3f} {r['sd']:>6.3f} "
                      f"{r['within']:>6.3f} {r['excess']:>6.3f} {r['paired_mean']:>+7.3f} "
                      f"{r['paired_sd']:>6.3f}"
-                     + (f" {r['pl_sd']:>6.3f} {r['mean_sd']:>7.3f}" if "pl_sd" in r
-                        else " " * 15 * placed))
+                     + (f" {r['pl_sd']:>6.3f} {r['mean_sd']:>7.3f} {r['trim_sd']:>7.3f} "
+                        f"{r['half_sd']:>7.3f}" if "pl_sd" in r else " " * 31 * placed))
     big = [r for r in rows if r["ms"] >= MIN_MS]
     if big:
         med = {name: np.median([r[name] for r in big])

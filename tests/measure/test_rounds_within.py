@@ -40,9 +40,27 @@ def test_placements_that_differ_inside_a_run_show_and_their_mean_is_taken(tmp_pa
                              np.mean(doc["softmax"][f"r{n}_B"]["placements"][k]))
               for n in range(1, 7) for k in doc["softmax"][f"r{n}_A"]["placements"]]
     assert row["mean_sd"] == pytest.approx(np.std(deltas, ddof=1))
+    assert row["trim_sd"] == pytest.approx(row["mean_sd"])   # four placements: nothing trimmed
+    halves = [100 * math.log(np.mean(doc["softmax"][f"r{n}_A"]["placements"][k][:2]) /
+                             np.mean(doc["softmax"][f"r{n}_B"]["placements"][k][:2]))
+              for n in range(1, 7) for k in doc["softmax"][f"r{n}_A"]["placements"]]
+    assert row["half_sd"] == pytest.approx(np.std(halves, ddof=1))
+    assert row["half_sd"] != pytest.approx(row["mean_sd"])
     lines = rounds_within.table([row])
-    assert "pl.sd" in lines[0] and lines[1].endswith(f"{row['pl_sd']:>6.3f} "
-                                                     f"{row['mean_sd']:>7.3f}")
+    assert "pl.sd" in lines[0] and "half.sd" in lines[0]
+    assert lines[1].endswith(f"{row['pl_sd']:>6.3f} {row['mean_sd']:>7.3f} "
+                             f"{row['trim_sd']:>7.3f} {row['half_sd']:>7.3f}")
+
+
+def test_the_trimmed_mean_leaves_out_one_outlying_placement(tmp_path):
+    for n in range(1, 5):
+        for side in "AB":                        # eight placements, one of A's far off
+            placements = [0.03] * 8
+            if side == "A":
+                placements[n % 8] = 0.03 * (1.02 if n % 2 else 0.98)
+            write_run(tmp_path, "add", f"r{n}_{side}", placements)
+    (row,) = rounds_within.analyse(rounds_within.export(tmp_path))
+    assert row["trim_sd"] == pytest.approx(0.0, abs=1e-9) and row["mean_sd"] > 0.2
 
 
 def test_runs_without_placements_have_no_placement_columns(tmp_path):
