@@ -31,7 +31,9 @@ Then FRESH processes each build the same inputs and graph and time it REPS_CHILD
 CHILD_SPACERS (e.g. "none first loaded") FRESH processes of each variant, interleaved:
 `none` as said, `first` behind a random-size allocation made before the library loads any
 kernel (zlh's round spacer: code and data move), `loaded` behind one made after each case's
-first call, its inputs built again (the data moves, the loaded code does not). REPS=0 skips
+first call, its inputs built again (the data moves, the loaded code does not), `twin` two
+processes in a row as `first` behind spacers of one seed (the table's twins line: do two
+processes that allocate alike, one after the other, land their data alike and so agree?). REPS=0 skips
 the in-process arms (the first timing still sizes K).
 Per case and arm: the sd of 100·ln(median) over the repetitions (`fresh`: over the
 processes' first medians; `fresh_within`: the sd inside a process, pooled), and the medians
@@ -66,6 +68,7 @@ ARMS = ("again", "graph", "calls", "inputs", "reload", "hoard", "moved")
 # drawing that anew per sample makes the windows agree. Each window follows a disturbance (a
 # random number of random-width kernels), as a new run follows other work.
 SCRAMBLE_ARMS = ("again", "steady", "scrambled")
+TWIN = "twin"   # CHILD_SPACERS: two processes in a row behind spacers of one seed
 CASES = "layer_norm:20x6x65536 mm:4096x4096 softmax:64x512x512 mm:2048x2048 layer_norm:2048x1024"
 
 
@@ -91,6 +94,21 @@ def pooled_sd(groups) -> float | None:
     return math.sqrt(ss / df) if df else None
 
 
+def twin_spread(runs) -> tuple:
+    """(sd of the pairs' means, pairs, sd of one twin's 100·ln(median) about its pair's
+    mean): twins (consecutive processes behind spacers of one seed) that land their data
+    alike read a small second number against the first. `runs`: the processes' median lists
+    in order, twins adjacent."""
+    firsts = [r[0] if r else None for r in runs]
+    pairs = [(a, b) for a, b in zip(firsts[0::2], firsts[1::2]) if a and b]
+    if not pairs:
+        return None, 0, None
+    means = [math.sqrt(a * b) for a, b in pairs]
+    between = (float(np.std([100 * math.log(a / b) for a, b in pairs], ddof=1)) / math.sqrt(2)
+               if len(pairs) >= 2 else None)
+    return log_sd(means), len(pairs), between
+
+
 def summary(doc: dict) -> list[str]:
     first = next(iter(doc["cases"].values()), {"arms": {}})
     names = SCRAMBLE_ARMS if "scrambled" in first["arms"] else ARMS
@@ -98,6 +116,7 @@ def summary(doc: dict) -> list[str]:
                        if k.startswith("fresh_") and k not in ("fresh_again", "fresh_within")})
     arms = list(names) + ["fresh", "fresh_within", "fresh_again"] + variants
     lines = [f"{'case':<24} {'us':>8} {'K':>4} " + " ".join(f"{a:>12}" for a in arms)]
+    notes: list[str] = []
     for case, c in doc["cases"].items():
         sds = {a: log_sd(c["arms"].get(a, [])) for a in names}
         fresh = c.get("fresh", [])
@@ -106,9 +125,18 @@ def summary(doc: dict) -> list[str]:
         sds["fresh_again"] = log_sd([p[0] for p in c.get("fresh_again", []) if p])
         for v in variants:
             sds[v] = log_sd([p[0] for p in c.get(v, []) if p])
+        if c.get("fresh_twin"):
+            sds["fresh_twin"] = twin_spread(c["fresh_twin"])[0]
+            arms_twin = twin_spread(c["fresh_twin"])
+            notes.append(f"  {case} twins: {arms_twin[1]} pairs, the spread between twins "
+                         + ("-" if arms_twin[2] is None else f"{arms_twin[2]:.3f} %")
+                         + ", across pairs " + ("-" if arms_twin[0] is None
+                                                 else f"{arms_twin[0]:.3f} %"))
         cells = " ".join(("-" if sds[a] is None else f"{sds[a]:.3f}").rjust(12) for a in arms)
         lines.append(f"{case:<24} {c['latency_ms'] * 1e3:>8.1f} {c['calls']:>4} {cells}")
-    lines.append("cells: sd of 100·ln(median) over repetitions (fresh: over processes), in %")
+    lines.append("cells: sd of 100·ln(median) over repetitions (fresh: over processes; "
+                 "fresh_twin: over the pairs' means), in %")
+    lines += notes
     for case, c in doc["cases"].items():
         for a in list(names) + ["fresh", "fresh_again"] + variants:
             vals = (c["arms"].get(a) if a in names
@@ -357,25 +385,38 @@ def fresh_children(doc: dict, started: float) -> None:
     variants = env("CHILD_SPACERS", "none").split()
     for k in range(int(env("FRESH", "6"))):
         for variant in variants[k % len(variants):] + variants[:k % len(variants)]:
-            proc = subprocess.run([sys.executable, __file__, "--child"], capture_output=True,
-                                  env=dict(os.environ, **calls, SPACER=variant,
-                                           SPACER_SEED=str(seeds.randrange(1 << 30))),
-                                  text=True, timeout=300)
-            line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")),
-                        None)
-            if line is None:
-                print(f"fresh process {k} ({variant}): rc {proc.returncode}: "
-                      f"{proc.stderr[-400:]}")
-                continue
-            got = json.loads(line[7:])
-            arm = "fresh" if variant == "none" else f"fresh_{variant}"
-            for spec, medians in got["medians"].items():
-                name, _, again = spec.partition(" ")
-                doc["cases"][name].setdefault("fresh_again" if again else arm, []).append(
-                    medians)
-            doc.setdefault("fresh_tuned", []).append(got["tuned"])
-            print(f"fresh process {k} ({variant}): done at {time.time() - started:.0f} s",
-                  flush=True)
+            seed = seeds.randrange(1 << 30)
+            for _ in range(2 if variant == TWIN else 1):   # twins: one seed, two processes
+                fresh_child(doc, calls, variant, seed, k, started)
+
+
+def fresh_child(doc: dict, calls: dict, variant: str, seed: int, k: int,
+                started: float) -> None:
+    """One fresh process of `variant` (a twin: `first`'s spacer, of the seed it shares with
+    the process before or after it); its medians appended to the variant's arm."""
+    spacer_kind = "first" if variant == TWIN else variant
+    proc = subprocess.run([sys.executable, __file__, "--child"], capture_output=True,
+                          env=dict(os.environ, **calls, SPACER=spacer_kind,
+                                   SPACER_SEED=str(seed)),
+                          text=True, timeout=300)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")),
+                None)
+    if line is None:
+        print(f"fresh process {k} ({variant}): rc {proc.returncode}: "
+              f"{proc.stderr[-400:]}")
+        if variant == TWIN:                 # its twin stays paired with nothing
+            for case in doc["cases"].values():
+                case.setdefault("fresh_twin", []).append([])
+        return
+    got = json.loads(line[7:])
+    arm = "fresh" if variant == "none" else f"fresh_{variant}"
+    for spec, medians in got["medians"].items():
+        name, _, again = spec.partition(" ")
+        doc["cases"][name].setdefault("fresh_again" if again else arm, []).append(
+            medians)
+    doc.setdefault("fresh_tuned", []).append(got["tuned"])
+    print(f"fresh process {k} ({variant}): done at {time.time() - started:.0f} s",
+          flush=True)
 
 
 def main(argv: list[str]) -> int:

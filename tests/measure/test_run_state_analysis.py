@@ -3,6 +3,7 @@ spread of a list of medians, the spread inside processes, and the table's arms."
 import importlib.util
 import math
 
+import numpy as np
 import pytest
 
 from conftest import TESTS
@@ -37,3 +38,14 @@ def test_the_table_shows_the_arms_a_document_holds():
     head = run_state.summary(scrambled)[0]
     assert "scrambled" in head and "reload" not in head
     assert "  x:1 fresh: 50.00 51.00" in run_state.summary(plain)   # the first window each
+
+
+def test_twins_spread_between_and_across_pairs_and_a_failed_twin_pairs_with_nothing():
+    runs = [[0.0227], [0.02271], [0.0229], [0.02289], [], [0.0228], [0.0226], [0.02261]]
+    across, pairs, between = run_state.twin_spread(runs)
+    assert pairs == 3                              # the pair with a failed twin left out
+    assert between < 0.05 < across
+    means = [math.sqrt(a * b) for a, b in ((0.0227, 0.02271), (0.0229, 0.02289),
+                                           (0.0226, 0.02261))]
+    assert across == pytest.approx(float(np.std(100 * np.log(means), ddof=1)))
+    assert run_state.twin_spread([[0.02], []]) == (None, 0, None)
