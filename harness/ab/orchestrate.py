@@ -106,7 +106,7 @@ def run_rounds(plan: ABPlan, echo: Echo = print,
     family, code = Family(plan.alpha), EXIT_OK      # its reports, decided over every shape
     done: list[str] = []                             # the ops whose rounds ended
     write_reports(plan.root, family.reports, done=done)
-    records = len(plan.ops) if together(plan.runner) else 0    # round 0: the records
+    records = len(plan.ops) if record_alone(plan.runner) else 0    # round 0: the records
     counter = RunCounter(len(plan.ops) * 2 * plan.rounds + records, progress)
     with _watch(plan), _closing(plan.runner):     # telemetry.tsv beside status.tsv
         for op in plan.ops:
@@ -130,6 +130,12 @@ def run_rounds(plan: ABPlan, echo: Echo = print,
 def together(runner):
     """The runner's `run_together` (both sides of a round at once, in turns), or None."""
     return getattr(runner, "run_together", None)
+
+
+def record_alone(runner) -> bool:
+    """Whether the runner makes each op's record alone first, as round 0 (turns, twins), so
+    that every round compared replays it on both sides."""
+    return bool(getattr(runner, "record_alone", False))
 
 
 @contextlib.contextmanager
@@ -156,12 +162,12 @@ class OpAB:
 
     def run(self) -> tuple[ABReport | None, int]:
         plan, op = self.plan, self.op
-        in_turns = together(self.plan.runner) is not None
-        record_round = 0 if in_turns else 1     # in turns, the record is made alone first
+        alone = record_alone(self.plan.runner)
+        record_round = 0 if alone else 1        # (turns, twins) the record made alone first
         if not self._run(record_round, plan.a, None):
             return None, self.outcomes[(record_round, "A")].exit_code()
         record = self.outcomes[(record_round, "A")].run_dir
-        failed = self._round(1, record) if in_turns else (
+        failed = self._round(1, record) if alone else (
             None if self._run(1, plan.b, record) else self.outcomes[(1, "B")])
         if failed is not None:
             return None, failed.exit_code()
@@ -181,7 +187,7 @@ class OpAB:
         pairs = [(load_run(self.outcomes[(n, "A")].run_dir),
                   load_run(self.outcomes[(n, "B")].run_dir)) for n in range(1, rounds + 1)]
         if not later_rounds_pass(run_a, pairs, op, plan.allow_caliber_mismatch, self.echo,
-                                 from_round=1 if in_turns else 2):
+                                 from_round=1 if alone else 2):
             return None, EXIT_CALIBER
         return build_report(pairs, plan.alpha, verdict, check,
                             (plan.a.description, plan.b.description), plan.noise_floor,

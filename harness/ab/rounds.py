@@ -12,7 +12,9 @@ starts is a `RoundRunner`: None (the default) starts each in a fresh `zlh bench`
 round of that side in it (`harness.corpus.rounds`, chosen by the command line). A runner with
 `run_together` (turns) runs a round's two sides at once, their samples in turns on the device;
 the record is then made alone first (round 0), so that every round compared ran in turns.
-`turns-fresh` does so with a new process for every run, launched ahead of it.
+`turns-fresh` does so with a new process for every run, launched ahead of it; `twins` makes the
+record alone too, then runs a round's two sides one after the other, each in a new process
+launched ahead, both behind the round's spacer (`record_alone`: the runner makes it so).
 """
 from __future__ import annotations
 
@@ -23,8 +25,9 @@ from typing import Protocol, Sequence
 from ..common.errors import UsageError
 from ..measure import sequential
 
-FRESH, PERSISTENT, TURNS, TURNS_FRESH = "fresh", "persistent", "turns", "turns-fresh"
-ROUND_PROCESSES = (FRESH, PERSISTENT, TURNS, TURNS_FRESH)
+FRESH, PERSISTENT, TURNS, TURNS_FRESH, TWINS = (
+    "fresh", "persistent", "turns", "turns-fresh", "twins")
+ROUND_PROCESSES = (FRESH, PERSISTENT, TURNS, TURNS_FRESH, TWINS)
 DESIGN = "two-stage"
 
 

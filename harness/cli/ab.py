@@ -54,7 +54,7 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
               type=click.Path(), callback=not_empty,
               help="A/B recipe (YAML), see recipes/.")
 @rounds_options(1, None, "Pairs to run (ABBA order); round 1's A records (round 0's with "
-                         "--round-process turns or turns-fresh), every other run replays "
+                         "--round-process turns, turns-fresh or twins), every other run replays "
                          "it. Default 1. "
                          "auto: a pilot of --min-rounds, then as many as the widest shape "
                          "needs for --target-pct, at most --max-rounds. "
@@ -102,8 +102,9 @@ def ab(ctx, args, replay_run, recipe, root, as_json, quiet, noise_floor, fail_on
        rescore, **params):
     """Compare two sides: `zlh ab RUN_A RUN_B`, `zlh ab --replay RUN_A [bench options]`, or
     `zlh ab OP... --switch NAME=a,b | --env-a K=V --env-b K=V | --python-a P --python-b P |
-    --recipe FILE [--rounds N|auto] [--round-process persistent|turns|turns-fresh]` (both
-    sides run here; each run a fresh process unless --round-process persistent or turns).
+    --recipe FILE [--rounds N|auto] [--round-process persistent|turns|turns-fresh|twins]`
+    (both sides run here; each run a fresh process unless --round-process persistent or
+    turns).
 
     delta % = (A / B - 1) x 100: positive means B is faster. Every input is checked before
     the first run. Exit status: 0 reported, 1 a run failed, outputs differ or nothing paired,

@@ -1,16 +1,17 @@
 """The rounds options of `zlh ab` and `zlh calibrate`: `--rounds N|auto`, `--target-pct`,
 `--min-rounds`, `--max-rounds` (the two-stage design, harness/measure/sequential.py) and
-`--round-process fresh|persistent|turns|turns-fresh` with its `--settle-ms` and
+`--round-process fresh|persistent|turns|turns-fresh|twins` with its `--settle-ms` and
 `--round-spacer-mb` (harness/ab/rounds.py, harness/corpus/rounds.py)."""
 from __future__ import annotations
 
 import click
 
-from ..ab.rounds import FRESH, PERSISTENT, ROUND_PROCESSES, TURNS, TURNS_FRESH, AutoRounds
+from ..ab.rounds import (FRESH, PERSISTENT, ROUND_PROCESSES, TURNS, TURNS_FRESH, TWINS,
+                         AutoRounds)
 from ..common import errors
 from ..common.limits import MAX_ROUNDS
 from ..corpus.rounds import (SETTLE_S, SHIFT_MAX_BYTES, PersistentRounds, TurnsFreshRounds,
-                             TurnsRounds)
+                             TurnsRounds, TwinsRounds)
 from ..measure import sequential
 from .common import finite
 
@@ -70,16 +71,20 @@ def rounds_options(low: int, default, help_text: str):
                           "persistent workers, and a round's two sides run at once taking "
                           "their samples in turns on the device (the record made alone "
                           "first, as round 0); turns-fresh: turns, every run in a new "
-                          "process launched ahead while the run before it measures."),
+                          "process launched ahead while the run before it measures; twins: "
+                          "every run in a new process launched ahead, the record made alone "
+                          "first, then a round's two sides one after the other behind the "
+                          "same spacer, so that where their data lies cancels in the "
+                          "round's delta."),
         click.option("--settle-ms", type=click.FloatRange(min=0), default=None,
                      callback=finite, metavar="MS",
-                     help=f"With --round-process persistent, turns or turns-fresh: the idle "
-                          f"gap before each round, the device quiet as between two process "
-                          f"starts. Default {SETTLE_S * 1000:g} (turns-fresh: 0, each run "
-                          f"a new process, the two sides' samples alternating)."),
+                     help=f"With --round-process persistent, turns, turns-fresh or twins: the "
+                          f"idle gap before each round's run, the device quiet as between two "
+                          f"process starts. Default {SETTLE_S * 1000:g} (turns-fresh and "
+                          f"twins: 0, each run a new process)."),
         click.option("--round-spacer-mb", type=click.FloatRange(min=0, max=MAX_SPACER_MB),
                      default=None, callback=finite, metavar="MB",
-                     help=f"With --round-process persistent, turns or turns-fresh: the "
+                     help=f"With --round-process persistent, turns, turns-fresh or twins: the "
                           f"largest random-size allocation (MiB) held before a round builds its "
                           f"inputs (the round's seed draws its size, the same for both "
                           f"sides), so that each round's buffers lie elsewhere and the "
@@ -112,12 +117,13 @@ def rounds_plan(params: dict, fixed_default: int = 1):
         auto, rounds = None, params.get("rounds") or fixed_default
     settle_ms, spacer_mb = params.get("settle_ms"), params.get("round_spacer_mb")
     runner_class = {PERSISTENT: PersistentRounds, TURNS: TurnsRounds,
-                    TURNS_FRESH: TurnsFreshRounds}.get(params.get("round_process"))
+                    TURNS_FRESH: TurnsFreshRounds,
+                    TWINS: TwinsRounds}.get(params.get("round_process"))
     if runner_class is None:
         given = [name for name in WORKER_NAMES if params.get(name) is not None]
         if given:
             raise errors.UsageError(f"--{given[0].replace('_', '-')} only with "
-                                    f"--round-process persistent, turns or turns-fresh (a "
+                                    f"--round-process persistent, turns, turns-fresh or twins (a "
                                     f"fresh process per run is run as it is)")
         return rounds, auto, None
     return rounds, auto, runner_class(

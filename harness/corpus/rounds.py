@@ -1,6 +1,7 @@
 """Rounds of an A/B in one persistent worker per side (`zlh ab --round-process persistent`,
-and `turns`: both sides of a round at once, their samples in turns on the device), or in turns
-with a new worker for every run, launched ahead (`turns-fresh`).
+and `turns`: both sides of a round at once, their samples in turns on the device), or with a
+new worker for every run, launched ahead: in turns (`turns-fresh`), or a round's two sides one
+after the other, twins that hold the same spacer (`twins`).
 
 Each side gets one reused worker (`harness.corpus.worker`, started and supervised by
 `supervisor.Worker` through the launcher) with that side's interpreter and environment, and
@@ -35,7 +36,7 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
-from ..ab.rounds import PERSISTENT, TURNS, TURNS_FRESH
+from ..ab.rounds import PERSISTENT, TURNS, TURNS_FRESH, TWINS
 from ..ab.runs import RunOutcome, append_status, outcome_of
 from ..ab.sides import ABPlan, Side, env_for
 from ..launch import launcher
@@ -61,7 +62,8 @@ class PersistentRounds:
     """A `rounds.RoundRunner`: one worker per side, kept for the whole A/B."""
 
     name = PERSISTENT
-    run_per_worker = False        # True: a new worker for every run (turns-fresh)
+    run_per_worker = False        # True: a new worker for every run (turns-fresh, twins)
+    record_alone = False          # True: the record made alone first, as round 0
     default_settle_s = SETTLE_S
 
     def __init__(self, settle_s: float | None = None, shift_max_bytes: int = SHIFT_MAX_BYTES,
@@ -138,6 +140,7 @@ class TurnsRounds(PersistentRounds):
     (measure/baton.py), the side `side_order` puts first opening every block."""
 
     name = TURNS
+    record_alone = True
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -184,22 +187,18 @@ class TurnsRounds(PersistentRounds):
             thread.shutdown(wait=False)
 
 
-class TurnsFreshRounds(TurnsRounds):
-    """`--round-process turns-fresh`: rounds in turns as above, but every run (the record, each
-    side of each round) in a new worker process, stopped after its run. Each side keeps warm
-    spares (standby.WarmPool): launched while the runs before them measure, they import the
-    op's library, plan its run and make their device context then, so a round waits for no
-    start (a start, about 10 s with FlagGems on an H200, is longer than a round's run). They
-    are FRESH_SPARES at first, then as many as the starts and rounds need (SpareSizer), at
-    most host_spare_cap(); `spares` fixes the number. What a process keeps — where its
-    kernels and buffers were loaded, side A's record sweep — is drawn anew every round, as in
-    fresh rounds, and the rounds' interval covers it."""
+class FreshAhead:
+    """Every run (the record, each side of each round) in a new worker process, stopped after
+    its run. Each side keeps warm spares (standby.WarmPool): launched while the runs before
+    them measure, they import the op's library and plan its run then (`activate_ahead`: and
+    make their device context), so a round waits for no start (a start, about 10 s with
+    FlagGems on an H200, is longer than a round's run). They are FRESH_SPARES at first, then
+    as many as the starts and rounds need (SpareSizer), at most host_spare_cap(); `spares`
+    fixes the number. Mixed ahead of PersistentRounds or TurnsRounds."""
 
-    name = TURNS_FRESH
     run_per_worker = True
-    # no gap: every run is a new process and both sides' samples alternate, so a drift of
-    # the card falls on both; on an H200 the gap did not narrow the rounds (tests/device)
-    default_settle_s = 0.0
+    record_alone = True           # the record made alone (round 0): every round compared
+    activate_ahead = True         # a spare makes its device context while it waits
 
     def __init__(self, *args, spares: int | None = None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -216,17 +215,18 @@ class TurnsFreshRounds(TurnsRounds):
 
     def run(self, plan: ABPlan, op: str, number: int, side: Side,
             replay_from: Path | None) -> RunOutcome:
-        """A run alone (the record): the other side's spare starts meanwhile."""
+        """A run alone (the record; twins: every run): the other side's spare starts
+        meanwhile."""
         other = plan.b if side is plan.a else plan.a
         self._expect(plan, other, {"op": op, "args": plan.run_options(Path(plan.root), None,
                                                                      other).to_argv()}).prime()
         return super().run(plan, op, number, side, replay_from)
 
     def _expect(self, plan: ABPlan, side: Side, job: dict) -> WarmPool:
-        """The side's pool, its next spares to import what `job` needs and make their device
-        context ahead."""
+        """The side's pool, its next spares to import what `job` needs (and make their
+        device context, `activate_ahead`) ahead."""
         pool = self._pool(plan, side)
-        pool.warm = {**job, "activate": True}
+        pool.warm = {**job, "activate": self.activate_ahead}
         return pool
 
     def _worker(self, plan: ABPlan, side: Side, job: dict | None = None) -> Worker:
@@ -262,6 +262,34 @@ class TurnsFreshRounds(TurnsRounds):
         for pool in list(self.pools.values()):
             pool.close()
         super().close()
+
+
+class TurnsFreshRounds(FreshAhead, TurnsRounds):
+    """`--round-process turns-fresh`: rounds in turns as above, every run in a new process
+    launched ahead (FreshAhead). What a process keeps — where its kernels and buffers were
+    loaded, side A's record sweep — is drawn anew every round, as in fresh rounds, and the
+    rounds' interval covers it."""
+
+    name = TURNS_FRESH
+    # no gap: every run is a new process and both sides' samples alternate, so a drift of
+    # the card falls on both; on an H200 the gap did not narrow the rounds (tests/device)
+    default_settle_s = 0.0
+
+
+class TwinsRounds(FreshAhead, PersistentRounds):
+    """`--round-process twins`: every run in a new process launched ahead (FreshAhead), the
+    record made alone (round 0), then each round's two sides one after the other in ABBA
+    order, the device to each alone (its lock kept). A round's two runs are twins: each
+    process starts bare (its spare made no device context ahead), holds the round's spacer
+    (one size for both) and allocates as the other does, so that — where nothing else
+    allocates device memory between them — the two land their data alike, and where the
+    data lies cancels in the round's delta; each round draws another size, so the rounds
+    still cover it. A side that allocates otherwise lands elsewhere: that spreads its rounds
+    (an honest, wider interval), never biases them."""
+
+    name = TWINS
+    activate_ahead = False
+    default_settle_s = 0.0
 
 
 class RoundsStopped(Exception):

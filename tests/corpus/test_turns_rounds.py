@@ -9,9 +9,11 @@ import pytest
 from click.testing import CliRunner
 
 from harness.ab import orchestrate as abmod
+from harness.ab.orchestrate import together
 from harness.ab.rounds import side_order
 from harness.cli import main
-from harness.corpus.rounds import RUN_LINE, TurnsFreshRounds, TurnsRounds
+from harness.corpus.rounds import (RUN_LINE, TurnsFreshRounds, TurnsRounds, TwinsRounds,
+                                   round_seed)
 from harness.measure.device_lock import LOCK_DIR_ENV
 from slow_add import slow_add_plan
 
@@ -95,6 +97,45 @@ def test_turns_fresh_runs_every_run_in_its_own_process_launched_ahead(tmp_path, 
     assert all(pool.warm["activate"] for pool in pools)     # spares make their context ahead
     assert sum(pool.starts for pool in pools) >= 5 and not runner.workers
     assert reports[0].to_dict()["rows"][0]["delta_pct"] < 0                # B slower
+
+
+@pytest.mark.e2e
+def test_twins_run_a_rounds_sides_one_after_the_other_behind_one_spacer(tmp_path, monkeypatch):
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))    # kept: one side at a time
+    runner = TwinsRounds(shift_max_bytes=1 << 16)
+    assert runner.settle_s == 0.0 and together(runner) is None
+    plan = slow_add_plan(tmp_path, runner, rounds=2)
+    lines: list[str] = []
+    reports, code = abmod.run_ab(plan, echo=lines.append)
+    assert code == 0 and len(reports) == 1, lines
+    root = tmp_path / "ab" / "add"
+    runs = {}
+    for name in ("r0_A", "r1_A", "r1_B", "r2_A", "r2_B"):
+        (run,) = (root / name).glob("*/run.json")
+        runs[name] = json.loads(run.read_text())
+    assert runs["r0_A"]["autotune_mode"] == "record"         # made alone, as round 0
+    assert all(runs[f"r{n}_{s}"]["autotune_mode"] == "replay" for n in (1, 2) for s in "AB")
+    assert not any("turns" in info for info in runs.values())
+    assert len({info["pid"] for info in runs.values()}) == 5      # a process per run
+    assert all((info.get("env") or {}).get(LOCK_DIR_ENV) for info in runs.values())
+    # a round's two runs are twins: the same spacer, one run after the other in ABBA order
+    for number in (1, 2):
+        held = {side: re.search(r"round re-randomised: seed (\d+), (\d+) bytes held",
+                                (root / f"r{number}_{side}" / "bench.log").read_text())
+                for side in "AB"}
+        assert all(held.values()) and held["A"].groups() == held["B"].groups()
+        assert int(held["A"].group(1)) == round_seed("add", number)
+    status = [line.split("\t") for line in (root.parent / "status.tsv").read_text()
+              .splitlines()[1:]]
+    assert [(row[0], row[2]) for row in status] == [
+        ("0", "A"), ("1", "A"), ("1", "B"), ("2", "B"), ("2", "A")]
+    pools = list(runner.pools.values())
+    assert pools and not any(pool.warm["activate"] for pool in pools)   # spares start bare
+    assert not runner.workers and all(pool.spare is None for pool in pools)
+    report = reports[0].to_dict()
+    assert report["summary"]["rounds"] == 2 and report["rows"][0]["delta_pct"] < 0  # B slower
+    again = CliRunner().invoke(main, ["ab", "--rescore", str(tmp_path / "ab")])
+    assert again.exit_code == 0, again.output
 
 
 def test_ctrl_c_stops_both_sides_while_their_threads_change_the_workers(monkeypatch):
