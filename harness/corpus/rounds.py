@@ -50,7 +50,7 @@ SETTLE_S = 1.0                # the idle gap before each round
 SHIFT_MAX_BYTES = placement.SHIFT_MAX_BYTES   # the random allocation before a round's inputs
 FRESH_SPARES = 3              # turns-fresh: warm spares per side at first (then as measured)
 MAX_FRESH_SPARES = 8          # … and at most
-RUN_LINE = "zlh turns-fresh run:"  # the side's worker log: where each run's wall went
+RUN_LINE = "zlh {} run:"      # the side's worker log: where each run's wall went (runner's name)
 
 
 def round_seed(op: str, number: int) -> int:
@@ -256,7 +256,8 @@ class FreshAhead:
                     for each in list(self.pools.values()):
                         each.depth = depth
                 note_in_log(pool.log, run_line(op, number, side.label, asked, worker.ready_at,
-                                               ended, stopped) + f", spares {pool.depth}")
+                                               ended, stopped, self.name)
+                            + f", spares {pool.depth}")
 
     def close(self) -> None:
         for pool in list(self.pools.values()):
@@ -297,13 +298,15 @@ class RoundsStopped(Exception):
 
 
 def run_line(op: str, number: int, label: str, asked: float, ready_at: float | None,
-             ended: float, stopped: float) -> str:
-    """The worker log's line for one turns-fresh run: when it was asked for, how long it
-    waited for its spare to be ready, when the run ended and how long its process took to
-    stop (a round's wall beyond its runs: tests/device/rounds_spread.py reads these)."""
+             ended: float, stopped: float, runner: str = TURNS_FRESH) -> str:
+    """The worker log's line for one run of a new process (`runner`: turns-fresh or twins,
+    its tag `zlh <runner> run:`): when it was asked for, how long it waited for its spare to
+    be ready, when the run ended and how long its process took to stop (a round's wall
+    beyond its runs: tests/device/rounds_spread.py reads these)."""
     waited = max(0.0, (ready_at or asked) - asked)
-    return (f"{RUN_LINE} {op} round {number} side {label}: asked {asked:.3f}, spare ready "
-            f"{waited:.2f} s later, run ended {ended:.3f}, stopped in {stopped - ended:.2f} s")
+    return (f"{RUN_LINE.format(runner)} {op} round {number} side {label}: asked {asked:.3f}, "
+            f"spare ready {waited:.2f} s later, run ended {ended:.3f}, stopped in "
+            f"{stopped - ended:.2f} s")
 
 
 class SpareSizer:

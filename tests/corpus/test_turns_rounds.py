@@ -84,7 +84,7 @@ def test_turns_fresh_runs_every_run_in_its_own_process_launched_ahead(tmp_path, 
     # and the parent where each run's wall went: its spare's readiness, the run, the stop
     ran = [line for side in "AB" for line in
            (tmp_path / "ab" / f"worker_{side}.log").read_text().splitlines()
-           if line.startswith(RUN_LINE)]
+           if line.startswith(RUN_LINE.format("turns-fresh"))]
     assert sorted(line.split(":")[1].split(" spare")[0] for line in ran) == sorted(
         f" add round {n} side {s}" for n, s in
         ((0, "A"), (1, "A"), (1, "B"), (2, "A"), (2, "B")))
@@ -129,6 +129,10 @@ def test_twins_run_a_rounds_sides_one_after_the_other_behind_one_spacer(tmp_path
               .splitlines()[1:]]
     assert [(row[0], row[2]) for row in status] == [
         ("0", "A"), ("1", "A"), ("1", "B"), ("2", "B"), ("2", "A")]
+    ran = [line for side in "AB" for line in
+           (tmp_path / "ab" / f"worker_{side}.log").read_text().splitlines()
+           if line.startswith(RUN_LINE.format("twins"))]
+    assert len(ran) == 5, ran                             # each run's wall, in the side's log
     pools = list(runner.pools.values())
     assert pools and not any(pool.warm["activate"] for pool in pools)   # spares start bare
     assert not runner.workers and all(pool.spare is None for pool in pools)

@@ -463,21 +463,23 @@ def phase_lines(root: Path) -> list[str]:
     return lines + job_lines(root) + round_lines(root) + new_memory_lines(root)
 
 
+RUN_TAG = re.compile("^" + re.escape(RUN_LINE).replace(re.escape("{}"), r"\S+"))
 RUN_RE = re.compile(r"(?P<op>\S+) round (?P<n>\d+) side (?P<side>\S+): asked (?P<asked>[\d.]+), "
                     r"spare ready (?P<wait>[\d.]+) s later, run ended (?P<ended>[\d.]+), "
                     r"stopped in (?P<stop>[\d.]+) s(?:, spares (?P<spares>\d+))?$")
 
 
 def round_lines(root: Path) -> list[str]:
-    """Per op, from the turns-fresh run lines of the workers' logs (`zlh turns-fresh run:`):
+    """Per op, from the run lines of the workers' logs (`zlh turns-fresh run:`, `zlh twins
+    run:`):
     the median round period (one ask to the next), the wait for a ready spare, the run
     (asked to ended), the stop, the gap from the later side's stop to the next round, and the
     spares each side kept after its last run."""
     runs: dict = {}
     for log in sorted(Path(root).glob("worker_*.log")):
         for line in log.read_text(errors="replace").splitlines():
-            got = RUN_RE.match(line[len(RUN_LINE):].strip()) if line.startswith(RUN_LINE) \
-                else None
+            tag = RUN_TAG.match(line)
+            got = RUN_RE.match(line[tag.end():].strip()) if tag else None
             if got:
                 runs.setdefault(got["op"], {}).setdefault(int(got["n"]), []).append(
                     (float(got["asked"]), float(got["wait"]), float(got["ended"]),
