@@ -285,8 +285,9 @@ class TwinsRounds(FreshAhead, PersistentRounds):
     (one size for both) and allocates as the other does, so that — where nothing else
     allocates device memory between them — the two land their data alike, and where the
     data lies cancels in the round's delta; each round draws another size, so the rounds
-    still cover it. A side that allocates otherwise lands elsewhere: that spreads its rounds
-    (an honest, wider interval), never biases them."""
+    still cover it. A side that allocates otherwise lands elsewhere each round: that spreads
+    its rounds (a wider interval) rather than biasing them, as far as the spacer's sizes span
+    what a placement's latency varies over."""
 
     name = TWINS
     activate_ahead = False
