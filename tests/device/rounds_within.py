@@ -14,7 +14,9 @@ placements'), `within` the spread a round's delta would have from its own sample
 bootstrap of each side's samples, root mean square over the rounds), `excess` what the rounds
 add beyond that (sqrt(sd² − within²), 0 when none), `paired` the spread of the paired delta
 (the median of 100·ln(A_k / B_k) over neighbours), the samples per side and round, and the mean
-delta of each estimator. A `within` close to `sd` says more samples per round would narrow the
+delta of each estimator, and `r` the correlation over rounds of the two sides' medians (near
+1 where a round's two runs share what moves them — twins that land their data alike —, near 0
+where each draws its own). A `within` close to `sd` says more samples per round would narrow the
 rounds; a large `excess` says only more rounds will. With --placements (each row's
 `repeat_medians_ms`), two more: `pl.sd` the spread of a run's placements about their own
 mean (100·ln, pooled over runs and sides) — placements that differ as runs do show `pl.sd`
@@ -113,6 +115,18 @@ def _delta(pair, combine) -> float:
     return 100.0 * math.log(float(combine(pair[0])) / float(combine(pair[1])))
 
 
+def side_correlation(sides) -> float | None:
+    """The correlation over rounds of side A's and side B's medians (100·ln): near 1 where a
+    round's two runs share what moves them (where their data lies, twins), near 0 where each
+    draws its own. None under three rounds or where a side did not move."""
+    if len(sides) < 3:
+        return None
+    logs = 100.0 * np.log(np.asarray(sides, dtype=float))
+    if min(np.std(logs[:, 0]), np.std(logs[:, 1])) == 0:
+        return None
+    return float(np.corrcoef(logs[:, 0], logs[:, 1])[0, 1])
+
+
 def analyse(doc: dict) -> list[dict]:
     rng = np.random.default_rng(0)
     rows = []
@@ -120,7 +134,7 @@ def analyse(doc: dict) -> list[dict]:
         numbers = sorted({int(name[1:].split("_")[0]) for name in runs} - {0})
         keys = sorted(set().union(*(set(r["shapes"]) for r in runs.values())))
         for key in keys:
-            plain, paired, within, counts, ms = [], [], [], [], []
+            plain, paired, within, counts, ms, sides = [], [], [], [], [], []
             for n in numbers:
                 a = (runs.get(f"r{n}_A") or {}).get("shapes", {}).get(key)
                 b = (runs.get(f"r{n}_B") or {}).get("shapes", {}).get(key)
@@ -128,6 +142,8 @@ def analyse(doc: dict) -> list[dict]:
                     continue
                 got = [(runs.get(f"r{n}_{s}") or {}).get("medians", {}).get(key) for s in "AB"]
                 plain.append(100.0 * math.log(got[0] / got[1]) if all(got) else _log_ratio(a, b))
+                if all(got):
+                    sides.append(got)
                 paired.append(_paired(a, b))
                 within.append(_boot_sd(a, b, rng))
                 counts.append(min(len(a), len(b)))
@@ -141,13 +157,14 @@ def analyse(doc: dict) -> list[dict]:
                          "sd": sd, "within": w, "excess": math.sqrt(max(sd * sd - w * w, 0.0)),
                          "paired_mean": float(np.mean(paired)),
                          "paired_sd": float(np.std(paired, ddof=1)),
+                         "r": side_correlation(sides),
                          **placement_spread(runs, numbers, key)})
     return rows
 
 
 def table(rows: list[dict]) -> list[str]:
     lines = [f"{'op':<14} {'shape':<40} {'us':>8} {'rounds':>6} {'n/side':>6} {'mean %':>7} "
-             f"{'sd %':>6} {'within':>6} {'excess':>6} {'p.mean':>7} {'p.sd':>6}"]
+             f"{'sd %':>6} {'within':>6} {'excess':>6} {'p.mean':>7} {'p.sd':>6} {'r':>5}"]
     placed = any("pl_sd" in r for r in rows)
     if placed:
         lines[0] += f" {'pl.sd':>6} {'mean.sd':>7} {'trim.sd':>7} {'half.sd':>7}"
@@ -155,7 +172,8 @@ def table(rows: list[dict]) -> list[str]:
         lines.append(f"{r['op'][:14]:<14} {r['shape'][:40]:<40} {r['ms'] * 1e3:>8.1f} "
                      f"{r['rounds']:>6} {r['samples']:>6} {r['mean']:>+7.3f} {r['sd']:>6.3f} "
                      f"{r['within']:>6.3f} {r['excess']:>6.3f} {r['paired_mean']:>+7.3f} "
-                     f"{r['paired_sd']:>6.3f}"
+                     f"{r['paired_sd']:>6.3f} "
+                     + ("    -" if r.get("r") is None else f"{r['r']:>+5.2f}")
                      + (f" {r['pl_sd']:>6.3f} {r['mean_sd']:>7.3f} {r['trim_sd']:>7.3f} "
                         f"{r['half_sd']:>7.3f}" if "pl_sd" in r else " " * 31 * placed))
     big = [r for r in rows if r["ms"] >= MIN_MS]

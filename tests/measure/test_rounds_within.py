@@ -87,3 +87,16 @@ def test_repeats_without_placements_and_too_few_rounds_give_no_placement_spread(
     write_run(tmp_path, "mul", "r2_B", [0.03], placed=1)
     doc = rounds_within.export(tmp_path)
     assert rounds_within.placement_spread(doc["mul"], [1, 2], "mul|bfloat16|4096x4096|0") == {}
+
+
+def test_r_is_near_one_where_a_rounds_two_runs_share_their_level_and_near_zero_where_not():
+    rng = np.random.default_rng(5)
+    level = rng.normal(0, 0.004, 40)                     # a round's placement, both sides'
+    shared = [(0.03 * np.exp(x + rng.normal(0, 4e-4)), 0.03 * np.exp(x + rng.normal(0, 4e-4)))
+              for x in level]
+    own = [(0.03 * np.exp(rng.normal(0, 0.004)), 0.03 * np.exp(rng.normal(0, 0.004)))
+           for _ in level]
+    assert rounds_within.side_correlation(shared) > 0.95
+    assert abs(rounds_within.side_correlation(own)) < 0.4
+    assert rounds_within.side_correlation(shared[:2]) is None            # under three rounds
+    assert rounds_within.side_correlation([(0.03, 0.031)] * 5) is None   # a side never moved
