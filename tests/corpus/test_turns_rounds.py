@@ -54,10 +54,9 @@ def test_rounds_run_both_sides_at_once_taking_turns(tmp_path, monkeypatch):
     assert again.exit_code == 0, again.output
 
 
-@pytest.mark.e2e
-def test_turns_fresh_runs_every_run_in_its_own_process_launched_ahead(tmp_path, monkeypatch):
-    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))  # dropped: both sides time at once
-    runner = TurnsFreshRounds(settle_s=0.0, shift_max_bytes=1 << 16)
+def two_rounds_alone_first(tmp_path, runner):
+    """Two rounds of the slowed add by `runner`, whose record is made alone: (the reports,
+    the op's folder, each run's run.json by its folder's name r0_A … r2_B)."""
     plan = slow_add_plan(tmp_path, runner, rounds=2)
     lines: list[str] = []
     reports, code = abmod.run_ab(plan, echo=lines.append)
@@ -67,6 +66,14 @@ def test_turns_fresh_runs_every_run_in_its_own_process_launched_ahead(tmp_path, 
     for name in ("r0_A", "r1_A", "r1_B", "r2_A", "r2_B"):
         (run,) = (root / name).glob("*/run.json")
         runs[name] = json.loads(run.read_text())
+    return reports, root, runs
+
+
+@pytest.mark.e2e
+def test_turns_fresh_runs_every_run_in_its_own_process_launched_ahead(tmp_path, monkeypatch):
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))  # dropped: both sides time at once
+    runner = TurnsFreshRounds(settle_s=0.0, shift_max_bytes=1 << 16)
+    reports, root, runs = two_rounds_alone_first(tmp_path, runner)
     assert "turns" not in runs["r0_A"] and runs["r0_A"]["autotune_mode"] == "record"
     for number in (1, 2):
         for side in "AB":
@@ -104,15 +111,7 @@ def test_twins_run_a_rounds_sides_one_after_the_other_behind_one_spacer(tmp_path
     monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))    # kept: one side at a time
     runner = TwinsRounds(shift_max_bytes=1 << 16)
     assert runner.settle_s == 0.0 and together(runner) is None
-    plan = slow_add_plan(tmp_path, runner, rounds=2)
-    lines: list[str] = []
-    reports, code = abmod.run_ab(plan, echo=lines.append)
-    assert code == 0 and len(reports) == 1, lines
-    root = tmp_path / "ab" / "add"
-    runs = {}
-    for name in ("r0_A", "r1_A", "r1_B", "r2_A", "r2_B"):
-        (run,) = (root / name).glob("*/run.json")
-        runs[name] = json.loads(run.read_text())
+    reports, root, runs = two_rounds_alone_first(tmp_path, runner)
     assert runs["r0_A"]["autotune_mode"] == "record"         # made alone, as round 0
     assert all(runs[f"r{n}_{s}"]["autotune_mode"] == "replay" for n in (1, 2) for s in "AB")
     assert not any("turns" in info for info in runs.values())
