@@ -2,8 +2,8 @@
 
 Every run is a fresh `zlh bench` process (its own Triton cache, its own imports) or a job in
 its side's persistent worker (a `rounds.RoundRunner`), so the two sides share nothing but the
-record: round 1's A records (round 0's, made alone, where the runner runs a round's two sides
-at once in turns), every other run replays that record. Rounds alternate which side runs
+record: round 1's A records (round 0's, made alone, where the runner says so: turns, which
+runs a round's two sides at once, and twins), every other run replays that record. Rounds alternate which side runs
 first. The verdicts are decided over every shape of the A/B (family.py)."""
 from __future__ import annotations
 
@@ -134,8 +134,10 @@ def together(runner):
 
 def record_alone(runner) -> bool:
     """Whether the runner makes each op's record alone first, as round 0 (turns, twins), so
-    that every round compared replays it on both sides."""
-    return bool(getattr(runner, "record_alone", False))
+    that every round compared replays it on both sides; a runner that does not say, where it
+    runs a round's two sides at once."""
+    said = getattr(runner, "record_alone", None)
+    return together(runner) is not None if said is None else bool(said)
 
 
 @contextlib.contextmanager

@@ -216,10 +216,10 @@ class FreshAhead:
     def run(self, plan: ABPlan, op: str, number: int, side: Side,
             replay_from: Path | None) -> RunOutcome:
         """A run alone (the record; twins: every run): the other side's spare starts
-        meanwhile."""
+        meanwhile, warmed as this run is (twins: a replay of the record)."""
         other = plan.b if side is plan.a else plan.a
-        self._expect(plan, other, {"op": op, "args": plan.run_options(Path(plan.root), None,
-                                                                     other).to_argv()}).prime()
+        self._expect(plan, other, {"op": op, "args": plan.run_options(
+            Path(plan.root), replay_from, other).to_argv()}).prime()
         return super().run(plan, op, number, side, replay_from)
 
     def _expect(self, plan: ABPlan, side: Side, job: dict) -> WarmPool:

@@ -495,11 +495,16 @@ def round_lines(root: Path) -> list[str]:
         period = np.diff(asks) if len(asks) > 1 else [0.0]
         gap = [a - d for a, d in zip(asks[1:], done[:-1])] or [0.0]
         last = {r[5]: r[4] for r in sorted(every) if r[4] is not None}
+        # one side after the other (twins): from the first run's stop to the second's ask
+        after = [b[0] - (a[2] + a[3]) for a, b in
+                 (sorted(rounds[n])[:2] for n in numbers if len(rounds[n]) == 2)]
+        twins = (f", second side asked {np.median(after):.2f} s after the first stopped"
+                 if after and min(after) >= 0 else "")
         lines.append(f"{op}: {len(numbers)} rounds, median period {np.median(period):.2f} s: "
                      f"spare wait {np.median([r[1] for r in every]):.2f} s, run "
                      f"{np.median([r[2] - r[0] for r in every]):.2f} s, stop "
                      f"{np.median([r[3] for r in every]):.2f} s, between rounds "
-                     f"{np.median(gap):.2f} s" + (", spares at the end " + ", ".join(
+                     f"{np.median(gap):.2f} s" + twins + (", spares at the end " + ", ".join(
                          f"{side} {n}" for side, n in sorted(last.items())) if last else ""))
     return lines
 

@@ -86,7 +86,8 @@ def _boot_sd(a, b, rng) -> float:
 
 
 def placement_spread(runs: dict, numbers, key: str) -> dict:
-    """`pl_sd` and `mean_sd` (see the module's doc) of one shape, or {} without placements."""
+    """`pl_sd`, `mean_sd`, `trim_sd` and `half_sd` (see the module's doc) of one shape, or {}
+    without placements."""
     spread, deltas, trimmed, halves = [], [], [], []
     for n in numbers:
         got = [(runs.get(f"r{n}_{s}") or {}).get("placements", {}).get(key) for s in "AB"]

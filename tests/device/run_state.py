@@ -32,8 +32,9 @@ CHILD_SPACERS (e.g. "none first loaded") FRESH processes of each variant, interl
 `none` as said, `first` behind a random-size allocation made before the library loads any
 kernel (zlh's round spacer: code and data move), `loaded` behind one made after each case's
 first call, its inputs built again (the data moves, the loaded code does not), `twin` two
-processes in a row as `first` behind spacers of one seed (the table's twins line: do two
-processes that allocate alike, one after the other, land their data alike and so agree?). REPS=0 skips
+processes in a row as `first` behind spacers of one seed (the table's twins lines: do two
+processes that allocate alike, one after the other, land their data alike and so agree? —
+twins that differ by much less than one process spreads do). REPS=0 skips
 the in-process arms (the first timing still sizes K).
 Per case and arm: the sd of 100·ln(median) over the repetitions (`fresh`: over the
 processes' first medians; `fresh_within`: the sd inside a process, pooled), and the medians
@@ -94,19 +95,24 @@ def pooled_sd(groups) -> float | None:
     return math.sqrt(ss / df) if df else None
 
 
-def twin_spread(runs) -> tuple:
-    """(sd of the pairs' means, pairs, sd of one twin's 100·ln(median) about its pair's
-    mean): twins (consecutive processes behind spacers of one seed) that land their data
-    alike read a small second number against the first. `runs`: the processes' median lists
-    in order, twins adjacent."""
+def twin_spread(runs) -> dict:
+    """Twins (consecutive processes behind spacers of one seed), on one scale: `process_sd`
+    the spread of one process's 100·ln(median) over every twin, `between` the root mean
+    square of 100·ln(first / second) over √2 — about `process_sd` where twins share nothing,
+    near 0 where they land their data alike (an offset between first and second counts, as it
+    would in an A/B's rounds) —, `offset` the mean of 100·ln(first / second), `r` the two
+    twins' correlation over the pairs, `pairs` how many. {} without two whole pairs. `runs`:
+    the processes' median lists in order, twins adjacent (a failed process's list empty)."""
     firsts = [r[0] if r else None for r in runs]
     pairs = [(a, b) for a, b in zip(firsts[0::2], firsts[1::2]) if a and b]
-    if not pairs:
-        return None, 0, None
-    means = [math.sqrt(a * b) for a, b in pairs]
-    between = (float(np.std([100 * math.log(a / b) for a, b in pairs], ddof=1)) / math.sqrt(2)
-               if len(pairs) >= 2 else None)
-    return log_sd(means), len(pairs), between
+    if len(pairs) < 2:
+        return {}
+    logs = 100 * np.log(np.asarray(pairs, dtype=float))
+    d = logs[:, 0] - logs[:, 1]
+    same = min(np.std(logs[:, 0]), np.std(logs[:, 1])) == 0
+    return {"pairs": len(pairs), "process_sd": float(np.std(logs.ravel(), ddof=1)),
+            "between": float(np.sqrt(np.mean(d * d) / 2)), "offset": float(np.mean(d)),
+            "r": None if same else float(np.corrcoef(logs[:, 0], logs[:, 1])[0, 1])}
 
 
 def summary(doc: dict) -> list[str]:
@@ -125,17 +131,15 @@ def summary(doc: dict) -> list[str]:
         sds["fresh_again"] = log_sd([p[0] for p in c.get("fresh_again", []) if p])
         for v in variants:
             sds[v] = log_sd([p[0] for p in c.get(v, []) if p])
-        if c.get("fresh_twin"):
-            sds["fresh_twin"] = twin_spread(c["fresh_twin"])[0]
-            arms_twin = twin_spread(c["fresh_twin"])
-            notes.append(f"  {case} twins: {arms_twin[1]} pairs, the spread between twins "
-                         + ("-" if arms_twin[2] is None else f"{arms_twin[2]:.3f} %")
-                         + ", across pairs " + ("-" if arms_twin[0] is None
-                                                 else f"{arms_twin[0]:.3f} %"))
+        twins = twin_spread(c.get("fresh_twin", []))
+        if twins:
+            notes.append(f"  {case} twins: {twins['pairs']} pairs; one process spreads "
+                         f"{twins['process_sd']:.3f} %, twins differ by {twins['between']:.3f} "
+                         f"% (rms/√2), second against first {-twins['offset']:+.3f} %, r "
+                         + ("-" if twins["r"] is None else f"{twins['r']:+.2f}"))
         cells = " ".join(("-" if sds[a] is None else f"{sds[a]:.3f}").rjust(12) for a in arms)
         lines.append(f"{case:<24} {c['latency_ms'] * 1e3:>8.1f} {c['calls']:>4} {cells}")
-    lines.append("cells: sd of 100·ln(median) over repetitions (fresh: over processes; "
-                 "fresh_twin: over the pairs' means), in %")
+    lines.append("cells: sd of 100·ln(median) over repetitions (fresh: over processes), in %")
     lines += notes
     for case, c in doc["cases"].items():
         for a in list(names) + ["fresh", "fresh_again"] + variants:
@@ -415,8 +419,19 @@ def fresh_child(doc: dict, calls: dict, variant: str, seed: int, k: int,
         doc["cases"][name].setdefault("fresh_again" if again else arm, []).append(
             medians)
     doc.setdefault("fresh_tuned", []).append(got["tuned"])
+    save(doc)                               # a box that ends later keeps what is done
     print(f"fresh process {k} ({variant}): done at {time.time() - started:.0f} s",
           flush=True)
+
+
+def save(doc: dict) -> Path:
+    """$OUT/run_state.json written whole (a temporary file renamed over it)."""
+    out = Path(os.environ.get("OUT") or "device-out")
+    out.mkdir(parents=True, exist_ok=True)
+    part = out / "run_state.json.part"
+    part.write_text(json.dumps(doc, indent=1))
+    part.replace(out / "run_state.json")
+    return out / "run_state.json"
 
 
 def main(argv: list[str]) -> int:
@@ -439,7 +454,7 @@ def main(argv: list[str]) -> int:
         print(f"{spec}: done at {time.time() - started:.0f} s", flush=True)
     fresh_children(doc, started)
     doc["wall_s"] = round(time.time() - started, 1)
-    (out / "run_state.json").write_text(json.dumps(doc, indent=1))
+    save(doc)
     text = "\n".join([f"{doc['device']}, {reps} repetitions, {doc['wall_s']} s"]
                      + summary(doc)) + "\n"
     (out / "run_state.txt").write_text(text)

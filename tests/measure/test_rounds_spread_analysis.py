@@ -178,3 +178,14 @@ def test_new_memory_lines_count_the_later_placements_that_took_new_memory(tmp_pa
         "softmax: 4 of 6 later placements in new memory",
         "softmax: 4 later placements moved the adapter's made-once inputs by a copy, 0 could "
         "not (no room)"]
+
+
+def test_round_lines_say_when_a_rounds_second_side_followed_the_first(tmp_path):
+    from harness.corpus.rounds import run_line
+    for label, offset in (("A", 0.0), ("B", 3.5)):        # B asked 0.3 s after A stopped
+        (tmp_path / f"worker_{label}.log").write_text("\n".join(
+            run_line("mm", n, label, 10.0 * n + offset, 10.0 * n + offset,
+                     10.0 * n + offset + 3, 10.0 * n + offset + 3.2, "twins") + ", spares 3"
+            for n in (1, 2, 3)) + "\n")
+    (line,) = rounds_spread.round_lines(tmp_path)
+    assert "second side asked 0.30 s after the first stopped" in line

@@ -40,12 +40,26 @@ def test_the_table_shows_the_arms_a_document_holds():
     assert "  x:1 fresh: 50.00 51.00" in run_state.summary(plain)   # the first window each
 
 
-def test_twins_spread_between_and_across_pairs_and_a_failed_twin_pairs_with_nothing():
+def test_twins_that_land_alike_differ_far_less_than_a_process_spreads_and_an_offset_counts():
+    rng = np.random.default_rng(7)
+    level = rng.normal(0, 0.004, 30)                 # each pair's placement, both twins'
+    alike = [[0.023 * math.exp(x + rng.normal(0, 3e-4))] for x in level for _ in "ab"]
+    got = run_state.twin_spread(alike)
+    assert got["pairs"] == 30 and got["process_sd"] > 0.25 and got["between"] < 0.06
+    assert got["r"] > 0.9
+    apart = [[0.023 * math.exp(rng.normal(0, 0.004))] for _ in range(60)]
+    got = run_state.twin_spread(apart)                # twins that share nothing
+    assert 0.6 < got["between"] / got["process_sd"] < 1.5 and abs(got["r"]) < 0.45
+    shifted = [[m[0] * (1.003 if k % 2 else 1.0)] for k, m in enumerate(alike)]
+    got = run_state.twin_spread(shifted)              # the second twin 0.3 % slower
+    assert got["offset"] == pytest.approx(-0.3, abs=0.05) and got["between"] > 0.2
+
+
+def test_a_failed_twin_leaves_its_pair_out():
     runs = [[0.0227], [0.02271], [0.0229], [0.02289], [], [0.0228], [0.0226], [0.02261]]
-    across, pairs, between = run_state.twin_spread(runs)
-    assert pairs == 3                              # the pair with a failed twin left out
-    assert between < 0.05 < across
-    means = [math.sqrt(a * b) for a, b in ((0.0227, 0.02271), (0.0229, 0.02289),
-                                           (0.0226, 0.02261))]
-    assert across == pytest.approx(float(np.std(100 * np.log(means), ddof=1)))
-    assert run_state.twin_spread([[0.02], []]) == (None, 0, None)
+    got = run_state.twin_spread(runs)
+    assert got["pairs"] == 3
+    d = [100 * math.log(a / b) for a, b in ((0.0227, 0.02271), (0.0229, 0.02289),
+                                            (0.0226, 0.02261))]
+    assert got["between"] == pytest.approx(math.sqrt(np.mean(np.square(d)) / 2))
+    assert run_state.twin_spread([[0.02], [], [0.02], [0.021]]) == {}   # one whole pair
