@@ -199,10 +199,12 @@ class FreshAhead:
     run_per_worker = True
     record_alone = True           # the record made alone (round 0): every round compared
     activate_ahead = True         # a spare makes its device context while it waits
+    spare_interval = staticmethod(statistics.median)   # SpareSizer: the asks a spare covers
 
     def __init__(self, *args, spares: int | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.sizer = None if spares is not None else SpareSizer(FRESH_SPARES)
+        self.sizer = None if spares is not None else SpareSizer(FRESH_SPARES,
+                                                                interval=self.spare_interval)
         self.spares = spares if spares is not None else self.sizer.depth
         self.pools: dict[str, WarmPool] = {}
 
@@ -292,6 +294,9 @@ class TwinsRounds(FreshAhead, PersistentRounds):
     name = TWINS
     activate_ahead = False
     default_settle_s = 0.0
+    # ABBA one side after the other asks a side twice in a row at every other round's turn
+    # (…A B | B A…): its spares must cover the shortest time between two asks, not the usual
+    spare_interval = staticmethod(min)
 
 
 class RoundsStopped(Exception):
@@ -311,16 +316,19 @@ def run_line(op: str, number: int, label: str, asked: float, ready_at: float | N
 
 
 class SpareSizer:
-    """How many warm spares each side of a turns-fresh A/B keeps (spares_needed), from the
-    op's last five successful runs of round 2 on: each one's process start, and the time from
-    its side's previous ask to its own (a round, whatever made it long: the other side, a
-    settle gap). It grows by one spare a run, shrinks at once. One history for both sides; a
-    new op starts a new one (its rounds are another length) and keeps the depth reached."""
+    """How many warm spares each side of a turns-fresh or twins A/B keeps (spares_needed),
+    from the op's last five successful runs of round 2 on: each one's process start (their
+    median), and the time from its side's previous ask to its own (a round, whatever made it
+    long: the other side, a settle gap; `interval` picks the one to cover: the median, or for
+    twins the shortest). It grows by one spare a run, shrinks at once. One history for both
+    sides; a new op starts a new one (its rounds are another length) and keeps the depth
+    reached."""
 
     WINDOW = 5
 
-    def __init__(self, first: int, cap: int | None = None):
+    def __init__(self, first: int, cap: int | None = None, interval=statistics.median):
         self.cap = host_spare_cap() if cap is None else cap
+        self.interval = interval          # of the rounds seen, the one a spare must cover
         self.depth = max(1, min(first, self.cap))
         self.op: str | None = None
         self.seen: list[tuple[float, float]] = []       # (start s, round s)
@@ -338,7 +346,7 @@ class SpareSizer:
             if ok and number >= 2 and before is not None and start_s > 0:
                 self.seen = [*self.seen[1 - self.WINDOW:], (start_s, asked - before)]
                 need = spares_needed(statistics.median(s for s, _ in self.seen),
-                                     statistics.median(r for _, r in self.seen), self.cap)
+                                     self.interval([r for _, r in self.seen]), self.cap)
                 # one more at a time: spares launched together slow each other's starts,
                 # which would ask for more still
                 self.depth = min(need, self.depth + 1)

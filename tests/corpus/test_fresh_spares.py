@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.corpus.rounds import (MAX_FRESH_SPARES, PersistentRounds, SpareSizer,
+from harness.corpus.rounds import (MAX_FRESH_SPARES, PersistentRounds, SpareSizer, TwinsRounds,
                                    TurnsFreshRounds, host_spare_cap, spares_needed,
                                    usable_cpus)
 
@@ -91,3 +91,20 @@ def test_the_cpus_counted_are_those_this_process_may_use(monkeypatch):
     assert usable_cpus() == 64
     monkeypatch.setattr("harness.corpus.rounds.usable_cpus", lambda: 2)
     assert TurnsFreshRounds(settle_s=0.0).spares == 1        # a two-CPU host: one spare
+
+
+def test_twins_spares_cover_the_shortest_time_between_a_sides_asks():
+    # ABBA one side after the other: side A asked after one run, then after three, …
+    asks = {"A": [0.0, 7.8, 10.4, 18.2, 20.8, 28.6, 31.2], "B": [2.6, 5.2, 13.0, 15.6, 23.4,
+                                                                 26.0, 33.8]}
+    sizers = {"median": SpareSizer(first=1, cap=7), "min": SpareSizer(first=1, cap=7,
+                                                                      interval=min)}
+    for sizer in sizers.values():
+        for number in range(1, 8):
+            for label in "AB":
+                sizer.ran("mm", label, number, asks[label][number - 1], 10.0, ok=True)
+    # a 10 s start: the median ask gap 7.8 s asks for ceil(10 / 7.8) + 1 = 3, the shortest
+    # (2.6 s, the back-to-back turn) for ceil(10 / 2.6) + 1 = 5
+    assert sizers["median"].depth == 3 and sizers["min"].depth == 5
+    assert TwinsRounds.spare_interval([7.8, 2.6]) == 2.6
+    assert TurnsFreshRounds.spare_interval([7.8, 2.6, 3.0]) == 3.0
