@@ -16,7 +16,8 @@ add beyond that (sqrt(sd² − within²), 0 when none), `paired` the spread of t
 (the median of 100·ln(A_k / B_k) over neighbours), the samples per side and round, and the mean
 delta of each estimator, and `r` the correlation over rounds of the two sides' medians (near
 1 where a round's two runs share what moves them — twins that land their data alike —, near 0
-where each draws its own). A `within` close to `sd` says more samples per round would narrow the
+where each draws its own), `first` how much slower a round's first run read than its second
+(ABBA cancels it in the mean, not in the spread). A `within` close to `sd` says more samples per round would narrow the
 rounds; a large `excess` says only more rounds will. With --placements (each row's
 `repeat_medians_ms`), two more: `pl.sd` the spread of a run's placements about their own
 mean (100·ln, pooled over runs and sides) — placements that differ as runs do show `pl.sd`
@@ -128,6 +129,17 @@ def side_correlation(sides) -> float | None:
     return float(np.corrcoef(logs[:, 0], logs[:, 1])[0, 1])
 
 
+def first_effect(deltas, signs) -> float | None:
+    """How much slower (in %) a round's first run read than its second, over the rounds: the
+    deltas (100·ln A/B) about their mean, each signed +1 where A ran first (ABBA: odd rounds)
+    and −1 where B did, averaged. ABBA cancels it in the mean delta; it still spreads the
+    rounds. None under two rounds of each order."""
+    if min(signs.count(1.0), signs.count(-1.0)) < 2:
+        return None
+    centre = float(np.mean(deltas))
+    return float(np.mean([(d - centre) * s for d, s in zip(deltas, signs)]))
+
+
 def analyse(doc: dict) -> list[dict]:
     rng = np.random.default_rng(0)
     rows = []
@@ -135,7 +147,7 @@ def analyse(doc: dict) -> list[dict]:
         numbers = sorted({int(name[1:].split("_")[0]) for name in runs} - {0})
         keys = sorted(set().union(*(set(r["shapes"]) for r in runs.values())))
         for key in keys:
-            plain, paired, within, counts, ms, sides = [], [], [], [], [], []
+            plain, paired, within, counts, ms, sides, firsts = [], [], [], [], [], [], []
             for n in numbers:
                 a = (runs.get(f"r{n}_A") or {}).get("shapes", {}).get(key)
                 b = (runs.get(f"r{n}_B") or {}).get("shapes", {}).get(key)
@@ -145,6 +157,7 @@ def analyse(doc: dict) -> list[dict]:
                 plain.append(100.0 * math.log(got[0] / got[1]) if all(got) else _log_ratio(a, b))
                 if all(got):
                     sides.append(got)
+                firsts.append(1.0 if n % 2 else -1.0)     # ABBA: A first in odd rounds
                 paired.append(_paired(a, b))
                 within.append(_boot_sd(a, b, rng))
                 counts.append(min(len(a), len(b)))
@@ -159,13 +172,15 @@ def analyse(doc: dict) -> list[dict]:
                          "paired_mean": float(np.mean(paired)),
                          "paired_sd": float(np.std(paired, ddof=1)),
                          "r": side_correlation(sides),
+                         "first": first_effect(plain, firsts),
                          **placement_spread(runs, numbers, key)})
     return rows
 
 
 def table(rows: list[dict]) -> list[str]:
     lines = [f"{'op':<14} {'shape':<40} {'us':>8} {'rounds':>6} {'n/side':>6} {'mean %':>7} "
-             f"{'sd %':>6} {'within':>6} {'excess':>6} {'p.mean':>7} {'p.sd':>6} {'r':>5}"]
+             f"{'sd %':>6} {'within':>6} {'excess':>6} {'p.mean':>7} {'p.sd':>6} {'r':>5} "
+             f"{'first':>6}"]
     placed = any("pl_sd" in r for r in rows)
     if placed:
         lines[0] += f" {'pl.sd':>6} {'mean.sd':>7} {'trim.sd':>7} {'half.sd':>7}"
@@ -175,6 +190,7 @@ def table(rows: list[dict]) -> list[str]:
                      f"{r['within']:>6.3f} {r['excess']:>6.3f} {r['paired_mean']:>+7.3f} "
                      f"{r['paired_sd']:>6.3f} "
                      + ("    -" if r.get("r") is None else f"{r['r']:>+5.2f}")
+                     + ("      -" if r.get("first") is None else f" {r['first']:>+6.3f}")
                      + (f" {r['pl_sd']:>6.3f} {r['mean_sd']:>7.3f} {r['trim_sd']:>7.3f} "
                         f"{r['half_sd']:>7.3f}" if "pl_sd" in r else " " * 31 * placed))
     big = [r for r in rows if r["ms"] >= MIN_MS]

@@ -100,3 +100,12 @@ def test_r_is_near_one_where_a_rounds_two_runs_share_their_level_and_near_zero_w
     assert abs(rounds_within.side_correlation(own)) < 0.4
     assert rounds_within.side_correlation(shared[:2]) is None            # under three rounds
     assert rounds_within.side_correlation([(0.03, 0.031)] * 5) is None   # a side never moved
+
+
+def test_first_says_how_much_slower_a_rounds_first_run_read():
+    # A first in odd rounds (ABBA): a first run 0.2 % slower makes odd deltas +0.2, even −0.2
+    deltas = [0.5 + (0.2 if n % 2 else -0.2) for n in range(1, 9)]
+    signs = [1.0 if n % 2 else -1.0 for n in range(1, 9)]
+    assert rounds_within.first_effect(deltas, signs) == pytest.approx(0.2)
+    assert rounds_within.first_effect([0.5] * 8, signs) == pytest.approx(0.0)
+    assert rounds_within.first_effect([0.1, 0.2, 0.3], [1.0, -1.0, 1.0]) is None
