@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from html import escape
 
+from ..common.files import PAGE_MARK
 from ..store.compiler import short as short_compiler
 from .report import family_note
 from ..telemetry.chart import clock_svg
@@ -63,6 +64,7 @@ def render_html(report: dict) -> str:
         '<html lang="en">',
         "<head>",
         '<meta charset="utf-8">',
+        PAGE_MARK,
         f"<title>{escape(title)}</title>",
         f"<style>{_STYLE}</style>",
         "</head>",

@@ -172,6 +172,27 @@ def check_output_file(path: str | os.PathLike, flag: str) -> Path:
     return target
 
 
+PAGE_MARK = '<meta name="generator" content="zlh">'   # in the head of every page zlh writes
+
+
+def check_page_file(path: str | os.PathLike, flag: str, force: bool) -> Path:
+    """check_output_file for an HTML page: a file already there is replaced only when it is
+    a page zlh wrote (PAGE_MARK in its first 4 KiB) or `force` — never a run's data or
+    another file the user named by mistake."""
+    target = check_output_file(path, flag)
+    if force or not target.exists():
+        return target
+    try:
+        with open(target, "rb") as handle:
+            head = handle.read(4096)
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: cannot be read ({exc.strerror or exc})") from None
+    if PAGE_MARK.encode() not in head:
+        raise UsageError(f"{flag} {path} exists and is not a page zlh wrote; name another "
+                         f"file, or add --force to replace it")
+    return target
+
+
 def check_new_file(path: str | os.PathLike, flag: str, force: bool) -> Path:
     """check_output_file, and a file already there is refused (its name and `--force`)
     unless `force`: a file the user named is replaced only when asked to."""

@@ -7,6 +7,7 @@ from html import escape
 from tabulate import tabulate
 
 from ..common import style
+from ..common.files import PAGE_MARK
 from . import svg
 from .history import Build, OpHistory
 from .script import STYLE
@@ -71,7 +72,7 @@ def html(builds: list[Build], ops: list[OpHistory], title: str = "zlh history") 
     stepped = sum(1 for h in ops if h.steps)
     data = json.dumps({"builds": len(builds), "ops": len(ops), "stepped": stepped})
     return "".join([
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{PAGE_MARK}',
         f"<title>{escape(title)}</title><style>{STYLE}td.step{{background:#fdecea;"
         "font-weight:bold}</style></head><body>",
         f"<h1>{escape(title)}</h1><ol>{legend}</ol>",

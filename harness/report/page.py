@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from html import escape
 
+from ..common.files import PAGE_MARK
 from . import clocks, svg
 from .model import OpEntry, Report
 from .runs import META_COLUMNS
@@ -121,7 +122,7 @@ def _render(report: Report, budget: int) -> str:
                        for s in sorted({e.status for e in report.ops}))
     heads = "".join(f'<th data-k="{k}">{escape(t)}</th>' for k, t in COLUMNS)
     return "".join([
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{PAGE_MARK}',
         f"<title>{escape(h.title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{escape(h.title)}</h1>", _headline(report), charts(report),
         "<h2>Ops</h2>",

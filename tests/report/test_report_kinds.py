@@ -153,6 +153,27 @@ def test_bare_html_writes_into_the_root(roots):
     assert (roots["ab"] / "report.html").read_text().startswith("<!DOCTYPE html>")
 
 
+def test_html_never_replaces_a_file_zlh_did_not_write_unless_forced(roots, tmp_path):
+    data = roots["ab"] / "report.json"
+    before = data.read_bytes()
+    result = CliRunner().invoke(main, ["report", str(roots["ab"]), "--html", str(data)])
+    assert result.exit_code == 2 and data.read_bytes() == before
+    assert result.output.strip().splitlines()[-1].endswith(
+        "exists and is not a page zlh wrote; name another file, or add --force to replace it")
+    page_file = tmp_path / "page.html"
+    for _ in range(2):                     # a page zlh wrote is replaced without asking
+        result = CliRunner().invoke(main, ["report", str(roots["ab"]), "--html",
+                                           str(page_file)])
+        assert result.exit_code == 0, result.output
+    mine = tmp_path / "mine.html"
+    mine.write_text("<!DOCTYPE html><p>my notes</p>")
+    result = CliRunner().invoke(main, ["report", str(roots["ab"]), "--html", str(mine)])
+    assert result.exit_code == 2 and "my notes" in mine.read_text()
+    result = CliRunner().invoke(main, ["report", str(roots["ab"]), "--html", str(mine),
+                                       "--force"])
+    assert result.exit_code == 0 and "my notes" not in mine.read_text()
+
+
 def test_names_from_a_root_cannot_break_out_of_the_page(tmp_path):
     root = R.screen_root(tmp_path / "s", 3)
     nasty = "op</script><!--<b>x</b>&"
