@@ -20,6 +20,7 @@ AUTO_NAMES = ("target_pct", "min_rounds", "max_rounds")
 WORKER_NAMES = ("settle_ms", "round_spacer_mb")   # only where a worker runs the rounds
 NAMES = ("rounds", *AUTO_NAMES, "round_process", *WORKER_NAMES)
 MAX_SPACER_MB = 4096
+MAX_SETTLE_MS = 600_000      # ten minutes of idle before a round: more is a mistyped value
 
 
 class Rounds(click.ParamType):
@@ -76,7 +77,7 @@ def rounds_options(low: int, default, help_text: str):
                           "first, then a round's two sides one after the other behind the "
                           "same spacer, so that where their data lies cancels in the "
                           "round's delta."),
-        click.option("--settle-ms", type=click.FloatRange(min=0), default=None,
+        click.option("--settle-ms", type=click.FloatRange(min=0, max=MAX_SETTLE_MS), default=None,
                      callback=finite, metavar="MS",
                      help=f"With --round-process persistent, turns, turns-fresh or twins: the "
                           f"idle gap before each round's run, the device quiet as between two "

@@ -51,6 +51,8 @@ TARGET_PCT = 0.15         # --target-pct: a planted 0.3 % is then found ~97 % of
 POWER = 0.8
 
 
+MANY_ROUNDS = 10 ** 9    # what rounds_needed says where the need overflows any count
+
 def log_pct(deltas) -> np.ndarray:
     """Per-round deltas (%) as 100 · log of each round's ratio A/B (≈ the delta for small
     deltas); non-finite and ≤ -100 % values dropped."""
@@ -72,8 +74,10 @@ def rounds_needed(sd_pct: float | None, pilot: int, target_pct: float,
     design), at least `pilot`. An unknown spread needs no more than the pilot."""
     if sd_pct is None or not math.isfinite(sd_pct) or pilot < 2:
         return max(pilot, 1)
-    need = (t_critical(pilot - 1, alpha) * sd_pct / target_pct) ** 2
-    return max(pilot, int(math.ceil(need - 1e-9)))
+    ratio = t_critical(pilot - 1, alpha) * sd_pct / target_pct
+    if not ratio < MANY_ROUNDS:              # a target far below the spread: more than any cap
+        return MANY_ROUNDS
+    return max(pilot, int(math.ceil(ratio * ratio - 1e-9)))
 
 
 def planned_rounds(per_shape_deltas: Sequence[Sequence[float]], pilot: int,

@@ -138,3 +138,10 @@ def test_rounds_options_are_checked_before_anything_runs(tmp_path, extra, said):
     assert result.exit_code == 2, result.output
     assert said in result.output
     assert not (tmp_path / "ab").exists()
+
+
+def test_a_target_far_below_the_spread_asks_for_the_cap_not_an_overflow():
+    from harness.measure import sequential
+    assert sequential.rounds_needed(0.5, 8, 1e-300) == sequential.MANY_ROUNDS
+    deltas = [[0.1, -0.3, 0.4, 0.2, -0.1, 0.0, 0.3, -0.2]]
+    assert sequential.planned_rounds(deltas, 8, 1e-300, 24) == 24

@@ -259,6 +259,8 @@ ROWS = [
       first="--settle-ms does not apply with --replay RUN_A"),
     R("ab", "--replay", "r/recA", "--round-process", "persistent", code=2,
       first="--round-process does not apply with --replay RUN_A"),
+    R("ab", "add", "--switch", "X=a,b", "--round-process", "persistent", "--settle-ms", "1e308",
+      code=2, first="Invalid value for '--settle-ms': 1e+308 is not in the range"),
     R("ab", "r/recA", "r/event", code=4, first="!!! [caliber] add: timer differs: A=host"),
     R("ab", "r/recA", "r/seed7", code=4, first="!!! [caliber] add: seed differs: A=0, B=7"),
     R("ab", "r/recA", "r/recA2", code=2, first="r/recA2 is not a run directory"),
