@@ -5,17 +5,16 @@ round 1 on, up to the first round where a side has no run or one that did not co
 A/B stopped by Ctrl-C, a kill, a full disk: the rounds before it are reported, the line says
 which were left out), guarded as when they ran, IR-compared with the root's scrub patterns
 plus the new ones, and reported again; report.json, report.csv and report.html (when there
-was one) are rewritten, the previous ones kept beside them as `*.before-rescore`. Nothing is
-run. The root is held for the rescore: not while the A/B that writes it still runs.
+was one) are rewritten, the ones the A/B wrote kept beside them once as `*.before-rescore`
+(a later rescore leaves that copy as it is). Nothing is run. The root is held for the rescore: not while the A/B that writes it still runs.
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from ..common.errors import EXIT_CALIBER, EXIT_FAILED_CASES, UsageError
 from ..common.fields import Fields
-from ..common.files import atomic_write_text, read_json_object
+from ..common.files import atomic_write_text, keep_first, read_json_object
 from ..common.lock import holding
 from ..common.log import Echo
 from ..store.reader import ABANDONED, COMPLETE, RUNNING, load_run, status_detail
@@ -175,12 +174,11 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
     return reports, code
 
 
-def keep_previous(root: Path) -> None:
-    """The report files as they were, renamed `*.before-rescore` (an older copy replaced)."""
-    for name in REPORT_FILES:
-        path = Path(root) / name
-        if path.is_file():
-            shutil.copyfile(path, path.with_name(name + BEFORE))
+def keep_previous(root: Path) -> list[Path]:
+    """The report files as the A/B wrote them (or as they were before the first rescore),
+    kept once as `*.before-rescore` and never replaced by a later rescore; the copies."""
+    kept = (keep_first(Path(root) / name, BEFORE) for name in REPORT_FILES)
+    return [path for path in kept if path is not None]
 
 
 def write_html(root: Path, reports: list[ABReport]) -> None:

@@ -93,8 +93,8 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
 @click.option("--rescore", default=None, metavar="ROOT", type=click.Path(file_okay=False),
               callback=not_empty,
               help="Recompute ROOT's report.json/csv/html from its stored runs (with --scrub "
-                   "patterns added, --noise-floor labels); keeps the previous ones as "
-                   "*.before-rescore. Runs nothing.")
+                   "patterns added, --noise-floor labels); keeps the ones the A/B wrote "
+                   "as *.before-rescore (once). Runs nothing.")
 @bench_options
 @click.pass_context
 @handles_errors
@@ -251,8 +251,10 @@ def _rescore(ctx, rescore: str, args, params: dict, floor) -> int:
                                  params["allow_caliber_mismatch"], echo_routed)
     for op_report in reports:
         echo_out(render_terminal(op_report, colour=style.colour()))
+    kept = (Path(rescore) / "report.json.before-rescore").is_file()
     echo_routed(f"report.json/csv recomputed from the runs under {rescore} "
-                f"({len(reports)} op(s)); the previous ones kept as *.before-rescore")
+                f"({len(reports)} op(s))" + ("; the report as the A/B wrote it is kept as "
+                                             "*.before-rescore" if kept else ""))
     return code
 
 

@@ -149,7 +149,8 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
                    "reruns B too. Default: none.")
 @click.option("--rescore", default=None, metavar="ROOT", type=click.Path(), callback=not_empty,
               help="Recompute every verdict of ROOT from its run directories (with --scrub "
-                   "patterns added); keeps screen.tsv.before-rescore.")
+                   "patterns added); keeps the table it replaced as screen.tsv.before-rescore "
+                   "(once).")
 @click.option("--allow-env-change", is_flag=True,
               help="With --resume: go on although an environment switch (TRITON_*, ZLH_*, "
                    "a visibility variable, ...) differs from what the screen started with; "

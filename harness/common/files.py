@@ -172,6 +172,19 @@ def check_output_file(path: str | os.PathLike, flag: str) -> Path:
     return target
 
 
+def keep_first(path: str | os.PathLike, suffix: str) -> Path | None:
+    """A copy of `path` beside it named + `suffix`, made once (atomically) and never replaced:
+    however often a file is recomputed, the copy holds it as it was the first time (what the
+    command that measured wrote). The copy's path, or None when neither exists."""
+    path = Path(path)
+    copy = path.with_name(path.name + suffix)
+    if copy.is_file():
+        return copy
+    if not path.is_file():
+        return None
+    return atomic_write_bytes(copy, path.read_bytes())
+
+
 PAGE_MARK = '<meta name="generator" content="zlh">'   # in the head of every page zlh writes
 
 

@@ -21,7 +21,6 @@ screen.tsv (a row per op, rewritten atomically as ops finish), ir_changed.txt, A
 from __future__ import annotations
 
 import contextlib
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -29,7 +28,7 @@ from pathlib import Path
 from ..ab.sides import Side
 from ..common.errors import PreflightError, UsageError
 from ..common.files import (atomic_write_json, atomic_write_text, check_output_file,
-                            read_json_object)
+                            keep_first, read_json_object)
 from ..common.log import Echo
 from ..compile.caches import KEPT_PREFIX, remove_kept
 from . import files
@@ -346,7 +345,8 @@ def mend_side_plans(plan: ScreenPlan, echo: Echo) -> None:
 def rescore(root: Path, extra_scrub: list[str], echo: Echo,
             warn: Echo | None = None) -> dict[str, Verdict]:
     """Every verdict again from the stored run directories, with the plan's scrub plus
-    `extra_scrub`; the previous table is kept as screen.tsv.before-rescore. An op without a
+    `extra_scrub`; the table the screen wrote is kept once as screen.tsv.before-rescore (a
+    later rescore leaves it). An op without a
     finished side A (or with side A finished but side B, which was due, not), or whose run
     directory is gone or damaged, is said on `warn`."""
     warn = warn or echo
@@ -383,8 +383,7 @@ def rescore(root: Path, extra_scrub: list[str], echo: Echo,
     if not verdicts:
         raise UsageError(f"{root}: no op has finished (A/<op>/{files.COMPLETE}, and B's "
                          f"where B was due); nothing to rescore ({again})")
-    if (root / SCREEN_TSV).is_file():
-        shutil.copyfile(root / SCREEN_TSV, root / (SCREEN_TSV + ".before-rescore"))
+    keep_first(root / SCREEN_TSV, ".before-rescore")     # the screen's own, kept once
     write_table(plan, verdicts)
     write_plan(plan)
     write_ir_changed(plan, verdicts)
