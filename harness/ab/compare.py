@@ -102,14 +102,16 @@ def _add_design(rows: list[ABRow], summary: dict, deltas, auto, alpha: float,
                 n_rounds: int) -> None:
     """Per shape what its rounds could see (rounds run, spread, half-width, smallest
     detectable change at 80 % power; with `auto` the rounds this shape alone needed); per op
-    the design and what stopped it (`target`: every shape reached the half-width; `cap`)."""
+    the design and what stopped it (`target`: every shape reached the half-width; `cap`;
+    `short`: fewer rounds than needed and than the cap, the later ones never ran)."""
     pilot, target = (auto.min_rounds, auto.target_pct) if auto is not None else (None, None)
     for row, own in zip(rows, deltas):
         row.rounds.update(sequential.shape_rounds(own, pilot, target, alpha))
     design = {"design": "fixed"} if auto is None else dict(auto.to_dict())
     if auto is not None:
         needed = max((r.rounds.get("needed", 0) for r in rows), default=0)
-        design["stopped_by"] = "cap" if needed > n_rounds else "target"
+        design["stopped_by"] = ("target" if needed <= n_rounds else
+                                "cap" if n_rounds >= auto.max_rounds else "short")
     summary["rounds_design"] = design
 
 

@@ -127,6 +127,14 @@ def run_rounds(plan: ABPlan, echo: Echo = print,
     return family.reports, code
 
 
+def cut_short(report: ABReport | None, why: str) -> None:
+    """An auto-rounds report whose rounds ended early (`interrupted`, `failed`): neither the
+    target nor the cap stopped them."""
+    design = report.summary.get("rounds_design") if report is not None else None
+    if isinstance(design, dict) and "stopped_by" in design:
+        design["stopped_by"] = why
+
+
 def together(runner):
     """The runner's `run_together` (both sides of a round at once, in turns), or None."""
     return getattr(runner, "run_together", None)
@@ -178,12 +186,14 @@ class OpAB:
         if not guard(check, op, plan.allow_caliber_mismatch, self.echo):
             return None, EXIT_CALIBER
         verdict = ir_verdict(self.outcomes[(1, "A")].run_dir, run_b.path, plan.scrub)
-        rounds, number = self._rounds_after(verdict), 2
-        while number <= rounds:
+        rounds, number, failed = self._rounds_after(verdict), 2, None
+        while number <= rounds and failed is None:
             failed = self._round(number, record)
-            if failed is not None:
-                return None, failed.exit_code()
-            if plan.auto is not None and number == plan.auto.min_rounds:
+            if failed is not None:           # the rounds before it are reported; it fails
+                rounds = number - 1
+                self.echo(f"WARNING {op}: round {number} failed; reporting the {rounds} "
+                          f"round(s) before it (the A/B still fails)")
+            elif plan.auto is not None and number == plan.auto.min_rounds:
                 rounds = self._planned(number, rounds)
             number += 1
         pairs = [(load_run(self.outcomes[(n, "A")].run_dir),
@@ -191,9 +201,13 @@ class OpAB:
         if not later_rounds_pass(run_a, pairs, op, plan.allow_caliber_mismatch, self.echo,
                                  from_round=1 if alone else 2):
             return None, EXIT_CALIBER
-        return build_report(pairs, plan.alpha, verdict, check,
-                            (plan.a.description, plan.b.description), plan.noise_floor,
-                            self.echo, plan.auto)
+        report, code = build_report(pairs, plan.alpha, verdict, check,
+                                    (plan.a.description, plan.b.description),
+                                    plan.noise_floor, self.echo, plan.auto)
+        if failed is None:
+            return report, code
+        cut_short(report, "failed")
+        return report, max(code, failed.exit_code())
 
     def _round(self, number: int, record: Path) -> RunOutcome | None:
         """Both sides of round `number` in ABBA order (at once, where the runner takes
@@ -247,7 +261,8 @@ class OpAB:
         if problem is None:
             return True
         self.echo(f"!!! {self.op}: round {number} side {label} failed ({problem}): "
-                  f"{outcome.last_words() or 'no output'}; no report for this op")
+                  f"{outcome.last_words() or 'no output'}" + (
+                      "; no report for this op" if number <= 1 else ""))
         return False
 
     def _rounds_after(self, verdict: str) -> int:

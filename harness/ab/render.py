@@ -155,6 +155,8 @@ def _design_line(s: dict) -> str:
     return (f"rounds auto (two-stage: pilot {design.get('min_rounds')}, target half-width "
             f"{_num(design.get('target_pct'), 'g')} %, cap {design.get('max_rounds')}): "
             f"{s.get('rounds')} rounds, " + (
-                "cut short (later rounds left out)" if design.get("stopped_by") == "interrupted"
+                "cut short (later rounds left out)"
+                if design.get("stopped_by") in ("interrupted", "short")
+                else "cut short by a failed round" if design.get("stopped_by") == "failed"
                 else f"stopped by the {design.get('stopped_by', '?')}")
             + f"; the interval uses the pilot's spread; {what}")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..common.errors import EXIT_CALIBER, EXIT_FAILED_CASES, UsageError
 from ..common.fields import Fields
-from ..common.files import atomic_write_text, keep_first, read_json_object
+from ..common.files import atomic_write_text, keep_first, read_json_object, read_tsv_rows
 from ..common.lock import holding
 from ..common.log import Echo
 from ..store.reader import ABANDONED, COMPLETE, RUNNING, load_run, status_detail
@@ -23,7 +23,7 @@ from ..telemetry.chart import for_report
 from .guard import check_caliber, guard, later_rounds_pass
 from .family import ALPHA, decide
 from .html import render_html
-from .orchestrate import build_report, ir_verdict
+from .orchestrate import build_report, cut_short, ir_verdict
 from .preflight import check_scrub
 from .report import ABReport, report_document, write_reports
 from .rounds import AutoRounds
@@ -70,6 +70,30 @@ def read_ab_plan(root: Path) -> dict:
 
 
 CUT_SHORT = ("interrupted", ABANDONED, RUNNING)    # a run a signal or a kill stopped
+# a run's exit status in status.tsv that says it was stopped, not that it failed: none yet
+# (-1), SIGHUP, SIGINT, SIGKILL, SIGTERM (negative, or 128 + the signal from a handler)
+STOPPED_RCS = {-1, -2, -9, -15, 129, 130, 137, 143}
+
+
+def ended_rcs(root: Path, op: str) -> dict[tuple[str, str], int]:
+    """{(round, side): the exit status status.tsv says its last run of `op` ended with}."""
+    rcs = {}
+    for row in read_tsv_rows(Path(root) / "status.tsv"):
+        try:
+            if row.get("op") == op:
+                rcs[(row["round"], row["side"])] = int(row["rc"])
+        except (KeyError, ValueError):
+            continue                         # a damaged row says nothing
+    return rcs
+
+
+def _failed_on_its_own(run, rc: int | None) -> bool:
+    """Whether an incomplete run failed (crashed, failed, poisoned, rows lost; or, left
+    `running` or abandoned, its process ended — status.tsv has its row — with an exit status
+    no stop gives), not a stop cutting it short."""
+    if run.status not in CUT_SHORT:
+        return True
+    return run.status != "interrupted" and rc is not None and rc not in STOPPED_RCS
 
 
 def stored_pairs(root: Path, op: str, echo: Echo = print) -> tuple[list, bool, bool]:
@@ -78,7 +102,7 @@ def stored_pairs(root: Path, op: str, echo: Echo = print) -> tuple[list, bool, b
     side without a run, or one interrupted, killed or still running) ends the pairs, said in
     one line when it holds a run of either side or a later round was run; a run that failed
     on its own (crashed, failed, poisoned, rows lost) fails the op, as in `zlh ab`."""
-    pairs, number = [], 1
+    pairs, number, rcs = [], 1, ended_rcs(root, op)
     while True:
         folder = Path(root) / safe_name(op)
         paths = [_newest(folder / f"r{number}_{side}") for side in "AB"]
@@ -91,10 +115,15 @@ def stored_pairs(root: Path, op: str, echo: Echo = print) -> tuple[list, bool, b
             continue
         why = "; ".join(f"side {side} " + ("has no run" if run is None else f"{run.status}"
                                            + (f" ({d})" if (d := status_detail(run)) else ""))
+                        + (f", exit status {rc}" if (rc := rcs.get((str(number), side)))
+                           not in (None, 0) else "")
                         for side, run in short)
-        if any(run is not None and run.status not in CUT_SHORT for _, run in short):
-            echo(f"!!! {op}: round {number} failed ({why}); no report for this op")
-            return pairs, False, True
+        if any(run is not None and _failed_on_its_own(run, rcs.get((str(number), side)))
+               for side, run in short):
+            echo(f"!!! {op}: round {number} failed ({why}); " + (
+                f"reporting the {len(pairs)} round(s) before it (the A/B still fails)"
+                if pairs else "no report for this op"))
+            return pairs, bool(pairs), True
         later = _newest(folder / f"r{number + 1}_A") or _newest(folder / f"r{number + 1}_B")
         left_out = any(run is not None for run in runs) or later is not None
         if left_out:
@@ -140,7 +169,8 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
             done.append(op)              # its rounds ended (a report, or a failure)
         if failed:
             code = max(code, EXIT_FAILED_CASES)
-            continue
+            if not pairs:
+                continue
         if not pairs:
             echo(f"!!! {op}: no round whose runs of both sides completed under "
                  f"{root / safe_name(op)}; not in the report")
@@ -160,9 +190,8 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
         report, op_code = build_report(pairs, ALPHA, verdict, check, labels, noise_floor,
                                        echo, auto)
         code = max(code, op_code)
-        design = report.summary.get("rounds_design") if report is not None else None
-        if cut and isinstance(design, dict) and "stopped_by" in design:
-            design["stopped_by"] = "interrupted"     # neither the target nor the cap
+        if cut:
+            cut_short(report, "failed" if failed else "interrupted")
         if report is not None:
             reports.append(report)
     decide(reports, ALPHA)                  # Holm over every shape of the A/B

@@ -3,6 +3,7 @@ reports the rounds whose runs of both sides completed (the first that did not, a
 after it, said and left out); `--rescore` holds the root and refuses a damaged plan.json."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from click.testing import CliRunner
@@ -52,14 +53,38 @@ def test_rescore_reports_the_rounds_before_the_first_that_did_not_complete(
 
 
 def test_a_round_that_failed_on_its_own_fails_the_op_as_zlh_ab_does(tmp_path, monkeypatch):
-    """A crashed run is no interruption: zlh ab gives no report for the op and exits 1, and
-    so does the rescore (not a report of the rounds before it)."""
+    """A crashed run is no interruption: as zlh ab does, the rescore reports the rounds
+    before it, marked cut short by a failure, and exits 1."""
     root = three_rounds(tmp_path, monkeypatch)
     set_status(root, 2, "B", "crashed")
     lines = []
+    (report,), code = rescore(root, [], None, False, lines.append)
+    assert code == 1 and report.summary.get("rounds", 1) == 1
+    assert any("!!! softmax: round 2 failed (side B crashed" in ln and
+               "reporting the 1 round(s) before it (the A/B still fails)" in ln
+               for ln in lines), lines
+    set_status(root, 1, "B", "crashed")            # round 1: nothing to report
     reports, code = rescore(root, [], None, False, lines.append)
-    assert code == 1 and reports == []
-    assert any("!!! softmax: round 2 failed (side B crashed" in ln for ln in lines), lines
+    assert code == 1 and reports == [] and "no report for this op" in lines[-1]
+
+
+def test_a_run_whose_process_died_of_its_own_is_a_failure_not_a_cut(tmp_path, monkeypatch):
+    """A run left `running` whose process is gone (abandoned) is cut short when status.tsv
+    says a stop ended it, failed when it says the process died of its own (an abort)."""
+    root = three_rounds(tmp_path, monkeypatch)
+    set_status(root, 2, "B", "running")             # its process is gone: abandoned
+    table = (root / "status.tsv").read_text().splitlines()
+    for rc, failed in (("-15", False), ("-6", True)):
+        rows = [line.split("\t") for line in table]
+        for row in rows[1:]:
+            if row[:3] == ["2", "softmax", "B"]:
+                row[3] = rc
+        (root / "status.tsv").write_text("\n".join("\t".join(r) for r in rows) + "\n")
+        lines = []
+        (report,), code = rescore(root, [], None, False, lines.append)
+        assert code == (1 if failed else 0) and report.summary.get("rounds", 1) == 1, lines
+        assert any(("round 2 failed" in ln) == failed and "exit status " + rc in ln
+                   for ln in lines if "round 2" in ln), lines
 
 
 def test_an_ab_cut_at_a_rounds_boundary_reads_interrupted(tmp_path, monkeypatch):
@@ -223,3 +248,25 @@ def test_an_interrupted_replay_names_side_b_run_and_the_compare(tmp_path, monkey
     assert result.exit_code == 130
     assert f"side B made no run under {tmp_path / 'none'} (nothing was measured)" in \
         result.output, result.output
+
+
+def test_a_failed_later_round_keeps_the_rounds_before_it_and_still_fails(tmp_path, monkeypatch):
+    """zlh ab: round 3's side B dies (exit 7); rounds 1 and 2 are reported, the report says
+    the rounds were cut short by a failure, and the A/B exits 1."""
+    synthetic_sides(monkeypatch, b_ratio=0.9, sd=0.0002)
+    measured = abmod.run_side
+
+    def dies_in_round_3(plan, op, number, side, replay_from):
+        outcome = measured(plan, op, number, side, replay_from)
+        return dataclasses.replace(outcome, rc=7) if (number, side.label) == (3, "B") \
+            else outcome
+    monkeypatch.setattr(abmod, "run_side", dies_in_round_3)
+    plan = auto_plan(tmp_path, AutoRounds(0.0001, 2, 5))
+    lines: list[str] = []
+    (report,), code = abmod.run_ab(plan, echo=lines.append)
+    assert code == 1 and report.summary["rounds"] == 2, lines
+    assert report.summary["rounds_design"]["stopped_by"] == "failed"
+    assert any("round 3 side B failed (rc=7)" in ln and "no report" not in ln for ln in lines)
+    assert any("round 3 failed; reporting the 2 round(s) before it" in ln for ln in lines)
+    saved = json.loads((tmp_path / "ab" / "report.json").read_text())
+    assert [o["op"] for o in saved["ops"]] == ["softmax"]
