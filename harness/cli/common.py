@@ -7,6 +7,7 @@ import functools
 import math
 import os
 import sys
+from pathlib import Path
 
 import click
 from click.core import ParameterSource
@@ -117,13 +118,28 @@ def keeps_on_interrupt(root, resume_command: str | None, run, kept: str = "finis
     run; `zlh ab`, whose --rescore reports the rounds that finished), instead of the run
     directory of a single bench; exit 130 or 128 + the signal. `said()`, when given, words
     that line's tail itself (what is kept only shows once the run has stopped)."""
-    where = said or (lambda: f"{kept} are kept under {root}: {resume_command} {then}")
+    def where() -> str:
+        if said is not None:
+            return said()
+        if root is not None and not _holds_anything(root):
+            return f"it stopped before writing anything under {root}; nothing is kept"
+        return f"{kept} are kept under {root}: {resume_command} {then}"
     try:
         return run()
     except KeyboardInterrupt:
         fail(f"interrupted; {where()}", errors.EXIT_SIGINT)
     except errors.Terminated as exc:
         fail(f"terminated ({signal_name(exc.signum)}); {where()}", exc.code)
+
+
+def _holds_anything(root) -> bool:
+    """Whether `root` is a folder with something in it (an unreadable one counts as holding)."""
+    try:
+        return any(Path(root).iterdir())
+    except (NotADirectoryError, FileNotFoundError):
+        return False
+    except OSError:
+        return True
 
 
 BAD_PATH = {errno.ELOOP: SYMLINK_LOOP,

@@ -283,3 +283,18 @@ def test_an_adapter_that_breaks_midway_in_a_batch_is_a_crash_not_a_full_disk(plu
     assert "free space" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     done = json.loads((root / "mid" / ".complete").read_text())
     assert done["status"] == "CRASH", done
+
+
+def test_an_interrupt_before_anything_was_written_says_nothing_is_kept(tmp_path, capsys):
+    from harness.cli.common import keeps_on_interrupt
+
+    def stopped():
+        raise KeyboardInterrupt
+    for root, said in ((tmp_path / "never", "nothing is kept"),
+                       (tmp_path, "finished ops are kept under")):
+        (tmp_path / "plan.json").write_text("{}")
+        with pytest.raises(SystemExit) as exited:
+            keeps_on_interrupt(root, f"zlh ab --rescore {root}", stopped)
+        assert exited.value.code == 130
+        line = capsys.readouterr().err.strip()
+        assert line.startswith("zlh: interrupted; ") and said in line, line
