@@ -132,6 +132,16 @@ def stored_pairs(root: Path, op: str, echo: Echo = print) -> tuple[list, bool, b
         return pairs, left_out, False
 
 
+def ops_done(root: Path) -> list[str]:
+    """The ops whose rounds ended, as the root's report.json says (none where it is missing
+    or damaged): an op among them whose folder is gone was damaged, not never run."""
+    try:
+        done = read_json_object(Path(root) / "report.json", "report.json").get("ops_done")
+    except UsageError:
+        return []
+    return [op for op in done if isinstance(op, str)] if isinstance(done, list) else []
+
+
 def _fewer_than_planned(plan: dict, auto, pairs: list, verdict: str) -> bool:
     """Whether an op's rounds stop short of what plan.json asked with no round left behind
     (cut at a round's boundary): fewer than the fixed rounds or the least auto rounds; one
@@ -163,6 +173,7 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
     labels = tuple((plan.get(side) or {}).get("description", "") for side in "AB")
     auto = AutoRounds.from_dict(plan.get("rounds_auto"))
     reports, code, done = [], 0, []
+    finished = ops_done(root)
     for op in dict.fromkeys(plan["ops"]):
         pairs, cut, failed = stored_pairs(root, op, echo)
         if failed or pairs:
@@ -171,6 +182,10 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
             code = max(code, EXIT_FAILED_CASES)
             if not pairs:
                 continue
+        if not pairs and op not in finished and not (Path(root) / safe_name(op)).exists():
+            echo(f"WARNING {op}: never ran (the A/B was cut short before it); not in the "
+                 f"report")
+            continue
         if not pairs:
             echo(f"!!! {op}: no round whose runs of both sides completed under "
                  f"{root / safe_name(op)}; not in the report")

@@ -125,8 +125,10 @@ def test_rescore_waits_its_turn_and_refuses_a_damaged_plan(tmp_path, monkeypatch
 
 
 def interrupted(plan, echo, progress):
-    """A run of the A/B or calibration plan that makes its root and is cut short."""
+    """A run of the A/B or calibration plan that makes its root (its plan.json written, as
+    orchestrate.ab_root does first) and is cut short."""
     plan.root.mkdir(parents=True)
+    (plan.root / "plan.json").write_text("{}")
     raise KeyboardInterrupt
 
 
@@ -270,3 +272,20 @@ def test_a_failed_later_round_keeps_the_rounds_before_it_and_still_fails(tmp_pat
     assert any("round 3 failed; reporting the 2 round(s) before it" in ln for ln in lines)
     saved = json.loads((tmp_path / "ab" / "report.json").read_text())
     assert [o["op"] for o in saved["ops"]] == ["softmax"]
+
+
+def test_an_op_the_cut_came_before_is_said_not_failed_but_a_finished_ops_lost_folder_fails(
+        tmp_path, monkeypatch):
+    root = three_rounds(tmp_path, monkeypatch)
+    plan = json.loads((root / "plan.json").read_text())
+    (root / "plan.json").write_text(json.dumps(dict(plan, ops=["softmax", "gelu"])))
+    lines: list[str] = []
+    reports, code = rescore(root, [], None, False, lines.append)
+    assert code == 0 and [r.op for r in reports] == ["softmax"]
+    assert "WARNING gelu: never ran (the A/B was cut short before it); not in the report" \
+        in lines
+    import shutil
+    shutil.rmtree(root / "softmax")                  # report.json says it finished
+    lines.clear()
+    reports, code = rescore(root, [], None, False, lines.append)
+    assert code == 1 and any("!!! softmax: no round whose runs" in ln for ln in lines), lines

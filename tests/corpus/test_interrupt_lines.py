@@ -40,7 +40,9 @@ def test_a_signalled_batch_names_its_root_and_the_resume_command(tmp_path, signu
                                                  "terminated (SIGTERM)")])
 def test_a_signalled_product_run_names_its_root_and_the_resume_command(
         tmp_path, monkeypatch, raised, code, word):
-    def run_campaign(*args, **kwargs):
+    def run_campaign(*args, **kwargs):       # after its first file, as a real run
+        (tmp_path / "out").mkdir()
+        (tmp_path / "out" / "manifest.json").write_text("{}")
         raise raised
     monkeypatch.setattr(product_cli, "run_campaign", run_campaign)
     frozen = tmp_path / "frozen"
