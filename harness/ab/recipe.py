@@ -43,6 +43,9 @@ def load_recipe(path: str) -> dict:
     return spec
 
 
+AUTO = "auto"
+
+
 def check_recipe(spec: dict, where: str) -> None:
     """Each field's type and range; a UsageError naming the first that is wrong."""
     for key in TEXT_KEYS:
@@ -57,10 +60,12 @@ def check_recipe(spec: dict, where: str) -> None:
                              f"[softmax, mm], got {ops!r}")
     if "rounds" in spec:
         rounds = spec["rounds"]
-        if isinstance(rounds, bool) or not isinstance(rounds, int) or \
+        if isinstance(rounds, str) and rounds.strip().lower() == AUTO:
+            spec["rounds"] = AUTO              # as --rounds auto (its options on the command line)
+        elif isinstance(rounds, bool) or not isinstance(rounds, int) or \
                 not 1 <= rounds <= MAX_ROUNDS:
-            raise UsageError(f"{where}: rounds must be a whole number from 1 to {MAX_ROUNDS}, "
-                             f"got {rounds!r}")
+            raise UsageError(f"{where}: rounds must be a whole number from 1 to {MAX_ROUNDS} "
+                             f"or auto, got {rounds!r}")
     for key in ("env_a", "env_b"):
         if key in spec and spec[key] is not None:
             _check_env(spec[key], f"{where}: {key}")

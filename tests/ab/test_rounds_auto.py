@@ -145,3 +145,17 @@ def test_a_target_far_below_the_spread_asks_for_the_cap_not_an_overflow():
     assert sequential.rounds_needed(0.5, 8, 1e-300) == sequential.MANY_ROUNDS
     deltas = [[0.1, -0.3, 0.4, 0.2, -0.1, 0.0, 0.3, -0.2]]
     assert sequential.planned_rounds(deltas, 8, 1e-300, 24) == 24
+
+
+def test_a_recipe_may_ask_for_auto_rounds_as_the_command_line_does(tmp_path):
+    from harness.ab.recipe import load_recipe
+    from harness.cli.ab import _apply_recipe
+    from harness.cli.rounds import rounds_plan
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("ops: [add]\nswitch: X=0,1\nrounds: Auto\n")
+    assert load_recipe(str(recipe))["rounds"] == "auto"
+    params = {"switch": None, "env_a": (), "env_b": (), "python_a": None, "python_b": None,
+              "rounds": None, "scrub": (), "max_rounds": 12}
+    _, params, _ = _apply_recipe(str(recipe), (), params, {})
+    rounds, auto, _ = rounds_plan(params)
+    assert auto is not None and rounds == auto.max_rounds == 12

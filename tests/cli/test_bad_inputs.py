@@ -319,9 +319,9 @@ ROWS = [
     # ---- recipes -------------------------------------------------------------------------------
     *[R("ab", "--recipe", f"rc/{name}", code=2, first=first) for name, first in (
         ("opsstr.yaml", "ops must be a non-empty list of op names"),
-        ("roundsstr.yaml", "rounds must be a whole number from 1 to 1000, got 'two'"),
-        ("rounds0.yaml", "rounds must be a whole number from 1 to 1000, got 0"),
-        ("roundsfloat.yaml", "rounds must be a whole number from 1 to 1000, got 1.5"),
+        ("roundsstr.yaml", "rounds must be a whole number from 1 to 1000 or auto, got 'two'"),
+        ("rounds0.yaml", "rounds must be a whole number from 1 to 1000 or auto, got 0"),
+        ("roundsfloat.yaml", "rounds must be a whole number from 1 to 1000 or auto, got 1.5"),
         ("envoff.yaml", "env_a.ZLH_BUILTIN_SLOW is False, not a string (YAML reads"),
         ("envnull.yaml", "env_b.ZLH_BUILTIN_SLOW is None, not a string (an empty value"),
         ("envlist.yaml", "env_b must be a mapping NAME: value"),

@@ -98,7 +98,7 @@ ROWS = [
       first="'--rounds': 111111111111111111111 is not in the range 1<=x<=1000"),
     R("calibrate", "add", *SH, "--rounds", "1001", code=2, first="'--rounds': 1001 is not in"),
     R("ab", "--recipe", "rounds.yaml", code=2,
-      first="rounds must be a whole number from 1 to 1000, got 100000000000000000000"),
+      first="rounds must be a whole number from 1 to 1000 or auto, got 100000000000000000000"),
     # ---- a scrub pattern that matches the empty string: every IR alike, or nothing removed -----
     R("ab", "r/rec", "r/rep", "--scrub", ".*", code=2,
       first="bad scrub pattern '.*': it matches the empty string"),
