@@ -14,7 +14,8 @@ from pathlib import Path
 
 from ..common.errors import EXIT_CALIBER, EXIT_FAILED_CASES, UsageError
 from ..common.fields import Fields
-from ..common.files import atomic_write_text, keep_first, read_json_object, read_tsv_rows
+from ..common.files import (atomic_write_text, keep_first, not_a_folder, read_json_object,
+                            read_tsv_rows)
 from ..common.lock import holding
 from ..common.log import Echo
 from ..store.reader import ABANDONED, COMPLETE, RUNNING, load_run, status_detail
@@ -35,6 +36,9 @@ BEFORE = ".before-rescore"
 def read_ab_plan(root: Path) -> dict:
     """ROOT/plan.json (what `zlh ab` ran), or one UsageError line naming the field that is
     damaged (a damaged plan is refused, not read as an A/B of no ops)."""
+    why = not_a_folder(root)
+    if why is not None:
+        raise UsageError(f"--rescore {root}: {why}")
     doc = read_json_object(Path(root) / "plan.json",
                            f"{root} is not an A/B root that ran both sides here (no plan.json; "
                            f"--rescore recomputes what `zlh ab OP --switch/--env-*/--python-*` "

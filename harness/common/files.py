@@ -223,6 +223,17 @@ def _refuse_broken_link(target: Path, flag: str, path) -> None:
                          f"missing target)")
 
 
+def not_a_folder(path) -> str | None:
+    """Why `path` is no folder to read (None: it is one): a symbolic link that leads nowhere,
+    a file, or nothing there."""
+    path = Path(path)
+    if path.is_dir():
+        return None
+    if path.is_symlink() and not path.exists():
+        return "a symbolic link that leads nowhere (a loop or a missing target)"
+    return "not a folder (a file)" if path.exists() else "no such folder"
+
+
 SYMLINK_LOOP = "a symbolic link loop (the link leads back to itself); name a real path"
 NUL_IN_PATH = "a path cannot hold a NUL byte"
 

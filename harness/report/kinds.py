@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..common.errors import UsageError
-from ..common.files import check_path_text
+from ..common.files import check_path_text, not_a_folder
 
 AB, CALIBRATE, BATCH, SCREEN, CAMPAIGN, PRODUCT = (
     "ab", "calibrate", "batch", "screen", "campaign", "product")
@@ -24,9 +24,10 @@ def detect(root) -> str:
     """The kind of `root`, or UsageError naming what it holds instead."""
     check_path_text(root, "ROOT")
     path = Path(root)
-    if not path.is_dir():
-        raise UsageError(f"{root}: no such folder (give a root zlh ab, calibrate, batch, "
-                         f"screen, campaign or product run wrote)")
+    why = not_a_folder(path)
+    if why is not None:
+        raise UsageError(f"{root}: {why} (give a root zlh ab, calibrate, batch, screen, "
+                         f"campaign or product run wrote)")
     for kind, names in _MARKS:
         if any((path / name).is_file() for name in names):
             return kind

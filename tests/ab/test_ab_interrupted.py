@@ -289,3 +289,13 @@ def test_an_op_the_cut_came_before_is_said_not_failed_but_a_finished_ops_lost_fo
     lines.clear()
     reports, code = rescore(root, [], None, False, lines.append)
     assert code == 1 and any("!!! softmax: no round whose runs" in ln for ln in lines), lines
+
+
+def test_rescore_of_a_missing_folder_or_a_looping_link_says_so(tmp_path):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    for root, said in ((tmp_path / "nope", "no such folder"),
+                       (loop, "a symbolic link that leads nowhere")):
+        result = CliRunner().invoke(main, ["ab", "--rescore", str(root)])
+        assert result.exit_code == 2 and f"--rescore {root}: {said}" in result.output, \
+            result.output

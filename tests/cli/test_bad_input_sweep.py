@@ -1059,7 +1059,7 @@ EXPECT.update({
     'report abroot --format json':
         (2, "Invalid value for '--format': 'json' is not one of 'text',"),
     'report dangling':
-        (2, 'dangling: no such folder (give a root zlh ab, calibrate, batch, screen, campaign'),
+        (2, 'dangling: a symbolic link that leads nowhere (a loop or a missing target) (give'),
     'show dmg/empty_results':
         (0, None),
     'show dmg/no_results':
