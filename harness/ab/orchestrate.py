@@ -128,8 +128,8 @@ def run_rounds(plan: ABPlan, echo: Echo = print,
 
 
 def cut_short(report: ABReport | None, why: str) -> None:
-    """An auto-rounds report whose rounds ended early (`interrupted`, `failed`): neither the
-    target nor the cap stopped them."""
+    """An auto-rounds report whose rounds ended early (`interrupted`): neither the target nor
+    the cap stopped them."""
     design = report.summary.get("rounds_design") if report is not None else None
     if isinstance(design, dict) and "stopped_by" in design:
         design["stopped_by"] = why
@@ -186,14 +186,12 @@ class OpAB:
         if not guard(check, op, plan.allow_caliber_mismatch, self.echo):
             return None, EXIT_CALIBER
         verdict = ir_verdict(self.outcomes[(1, "A")].run_dir, run_b.path, plan.scrub)
-        rounds, number, failed = self._rounds_after(verdict), 2, None
-        while number <= rounds and failed is None:
+        rounds, number = self._rounds_after(verdict), 2
+        while number <= rounds:
             failed = self._round(number, record)
-            if failed is not None:           # the rounds before it are reported; it fails
-                rounds = number - 1
-                self.echo(f"WARNING {op}: round {number} failed; reporting the {rounds} "
-                          f"round(s) before it (the A/B still fails)")
-            elif plan.auto is not None and number == plan.auto.min_rounds:
+            if failed is not None:    # its runs stay on disk; the op has no report
+                return None, failed.exit_code()
+            if plan.auto is not None and number == plan.auto.min_rounds:
                 rounds = self._planned(number, rounds)
             number += 1
         pairs = [(load_run(self.outcomes[(n, "A")].run_dir),
@@ -201,13 +199,9 @@ class OpAB:
         if not later_rounds_pass(run_a, pairs, op, plan.allow_caliber_mismatch, self.echo,
                                  from_round=1 if alone else 2):
             return None, EXIT_CALIBER
-        report, code = build_report(pairs, plan.alpha, verdict, check,
-                                    (plan.a.description, plan.b.description),
-                                    plan.noise_floor, self.echo, plan.auto)
-        if failed is None:
-            return report, code
-        cut_short(report, "failed")
-        return report, max(code, failed.exit_code())
+        return build_report(pairs, plan.alpha, verdict, check,
+                            (plan.a.description, plan.b.description), plan.noise_floor,
+                            self.echo, plan.auto)
 
     def _round(self, number: int, record: Path) -> RunOutcome | None:
         """Both sides of round `number` in ABBA order (at once, where the runner takes
@@ -261,8 +255,7 @@ class OpAB:
         if problem is None:
             return True
         self.echo(f"!!! {self.op}: round {number} side {label} failed ({problem}): "
-                  f"{outcome.last_words() or 'no output'}" + (
-                      "; no report for this op" if number <= 1 else ""))
+                  f"{outcome.last_words() or 'no output'}; no report for this op")
         return False
 
     def _rounds_after(self, verdict: str) -> int:

@@ -157,6 +157,5 @@ def _design_line(s: dict) -> str:
             f"{s.get('rounds')} rounds, " + (
                 "cut short (later rounds left out)"
                 if design.get("stopped_by") in ("interrupted", "short")
-                else "cut short by a failed round" if design.get("stopped_by") == "failed"
                 else f"stopped by the {design.get('stopped_by', '?')}")
             + f"; the interval uses the pilot's spread; {what}")

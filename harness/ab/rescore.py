@@ -5,8 +5,10 @@ round 1 on, up to the first round where a side has no run or one that did not co
 A/B stopped by Ctrl-C, a kill, a full disk: the rounds before it are reported, the line says
 which were left out), guarded as when they ran, IR-compared with the root's scrub patterns
 plus the new ones, and reported again; report.json, report.csv and report.html (when there
-was one) are rewritten, the ones the A/B wrote kept beside them once as `*.before-rescore`
-(a later rescore leaves that copy as it is). Nothing is run. The root is held for the rescore: not while the A/B that writes it still runs.
+was one) are rewritten, the ones from before the first rescore kept beside them as
+`*.before-rescore` (a later rescore leaves that copy as it is). A run that failed (its exit
+status in status.tsv, else its run.json) fails its op, as in `zlh ab`. Nothing is run. The
+root is held for the rescore: not while the A/B that writes it still runs.
 """
 from __future__ import annotations
 
@@ -74,30 +76,34 @@ def read_ab_plan(root: Path) -> dict:
 
 
 CUT_SHORT = ("interrupted", ABANDONED, RUNNING)    # a run a signal or a kill stopped
-# a run's exit status in status.tsv that says it was stopped, not that it failed: none yet
-# (-1), SIGHUP, SIGINT, SIGKILL, SIGTERM (negative, or 128 + the signal from a handler)
+# an exit status in status.tsv that a stop of the A/B gives, not a failure of the run: none
+# recorded (-1, also a worker that died without one: ambiguous, read as a stop), SIGHUP,
+# SIGINT, SIGKILL (a stop's escalation, also an out-of-memory kill: read as a stop), SIGTERM,
+# negative or 128 + the signal from a handler
 STOPPED_RCS = {-1, -2, -9, -15, 129, 130, 137, 143}
+PASSED_RCS = {0, 1}                 # all cases ok, some case failed: the run compares
 
 
-def ended_rcs(root: Path, op: str) -> dict[tuple[str, str], int]:
+def ended_rcs(root: Path, op: str) -> dict[tuple[int, str], int]:
     """{(round, side): the exit status status.tsv says its last run of `op` ended with}."""
     rcs = {}
     for row in read_tsv_rows(Path(root) / "status.tsv"):
         try:
             if row.get("op") == op:
-                rcs[(row["round"], row["side"])] = int(row["rc"])
+                rcs[(int(row["round"]), row["side"])] = int(row["rc"])
         except (KeyError, ValueError):
             continue                         # a damaged row says nothing
     return rcs
 
 
-def _failed_on_its_own(run, rc: int | None) -> bool:
-    """Whether an incomplete run failed (crashed, failed, poisoned, rows lost; or, left
-    `running` or abandoned, its process ended — status.tsv has its row — with an exit status
-    no stop gives), not a stop cutting it short."""
-    if run.status not in CUT_SHORT:
+def _failed(run, rc: int | None) -> bool:
+    """Whether a side's run of a round failed as `zlh ab` would have said: its exit status
+    (status.tsv) neither a pass nor a stop — a crash, an abort, a timeout (124), whatever
+    its run.json says —, or, without one, a run.json that is neither complete nor cut short
+    (crashed, failed, poisoned, rows lost)."""
+    if rc is not None and rc not in PASSED_RCS | STOPPED_RCS:
         return True
-    return run.status != "interrupted" and rc is not None and rc not in STOPPED_RCS
+    return run is not None and run.status != COMPLETE and run.status not in CUT_SHORT
 
 
 def stored_pairs(root: Path, op: str, echo: Echo = print) -> tuple[list, bool, bool]:
@@ -105,29 +111,27 @@ def stored_pairs(root: Path, op: str, echo: Echo = print) -> tuple[list, bool, b
     completed; whether rounds were left out; whether a run failed). A round cut short (a
     side without a run, or one interrupted, killed or still running) ends the pairs, said in
     one line when it holds a run of either side or a later round was run; a run that failed
-    on its own (crashed, failed, poisoned, rows lost) fails the op, as in `zlh ab`."""
+    (_failed: as `zlh ab` decided) fails the op: no report for it, as in `zlh ab`."""
     pairs, number, rcs = [], 1, ended_rcs(root, op)
     while True:
         folder = Path(root) / safe_name(op)
         paths = [_newest(folder / f"r{number}_{side}") for side in "AB"]
         runs = [load_run(path) if path is not None else None for path in paths]
-        short = [(side, run) for side, run in zip("AB", runs)
+        codes = [rcs.get((number, side)) for side in "AB"]
+        failed = [(side, run, rc) for side, run, rc in zip("AB", runs, codes) if _failed(run, rc)]
+        short = [(side, run, rc) for side, run, rc in zip("AB", runs, codes)
                  if run is None or run.status != COMPLETE]
-        if not short:
+        if not failed and not short:
             pairs.append((runs[0], runs[1]))
             number += 1
             continue
         why = "; ".join(f"side {side} " + ("has no run" if run is None else f"{run.status}"
                                            + (f" ({d})" if (d := status_detail(run)) else ""))
-                        + (f", exit status {rc}" if (rc := rcs.get((str(number), side)))
-                           not in (None, 0) else "")
-                        for side, run in short)
-        if any(run is not None and _failed_on_its_own(run, rcs.get((str(number), side)))
-               for side, run in short):
-            echo(f"!!! {op}: round {number} failed ({why}); " + (
-                f"reporting the {len(pairs)} round(s) before it (the A/B still fails)"
-                if pairs else "no report for this op"))
-            return pairs, bool(pairs), True
+                        + (f", exit status {rc}" if rc not in (None, 0) else "")
+                        for side, run, rc in failed or short)
+        if failed:
+            echo(f"!!! {op}: round {number} failed ({why}); no report for this op")
+            return pairs, False, True
         later = _newest(folder / f"r{number + 1}_A") or _newest(folder / f"r{number + 1}_B")
         left_out = any(run is not None for run in runs) or later is not None
         if left_out:
@@ -184,8 +188,7 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
             done.append(op)              # its rounds ended (a report, or a failure)
         if failed:
             code = max(code, EXIT_FAILED_CASES)
-            if not pairs:
-                continue
+            continue
         if not pairs and op not in finished and not (Path(root) / safe_name(op)).exists():
             echo(f"WARNING {op}: never ran (the A/B was cut short before it); not in the "
                  f"report")
@@ -210,7 +213,7 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
                                        echo, auto)
         code = max(code, op_code)
         if cut:
-            cut_short(report, "failed" if failed else "interrupted")
+            cut_short(report, "interrupted")
         if report is not None:
             reports.append(report)
     decide(reports, ALPHA)                  # Holm over every shape of the A/B

@@ -253,8 +253,8 @@ def _rescore(ctx, rescore: str, args, params: dict, floor) -> int:
         echo_out(render_terminal(op_report, colour=style.colour()))
     kept = (Path(rescore) / "report.json.before-rescore").is_file()
     echo_routed(f"report.json/csv recomputed from the runs under {rescore} "
-                f"({len(reports)} op(s))" + ("; the report as the A/B wrote it is kept as "
-                                             "*.before-rescore" if kept else ""))
+                f"({len(reports)} op(s))" + ("; the report from before the first rescore is "
+                                             "kept as *.before-rescore" if kept else ""))
     return code
 
 

@@ -51,7 +51,8 @@ TARGET_PCT = 0.15         # --target-pct: a planted 0.3 % is then found ~97 % of
 POWER = 0.8
 
 
-MANY_ROUNDS = 10 ** 9    # what rounds_needed says where the need overflows any count
+MANY_ROUNDS = 10 ** 9    # the most rounds_needed says: far beyond any cap (MAX_ROUNDS)
+
 
 def log_pct(deltas) -> np.ndarray:
     """Per-round deltas (%) as 100 · log of each round's ratio A/B (≈ the delta for small
@@ -75,8 +76,8 @@ def rounds_needed(sd_pct: float | None, pilot: int, target_pct: float,
     if sd_pct is None or not math.isfinite(sd_pct) or pilot < 2:
         return max(pilot, 1)
     ratio = t_critical(pilot - 1, alpha) * sd_pct / target_pct
-    if not ratio < MANY_ROUNDS:              # a target far below the spread: more than any cap
-        return MANY_ROUNDS
+    if not ratio * ratio < MANY_ROUNDS:      # a target far below the spread: more than any cap
+        return MANY_ROUNDS                   # (ratio itself may be inf: no square overflows)
     return max(pilot, int(math.ceil(ratio * ratio - 1e-9)))
 
 

@@ -3,7 +3,6 @@ reports the rounds whose runs of both sides completed (the first that did not, a
 after it, said and left out); `--rescore` holds the root and refuses a damaged plan.json."""
 from __future__ import annotations
 
-import dataclasses
 import json
 
 from click.testing import CliRunner
@@ -53,38 +52,47 @@ def test_rescore_reports_the_rounds_before_the_first_that_did_not_complete(
 
 
 def test_a_round_that_failed_on_its_own_fails_the_op_as_zlh_ab_does(tmp_path, monkeypatch):
-    """A crashed run is no interruption: as zlh ab does, the rescore reports the rounds
-    before it, marked cut short by a failure, and exits 1."""
+    """A crashed run is no interruption: zlh ab gives no report for the op and exits 1, and
+    so does the rescore (not a report of the rounds before it)."""
     root = three_rounds(tmp_path, monkeypatch)
     set_status(root, 2, "B", "crashed")
     lines = []
-    (report,), code = rescore(root, [], None, False, lines.append)
-    assert code == 1 and report.summary.get("rounds", 1) == 1
-    assert any("!!! softmax: round 2 failed (side B crashed" in ln and
-               "reporting the 1 round(s) before it (the A/B still fails)" in ln
-               for ln in lines), lines
-    set_status(root, 1, "B", "crashed")            # round 1: nothing to report
     reports, code = rescore(root, [], None, False, lines.append)
-    assert code == 1 and reports == [] and "no report for this op" in lines[-1]
+    assert code == 1 and reports == []
+    assert any("!!! softmax: round 2 failed (side B crashed" in ln and
+               "no report for this op" in ln for ln in lines), lines
 
 
-def test_a_run_whose_process_died_of_its_own_is_a_failure_not_a_cut(tmp_path, monkeypatch):
-    """A run left `running` whose process is gone (abandoned) is cut short when status.tsv
-    says a stop ended it, failed when it says the process died of its own (an abort)."""
+def set_rc(root, number: int, side: str, rc: int) -> None:
+    """status.tsv's exit status of the op's run of round `number`, side `side`."""
+    rows = [line.split("\t") for line in (root / "status.tsv").read_text().splitlines()]
+    for row in rows[1:]:
+        if row[0] == str(number) and row[2] == side:
+            row[3] = str(rc)
+    (root / "status.tsv").write_text("\n".join("\t".join(r) for r in rows) + "\n")
+
+
+def test_the_rescore_reads_a_runs_exit_status_as_zlh_ab_did(tmp_path, monkeypatch):
+    """status.tsv's exit status decides as the live A/B did: a stop (SIGTERM, none recorded)
+    cuts the rounds short; an abort, an exit 7 or a timeout (124) fails the op — whether its
+    run.json was left running, says interrupted or even complete, or it wrote none."""
+    import shutil
     root = three_rounds(tmp_path, monkeypatch)
-    set_status(root, 2, "B", "running")             # its process is gone: abandoned
-    table = (root / "status.tsv").read_text().splitlines()
-    for rc, failed in (("-15", False), ("-6", True)):
-        rows = [line.split("\t") for line in table]
-        for row in rows[1:]:
-            if row[:3] == ["2", "softmax", "B"]:
-                row[3] = rc
-        (root / "status.tsv").write_text("\n".join("\t".join(r) for r in rows) + "\n")
+    for status, rc, failed in (("running", -15, False), ("running", -1, False),
+                               ("running", -6, True), ("interrupted", 124, True),
+                               ("complete", 7, True), ("interrupted", -2, False)):
+        set_status(root, 2, "B", status)
+        set_rc(root, 2, "B", rc)
         lines = []
-        (report,), code = rescore(root, [], None, False, lines.append)
-        assert code == (1 if failed else 0) and report.summary.get("rounds", 1) == 1, lines
-        assert any(("round 2 failed" in ln) == failed and "exit status " + rc in ln
-                   for ln in lines if "round 2" in ln), lines
+        reports, code = rescore(root, [], None, False, lines.append)
+        assert code == (1 if failed else 0), (status, rc, lines)
+        assert (reports == []) == failed, (status, rc, lines)
+        said = [ln for ln in lines if "round 2" in ln]
+        assert said and ("round 2 failed" in said[0]) == failed, (status, rc, lines)
+    shutil.rmtree(root / "softmax" / "r2_B")         # a side that died before its run dir
+    set_rc(root, 2, "B", 7)
+    reports, code = rescore(root, [], None, False, lines.append)
+    assert code == 1 and reports == [] and "side B has no run, exit status 7" in lines[-1]
 
 
 def test_an_ab_cut_at_a_rounds_boundary_reads_interrupted(tmp_path, monkeypatch):
@@ -250,28 +258,6 @@ def test_an_interrupted_replay_names_side_b_run_and_the_compare(tmp_path, monkey
     assert result.exit_code == 130
     assert f"side B made no run under {tmp_path / 'none'} (nothing was measured)" in \
         result.output, result.output
-
-
-def test_a_failed_later_round_keeps_the_rounds_before_it_and_still_fails(tmp_path, monkeypatch):
-    """zlh ab: round 3's side B dies (exit 7); rounds 1 and 2 are reported, the report says
-    the rounds were cut short by a failure, and the A/B exits 1."""
-    synthetic_sides(monkeypatch, b_ratio=0.9, sd=0.0002)
-    measured = abmod.run_side
-
-    def dies_in_round_3(plan, op, number, side, replay_from):
-        outcome = measured(plan, op, number, side, replay_from)
-        return dataclasses.replace(outcome, rc=7) if (number, side.label) == (3, "B") \
-            else outcome
-    monkeypatch.setattr(abmod, "run_side", dies_in_round_3)
-    plan = auto_plan(tmp_path, AutoRounds(0.0001, 2, 5))
-    lines: list[str] = []
-    (report,), code = abmod.run_ab(plan, echo=lines.append)
-    assert code == 1 and report.summary["rounds"] == 2, lines
-    assert report.summary["rounds_design"]["stopped_by"] == "failed"
-    assert any("round 3 side B failed (rc=7)" in ln and "no report" not in ln for ln in lines)
-    assert any("round 3 failed; reporting the 2 round(s) before it" in ln for ln in lines)
-    saved = json.loads((tmp_path / "ab" / "report.json").read_text())
-    assert [o["op"] for o in saved["ops"]] == ["softmax"]
 
 
 def test_an_op_the_cut_came_before_is_said_not_failed_but_a_finished_ops_lost_folder_fails(

@@ -36,7 +36,7 @@ def test_rescore_recomputes_the_report_from_the_stored_runs(tmp_path):
     # a second rescore keeps the report as the A/B wrote it, not the first rescore's
     (root / "report.json").write_text('{"damaged": true}')
     result = CliRunner().invoke(main, ["ab", "--rescore", str(root)])
-    assert result.exit_code == 0 and "as the A/B wrote it is kept" in result.output
+    assert result.exit_code == 0 and "from before the first rescore is kept" in result.output
     assert json.loads((root / "report.json.before-rescore").read_text()) == before
     assert (root / "report.html.before-rescore").read_text() == "<html>old</html>"
     # options that would be ignored, ops, and a root that is no A/B of both sides: one line

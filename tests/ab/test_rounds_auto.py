@@ -159,3 +159,9 @@ def test_a_recipe_may_ask_for_auto_rounds_as_the_command_line_does(tmp_path):
     _, params, _ = _apply_recipe(str(recipe), (), params, {})
     rounds, auto, _ = rounds_plan(params)
     assert auto is not None and rounds == auto.max_rounds == 12
+
+
+def test_the_rounds_a_target_needs_never_fall_as_the_target_shrinks():
+    from harness.measure import sequential
+    needs = [sequential.rounds_needed(1.0, 6, t) for t in (1e-2, 1e-4, 1e-8, 1e-9, 1e-300)]
+    assert needs == sorted(needs) and needs[-1] == sequential.MANY_ROUNDS
