@@ -3,8 +3,9 @@
 Every run is a fresh `zlh bench` process (its own Triton cache, its own imports) or a job in
 its side's persistent worker (a `rounds.RoundRunner`), so the two sides share nothing but the
 record: round 1's A records (round 0's, made alone, where the runner says so: turns, which
-runs a round's two sides at once, and twins), every other run replays that record. Rounds alternate which side runs
-first. The verdicts are decided over every shape of the A/B (family.py)."""
+runs a round's two sides at once, and twins), every other run replays that record. Rounds
+alternate which side runs first. The verdicts are decided over every shape of the A/B
+(family.py)."""
 from __future__ import annotations
 
 import collections
@@ -125,14 +126,6 @@ def run_rounds(plan: ABPlan, echo: Echo = print,
     for line in family.withdrawn():
         echo(f"WARNING {line}")
     return family.reports, code
-
-
-def cut_short(report: ABReport | None, why: str) -> None:
-    """An auto-rounds report whose rounds ended early (`interrupted`): neither the target nor
-    the cap stopped them."""
-    design = report.summary.get("rounds_design") if report is not None else None
-    if isinstance(design, dict) and "stopped_by" in design:
-        design["stopped_by"] = why
 
 
 def together(runner):

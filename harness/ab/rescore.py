@@ -26,7 +26,7 @@ from ..telemetry.chart import for_report
 from .guard import check_caliber, guard, later_rounds_pass
 from .family import ALPHA, decide
 from .html import render_html
-from .orchestrate import build_report, cut_short, ir_verdict
+from .orchestrate import build_report, ir_verdict
 from .preflight import check_scrub
 from .report import ABReport, report_document, write_reports
 from .rounds import AutoRounds
@@ -84,13 +84,12 @@ STOPPED_RCS = {-1, -2, -9, -15, 129, 130, 137, 143}
 PASSED_RCS = {0, 1}                 # all cases ok, some case failed: the run compares
 
 
-def ended_rcs(root: Path, op: str) -> dict[tuple[int, str], int]:
-    """{(round, side): the exit status status.tsv says its last run of `op` ended with}."""
+def ended_rcs(root: Path) -> dict[tuple[str, int, str], int]:
+    """{(op, round, side): the exit status status.tsv says that run ended with (its last)}."""
     rcs = {}
     for row in read_tsv_rows(Path(root) / "status.tsv"):
         try:
-            if row.get("op") == op:
-                rcs[(int(row["round"]), row["side"])] = int(row["rc"])
+            rcs[(row["op"], int(row["round"]), row["side"])] = int(row["rc"])
         except (KeyError, ValueError):
             continue                         # a damaged row says nothing
     return rcs
@@ -106,18 +105,21 @@ def _failed(run, rc: int | None) -> bool:
     return run is not None and run.status != COMPLETE and run.status not in CUT_SHORT
 
 
-def stored_pairs(root: Path, op: str, echo: Echo = print) -> tuple[list, bool, bool]:
+def stored_pairs(root: Path, op: str, echo: Echo = print,
+                 rcs: dict | None = None) -> tuple[list, bool, bool]:
     """((A, B) per round, round 1 first, while both sides have a run directory whose run
     completed; whether rounds were left out; whether a run failed). A round cut short (a
     side without a run, or one interrupted, killed or still running) ends the pairs, said in
     one line when it holds a run of either side or a later round was run; a run that failed
-    (_failed: as `zlh ab` decided) fails the op: no report for it, as in `zlh ab`."""
-    pairs, number, rcs = [], 1, ended_rcs(root, op)
+    (_failed: as `zlh ab` decided) fails the op: no report for it, as in `zlh ab`. `rcs`:
+    ended_rcs(root), read once for every op."""
+    pairs, number = [], 1
+    rcs = ended_rcs(root) if rcs is None else rcs
     while True:
         folder = Path(root) / safe_name(op)
         paths = [_newest(folder / f"r{number}_{side}") for side in "AB"]
         runs = [load_run(path) if path is not None else None for path in paths]
-        codes = [rcs.get((number, side)) for side in "AB"]
+        codes = [rcs.get((op, number, side)) for side in "AB"]
         failed = [(side, run, rc) for side, run, rc in zip("AB", runs, codes) if _failed(run, rc)]
         short = [(side, run, rc) for side, run, rc in zip("AB", runs, codes)
                  if run is None or run.status != COMPLETE]
@@ -181,9 +183,9 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
     labels = tuple((plan.get(side) or {}).get("description", "") for side in "AB")
     auto = AutoRounds.from_dict(plan.get("rounds_auto"))
     reports, code, done = [], 0, []
-    finished = ops_done(root)
+    finished, rcs = ops_done(root), ended_rcs(root)
     for op in dict.fromkeys(plan["ops"]):
-        pairs, cut, failed = stored_pairs(root, op, echo)
+        pairs, cut, failed = stored_pairs(root, op, echo, rcs)
         if failed or pairs:
             done.append(op)              # its rounds ended (a report, or a failure)
         if failed:
@@ -212,8 +214,9 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
         report, op_code = build_report(pairs, ALPHA, verdict, check, labels, noise_floor,
                                        echo, auto)
         code = max(code, op_code)
-        if cut:
-            cut_short(report, "interrupted")
+        design = report.summary.get("rounds_design") if report is not None else None
+        if cut and isinstance(design, dict) and "stopped_by" in design:
+            design["stopped_by"] = "interrupted"     # neither the target nor the cap
         if report is not None:
             reports.append(report)
     decide(reports, ALPHA)                  # Holm over every shape of the A/B
@@ -225,11 +228,11 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
     return reports, code
 
 
-def keep_previous(root: Path) -> list[Path]:
-    """The report files as the A/B wrote them (or as they were before the first rescore),
-    kept once as `*.before-rescore` and never replaced by a later rescore; the copies."""
-    kept = (keep_first(Path(root) / name, BEFORE) for name in REPORT_FILES)
-    return [path for path in kept if path is not None]
+def keep_previous(root: Path) -> None:
+    """The report files as they were before the first rescore, kept once as
+    `*.before-rescore` and never replaced by a later rescore."""
+    for name in REPORT_FILES:
+        keep_first(Path(root) / name, BEFORE)
 
 
 def write_html(root: Path, reports: list[ABReport]) -> None:

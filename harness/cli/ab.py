@@ -15,7 +15,7 @@ from ..ab.preflight import check_new_root, check_scrub, refuse_run_dirs_as_ops
 from ..ab.recipe import load_recipe
 from ..ab.render import render_terminal
 from ..ab.report import reports_so_far, to_json, write_reports
-from ..ab.rescore import rescore as rescore_root
+from ..ab.rescore import BEFORE, REPORT_FILES, rescore as rescore_root
 from ..ab.sides import ABPlan, sides_from_env, sides_from_switch
 from ..calibrate.noise import NoiseFloor
 from ..common import errors
@@ -93,8 +93,8 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
 @click.option("--rescore", default=None, metavar="ROOT", type=click.Path(file_okay=False),
               callback=not_empty,
               help="Recompute ROOT's report.json/csv/html from its stored runs (with --scrub "
-                   "patterns added, --noise-floor labels); keeps the ones the A/B wrote "
-                   "as *.before-rescore (once). Runs nothing.")
+                   "patterns added, --noise-floor labels); keeps the ones from before the "
+                   "first rescore as *.before-rescore. Runs nothing.")
 @bench_options
 @click.pass_context
 @handles_errors
@@ -251,7 +251,7 @@ def _rescore(ctx, rescore: str, args, params: dict, floor) -> int:
                                  params["allow_caliber_mismatch"], echo_routed)
     for op_report in reports:
         echo_out(render_terminal(op_report, colour=style.colour()))
-    kept = (Path(rescore) / "report.json.before-rescore").is_file()
+    kept = (Path(rescore) / (REPORT_FILES[0] + BEFORE)).is_file()
     echo_routed(f"report.json/csv recomputed from the runs under {rescore} "
                 f"({len(reports)} op(s))" + ("; the report from before the first rescore is "
                                              "kept as *.before-rescore" if kept else ""))

@@ -219,8 +219,7 @@ def _refuse_broken_link(target: Path, flag: str, path) -> None:
     """A symbolic link that leads nowhere (a loop, a missing target): `exists()` says False
     and writing through it would fail later with a less useful error."""
     if target.is_symlink() and not target.exists():
-        raise UsageError(f"{flag} {path}: a symbolic link that leads nowhere (a loop or a "
-                         f"missing target)")
+        raise UsageError(f"{flag} {path}: {BROKEN_LINK}")
 
 
 def not_a_folder(path) -> str | None:
@@ -230,11 +229,12 @@ def not_a_folder(path) -> str | None:
     if path.is_dir():
         return None
     if path.is_symlink() and not path.exists():
-        return "a symbolic link that leads nowhere (a loop or a missing target)"
+        return BROKEN_LINK
     return "not a folder (a file)" if path.exists() else "no such folder"
 
 
 SYMLINK_LOOP = "a symbolic link loop (the link leads back to itself); name a real path"
+BROKEN_LINK = "a symbolic link that leads nowhere (a loop or a missing target)"
 NUL_IN_PATH = "a path cannot hold a NUL byte"
 
 

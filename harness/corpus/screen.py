@@ -345,10 +345,10 @@ def mend_side_plans(plan: ScreenPlan, echo: Echo) -> None:
 def rescore(root: Path, extra_scrub: list[str], echo: Echo,
             warn: Echo | None = None) -> dict[str, Verdict]:
     """Every verdict again from the stored run directories, with the plan's scrub plus
-    `extra_scrub`; the table the screen wrote is kept once as screen.tsv.before-rescore (a
-    later rescore leaves it). An op without a
-    finished side A (or with side A finished but side B, which was due, not), or whose run
-    directory is gone or damaged, is said on `warn`."""
+    `extra_scrub`; the table from before the first rescore is kept as
+    screen.tsv.before-rescore (a later rescore leaves it). An op without a finished side A
+    (or with side A finished but side B, which was due, not), or whose run directory is gone
+    or damaged, is said on `warn`."""
     warn = warn or echo
     plan = read_plan(root)
     plan.scrub = list(dict.fromkeys([*plan.scrub, *extra_scrub]))

@@ -17,8 +17,8 @@ add beyond that (sqrt(sd² − within²), 0 when none), `paired` the spread of t
 delta of each estimator, and `r` the correlation over rounds of the two sides' medians (near
 1 where a round's two runs share what moves them — twins that land their data alike —, near 0
 where each draws its own), `first` how much slower a round's first run read than its second
-(ABBA cancels it in the mean, not in the spread). A `within` close to `sd` says more samples per round would narrow the
-rounds; a large `excess` says only more rounds will. With --placements (each row's
+(ABBA cancels it in the mean, not in the spread). A `within` close to `sd` says more
+samples per round would narrow the rounds; a large `excess` says only more rounds will. With --placements (each row's
 `repeat_medians_ms`), two more: `pl.sd` the spread of a run's placements about their own
 mean (100·ln, pooled over runs and sides) — placements that differ as runs do show `pl.sd`
 near `sd`/√2 of the same shape's rounds without placements — and `mean.sd` the rounds'
