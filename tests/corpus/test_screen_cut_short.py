@@ -18,9 +18,11 @@ from cut_short_cases import CASES
 def test_side_b_waits_for_a_complete_record_and_the_note_says_why(tmp_path, monkeypatch):
     importable_cases(monkeypatch, tmp_path, "hang_cases", CASES)
     root = tmp_path / "s"
+    # the stall timeout must outlast a loaded host's worker start and planning (3 s did not,
+    # beside a busy test run), or side A stalls before its first case
     result = CliRunner().invoke(main, ["screen", "--cases", "hang_cases:cases", "--ops",
                                        "hang_late", "--backend", "cpu", *FAST, "--switch",
-                                       "ZLH_TEST_SWITCH=0,1", "--stall-timeout", "3",
+                                       "ZLH_TEST_SWITCH=0,1", "--stall-timeout", "8",
                                        "--retries", "0", "--root", str(root)])
     assert result.exit_code == 0, result.output
     row = read_tsv(root / "screen.tsv")[0]
