@@ -63,6 +63,26 @@ def lock_folder(environ: Mapping[str, str] | None = None) -> Path | None:
     return Path(value) if value and fcntl is not None else None
 
 
+def folder_refusal(folder: Path, exc: OSError) -> str:
+    """The one line that refuses a lock folder the lock files cannot be made in."""
+    return (f"{LOCK_DIR_ENV}={folder}: cannot create the device's measurement lock there "
+            f"({exc.strerror or exc}); name a writable folder or unset it")
+
+
+def check_folder(environ: Mapping[str, str] | None = None) -> str | None:
+    """Before a run: why the named lock folder cannot hold the lock files (folder_refusal),
+    or None (it can, or none is named). Makes it where missing, as the run's lock would."""
+    folder = lock_folder(environ)
+    try:
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise PermissionError(13, "Permission denied")
+    except OSError as exc:
+        return folder_refusal(folder, exc)
+    return None
+
+
 @dataclass(frozen=True)
 class Mark:
     """The lock's counters at a moment: what a run (or a worker's job) reports is what

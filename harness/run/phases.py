@@ -44,9 +44,7 @@ def lock_for(backend, card: str, index: int) -> DeviceLock | None:
         try:
             lock.open()
         except OSError as exc:
-            raise UsageError(f"{device_lock.LOCK_DIR_ENV}={lock.path.parent}: cannot create "
-                             f"the device's measurement lock there ({exc.strerror or exc}); "
-                             f"name a writable folder or unset it") from None
+            raise UsageError(device_lock.folder_refusal(lock.path.parent, exc)) from None
     return lock
 
 

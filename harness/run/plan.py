@@ -23,6 +23,7 @@ from ..common.errors import PreflightError, UsageError
 from ..common.files import check_output_dir
 from ..compile import autotune
 from ..compile.caches import KEPT_PREFIX, CacheEnv, apply_env, compile_cache
+from ..measure import device_lock
 from ..measure.timers import resolve_timer_name
 from ..store.compiler import compiler_identity
 from ..store.reader import (COMPLETE, REPLAY_PARTIAL_ENV, check_complete, find_runs, load_info,
@@ -68,6 +69,8 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
     except adapters.UnknownOp as exc:
         raise UsageError(str(exc)) from None
     adapter.check_environment(os.environ)
+    if refused := device_lock.check_folder():     # a run would end there after its set-up
+        raise UsageError(refused)
     if options.replay and not options.autotune_hooks:
         raise UsageError(UNHOOKED_REPLAY)
     if options.sweep_ms is not None and not options.autotune_hooks:

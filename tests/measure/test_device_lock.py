@@ -187,6 +187,22 @@ def test_a_lock_folder_that_cannot_hold_the_lock_is_one_line(tmp_path):
     assert not list((tmp_path / "out").glob("add_*"))       # no run directory left behind
 
 
+def test_an_ab_side_naming_a_lock_folder_that_cannot_be_is_refused_before_any_run(tmp_path):
+    """Side B's environment names the folder: the A/B's checks of that side refuse it (exit
+    2) before side A has run anything, as any bad input."""
+    from click.testing import CliRunner
+    from harness.cli import main
+    (tmp_path / "file").write_text("")
+    bad = tmp_path / "file" / "sub"
+    done = CliRunner().invoke(main, ["ab", "add", "--adapter", "builtin", *CPU_FAST,
+                                     "--env-b", f"{device_lock.LOCK_DIR_ENV}={bad}",
+                                     "--root", str(tmp_path / "ab")])
+    assert done.exit_code == 2, done.output
+    assert f"{device_lock.LOCK_DIR_ENV}={bad}: cannot create the device's measurement lock" \
+        in done.output, done.output
+    assert not (tmp_path / "ab").exists()
+
+
 def test_a_process_waiting_for_the_lock_keeps_saying_so(tmp_path):
     """While another process holds the device's lock, the waiting one calls `while_waiting`
     about once a second (the run's heartbeat: the stall rule must not take a wait for a
