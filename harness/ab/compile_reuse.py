@@ -8,8 +8,9 @@ this run would have compiled: each side's runs still use that side's compiler (i
 never the other side's), and every run still loads the binary anew in its own process and
 captures its IR (the compile listener reports cache hits). What a round saves is the compile
 itself (seconds per kernel), which a round re-did for nothing. The kept caches go when the
-op's rounds end (`drop`); a first run that kept none (it failed before compiling) leaves the
-next one to keep its own."""
+op's rounds end (`drop`), with what a run asked to keep one left where an interrupt or a crash
+stopped it before it was known; a first run that kept none (it failed before compiling) leaves
+the next one to keep its own."""
 from __future__ import annotations
 
 import shutil
@@ -25,6 +26,7 @@ class SideCaches:
 
     def __init__(self):
         self._kept: dict[tuple[str, str], Path] = {}
+        self._keeping: dict[str, set[Path]] = {}    # op: the run folders asked to keep one
         self._lock = threading.Lock()
 
     def options(self, op: str, side: str, options: BenchOptions) -> BenchOptions:
@@ -33,6 +35,8 @@ class SideCaches:
             return options                       # the caller chose already
         with self._lock:
             kept = self._kept.get((op, side))
+            if (kept is None or not kept.is_dir()) and options.out:
+                self._keeping.setdefault(op, set()).add(Path(options.out))
         if kept is not None and kept.is_dir():
             return options.replace(compile_cache=str(kept))
         return options.replace(keep_compile_cache=True)
@@ -50,9 +54,12 @@ class SideCaches:
                     shutil.rmtree(stale, ignore_errors=True)
 
     def drop(self, op: str) -> None:
-        """The op's kept caches, removed (its rounds are over)."""
+        """The op's kept caches, removed (its rounds are over), also those of runs that were
+        stopped before `ran` (an interrupt, a crash)."""
         with self._lock:
             gone = [key for key in self._kept if key[0] == op]
             folders = [self._kept.pop(key) for key in gone]
+            for out in self._keeping.pop(op, ()):
+                folders.extend(out.glob(KEPT_PREFIX + "*"))
         for folder in folders:
             shutil.rmtree(folder, ignore_errors=True)

@@ -30,6 +30,21 @@ def test_the_first_run_keeps_the_later_ones_load_each_side_its_own(tmp_path):
     assert not kept.exists() and caches.options("add", "A", base).keep_compile_cache
 
 
+def test_a_run_stopped_before_it_was_known_still_has_its_cache_dropped(tmp_path):
+    """An interrupt or a crash ends a first run before `ran`: the cache it was asked to keep
+    goes with the op all the same; another op's stays until its own rounds end."""
+    caches, base = SideCaches(), BenchOptions.from_argv([])
+    for op in ("add", "mul"):
+        out = tmp_path / op / "r1_B"
+        assert caches.options(op, "B", base.replace(out=str(out))).keep_compile_cache
+        (out / f"{KEPT_PREFIX}7").mkdir(parents=True)          # written, never reported
+    caches.drop("add")
+    assert not list((tmp_path / "add").rglob(KEPT_PREFIX + "*"))
+    assert (tmp_path / "mul" / "r1_B" / f"{KEPT_PREFIX}7").is_dir()
+    caches.drop("mul")
+    assert not (tmp_path / "mul" / "r1_B" / f"{KEPT_PREFIX}7").exists()
+
+
 def cache_dir(run_dir: Path) -> Path:
     info = json.loads((run_dir / "run.json").read_text())
     return Path(info["caches"]["env"]["TRITON_CACHE_DIR"])
