@@ -11,7 +11,8 @@
 #    the rounds; near 1 where twins land alike, near 0 in turns-fresh).
 # Environment: CASES (run_state), OPS (the plant; default the shapes that spread in
 # turns-fresh), ROUNDS (16), BUDGET (the runs' windows), BOX_S (the plant's box, 330),
-# FRESH (run_state's pairs, 4).
+# FRESH (run_state's pairs, 4), CHILD_SPACERS ("twin none"; "twin twin-spare" adds twins with
+# a spare's device context made between them), RUN_STATE_S (run_state's box, 180).
 set -u
 if [ -z "${FLAGGEMS_DIR:-}" ]; then
   echo "check_twins: FLAGGEMS_DIR is not set; source .fg/env.sh first" >&2
@@ -22,7 +23,8 @@ mkdir -p "$OUT"
 ROOT_OUT=$OUT
 nvidia-smi --query-gpu=name,power.limit,memory.used --format=csv,noheader
 CASES=${CASES:-"fused_add_rms_norm:4096x4096 fused_add_rms_norm:64x512x512 softmax:4096x4096"} \
-  REPS=0 FRESH=${FRESH:-4} CHILD_SPACERS="twin none" timeout 180 \
+  REPS=0 FRESH=${FRESH:-4} CHILD_SPACERS=${CHILD_SPACERS:-"twin none"} \
+  timeout "${RUN_STATE_S:-180}" \
   python3 tests/device/run_state.py | tail -n 20
 echo "run_state rc=${PIPESTATUS[0]}"
 # every second: the processes that hold device memory ("== time" then one line each)

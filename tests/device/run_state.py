@@ -34,7 +34,10 @@ kernel (zlh's round spacer: code and data move), `loaded` behind one made after 
 first call, its inputs built again (the data moves, the loaded code does not), `twin` two
 processes in a row as `first` behind spacers of one seed (the table's twins lines: do two
 processes that allocate alike, one after the other, land their data alike and so agree? —
-twins that differ by much less than one process spreads do). REPS=0 skips
+twins that differ by much less than one process spreads do), `twin-spare` the same with a
+third process started between the two, holding the library and a device context until the
+second ends (as a zlh twins spare, whose `import flag_gems` makes one: does a context made
+between twins part them?). REPS=0 skips
 the in-process arms (the first timing still sizes K).
 Per case and arm: the sd of 100·ln(median) over the repetitions (`fresh`: over the
 processes' first medians; `fresh_within`: the sd inside a process, pooled), and the medians
@@ -70,6 +73,9 @@ ARMS = ("again", "graph", "calls", "inputs", "reload", "hoard", "moved")
 # random number of random-width kernels), as a new run follows other work.
 SCRAMBLE_ARMS = ("again", "steady", "scrambled")
 TWIN = "twin"   # CHILD_SPACERS: two processes in a row behind spacers of one seed
+TWIN_SPARE = "twin-spare"   # … with a third process started between them, holding a device
+                            # context and the library until the second ends (a zlh spare)
+TWINS = (TWIN, TWIN_SPARE)
 CASES = "layer_norm:20x6x65536 mm:4096x4096 softmax:64x512x512 mm:2048x2048 layer_norm:2048x1024"
 
 
@@ -131,12 +137,14 @@ def summary(doc: dict) -> list[str]:
         sds["fresh_again"] = log_sd([p[0] for p in c.get("fresh_again", []) if p])
         for v in variants:
             sds[v] = log_sd([p[0] for p in c.get(v, []) if p])
-        twins = twin_spread(c.get("fresh_twin", []))
-        if twins:
-            notes.append(f"  {case} twins: {twins['pairs']} pairs; one process spreads "
-                         f"{twins['process_sd']:.3f} %, twins differ by {twins['between']:.3f} "
-                         f"% (rms/√2), second against first {-twins['offset']:+.3f} %, r "
-                         + ("-" if twins["r"] is None else f"{twins['r']:+.2f}"))
+        for kind in TWINS:
+            twins = twin_spread(c.get(f"fresh_{kind}", []))
+            if twins:
+                notes.append(f"  {case} {kind}s: {twins['pairs']} pairs; one process spreads "
+                             f"{twins['process_sd']:.3f} %, twins differ by "
+                             f"{twins['between']:.3f} % (rms/√2), second against first "
+                             f"{-twins['offset']:+.3f} %, r "
+                             + ("-" if twins["r"] is None else f"{twins['r']:+.2f}"))
         cells = " ".join(("-" if sds[a] is None else f"{sds[a]:.3f}").rjust(12) for a in arms)
         lines.append(f"{case:<24} {c['latency_ms'] * 1e3:>8.1f} {c['calls']:>4} {cells}")
     lines.append("cells: sd of 100·ln(median) over repetitions (fresh: over processes), in %")
@@ -390,15 +398,45 @@ def fresh_children(doc: dict, started: float) -> None:
     for k in range(int(env("FRESH", "6"))):
         for variant in variants[k % len(variants):] + variants[:k % len(variants)]:
             seed = seeds.randrange(1 << 30)
+            if variant == TWIN_SPARE:    # a process between the twins, as a zlh spare
+                fresh_child(doc, calls, variant, seed, k, started)
+                with held_context():
+                    fresh_child(doc, calls, variant, seed, k, started)
+                continue
             for _ in range(2 if variant == TWIN else 1):   # twins: one seed, two processes
                 fresh_child(doc, calls, variant, seed, k, started)
+
+
+@contextlib.contextmanager
+def held_context():
+    """For the block: another process that has imported the library and made a device context
+    (as a zlh spare does while it waits), started and ready before the block begins."""
+    holder = subprocess.Popen([sys.executable, __file__, "--hold"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        for line in holder.stdout:           # "HELD": its context is made
+            if line.strip() == "HELD":
+                break
+        yield
+    finally:
+        holder.stdin.close()                 # it ends when its stdin does
+        holder.wait(timeout=60)
+
+
+def hold() -> None:
+    """`--hold`: import the library, make a device context, say HELD, wait for stdin's end."""
+    import torch
+    library()
+    torch.zeros(1, device="cuda")
+    print("HELD", flush=True)
+    sys.stdin.read()
 
 
 def fresh_child(doc: dict, calls: dict, variant: str, seed: int, k: int,
                 started: float) -> None:
     """One fresh process of `variant` (a twin: `first`'s spacer, of the seed it shares with
     the process before or after it); its medians appended to the variant's arm."""
-    spacer_kind = "first" if variant == TWIN else variant
+    spacer_kind = "first" if variant in TWINS else variant
     proc = subprocess.run([sys.executable, __file__, "--child"], capture_output=True,
                           env=dict(os.environ, **calls, SPACER=spacer_kind,
                                    SPACER_SEED=str(seed)),
@@ -408,9 +446,9 @@ def fresh_child(doc: dict, calls: dict, variant: str, seed: int, k: int,
     if line is None:
         print(f"fresh process {k} ({variant}): rc {proc.returncode}: "
               f"{proc.stderr[-400:]}")
-        if variant == TWIN:                 # its twin stays paired with nothing
+        if variant in TWINS:                # its twin stays paired with nothing
             for case in doc["cases"].values():
-                case.setdefault("fresh_twin", []).append([])
+                case.setdefault(f"fresh_{variant}", []).append([])
         return
     got = json.loads(line[7:])
     arm = "fresh" if variant == "none" else f"fresh_{variant}"
@@ -444,6 +482,9 @@ def main(argv: list[str]) -> int:
     reps, samples = int(env("REPS", "16")), int(env("SAMPLES", "60"))
     if argv[:1] == ["--child"]:
         child(specs, int(env("REPS_CHILD", "3")), samples)
+        return 0
+    if argv[:1] == ["--hold"]:
+        hold()
         return 0
     import torch
     use, rng, started = library(), random.Random(int(env("SEED", "1"))), time.time()

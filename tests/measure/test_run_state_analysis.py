@@ -63,3 +63,16 @@ def test_a_failed_twin_leaves_its_pair_out():
                                             (0.0226, 0.02261))]
     assert got["between"] == pytest.approx(math.sqrt(np.mean(np.square(d)) / 2))
     assert run_state.twin_spread([[0.02], [], [0.02], [0.021]]) == {}   # one whole pair
+
+
+def test_the_table_says_each_kind_of_twins_apart():
+    """Bare twins and twins with a spare's context made between them: one line each."""
+    case = {"latency_ms": 0.023, "calls": 20, "arms": {},
+            "fresh_twin": [[0.0227], [0.02271], [0.0229], [0.02289]],
+            "fresh_twin-spare": [[0.0227], [0.0229], [0.0229], [0.0227]]}
+    lines = run_state.summary({"cases": {"x:1": case}})
+    (bare,) = [ln for ln in lines if ln.startswith("  x:1 twins:")]
+    (spare,) = [ln for ln in lines if ln.startswith("  x:1 twin-spares:")]
+    assert "2 pairs" in bare and "2 pairs" in spare
+    between = [float(ln.split("twins differ by ")[1].split(" %")[0]) for ln in (bare, spare)]
+    assert between[0] < 0.05 < between[1]
