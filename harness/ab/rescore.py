@@ -13,6 +13,7 @@ root is held for the rescore: not while the A/B that writes it still runs.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from ..common.errors import EXIT_CALIBER, EXIT_FAILED_CASES, UsageError
 from ..common.fields import Fields
@@ -30,6 +31,7 @@ from .orchestrate import build_report, ir_verdict
 from .preflight import check_scrub
 from .report import ABReport, report_document, write_reports
 from .rounds import AutoRounds
+from .runs import exit_status
 
 REPORT_FILES = ("report.json", "report.csv", "report.html")
 BEFORE = ".before-rescore"
@@ -77,30 +79,46 @@ def read_ab_plan(root: Path) -> dict:
 
 CUT_SHORT = ("interrupted", ABANDONED, RUNNING)    # a run a signal or a kill stopped
 # an exit status in status.tsv that a stop of the A/B gives, not a failure of the run: none
-# recorded (-1, also a worker that died without one: ambiguous, read as a stop), SIGHUP,
-# SIGINT, SIGKILL (a stop's escalation, also an out-of-memory kill: read as a stop), SIGTERM,
-# negative or 128 + the signal from a handler
+# recorded (-1: zlh ab writes runs.NO_RESULT_RC for a run that gave none and was not stopped;
+# roots written before it may hold -1 for such a run), SIGHUP, SIGINT, SIGKILL (a stop's
+# escalation, also an out-of-memory kill), SIGTERM, negative or 128 + the signal from a
+# handler — a stop only where the A/B went no further (Ended.went_on)
 STOPPED_RCS = {-1, -2, -9, -15, 129, 130, 137, 143}
 PASSED_RCS = {0, 1}                 # all cases ok, some case failed: the run compares
 
 
-def ended_rcs(root: Path) -> dict[tuple[str, int, str], int]:
-    """{(op, round, side): the exit status status.tsv says that run ended with (its last)}."""
-    rcs = {}
+class Ended(NamedTuple):
+    """How status.tsv says a run ended: its exit status (its last row), and whether the A/B
+    ran another round or op after it — then a stop's exit status was no stop of the A/B
+    (a stopped A/B runs nothing more) but a kill of the run alone, which failed it."""
+    rc: int
+    went_on: bool
+
+
+def ended_rcs(root: Path) -> dict[tuple[str, int, str], Ended]:
+    """{(op, round, side): how that run ended (Ended)}."""
+    order = []
     for row in read_tsv_rows(Path(root) / "status.tsv"):
         try:
-            rcs[(row["op"], int(row["round"]), row["side"])] = int(row["rc"])
+            order.append(((row["op"], int(row["round"]), row["side"]), int(row["rc"])))
         except (KeyError, ValueError):
             continue                         # a damaged row says nothing
-    return rcs
+    ended, later = {}, set()                 # later: the (op, round)s of the rows after
+    for key, rc in reversed(order):
+        if key not in ended:
+            ended[key] = Ended(rc, bool(later - {key[:2]}))
+        later.add(key[:2])
+    return ended
 
 
-def _failed(run, rc: int | None) -> bool:
+def _failed(run, ended: Ended | None) -> bool:
     """Whether a side's run of a round failed as `zlh ab` would have said: its exit status
-    (status.tsv) neither a pass nor a stop — a crash, an abort, a timeout (124), whatever
-    its run.json says —, or, without one, a run.json that is neither complete nor cut short
-    (crashed, failed, poisoned, rows lost)."""
-    if rc is not None and rc not in PASSED_RCS | STOPPED_RCS:
+    (status.tsv) neither a pass nor a stop of the A/B — a crash, an abort, a timeout (124),
+    no result (125), a kill the A/B went on after, whatever its run.json says —, or, without
+    one, a run.json that is neither complete nor cut short (crashed, failed, poisoned, rows
+    lost)."""
+    if ended is not None and ended.rc not in PASSED_RCS and (
+            ended.rc not in STOPPED_RCS or ended.went_on):
         return True
     return run is not None and run.status != COMPLETE and run.status not in CUT_SHORT
 
@@ -119,9 +137,10 @@ def stored_pairs(root: Path, op: str, echo: Echo = print,
         folder = Path(root) / safe_name(op)
         paths = [_newest(folder / f"r{number}_{side}") for side in "AB"]
         runs = [load_run(path) if path is not None else None for path in paths]
-        codes = [rcs.get((op, number, side)) for side in "AB"]
-        failed = [(side, run, rc) for side, run, rc in zip("AB", runs, codes) if _failed(run, rc)]
-        short = [(side, run, rc) for side, run, rc in zip("AB", runs, codes)
+        ends = [rcs.get((op, number, side)) for side in "AB"]
+        failed = [(side, run, end.rc if end else None)
+                  for side, run, end in zip("AB", runs, ends) if _failed(run, end)]
+        short = [(side, run, end.rc if end else None) for side, run, end in zip("AB", runs, ends)
                  if run is None or run.status != COMPLETE]
         if not failed and not short:
             pairs.append((runs[0], runs[1]))
@@ -129,7 +148,7 @@ def stored_pairs(root: Path, op: str, echo: Echo = print,
             continue
         why = "; ".join(f"side {side} " + ("has no run" if run is None else f"{run.status}"
                                            + (f" ({d})" if (d := status_detail(run)) else ""))
-                        + (f", exit status {rc}" if rc not in (None, 0) else "")
+                        + (f", {exit_status(rc)}" if rc not in (None, 0) else "")
                         for side, run, rc in failed or short)
         if failed:
             echo(f"!!! {op}: round {number} failed ({why}); no report for this op")

@@ -4,6 +4,7 @@ started (a fresh `zlh bench` process, or a round in a side's persistent worker);
 progress line per finished run (`RunCounter`)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass
@@ -13,11 +14,23 @@ from ..common import markers
 from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, EXIT_PREFLIGHT, EXIT_USAGE, UsageError
 from ..common.files import tsv_line
 from ..common.log import Echo
+from ..launch.launcher import TIMEOUT_RC
 from ..store.reader import COMPLETE, RESULTS_LOST, load_run, read_info, status_detail
 from ..store.results import FAILED, SUCCESS
 
 STATUS_COLUMNS = ("round", "op", "side", "rc", "elapsed_s", "rows_ok", "rows_failed",
                   "replay_fallbacks", "graph_fallbacks", "poisoned", "run_dir")
+# status.tsv's rc of a run whose process gave none of its own and was not stopped: it never
+# started (a worker that did not come up) or it ended without an exit status; a failure, where
+# -1 (none recorded) is a run the A/B's stop cut short. 125 as timeout(1)'s own failure.
+NO_RESULT_RC = 125
+RC_MEANINGS = {TIMEOUT_RC: "timed out", NO_RESULT_RC: "its process gave no result"}
+
+
+def exit_status(rc: int) -> str:
+    """`exit status N`, with what N means where zlh gave it (a timeout, no result)."""
+    meaning = RC_MEANINGS.get(rc)
+    return f"exit status {rc}" + (f" ({meaning})" if meaning else "")
 
 
 @dataclass
@@ -68,6 +81,15 @@ class RunOutcome:
         except (OSError, AttributeError):
             return ""
         return lines[-1].strip() if len(lines) > 1 else ""
+
+
+def no_result(log: Path, why: str) -> int:
+    """NO_RESULT_RC for a run whose process gave no result, `why` added to its log (the line
+    a failed run's report shows: where the cause is, e.g. the worker log)."""
+    with contextlib.suppress(OSError):
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(f"zlh: the run's process gave no result: {why or 'no reason given'}\n")
+    return NO_RESULT_RC
 
 
 def outcome_of(out: Path, number: int, label: str, rc, started: float) -> RunOutcome:

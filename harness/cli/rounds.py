@@ -80,9 +80,10 @@ def rounds_options(low: int, default, help_text: str):
         click.option("--settle-ms", type=click.FloatRange(min=0, max=MAX_SETTLE_MS), default=None,
                      callback=finite, metavar="MS",
                      help=f"With --round-process persistent, turns, turns-fresh or twins: the "
-                          f"idle gap before each round's run, the device quiet as between two "
-                          f"process starts. Default {SETTLE_S * 1000:g} (turns-fresh and "
-                          f"twins: 0, each run a new process)."),
+                          f"idle gap before each run (turns, turns-fresh: before each round, "
+                          f"its two runs at once), the device quiet as between two process "
+                          f"starts. Default {SETTLE_S * 1000:g} (turns-fresh and twins: 0, "
+                          f"each run a new process)."),
         click.option("--round-spacer-mb", type=click.FloatRange(min=0, max=MAX_SPACER_MB),
                      default=None, callback=finite, metavar="MB",
                      help=f"With --round-process persistent, turns, turns-fresh or twins: the "

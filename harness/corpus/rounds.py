@@ -37,12 +37,13 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 from ..ab.rounds import PERSISTENT, TURNS, TURNS_FRESH, TWINS
-from ..ab.runs import RunOutcome, append_status, outcome_of
+from ..ab.runs import RunOutcome, append_status, no_result, outcome_of
 from ..ab.sides import ABPlan, Side, env_for
 from ..launch import launcher
 from ..measure.device_lock import LOCK_DIR_ENV
 from ..run import placement
 from ..store.rundir import safe_name
+from .outcome import CRASH_RC
 from .standby import WarmPool, note_in_log
 from .supervisor import Lane, Worker
 
@@ -124,7 +125,10 @@ class PersistentRounds:
                                                         started))
             raise
         plan.ran(op, side, out)
-        outcome = RunOutcome(number, side.label, attempt.rc, round(attempt.elapsed_s, 3),
+        rc = attempt.rc        # none of its own, the A/B not stopped: a failure, not a stop
+        if rc == CRASH_RC and not self.stopped.is_set():
+            rc = no_result(log, attempt.message)
+        outcome = RunOutcome(number, side.label, rc, round(attempt.elapsed_s, 3),
                              attempt.run_dir, log)
         append_status(plan.root, op, outcome)
         return outcome
@@ -283,7 +287,8 @@ class TwinsRounds(FreshAhead, PersistentRounds):
     """`--round-process twins`: every run in a new process launched ahead (FreshAhead), the
     record made alone (round 0), then each round's two sides one after the other in ABBA
     order, the device to each alone (its lock kept). A round's two runs are twins: each
-    process starts bare (its spare made no device context ahead), holds the round's spacer
+    process makes no device context of its own ahead (`activate_ahead`; a library whose
+    import starts the device, as FlagGems' does, still makes one), holds the round's spacer
     (one size for both) and allocates as the other does, so that — where nothing else
     allocates device memory between them — the two land their data alike, and where the
     data lies cancels in the round's delta; each round draws another size, so the rounds
@@ -307,12 +312,12 @@ def run_line(op: str, number: int, label: str, asked: float, ready_at: float | N
              ended: float, stopped: float, runner: str = TURNS_FRESH) -> str:
     """The worker log's line for one run of a new process (`runner`: turns-fresh or twins,
     its tag `zlh <runner> run:`): when it was asked for, how long it waited for its spare to
-    be ready, when the run ended and how long its process took to stop (a round's wall
-    beyond its runs: tests/device/rounds_spread.py reads these)."""
-    waited = max(0.0, (ready_at or asked) - asked)
+    be ready (`ready_at` 0 or None: it never was), when the run ended and how long its process
+    took to stop (a round's wall beyond its runs: tests/device/rounds_spread.py reads these)."""
+    ready = (f"spare ready {max(0.0, ready_at - asked):.2f} s later" if ready_at
+             else "no spare became ready")
     return (f"{RUN_LINE.format(runner)} {op} round {number} side {label}: asked {asked:.3f}, "
-            f"spare ready {waited:.2f} s later, run ended {ended:.3f}, stopped in "
-            f"{stopped - ended:.2f} s")
+            f"{ready}, run ended {ended:.3f}, stopped in {stopped - ended:.2f} s")
 
 
 class SpareSizer:

@@ -241,7 +241,7 @@ def _warm(spec: dict) -> float:
             with preserved_environ():      # the checks a run makes before it starts: the
                 plan_bench([spec["op"]], options, dry_run=True)   # compiler's identity, shapes
         if spec.get("activate"):           # the device context too (a turns-fresh spare;
-                                           # a twins spare starts bare)
+                                           # a twins spare leaves it to its run)
             backend.activate(options.device or 0)
         key_compiler()                     # the compiler's digest its first compile needs
         import_first_call_modules()        # what a first call imports lazily

@@ -63,32 +63,43 @@ def test_a_round_that_failed_on_its_own_fails_the_op_as_zlh_ab_does(tmp_path, mo
                "no report for this op" in ln for ln in lines), lines
 
 
-def set_rc(root, number: int, side: str, rc: int) -> None:
-    """status.tsv's exit status of the op's run of round `number`, side `side`."""
+def set_rc(root, number: int, side: str, rc: int, went_on: bool = True) -> None:
+    """status.tsv's exit status of the op's run of round `number`, side `side`; `went_on`
+    False: the rows of later rounds dropped (the A/B went no further)."""
     rows = [line.split("\t") for line in (root / "status.tsv").read_text().splitlines()]
     for row in rows[1:]:
         if row[0] == str(number) and row[2] == side:
             row[3] = str(rc)
+    rows = [row for row in rows if went_on or not row[0].isdigit() or int(row[0]) <= number]
     (root / "status.tsv").write_text("\n".join("\t".join(r) for r in rows) + "\n")
 
 
 def test_the_rescore_reads_a_runs_exit_status_as_zlh_ab_did(tmp_path, monkeypatch):
-    """status.tsv's exit status decides as the live A/B did: a stop (SIGTERM, none recorded)
-    cuts the rounds short; an abort, an exit 7 or a timeout (124) fails the op — whether its
-    run.json was left running, says interrupted or even complete, or it wrote none."""
+    """status.tsv's exit status decides as the live A/B did: a stop (SIGTERM, SIGKILL, none
+    recorded) after which the A/B ran nothing more cuts the rounds short; an abort, an exit
+    7, a timeout (124), no result (125), or a stop's signal the A/B went on after (a kill of
+    that run alone) fails the op — whether its run.json was left running, says interrupted
+    or even complete, or it wrote none."""
     import shutil
     root = three_rounds(tmp_path, monkeypatch)
-    for status, rc, failed in (("running", -15, False), ("running", -1, False),
-                               ("running", -6, True), ("interrupted", 124, True),
-                               ("complete", 7, True), ("interrupted", -2, False)):
+    status_tsv = (root / "status.tsv").read_text()
+    for status, rc, went_on, failed in (
+            ("running", -15, False, False), ("running", -1, False, False),
+            ("running", -9, False, False), ("interrupted", -2, False, False),
+            ("running", -6, False, True), ("interrupted", 124, False, True),
+            ("complete", 7, False, True), ("running", 125, False, True),
+            ("complete", -9, True, True), ("running", -15, True, True),
+            ("interrupted", 130, True, True)):
+        (root / "status.tsv").write_text(status_tsv)
         set_status(root, 2, "B", status)
-        set_rc(root, 2, "B", rc)
+        set_rc(root, 2, "B", rc, went_on)
         lines = []
         reports, code = rescore(root, [], None, False, lines.append)
-        assert code == (1 if failed else 0), (status, rc, lines)
-        assert (reports == []) == failed, (status, rc, lines)
+        case = (status, rc, went_on, lines)
+        assert code == (1 if failed else 0), case
+        assert (reports == []) == failed, case
         said = [ln for ln in lines if "round 2" in ln]
-        assert said and ("round 2 failed" in said[0]) == failed, (status, rc, lines)
+        assert said and ("round 2 failed" in said[0]) == failed, case
     shutil.rmtree(root / "softmax" / "r2_B")         # a side that died before its run dir
     set_rc(root, 2, "B", 7)
     reports, code = rescore(root, [], None, False, lines.append)
