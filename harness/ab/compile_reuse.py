@@ -17,7 +17,7 @@ import shutil
 import threading
 from pathlib import Path
 
-from ..compile.caches import KEPT_PREFIX
+from ..compile.caches import KEPT_PREFIX, remove_kept
 from ..run.options import BenchOptions
 
 
@@ -59,7 +59,8 @@ class SideCaches:
         with self._lock:
             gone = [key for key in self._kept if key[0] == op]
             folders = [self._kept.pop(key) for key in gone]
-            for out in self._keeping.pop(op, ()):
-                folders.extend(out.glob(KEPT_PREFIX + "*"))
+            outs = self._keeping.pop(op, ())
         for folder in folders:
             shutil.rmtree(folder, ignore_errors=True)
+        for out in outs:
+            remove_kept(out)
