@@ -43,7 +43,6 @@ from ..launch import launcher
 from ..measure.device_lock import LOCK_DIR_ENV
 from ..run import placement
 from ..store.rundir import safe_name
-from .outcome import CRASH_RC
 from .standby import WarmPool, note_in_log
 from .supervisor import Lane, Worker
 
@@ -126,7 +125,7 @@ class PersistentRounds:
             raise
         plan.ran(op, side, out)
         rc = attempt.rc        # none of its own, the A/B not stopped: a failure, not a stop
-        if rc == CRASH_RC and not self.stopped.is_set():
+        if rc == launcher.CRASH_RC and not self.stopped.is_set():
             rc = no_result(log, attempt.message)
         outcome = RunOutcome(number, side.label, rc, round(attempt.elapsed_s, 3),
                              attempt.run_dir, log)
