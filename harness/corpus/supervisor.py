@@ -30,6 +30,7 @@ from .stall import StallWatch, run_watched
 
 GRACE_S = launcher.GRACE_S
 START_TIMEOUT_S = 300.0
+SIGNAL_EXIT_LOW, SIGNAL_EXIT_HIGH = 128, 128 + 64    # an exit status of 128 + a signal
 LOG_TAIL_BYTES = 1 << 20      # where an op's last error line is looked for
 # An op's log (run.attempt<k>.log) larger than this after its attempt keeps only its first and
 # last LOG_KEEP_BYTES, with one line in between saying how much was dropped.
@@ -43,6 +44,17 @@ class Lane:
     python: str = sys.executable
     env: dict = field(default_factory=lambda: dict(os.environ))
     label: str = "dev0"
+
+
+def worker_death(status: int) -> tuple[int, str]:
+    """(the attempt's rc, what to say) for a worker process that ended under an op without
+    a reply, from its exit status: a signal (negative), or 128 + one from its own handlers
+    (a stop), stays as it is; any other exit — 0, or a code the op's os._exit / a library
+    gave — is no `zlh bench` exit code (not bad input, a timeout or a poisoned device): the
+    process ended without a result (CRASH_RC), its status said."""
+    if status < 0 or SIGNAL_EXIT_LOW < status <= SIGNAL_EXIT_HIGH:
+        return status, ""
+    return CRASH_RC, f"the worker process exited with status {status} without a result"
 
 
 def last_line(log: Path) -> str:
@@ -198,8 +210,7 @@ class Worker:
             self.stop()
             rc = TIMEOUT_RC
         elif reply is None:                          # the worker died under the op
-            rc = self.proc.wait()
-            rc = rc if rc else CRASH_RC
+            rc, died = worker_death(self.proc.wait())
             self.proc.kill_leftovers()               # what the op started must not outlive it
             self.proc.close_pipes()
             self.proc, self.ready = None, False
@@ -211,6 +222,8 @@ class Worker:
         if reply is None and ended == "stalled":
             watch.mark(run_dir)
         message = last_line(log)
+        if reply is None and ended == "eof" and died:
+            message = died + (f": {message}" if message else "")
         cap_log(log, log_limit)
         return Attempt(rc, elapsed, log, run_dir, message, self.pid,
                        (reply or {}).get("write_failure") or failed_write(run_dir),

@@ -44,9 +44,10 @@ def _raise_terminated(signum):
 
 @contextlib.contextmanager
 def _output_to(log: Path):
-    """fd 1 and 2 (and Python's streams) into the op's log for the length of the op."""
-    sys.stdout.flush()
-    sys.stderr.flush()
+    """fd 1 and 2 (and Python's streams) into the op's log for the length of the op; after
+    it, Python's streams are the worker's again, whatever the op made of them (replaced,
+    closed), so that the next op's output reaches its own log."""
+    streams = _flushed()
     saved = os.dup(1), os.dup(2)
     with open(log, "a", encoding="utf-8") as handle:
         os.dup2(handle.fileno(), 1)
@@ -54,13 +55,24 @@ def _output_to(log: Path):
         try:
             yield handle
         finally:
-            for stream in (sys.stdout, sys.stderr):
-                with contextlib.suppress(OSError, ValueError):   # the op may have closed it
-                    stream.flush()
+            _flushed()
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
             for fd in saved:
                 os.close(fd)
+            sys.stdout, sys.stderr = (
+                stream if getattr(stream, "closed", True) is False else
+                open(fd, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)
+                for fd, stream in ((1, streams[0]), (2, streams[1])))
+
+
+def _flushed() -> tuple:
+    """Python's streams (stdout, stderr), flushed where they can be (an op may have closed
+    or replaced them)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    return sys.stdout, sys.stderr
 
 
 def run_job(job: dict) -> dict:
@@ -79,14 +91,14 @@ def run_job(job: dict) -> dict:
     log.parent.mkdir(parents=True, exist_ok=True)
     options = None
     # the device's lock (overlap), once the run takes it, is held through the reset below
-    with _output_to(log), phases.job_holding():
+    with _output_to(log) as out, phases.job_holding():
         try:
             options = BenchOptions.from_argv(job.get("args", ()), argv=job.get("argv"))
             with _round_state(job.get("round"), options), turns.taking(job.get("turns")):
                 marks.append(("set up", time.time()))
                 _first_state()
-                results = run_bench([job["op"]], options, echo=print,
-                                    progress=lambda line: print(line, file=sys.stderr))
+                results = run_bench([job["op"]], options, echo=_writer(out),
+                                    progress=_writer(out))
                 marks.append(("bench", time.time()))
             marks.append(("turns ended", time.time()))
             rc = max((r.exit_code for r in results), default=EXIT_OK)
@@ -174,6 +186,16 @@ def _state_left() -> list[str]:
         _say(f"zlh: the op changed its process ({'; '.join(changed)}): this worker is "
              f"replaced before the next op")
     return changed
+
+
+def _writer(handle):
+    """zlh's own lines of a run, written to the op's log through the worker's handle on it:
+    an op that closes or replaces Python's streams does not end the run that reports it."""
+    def write(line: str = "") -> None:
+        with contextlib.suppress(OSError, ValueError):
+            handle.write(f"{line}\n")
+            handle.flush()
+    return write
 
 
 def _say(line: str) -> None:

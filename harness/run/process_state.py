@@ -1,21 +1,26 @@
 """What an op may change in its process that the next op of a reused worker would inherit and
 a fresh process would not: torch's global switches (default dtype and device, grad mode,
 deterministic mode, TF32 and reduced-precision matmul flags, cuDNN flags, float32 matmul
-precision, CPU threads), the working directory, and torch's public functions (in `torch`,
-`torch.nn.functional` and on `torch.Tensor`) replaced by a monkeypatch left in place.
+precision, CPU threads), the working directory, the interpreter's own (file mode mask, stop
+signal handlers, warnings made errors, logging switched off, Python threads alive), and
+torch's public functions (in `torch`, `torch.nn.functional` and on `torch.Tensor`) replaced
+by a monkeypatch left in place.
 
 A worker takes a snapshot after each op and compares it with the one the previous op left;
 what differs ends the worker before the next op (note `process_state=NAME,…`), as leaked
 device memory does. The first op of a worker is compared with the state before it, on the
 switches no import is expected to set (FIRST_OP: the default dtype and device, grad mode,
-deterministic mode, threads, the working directory): importing a library during the op may
-set the others itself (FlagGems' benchmark package turns TF32 off) or wrap torch's
-functions, which a fresh process does as well.
+deterministic mode, threads, the working directory, the interpreter's switches but its
+threads): importing a library during the op may set the others itself (FlagGems' benchmark
+package turns TF32 off), start a thread or wrap torch's functions, which a fresh process does
+as well.
 """
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 
 _TORCH_SWITCHES = {
     "default_dtype": lambda t: str(t.get_default_dtype()),
@@ -63,6 +68,41 @@ def _attributes(owner) -> dict:
             for name, value in items if not name.startswith("_") and callable(value)}
 
 
+_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                 if hasattr(signal, name))
+
+
+def _python_state(state: dict) -> None:
+    """The interpreter's own switches an op may leave changed: the file mode mask (a later
+    run's files unreadable), the handlers of the stop signals (a stop ignored), warnings made
+    errors (a later op's warning fails it), logging switched off, and the Python threads
+    alive (one left spinning slows every later measurement)."""
+    state["umask"] = _umask()
+    state["signal_handlers"] = tuple(repr(signal.getsignal(s)) for s in _SIGNALS)
+    warnings = sys.modules.get("warnings")
+    state["warnings_as_errors"] = sum(1 for f in getattr(warnings, "filters", ())
+                                      if f and f[0] == "error")
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        state["logging_disabled"] = logging.root.manager.disable
+    state["python_threads"] = threading.active_count()
+
+
+def _umask() -> str:
+    """The file mode mask, read where the system shows it (setting it to read it would hold
+    another mask for an instant, for the process's other threads too)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return oct(int(line.split()[1], 8))
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return oct(mask)
+
+
 def snapshot() -> dict:
     """The switches as they are now; one that cannot be read (an older torch) is left out."""
     state = {}
@@ -70,6 +110,7 @@ def snapshot() -> dict:
         state["cwd"] = os.getcwd()
     except OSError:                  # the directory was removed under the process
         state["cwd"] = None
+    _python_state(state)
     torch = sys.modules.get("torch")
     if torch is None:
         return state
@@ -87,7 +128,8 @@ def snapshot() -> dict:
 
 
 FIRST_OP = ("cwd", "default_dtype", "default_device", "grad_enabled",
-            "deterministic_algorithms", "num_threads")
+            "deterministic_algorithms", "num_threads", "umask", "signal_handlers",
+            "warnings_as_errors", "logging_disabled")
 
 
 def changes(before: dict, after: dict, only=None) -> list[str]:

@@ -38,6 +38,11 @@ def exit0(x):
 def sysexit3(x):
     sys.exit(3)
 
+def _exits(code):                 # the process ends with a code zlh gives meaning to
+    def op(x):
+        os._exit(code)
+    return op
+
 def close_out(x):
     os.close(1)
     os.close(2)
@@ -69,14 +74,53 @@ def fork_copy(x):
             handle.write(f"{pid}\\n")
     return x + 1
 
+def warn_error(x):
+    import warnings
+    warnings.simplefilter("error")
+    return x + 1
+
+def umask_all(x):
+    os.umask(0o077)
+    return x + 1
+
+def spin_thread(x):
+    import threading
+    threading.Thread(target=lambda: time.sleep(300), daemon=True).start()
+    return x + 1
+
+def ignore_term(x):
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    return x + 1
+
+def stdout_closed(x):
+    sys.stdout.close()
+    return x + 1
+
+def stdout_swapped(x):
+    import io
+    sys.stdout = sys.stderr = io.StringIO()
+    return x + 1
+
+def warns(x):
+    import warnings
+    warnings.warn("a warning a warnings filter would make an error")
+    print("said in the log")
+    return x + 1
+
 cases = {name: _case(name, fn) for name, fn in [
+    ("warn_error", warn_error), ("umask_all", umask_all), ("spin_thread", spin_thread),
+    ("ignore_term", ignore_term), ("stdout_closed", stdout_closed),
+    ("stdout_swapped", stdout_swapped), ("warns", warns), ("warns2", warns),
+    ("warns3", warns), ("warns4", warns), ("warns5", warns), ("warns6", warns),
     ("ok", ok), ("exit0", exit0), ("sysexit3", sysexit3), ("close_out", close_out),
     ("close_in", close_in), ("child_then_exit", child_then_exit), ("fork_copy", fork_copy),
-    ("ok2", ok)]}
+    ("ok2", ok)] + [(f"exit{code}", _exits(code)) for code in (2, 5, 124)]}
 '''
 
 
-def run_batch(tmp_path: Path, ops: str, *args: str) -> tuple[Path, dict, list[int]]:
+def run_batch(tmp_path: Path, ops: str, *args: str,
+              expect_rc: int = 1) -> tuple[Path, dict, list[int]]:
     (tmp_path / "fault_cases.py").write_text(CASES)
     pids = tmp_path / "pids.txt"
     root = tmp_path / "batch"
@@ -87,7 +131,7 @@ def run_batch(tmp_path: Path, ops: str, *args: str) -> tuple[Path, dict, list[in
          "--backend", "cpu", *FAST, "-q", "--retries", "0", "--op-timeout", "60",
          "--out", str(root), *args], env=env, cwd=tmp_path, capture_output=True, text=True,
         timeout=300)
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == expect_rc, proc.stderr
     with open(root / "ops_status.csv", newline="") as handle:
         rows = {r["op"]: r for r in csv.DictReader(handle)}
     left = [int(p) for p in pids.read_text().split()] if pids.exists() else []
@@ -103,13 +147,18 @@ def wait_gone(pids: list[int], seconds: float = 5) -> list[int]:
 
 @pytest.mark.e2e
 def test_misbehaving_ops_get_a_truthful_status_and_the_batch_goes_on(tmp_path):
-    ops = "ok,exit0,sysexit3,close_out,close_in,child_then_exit,fork_copy,ok2"
+    ops = "ok,exit0,sysexit3,close_out,close_in,child_then_exit,fork_copy,exit2,exit5,exit124,ok2"
     root, rows, left = run_batch(tmp_path, ops)
     status = {op: r["status"] for op, r in rows.items()}
     assert status == {"ok": "PASS", "exit0": "CRASH", "sysexit3": "CRASH",
                       "close_out": "CRASH", "close_in": "PASS", "child_then_exit": "CRASH",
-                      "fork_copy": "PASS", "ok2": "PASS"}
+                      "fork_copy": "PASS", "exit2": "CRASH", "exit5": "CRASH",
+                      "exit124": "CRASH", "ok2": "PASS"}
     assert "SIGHUP" not in rows["exit0"]["reason"]
+    # a worker's own exit status is no zlh exit code: not bad input, a poisoned device or
+    # a timeout, but a process that ended without a result, its status said
+    for code in (2, 5, 124):
+        assert f"exited with status {code} without a result" in rows[f"exit{code}"]["reason"]
     assert "sys.exit(3)" in rows["sysexit3"]["reason"]
     assert "output closed" in rows["close_out"]["reason"]
     assert len(left) == 2
@@ -118,6 +167,30 @@ def test_misbehaving_ops_get_a_truthful_status_and_the_batch_goes_on(tmp_path):
     run_json = next((root / "fork_copy").glob("fork_copy_*/run.json"))
     assert json.loads(run_json.read_text())["status"] == "complete"
     assert (run_json.parent / "results.jsonl").read_text().strip()
+
+
+@pytest.mark.e2e
+def test_what_an_op_leaves_in_its_interpreter_does_not_reach_the_next_op(tmp_path):
+    """Warnings made errors, a file mode mask, a thread left running, a stop signal ignored:
+    the op is noted and its worker replaced; Python's streams closed or swapped: the next
+    op's output still reaches its own log. Each op after one of them runs as in a fresh
+    process (`warns` would fail under the error filter and say nothing in a swapped log)."""
+    leaks = {"warn_error": "warnings_as_errors", "umask_all": "umask",
+             "spin_thread": "python_threads", "ignore_term": "signal_handlers"}
+    order = ["warn_error", "warns", "umask_all", "warns2", "spin_thread", "warns3",
+             "ignore_term", "warns4", "stdout_closed", "warns5", "stdout_swapped", "warns6"]
+    root, rows, _ = run_batch(tmp_path, ",".join(order), expect_rc=0)
+    assert {op: r["status"] for op, r in rows.items()} == {op: "PASS" for op in order}
+    for op, switch in leaks.items():
+        assert f"process_state={switch}" in rows[op]["notes"], (op, rows[op])
+    pid = {op: json.loads((root / rows[op]["run_dir"] / "run.json").read_text())["pid"]
+           for op in order}
+    for leaky, after in zip(order[0::2], order[1::2]):
+        assert (pid[leaky] != pid[after]) is (leaky in leaks), (leaky, after)
+        log = (root / after / "run.attempt1.log").read_text()
+        assert "said in the log" in log, (after, log[-300:])
+        mode = (root / rows[after]["run_dir"] / "run.json").stat().st_mode
+        assert mode & 0o044, oct(mode)                          # readable, as umask 022 made
 
 
 @pytest.mark.e2e
