@@ -34,16 +34,24 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _UNSAFE = re.compile(r"[^\w.\-]+")
 
 
+MAX_NAME_BYTES = 120    # a run directory adds a stamp; file systems allow 255 bytes a name
+
+
 def safe_name(text: str) -> str:
     """The file-name form of an op name, one name to one form: a name of letters, digits,
-    `_`, `.` and `-` (not starting with `.`) stays as it is; any other (`func:op`, a path, a
-    space) has those characters replaced by `_` and gets 8 hex digits of the name's sha1, so
-    that `acos` and `acos_`, or `a:b` and `a_b`, never share a directory."""
+    `_`, `.` and `-` (not starting with `.`) of at most MAX_NAME_BYTES stays as it is; any
+    other (`func:op`, a path, a space, a longer name) has those characters replaced by `_`,
+    is cut to fit and gets 8 hex digits of the name's sha1, so that `acos` and `acos_`, or
+    `a:b` and `a_b`, never share a directory."""
     cleaned = _UNSAFE.sub("_", text)
-    if cleaned == text and text and not text.startswith("."):
+    encoded = text.encode("utf-8", "surrogatepass")
+    if cleaned == text and text and not text.startswith(".") and \
+            len(encoded) <= MAX_NAME_BYTES:
         return text
-    digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{cleaned.strip('_.') or 'op'}-{digest}"
+    digest = hashlib.sha1(encoded).hexdigest()[:8]
+    head = (cleaned.strip("_.") or "op").encode("utf-8", "surrogatepass")
+    head = head[:MAX_NAME_BYTES - len(digest) - 1].decode("utf-8", "ignore")
+    return f"{head}-{digest}"
 
 
 def legacy_safe_name(text: str) -> str:

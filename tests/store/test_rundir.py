@@ -54,6 +54,19 @@ def test_op_names_map_to_distinct_directory_names():
     assert safe_name("perf_sort:sort") == safe_name("perf_sort:sort")      # stable
 
 
+def test_a_long_op_name_gets_a_directory_name_a_file_system_takes(tmp_path):
+    """A name past MAX_NAME_BYTES (file systems take 255 bytes, and a run directory adds a
+    stamp) is cut and made one-to-one by its digest, letters of several bytes too."""
+    from harness.store.rundir import MAX_NAME_BYTES, safe_name
+    names = ["L" * 300, "L" * 299 + "M", "é" * 200, "x" * MAX_NAME_BYTES]
+    forms = [safe_name(n) for n in names]
+    assert len(set(forms)) == len(names)
+    assert forms[3] == names[3]                                # short enough: as it is
+    for form in forms:
+        assert len(form.encode("utf-8")) <= MAX_NAME_BYTES
+        (tmp_path / f"{form}_20261205-000000").mkdir()         # with a run's stamp
+
+
 def test_find_runs_tells_an_op_from_its_in_place_twin_and_finds_older_names(tmp_path):
     """`acos`'s run directories are `acos_<stamp>`, `acos_`'s `acos__<stamp>`: each op finds
     its own (run.json's op decides), and a run written under the older naming, which
