@@ -59,15 +59,18 @@ def output_mismatches(rounds: list[tuple[StoredRun, StoredRun]]) -> list[dict]:
     return found
 
 
-def broken_by_b(run_a: StoredRun | None, run_b: StoredRun | None) -> list[str]:
+def broken_by_b(run_a: StoredRun | None, run_b: StoredRun | None,
+                b_died: bool = False) -> list[str]:
     """Cases SUCCESS on A that B failed, as `dtype shape`: a change that breaks shapes must
     never read as "no change". A failure before B's cases were known (the benchmark's input
     builder raised: a FAILED row named after the op, the shapes after it never built) takes
-    the A cases B then lacks with it: they are listed too, as `dtype shape (not run on B)`."""
+    the A cases B then lacks with it: they are listed too, as `dtype shape (not run on B)`;
+    so does a B whose process died under its cases (`b_died`: a crash, the device made
+    unusable), which leaves no row for the case that killed it."""
     if run_a is None or run_b is None:
         return []
     failed_b = [r for r in run_b.rows if r.status == FAILED]
-    if not failed_b:
+    if not failed_b and not b_died:
         return []
     keys_b = {row_key(r) for r in run_b.rows}
     failed_keys = {row_key(r) for r in failed_b}

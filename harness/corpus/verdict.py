@@ -12,8 +12,9 @@ Decided in this order:
                measured kernels whose registers, spills, shared memory, warps, stages or
                CTAs changed (`k: regs 128->96`, two at most).
 
-Besides, BROKEN_BY_B flags cases B failed that A ran (a change that breaks shapes must never
-look like "no change"), and SETUP_IR_CHANGED notes a change in set-up kernels only.
+Besides, BROKEN_BY_B flags cases B failed that A ran, or never reached because its process
+died (a change that breaks shapes must never look like "no change"), and SETUP_IR_CHANGED
+notes a change in set-up kernels only.
 
 The verdict comes from the code alone, so the two runs it reads may be untimed (`zlh screen
 --timing changed|none`: each case run once, caliber timer `none`); the median delta and the
@@ -35,11 +36,12 @@ from ..compile.ir.kernel_meta import changes_note
 from ..store.caliber import UNTIMED, Caliber
 from ..store.reader import StoredRun, load_run
 from ..store.results import FAILED, SUCCESS
-from .outcome import FAIL, PASS, SKIP, TIMEOUT, Outcome
+from .outcome import CRASH, FAIL, PASS, POISONED, SKIP, TIMEOUT, Outcome
 
 NO_ROWS, NO_TRITON, NO_IR_DIFF, IR_CHANGED = "NO_ROWS", "NO_TRITON", "NO_IR_DIFF", "IR_CHANGED"
 VERDICTS = (IR_CHANGED, NO_IR_DIFF, NO_TRITON, NO_ROWS)
 BROKEN_BY_B = "BROKEN_BY_B"
+DIED = (CRASH, POISONED)        # a side's process died under its cases: not a time problem
 SETUP_IR_CHANGED = "SETUP_IR_CHANGED"
 
 
@@ -106,7 +108,7 @@ def decide(op: str, a: Outcome | None, b: Outcome | None, scrub=(),
         if run is not None:
             setattr(v, f"rows_{side}", sum(1 for r in run.rows if r.status == SUCCESS))
             setattr(v, f"failed_{side}", sum(1 for r in run.rows if r.status == FAILED))
-    v.broken_by_b = broken_by_b(run_a, run_b)
+    v.broken_by_b = broken_by_b(run_a, run_b, b_died=b is not None and b.status in DIED)
     if not v.rows_a or not v.rows_b:
         v.note = _no_rows_note(a, b, v)
         return _flag(v)

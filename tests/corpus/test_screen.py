@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.common.errors import UsageError
-from harness.corpus.outcome import FAIL, PASS, TIMEOUT, Outcome
+from harness.corpus.outcome import CRASH, FAIL, PASS, POISONED, TIMEOUT, Outcome
 from harness.corpus.verdict import (BROKEN_BY_B, IR_CHANGED, NO_IR_DIFF, NO_ROWS, NO_TRITON,
                                     SETUP_IR_CHANGED, TSV_COLUMNS, decide, read_tsv)
 from harness.measure.measurement import Measurement
@@ -141,6 +141,20 @@ def test_a_failed_input_builder_on_b_breaks_the_cases_it_took_with_it(sides):
     v = decide("op", outcome(a), outcome(b))
     assert v.broken and v.broken_by_b == ["float16 128 (not run on B)"]
     assert v.note.startswith(f"{BROKEN_BY_B} 1 case(s) B failed that A ran")
+
+
+def test_a_b_whose_process_died_under_its_cases_broke_those_it_did_not_reach(sides):
+    """Switch B crashes the op (a segfault on its second case, a device made unusable): B's
+    run has no row for it, no FAILED row either — still BROKEN_BY_B, not a quiet NO_ROWS or a
+    verdict on the first case. A B that timed out is a time problem, not counted."""
+    a = run_dir(sides[0], "op", ttgir=TTGIR)
+    for status, rows in ((CRASH, {"64": 1.0}), (POISONED, {"64": 1.0})):
+        b = run_dir(sides[1], f"op{status}{len(rows)}", rows, ttgir=TTGIR)
+        v = decide("op", outcome(a), outcome(b, status, rows=len(rows)))
+        assert v.broken and "float16 128 (not run on B)" in v.broken_by_b, (status, v.note)
+        assert v.note.startswith(BROKEN_BY_B), v.note
+    timed_out = decide("op", outcome(a), outcome(b, TIMEOUT, rows=0))
+    assert not timed_out.broken_by_b
 
 
 def test_a_case_b_lacks_without_any_failure_is_not_broken(sides):
