@@ -2,6 +2,7 @@
 closed pipe, and the bench options."""
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import math
@@ -178,6 +179,26 @@ def _echo(text: str, err: bool) -> None:
         click.echo(text, err=err, color=style.forced())
     except BrokenPipeError:
         quiet_broken_pipe(sys.stderr if err else sys.stdout)
+    except ValueError:           # an op closed Python's stream: a new one on the same file
+        stream = _reopened(err)
+        if stream is not None:
+            with contextlib.suppress(OSError, ValueError):
+                click.echo(text, file=stream, color=style.forced())
+
+
+def _reopened(err: bool):
+    """Python's stdout (stderr) again, on file descriptor 1 (2), where an op closed the
+    stream and left the descriptor open; None where the descriptor is gone too."""
+    try:
+        stream = open(2 if err else 1, "w", encoding="utf-8", errors="backslashreplace",
+                      buffering=1, closefd=False)
+    except OSError:
+        return None
+    if err:
+        sys.stderr = stream
+    else:
+        sys.stdout = stream
+    return stream
 
 
 def echo_routed(text: str) -> None:

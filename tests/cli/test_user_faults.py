@@ -44,6 +44,13 @@ def stray_thread(x):
     return x + 1
 
 base = [C(ok, "ok1"), C(own_base, "own"), C(generator_exit, "genexit"), C(ok, "ok2")]
+
+def close_stdout(x):
+    import sys
+    sys.stdout.close()
+    return x + 1
+
+closer = [C(close_stdout, "closer")]
 threads = [C(stray_thread, "thread")]
 
 import concurrent.futures
@@ -309,3 +316,17 @@ def test_an_op_name_with_a_control_character_is_refused_before_anything_runs(tmp
         assert result.exit_code == 2, result.output
         assert "holds a control character" in result.output
         assert not (tmp_path / "b").exists()
+
+
+def test_an_op_that_closes_sys_stdout_still_gets_its_run_and_its_table(cases_dir):
+    """zlh's own lines after the op went to a stream the op closed: a traceback and a run
+    marked crashed. They go to a new stream on the same file now, the run completes."""
+    env = {**os.environ, "PYTHONPATH": f"{cases_dir}{os.pathsep}{ROOT}"}
+    done = subprocess.run([sys.executable, "-m", "harness", "bench", "closer", "--cases",
+                           "faulty_cases:closer", "--backend", "cpu", "--out",
+                           str(cases_dir / "runs"), *FAST], cwd=cases_dir, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "1/1 ok" in done.stdout, done.stdout
+    (run,) = (cases_dir / "runs").glob("closer_*/run.json")
+    assert json.loads(run.read_text())["status"] == "complete"
