@@ -197,12 +197,13 @@ def test_what_an_op_leaves_in_its_interpreter_does_not_reach_the_next_op(tmp_pat
 
 @pytest.mark.e2e
 def test_fresh_processes_that_exit_without_a_result_are_not_pass(tmp_path):
-    root, rows, left = run_batch(tmp_path, "ok,exit0,sysexit3,child_then_exit",
+    root, rows, left = run_batch(tmp_path, "ok,exit0,sysexit3,child_then_exit,exit124",
                                  "--fresh-process")
     status = {op: r["status"] for op, r in rows.items()}
     assert status == {"ok": "PASS", "exit0": "CRASH", "sysexit3": "CRASH",
-                      "child_then_exit": "CRASH"}
+                      "child_then_exit": "CRASH", "exit124": "CRASH"}    # 124: not a timeout
     assert all(r["reason"] for op, r in rows.items() if op != "ok")
+    assert "exited with status 124 without a result" in rows["exit124"]["reason"]
     assert wait_gone(left) == []
 
 
