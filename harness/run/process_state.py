@@ -127,6 +127,7 @@ def snapshot() -> dict:
     return state
 
 
+GROWTH_ONLY = ("python_threads",)     # counted as a change only where it grew
 FIRST_OP = ("cwd", "default_dtype", "default_device", "grad_enabled",
             "deterministic_algorithms", "num_threads", "umask", "signal_handlers",
             "warnings_as_errors", "logging_disabled")
@@ -150,6 +151,8 @@ def changes(before: dict, after: dict, only=None) -> list[str]:
                 more = f" (+{len(replaced) - 5} more)" if len(replaced) > 5 else ""
                 found.append(f"{name}: replaced {', '.join(replaced[:5])}{more}")
             continue
+        if name in GROWTH_ONLY and after[name] < before[name]:
+            continue                 # a thread that ended is no leak
         found.append(f"{name}: {before[name]!r} -> {after[name]!r}")
     return found
 

@@ -88,3 +88,16 @@ def test_bench_warns_when_an_op_leaves_a_switch_for_the_ops_after_it(tmp_path):
     assert warnings == ["WARNING [process] fault_global_state changed default_dtype in this "
                         "process and left it so: softmax run with that (zlh batch gives each "
                         "op a clean worker)"], proc.stderr
+
+
+def test_a_thread_left_running_is_a_change_and_one_that_ended_is_not():
+    import threading
+    before = process_state.snapshot()
+    done = threading.Event()
+    thread = threading.Thread(target=done.wait, daemon=True)
+    thread.start()
+    during = process_state.snapshot()
+    assert [c.split(":")[0] for c in process_state.changes(before, during)] == ["python_threads"]
+    done.set()
+    thread.join()
+    assert process_state.changes(during, process_state.snapshot()) == []
