@@ -22,7 +22,7 @@ from ..common.files import (atomic_write_text, keep_first, not_a_folder, read_js
 from ..common.lock import holding
 from ..common.log import Echo
 from ..store.reader import ABANDONED, COMPLETE, RUNNING, load_run, status_detail
-from ..store.rundir import safe_name
+from ..store.rundir import op_folder
 from ..telemetry.chart import for_report
 from .guard import check_caliber, guard, later_rounds_pass
 from .family import ALPHA, decide
@@ -90,7 +90,8 @@ PASSED_RCS = {0, 1}                 # all cases ok, some case failed: the run co
 class Ended(NamedTuple):
     """How status.tsv says a run ended: its exit status (its last row), and whether the A/B
     ran another round or op after it — then a stop's exit status was no stop of the A/B
-    (a stopped A/B runs nothing more) but a kill of the run alone, which failed it."""
+    (a stopped A/B runs nothing more) but a kill of the run alone, which failed it. A kill
+    of the very last run leaves no later row: it reads as a stop."""
     rc: int
     went_on: bool
 
@@ -134,7 +135,7 @@ def stored_pairs(root: Path, op: str, echo: Echo = print,
     pairs, number = [], 1
     rcs = ended_rcs(root) if rcs is None else rcs
     while True:
-        folder = Path(root) / safe_name(op)
+        folder = op_folder(root, op)
         paths = [_newest(folder / f"r{number}_{side}") for side in "AB"]
         runs = [load_run(path) if path is not None else None for path in paths]
         ends = [rcs.get((op, number, side)) for side in "AB"]
@@ -210,13 +211,13 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
         if failed:
             code = max(code, EXIT_FAILED_CASES)
             continue
-        if not pairs and op not in finished and not (Path(root) / safe_name(op)).exists():
+        if not pairs and op not in finished and not op_folder(root, op).exists():
             echo(f"WARNING {op}: never ran (the A/B was cut short before it); not in the "
                  f"report")
             continue
         if not pairs:
             echo(f"!!! {op}: no round whose runs of both sides completed under "
-                 f"{root / safe_name(op)}; not in the report")
+                 f"{op_folder(root, op)}; not in the report")
             code = max(code, EXIT_FAILED_CASES)
             continue
         a, b = pairs[0]

@@ -22,7 +22,7 @@ from ..common.schema import check_readable
 from ..compile.autotune import load_record_dir
 from ..store.reader import (COMPLETE as RUN_COMPLETE, describe_status, load_info, load_run,
                             load_run_or_none)
-from ..store.rundir import safe_name
+from ..store.rundir import op_folder
 from .outcome import Outcome
 
 SCHEMA_VERSION = 1
@@ -39,7 +39,7 @@ SUMMARY_COLUMNS = ("op", "backend", "device", "timer", "dtype", "shape", "torch_
 
 
 def op_dir(root: Path, op: str) -> Path:
-    return Path(root) / safe_name(op)
+    return op_folder(root, op)
 
 
 def next_attempt(root: Path, op: str) -> int:

@@ -43,15 +43,30 @@ def safe_name(text: str) -> str:
     other (`func:op`, a path, a space, a longer name) has those characters replaced by `_`,
     is cut to fit and gets 8 hex digits of the name's sha1, so that `acos` and `acos_`, or
     `a:b` and `a_b`, never share a directory."""
-    cleaned = _UNSAFE.sub("_", text)
-    encoded = text.encode("utf-8", "surrogatepass")
-    if cleaned == text and text and not text.startswith(".") and \
-            len(encoded) <= MAX_NAME_BYTES:
-        return text
-    digest = hashlib.sha1(encoded).hexdigest()[:8]
-    head = (cleaned.strip("_.") or "op").encode("utf-8", "surrogatepass")
+    name = uncapped_name(text)
+    if len(name.encode("utf-8", "surrogatepass")) <= MAX_NAME_BYTES:
+        return name
+    digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    head = (_UNSAFE.sub("_", text).strip("_.") or "op").encode("utf-8", "surrogatepass")
     head = head[:MAX_NAME_BYTES - len(digest) - 1].decode("utf-8", "ignore")
     return f"{head}-{digest}"
+
+
+def uncapped_name(text: str) -> str:
+    """safe_name before names were cut to MAX_NAME_BYTES (the folders of older roots)."""
+    cleaned = _UNSAFE.sub("_", text)
+    if cleaned == text and text and not text.startswith("."):
+        return text
+    digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{cleaned.strip('_.') or 'op'}-{digest}"
+
+
+def op_folder(parent: Path, op: str) -> Path:
+    """The op's folder under `parent`: safe_name's, or, where an older root has it, the
+    folder of its uncut name (a name of 121 to about 240 bytes)."""
+    folder = Path(parent) / safe_name(op)
+    older = Path(parent) / uncapped_name(op)
+    return older if older != folder and not folder.exists() and older.is_dir() else folder
 
 
 def legacy_safe_name(text: str) -> str:

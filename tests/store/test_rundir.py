@@ -67,6 +67,17 @@ def test_a_long_op_name_gets_a_directory_name_a_file_system_takes(tmp_path):
         (tmp_path / f"{form}_20261205-000000").mkdir()         # with a run's stamp
 
 
+def test_an_older_roots_folder_of_a_long_name_is_still_found(tmp_path):
+    """A root written before names were cut holds the uncut folder (150 bytes worked): a
+    resume, a rescore or a merge reads it there; a new root uses the cut name."""
+    from harness.store.rundir import op_folder, safe_name, uncapped_name
+    name = "_" + "a" * 150
+    assert op_folder(tmp_path, name) == tmp_path / safe_name(name)        # nothing yet
+    (tmp_path / uncapped_name(name)).mkdir()
+    assert op_folder(tmp_path, name) == tmp_path / uncapped_name(name)
+    assert op_folder(tmp_path, "softmax") == tmp_path / "softmax"
+
+
 def test_find_runs_tells_an_op_from_its_in_place_twin_and_finds_older_names(tmp_path):
     """`acos`'s run directories are `acos_<stamp>`, `acos_`'s `acos__<stamp>`: each op finds
     its own (run.json's op decides), and a run written under the older naming, which
