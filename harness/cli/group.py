@@ -13,6 +13,7 @@ import time
 import click
 
 from ..common.environ import safe_streams
+from ..run.process_state import pool_worker
 from . import output
 from .common import EXIT_BROKEN_PIPE, echo_err, quiet_broken_pipe
 
@@ -58,19 +59,12 @@ class ZlhGroup(click.Group):
 LEFT_THREAD_GRACE_S = 2.0
 
 
-def _pool_worker(thread: threading.Thread) -> bool:
-    """An idle worker of a concurrent.futures pool (a compiler's, a library's): the
-    interpreter's own exit ends it, so it is no thread left running."""
-    target = getattr(thread, "_target", None)
-    return getattr(target, "__module__", "") == "concurrent.futures.thread"
-
-
 def _leave_threads(before: set, code) -> None:
     """Threads the code under test started and left running (not daemons) would keep this
     process alive after its work is done, for ever: name them on stderr and end now, with the
     status the command had, instead of waiting for them."""
     left = [t for t in threading.enumerate() if t not in before and not t.daemon
-            and t.is_alive() and t is not threading.current_thread() and not _pool_worker(t)]
+            and t.is_alive() and t is not threading.current_thread() and not pool_worker(t)]
     deadline = time.monotonic() + LEFT_THREAD_GRACE_S     # one finishing its work: let it
     for thread in left:
         thread.join(max(0.0, deadline - time.monotonic()))

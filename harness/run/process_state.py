@@ -2,7 +2,8 @@
 a fresh process would not: torch's global switches (default dtype and device, grad mode,
 deterministic mode, TF32 and reduced-precision matmul flags, cuDNN flags, float32 matmul
 precision, CPU threads), the working directory, the interpreter's own (file mode mask, stop
-signal handlers, warnings made errors, logging switched off, Python threads alive), and
+signal handlers, warnings made errors, logging switched off, Python threads left running:
+not a thread pool's idle workers, not the placeholders of threads Python did not start), and
 torch's public functions (in `torch`, `torch.nn.functional` and on `torch.Tensor`) replaced
 by a monkeypatch left in place.
 
@@ -85,7 +86,16 @@ def _python_state(state: dict) -> None:
     logging = sys.modules.get("logging")
     if logging is not None:
         state["logging_disabled"] = logging.root.manager.disable
-    state["python_threads"] = threading.active_count()
+    state["python_threads"] = frozenset(
+        thread.ident for thread in threading.enumerate()
+        if not isinstance(thread, threading._DummyThread) and not pool_worker(thread))
+
+
+def pool_worker(thread: threading.Thread) -> bool:
+    """A worker of a concurrent.futures pool (a compiler's, a library's): it waits idle for
+    its pool's next task, spinning nothing, and a pool grows its workers as its load does."""
+    target = getattr(thread, "_target", None)
+    return getattr(target, "__module__", "") == "concurrent.futures.thread"
 
 
 def _umask() -> str:
@@ -127,7 +137,7 @@ def snapshot() -> dict:
     return state
 
 
-GROWTH_ONLY = ("python_threads",)     # counted as a change only where it grew
+NEW_ONLY = ("python_threads",)     # a change only where one is there that was not
 FIRST_OP = ("cwd", "default_dtype", "default_device", "grad_enabled",
             "deterministic_algorithms", "num_threads", "umask", "signal_handlers",
             "warnings_as_errors", "logging_disabled")
@@ -151,8 +161,10 @@ def changes(before: dict, after: dict, only=None) -> list[str]:
                 more = f" (+{len(replaced) - 5} more)" if len(replaced) > 5 else ""
                 found.append(f"{name}: replaced {', '.join(replaced[:5])}{more}")
             continue
-        if name in GROWTH_ONLY and after[name] < before[name]:
-            continue                 # a thread that ended is no leak
+        if name in NEW_ONLY:         # a thread that ended is no leak; one left running is
+            if after[name] - before[name]:
+                found.append(f"{name}: {len(after[name] - before[name])} more alive")
+            continue
         found.append(f"{name}: {before[name]!r} -> {after[name]!r}")
     return found
 
