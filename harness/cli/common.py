@@ -180,6 +180,8 @@ def _echo(text: str, err: bool) -> None:
     except BrokenPipeError:
         quiet_broken_pipe(sys.stderr if err else sys.stdout)
     except ValueError:           # an op closed Python's stream: a new one on the same file
+        if not getattr(sys.stderr if err else sys.stdout, "closed", False):
+            raise                # (an encoding error, say: not a closed stream)
         stream = _reopened(err)
         if stream is not None:
             with contextlib.suppress(OSError, ValueError):

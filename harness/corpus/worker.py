@@ -52,18 +52,38 @@ def _output_to(log: Path):
     with open(log, "a", encoding="utf-8") as handle:
         os.dup2(handle.fileno(), 1)
         os.dup2(handle.fileno(), 2)
-        try:
+        _JOB.update(log=handle, streams=streams)     # _say's way to the log, whatever the op
+        try:                                         # did to Python's streams
             yield handle
         finally:
+            _JOB.clear()
             _flushed()
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
             for fd in saved:
                 os.close(fd)
             sys.stdout, sys.stderr = (
-                stream if getattr(stream, "closed", True) is False else
-                open(fd, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)
+                stream if not _closed(stream) else
+                open(fd, "w", encoding="utf-8", errors="backslashreplace", buffering=1,
+                     closefd=False)
                 for fd, stream in ((1, streams[0]), (2, streams[1])))
+
+
+_JOB: dict = {}          # while an op runs: its log's handle, the worker's Python streams
+
+
+def _closed(stream) -> bool:
+    return getattr(stream, "closed", True) is not False
+
+
+def _streams_closed() -> list[str]:
+    """`python_streams: stdout closed` where the op closed a stream of the worker's own:
+    what else holds it (a logging handler) would fail for every later op, so the worker is
+    replaced."""
+    streams = _JOB.get("streams") or ()
+    return [f"python_streams: {name} closed" for name, stream in zip(("stdout", "stderr"),
+                                                                      streams)
+            if _closed(stream)]
 
 
 def _flushed() -> tuple:
@@ -91,14 +111,13 @@ def run_job(job: dict) -> dict:
     log.parent.mkdir(parents=True, exist_ok=True)
     options = None
     # the device's lock (overlap), once the run takes it, is held through the reset below
-    with _output_to(log) as out, phases.job_holding():
+    with _output_to(log), phases.job_holding():
         try:
             options = BenchOptions.from_argv(job.get("args", ()), argv=job.get("argv"))
             with _round_state(job.get("round"), options), turns.taking(job.get("turns")):
                 marks.append(("set up", time.time()))
                 _first_state()
-                results = run_bench([job["op"]], options, echo=_writer(out),
-                                    progress=_writer(out))
+                results = run_bench([job["op"]], options, echo=_say, progress=_say)
                 marks.append(("bench", time.time()))
             marks.append(("turns ended", time.time()))
             rc = max((r.exit_code for r in results), default=EXIT_OK)
@@ -181,6 +200,7 @@ def _state_left() -> list[str]:
         changed = process_state.changes(_BEFORE_FIRST[0], state, only=process_state.FIRST_OP)
     else:
         changed = []
+    changed += _streams_closed()
     _LEFT_BY_PREVIOUS[:] = [state]
     if changed:
         _say(f"zlh: the op changed its process ({'; '.join(changed)}): this worker is "
@@ -188,20 +208,15 @@ def _state_left() -> list[str]:
     return changed
 
 
-def _writer(handle):
-    """zlh's own lines of a run, written to the op's log through the worker's handle on it:
-    an op that closes or replaces Python's streams does not end the run that reports it."""
-    def write(line: str = "") -> None:
-        with contextlib.suppress(OSError, ValueError):
-            handle.write(f"{line}\n")
-            handle.flush()
-    return write
-
-
 def _say(line: str) -> None:
-    """A line for the op's log; none when the op closed this process's stderr."""
+    """A line for the op's log (through the worker's handle on it while the op runs: the op
+    may have closed or replaced Python's streams), else for the worker's stderr."""
     with contextlib.suppress(OSError, ValueError):
-        print(line, file=sys.stderr)
+        if "log" in _JOB:
+            _JOB["log"].write(line + "\n")
+            _JOB["log"].flush()
+        else:
+            print(line, file=sys.stderr)
 
 
 def _reset(options) -> int | None:

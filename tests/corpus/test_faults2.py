@@ -173,12 +173,13 @@ def test_misbehaving_ops_get_a_truthful_status_and_the_batch_goes_on(tmp_path):
 
 @pytest.mark.e2e
 def test_what_an_op_leaves_in_its_interpreter_does_not_reach_the_next_op(tmp_path):
-    """Warnings made errors, a file mode mask, a thread left running, a stop signal ignored:
-    the op is noted and its worker replaced; Python's streams closed or swapped: the next
-    op's output still reaches its own log. Each op after one of them runs as in a fresh
+    """Warnings made errors, a file mode mask, a thread left running, a stop signal ignored,
+    a stream of the worker's closed: the op is noted and its worker replaced; Python's
+    streams swapped: given back, the next op's output still reaches its own log. Each op after one of them runs as in a fresh
     process (`warns` would fail under the error filter and say nothing in a swapped log)."""
     leaks = {"warn_error": "warnings_as_errors", "umask_all": "umask",
-             "spin_thread": "python_threads", "ignore_term": "signal_handlers"}
+             "spin_thread": "python_threads", "ignore_term": "signal_handlers",
+             "stdout_closed": "python_streams"}     # what else holds it would fail later
     order = ["warn_error", "warns", "umask_all", "warns2", "spin_thread", "warns3",
              "ignore_term", "warns4", "stdout_closed", "warns5", "stdout_swapped", "warns6"]
     root, rows, _ = run_batch(tmp_path, ",".join(order), expect_rc=0)
