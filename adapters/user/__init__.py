@@ -82,7 +82,8 @@ class UserAdapter(Adapter):
         once it is loaded (after the backend is active)."""
         if not isinstance(op, str) or not op.strip():
             raise UsageError(f"op must be a non-empty name, got {op!r}")
-        if any(ch < " " or ch == "\x7f" for ch in op.strip()):    # tables and file names
+        if any(ch < " " or ch == "\x7f" for ch in op.strip()) or \
+                len(op.strip().splitlines()) > 1:      # (U+2028 too): tables, file names
             raise UsageError(f"op name {op.strip()!r} holds a control character (a tab, a "
                              f"line break): name the op without one")
         return op.strip()

@@ -310,7 +310,7 @@ def test_an_interrupt_before_anything_was_written_says_nothing_is_kept(tmp_path,
 def test_an_op_name_with_a_control_character_is_refused_before_anything_runs(tmp_path):
     """A tab or a line break in an op name would split screen.tsv's rows and name no op in
     ir_changed.txt: one line, exit 2, no root."""
-    for name in ("tab\tx", "nl\nx"):
+    for name in ("tab\tx", "nl\nx", "ls\u2028x", "nel\x85x"):
         result = CliRunner().invoke(main, ["batch", "--cases", "anything:cases", "--ops", name,
                                            "--backend", "cpu", "--out", str(tmp_path / "b")])
         assert result.exit_code == 2, result.output
