@@ -4,7 +4,6 @@ started (a fresh `zlh bench` process, or a round in a side's persistent worker);
 progress line per finished run (`RunCounter`)."""
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from dataclasses import dataclass
@@ -81,15 +80,6 @@ class RunOutcome:
         except (OSError, AttributeError):
             return ""
         return lines[-1].strip() if len(lines) > 1 else ""
-
-
-def no_result(log: Path, why: str) -> int:
-    """NO_RESULT_RC for a run whose process gave no result, `why` added to its log (the line
-    a failed run's report shows: where the cause is, e.g. the worker log)."""
-    with contextlib.suppress(OSError):
-        with open(log, "a", encoding="utf-8") as handle:
-            handle.write(f"zlh: the run's process gave no result: {why or 'no reason given'}\n")
-    return NO_RESULT_RC
 
 
 def outcome_of(out: Path, number: int, label: str, rc, started: float) -> RunOutcome:

@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 from ..ab.rounds import PERSISTENT, TURNS, TURNS_FRESH, TWINS
-from ..ab.runs import RunOutcome, append_status, no_result, outcome_of
+from ..ab.runs import NO_RESULT_RC, RunOutcome, append_status, outcome_of
 from ..ab.sides import ABPlan, Side, env_for
 from ..launch import launcher
 from ..measure.device_lock import LOCK_DIR_ENV
@@ -126,7 +126,9 @@ class PersistentRounds:
         plan.ran(op, side, out)
         rc = attempt.rc        # none of its own, the A/B not stopped: a failure, not a stop
         if rc == launcher.CRASH_RC and not self.stopped.is_set():
-            rc = no_result(log, attempt.message)
+            rc = NO_RESULT_RC            # why, in the run's log: where the cause is
+            note_in_log(log, f"zlh: the run's process gave no result: "
+                             f"{attempt.message or 'no reason given'}")
         outcome = RunOutcome(number, side.label, rc, round(attempt.elapsed_s, 3),
                              attempt.run_dir, log)
         append_status(plan.root, op, outcome)
