@@ -191,10 +191,8 @@ def _echo(text: str, err: bool) -> None:
 def _reopened(err: bool):
     """Python's stdout (stderr) again, on file descriptor 1 (2), where an op closed the
     stream and left the descriptor open; None where the descriptor is gone too."""
-    try:
-        stream = open(2 if err else 1, "w", encoding="utf-8", errors="backslashreplace",
-                      buffering=1, closefd=False)
-    except OSError:
+    stream = environ.std_stream(2 if err else 1)
+    if stream is None:
         return None
     if err:
         sys.stderr = stream

@@ -40,6 +40,17 @@ def safe_streams() -> None:
             pass
 
 
+def std_stream(fd: int):
+    """A new text stream on standard descriptor `fd` (1 or 2) as zlh's own are (line by line,
+    what the encoding lacks escaped), the descriptor left open when the stream is closed:
+    where code under test closed Python's stream. None where the descriptor is gone too."""
+    try:
+        return open(fd, "w", encoding="utf-8", errors="backslashreplace", buffering=1,
+                    closefd=False)
+    except OSError:
+        return None
+
+
 def suspects(text: str, environ: Mapping[str, str], names: Iterable[str] | None = None
              ) -> list[str]:
     """`NAME='value'` for each variable (of `names`, default every one read at import) that

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from ..common import spelling
-from ..common.environ import import_failure, safe_streams
+from ..common.environ import import_failure, safe_streams, std_stream
 from ..common.errors import (EXIT_OK, EXIT_POISONED, DevicePoisonedError, OpExitError,
                              Terminated, ZlhError, one_line, op_exit_reason, run_write_failure)
 from ..common.process import die_with_parent, install_terminate_handlers
@@ -63,9 +63,7 @@ def _output_to(log: Path):
             for fd in saved:
                 os.close(fd)
             sys.stdout, sys.stderr = (
-                stream if not _closed(stream) else
-                open(fd, "w", encoding="utf-8", errors="backslashreplace", buffering=1,
-                     closefd=False)
+                stream if not _closed(stream) else std_stream(fd) or stream
                 for fd, stream in ((1, streams[0]), (2, streams[1])))
 
 
