@@ -18,7 +18,6 @@ own), so the hard cap stays finite whoever holds the device (`device_wait_s`).
 """
 from __future__ import annotations
 
-import contextlib
 import subprocess
 import time
 from pathlib import Path
@@ -115,13 +114,7 @@ def run_watched(cmd: Sequence[str], env: dict, log: Path, timeout_s: float,
             while True:
                 left = timeout_s + watch.device_wait_s() - (time.time() - started)
                 try:
-                    rc = child.wait(max(0.0, min(POLL_S, left)))
-                    if rc == launcher.TIMEOUT_RC:     # its own exit (an op's os._exit(124)),
-                        rc = launcher.CRASH_RC        # no timeout: zlh bench never gives it
-                        with contextlib.suppress(OSError):    # (a full disk)
-                            with open(log, "a", encoding="utf-8") as said:
-                                said.write(f"zlh: the process exited with status "
-                                           f"{launcher.TIMEOUT_RC} without a result\n")
+                    rc = launcher.own_status(child.wait(max(0.0, min(POLL_S, left))), handle)
                     break
                 except subprocess.TimeoutExpired:
                     if left <= POLL_S or watch.stalled():

@@ -6,7 +6,9 @@ group first (a `zlh bench` then finalises its run directory), SIGKILL after a gr
 and SIGKILL once more to what is left of the group after the child itself ended (the
 processes an op started and did not end). A process that is gone already (ProcessLookupError)
 or not ours to signal (PermissionError) is not an error here. A child that runs past its
-timeout ends with TIMEOUT_RC; one that ended without an exit status of its own is CRASH_RC.
+timeout ends with TIMEOUT_RC; one that ended without an exit status of its own is CRASH_RC,
+and so is one that exited with TIMEOUT_RC itself (an op's `os._exit(124)`): 124 always means
+that zlh stopped it.
 
 A child started here carries ZLH_PARENT_PID (child_env): a `zlh` command finds it at start
 and asks for SIGTERM when the command that started it dies (SIGKILL included), so no
@@ -30,6 +32,22 @@ TIMEOUT_RC = 124           # the child ran past its timeout (and was stopped), a
 CRASH_RC = -1              # the process ended without an exit status of its own
 GRACE_S = 10.0             # SIGTERM to SIGKILL, when a child is stopped
 INTERRUPT_GRACE_S = 5.0    # the same when the command itself is being interrupted
+
+
+def own_status(rc: int, log: IO | None = None) -> int:
+    """The exit status of a child that ended by itself, as zlh records it: as the child gave
+    it, except TIMEOUT_RC, which zlh keeps for a child it stopped past its time. A child that
+    exits 124 itself (an op's `os._exit(124)`) ended without a result: CRASH_RC, said in
+    `log` (an open text handle) where given."""
+    if rc != TIMEOUT_RC:
+        return rc
+    if log is not None:
+        try:
+            log.write(f"zlh: the process exited with status {TIMEOUT_RC} without a result\n")
+            log.flush()
+        except (OSError, ValueError):          # a full disk, a closed handle: the status says it
+            pass
+    return CRASH_RC
 
 
 class Child:
@@ -62,11 +80,12 @@ class Child:
         return self.proc.wait(timeout=timeout)
 
     def finish(self, timeout_s: float | None, grace_s: float = GRACE_S,
-               interrupt_grace_s: float = INTERRUPT_GRACE_S) -> int:
-        """Wait for the child to end: its exit status, then what it left of its group is
-        killed; past `timeout_s` it is stopped (`grace_s`) and the status is TIMEOUT_RC. An
-        exception while waiting (Ctrl-C, SIGTERM of this command) stops it
-        (`interrupt_grace_s`) and is raised again."""
+               interrupt_grace_s: float = INTERRUPT_GRACE_S, log: IO | None = None) -> int:
+        """Wait for the child to end: its exit status (own_status: `log`, its open log, says
+        why where it is not the child's own), then what it left of its group is killed; past
+        `timeout_s` it is stopped (`grace_s`) and the status is TIMEOUT_RC. An exception while
+        waiting (Ctrl-C, SIGTERM of this command) stops it (`interrupt_grace_s`) and is raised
+        again."""
         try:
             rc = self.wait(timeout_s)
         except subprocess.TimeoutExpired:
@@ -76,7 +95,7 @@ class Child:
             self.stop(interrupt_grace_s)
             raise
         self.kill_leftovers()
-        return rc
+        return own_status(rc, log)
 
     def signal_group(self, sig: int) -> bool:
         """`sig` to the child's process group (to the child alone when it shares this
@@ -173,7 +192,7 @@ def run(cmd: Sequence[str], env: dict, log: Path, timeout_s: float | None, *,
             write_command(handle, cmd)
         child = start(cmd, env, stdout=handle, stderr=subprocess.STDOUT, cwd=cwd,
                       pass_fds=pass_fds, end_with_parent=end_with_parent, own_group=own_group)
-        rc = child.finish(timeout_s, grace_s, interrupt_grace_s)
+        rc = child.finish(timeout_s, grace_s, interrupt_grace_s, log=handle)
     return Finished(rc, time.time() - started, child.pid)
 
 

@@ -61,3 +61,31 @@ def _cmdline(pid: str) -> str:
             return handle.read().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def exits_124_python(tmp_path) -> str:
+    """An interpreter whose `zlh bench` says a line and exits 124 itself, as an op's
+    os._exit(124) would; everything else (zlh's checks) runs."""
+    path = tmp_path / "python-exit-124"
+    path.write_text(f"#!/bin/sh\nif [ \"$3\" = bench ]; then\n  echo 'the op ends here'\n"
+                    f"  exit 124\nfi\nexec {sys.executable} \"$@\"\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+@pytest.mark.e2e
+def test_a_fresh_round_that_exits_124_itself_gave_no_result_and_did_not_time_out(tmp_path):
+    plan = slow_add_plan(tmp_path, None, rounds=2)
+    plan.b.python = exits_124_python(tmp_path)
+    lines: list[str] = []
+    reports, code = abmod.run_ab(plan, echo=lines.append)
+    assert code == 1 and not reports, lines
+    root = tmp_path / "ab"
+    rows = [line.split("\t") for line in (root / "status.tsv").read_text().splitlines()[1:]]
+    assert (rows[-1][2], rows[-1][3]) == ("B", str(NO_RESULT_RC)), rows
+    log = (root / "add" / f"r{rows[-1][0]}_B" / "bench.log").read_text().splitlines()
+    assert log[-2:] == ["the op ends here",
+                        "zlh: the process exited with status 124 without a result"]
+    again = CliRunner().invoke(main, ["ab", "--rescore", str(root)])
+    assert again.exit_code == 1, again.output
+    assert "timed out" not in again.output and "its process gave no result" in again.output

@@ -143,3 +143,21 @@ def test_capture_returns_at_its_timeout_though_a_process_that_left_the_group_hol
     finally:
         if pid_file.exists():
             os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def test_a_child_that_exits_124_itself_is_no_timeout_and_its_log_says_so(tmp_path):
+    """124 means zlh stopped the child past its time: a child that gives it itself (an op's
+    os._exit(124)) ended without a result, CRASH_RC, after what it wrote."""
+    log = tmp_path / "run.log"
+    ended = launcher.run([sys.executable, "-c", "import os; print('mine', flush=True); "
+                          "os._exit(124)"], dict(os.environ), log, timeout_s=60)
+    assert ended.rc == launcher.CRASH_RC
+    lines = log.read_text().splitlines()
+    assert lines[-2:] == ["mine", "zlh: the process exited with status 124 without a result"]
+    stopped = launcher.run([sys.executable, "-c", "import time; time.sleep(60)"],
+                           dict(os.environ), tmp_path / "slow.log", timeout_s=0.5)
+    assert stopped.rc == launcher.TIMEOUT_RC
+    assert "without a result" not in (tmp_path / "slow.log").read_text()
+    other = launcher.run([sys.executable, "-c", "raise SystemExit(7)"], dict(os.environ),
+                         tmp_path / "seven.log", timeout_s=60)
+    assert other.rc == 7
