@@ -99,13 +99,34 @@ TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
 
 def install_terminate_handlers(raise_in_owner) -> dict:
     """terminate_handler for every TERMINATING signal; a SIGHUP this process was started to
-    ignore (`nohup`) stays ignored. Returns the handlers replaced (restore_handlers)."""
+    ignore (`nohup`) stays ignored. SIGINT, where Python's own handler has it, gets one that
+    raises KeyboardInterrupt as that does and notes that it came (sigint_came). Returns the
+    handlers replaced (restore_handlers)."""
     saved = {}
     for sig in TERMINATING:
         if sig != signal.SIGTERM and signal.getsignal(sig) == signal.SIG_IGN:
             continue
         saved[sig] = signal.signal(sig, terminate_handler(raise_in_owner))
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        saved[signal.SIGINT] = signal.signal(signal.SIGINT, _noted_sigint)
     return saved
+
+
+_SIGINTS: list[int] = []        # the SIGINTs _noted_sigint has seen
+
+
+def _noted_sigint(signum, frame):
+    _SIGINTS.append(signum)
+    raise KeyboardInterrupt
+
+
+def raised_by_code(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt came from the code that raised it (an op's), not from a
+    SIGINT: only where zlh's SIGINT handler is in place and saw none. Where it is not (an
+    embedding program's handler, signals held), every KeyboardInterrupt is taken for a
+    SIGINT."""
+    return (isinstance(exc, KeyboardInterrupt) and not _SIGINTS
+            and signal.getsignal(signal.SIGINT) is _noted_sigint)
 
 
 def restore_handlers(saved: dict) -> None:

@@ -21,6 +21,7 @@ import backends
 from ..common import markers
 from ..common.errors import (AdapterFailure, CaseFailure, CaseSkipped, DevicePoisonedError,
                              failure_detail, one_line)
+from ..common.process import raised_by_code
 from ..compile.ir.capture import IRCapture
 from ..measure import stats
 from ..measure.case_timer import CaseTimer
@@ -85,8 +86,11 @@ def next_case(cases, op: str, done: int, run_dir):
     kept = f"; the run is marked crashed; its cases so far are in {run_dir}"
     try:
         case = next(cases, None)
-    except (KeyboardInterrupt, SystemExit, DevicePoisonedError):
-        raise
+    except (KeyboardInterrupt, SystemExit, DevicePoisonedError) as exc:
+        if not raised_by_code(exc):           # Ctrl-C, SIGTERM, sys.exit: the runner's
+            raise
+        reason = f"the adapter raised KeyboardInterrupt (no SIGINT came) after {done} case(s)"
+        raise AdapterFailure(f"{op}: {reason}{kept}", reason) from None
     except BaseException as exc:  # noqa: BLE001 - the adapter's code: one line, run kept
         reason = f"the adapter raised {type(exc).__name__} after {done} case(s)"
         raise AdapterFailure(f"{op}: {reason}: {failure_detail(exc)}{kept}", reason) from None
@@ -145,8 +149,10 @@ def measure_case(case, case_timer: CaseTimer, backend, options, occurrence: int 
             _raise_if_device_unusable(backend, case, exc)
         _fail(row, case, "fatal_device_error" if verdict == backends.FATAL
               else type(exc).__name__, failure_detail(exc))
-    except (KeyboardInterrupt, SystemExit):     # Ctrl-C, SIGTERM, sys.exit: the runner's
-        raise
+    except (KeyboardInterrupt, SystemExit) as exc:   # Ctrl-C, SIGTERM, sys.exit: the
+        if not raised_by_code(exc):                  # runner's; the op's own raise fails
+            raise                                    # its case
+        _fail(row, case, "KeyboardInterrupt", "raised by the op's code; no SIGINT came")
     except BaseException as exc:  # noqa: BLE001 - GeneratorExit, CancelledError, the op's own
         _fail(row, case, type(exc).__name__, failure_detail(exc))
     return row

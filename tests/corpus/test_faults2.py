@@ -102,6 +102,9 @@ def stdout_swapped(x):
     sys.stdout = sys.stderr = io.StringIO()
     return x + 1
 
+def keyboard(x):                  # no SIGINT came: the op's own failure, not Ctrl-C
+    raise KeyboardInterrupt
+
 def warns(x):
     import warnings
     warnings.warn("a warning a warnings filter would make an error")
@@ -115,7 +118,7 @@ cases = {name: _case(name, fn) for name, fn in [
     ("warns3", warns), ("warns4", warns), ("warns5", warns), ("warns6", warns),
     ("ok", ok), ("exit0", exit0), ("sysexit3", sysexit3), ("close_out", close_out),
     ("close_in", close_in), ("child_then_exit", child_then_exit), ("fork_copy", fork_copy),
-    ("ok2", ok)] + [(f"exit{code}", _exits(code)) for code in (2, 5, 124)]}
+    ("ok2", ok), ("keyboard", keyboard)] + [(f"exit{code}", _exits(code)) for code in (2, 5, 124)]}
 '''
 
 
@@ -147,13 +150,16 @@ def wait_gone(pids: list[int], seconds: float = 5) -> list[int]:
 
 @pytest.mark.e2e
 def test_misbehaving_ops_get_a_truthful_status_and_the_batch_goes_on(tmp_path):
-    ops = "ok,exit0,sysexit3,close_out,close_in,child_then_exit,fork_copy,exit2,exit5,exit124,ok2"
+    ops = ("ok,exit0,sysexit3,close_out,close_in,child_then_exit,fork_copy,exit2,exit5,exit124,"
+           "keyboard,ok2")
     root, rows, left = run_batch(tmp_path, ops)
     status = {op: r["status"] for op, r in rows.items()}
     assert status == {"ok": "PASS", "exit0": "CRASH", "sysexit3": "CRASH",
                       "close_out": "FAIL", "close_in": "PASS", "child_then_exit": "CRASH",
                       "fork_copy": "PASS", "exit2": "CRASH", "exit5": "CRASH",
-                      "exit124": "CRASH", "ok2": "PASS"}
+                      "exit124": "CRASH", "keyboard": "FAIL", "ok2": "PASS"}
+    # an op that raises KeyboardInterrupt itself fails its case; no SIGINT came
+    assert "KeyboardInterrupt" in rows["keyboard"]["reason"], rows["keyboard"]
     assert "SIGHUP" not in rows["exit0"]["reason"]
     # a worker's own exit status is no zlh exit code: not bad input, a poisoned device or
     # a timeout, but a process that ended without a result, its status said
