@@ -145,8 +145,9 @@ def judge(attempt: Attempt, op_timeout_s: float) -> Outcome:
                       if attempt.stalled_s else
                       f"no result within the op timeout ({op_timeout_s:g} s): a time problem, "
                       f"not a verdict on the op")
-    elif attempt.rc == EXIT_POISONED or (run is not None and
-                                         run.info.get("status") == "poisoned"):
+    elif (run is not None and run.info.get("status") == "poisoned") or \
+            (attempt.rc == EXIT_POISONED and not unfinished):
+        # (5 and run.json still `running`: the op's own os._exit(5), a crash, below)
         out.status = POISONED
         out.reason = _marker_reason(rows, (markers.DEVICE_POISONED, markers.CAPTURE_POISONED)) \
             or attempt.message or "the device became unusable"
