@@ -186,8 +186,9 @@ class Batch:
             if outcome.status not in (FAIL, CRASH) or outcome.preflight_check or \
                     (dtypes and dtype_problem(outcome)):   # the dtype fallback comes next
                 break
-            if outcome.rc == EXIT_USAGE:        # bad input: the same again, never a retry
-                break
+            if outcome.rc == EXIT_USAGE and outcome.status == FAIL:   # bad input: the same
+                break                           # again, never a retry (an op's own exit 2 is
+                                                # a CRASH, retried)
             if len(outcomes) > 1 and outcome.same_as(outcomes[-2]):
                 break
         final = outcomes[-1]

@@ -175,16 +175,22 @@ def test_fault_ops_give_every_status_and_workers_are_reused(tmp_path):
     assert "[5/5] PASS" in result.output and "FAIL 1" in result.output
 
 
-def scripted(monkeypatch, script: list[tuple[int, str]]):
-    """Batch._attempt returns these (rc, message) in turn; judge() does the rest."""
+def scripted(monkeypatch, script: list[tuple]):
+    """Batch._attempt returns these (rc, message[, run.json's status]) in turn; judge() does
+    the rest."""
     calls = []
 
     def attempt(self, op, dtypes, lane, worker, k, replay=None, timer=None,
                 compile_cache=None):
-        rc, message = script[len(calls)]
+        rc, message, *left = script[len(calls)]
         calls.append((op, dtypes, k))
         log = self.plan.root / f"{k}.log"
-        return Attempt(rc, 0.1, log, None, message)
+        run = None
+        if left:                   # a run directory its process left, run.json saying so
+            run = self.plan.root / f"{op}_{k}"
+            run.mkdir()
+            (run / "run.json").write_text(json.dumps({"op": op, "status": left[0]}))
+        return Attempt(rc, 0.1, log, run, message)
     monkeypatch.setattr(batchmod.Batch, "_attempt", attempt)
     return calls
 
@@ -194,6 +200,8 @@ def scripted(monkeypatch, script: list[tuple[int, str]]):
     ([(1, "zlh: boom"), (1, "zlh: other"), (1, "zlh: other")], FAIL, 3, "retry_rc=1->1->1"),
     ([(-11, ""), (-11, "")], CRASH, 2, "retry_rc=-11->-11"),
     ([(-6, ""), (2, "zlh: a"), (2, "zlh: b")], FAIL, 2, "retry_rc=-6->2"),   # bad input
+    # the op's own exit 2 (run.json still running): a crash, retried; bad input is not
+    ([(2, "", "running"), (2, "", "running")], CRASH, 2, "retry_rc=2->2"),
     ([(1, "zlh: a"), (1, "zlh: b"), (1, "zlh: b")], FAIL, 3, "retry_rc=1->1->1"),
     ([(124, "")], TIMEOUT, 1, None),
 ])
