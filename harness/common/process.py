@@ -100,7 +100,7 @@ TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
 def install_terminate_handlers(raise_in_owner) -> dict:
     """terminate_handler for every TERMINATING signal; a SIGHUP this process was started to
     ignore (`nohup`) stays ignored. SIGINT, where Python's own handler has it, gets one that
-    raises KeyboardInterrupt as that does and notes that it came (sigint_came). Returns the
+    raises KeyboardInterrupt as that does and notes that it came (raised_by_code). Returns the
     handlers replaced (restore_handlers)."""
     saved = {}
     for sig in TERMINATING:
