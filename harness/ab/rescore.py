@@ -31,7 +31,7 @@ from .orchestrate import build_report, ir_verdict
 from .preflight import check_scrub
 from .report import ABReport, report_document, write_reports
 from .rounds import AutoRounds
-from .runs import exit_status
+from .runs import PASSED_RCS, exit_status
 
 REPORT_FILES = ("report.json", "report.csv", "report.html")
 BEFORE = ".before-rescore"
@@ -60,6 +60,8 @@ def read_ab_plan(root: Path) -> dict:
         raise UsageError(f"{root}/plan.json: field scrub: {exc.message}") from None
     if doc.get("rounds") is not None:          # None: an auto design, its cap in rounds_auto
         Fields(doc, f"{root}/plan.json").int("rounds", low=1)
+    if doc.get("stop_rc") is not None:         # None: written before zlh recorded it
+        Fields(doc, f"{root}/plan.json").int("stop_rc")
     auto = doc.get("rounds_auto")
     try:
         if auto is not None and not isinstance(auto, dict):
@@ -78,26 +80,30 @@ def read_ab_plan(root: Path) -> dict:
 
 
 CUT_SHORT = ("interrupted", ABANDONED, RUNNING)    # a run a signal or a kill stopped
-# an exit status in status.tsv that a stop of the A/B gives, not a failure of the run: none
-# recorded (-1: zlh ab writes runs.NO_RESULT_RC for a run that gave none and was not stopped;
-# roots written before it may hold -1 for such a run), SIGHUP, SIGINT, SIGKILL (a stop's
+# Roots written before plan.json's `stop_rc`: the exit statuses in status.tsv that a stop of
+# the A/B gave, not a failure of the run: none recorded (-1), SIGHUP, SIGINT, SIGKILL (a stop's
 # escalation, also an out-of-memory kill), SIGTERM, negative or 128 + the signal from a
-# handler — a stop only where the A/B went no further (Ended.went_on)
-STOPPED_RCS = {-1, -2, -9, -15, 129, 130, 137, 143}
-PASSED_RCS = {0, 1}                 # all cases ok, some case failed: the run compares
+# handler — a stop only where the A/B went no further (a stopped A/B runs nothing more); a
+# kill of the very last run leaves no later row and reads as a stop there.
+LEGACY_STOPPED_RCS = {-1, -2, -9, -15, 129, 130, 137, 143}
+
+
+def stop_rc_of(plan: dict) -> int | None:
+    """The exit status a root's status.tsv records a stop of the A/B with (read_ab_plan
+    checked it), None for a root written before plan.json said it."""
+    return plan.get("stop_rc")
 
 
 class Ended(NamedTuple):
-    """How status.tsv says a run ended: its exit status (its last row), and whether the A/B
-    ran another round or op after it — then a stop's exit status was no stop of the A/B
-    (a stopped A/B runs nothing more) but a kill of the run alone, which failed it. A kill
-    of the very last run leaves no later row: it reads as a stop."""
+    """How status.tsv says a run ended: its exit status (its last row), and whether that was
+    a stop of the A/B (not a failure of the run)."""
     rc: int
-    went_on: bool
+    stop: bool
 
 
-def ended_rcs(root: Path) -> dict[tuple[str, int, str], Ended]:
-    """{(op, round, side): how that run ended (Ended)}."""
+def ended_rcs(root: Path, stop_rc: int | None) -> dict[tuple[str, int, str], Ended]:
+    """{(op, round, side): how that run ended (Ended)}. `stop_rc`: plan.json's, the one code
+    the root records a stop with (runs.STOP_RC); None for a root written before it."""
     order = []
     for row in read_tsv_rows(Path(root) / "status.tsv"):
         try:
@@ -107,7 +113,9 @@ def ended_rcs(root: Path) -> dict[tuple[str, int, str], Ended]:
     ended, later = {}, set()                 # later: the (op, round)s of the rows after
     for key, rc in reversed(order):
         if key not in ended:
-            ended[key] = Ended(rc, bool(later - {key[:2]}))
+            stop = rc == stop_rc if stop_rc is not None else \
+                rc in LEGACY_STOPPED_RCS and not later - {key[:2]}
+            ended[key] = Ended(rc, stop)
         later.add(key[:2])
     return ended
 
@@ -115,11 +123,10 @@ def ended_rcs(root: Path) -> dict[tuple[str, int, str], Ended]:
 def _failed(run, ended: Ended | None) -> bool:
     """Whether a side's run of a round failed as `zlh ab` would have said: its exit status
     (status.tsv) neither a pass nor a stop of the A/B — a crash, an abort, a timeout (124),
-    no result (125), a kill the A/B went on after, whatever its run.json says —, or, without
-    one, a run.json that is neither complete nor cut short (crashed, failed, poisoned, rows
-    lost)."""
-    if ended is not None and ended.rc not in PASSED_RCS and (
-            ended.rc not in STOPPED_RCS or ended.went_on):
+    no result (125), a kill of that run alone (out of memory), whatever its run.json says —,
+    or, without one, a run.json that is neither complete nor cut short (crashed, failed,
+    poisoned, rows lost)."""
+    if ended is not None and ended.rc not in PASSED_RCS and not ended.stop:
         return True
     return run is not None and run.status != COMPLETE and run.status not in CUT_SHORT
 
@@ -131,9 +138,9 @@ def stored_pairs(root: Path, op: str, echo: Echo = print,
     side without a run, or one interrupted, killed or still running) ends the pairs, said in
     one line when it holds a run of either side or a later round was run; a run that failed
     (_failed: as `zlh ab` decided) fails the op: no report for it, as in `zlh ab`. `rcs`:
-    ended_rcs(root), read once for every op."""
+    ended_rcs(root, …), read once for every op."""
     pairs, number = [], 1
-    rcs = ended_rcs(root) if rcs is None else rcs
+    rcs = ended_rcs(root, stop_rc_of(read_ab_plan(root))) if rcs is None else rcs
     while True:
         folder = op_folder(root, op)
         paths = [_newest(folder / f"r{number}_{side}") for side in "AB"]
@@ -203,7 +210,7 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
     labels = tuple((plan.get(side) or {}).get("description", "") for side in "AB")
     auto = AutoRounds.from_dict(plan.get("rounds_auto"))
     reports, code, done = [], 0, []
-    finished, rcs = ops_done(root), ended_rcs(root)
+    finished, rcs = ops_done(root), ended_rcs(root, stop_rc_of(plan))
     for op in dict.fromkeys(plan["ops"]):
         pairs, cut, failed = stored_pairs(root, op, echo, rcs)
         if failed or pairs:

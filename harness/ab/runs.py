@@ -21,8 +21,13 @@ STATUS_COLUMNS = ("round", "op", "side", "rc", "elapsed_s", "rows_ok", "rows_fai
                   "replay_fallbacks", "graph_fallbacks", "poisoned", "run_dir")
 # status.tsv's rc of a run whose process gave none of its own and was not stopped: it never
 # started (a worker that did not come up) or it ended without an exit status; a failure, where
-# -1 (none recorded) is a run the A/B's stop cut short. 125 as timeout(1)'s own failure.
+# STOP_RC is a run the A/B's stop cut short. 125 as timeout(1)'s own failure.
 NO_RESULT_RC = 125
+# status.tsv's rc of a run that a stop of the A/B (Ctrl-C, SIGTERM, SIGHUP) cut short, whatever
+# its process's own status then: plan.json's `stop_rc` says that a root records its stops so,
+# and only so (then a signal's code in status.tsv is a kill of that run alone: a failure)
+STOP_RC = -1
+PASSED_RCS = (EXIT_OK, EXIT_FAILED_CASES)      # all cases ok, some case failed: it compares
 RC_MEANINGS = {TIMEOUT_RC: "timed out", NO_RESULT_RC: "its process gave no result"}
 
 
@@ -45,7 +50,7 @@ class RunOutcome:
         """Why this run cannot be compared (None: it can): an exit status other than 0 (all
         cases ok) or 1 (some case failed), no run directory, or a run.json that does not
         say `complete` (a crashed or killed child)."""
-        if self.rc not in (EXIT_OK, EXIT_FAILED_CASES):
+        if self.rc not in PASSED_RCS:
             return f"rc={self.rc}"
         if self.run_dir is None:
             return f"rc={self.rc}, no run directory"

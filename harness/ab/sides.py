@@ -10,6 +10,7 @@ from ..run.child_env import child_environment
 from ..common.errors import UsageError
 from ..run.options import BenchOptions
 from .compile_reuse import SideCaches
+from .runs import STOP_RC
 
 
 
@@ -68,7 +69,7 @@ class ABPlan:
                 "bench_args": self.options.to_argv(), "A": vars(self.a), "B": vars(self.b),
                 "timeout_s": self.timeout_s, "scrub": self.scrub,
                 "rounds_auto": self.auto.to_dict() if self.auto is not None else None,
-                **runner_fields(self.runner)}
+                "stop_rc": STOP_RC, **runner_fields(self.runner)}
 
 
 def runner_fields(runner) -> dict:

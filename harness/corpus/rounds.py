@@ -37,7 +37,8 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 from ..ab.rounds import PERSISTENT, TURNS, TURNS_FRESH, TWINS
-from ..ab.runs import NO_RESULT_RC, RunOutcome, append_status, outcome_of
+from ..ab.runs import (NO_RESULT_RC, PASSED_RCS, STOP_RC, RunOutcome, append_status,
+                       outcome_of)
 from ..ab.sides import ABPlan, Side, env_for
 from ..launch import launcher
 from ..measure.device_lock import LOCK_DIR_ENV
@@ -120,12 +121,14 @@ class PersistentRounds:
         except BaseException:         # Ctrl-C or SIGTERM of zlh ab: the round stops too
             worker.stop()             # (its run directory is finalised on SIGTERM)
             with contextlib.suppress(Exception):          # status.tsv still gets its row
-                append_status(plan.root, op, outcome_of(out, number, side.label, None,
+                append_status(plan.root, op, outcome_of(out, number, side.label, STOP_RC,
                                                         started))
             raise
         plan.ran(op, side, out)
-        rc = attempt.rc        # none of its own, the A/B not stopped: a failure, not a stop
-        if rc == launcher.CRASH_RC and not self.stopped.is_set():
+        rc = attempt.rc
+        if self.stopped.is_set() and rc not in PASSED_RCS:
+            rc = STOP_RC                 # the A/B's stop ended the other side's worker too
+        elif rc == launcher.CRASH_RC:    # none of its own, the A/B not stopped: a failure
             rc = NO_RESULT_RC            # why, in the run's log: where the cause is
             note_in_log(log, f"zlh: the run's process gave no result: "
                              f"{attempt.message or 'no reason given'}")

@@ -75,21 +75,20 @@ def set_rc(root, number: int, side: str, rc: int, went_on: bool = True) -> None:
 
 
 def test_the_rescore_reads_a_runs_exit_status_as_zlh_ab_did(tmp_path, monkeypatch):
-    """status.tsv's exit status decides as the live A/B did: a stop (SIGTERM, SIGKILL, none
-    recorded) after which the A/B ran nothing more cuts the rounds short; an abort, an exit
-    7, a timeout (124), no result (125), or a stop's signal the A/B went on after (a kill of
-    that run alone) fails the op — whether its run.json was left running, says interrupted
-    or even complete, or it wrote none."""
+    """status.tsv's exit status decides as the live A/B did. zlh ab records a stop of the A/B
+    as plan.json's `stop_rc` (-1) and only so: that cuts the rounds short; any other code but
+    a pass — an abort, an exit 7, a timeout (124), no result (125), a signal that killed the
+    run alone (out of memory), even the last run's — fails the op, whether its run.json was
+    left running, says interrupted or even complete, or it wrote none. A root written before
+    `stop_rc` read a stop's signal as a stop where the A/B went no further."""
     import shutil
     root = three_rounds(tmp_path, monkeypatch)
     status_tsv = (root / "status.tsv").read_text()
-    for status, rc, went_on, failed in (
-            ("running", -15, False, False), ("running", -1, False, False),
-            ("running", -9, False, False), ("interrupted", -2, False, False),
-            ("running", -6, False, True), ("interrupted", 124, False, True),
-            ("complete", 7, False, True), ("running", 125, False, True),
-            ("complete", -9, True, True), ("running", -15, True, True),
-            ("interrupted", 130, True, True)):
+    plan = json.loads((root / "plan.json").read_text())
+    assert plan["stop_rc"] == -1
+    legacy = {k: v for k, v in plan.items() if k != "stop_rc"}
+
+    def reads(status, rc, went_on, failed):
         (root / "status.tsv").write_text(status_tsv)
         set_status(root, 2, "B", status)
         set_rc(root, 2, "B", rc, went_on)
@@ -100,8 +99,27 @@ def test_the_rescore_reads_a_runs_exit_status_as_zlh_ab_did(tmp_path, monkeypatc
         assert (reports == []) == failed, case
         said = [ln for ln in lines if "round 2" in ln]
         assert said and ("round 2 failed" in said[0]) == failed, case
+
+    for status, rc, went_on, failed in (
+            ("running", -1, False, False), ("interrupted", -1, False, False),
+            ("running", -15, False, True), ("running", -9, False, True),
+            ("interrupted", -2, False, True), ("running", -6, False, True),
+            ("interrupted", 124, False, True), ("complete", 7, False, True),
+            ("running", 125, False, True), ("complete", -9, True, True)):
+        reads(status, rc, went_on, failed)
+    (root / "plan.json").write_text(json.dumps(legacy))
+    for status, rc, went_on, failed in (
+            ("running", -15, False, False), ("running", -1, False, False),
+            ("running", -9, False, False), ("interrupted", -2, False, False),
+            ("running", -6, False, True), ("interrupted", 124, False, True),
+            ("complete", 7, False, True), ("running", 125, False, True),
+            ("complete", -9, True, True), ("running", -15, True, True),
+            ("interrupted", 130, True, True)):
+        reads(status, rc, went_on, failed)
+    (root / "plan.json").write_text(json.dumps(plan))
     shutil.rmtree(root / "softmax" / "r2_B")         # a side that died before its run dir
     set_rc(root, 2, "B", 7)
+    lines = []
     reports, code = rescore(root, [], None, False, lines.append)
     assert code == 1 and reports == [] and "side B has no run, exit status 7" in lines[-1]
 

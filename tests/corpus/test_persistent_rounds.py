@@ -11,6 +11,7 @@ from harness.ab import orchestrate as abmod
 from harness.ab.rounds import side_order
 from harness.ab.sides import ABPlan, Side
 from harness.cli import main
+from harness.corpus.outcome import Attempt
 from harness.corpus.rounds import PersistentRounds, round_seed
 from harness.run.options import BenchOptions
 from slow_add import slow_add_plan
@@ -74,6 +75,33 @@ def test_an_interrupted_round_stops_its_worker_and_leaves_its_status_row(tmp_pat
     (row,) = (tmp_path / "ab" / "status.tsv").read_text().splitlines()[1:]
     assert row.split("\t")[:4] == ["2", "add", "B", "-1"]
     assert "--replay" in (tmp_path / "ab" / "add" / "r2_B" / "bench.log").read_text()
+
+
+@pytest.mark.parametrize("rc, stopped, recorded", [
+    (-15, True, "-1"),      # the A/B's stop ended this side's worker too: a stop (STOP_RC)
+    (1, True, "1"),         # a run that ended with a result keeps it
+    (-15, False, "-15"),    # killed alone while the A/B went on: its own code, a failure
+    (-1, False, "125")])    # no result of its own, no stop: NO_RESULT_RC
+def test_a_rounds_status_row_tells_a_stop_from_a_failure(tmp_path, rc, stopped, recorded):
+    class Ended:
+        alive = True
+
+        def run(self, job, timeout_s, log, out):
+            if stopped:               # meanwhile, as run_together does before it stops the
+                runner.stopped.set()  # workers
+            return Attempt(rc, 0.1, log, None, "ended")
+
+        def stop(self):
+            pass
+
+    runner = PersistentRounds(settle_s=0.0)
+    runner.workers["B"] = Ended()
+    plan = ABPlan(ops=["add"], a=Side("A"), b=Side("B"), options=BenchOptions(),
+                  root=tmp_path / "ab", runner=runner)
+    (tmp_path / "ab").mkdir()
+    runner._run_job(plan, "add", 2, plan.b, tmp_path / "record")
+    (row,) = (tmp_path / "ab" / "status.tsv").read_text().splitlines()[1:]
+    assert row.split("\t")[:4] == ["2", "add", "B", recorded]
 
 
 def test_the_settle_gap_is_an_option_of_the_worker_round_processes():

@@ -63,29 +63,37 @@ def _cmdline(pid: str) -> str:
         return ""
 
 
-def exits_124_python(tmp_path) -> str:
-    """An interpreter whose `zlh bench` says a line and exits 124 itself, as an op's
-    os._exit(124) would; everything else (zlh's checks) runs."""
-    path = tmp_path / "python-exit-124"
-    path.write_text(f"#!/bin/sh\nif [ \"$3\" = bench ]; then\n  echo 'the op ends here'\n"
-                    f"  exit 124\nfi\nexec {sys.executable} \"$@\"\n")
+def bench_python(tmp_path, ending: str) -> str:
+    """An interpreter whose `zlh bench` of round 2 says a line and ends with the shell command
+    `ending`; everything else (round 1, zlh's checks) runs."""
+    path = tmp_path / "python-bench-ends"
+    path.write_text(f"#!/bin/sh\ncase \"$*\" in\n  *\" bench \"*/r2_B*)\n"
+                    f"    echo 'the op ends here'\n    {ending};;\nesac\n"
+                    f"exec {sys.executable} \"$@\"\n")
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return str(path)
 
 
 @pytest.mark.e2e
-def test_a_fresh_round_that_exits_124_itself_gave_no_result_and_did_not_time_out(tmp_path):
+@pytest.mark.parametrize("ending, rc, said", [
+    # its own 124 is no timeout: no result (125), said in its log
+    ("exit 124", NO_RESULT_RC, "its process gave no result"),
+    # killed alone (as out of memory) while the A/B went on: a failure, though the last run
+    ("kill -9 $$", -9, "exit status -9")])
+def test_a_fresh_round_that_ends_by_itself_fails_live_and_rescored(tmp_path, ending, rc, said):
     plan = slow_add_plan(tmp_path, None, rounds=2)
-    plan.b.python = exits_124_python(tmp_path)
+    plan.b.python = bench_python(tmp_path, ending)
     lines: list[str] = []
     reports, code = abmod.run_ab(plan, echo=lines.append)
     assert code == 1 and not reports, lines
     root = tmp_path / "ab"
     rows = [line.split("\t") for line in (root / "status.tsv").read_text().splitlines()[1:]]
-    assert (rows[-1][2], rows[-1][3]) == ("B", str(NO_RESULT_RC)), rows
+    assert [(r[0], r[2], r[3]) for r in rows] == [   # round 2 in ABBA order: B first
+        ("1", "A", "0"), ("1", "B", "0"), ("2", "B", str(rc))], rows
     log = (root / "add" / f"r{rows[-1][0]}_B" / "bench.log").read_text().splitlines()
-    assert log[-2:] == ["the op ends here",
-                        "zlh: the process exited with status 124 without a result"]
+    assert "the op ends here" in log
+    if rc == NO_RESULT_RC:
+        assert log[-1] == "zlh: the process exited with status 124 without a result"
     again = CliRunner().invoke(main, ["ab", "--rescore", str(root)])
-    assert again.exit_code == 1, again.output
-    assert "timed out" not in again.output and "its process gave no result" in again.output
+    assert again.exit_code == 1, again.output          # not a report of round 1 alone
+    assert "timed out" not in again.output and said in again.output, again.output
