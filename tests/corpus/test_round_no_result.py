@@ -17,16 +17,22 @@ from slow_add import slow_add_plan
 REFUSAL = "RuntimeError: this interpreter starts no worker"
 
 
-def no_worker_python(tmp_path) -> str:
-    """An interpreter that runs everything but a worker, which crashes as it starts (zlh's
-    import check passes)."""
-    path = tmp_path / "python-no-worker"
-    crash = "raise RuntimeError('this interpreter starts no worker')"
-    path.write_text(f"#!/bin/sh\nif [ \"$2\" = harness.corpus.worker ]; then\n"
-                    f"  exec {sys.executable} -c \"{crash}\"\nfi\n"
+def wrapped_python(tmp_path, name: str, case: str) -> str:
+    """An interpreter that runs everything as sys.executable does, but for the command lines
+    the shell `case` item `case` matches."""
+    path = tmp_path / name
+    path.write_text(f"#!/bin/sh\ncase \"$*\" in\n  {case};;\nesac\n"
                     f"exec {sys.executable} \"$@\"\n")
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return str(path)
+
+
+def no_worker_python(tmp_path) -> str:
+    """An interpreter that runs everything but a worker, which crashes as it starts (zlh's
+    import check passes)."""
+    crash = "raise RuntimeError('this interpreter starts no worker')"
+    return wrapped_python(tmp_path, "python-no-worker",
+                          f"*harness.corpus.worker*) exec {sys.executable} -c \"{crash}\"")
 
 
 @pytest.mark.e2e
@@ -66,12 +72,8 @@ def _cmdline(pid: str) -> str:
 def bench_python(tmp_path, ending: str) -> str:
     """An interpreter whose `zlh bench` of round 2 says a line and ends with the shell command
     `ending`; everything else (round 1, zlh's checks) runs."""
-    path = tmp_path / "python-bench-ends"
-    path.write_text(f"#!/bin/sh\ncase \"$*\" in\n  *\" bench \"*/r2_B*)\n"
-                    f"    echo 'the op ends here'\n    {ending};;\nesac\n"
-                    f"exec {sys.executable} \"$@\"\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
+    return wrapped_python(tmp_path, "python-bench-ends",
+                          f"*\" bench \"*/r2_B*) echo 'the op ends here'; {ending}")
 
 
 @pytest.mark.e2e
