@@ -35,7 +35,7 @@ from .preflight import (ROOT_IN_USE, check_new_root, check_plan, check_replay,
 from .render import render_terminal
 from .report import ABReport, write_reports
 from .rounds import side_order
-from .runs import (NO_RESULT_RC, STOP_RC, RunCounter, RunOutcome, append_status,
+from .runs import (NO_RESULT_RC, RunCounter, RunOutcome, append_status, ended_by,
                    outcome_of)
 from .sides import ABPlan, Side, env_for
 
@@ -61,10 +61,10 @@ def run_side(plan: ABPlan, op: str, number: int, side: Side,
                                stderr=subprocess.STDOUT, pass_fds=held_fds())
         try:
             rc = child.finish(plan.timeout_s, grace_s=GRACE_S, log=log)
-        except BaseException:          # Ctrl-C or SIGTERM of zlh ab: the run was stopped too
+        except BaseException as exc:   # Ctrl-C or SIGTERM of zlh ab: the run was stopped too
             with contextlib.suppress(Exception):     # status.tsv still gets its row
-                append_status(plan.root, op, outcome_of(out, number, side.label, STOP_RC,
-                                                        started))
+                append_status(plan.root, op, outcome_of(out, number, side.label,
+                                                        ended_by(exc), started))
             raise
     plan.ran(op, side, out)
     if rc == launcher.CRASH_RC:     # it exited 124 itself (or died of a SIGHUP of its own):

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..common import markers
-from ..common.errors import EXIT_FAILED_CASES, EXIT_OK, EXIT_PREFLIGHT, EXIT_USAGE, UsageError
+from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, EXIT_PREFLIGHT, EXIT_USAGE, Terminated,
+                             UsageError)
 from ..common.files import tsv_line
 from ..common.log import Echo
 from ..launch.launcher import TIMEOUT_RC
@@ -28,6 +29,14 @@ NO_RESULT_RC = 125
 # and only so (then a signal's code in status.tsv is a kill of that run alone: a failure)
 STOP_RC = -1
 PASSED_RCS = (EXIT_OK, EXIT_FAILED_CASES)      # all cases ok, some case failed: it compares
+
+
+def ended_by(exc: BaseException, stopped: bool = False) -> int:
+    """status.tsv's rc of a run that an exception ended while zlh ab waited on it: STOP_RC
+    for a stop of the A/B (Ctrl-C, SIGTERM, SIGHUP; `stopped`: one seen by another thread),
+    NO_RESULT_RC for anything else (an error of zlh's own: a failure, not a stop)."""
+    return STOP_RC if stopped or isinstance(exc, (KeyboardInterrupt, Terminated)) \
+        else NO_RESULT_RC
 RC_MEANINGS = {TIMEOUT_RC: "timed out", NO_RESULT_RC: "its process gave no result"}
 
 

@@ -25,7 +25,7 @@ from ..run.plan import options_backend
 from ..store.reader import load_run_or_none
 from . import files
 from .outcome import (CRASH, FAIL, POISONED, SKIP, TIMEOUT, Outcome, Settled, dtype_problem,
-                      dtype_rescue, judge)
+                      dtype_rescue, judge, left_running)
 from .progress import bar, final_summary
 from .check import graph_timed
 from .selection import Item
@@ -186,9 +186,9 @@ class Batch:
             if outcome.status not in (FAIL, CRASH) or outcome.preflight_check or \
                     (dtypes and dtype_problem(outcome)):   # the dtype fallback comes next
                 break
-            if outcome.rc == EXIT_USAGE and outcome.status == FAIL:   # bad input: the same
-                break                           # again, never a retry (an op's own exit 2 is
-                                                # a CRASH, retried)
+            if outcome.rc == EXIT_USAGE and not left_running(load_run_or_none(outcome.run_dir)):
+                break       # bad input: the same again, never a retry (an op's own exit 2,
+                            # its run left running, is a CRASH, retried)
             if len(outcomes) > 1 and outcome.same_as(outcomes[-2]):
                 break
         final = outcomes[-1]

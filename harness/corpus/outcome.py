@@ -146,7 +146,7 @@ def judge(attempt: Attempt, op_timeout_s: float) -> Outcome:
                       f"no result within the op timeout ({op_timeout_s:g} s): a time problem, "
                       f"not a verdict on the op")
     elif (run is not None and run.info.get("status") == "poisoned") or \
-            (attempt.rc == EXIT_POISONED and not unfinished):
+            (attempt.rc == EXIT_POISONED and not left_running(run)):
         # (5 and run.json still `running`: the op's own os._exit(5), a crash, below)
         out.status = POISONED
         out.reason = _marker_reason(rows, (markers.DEVICE_POISONED, markers.CAPTURE_POISONED)) \
@@ -234,6 +234,12 @@ def dtype_rescue(outcome: Outcome) -> bool:
     cases include that dtype where the op supports it), so the rescue does not hide it."""
     return outcome.status == FAIL and outcome.rows_success == 0 and \
         not outcome.preflight_check
+
+
+def left_running(run) -> bool:
+    """Whether a stored run's run.json still says `running`: its process vanished without
+    finalising it (an op's os._exit), so its exit status is the op's, not one of zlh's."""
+    return run is not None and run.info.get("status") == "running"
 
 
 def _unfinished(run) -> str:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from ..ab.rounds import PERSISTENT, TURNS, TURNS_FRESH, TWINS
 from ..ab.runs import (NO_RESULT_RC, PASSED_RCS, STOP_RC, RunOutcome, append_status,
-                       outcome_of)
+                       ended_by, outcome_of)
 from ..ab.sides import ABPlan, Side, env_for
 from ..launch import launcher
 from ..measure.device_lock import LOCK_DIR_ENV
@@ -118,11 +118,11 @@ class PersistentRounds:
         started = time.time()
         try:
             attempt = worker.run(job, plan.timeout_s, log, out)
-        except BaseException:         # Ctrl-C or SIGTERM of zlh ab: the round stops too
+        except BaseException as exc:  # Ctrl-C or SIGTERM of zlh ab: the round stops too
             worker.stop()             # (its run directory is finalised on SIGTERM)
             with contextlib.suppress(Exception):          # status.tsv still gets its row
-                append_status(plan.root, op, outcome_of(out, number, side.label, STOP_RC,
-                                                        started))
+                append_status(plan.root, op, outcome_of(
+                    out, number, side.label, ended_by(exc, self.stopped.is_set()), started))
             raise
         plan.ran(op, side, out)
         rc = attempt.rc

@@ -202,6 +202,8 @@ def scripted(monkeypatch, script: list[tuple]):
     ([(-6, ""), (2, "zlh: a"), (2, "zlh: b")], FAIL, 2, "retry_rc=-6->2"),   # bad input
     # the op's own exit 2 (run.json still running): a crash, retried; bad input is not
     ([(2, "", "running"), (2, "", "running")], CRASH, 2, "retry_rc=2->2"),
+    # zlh's own exit 2 inside the run (run.json crashed): bad input, never retried
+    ([(2, "zlh: bad", "crashed"), (2, "zlh: bad", "crashed")], CRASH, 1, None),
     ([(1, "zlh: a"), (1, "zlh: b"), (1, "zlh: b")], FAIL, 3, "retry_rc=1->1->1"),
     ([(124, "")], TIMEOUT, 1, None),
 ])

@@ -53,13 +53,17 @@ def test_rounds_run_in_one_worker_per_side_in_abba_order(tmp_path):
         "delta_pct"] == pytest.approx(report["rows"][0]["delta_pct"])
 
 
-def test_an_interrupted_round_stops_its_worker_and_leaves_its_status_row(tmp_path):
+@pytest.mark.parametrize("raised, recorded", [
+    (KeyboardInterrupt, "-1"),        # a stop of the A/B: STOP_RC
+    (RuntimeError, "125")])           # an error of zlh's own: no result, a failure
+def test_an_interrupted_round_stops_its_worker_and_leaves_its_status_row(tmp_path, raised,
+                                                                          recorded):
     class Stuck:
         alive, stopped = True, 0
 
         def run(self, job, timeout_s, log, out):
             assert job["round"]["seed"] == round_seed("add", 2)
-            raise KeyboardInterrupt
+            raise raised
 
         def stop(self):
             self.stopped += 1
@@ -69,11 +73,11 @@ def test_an_interrupted_round_stops_its_worker_and_leaves_its_status_row(tmp_pat
     plan = ABPlan(ops=["add"], a=Side("A"), b=Side("B"), options=BenchOptions(),
                   root=tmp_path / "ab", runner=runner)
     (tmp_path / "ab").mkdir()
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(raised):
         runner.run(plan, "add", 2, plan.b, tmp_path / "record")
     assert worker.stopped == 1 and runner.starts == {}
     (row,) = (tmp_path / "ab" / "status.tsv").read_text().splitlines()[1:]
-    assert row.split("\t")[:4] == ["2", "add", "B", "-1"]
+    assert row.split("\t")[:4] == ["2", "add", "B", recorded]
     assert "--replay" in (tmp_path / "ab" / "add" / "r2_B" / "bench.log").read_text()
 
 
