@@ -35,8 +35,8 @@ from .preflight import (ROOT_IN_USE, check_new_root, check_plan, check_replay,
 from .render import render_terminal
 from .report import ABReport, write_reports
 from .rounds import side_order
-from .runs import (NO_RESULT_RC, RunCounter, RunOutcome, append_status, ended_by,
-                   outcome_of)
+from .runs import (RunCounter, RunOutcome, append_status, ended_by, outcome_of,
+                   recorded_rc)
 from .sides import ABPlan, Side, env_for
 
 NO_IR_DIFF = "SWITCH_NO_IR_DIFF"
@@ -66,10 +66,8 @@ def run_side(plan: ABPlan, op: str, number: int, side: Side,
                 append_status(plan.root, op, outcome_of(out, number, side.label,
                                                         ended_by(exc), started))
             raise
-    plan.ran(op, side, out)
-    if rc == launcher.CRASH_RC:     # it exited 124 itself (or died of a SIGHUP of its own):
-        rc = NO_RESULT_RC           # no result, and no stop of zlh ab (raised above)
-    outcome = outcome_of(out, number, side.label, rc, started)
+    plan.ran(op, side, out)          # (a stop of zlh ab was raised above)
+    outcome = outcome_of(out, number, side.label, recorded_rc(rc), started)
     append_status(plan.root, op, outcome)
     return outcome
 

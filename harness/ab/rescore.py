@@ -131,8 +131,7 @@ def _failed(run, ended: Ended | None) -> bool:
     return run is not None and run.status != COMPLETE and run.status not in CUT_SHORT
 
 
-def stored_pairs(root: Path, op: str, echo: Echo = print,
-                 rcs: dict | None = None) -> tuple[list, bool, bool]:
+def stored_pairs(root: Path, op: str, echo: Echo, rcs: dict) -> tuple[list, bool, bool]:
     """((A, B) per round, round 1 first, while both sides have a run directory whose run
     completed; whether rounds were left out; whether a run failed). A round cut short (a
     side without a run, or one interrupted, killed or still running) ends the pairs, said in
@@ -140,7 +139,6 @@ def stored_pairs(root: Path, op: str, echo: Echo = print,
     (_failed: as `zlh ab` decided) fails the op: no report for it, as in `zlh ab`. `rcs`:
     ended_rcs(root, …), read once for every op."""
     pairs, number = [], 1
-    rcs = ended_rcs(root, stop_rc_of(read_ab_plan(root))) if rcs is None else rcs
     while True:
         folder = op_folder(root, op)
         paths = [_newest(folder / f"r{number}_{side}") for side in "AB"]

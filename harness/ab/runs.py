@@ -14,7 +14,7 @@ from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, EXIT_PREFLIGHT, EXIT_US
                              UsageError)
 from ..common.files import tsv_line
 from ..common.log import Echo
-from ..launch.launcher import TIMEOUT_RC
+from ..launch.launcher import CRASH_RC, TIMEOUT_RC
 from ..store.reader import COMPLETE, RESULTS_LOST, load_run, read_info, status_detail
 from ..store.results import FAILED, SUCCESS
 
@@ -29,6 +29,23 @@ NO_RESULT_RC = 125
 # and only so (then a signal's code in status.tsv is a kill of that run alone: a failure)
 STOP_RC = -1
 PASSED_RCS = (EXIT_OK, EXIT_FAILED_CASES)      # all cases ok, some case failed: it compares
+RC_MEANINGS = {TIMEOUT_RC: "timed out", NO_RESULT_RC: "its process gave no result"}
+
+
+def exit_status(rc: int) -> str:
+    """`exit status N`, with what N means where zlh gave it (a timeout, no result)."""
+    meaning = RC_MEANINGS.get(rc)
+    return f"exit status {rc}" + (f" ({meaning})" if meaning else "")
+
+
+def recorded_rc(rc: int, stopped: bool = False) -> int:
+    """status.tsv's rc of a run that ended while zlh ab waited on it: STOP_RC where a stop of
+    the A/B ended it (`stopped`: one seen by another thread) before it passed, NO_RESULT_RC
+    where its process gave no exit status of its own (launcher.CRASH_RC: it exited 124
+    itself, died of its own SIGHUP, or its worker ended without a reply), else its own."""
+    if stopped and rc not in PASSED_RCS:
+        return STOP_RC
+    return NO_RESULT_RC if rc == CRASH_RC else rc
 
 
 def ended_by(exc: BaseException, stopped: bool = False) -> int:
@@ -37,13 +54,6 @@ def ended_by(exc: BaseException, stopped: bool = False) -> int:
     NO_RESULT_RC for anything else (an error of zlh's own: a failure, not a stop)."""
     return STOP_RC if stopped or isinstance(exc, (KeyboardInterrupt, Terminated)) \
         else NO_RESULT_RC
-RC_MEANINGS = {TIMEOUT_RC: "timed out", NO_RESULT_RC: "its process gave no result"}
-
-
-def exit_status(rc: int) -> str:
-    """`exit status N`, with what N means where zlh gave it (a timeout, no result)."""
-    meaning = RC_MEANINGS.get(rc)
-    return f"exit status {rc}" + (f" ({meaning})" if meaning else "")
 
 
 @dataclass
@@ -96,11 +106,10 @@ class RunOutcome:
         return lines[-1].strip() if len(lines) > 1 else ""
 
 
-def outcome_of(out: Path, number: int, label: str, rc, started: float) -> RunOutcome:
+def outcome_of(out: Path, number: int, label: str, rc: int, started: float) -> RunOutcome:
     runs = sorted(p for p in out.iterdir() if p.is_dir() and (p / "run.json").exists())
-    return RunOutcome(number, label, rc if rc is not None else -1,
-                      round(time.time() - started, 3), runs[-1] if runs else None,
-                      out / "bench.log")
+    return RunOutcome(number, label, rc, round(time.time() - started, 3),
+                      runs[-1] if runs else None, out / "bench.log")
 
 
 def append_status(root: Path, op: str, outcome: RunOutcome) -> None:

@@ -37,8 +37,8 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 from ..ab.rounds import PERSISTENT, TURNS, TURNS_FRESH, TWINS
-from ..ab.runs import (NO_RESULT_RC, PASSED_RCS, STOP_RC, RunOutcome, append_status,
-                       ended_by, outcome_of)
+from ..ab.runs import (NO_RESULT_RC, RunOutcome, append_status, ended_by, outcome_of,
+                       recorded_rc)
 from ..ab.sides import ABPlan, Side, env_for
 from ..launch import launcher
 from ..measure.device_lock import LOCK_DIR_ENV
@@ -125,11 +125,10 @@ class PersistentRounds:
                     out, number, side.label, ended_by(exc, self.stopped.is_set()), started))
             raise
         plan.ran(op, side, out)
-        rc = attempt.rc
-        if self.stopped.is_set() and rc not in PASSED_RCS:
-            rc = STOP_RC                 # the A/B's stop ended the other side's worker too
-        elif rc == launcher.CRASH_RC:    # none of its own, the A/B not stopped: a failure
-            rc = NO_RESULT_RC            # why, in the run's log: where the cause is
+        # The A/B's stop may have ended the other side's worker too: a stop, not a failure.
+        # No result of its own: why, in the run's log (where a failed run's report looks).
+        rc = recorded_rc(attempt.rc, self.stopped.is_set())
+        if rc == NO_RESULT_RC and attempt.rc != rc:
             note_in_log(log, f"zlh: the run's process gave no result: "
                              f"{attempt.message or 'no reason given'}")
         outcome = RunOutcome(number, side.label, rc, round(attempt.elapsed_s, 3),
