@@ -29,6 +29,9 @@ from .outcome import CRASH_RC, TIMEOUT_RC, Attempt, held_over_limit
 from .stall import StallWatch, run_watched
 
 GRACE_S = launcher.GRACE_S
+# SIGTERM to SIGKILL for a worker between jobs: it exits at once on SIGTERM (worker.main),
+# having nothing to finalise; one whose op left SIGTERM ignored is killed after this.
+IDLE_GRACE_S = 2.0
 START_TIMEOUT_S = 300.0
 SIGNAL_EXIT_LOW, SIGNAL_EXIT_HIGH = 128, 128 + 64    # an exit status of 128 + a signal
 LOG_TAIL_BYTES = 1 << 20      # where an op's last error line is looked for
@@ -144,6 +147,7 @@ class Worker:
         self.proc: launcher.Child | None = None
         self.pid: int | None = None
         self.ready = False
+        self.busy = False             # a job handed over and not answered
         self.import_s = 0.0           # what its start imported, in seconds (its ready line)
         self.launched_at = self.ready_at = 0.0     # epoch seconds
         self._readying = threading.Lock()
@@ -199,6 +203,7 @@ class Worker:
         before = run_dirs(out)
         started = time.time()
         watch = StallWatch(out, before, stall_s, wait_cap_s=wait_cap_s)   # (stall.py)
+        self.busy = True
         try:
             self.proc.stdin.write(json.dumps(job) + "\n")
             self.proc.stdin.flush()
@@ -207,14 +212,15 @@ class Worker:
             reply, ended = None, "eof"
         elapsed = time.time() - started
         if reply is None and ended in ("timeout", "stalled"):    # a hang
-            self.stop()
+            self.stop()                              # (mid-job: its run is finalised)
             rc = TIMEOUT_RC
         elif reply is None:                          # the worker died under the op
             rc, died = worker_death(self.proc.wait())
             self.proc.kill_leftovers()               # what the op started must not outlive it
             self.proc.close_pipes()
-            self.proc, self.ready = None, False
+            self.proc, self.ready, self.busy = None, False, False
         else:
+            self.busy = False
             rc = int(reply["rc"])
             if rc == EXIT_POISONED or held_too_much(reply) or reply.get("state_changed"):
                 self.stop()                          # the next op gets a fresh worker
@@ -257,13 +263,16 @@ class Worker:
             elif stalled is not None and stalled():
                 return None, "stalled"
 
-    def stop(self, grace_s: float = GRACE_S) -> None:
-        """SIGTERM the worker's process group (it finalises the op's run directory), then
-        SIGKILL what is left."""
+    def stop(self, grace_s: float | None = None) -> None:
+        """SIGTERM the worker's process group (mid-job it finalises the op's run directory),
+        then SIGKILL what is left after `grace_s` (default: GRACE_S mid-job, IDLE_GRACE_S
+        between jobs)."""
         if self.proc is None:
             return
+        if grace_s is None:
+            grace_s = GRACE_S if self.busy else IDLE_GRACE_S
         self.proc.stop(grace_s)
-        self.proc, self.ready = None, False
+        self.proc, self.ready, self.busy = None, False, False
 
 
 def run_fresh(lane: Lane, op: str, argv: list[str], timeout_s: float, log: Path,

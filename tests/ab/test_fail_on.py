@@ -29,13 +29,14 @@ SLOW_MM = ["--adapter", "builtin", "--backend", "cpu", "--warmup-ms", "30", "--m
 @pytest.fixture(scope="module")
 def slow_ab(tmp_path_factory):
     """`zlh ab mm --switch ZLH_BUILTIN_SLOW=0,1 --rounds 5 --round-process persistent
-    --fail-on slower:5% --json` (a worker per side: the gates read the rounds, however they
+    --settle-ms 0 --fail-on slower:5% --json` (a worker per side: the gates read the rounds, however they
     were started, and two starts cost less than ten)."""
     root = tmp_path_factory.mktemp("fail_on")
     shapes = root / "mm.yaml"
     shapes.write_text("mm: [[16, 16, 128]]\n")
     result = CliRunner().invoke(main, ["ab", "mm", "--switch", "ZLH_BUILTIN_SLOW=0,1",
                                        "--rounds", "5", "--round-process", "persistent",
+                                       "--settle-ms", "0",          # no device to settle
                                        "--shapes", str(shapes), *SLOW_MM,
                                        "--root", str(root / "ab"), "--fail-on", "slower:5%",
                                        "--json", "-q"])

@@ -54,8 +54,8 @@ def test_calibrate_rounds_auto_in_persistent_workers_on_the_cpu(tmp_path):
     result = CliRunner().invoke(main, ["calibrate", "add", *CPU_FAST, "--shapes", str(shapes),
                                        "--rounds", "auto", "--min-rounds", "2",
                                        "--max-rounds", "3", "--target-pct", "1000",
-                                       "--round-process", "persistent", "--root", str(root),
-                                       "-q"])
+                                       "--round-process", "persistent", "--settle-ms", "0",
+                                       "--root", str(root), "-q"])    # no device to settle
     assert result.exit_code == 0, result.output
     doc = json.loads((root / "calibration.json").read_text())
     assert doc["rounds"] == "auto" and doc["round_process"] == "persistent"

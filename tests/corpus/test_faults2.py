@@ -10,12 +10,16 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 from harness.corpus.outcome import CRASH, CRASH_RC, Attempt, judge
+from harness.corpus.supervisor import GRACE_S
 from procs import alive
 from conftest import FAST, ROOT
+
+STAMP = "%Y-%m-%dT%H:%M:%S%z"                  # run.json's started_at and finished_at
 
 
 CASES = '''
@@ -97,6 +101,11 @@ def stdout_closed(x):
     sys.stdout.close()
     return x + 1
 
+def leak_all(x):                  # each leak above at once: one worker to replace, not five
+    for leak in (warn_error, umask_all, spin_thread, ignore_term, stdout_closed):
+        leak(x)
+    return x + 1
+
 def stdout_swapped(x):
     import io
     sys.stdout = sys.stderr = io.StringIO()
@@ -116,6 +125,7 @@ cases = {name: _case(name, fn) for name, fn in [
     ("ignore_term", ignore_term), ("stdout_closed", stdout_closed),
     ("stdout_swapped", stdout_swapped), ("warns", warns), ("warns2", warns),
     ("warns3", warns), ("warns4", warns), ("warns5", warns), ("warns6", warns),
+    ("leak_all", leak_all),
     ("ok", ok), ("exit0", exit0), ("sysexit3", sysexit3), ("close_out", close_out),
     ("close_in", close_in), ("child_then_exit", child_then_exit), ("fork_copy", fork_copy),
     ("ok2", ok), ("keyboard", keyboard)] + [(f"exit{code}", _exits(code)) for code in (2, 5, 124)]}
@@ -180,22 +190,33 @@ def test_misbehaving_ops_get_a_truthful_status_and_the_batch_goes_on(tmp_path):
 @pytest.mark.e2e
 def test_what_an_op_leaves_in_its_interpreter_does_not_reach_the_next_op(tmp_path):
     """Warnings made errors, a file mode mask, a thread left running, a stop signal ignored,
-    a stream of the worker's closed: the op is noted and its worker replaced; Python's
-    streams swapped: given back, the next op's output still reaches its own log. Each op after one of them runs as in a fresh
-    process (`warns` would fail under the error filter and say nothing in a swapped log)."""
-    leaks = {"warn_error": "warnings_as_errors", "umask_all": "umask",
-             "spin_thread": "python_threads", "ignore_term": "signal_handlers",
-             "stdout_closed": "python_streams"}     # what else holds it would fail later
-    order = ["warn_error", "warns", "umask_all", "warns2", "spin_thread", "warns3",
-             "ignore_term", "warns4", "stdout_closed", "warns5", "stdout_swapped", "warns6"]
+    a stream of the worker's closed (all five left by one op, each named in its note): the
+    worker is replaced; Python's streams swapped: given back, the next op's output still
+    reaches its own log. Each op after one of them runs as in a fresh process (`warns` would
+    fail under the error filter, write its run.json unreadable to others under the mask, and
+    say nothing in a swapped log)."""
+    switches = ("warnings_as_errors", "umask", "python_threads", "signal_handlers",
+                "python_streams")      # what else holds it would fail later
+    # `ok` first: a worker's first op may start threads (an import does, as in a fresh
+    # process), so threads are compared from its second op on
+    order = ["ok", "leak_all", "warns", "stdout_swapped", "warns2"]
     root, rows, _ = run_batch(tmp_path, ",".join(order), expect_rc=0)
     assert {op: r["status"] for op, r in rows.items()} == {op: "PASS" for op in order}
-    for op, switch in leaks.items():
-        assert f"process_state={switch}" in rows[op]["notes"], (op, rows[op])
+    noted = rows["leak_all"]["notes"].split("process_state=")[1].split(";")[0].split(",")
+    assert sorted(noted) == sorted(switches), rows["leak_all"]
+    assert "process_state" not in rows["stdout_swapped"]["notes"], rows["stdout_swapped"]
     pid = {op: json.loads((root / rows[op]["run_dir"] / "run.json").read_text())["pid"]
            for op in order}
-    for leaky, after in zip(order[0::2], order[1::2]):
-        assert (pid[leaky] != pid[after]) is (leaky in leaks), (leaky, after)
+    assert pid["ok"] == pid["leak_all"]
+    # the replaced worker was idle (nothing to finalise) and ignored SIGTERM: killed after
+    # IDLE_GRACE_S, so the next op did not wait out the grace a finalising run gets
+    times = {op: json.loads((root / rows[op]["run_dir"] / "run.json").read_text())
+             for op in ("leak_all", "warns")}
+    gap = (datetime.strptime(times["warns"]["started_at"], STAMP)
+           - datetime.strptime(times["leak_all"]["finished_at"], STAMP)).total_seconds()
+    assert gap < GRACE_S, gap
+    for leaky, after in (("leak_all", "warns"), ("stdout_swapped", "warns2")):
+        assert (pid[leaky] != pid[after]) is (leaky == "leak_all"), (leaky, after)
         log = (root / after / "run.attempt1.log").read_text()
         assert "said in the log" in log, (after, log[-300:])
         mode = (root / rows[after]["run_dir"] / "run.json").stat().st_mode
