@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -49,7 +50,19 @@ def _bytecode_files() -> set[Path]:
     return {p for top in (*_COMPILED, TESTS) for p in top.rglob("__pycache__/*.pyc")}
 
 
+def _default_signal_dispositions() -> None:
+    """The suite tests what zlh does on SIGINT and SIGHUP, so the processes it starts must not
+    inherit them ignored, however the suite was started (a shell's background job ignores
+    SIGINT, `nohup` SIGHUP): both get their defaults back in every pytest process. (To keep a
+    run alive past a hangup, start it under `setsid`, not `nohup`.)"""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def pytest_configure(config):
+    _default_signal_dispositions()
     if not sys.flags.dont_write_bytecode or hasattr(config, "workerinput"):
         return
     import compileall

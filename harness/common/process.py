@@ -122,11 +122,13 @@ def _noted_sigint(signum, frame):
 
 def raised_by_code(exc: BaseException) -> bool:
     """Whether a KeyboardInterrupt came from the code that raised it (an op's), not from a
-    SIGINT: only where zlh's SIGINT handler is in place and saw none. Where it is not (an
-    embedding program's handler, signals held), every KeyboardInterrupt is taken for a
-    SIGINT."""
-    return (isinstance(exc, KeyboardInterrupt) and not _SIGINTS
-            and signal.getsignal(signal.SIGINT) is _noted_sigint)
+    SIGINT: where zlh's SIGINT handler is in place and saw none, or where SIGINT is ignored
+    (the process was started so, as a background job or under `nohup`: no SIGINT can
+    raise it). Where another handler is in place (an embedding program's, Python's own),
+    every KeyboardInterrupt is taken for a SIGINT."""
+    if not isinstance(exc, KeyboardInterrupt) or _SIGINTS:
+        return False
+    return signal.getsignal(signal.SIGINT) in (_noted_sigint, signal.SIG_IGN)
 
 
 def restore_handlers(saved: dict) -> None:

@@ -1,6 +1,7 @@
 """A KeyboardInterrupt that an op's code raises itself is its failure, not Ctrl-C: zlh's SIGINT
-handler notes each SIGINT, and only a KeyboardInterrupt with none noted is the code's own.
-Where zlh's handler is not in place (an embedding program's), every one is taken for Ctrl-C."""
+handler notes each SIGINT, and only a KeyboardInterrupt with none noted is the code's own;
+with SIGINT ignored every one is. Where another handler is in place (an embedding program's),
+every one is taken for Ctrl-C."""
 from __future__ import annotations
 
 import os
@@ -55,3 +56,12 @@ def test_without_zlhs_handler_every_interrupt_is_ctrl_c(handlers):
     process.install_terminate_handlers(lambda signum: None)
     assert signal.getsignal(signal.SIGINT) is not process._noted_sigint   # left in place
     assert not process.raised_by_code(caught(raise_it))
+
+
+def test_with_sigint_ignored_every_interrupt_is_the_codes_own(handlers):
+    """Started with SIGINT ignored (a background job, `nohup`): zlh installs no handler, and
+    no SIGINT can come, so a KeyboardInterrupt is the code's own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    saved = process.install_terminate_handlers(lambda signum: None)
+    assert signal.SIGINT not in saved and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    assert process.raised_by_code(caught(raise_it))
