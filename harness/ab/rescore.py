@@ -88,12 +88,6 @@ CUT_SHORT = ("interrupted", ABANDONED, RUNNING)    # a run a signal or a kill st
 LEGACY_STOPPED_RCS = {-1, -2, -9, -15, 129, 130, 137, 143}
 
 
-def stop_rc_of(plan: dict) -> int | None:
-    """The exit status a root's status.tsv records a stop of the A/B with (read_ab_plan
-    checked it), None for a root written before plan.json said it."""
-    return plan.get("stop_rc")
-
-
 class Ended(NamedTuple):
     """How status.tsv says a run ended: its exit status (its last row), and whether that was
     a stop of the A/B (not a failure of the run)."""
@@ -208,7 +202,8 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
     labels = tuple((plan.get(side) or {}).get("description", "") for side in "AB")
     auto = AutoRounds.from_dict(plan.get("rounds_auto"))
     reports, code, done = [], 0, []
-    finished, rcs = ops_done(root), ended_rcs(root, stop_rc_of(plan))
+    # plan.json's stop_rc (read_ab_plan checked it); None: a root written before it
+    finished, rcs = ops_done(root), ended_rcs(root, plan.get("stop_rc"))
     for op in dict.fromkeys(plan["ops"]):
         pairs, cut, failed = stored_pairs(root, op, echo, rcs)
         if failed or pairs:

@@ -10,16 +10,14 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 
 import pytest
 from harness.corpus.outcome import CRASH, CRASH_RC, Attempt, judge
 from harness.corpus.supervisor import GRACE_S
+from harness.report.sources import epoch
 from procs import alive
 from conftest import FAST, ROOT
-
-STAMP = "%Y-%m-%dT%H:%M:%S%z"                  # run.json's started_at and finished_at
 
 
 CASES = '''
@@ -212,8 +210,7 @@ def test_what_an_op_leaves_in_its_interpreter_does_not_reach_the_next_op(tmp_pat
     # IDLE_GRACE_S, so the next op did not wait out the grace a finalising run gets
     times = {op: json.loads((root / rows[op]["run_dir"] / "run.json").read_text())
              for op in ("leak_all", "warns")}
-    gap = (datetime.strptime(times["warns"]["started_at"], STAMP)
-           - datetime.strptime(times["leak_all"]["finished_at"], STAMP)).total_seconds()
+    gap = epoch(times["warns"]["started_at"]) - epoch(times["leak_all"]["finished_at"])
     assert gap < GRACE_S, gap
     for leaky, after in (("leak_all", "warns"), ("stdout_swapped", "warns2")):
         assert (pid[leaky] != pid[after]) is (leaky == "leak_all"), (leaky, after)
