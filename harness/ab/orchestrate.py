@@ -34,7 +34,7 @@ from .preflight import (ROOT_IN_USE, check_new_root, check_plan, check_replay,
                         check_replay_caliber, check_replay_shapes)
 from .render import render_terminal
 from .report import ABReport, write_reports
-from .rounds import side_order
+from .rounds import note_choice, read_choice, side_order
 from .runs import (RunCounter, RunOutcome, append_status, ended_by, outcome_of,
                    recorded_rc)
 from .sides import ABPlan, Side, env_for
@@ -171,6 +171,9 @@ class OpAB:
         if not self._run(record_round, plan.a, None):
             return None, self.outcomes[(record_round, "A")].exit_code()
         record = self.outcomes[(record_round, "A")].run_dir
+        choice = read_choice(plan.root / safe_name(op))     # (--round-process auto)
+        if choice is not None:
+            self.echo(f"{op}: rounds as {choice['process']}: {choice.get('why', '')}")
         failed = self._round(1, record) if alone else (
             None if self._run(1, plan.b, record) else self.outcomes[(1, "B")])
         if failed is not None:
@@ -193,9 +196,11 @@ class OpAB:
         if not later_rounds_pass(run_a, pairs, op, plan.allow_caliber_mismatch, self.echo,
                                  from_round=1 if alone else 2):
             return None, EXIT_CALIBER
-        return build_report(pairs, plan.alpha, verdict, check,
-                            (plan.a.description, plan.b.description), plan.noise_floor,
-                            self.echo, plan.auto)
+        report, code = build_report(pairs, plan.alpha, verdict, check,
+                                    (plan.a.description, plan.b.description),
+                                    plan.noise_floor, self.echo, plan.auto)
+        note_choice(report, plan.root / safe_name(op))
+        return report, code
 
     def _round(self, number: int, record: Path) -> RunOutcome | None:
         """Both sides of round `number` in ABBA order (at once, where the runner takes

@@ -150,6 +150,9 @@ def _design_line(s: dict) -> str:
     design = s.get("rounds_design") if isinstance(s.get("rounds_design"), dict) else {}
     what = ("detectable %: the smallest change found 4 times in 5 (alpha 0.05, before Holm) "
             "from the per-round spread")
+    chosen = s.get("round_process") if isinstance(s.get("round_process"), dict) else {}
+    if chosen.get("process"):
+        what = f"rounds as {chosen['process']} (chosen from the record); {what}"
     if design.get("design") != "two-stage":
         return f"rounds fixed at {s.get('rounds')}; {what}"
     return (f"rounds auto (two-stage: pilot {design.get('min_rounds')}, target half-width "

@@ -30,7 +30,7 @@ from .html import render_html
 from .orchestrate import build_report, ir_verdict
 from .preflight import check_scrub
 from .report import ABReport, report_document, write_reports
-from .rounds import AutoRounds
+from .rounds import AutoRounds, note_choice
 from .runs import PASSED_RCS, exit_status
 
 REPORT_FILES = ("report.json", "report.csv", "report.html")
@@ -234,6 +234,7 @@ def _rescore_held(root: Path, plan: dict, extra_scrub: list[str], noise_floor,
         report, op_code = build_report(pairs, ALPHA, verdict, check, labels, noise_floor,
                                        echo, auto)
         code = max(code, op_code)
+        note_choice(report, op_folder(root, op))
         design = report.summary.get("rounds_design") if report is not None else None
         if cut and isinstance(design, dict) and "stopped_by" in design:
             design["stopped_by"] = "interrupted"     # neither the target nor the cap

@@ -15,9 +15,13 @@ the record is then made alone first (round 0), so that every round compared ran 
 `turns-fresh` does so with a new process for every run, launched ahead of it; `twins` makes the
 record alone too, then runs a round's two sides one after the other, each in a new process
 launched ahead, both behind the round's spacer (`record_alone`: the runner makes it so).
+`auto` chooses per op between twins and turns-fresh from its record
+(`harness/corpus/chosen_rounds.py`) and writes what it chose in the op's folder
+(`CHOICE_FILE`), which the report reads (`read_choice`).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol, Sequence
@@ -25,10 +29,11 @@ from typing import Protocol, Sequence
 from ..common.errors import UsageError
 from ..measure import sequential
 
-FRESH, PERSISTENT, TURNS, TURNS_FRESH, TWINS = (
-    "fresh", "persistent", "turns", "turns-fresh", "twins")
-ROUND_PROCESSES = (FRESH, PERSISTENT, TURNS, TURNS_FRESH, TWINS)
+FRESH, PERSISTENT, TURNS, TURNS_FRESH, TWINS, CHOSEN = (
+    "fresh", "persistent", "turns", "turns-fresh", "twins", "auto")
+ROUND_PROCESSES = (FRESH, PERSISTENT, TURNS, TURNS_FRESH, TWINS, CHOSEN)
 DESIGN = "two-stage"
+CHOICE_FILE = "round_process.json"    # <root>/<op>/: the process `auto` chose for the op
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,24 @@ class AutoRounds:
                        int(data["max_rounds"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"plan.json: rounds_auto is malformed ({exc})") from None
+
+
+def read_choice(op_dir: Path) -> dict | None:
+    """The round process `auto` chose for an op (its folder's CHOICE_FILE: `process`, `why`,
+    `held_by_power`), or None: none was chosen there, or the file is unreadable."""
+    try:
+        choice = json.loads((Path(op_dir) / CHOICE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return choice if isinstance(choice, dict) and isinstance(choice.get("process"), str) else None
+
+
+def note_choice(report, op_dir: Path) -> None:
+    """The op's chosen round process (read_choice), where there is one, in its report's
+    summary as `round_process`."""
+    choice = read_choice(op_dir) if report is not None else None
+    if choice is not None:
+        report.summary["round_process"] = choice
 
 
 def side_order(number: int) -> tuple[str, str]:

@@ -130,7 +130,9 @@ def _op_entry(report, plant_pct: float | None, detect: float = 0.3) -> dict:
                          **floor.plant_outcome({"significant": row.significant,
                                                 "direction": row.direction}))
         shapes.append(entry)
+    chosen = report.summary.get("round_process")       # --round-process auto: its choice
     return {"op": report.op, "verdict": report.verdict, "shapes": shapes,
+            "round_process": chosen.get("process") if isinstance(chosen, dict) else None,
             "summary": floor.op_summary(shapes)}
 
 
@@ -197,7 +199,8 @@ def summary_lines(doc: dict) -> list[str]:
         s = op["summary"]
         text = (f"{op['op']}: {s['shapes']} shapes, |d| median "
                 f"{_num(s['noise_median_pct'], '.3f')}% max {_num(s['noise_max_pct'], '.3f')}%, detectable (median) "
-                f"{_num(s['detectable_median_pct'], '.3f')}%, significant {s['significant']}")
+                f"{_num(s['detectable_median_pct'], '.3f')}%, significant {s['significant']}"
+                + (f", rounds as {op['round_process']}" if op.get("round_process") else ""))
         if "plant" in s:
             text += (f"; planted {doc['plant_pct']:g}%: detected {_rate(s['plant'])}, "
                      f"shapes >= 20 us {_rate(s['plant_target'])}")

@@ -54,8 +54,8 @@ from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out
               type=click.Path(), callback=not_empty,
               help="A/B recipe (YAML), see recipes/.")
 @rounds_options(1, None, "Pairs to run (ABBA order); round 1's A records (round 0's with "
-                         "--round-process turns, turns-fresh or twins), every other run replays "
-                         "it. Default 1. "
+                         "--round-process turns, turns-fresh, twins or auto), every other run "
+                         "replays it. Default 1. "
                          "auto: a pilot of --min-rounds, then as many as the widest shape "
                          "needs for --target-pct, at most --max-rounds. "
                          "Not with --replay (its side A is a stored run).")

@@ -1,15 +1,16 @@
 """The rounds options of `zlh ab` and `zlh calibrate`: `--rounds N|auto`, `--target-pct`,
 `--min-rounds`, `--max-rounds` (the two-stage design, harness/measure/sequential.py) and
-`--round-process fresh|persistent|turns|turns-fresh|twins` with its `--settle-ms` and
+`--round-process fresh|persistent|turns|turns-fresh|twins|auto` with its `--settle-ms` and
 `--round-spacer-mb` (harness/ab/rounds.py, harness/corpus/rounds.py)."""
 from __future__ import annotations
 
 import click
 
-from ..ab.rounds import (FRESH, PERSISTENT, ROUND_PROCESSES, TURNS, TURNS_FRESH, TWINS,
-                         AutoRounds)
+from ..ab.rounds import (CHOSEN, FRESH, PERSISTENT, ROUND_PROCESSES, TURNS, TURNS_FRESH,
+                         TWINS, AutoRounds)
 from ..common import errors
 from ..common.limits import MAX_ROUNDS
+from ..corpus.chosen_rounds import ChosenRounds
 from ..corpus.rounds import (SETTLE_S, SHIFT_MAX_BYTES, PersistentRounds, TurnsFreshRounds,
                              TurnsRounds, TwinsRounds)
 from ..measure import sequential
@@ -20,6 +21,7 @@ AUTO_NAMES = ("target_pct", "min_rounds", "max_rounds")
 WORKER_NAMES = ("settle_ms", "round_spacer_mb")   # only where a worker runs the rounds
 NAMES = ("rounds", *AUTO_NAMES, "round_process", *WORKER_NAMES)
 MAX_SPACER_MB = 4096
+BY_WORKERS = "persistent, turns, turns-fresh, twins or auto"   # the round processes of workers
 MAX_SETTLE_MS = 600_000      # ten minutes of idle before a round: more is a mistyped value
 
 
@@ -76,17 +78,18 @@ def rounds_options(low: int, default, help_text: str):
                           "every run in a new process launched ahead, the record made alone "
                           "first, then a round's two sides one after the other behind the "
                           "same spacer, so that where their data lies cancels in the "
-                          "round's delta."),
+                          "round's delta; auto: per op, turns-fresh where its record ran "
+                          "held back by the power limit (a GEMM at the cap), else twins."),
         click.option("--settle-ms", type=click.FloatRange(min=0, max=MAX_SETTLE_MS), default=None,
                      callback=finite, metavar="MS",
-                     help=f"With --round-process persistent, turns, turns-fresh or twins: the "
+                     help=f"With --round-process {BY_WORKERS}: the "
                           f"idle gap before each run (turns, turns-fresh: before each round, "
                           f"its two runs at once), the device quiet as between two process "
-                          f"starts. Default {SETTLE_S * 1000:g} (turns-fresh and twins: 0, "
+                          f"starts. Default {SETTLE_S * 1000:g} (turns-fresh, twins, auto: 0, "
                           f"each run a new process)."),
         click.option("--round-spacer-mb", type=click.FloatRange(min=0, max=MAX_SPACER_MB),
                      default=None, callback=finite, metavar="MB",
-                     help=f"With --round-process persistent, turns, turns-fresh or twins: the "
+                     help=f"With --round-process {BY_WORKERS}: the "
                           f"largest random-size allocation (MiB) held before a round builds its "
                           f"inputs (the round's seed draws its size, the same for both "
                           f"sides), so that each round's buffers lie elsewhere and the "
@@ -120,13 +123,13 @@ def rounds_plan(params: dict, fixed_default: int = 1):
     settle_ms, spacer_mb = params.get("settle_ms"), params.get("round_spacer_mb")
     runner_class = {PERSISTENT: PersistentRounds, TURNS: TurnsRounds,
                     TURNS_FRESH: TurnsFreshRounds,
-                    TWINS: TwinsRounds}.get(params.get("round_process"))
+                    TWINS: TwinsRounds, CHOSEN: ChosenRounds}.get(params.get("round_process"))
     if runner_class is None:
         given = [name for name in WORKER_NAMES if params.get(name) is not None]
         if given:
             raise errors.UsageError(f"--{given[0].replace('_', '-')} only with "
-                                    f"--round-process persistent, turns, turns-fresh or twins (a "
-                                    f"fresh process per run is run as it is)")
+                                    f"--round-process {BY_WORKERS} (a fresh process per "
+                                    f"run is run as it is)")
         return rounds, auto, None
     return rounds, auto, runner_class(
         settle_s=None if settle_ms is None else settle_ms / 1000,

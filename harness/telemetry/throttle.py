@@ -86,3 +86,22 @@ def marker_lines(verdicts: dict[str, Verdict], where: dict, attempt: int, retrie
 
 def _mhz(value) -> str:
     return f"{value:.0f}" if value is not None else "-"
+
+
+POWER_REASONS = frozenset({"sw_power_cap", "hw_power_brake"})
+
+
+def held_by_power(rows) -> list[str]:
+    """The cases (`dtype shape`) of stored rows whose timed function ran held back by the
+    device's power limit: a BENCHMARK_CASE_THROTTLED line naming a power reason. A clock
+    still ramping up, a thermal slowdown or no clock readings at all do not count."""
+    cases = []
+    for row in rows:
+        for line in getattr(row, "markers", None) or ():
+            name, fields = markers.parse_marker(line)
+            if name != markers.THROTTLED:
+                continue
+            if POWER_REASONS & set(fields.get("reasons", "").split(",")):
+                cases.append(f"{fields.get('dtype', '?')} {fields.get('shape', '?')}")
+                break
+    return cases

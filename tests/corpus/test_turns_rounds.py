@@ -12,6 +12,8 @@ from harness.ab import orchestrate as abmod
 from harness.ab.orchestrate import together
 from harness.ab.rounds import side_order
 from harness.cli import main
+from harness.ab.render import render_terminal
+from harness.corpus.chosen_rounds import ChosenRounds, choose_by_record
 from harness.corpus.rounds import (RUN_LINE, TurnsFreshRounds, TurnsRounds, TwinsRounds,
                                    round_seed)
 from harness.measure.device_lock import LOCK_DIR_ENV
@@ -139,6 +141,44 @@ def test_twins_run_a_rounds_sides_one_after_the_other_behind_one_spacer(tmp_path
     assert report["summary"]["rounds"] == 2 and report["rows"][0]["delta_pct"] < 0  # B slower
     again = CliRunner().invoke(main, ["ab", "--rescore", str(tmp_path / "ab")])
     assert again.exit_code == 0, again.output
+
+
+@pytest.mark.e2e
+def test_auto_runs_each_ops_rounds_as_its_record_chose(tmp_path, monkeypatch):
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))  # dropped, as in turns-fresh
+
+    def choose(run_dir):          # no CPU case runs at a power limit: softmax's record says so
+        if Path(run_dir).parent.parent.name == "softmax":
+            return {"process": "turns-fresh", "held_by_power": ["float32 4x64"],
+                    "why": "said so for the test"}
+        return choose_by_record(run_dir)
+    runner = ChosenRounds(shift_max_bytes=1 << 16, choose=choose)
+    plan = slow_add_plan(tmp_path, runner, rounds=2,
+                         shapes="add: [[4096]]\nsoftmax: [[4, 64]]\n")
+    plan.ops = ["add", "softmax"]
+    lines: list[str] = []
+    reports, code = abmod.run_ab(plan, echo=lines.append)
+    assert code == 0 and [r.op for r in reports] == ["add", "softmax"], lines
+    root = tmp_path / "ab"
+    assert any(line.startswith("add: rounds as twins: no case of the record ran held back")
+               for line in lines), lines
+    assert "softmax: rounds as turns-fresh: said so for the test" in lines
+    runs = {(op, name): json.loads(next((root / op / name).glob("*/run.json")).read_text())
+            for op in ("add", "softmax") for name in ("r0_A", "r1_A", "r1_B", "r2_A", "r2_B")}
+    assert not any("turns" in info for (op, _), info in runs.items() if op == "add")
+    assert all("turns" in runs[("softmax", f"r{n}_{s}")] for n in (1, 2) for s in "AB")
+    assert len({info["pid"] for info in runs.values()}) == 10      # a process per run
+    status = [line.split("\t") for line in (root / "status.tsv").read_text().splitlines()[1:]]
+    assert [(row[0], row[2]) for row in status if row[1] == "add"] == [
+        ("0", "A"), ("1", "A"), ("1", "B"), ("2", "B"), ("2", "A")]   # twins: one after the other
+    chosen = {r.op: r.summary["round_process"]["process"] for r in reports}
+    assert chosen == {"add": "twins", "softmax": "turns-fresh"}
+    assert all(r.to_dict()["rows"][0]["delta_pct"] < 0 for r in reports)       # B slower
+    assert "rounds as twins (chosen from the record)" in render_terminal(reports[0])
+    again = CliRunner().invoke(main, ["ab", "--rescore", str(root)])
+    assert again.exit_code == 0, again.output
+    rescored = json.loads((root / "report.json").read_text())["ops"]
+    assert {op["op"]: op["summary"]["round_process"]["process"] for op in rescored} == chosen
 
 
 def test_ctrl_c_stops_both_sides_while_their_threads_change_the_workers(monkeypatch):

@@ -10,6 +10,7 @@ from backends.telemetry import ClockReading, TelemetryUnavailable
 from conftest import FakeBackend
 from fake_nvml import FakeNvml, h200
 from harness.common import markers
+from harness.corpus.chosen_rounds import choose_by_record
 from harness.measure.measurement import Measurement
 from harness.run.runner import run_op
 from harness.telemetry import throttle, tsv, watch
@@ -225,3 +226,18 @@ def test_retries_stop_after_n_and_keep_the_flag(tmp_path, fast_rule, fast_budget
 def test_no_clock_reading_leaves_the_flag_unknown(tmp_path, fast_rule, fast_budget):
     result = run_with(tmp_path, fast_rule, fast_budget, None)
     assert [r.throttled for r in result.rows] == [None, None]
+
+
+@pytest.mark.parametrize("nvml, process", [
+    (FakeNvml([h200(sm=1500, reasons=0x4)]), "turns-fresh"),     # sw_power_cap
+    (FakeNvml([h200(sm=1980, reasons=0x40)]), "twins"),          # hw_thermal: not power
+    (FakeNvml([h200(sm=1200)]), "twins"),                        # a clock still ramping up
+    (None, "twins"),                                             # no clock readings
+])
+def test_round_process_auto_takes_turns_only_where_the_record_ran_at_the_power_limit(
+        tmp_path, fast_rule, fast_budget, nvml, process):
+    result = run_with(tmp_path, fast_rule, fast_budget, nvml)
+    choice = choose_by_record(result.run_dir)
+    assert choice["process"] == process
+    assert len(choice["held_by_power"]) == (2 if process == "turns-fresh" else 0)
+    assert ("2 of 2 case(s)" in choice["why"]) == (process == "turns-fresh")
