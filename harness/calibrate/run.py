@@ -61,8 +61,10 @@ class CalibratePlan:
 
     def ab_plan(self) -> ABPlan:
         planted = self.plant_pct is not None
+        # side A's record measures what the plant lands per case; B plants what lands
+        landing = {"plant_landing_pct": self.plant_pct} if planted and self.plant_pct else {}
         a = Side("A", description="A: this build" + (", spin 0 cycles" if planted else ""),
-                 options={"plant_pct": 0.0} if planted else {})
+                 options={"plant_pct": 0.0, **landing} if planted else {})
         b = Side("B", description=(f"B: this build, planted +{self.plant_pct:g}%" if planted
                                    else "B: this build"),
                  options={"plant_pct": self.plant_pct} if planted else {})

@@ -199,6 +199,8 @@ def _time_case(case, case_timer: CaseTimer, backend, options, row: Row, ir, plan
     if timing:
         pin = (pins or {}).get(row_key(row), {})
         _measure_placements(case, case_timer, backend, options, row, fed, under_test, scope, pin)
+    if plant is not None and plant.landing_pct and timing:    # after the timing, as the split
+        plant.land(row, _spin_timer(case, case_timer, backend, profiled, scope, row))
     if split is not None and timing:   # after the timing: never in it
         with scope():
             split.profile_case(profiled, {"variant": row.variant, "dtype": row.dtype,
@@ -213,6 +215,25 @@ def _time_case(case, case_timer: CaseTimer, backend, options, row: Row, ir, plan
                            if v is not None}
         except Exception as exc:  # noqa: BLE001 - a metric never costs the latency
             row.extra["metrics_error"] = one_line(exc)
+
+
+def _spin_timer(case, case_timer: CaseTimer, backend, under_test, scope, row: Row):
+    """cycles -> the median ms of the function under test behind a device spin of that many
+    cycles, timed in a section of its own as the row's was (its timer, its calls per
+    sample): what run.plant's landing probe times."""
+    measured = row.gems
+    pin = (measured.timer, measured.calls_per_sample) if measured is not None else None
+    names = {n for n in (case.op.split(":")[0], case.info.get("op_name")) if n}
+
+    def timed(cycles: int) -> float:
+        def spun():
+            backend.spin(cycles)
+            return under_test()
+        with case_timer.section():
+            return case_timer.measure(spun, case.op, names, scope=scope, pin=pin,
+                                      dtype=case.dtype, shape=case.shape_detail
+                                      ).measurement.median
+    return timed
 
 
 def flag_markers(case, row: Row) -> list[str]:

@@ -299,7 +299,15 @@ OPTIONS = (
     Option("plant_pct", "--plant-pct", float, low=0, high=1000, metavar="X", location=True,
            shared=False, group="timing",
            help="Self-test: add a device spin to the function under test, sized as X% of "
-                "its latency in the --replay run (0: the spin kernel with no spin)."),
+                "its latency in the --replay run (0: the spin kernel with no spin); where "
+                "that run measured what X% lands (--plant-landing-pct X), the cycles that "
+                "landed X% there."),
+    Option("plant_landing_pct", "--plant-landing-pct", float, low=0, high=1000, metavar="X",
+           location=True, shared=False, group="timing",
+           help="With --plant-pct, in a run that records (no --replay): after each case "
+                "is timed, measure how much of a device spin of X% of its latency lengthens "
+                "the function under test, and keep the cycles that lengthen it by X% for a "
+                "later --plant-pct X replaying this run (zlh calibrate sets it)."),
     Option("kernel_split", "--kernel-split", bool, False, kind="flag", location=True,
            group="telemetry",
            help="After each case is timed, profile the function under test (torch's "

@@ -84,7 +84,7 @@ def plan_bench(ops: Sequence[str], options: BenchOptions,
                    if options.replay else {})
     device_index = _device(backend, adapter, options)
     compiler = _compiler()
-    check_plant(options.plant_pct, options.replay, backend)
+    check_plant(options.plant_pct, options.replay, backend, options.plant_landing_pct)
     # Activate before asking the adapter for dtypes: on the cpu backend this switches Triton
     # to its interpreter, which narrows what the kernels support. A dry run sets only the
     # environment: it must not hold a device context while the runs it checked use the device.

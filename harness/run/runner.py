@@ -266,7 +266,7 @@ class OpRun:
         seen: dict = collections.defaultdict(itertools.count)   # occurrences (all shards')
         shard, shards = options.shard()
         self.plant = Plant.for_run(options.plant_pct, plan.backend, plan.device_index,
-                                   plan.replay_dirs.get(self.op))
+                                   plan.replay_dirs.get(self.op), options.plant_landing_pct)
         split = KernelSplit.for_run(options.kernel_split, plan.backend, self.dir.path, self.say)
         self.info["pinned_calls"] = len(pins := calls_from_record(plan.replay_dirs.get(self.op)))
         with contextlib.closing(iter(cases)) as cases:   # closes the adapter's contexts

@@ -28,6 +28,7 @@ OTHER = {"adapter": "builtin", "cases": "pkg.mod:cases", "backend": "cpu", "devi
          "ir": False,
          "ir_stage": "ptx", "telemetry_interval": 0.5, "retry_throttled": 2, "out": "/o",
          "replay": "/r", "keep_cache": True, "autotune_hooks": False, "plant_pct": 1.5,
+         "plant_landing_pct": 0.3,
          "kernel_split": True, "case_shard": "1/3", "pace_us": 250.0, "timing": False,
          "baseline_timing": False, "placements": 4, "placement_memory": "new",
          "keep_compile_cache": True, "compile_cache": "/c", "sweep_ms": 40.0}

@@ -1,0 +1,62 @@
+"""What a planted spin adds to a case, measured by the run that records side A.
+
+`zlh calibrate --plant-pct X` plants a device spin ahead of side B's function under test
+(plant.py). Sized as X % of side A's latency, the spin lengthens a timed call by its cycles
+only where nothing else gets done while it spins. Ahead of a memory-bound kernel something
+does — the memory system works off the calls before it — and the spin lands short: on an
+H100 a spin of 0.3 % read as 0.02–0.14 % on 25–50 µs memory-bound kernels, as the full
+0.3 % on kernels of 0.7 ms and more (tests/device/README.md). A self-test of a short spin
+then asks whether zlh sees a change smaller than the one it names.
+
+So the run that records side A (`--plant-landing-pct X`, which zlh calibrate sets on side A)
+measures, after each case is timed (never in its timed section), what a spin lands there:
+the function under test behind a spin of 0 and of the nominal cycles, in turns (0 N 0 N 0);
+then the cycles corrected by what the nominal spin lacked, taking the part that did not land
+as a fixed amount, so that every further cycle lands (corrected_cycles); then those timed
+the same way (C 0 C), which says what they land. Side B plants the corrected cycles
+(`Plant.cycles_for`: `sized_by=landing`); a case without them gets the nominal ones.
+"""
+from __future__ import annotations
+
+import statistics
+from typing import Callable
+
+NOMINAL, CORRECTED = (0, 1, 0, 1, 0), (1, 0, 1)   # the probe's order: 0 no spin, 1 spin
+LEAST, MOST = 0.25, 10.0       # the corrected spin stays within these times the nominal one
+
+
+def corrected_cycles(nominal: int, landed_pct: float, pct: float, base_ms: float,
+                     cycles_per_ms: float) -> int:
+    """The cycles that land `pct` % of `base_ms` where `nominal` landed `landed_pct` %: the
+    missing part added in full (the part that did not land taken as fixed), kept within
+    [LEAST, MOST] times the nominal cycles."""
+    missing = (pct - landed_pct) / 100.0 * base_ms * cycles_per_ms
+    return int(round(min(max(nominal + missing, LEAST * nominal), MOST * nominal)))
+
+
+def landing(time_with_spin: Callable[[int], float], pct: float, base_ms: float,
+            cycles_per_ms: float) -> dict | None:
+    """Probe one case: `time_with_spin(cycles)` is the median ms of the function under test
+    behind a spin of `cycles`, timed anew. None where the nominal spin is under one cycle."""
+    nominal = int(round(pct / 100.0 * base_ms * cycles_per_ms))
+    if nominal < 1:
+        return None
+    base, spun = _in_turns(time_with_spin, NOMINAL, nominal)
+    nominal_landed = _landed_pct(spun, base)
+    cycles = corrected_cycles(nominal, nominal_landed, pct, base, cycles_per_ms)
+    base_again, corrected = _in_turns(time_with_spin, CORRECTED, cycles)
+    return {"pct": pct, "base_ms": base, "cycles_per_ms": cycles_per_ms,
+            "nominal_cycles": nominal, "nominal_landed_pct": round(nominal_landed, 4),
+            "cycles": cycles, "landed_pct": round(_landed_pct(corrected, base_again), 4)}
+
+
+def _in_turns(time_with_spin, order, cycles: int) -> tuple[float, float]:
+    """(mean ms without the spin, mean ms with it), timed in `order`."""
+    times: dict[int, list[float]] = {0: [], 1: []}
+    for spun in order:
+        times[spun].append(time_with_spin(cycles if spun else 0))
+    return statistics.fmean(times[0]), statistics.fmean(times[1])
+
+
+def _landed_pct(spun_ms: float, base_ms: float) -> float:
+    return 100.0 * (spun_ms / base_ms - 1.0)

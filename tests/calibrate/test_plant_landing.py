@@ -1,0 +1,112 @@
+"""A plant sized by what it lands: the record measures, per case, how much of a spin lengthens
+the function under test, and the planted side spins the cycles that landed the asked size."""
+import pytest
+
+import harness
+from harness.calibrate.run import CalibratePlan
+from harness.common import markers
+from harness.common.errors import UsageError
+from harness.run.options import BenchOptions
+from harness.run.plant import LANDING_KEY, Plant, check_plant
+from harness.run.plant_landing import LEAST, MOST, corrected_cycles, landing
+from harness.store.results import row_key
+
+KEY = ("", "bfloat16", "4096x4096", 0)
+
+
+class Absorbing:
+    """A kernel of `base_ms` behind a spin of which the first `absorbed` cycles are worked off
+    by the memory system (they add nothing) and every further cycle lands: `cycles_per_ms`
+    cycles a millisecond."""
+
+    def __init__(self, base_ms=0.05, absorbed=110, cycles_per_ms=1e6):
+        self.base_ms, self.absorbed, self.cycles_per_ms = base_ms, absorbed, cycles_per_ms
+        self.asked: list[int] = []
+
+    def __call__(self, cycles: int) -> float:
+        self.asked.append(cycles)
+        return self.base_ms + max(0, cycles - self.absorbed) / self.cycles_per_ms
+
+
+def test_the_corrected_spin_lands_the_asked_size_where_part_of_a_spin_is_absorbed():
+    kernel = Absorbing()
+    found = landing(kernel, 0.3, 0.05, 1e6)
+    # 0.3 % of 50 us at 1 GHz is 150 cycles; 110 are absorbed, so the nominal spin lands
+    # 0.08 %, and 110 more cycles land the rest
+    assert found["nominal_cycles"] == 150
+    assert found["nominal_landed_pct"] == pytest.approx(0.08)
+    assert found["cycles"] == 260 and found["landed_pct"] == pytest.approx(0.3)
+    # the nominal spin in turns with none (0 N 0 N 0), then the corrected one (C 0 C)
+    assert kernel.asked == [0, 150, 0, 150, 0, 260, 0, 260]
+
+
+def test_a_spin_that_lands_in_full_is_kept_and_the_correction_is_bounded():
+    assert landing(Absorbing(absorbed=0), 0.3, 0.05, 1e6)["cycles"] == 150
+    assert corrected_cycles(150, 0.0, 30.0, 0.05, 1e6) == int(MOST * 150)     # at most 10x
+    assert corrected_cycles(150, 1.2, 0.3, 0.05, 1e6) == 38                  # at least 1/4
+    assert landing(Absorbing(), 0.3, 0.0001, 1e6) is None     # under one cycle: no probe
+
+
+class SpinBackend:
+    name = "fake"
+
+    def __init__(self):
+        self.spun = []
+
+    def has_spin(self):
+        return True
+
+    def spin(self, cycles):
+        self.spun.append(cycles)
+
+    def spin_cycles_per_ms(self, index):
+        return 1_000_000.0
+
+
+def test_the_plant_spins_what_landed_its_size_in_side_as_run():
+    backend = SpinBackend()
+    landed = {"pct": 0.3, "cycles": 260, "landed_pct": 0.29}
+    plant = Plant(0.3, backend, 0, {KEY: 0.05}, landings={KEY: landed})
+    fn, line = plant.wrap(lambda: "out", KEY, {"op": "add"})
+    assert fn() == "out" and backend.spun == [260]
+    fields = markers.parse_marker(line)[1]
+    assert (fields["cycles"], fields["sized_by"], fields["landed_pct"]) == ("260", "landing",
+                                                                            "0.29")
+    other = Plant(0.5, backend, 0, {KEY: 0.05}, landings={KEY: landed})   # measured for 0.3
+    fn, line = other.wrap(lambda: None, KEY, {"op": "add"})
+    fn()
+    assert backend.spun[-1] == 250 and "sized_by=latency" in line
+    assert plant.run_fields()["sized_by_landing"] == 1
+
+
+def test_a_landing_probe_needs_a_plant_and_calibrate_asks_side_as_record_for_one():
+    with pytest.raises(UsageError, match="plant_landing_pct needs plant_pct"):
+        check_plant(None, None, SpinBackend(), landing_pct=0.3)
+    plan = CalibratePlan(ops=["add"], options=BenchOptions(), root="cal", rounds=2,
+                         plant_pct=0.3).ab_plan()
+    assert plan.a.options == {"plant_pct": 0.0, "plant_landing_pct": 0.3}
+    assert plan.b.options == {"plant_pct": 0.3}
+    aa = CalibratePlan(ops=["add"], options=BenchOptions(), root="cal", rounds=2).ab_plan()
+    assert aa.a.options == {} == aa.b.options
+
+
+def test_a_record_measures_what_lands_and_the_planted_replay_spins_it(tmp_path):
+    # the cpu backend spins the host (a cycle a nanosecond): its spin lands in full
+    opts = dict(adapter="builtin", backend="cpu", dtypes=["float32"], warmup_ms=1.0,
+                min_samples=5, min_time_ms=0.0, max_time_ms=30.0, out=str(tmp_path),
+                echo=lambda _: None)
+    a = harness.bench("add", plant_pct=0.0, plant_landing_pct=200.0, **opts)
+    found = {row_key(r): r.extra[LANDING_KEY] for r in a.rows}
+    # (a loaded host's interpreter times too loosely for the sizes themselves to be checked)
+    assert found and all(f["pct"] == 200.0 and f["base_ms"] > 0 and
+                         LEAST * f["nominal_cycles"] <= f["cycles"] <= MOST * f["nominal_cycles"]
+                         and isinstance(f["landed_pct"], float) for f in found.values())
+    b = harness.bench("add", replay=str(a.run_dir), plant_pct=200.0, **opts)
+    for row in b.rows:
+        (line,) = [m for m in row.markers if markers.marker_name(m) == markers.PLANTED]
+        fields = markers.parse_marker(line)[1]
+        assert fields["sized_by"] == "landing"
+        assert int(fields["cycles"]) == found[row_key(row)]["cycles"]
+    replayed = harness.bench("add", replay=str(a.run_dir), plant_pct=0.0,
+                             plant_landing_pct=200.0, **opts)      # a replay measures none
+    assert not any(LANDING_KEY in r.extra for r in replayed.rows)
