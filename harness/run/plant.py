@@ -140,6 +140,7 @@ class Plant:
             planted_ms=f"{planted_ms:.6g}",
             sized_from_ms=f"{base_ms:.6g}" if base_ms is not None else "-",
             sized_by=sized_by or "-",
+            nominal_cycles=landed.get("nominal_cycles", "-") if sized_by == "landing" else "-",
             landed_pct=(f"{landed['landed_pct']:g}" if sized_by == "landing"
                         and isinstance(landed.get("landed_pct"), (int, float)) else "-"),
             detail=None if base_ms is not None or self.pct <= 0

@@ -65,13 +65,13 @@ class SpinBackend:
 
 def test_the_plant_spins_what_landed_its_size_in_side_as_run():
     backend = SpinBackend()
-    landed = {"pct": 0.3, "cycles": 260, "landed_pct": 0.29}
+    landed = {"pct": 0.3, "cycles": 260, "landed_pct": 0.29, "nominal_cycles": 150}
     plant = Plant(0.3, backend, 0, {KEY: 0.05}, landings={KEY: landed})
     fn, line = plant.wrap(lambda: "out", KEY, {"op": "add"})
     assert fn() == "out" and backend.spun == [260]
     fields = markers.parse_marker(line)[1]
-    assert (fields["cycles"], fields["sized_by"], fields["landed_pct"]) == ("260", "landing",
-                                                                            "0.29")
+    assert (fields["cycles"], fields["sized_by"], fields["landed_pct"],
+            fields["nominal_cycles"]) == ("260", "landing", "0.29", "150")
     other = Plant(0.5, backend, 0, {KEY: 0.05}, landings={KEY: landed})   # measured for 0.3
     fn, line = other.wrap(lambda: None, KEY, {"op": "add"})
     fn()
