@@ -29,6 +29,7 @@ from harness.measure.measurement import Measurement
 from harness.store.results import SUCCESS, Row
 from harness.store.rundir import RunDir
 from fake_runs import CALIBER, make_run
+from spin_backend import SpinBackend
 
 import backends
 
@@ -179,22 +180,6 @@ def test_ab_cli_takes_a_noise_floor(tmp_path):
 
 
 # ---- planting ---------------------------------------------------------------------------------
-class SpinBackend:
-    name = "fake"
-
-    def __init__(self):
-        self.spun = []
-
-    def has_spin(self):
-        return True
-
-    def spin(self, cycles):
-        self.spun.append(cycles)
-
-    def spin_cycles_per_ms(self, index):
-        return 1_000_000.0          # 1 GHz
-
-
 def test_plant_is_sized_from_side_a_latency():
     backend = SpinBackend()
     key = ("", "bfloat16", "64x64", 0)

@@ -10,6 +10,7 @@ from harness.run.options import BenchOptions
 from harness.run.plant import LANDING_KEY, Plant, check_plant
 from harness.run.plant_landing import LEAST, MOST, corrected_cycles, landing
 from harness.store.results import row_key
+from spin_backend import SpinBackend
 
 KEY = ("", "bfloat16", "4096x4096", 0)
 
@@ -45,22 +46,6 @@ def test_a_spin_that_lands_in_full_is_kept_and_the_correction_is_bounded():
     assert corrected_cycles(150, 0.0, 30.0, 0.05, 1e6) == int(MOST * 150)     # at most 10x
     assert corrected_cycles(150, 1.2, 0.3, 0.05, 1e6) == 38                  # at least 1/4
     assert landing(Absorbing(), 0.3, 0.0001, 1e6) is None     # under one cycle: no probe
-
-
-class SpinBackend:
-    name = "fake"
-
-    def __init__(self):
-        self.spun = []
-
-    def has_spin(self):
-        return True
-
-    def spin(self, cycles):
-        self.spun.append(cycles)
-
-    def spin_cycles_per_ms(self, index):
-        return 1_000_000.0
 
 
 def test_the_plant_spins_what_landed_its_size_in_side_as_run():
