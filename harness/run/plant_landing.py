@@ -15,6 +15,12 @@ then the cycles corrected by what the nominal spin lacked, taking the part that 
 as a fixed amount, so that every further cycle lands (corrected_cycles); then those timed
 the same way (C 0 C), which says what they land. Side B plants the corrected cycles
 (`Plant.cycles_for`: `sized_by=landing`); a case without them gets the nominal ones.
+
+The probe is a measurement, and only a precise one may size a plant: where the spin-free
+timings of the first turns spread (sd over their mean) by more than NOISE_SHARE of the asked
+size, the case keeps the nominal cycles (`trusted: false`). A GEMM at the power limit is
+such a case: on an H100 its clock moved those timings by several percent, and corrections
+read from them planted 2.8–4.2 % where 0.3 % was asked.
 """
 from __future__ import annotations
 
@@ -23,6 +29,8 @@ from typing import Callable
 
 NOMINAL, CORRECTED = (0, 1, 0, 1, 0), (1, 0, 1)   # the probe's order: 0 no spin, 1 spin
 LEAST, MOST = 0.25, 10.0       # the corrected spin stays within these times the nominal one
+NOISE_SHARE = 0.5              # a probe whose spin-free timings spread more than this share
+                               # of the asked size sizes nothing
 
 
 def corrected_cycles(nominal: int, landed_pct: float, pct: float, base_ms: float,
@@ -41,21 +49,27 @@ def landing(time_with_spin: Callable[[int], float], pct: float, base_ms: float,
     nominal = int(round(pct / 100.0 * base_ms * cycles_per_ms))
     if nominal < 1:
         return None
-    base, spun = _in_turns(time_with_spin, NOMINAL, nominal)
+    bases, spun = _in_turns(time_with_spin, NOMINAL, nominal)
+    base = statistics.fmean(bases)
     nominal_landed = _landed_pct(spun, base)
+    noise = 100.0 * statistics.stdev(bases) / base
+    found = {"pct": pct, "base_ms": base, "cycles_per_ms": cycles_per_ms,
+             "nominal_cycles": nominal, "nominal_landed_pct": round(nominal_landed, 4),
+             "noise_pct": round(noise, 4), "trusted": noise <= NOISE_SHARE * pct}
+    if not found["trusted"]:               # too loose to size a plant: the nominal cycles
+        return {**found, "cycles": nominal, "landed_pct": round(nominal_landed, 4)}
     cycles = corrected_cycles(nominal, nominal_landed, pct, base, cycles_per_ms)
-    base_again, corrected = _in_turns(time_with_spin, CORRECTED, cycles)
-    return {"pct": pct, "base_ms": base, "cycles_per_ms": cycles_per_ms,
-            "nominal_cycles": nominal, "nominal_landed_pct": round(nominal_landed, 4),
-            "cycles": cycles, "landed_pct": round(_landed_pct(corrected, base_again), 4)}
+    again, corrected = _in_turns(time_with_spin, CORRECTED, cycles)
+    return {**found, "cycles": cycles,
+            "landed_pct": round(_landed_pct(corrected, statistics.fmean(again)), 4)}
 
 
-def _in_turns(time_with_spin, order, cycles: int) -> tuple[float, float]:
-    """(mean ms without the spin, mean ms with it), timed in `order`."""
+def _in_turns(time_with_spin, order, cycles: int) -> tuple[list[float], float]:
+    """(the ms timed without the spin, their mean with it), timed in `order`."""
     times: dict[int, list[float]] = {0: [], 1: []}
     for spun in order:
         times[spun].append(time_with_spin(cycles if spun else 0))
-    return statistics.fmean(times[0]), statistics.fmean(times[1])
+    return times[0], statistics.fmean(times[1])
 
 
 def _landed_pct(spun_ms: float, base_ms: float) -> float:

@@ -8,7 +8,8 @@ from harness.common import markers
 from harness.common.errors import UsageError
 from harness.run.options import BenchOptions
 from harness.run.plant import LANDING_KEY, Plant, check_plant
-from harness.run.plant_landing import LEAST, MOST, corrected_cycles, landing
+from harness.run.plant_landing import (LEAST, MOST, NOISE_SHARE, corrected_cycles,
+                                       landing)
 from harness.store.results import row_key
 from spin_backend import SpinBackend
 
@@ -39,6 +40,28 @@ def test_the_corrected_spin_lands_the_asked_size_where_part_of_a_spin_is_absorbe
     assert found["cycles"] == 260 and found["landed_pct"] == pytest.approx(0.3)
     # the nominal spin in turns with none (0 N 0 N 0), then the corrected one (C 0 C)
     assert kernel.asked == [0, 150, 0, 150, 0, 260, 0, 260]
+
+
+class Drifting(Absorbing):
+    """As Absorbing, the kernel's own time moving by `drift_pct` from one timing to the next
+    (a clock held at the power limit)."""
+
+    def __init__(self, drift_pct, **kwargs):
+        super().__init__(**kwargs)
+        self.drift_pct = drift_pct
+
+    def __call__(self, cycles: int) -> float:
+        sign = 1 if len(self.asked) % 4 < 2 else -1
+        return super().__call__(cycles) * (1 + sign * self.drift_pct / 100)
+
+
+def test_a_probe_too_loose_for_the_asked_size_keeps_the_nominal_spin():
+    loose = landing(Drifting(2.0), 0.3, 0.05, 1e6)          # timings moving by 2 %
+    assert loose["trusted"] is False and loose["cycles"] == loose["nominal_cycles"] == 150
+    assert loose["noise_pct"] > NOISE_SHARE * 0.3
+    tight = landing(Drifting(0.01), 0.3, 0.05, 1e6)         # by 0.01 %: sized as it lands
+    assert tight["trusted"] is True and tight["cycles"] > 150
+    assert tight["landed_pct"] == pytest.approx(0.3, abs=0.05)
 
 
 def test_a_spin_that_lands_in_full_is_kept_and_the_correction_is_bounded():
