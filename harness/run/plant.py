@@ -99,10 +99,21 @@ class Plant:
         base_ms = self.sizing.get(key)
         if self.pct <= 0 or base_ms is None:
             return 0, base_ms
-        landed = self.landings.get(key)
-        if landed is not None and landed.get("pct") == self.pct:
+        landed, _ = self._landing(key)
+        if landed is not None:
             return int(landed["cycles"]), base_ms
         return int(round(self.pct / 100.0 * base_ms * self._cycles_per_ms())), base_ms
+
+    def _landing(self, key: tuple) -> tuple[dict | None, str]:
+        """(side A's landing for this plant's size where its probe was precise enough to use,
+        else None; what the probe was: `landed`, `loose` (too loose: the nominal cycles) or
+        `-` (none of this size))."""
+        landed = self.landings.get(key)
+        if landed is None or landed.get("pct") != self.pct:
+            return None, "-"
+        if landed.get("trusted") is False:
+            return None, "loose"
+        return landed, "landed"
 
     def _cycles_per_ms(self) -> float:
         if self.cycles_per_ms is None:
@@ -130,16 +141,15 @@ class Plant:
         if cycles:
             self._cycles_per_ms()
         planted_ms = cycles / self.cycles_per_ms if cycles and self.cycles_per_ms else 0.0
-        landed = self.landings.get(key) if cycles else None
-        sized_by = "landing" if landed is not None and landed.get("pct") == self.pct else (
-            "latency" if cycles else None)
+        landed, probe = self._landing(key) if cycles else (None, "-")
+        sized_by = "landing" if landed is not None else ("latency" if cycles else None)
         self.planted.append({"key": list(key), "cycles": cycles, "planted_ms": planted_ms,
                              "sized_from_ms": base_ms, "sized_by": sized_by})
         line = markers.marker(
             markers.PLANTED, **where, pct=f"{self.pct:g}", cycles=cycles,
             planted_ms=f"{planted_ms:.6g}",
             sized_from_ms=f"{base_ms:.6g}" if base_ms is not None else "-",
-            sized_by=sized_by or "-",
+            sized_by=sized_by or "-", probe=probe,
             nominal_cycles=landed.get("nominal_cycles", "-") if sized_by == "landing" else "-",
             landed_pct=(f"{landed['landed_pct']:g}" if sized_by == "landing"
                         and isinstance(landed.get("landed_pct"), (int, float)) else "-"),

@@ -84,6 +84,13 @@ def test_the_plant_spins_what_landed_its_size_in_side_as_run():
     fn, line = other.wrap(lambda: None, KEY, {"op": "add"})
     fn()
     assert backend.spun[-1] == 250 and "sized_by=latency" in line
+    loose = Plant(0.3, backend, 0, {KEY: 0.05},
+                  landings={KEY: {**landed, "trusted": False, "cycles": 150}})
+    fn, line = loose.wrap(lambda: None, KEY, {"op": "add"})
+    fn()
+    fields = markers.parse_marker(line)[1]
+    assert backend.spun[-1] == 150 and (fields["sized_by"], fields["probe"]) == ("latency",
+                                                                                 "loose")
     assert plant.run_fields()["sized_by_landing"] == 1
 
 

@@ -15,7 +15,7 @@ Environment: OPS (the ops; defaults below), K (rounds per arm, spread/pace: 5), 
 (spread: in-process arms among `full noshift nosettle`, default `full`), PACE_US (pace: 1000),
 BOX_S (the mode's time box, 450), TARGET_PCT / MIN_ROUNDS / MAX_ROUNDS (plant, aa: 0.15, 6,
 12), ROUND_PROCESS (plant, aa: `turns`, the two sides' samples in turns; or `persistent`,
-`turns-fresh`), SETTLE_MS (plant, aa: `--settle-ms`; default zlh's), PILOT (summarize: test
+`turns-fresh`, `twins`, `auto`), SETTLE_MS (plant, aa: `--settle-ms`; default zlh's), PILOT (summarize: test
 every shape again on a two-stage pilot of that many rounds), BUDGET (bench budget
 options of every run), COMMON (the rest: bfloat16, core, an isolated
 tuner DB), WORK (scratch, default a temp dir). Output:
