@@ -32,6 +32,7 @@ from ..common.limits import MAX_ROUNDS
 from ..common.log import Echo
 from ..run.options import BenchOptions
 from ..store.reader import load_run
+from ..store.results import row_key
 from ..telemetry import tsv
 from . import floor
 from .noise import KIND
@@ -114,6 +115,7 @@ def document(plan: CalibratePlan, reports) -> dict:
 
 def _op_entry(report, plant_pct: float | None, detect: float = 0.3) -> dict:
     shapes = []
+    planted = planted_by_case(report) if plant_pct is not None else {}
     for row in report.rows:
         rounds = row.rounds or {}
         deltas = rounds.get("deltas_pct") or [row.delta_pct]
@@ -128,7 +130,9 @@ def _op_entry(report, plant_pct: float | None, detect: float = 0.3) -> dict:
                          rounds_needed_target=rounds["needed"])
         entry["rounds_to_detect"] = floor.rounds_to_detect(entry["sd_pct"], detect)
         if plant_pct is not None:
-            entry.update(planted_pct=plant_pct,
+            how = planted.get((row.variant, row.dtype, row.shape_detail, row.occurrence), {})
+            entry.update(planted_pct=plant_pct, landed_pct=how.get("landed_pct"),
+                         plant_sized_by=how.get("sized_by"),
                          **floor.plant_outcome({"significant": row.significant,
                                                 "direction": row.direction}))
         shapes.append(entry)
@@ -136,6 +140,17 @@ def _op_entry(report, plant_pct: float | None, detect: float = 0.3) -> dict:
     return {"op": report.op, "verdict": report.verdict, "shapes": shapes,
             "round_process": chosen.get("process") if isinstance(chosen, dict) else None,
             "summary": floor.op_summary(shapes)}
+
+
+def planted_by_case(report) -> dict[tuple, dict]:
+    """case key -> how round 1's side B planted it (its rows' `extra.planted`: cycles,
+    `sized_by`, the size the record measured it to land, `landed_pct`); {} when unreadable."""
+    try:
+        rows = load_run(report.sides["B"]["run_dir"]).rows
+    except Exception:  # noqa: BLE001 - how it was planted is told where known
+        return {}
+    return {row_key(r): r.extra["planted"] for r in rows
+            if isinstance(r.extra.get("planted"), dict)}
 
 
 def machine(reports, root: Path) -> dict:
@@ -165,7 +180,7 @@ def render(doc: dict) -> list[str]:
     planted = doc.get("plant_pct") is not None
     headers = ["op", "dtype", "shape", "A ms", "|d| median %", "|d| max %", "sd %",
                f"detectable % (N={doc['rounds']})", f"rounds for {doc.get('detect_pct', 0.3):g}%"]
-    headers += ["delta %", "found"] if planted else ["signif."]
+    headers += ["landed %", "delta %", "found"] if planted else ["signif."]
     table = []
     for op in doc["ops"]:
         for s in op["shapes"]:
@@ -174,7 +189,8 @@ def render(doc: dict) -> list[str]:
                      _num(s["a_ms"], ".5f"), _num(s["noise_median_pct"], ".3f"),
                      _num(s["noise_max_pct"], ".3f"), _num(s["sd_pct"], ".3f"),
                      _num(s["detectable_pct"], ".3f"), _needed(s)]
-            entry += ([_num(s["delta_pct"], "+.3f"), "yes" if s["detected"] else
+            entry += ([_num(s.get("landed_pct"), ".3f"), _num(s["delta_pct"], "+.3f"),
+                       "yes" if s["detected"] else
                        "WRONG SIGN" if s["wrong_sign"] else "no"] if planted
                       else ["yes" if s["significant"] else "no"])
             table.append(entry)
@@ -200,8 +216,8 @@ def summary_lines(doc: dict) -> list[str]:
     for op in doc["ops"]:
         s = op["summary"]
         text = (f"{op['op']}: {s['shapes']} shapes, |d| median "
-                f"{_num(s['noise_median_pct'], '.3f')}% max {_num(s['noise_max_pct'], '.3f')}%, detectable (median) "
-                f"{_num(s['detectable_median_pct'], '.3f')}%, significant {s['significant']}"
+                f"{_num(s['noise_median_pct'], '.3f')}% max {_num(s['noise_max_pct'], '.3f')}%, "
+                f"detectable (median) {_num(s['detectable_median_pct'], '.3f')}%, significant {s['significant']}"
                 + (f", rounds as {op['round_process']}" if op.get("round_process") else ""))
         if "plant" in s:
             text += (f"; planted {doc['plant_pct']:g}%: detected {_rate(s['plant'])}, "

@@ -182,6 +182,7 @@ def _time_case(case, case_timer: CaseTimer, backend, options, row: Row, ir, plan
                                       {"op": case.op, "dtype": case.dtype,
                                        "shape": case.shape_detail})
         planted.append(line)
+        row.extra["planted"] = plant.case_fields()
     scope = case.under_test_context or contextlib.nullcontext
     with case_timer.first_call(), scope():
         out = under_test()

@@ -143,16 +143,18 @@ class Plant:
         planted_ms = cycles / self.cycles_per_ms if cycles and self.cycles_per_ms else 0.0
         landed, probe = self._landing(key) if cycles else (None, "-")
         sized_by = "landing" if landed is not None else ("latency" if cycles else None)
+        landed_pct = (landed.get("landed_pct") if landed is not None
+                      and isinstance(landed.get("landed_pct"), (int, float)) else None)
         self.planted.append({"key": list(key), "cycles": cycles, "planted_ms": planted_ms,
-                             "sized_from_ms": base_ms, "sized_by": sized_by})
+                             "sized_from_ms": base_ms, "sized_by": sized_by, "probe": probe,
+                             "landed_pct": landed_pct})
         line = markers.marker(
             markers.PLANTED, **where, pct=f"{self.pct:g}", cycles=cycles,
             planted_ms=f"{planted_ms:.6g}",
             sized_from_ms=f"{base_ms:.6g}" if base_ms is not None else "-",
             sized_by=sized_by or "-", probe=probe,
             nominal_cycles=landed.get("nominal_cycles", "-") if sized_by == "landing" else "-",
-            landed_pct=(f"{landed['landed_pct']:g}" if sized_by == "landing"
-                        and isinstance(landed.get("landed_pct"), (int, float)) else "-"),
+            landed_pct=f"{landed_pct:g}" if landed_pct is not None else "-",
             detail=None if base_ms is not None or self.pct <= 0
             else "side A has no latency for this case: nothing planted")
 
@@ -160,6 +162,10 @@ class Plant:
             spin(cycles)
             return fn()
         return planted, line
+
+    def case_fields(self) -> dict:
+        """What the last case wrapped was planted with, for its row's `extra.planted`."""
+        return {k: v for k, v in self.planted[-1].items() if k != "key"}
 
     def run_fields(self) -> dict:
         """For run.json."""

@@ -61,32 +61,32 @@ def test_shape_floor_of_per_round_deltas():
         sequential.shape_rounds(big, None, None)["detectable_pct"])
 
 
-def exact_run(root, name, latencies, mode):
+def exact_run(root, name, latencies, mode, extra=None):
     """A run whose every sample is the given latency: its median is exactly that."""
     run = RunDir.create(root, name)
     run.write_results([Row(op="softmax", dtype="bfloat16", shape=None, shape_detail=shape,
                            status=SUCCESS, torch=Measurement((ms,) * 5, "graph"),
-                           gems=Measurement((ms,) * 5, "graph"))
+                           gems=Measurement((ms,) * 5, "graph"), extra=dict(extra or {}))
                        for shape, ms in latencies.items()])
     run.write_run_json({"op": "softmax", "status": "complete",
                         "caliber": dict(CALIBER, autotune_mode=mode)})
     return run.path
 
 
-def rounds_of(tmp_path, a_ms, b_ms, shapes=("64x64", "1024")):
+def rounds_of(tmp_path, a_ms, b_ms, shapes=("64x64", "1024"), b_extra=None):
     """Synthetic A/B rounds: per round one latency per side, the same for every shape (x10)."""
     pairs = []
     for i, (la, lb) in enumerate(zip(a_ms, b_ms)):
         a = exact_run(tmp_path, f"a{i}", {s: la * 10 ** k for k, s in enumerate(shapes)},
                       "record" if i == 0 else "replay")
         b = exact_run(tmp_path, f"b{i}", {s: lb * 10 ** k for k, s in enumerate(shapes)},
-                      "replay")
+                      "replay", b_extra)
         pairs.append((load_run(a), load_run(b)))
     return pairs
 
 
-def calibration_doc(tmp_path, a_ms, b_ms, plant_pct=None):
-    report = compare.compare_runs(rounds_of(tmp_path, a_ms, b_ms))
+def calibration_doc(tmp_path, a_ms, b_ms, plant_pct=None, b_extra=None):
+    report = compare.compare_runs(rounds_of(tmp_path, a_ms, b_ms, b_extra=b_extra))
     plan = CalibratePlan(["softmax"], BenchOptions(), tmp_path, rounds=len(a_ms),
                          plant_pct=plant_pct)
     return document(plan, [report]), report
@@ -109,10 +109,15 @@ def test_calibration_document_from_synthetic_aa_rounds(tmp_path):
 
 
 def test_planted_rounds_count_detections_with_the_right_sign(tmp_path):
+    planted = {"planted": {"cycles": 900, "sized_by": "landing", "probe": "landed",
+                           "landed_pct": 0.96}}
     doc, _ = calibration_doc(tmp_path, [1.000, 1.001, 0.999], [1.010, 1.011, 1.009],
-                             plant_pct=1.0)
+                             plant_pct=1.0, b_extra=planted)
     (op,) = doc["ops"]
     assert all(s["detected"] and not s["wrong_sign"] for s in op["shapes"])
+    # what the record measured the plant to land, per shape, beside what the rounds read
+    assert all((s["landed_pct"], s["plant_sized_by"]) == (0.96, "landing") for s in op["shapes"])
+    assert "landed %" in "\n".join(render(doc)) and " 0.960 " in "\n".join(render(doc))
     assert op["summary"]["plant"] == {"shapes": 2, "detected": 2, "wrong_sign": 0, "rate": 1.0}
     assert doc["floor"]["plant"]["rate"] == 1.0
     assert "planted 1% detected with the right sign (all shapes): 2/2 (100%)" in \

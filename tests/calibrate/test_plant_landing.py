@@ -122,6 +122,7 @@ def test_a_record_measures_what_lands_and_the_planted_replay_spins_it(tmp_path):
         fields = markers.parse_marker(line)[1]
         assert fields["sized_by"] == "landing"
         assert int(fields["cycles"]) == found[row_key(row)]["cycles"]
+        assert row.extra["planted"]["landed_pct"] == found[row_key(row)]["landed_pct"]
     replayed = harness.bench("add", replay=str(a.run_dir), plant_pct=0.0,
                              plant_landing_pct=200.0, **opts)      # a replay measures none
     assert not any(LANDING_KEY in r.extra for r in replayed.rows)
