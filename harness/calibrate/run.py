@@ -217,7 +217,8 @@ def summary_lines(doc: dict) -> list[str]:
         s = op["summary"]
         text = (f"{op['op']}: {s['shapes']} shapes, |d| median "
                 f"{_num(s['noise_median_pct'], '.3f')}% max {_num(s['noise_max_pct'], '.3f')}%, "
-                f"detectable (median) {_num(s['detectable_median_pct'], '.3f')}%, significant {s['significant']}"
+                f"detectable (median) {_num(s['detectable_median_pct'], '.3f')}%, "
+                f"significant {s['significant']}"
                 + (f", rounds as {op['round_process']}" if op.get("round_process") else ""))
         if "plant" in s:
             text += (f"; planted {doc['plant_pct']:g}%: detected {_rate(s['plant'])}, "
