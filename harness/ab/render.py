@@ -133,7 +133,7 @@ def _summary_lines(s: dict) -> list[str]:
     if s.get("rounds", 1) == 1:
         lines.append("one round: intervals and p-values see each process's own noise only; "
                      "when zlh runs both sides, --rounds 3 or more adds the "
-                     "process-to-process part")
+                     "process-to-process part" + _chosen(s, "; the round ran as "))
     else:
         per_round = ", ".join(_num(v, "+.2f") for v in s["per_round_median_delta_pct"])
         spread = s["side_spread_median_pct"]
@@ -145,14 +145,19 @@ def _summary_lines(s: dict) -> list[str]:
     return lines
 
 
+def _chosen(s: dict, lead: str = "") -> str:
+    """`<lead><process> (chosen from the record)` where --round-process auto chose one."""
+    chosen = s.get("round_process") if isinstance(s.get("round_process"), dict) else {}
+    return f"{lead}{chosen['process']} (chosen from the record)" if chosen.get("process") else ""
+
+
 def _design_line(s: dict) -> str:
     """How the rounds were chosen and what `detectable %` means."""
     design = s.get("rounds_design") if isinstance(s.get("rounds_design"), dict) else {}
     what = ("detectable %: the smallest change found 4 times in 5 (alpha 0.05, before Holm) "
             "from the per-round spread")
-    chosen = s.get("round_process") if isinstance(s.get("round_process"), dict) else {}
-    if chosen.get("process"):
-        what = f"rounds as {chosen['process']} (chosen from the record); {what}"
+    if _chosen(s):
+        what = f"{_chosen(s, 'rounds as ')}; {what}"
     if design.get("design") != "two-stage":
         return f"rounds fixed at {s.get('rounds')}; {what}"
     return (f"rounds auto (two-stage: pilot {design.get('min_rounds')}, target half-width "

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.ab import orchestrate as abmod
+from harness.ab.render import render_terminal
 from harness.ab.rescore import rescore
 from harness.ab.report import load_report
 from harness.ab.rounds import AutoRounds, side_order
@@ -122,6 +123,11 @@ def test_fixed_rounds_report_what_they_could_see(tmp_path, monkeypatch):
     assert row.rounds["df"] == 2 and "needed" not in row.rounds
     assert row.rounds["detectable_pct"] == pytest.approx(3.097 * row.rounds["sd_pct"] / 1.0,
                                                          rel=2e-3)
+    report.verdict = "IR_CHANGED"            # (a verdict whose table shows the summary)
+    assert "(chosen from the record)" not in render_terminal(report)
+    report.summary["round_process"] = {"process": "turns-fresh", "why": "…"}   # (auto's)
+    assert "rounds fixed at 3; rounds as turns-fresh (chosen from the record); detectable" \
+        in render_terminal(report)
 
 
 @pytest.mark.parametrize("extra, said", [
