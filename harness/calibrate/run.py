@@ -130,7 +130,7 @@ def _op_entry(report, plant_pct: float | None, detect: float = 0.3) -> dict:
                          rounds_needed_target=rounds["needed"])
         entry["rounds_to_detect"] = floor.rounds_to_detect(entry["sd_pct"], detect)
         if plant_pct is not None:
-            how = planted.get((row.variant, row.dtype, row.shape_detail, row.occurrence), {})
+            how = planted.get(row_key(row), {})        # (an ABRow names its case alike)
             entry.update(planted_pct=plant_pct, landed_pct=how.get("landed_pct"),
                          plant_sized_by=how.get("sized_by"),
                          **floor.plant_outcome({"significant": row.significant,

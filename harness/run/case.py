@@ -224,7 +224,7 @@ def _spin_timer(case, case_timer: CaseTimer, backend, under_test, scope, row: Ro
     sample): what run.plant's landing probe times."""
     measured = row.gems
     pin = (measured.timer, measured.calls_per_sample) if measured is not None else None
-    names = {n for n in (case.op.split(":")[0], case.info.get("op_name")) if n}
+    names = _op_names(case)
 
     def timed(cycles: int) -> float:
         def spun():
@@ -235,6 +235,12 @@ def _spin_timer(case, case_timer: CaseTimer, backend, under_test, scope, row: Ro
                                       dtype=case.dtype, shape=case.shape_detail
                                       ).measurement.median
     return timed
+
+
+def _op_names(case) -> set[str]:
+    """The names the case's op goes by (its own, a benchmark's op name): the timer's deny
+    list is matched against them."""
+    return {n for n in (case.op.split(":")[0], case.info.get("op_name")) if n}
 
 
 def flag_markers(case, row: Row) -> list[str]:
@@ -296,7 +302,7 @@ def _measure_both(case, case_timer: CaseTimer, baseline, under_test, scope,
     {"torch" | "gems": (timer, calls per sample)} from a replayed record. Returns
     (the baseline's measurement or None, the function under test's, throttled, markers)."""
     where = {"dtype": case.dtype, "shape": case.shape_detail}
-    names = {n for n in (case.op.split(":")[0], case.info.get("op_name")) if n}
+    names = _op_names(case)
     notes: list[str] = []
     for attempt in range(1, retries + 2):
         timed_torch = (case_timer.measure(baseline, case.op, names, pin=pin.get("torch"), **where)

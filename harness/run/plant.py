@@ -47,24 +47,19 @@ def check_plant(pct: float | None, replay: str | None, backend,
                          f"device spin")
 
 
-def sizing_latencies(run_dir) -> dict[tuple, float]:
-    """(variant, dtype, shape_detail, occurrence) -> function-under-test ms of a stored run."""
-    return {row_key(r): r.gems_ms for r in sizing_rows(run_dir)}
-
-
-def sizing_rows(run_dir) -> list:
-    return [r for r in load_run(run_dir).rows
-            if r.status == SUCCESS and r.gems_ms and r.gems_ms > 0]
-
-
-def sizing_landings(run_dir) -> dict[tuple, dict]:
-    """case key -> what a spin landed on it in the stored run (plant_landing.landing)."""
-    out = {}
-    for row in sizing_rows(run_dir):
+def sizing(run_dir) -> tuple[dict[tuple, float], dict[tuple, dict]]:
+    """From a stored run, read once: case key (variant, dtype, shape_detail, occurrence) ->
+    function-under-test ms, and case key -> what a spin landed on it there, where the run
+    measured it (plant_landing.landing)."""
+    latencies, landings = {}, {}
+    for row in load_run(run_dir).rows:
+        if row.status != SUCCESS or not row.gems_ms or row.gems_ms <= 0:
+            continue
+        latencies[row_key(row)] = row.gems_ms
         found = row.extra.get(LANDING_KEY)
         if isinstance(found, dict) and isinstance(found.get("cycles"), int):
-            out[row_key(row)] = found
-    return out
+            landings[row_key(row)] = found
+    return latencies, landings
 
 
 class Plant:
@@ -88,10 +83,11 @@ class Plant:
         is asked to measure what a spin of that size lands (--plant-landing-pct)."""
         if pct is None:
             return None
-        sizing = sizing_latencies(replay_dir) if pct > 0 and replay_dir is not None else {}
-        landings = sizing_landings(replay_dir) if sizing else {}
-        return cls(pct, backend, device_index, sizing, str(replay_dir) if replay_dir else None,
-                   landings, landing_pct if replay_dir is None and landing_pct else None)
+        latencies, landings = sizing(replay_dir) if pct > 0 and replay_dir is not None else (
+            {}, {})
+        return cls(pct, backend, device_index, latencies,
+                   str(replay_dir) if replay_dir else None, landings,
+                   landing_pct if replay_dir is None and landing_pct else None)
 
     def cycles_for(self, key: tuple) -> tuple[int, float | None]:
         """(cycles, side A's latency in ms) for one case; 0 cycles when nothing is planted.
@@ -138,9 +134,7 @@ class Plant:
         """(the planted callable, its marker line)."""
         cycles, base_ms = self.cycles_for(key)
         spin = self.backend.spin
-        if cycles:
-            self._cycles_per_ms()
-        planted_ms = cycles / self.cycles_per_ms if cycles and self.cycles_per_ms else 0.0
+        planted_ms = cycles / self._cycles_per_ms() if cycles else 0.0
         landed, probe = self._landing(key) if cycles else (None, "-")
         sized_by = "landing" if landed is not None else ("latency" if cycles else None)
         landed_pct = (landed.get("landed_pct") if landed is not None

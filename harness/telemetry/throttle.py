@@ -97,7 +97,7 @@ def held_by_power(rows) -> list[str]:
     still ramping up, a thermal slowdown or no clock readings at all do not count."""
     cases = []
     for row in rows:
-        for line in getattr(row, "markers", None) or ():
+        for line in row.markers:
             name, fields = markers.parse_marker(line)
             if name != markers.THROTTLED:
                 continue
