@@ -34,7 +34,7 @@ from .preflight import (ROOT_IN_USE, check_new_root, check_plan, check_replay,
                         check_replay_caliber, check_replay_shapes)
 from .render import render_terminal
 from .report import ABReport, write_reports
-from .rounds import note_choice, read_choice, side_order
+from .rounds import read_choice, side_order
 from .runs import (RunCounter, RunOutcome, append_status, ended_by, outcome_of,
                    recorded_rc)
 from .sides import ABPlan, Side, env_for
@@ -199,7 +199,8 @@ class OpAB:
         report, code = build_report(pairs, plan.alpha, verdict, check,
                                     (plan.a.description, plan.b.description),
                                     plan.noise_floor, self.echo, plan.auto)
-        note_choice(report, plan.root / safe_name(op))
+        if report is not None and choice is not None:
+            report.summary["round_process"] = choice
         return report, code
 
     def _round(self, number: int, record: Path) -> RunOutcome | None:

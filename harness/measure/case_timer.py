@@ -78,24 +78,27 @@ class CaseTimer:
         finally:
             self.first_call_s += time.perf_counter() - started
 
-    def measure(self, fn, op: str, names=(), scope=None, pin=None, **where) -> Timed:
+    def measure(self, fn, op: str, names=(), scope=None, pin=None, lead=None,
+                **where) -> Timed:
         """`names`: other names the op goes by (a benchmark's own op name), for the deny list;
         `scope`: entered around the calls of `fn` (see timers); `pin`: (timer name, calls per
-        sample) a replay took from its record, used by that timer only."""
+        sample) a replay took from its record, used by that timer only; `lead`: device work
+        at the start of each sample's timed window, given its calls (see timers)."""
         if self.turns is not None:
             self.turns.label = "|".join(str(part) for part in (op, *where.values()))
         if self.fallback is not None and ({op, *names} & self.backend.capture_deny):
             line = markers.marker(markers.NO_GRAPH, op=op, phase="denylist",
                                   reason="KnownPoisoningOp", **where,
                                   detail=f"{self.backend.name} denies capture for this op")
-            return _fell_back(self.fallback.measure(fn, scope, _calls(pin, self.fallback)), line)
+            return _fell_back(self.fallback.measure(fn, scope, _calls(pin, self.fallback),
+                                                    lead), line)
         try:
-            return Timed(self.primary.measure(fn, scope, _calls(pin, self.primary)))
+            return Timed(self.primary.measure(fn, scope, _calls(pin, self.primary), lead))
         except GraphPhaseError as failure:
-            return self._fall_back(fn, op, failure, where, scope, pin)
+            return self._fall_back(fn, op, failure, where, scope, pin, lead)
 
     def _fall_back(self, fn, op: str, failure: GraphPhaseError, where: dict, scope,
-                   pin=None) -> Timed:
+                   pin=None, lead=None) -> Timed:
         cause = failure.cause
         fields = dict(op=op, phase=failure.phase, reason=type(cause).__name__, **where)
         verdict = self.backend.classify_error(cause)
@@ -113,7 +116,8 @@ class CaseTimer:
             raise DevicePoisonedError(markers.marker(markers.CAPTURE_POISONED, detail=detail,
                                                      **fields))
         line = markers.marker(markers.NO_GRAPH, detail=one_line(cause, 160), **fields)
-        return _fell_back(self.fallback.measure(fn, scope, _calls(pin, self.fallback)), line)
+        return _fell_back(self.fallback.measure(fn, scope, _calls(pin, self.fallback), lead),
+                          line)
 
     def _settle(self) -> None:
         """Let an aborted capture drain; a failure here surfaces in the next check."""

@@ -26,6 +26,11 @@ only — the eager calls, the unrolled calls inside a graph capture, a sampling 
 never around graph creation, capture begin/end or replays. A function under test that runs
 inside a library context (e.g. one that routes torch ops to the library's kernels) gets
 exactly its calls routed, not the timer's own device work.
+
+`lead` (a callable given a sample's calls, optional) queues device work at the start of each
+sample's timed window, once per sample whatever its calls: in a graph, captured ahead of the
+unrolled calls; with events, after the start event. It is how a known delay is added to a
+measurement (a planted change) as one piece per sample rather than a sliver per call.
 """
 from __future__ import annotations
 
@@ -36,6 +41,7 @@ from dataclasses import asdict, dataclass
 from typing import Callable, ContextManager
 
 Scope = Callable[[], ContextManager]
+Lead = Callable[[int], object]
 
 from ..common import spelling
 from ..common.fields import check_fields
@@ -105,12 +111,13 @@ class _TimerBase:
 
     # -- the shared skeleton -------------------------------------------------------------
     def measure(self, fn: Callable[[], object], scope: Scope | None = None,
-                calls: int | None = None) -> Measurement:
+                calls: int | None = None, lead: Lead | None = None) -> Measurement:
         """`calls`: the calls per sample to use (pinned by a replay) instead of sizing a
         sample from the first estimate; not used where that many calls would take longer
-        than a capture may (`Budget.max_capture_ms`, at the estimated rate)."""
+        than a capture may (`Budget.max_capture_ms`, at the estimated rate). `lead`: device
+        work at the start of each sample's timed window (module docstring)."""
         scope = scope or contextlib.nullcontext
-        runs = [self._measure_once(fn, scope, calls) for _ in range(self.repeat)]
+        runs = [self._measure_once(fn, scope, calls, lead) for _ in range(self.repeat)]
         if len(runs) == 1:
             return runs[0]
         samples = tuple(s for run in runs for s in run.samples_ms)
@@ -120,7 +127,8 @@ class _TimerBase:
                            clocks=tuple(c for r in runs for c in r.clocks),
                            undersampled=any(r.undersampled for r in runs))
 
-    def _measure_once(self, fn, scope: Scope, pinned: int | None = None) -> Measurement:
+    def _measure_once(self, fn, scope: Scope, pinned: int | None = None,
+                      lead: Lead | None = None) -> Measurement:
         with scope():
             fn()                  # discarded: JIT compile, autotune, lazy init
             self.backend.synchronize()
@@ -135,7 +143,7 @@ class _TimerBase:
         self.backend.synchronize()
         if pinned and pinned * per_call_ms > self.budget.max_capture_ms:
             pinned = None      # far slower than where the pin was taken: sized as usual
-        return self._sample(fn, per_call_ms, warmup_calls, scope, pinned)
+        return self._sample(fn, per_call_ms, warmup_calls, scope, pinned, lead or _no_lead)
 
     def _collect(self, take_batch: Callable[[], list[float]]) -> list[float]:
         """Samples until the rule stops; the device clock is read (backend.clock_reading, an
@@ -194,25 +202,30 @@ class _TimerBase:
         raise NotImplementedError
 
     def _sample(self, fn, per_call_ms: float, warmup_calls: int, scope: Scope,
-                pinned: int | None = None) -> Measurement:
+                pinned: int | None, lead: Lead) -> Measurement:
         raise NotImplementedError
+
+
+def _no_lead(calls: int) -> None:
+    return None
 
 
 class HostTimer(_TimerBase):
     name = HOST
 
-    def _time_calls(self, fn, calls: int) -> float:
+    def _time_calls(self, fn, calls: int, lead: Lead = _no_lead) -> float:
         self.backend.synchronize()
         start = time.perf_counter()
+        lead(calls)
         for _ in range(calls):
             fn()
         self.backend.synchronize()
         return (time.perf_counter() - start) * 1e3
 
-    def _sample(self, fn, per_call_ms, warmup_calls, scope, pinned=None) -> Measurement:
+    def _sample(self, fn, per_call_ms, warmup_calls, scope, pinned, lead) -> Measurement:
         calls = self._calls_per_sample(per_call_ms, pinned)
         with scope():
-            samples = self._collect(lambda: [self._time_calls(fn, calls) / calls])
+            samples = self._collect(lambda: [self._time_calls(fn, calls, lead) / calls])
         return Measurement(tuple(samples), self.name, calls, warmup_calls,
                            clocks=self.clocks,
                            undersampled=self.rule.undersampled(len(samples)))
@@ -247,7 +260,7 @@ class EventTimer(_TimerBase):
         end.synchronize()
         return start.elapsed_time(end)
 
-    def _sample(self, fn, per_call_ms, warmup_calls, scope, pinned=None) -> Measurement:
+    def _sample(self, fn, per_call_ms, warmup_calls, scope, pinned, lead) -> Measurement:
         calls = 1 if self.flush_l2 else self._calls_per_sample(per_call_ms, pinned)
         per_sync = self._per_sync()
 
@@ -259,6 +272,7 @@ class EventTimer(_TimerBase):
                 start, end = self.backend.event(), self.backend.event()
                 self._queue_ahead(None if self.flush_l2 else (lambda: [fn() for _ in range(calls)]))
                 start.record()
+                lead(calls)
                 for _ in range(calls):
                     fn()
                 end.record()
@@ -280,11 +294,11 @@ class GraphTimer(EventTimer):
         kwargs.pop("flush_l2", None)
         super().__init__(*args, flush_l2=False, **kwargs)
 
-    def _sample(self, fn, per_call_ms, warmup_calls, scope, pinned=None) -> Measurement:
+    def _sample(self, fn, per_call_ms, warmup_calls, scope, pinned, lead) -> Measurement:
         target_ms, max_unroll = self.budget.graph_replay_ms, self.budget.max_unroll
         unroll = int(pinned) if pinned else clamp(target_ms / max(per_call_ms, 1e-6), 1,
                                                   max_unroll)
-        graph = self._capture(fn, unroll, scope)
+        graph = self._capture(fn, unroll, scope, lead)
         replay_ms = self._replay_ms(graph)
         # The eager estimate includes host launch cost, so tiny kernels get too few calls per
         # replay; size the graph again from the device's own time per call, once.
@@ -297,7 +311,7 @@ class GraphTimer(EventTimer):
         if not pinned and replay_ms < target_ms / 2 and better > unroll:
             del graph
             unroll = better
-            graph = self._capture(fn, unroll, scope)
+            graph = self._capture(fn, unroll, scope, lead)
             replay_ms = self._replay_ms(graph)
         # Warm the device up on the graph itself (clocks ramp under sustained load).
         replays = clamp(self.budget.warmup_ms / max(replay_ms, 1e-6), 1,
@@ -350,12 +364,13 @@ class GraphTimer(EventTimer):
         self._sync("warmup")
         return start.elapsed_time(end)
 
-    def _capture(self, fn, unroll: int, scope: Scope):
+    def _capture(self, fn, unroll: int, scope: Scope, lead: Lead):
         graph = self.backend.new_graph()
         try:
             # A scratch RNG state: if capture aborts, the process generator is untouched.
             with self.backend.scratch_rng(self.device_index):
                 with self.backend.graph_capture(graph):
+                    lead(unroll)
                     with scope():
                         for _ in range(unroll):
                             fn()

@@ -175,12 +175,10 @@ def _time_case(case, case_timer: CaseTimer, backend, options, row: Row, ir, plan
     under_test = lambda: case.under_test(*fed[0].args, **fed[0].kwargs)  # noqa: E731
     if ir is not None:
         under_test = ir.timed(under_test)
-    profiled = under_test              # the kernel split profiles the op, never a plant
-    planted = []
+    lead, planted = None, []           # a plant's spin at the start of each sample
     if plant is not None:
-        under_test, line = plant.wrap(under_test, row_key(row),
-                                      {"op": case.op, "dtype": case.dtype,
-                                       "shape": case.shape_detail})
+        lead, line = plant.lead(row_key(row), {"op": case.op, "dtype": case.dtype,
+                                               "shape": case.shape_detail})
         planted.append(line)
         row.extra["planted"] = plant.case_fields()
     scope = case.under_test_context or contextlib.nullcontext
@@ -199,12 +197,13 @@ def _time_case(case, case_timer: CaseTimer, backend, options, row: Row, ir, plan
     del out, inputs                    # the timed calls go through fed[0]
     if timing:
         pin = (pins or {}).get(row_key(row), {})
-        _measure_placements(case, case_timer, backend, options, row, fed, under_test, scope, pin)
+        _measure_placements(case, case_timer, backend, options, row, fed, under_test, scope, pin,
+                            lead)
     if plant is not None and plant.landing_pct and timing:    # after the timing, as the split
-        plant.land(row, _spin_timer(case, case_timer, backend, profiled, scope, row))
+        plant.land(row, _spin_timer(case, case_timer, backend, under_test, scope, row))
     if split is not None and timing:   # after the timing: never in it
         with scope():
-            split.profile_case(profiled, {"variant": row.variant, "dtype": row.dtype,
+            split.profile_case(under_test, {"variant": row.variant, "dtype": row.dtype,
                                           "shape": row.shape_detail,
                                           "occurrence": row.occurrence}, row.gems_ms,
                                row.gems.timer if row.gems else None)
@@ -219,19 +218,18 @@ def _time_case(case, case_timer: CaseTimer, backend, options, row: Row, ir, plan
 
 
 def _spin_timer(case, case_timer: CaseTimer, backend, under_test, scope, row: Row):
-    """cycles -> the median ms of the function under test behind a device spin of that many
-    cycles, timed in a section of its own as the row's was (its timer, its calls per
-    sample): what run.plant's landing probe times."""
+    """cycles -> the median ms of the function under test with a device spin of that many
+    cycles a call, queued as a plant's (once per sample, for its calls), timed in a section
+    of its own as the row's was (its timer, its calls per sample): what run.plant's landing
+    probe times."""
     measured = row.gems
     pin = (measured.timer, measured.calls_per_sample) if measured is not None else None
     names = _op_names(case)
 
     def timed(cycles: int) -> float:
-        def spun():
-            backend.spin(cycles)
-            return under_test()
         with case_timer.section():
-            return case_timer.measure(spun, case.op, names, scope=scope, pin=pin,
+            return case_timer.measure(under_test, case.op, names, scope=scope, pin=pin,
+                                      lead=lambda calls: backend.spin(cycles * calls),
                                       dtype=case.dtype, shape=case.shape_detail
                                       ).measurement.median
     return timed
@@ -258,7 +256,7 @@ def flag_markers(case, row: Row) -> list[str]:
 
 
 def _measure_placements(case, case_timer: CaseTimer, backend, options, row: Row, fed: list,
-                        under_test, scope, pin: dict) -> None:
+                        under_test, scope, pin: dict, lead=None) -> None:
     """Both functions timed on `options.placements` placements of the inputs (fed[0]): the
     first as built, each other one built again elsewhere (placement.elsewhere); the row gets
     the placements combined (placement.combined), every placement's markers and throttle."""
@@ -278,7 +276,7 @@ def _measure_placements(case, case_timer: CaseTimer, backend, options, row: Row,
                 fed[0] = mover.move(number, fed, build)
             with case_timer.section():   # the device alone (its lock) for the timed calls
                 measured.append(_measure_both(case, case_timer, baseline, under_test, scope,
-                                              options.retry_throttled, pin))
+                                              options.retry_throttled, pin, lead))
     finally:
         mover.close()
     if options.placement_memory == placement.NEW and options.placements > 1:
@@ -295,11 +293,12 @@ def _measure_placements(case, case_timer: CaseTimer, backend, options, row: Row,
 
 
 def _measure_both(case, case_timer: CaseTimer, baseline, under_test, scope,
-                  retries: int, pin: dict) -> tuple:
+                  retries: int, pin: dict, lead=None) -> tuple:
     """Time the baseline (None: not timed), then the function under test; while either ran
     throttled (see telemetry.throttle), time both again, up to `retries` more times. The last
     attempt is kept; every throttled attempt leaves a BENCHMARK_CASE_THROTTLED line. `pin`:
-    {"torch" | "gems": (timer, calls per sample)} from a replayed record. Returns
+    {"torch" | "gems": (timer, calls per sample)} from a replayed record; `lead`: a plant's
+    spin, at the start of each of the function under test's samples. Returns
     (the baseline's measurement or None, the function under test's, throttled, markers)."""
     where = {"dtype": case.dtype, "shape": case.shape_detail}
     names = _op_names(case)
@@ -308,7 +307,7 @@ def _measure_both(case, case_timer: CaseTimer, baseline, under_test, scope,
         timed_torch = (case_timer.measure(baseline, case.op, names, pin=pin.get("torch"), **where)
                        if baseline is not None else None)
         timed_gems = case_timer.measure(under_test, case.op, names, scope=scope,
-                                        pin=pin.get("gems"), **where)
+                                        pin=pin.get("gems"), lead=lead, **where)
         verdicts = throttle.judge({"torch": timed_torch and timed_torch.measurement,
                                    "gems": timed_gems.measurement})
         left = retries + 1 - attempt

@@ -298,8 +298,9 @@ OPTIONS = (
            help="Keep the private Triton compile cache (and tuner DB) after the run."),
     Option("plant_pct", "--plant-pct", float, low=0, high=1000, metavar="X", location=True,
            shared=False, group="timing",
-           help="Self-test: add a device spin to the function under test, sized as X% of "
-                "its latency in the --replay run (0: the spin kernel with no spin); where "
+           help="Self-test: add a device spin to each timed sample of the function under "
+                "test, X% of its latency in the --replay run for each of the sample's calls "
+                "(0: the spin kernel with no spin); where "
                 "that run measured what X% lands (--plant-landing-pct X), the cycles that "
                 "landed X% there."),
     Option("plant_landing_pct", "--plant-landing-pct", float, low=0, high=1000, metavar="X",

@@ -1,19 +1,27 @@
-"""A planted change: a known amount of device work added to every call of the function under
-test, so that a comparison can be checked against a change whose size and sign are known.
+"""A planted change: a known amount of device work added to the function under test's timed
+calls, so that a comparison can be checked against a change whose size and sign are known.
 
-`zlh bench --plant-pct X --replay RUN_A` adds, before each call, a device spin
-(`Backend.spin(cycles)`: a kernel that waits a number of device clock cycles; graph capture
-takes it like any kernel) sized as X % of the case's function-under-test latency in RUN_A:
+`zlh bench --plant-pct X --replay RUN_A` adds a device spin (`Backend.spin(cycles)`: a kernel
+that waits a number of device clock cycles; graph capture takes it like any kernel) sized as
+X % of the case's function-under-test latency in RUN_A, per call:
 
     cycles = round(X / 100 * latency_A_ms * cycles_per_ms)
+
+The spin is queued once per sample, at the start of its timed window, for all of the sample's
+calls at once (`cycles × calls`: the timers' `lead`), not as a sliver ahead of every call.
+A spin of a few hundred cycles ahead of a memory-bound kernel is partly or wholly worked off
+by the memory system finishing the call before it, and how much was found to differ from one
+process to the next (on an H100, a per-call spin that landed 0.26 % of a 27 µs softmax in the
+run that recorded landed 0.04 % in the rounds after it); one spin of a sample's calls together
+lasts microseconds, of which such an overlap takes a small part.
 
 `cycles_per_ms` is measured on the device once per run (`Backend.spin_cycles_per_ms`, after
 the clocks have ramped up). Where RUN_A measured what a spin lands on the case
 (`--plant-landing-pct X` in the run that recorded, plant_landing.py), a plant of the same X %
 takes the cycles that landed X % there instead (`sized_by=landing` in its marker).
 `--plant-pct 0` adds the same spin kernel with zero cycles: the
-baseline side of a self-test carries the same extra launch, so the launch's own cost cancels
-and the difference between the sides is the spin alone. Each planted case carries a
+baseline side of a self-test carries the same extra launch per sample, so the launch's own
+cost cancels and the difference between the sides is the spin alone. Each planted case carries a
 `CALIBRATION_PLANT` marker with its size.
 """
 from __future__ import annotations
@@ -63,7 +71,7 @@ def sizing(run_dir) -> tuple[dict[tuple, float], dict[tuple, dict]]:
 
 
 class Plant:
-    """Wraps the function under test of each case with a sized device spin."""
+    """Gives the function under test of each case a sized device spin per sample (`lead`)."""
 
     def __init__(self, pct: float, backend, device_index: int,
                  sizing: dict[tuple, float] | None = None, sized_from: str | None = None,
@@ -130,8 +138,9 @@ class Plant:
         if found is not None:
             row.extra[LANDING_KEY] = found
 
-    def wrap(self, fn, key: tuple, where: dict):
-        """(the planted callable, its marker line)."""
+    def lead(self, key: tuple, where: dict):
+        """(the case's planted spin: a timer's `lead`, given a sample's calls; its marker
+        line)."""
         cycles, base_ms = self.cycles_for(key)
         spin = self.backend.spin
         planted_ms = cycles / self._cycles_per_ms() if cycles else 0.0
@@ -152,9 +161,8 @@ class Plant:
             detail=None if base_ms is not None or self.pct <= 0
             else "side A has no latency for this case: nothing planted")
 
-        def planted():
-            spin(cycles)
-            return fn()
+        def planted(calls: int) -> None:
+            spin(cycles * calls)
         return planted, line
 
     def case_fields(self) -> dict:

@@ -1,16 +1,18 @@
 """What a planted spin adds to a case, measured by the run that records side A.
 
-`zlh calibrate --plant-pct X` plants a device spin ahead of side B's function under test
-(plant.py). Sized as X % of side A's latency, the spin lengthens a timed call by its cycles
-only where nothing else gets done while it spins. Ahead of a memory-bound kernel something
-does — the memory system works off the calls before it — and the spin lands short: on an
-H100 a spin of 0.3 % read as 0.02–0.14 % on 25–50 µs memory-bound kernels, as the full
-0.3 % on kernels of 0.7 ms and more (tests/device/README.md). A self-test of a short spin
-then asks whether zlh sees a change smaller than the one it names.
+`zlh calibrate --plant-pct X` plants a device spin in side B's timed samples (plant.py).
+Sized as X % of side A's latency, the spin lengthens a sample by its cycles only where
+nothing else gets done while it spins. Ahead of a memory-bound kernel something does — the
+memory system works off the calls before it — and the spin lands short: on an H100 a spin of
+0.3 % queued ahead of every call read as 0.02–0.14 % on 25–50 µs memory-bound kernels, as
+the full 0.3 % on kernels of 0.7 ms and more (tests/device/README.md). A plant spins once
+per sample for all of its calls, which leaves such an overlap a smaller share; what still
+does not land is what this probe measures.
 
 So the run that records side A (`--plant-landing-pct X`, which zlh calibrate sets on side A)
 measures, after each case is timed (never in its timed section), what a spin lands there:
-the function under test behind a spin of 0 and of the nominal cycles, in turns (0 N 0 N 0);
+the function under test with a spin of 0 and of the nominal cycles (per call, queued as the
+plant queues them), in turns (0 N 0 N 0);
 then the cycles corrected by what the nominal spin lacked, taking the part that did not land
 as a fixed amount, so that every further cycle lands (corrected_cycles); then those timed
 the same way (C 0 C), which says what they land. Side B plants the corrected cycles

@@ -189,18 +189,20 @@ def test_plant_is_sized_from_side_a_latency():
     backend = SpinBackend()
     key = ("", "bfloat16", "64x64", 0)
     plant = Plant(0.3, backend, 0, {key: 0.050})
-    fn, line = plant.wrap(lambda: "out", key, {"op": "gelu", "dtype": "bfloat16",
-                                               "shape": "64x64"})
-    assert fn() == "out" and backend.spun == [150]     # 0.3 % of 50 us at 1 GHz = 150 cycles
+    lead, line = plant.lead(key, {"op": "gelu", "dtype": "bfloat16", "shape": "64x64"})
+    lead(1)
+    assert backend.spun == [150]                       # 0.3 % of 50 us at 1 GHz = 150 cycles
+    lead(40)
+    assert backend.spun[-1] == 40 * 150                # a sample of 40 calls: one spin for all
     name, fields = markers.parse_marker(line)
     assert name == markers.PLANTED and fields["cycles"] == "150" and fields["pct"] == "0.3"
     assert float(fields["planted_ms"]) == pytest.approx(0.00015)
-    fn, line = plant.wrap(lambda: None, ("", "bfloat16", "other", 0), {"op": "gelu"})
-    fn()
+    lead, line = plant.lead(("", "bfloat16", "other", 0), {"op": "gelu"})
+    lead(3)
     assert backend.spun[-1] == 0 and "nothing planted" in line
     zero = Plant(0.0, backend, 0)
-    fn, _ = zero.wrap(lambda: None, key, {"op": "gelu"})
-    fn()
+    lead, _ = zero.lead(key, {"op": "gelu"})
+    lead(3)
     assert backend.spun[-1] == 0 and zero.cycles_per_ms is None   # no calibration needed
     assert plant.run_fields()["planted_cases"] == 1
 

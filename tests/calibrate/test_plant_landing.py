@@ -75,19 +75,20 @@ def test_the_plant_spins_what_landed_its_size_in_side_as_run():
     backend = SpinBackend()
     landed = {"pct": 0.3, "cycles": 260, "landed_pct": 0.29, "nominal_cycles": 150}
     plant = Plant(0.3, backend, 0, {KEY: 0.05}, landings={KEY: landed})
-    fn, line = plant.wrap(lambda: "out", KEY, {"op": "add"})
-    assert fn() == "out" and backend.spun == [260]
+    lead, line = plant.lead(KEY, {"op": "add"})
+    lead(2)
+    assert backend.spun == [520]                      # 260 a call, a sample of two calls
     fields = markers.parse_marker(line)[1]
     assert (fields["cycles"], fields["sized_by"], fields["landed_pct"],
             fields["nominal_cycles"]) == ("260", "landing", "0.29", "150")
     other = Plant(0.5, backend, 0, {KEY: 0.05}, landings={KEY: landed})   # measured for 0.3
-    fn, line = other.wrap(lambda: None, KEY, {"op": "add"})
-    fn()
+    lead, line = other.lead(KEY, {"op": "add"})
+    lead(1)
     assert backend.spun[-1] == 250 and "sized_by=latency" in line
     loose = Plant(0.3, backend, 0, {KEY: 0.05},
                   landings={KEY: {**landed, "trusted": False, "cycles": 150}})
-    fn, line = loose.wrap(lambda: None, KEY, {"op": "add"})
-    fn()
+    lead, line = loose.lead(KEY, {"op": "add"})
+    lead(1)
     fields = markers.parse_marker(line)[1]
     assert backend.spun[-1] == 150 and (fields["sized_by"], fields["probe"]) == ("latency",
                                                                                  "loose")

@@ -1,5 +1,6 @@
 """--pace-us: an idle gap after every sample, each sample synchronised on its own; recorded in
 the caliber only when on."""
+import contextlib
 from dataclasses import replace
 
 import pytest
@@ -107,3 +108,37 @@ def test_samples_in_turns_start_behind_a_spin(sure_rule, fast_budget, timer):
     log.clear()
     timer(Spins(log), 0, sure_rule, fast_budget).measure(lambda: sum(range(100)))
     assert "spin" not in log
+
+
+class Captures(Spins):
+    @contextlib.contextmanager
+    def graph_capture(self, graph):
+        self.log.append("capture")
+        with super().graph_capture(graph):
+            yield graph
+        self.log.append("captured")
+
+
+def test_a_lead_is_queued_once_a_sample_inside_its_timed_window_for_all_its_calls(sure_rule,
+                                                                                  fast_budget):
+    """A plant's spin (timers' `lead`): with events, after the start event and before the
+    sample's calls, given their number; in a graph, captured ahead of the unrolled calls."""
+    log = []
+    lead = lambda calls: log.append(("lead", calls))  # noqa: E731
+    measured = EventTimer(Captures(log), 0, sure_rule, fast_budget).measure(
+        lambda: log.append("call"), calls=7, lead=lead)
+    sampling = log[log.index(("lead", 7)) - 1:]
+    assert log.count(("lead", 7)) == measured.n and measured.calls_per_sample == 7
+    assert [e for e in sampling if e != "sync"] == (
+        ["record", ("lead", 7), *["call"] * 7, "record"] * measured.n)
+    assert not [e for e in log[:log.index(("lead", 7))] if isinstance(e, tuple)]  # not before
+    log.clear()
+    graphed = GraphTimer(Captures(log), 0, sure_rule, fast_budget).measure(
+        lambda: log.append("call"), lead=lead)
+    last = len(log) - log[::-1].index("capture")            # the graph that was timed
+    unroll = graphed.calls_per_sample
+    assert log[last:last + unroll + 2] == [("lead", unroll), *["call"] * unroll, "captured"]
+    assert all(e in ("replay", "record", "sync") for e in log[last + unroll + 2:])
+    log.clear()
+    EventTimer(Captures(log), 0, sure_rule, fast_budget).measure(lambda: None)
+    assert not [e for e in log if isinstance(e, tuple)]     # no lead: nothing queued
