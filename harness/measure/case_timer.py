@@ -18,7 +18,8 @@ from ..common import markers
 from ..common.errors import CaseFailure, DevicePoisonedError, one_line
 from .measurement import Measurement
 from .stopping import StoppingRule
-from .timers import EVENT, GRAPH, Budget, GraphPhaseError, make_timer
+from .stopping import Budget
+from .timers import EVENT, GRAPH, GraphPhaseError, make_timer
 
 
 @dataclass

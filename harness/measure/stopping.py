@@ -1,4 +1,5 @@
-"""When to stop taking samples, and how they are paced.
+"""When to stop taking samples, and how they are paced; the budget of a measurement's other
+phases (`Budget`: warm-up, the estimate, a graph's size, samples between syncs).
 
 Stop once both minimums are met and the median is known well enough, or when a cap is hit.
 Every budget is named in milliseconds or counts; the rule holds no state.
@@ -56,3 +57,23 @@ class StoppingRule:
         if not self.pace_us:                 # off: the caliber of an unpaced run as before
             del out["pace_us"]
         return out
+
+
+@dataclass(frozen=True)
+class Budget:
+    warmup_ms: float = 100.0         # warm-up (eager calls; graph replays too) per measurement
+    max_warmup_calls: int = 2000
+    estimate_calls: int = 5          # calls timed to estimate the per-call time
+    graph_replay_ms: float = 1.0     # target duration of one captured replay
+    max_unroll: int = 2000           # calls captured in one graph, at most
+    max_capture_ms: float = 250.0    # host time one capture may take, at the eager rate
+    batch_ms: float = 0.05           # event/host: below this per call, batch calls per sample
+    samples_per_sync: int = 10       # samples collected between host syncs
+
+    def __post_init__(self):
+        check_fields(self, {"max_warmup_calls": 0, "estimate_calls": 1, "max_unroll": 1,
+                            "samples_per_sync": 1},
+                     ("warmup_ms", "graph_replay_ms", "max_capture_ms", "batch_ms"))
+
+    def to_dict(self) -> dict:
+        return asdict(self)

@@ -28,49 +28,26 @@ inside a library context (e.g. one that routes torch ops to the library's kernel
 exactly its calls routed, not the timer's own device work.
 
 `lead` (a callable given a sample's calls, optional) queues device work at the start of each
-sample's timed window, once per sample whatever its calls: in a graph, captured ahead of the
-unrolled calls; with events, after the start event. It is how a known delay is added to a
-measurement (a planted change) as one piece per sample rather than a sliver per call.
+sample's timed window, once per sample whatever its calls (in a graph, captured ahead of the
+unrolled calls; with events, after the start event): a planted change (run/plant.py).
 """
 from __future__ import annotations
 
 import contextlib
 import math
 import time
-from dataclasses import asdict, dataclass
 from typing import Callable, ContextManager
 
 Scope = Callable[[], ContextManager]
 Lead = Callable[[int], object]
 
 from ..common import spelling
-from ..common.fields import check_fields
 from .measurement import Measurement
-from .stopping import StoppingRule
+from .stopping import Budget, StoppingRule
 
 GRAPH, EVENT, HOST = "graph", "event", "host"
 HOLD_CYCLES = 100_000    # the spin before a sample taken in turns: 50-100 µs at 1-2 GHz
 TIMER_NAMES = (GRAPH, EVENT, HOST)
-
-
-@dataclass(frozen=True)
-class Budget:
-    warmup_ms: float = 100.0         # warm-up (eager calls; graph replays too) per measurement
-    max_warmup_calls: int = 2000
-    estimate_calls: int = 5          # calls timed to estimate the per-call time
-    graph_replay_ms: float = 1.0     # target duration of one captured replay
-    max_unroll: int = 2000           # calls captured in one graph, at most
-    max_capture_ms: float = 250.0    # host time one capture may take, at the eager rate
-    batch_ms: float = 0.05           # event/host: below this per call, batch calls per sample
-    samples_per_sync: int = 10       # samples collected between host syncs
-
-    def __post_init__(self):
-        check_fields(self, {"max_warmup_calls": 0, "estimate_calls": 1, "max_unroll": 1,
-                            "samples_per_sync": 1},
-                     ("warmup_ms", "graph_replay_ms", "max_capture_ms", "batch_ms"))
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class GraphPhaseError(Exception):

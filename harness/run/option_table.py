@@ -23,7 +23,8 @@ from ..common.errors import UsageError
 from ..common.limits import MAX_PLACEMENTS, MAX_REPEAT, MAX_RETRY_THROTTLED
 from ..compile.ir.variants import IR_STAGES
 from ..measure.stopping import StoppingRule
-from ..measure.timers import TIMER_NAMES, Budget
+from ..measure.stopping import Budget
+from ..measure.timers import TIMER_NAMES
 from .placement import MEMORY_MODES as PLACEMENT_MEMORY, REUSED as PLACEMENT_REUSED
 
 LEVELS = ("core", "comprehensive")

@@ -11,7 +11,7 @@ import torch
 import backends
 from harness.measure.case_timer import CaseTimer
 from harness.measure.stopping import StoppingRule
-from harness.measure.timers import Budget
+from harness.measure.stopping import Budget
 
 
 def main():

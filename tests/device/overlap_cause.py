@@ -166,7 +166,8 @@ def _measure(timer, cases, cond: str = "idle") -> dict:
 def main(rounds: int, conds: tuple) -> None:
     from backends import get_backend
     from harness.measure.stopping import StoppingRule
-    from harness.measure.timers import Budget, make_timer
+    from harness.measure.stopping import Budget
+    from harness.measure.timers import make_timer
 
     backend = get_backend("cuda")
     rule = StoppingRule(min_samples=5, min_time_ms=5, max_time_ms=50)

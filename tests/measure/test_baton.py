@@ -174,7 +174,8 @@ class Calls:
 
 def timer(turns, samples: int):
     from harness.measure.stopping import StoppingRule
-    from harness.measure.timers import Budget, HostTimer
+    from harness.measure.stopping import Budget
+    from harness.measure.timers import HostTimer
     import backends
     rule = StoppingRule(min_samples=samples, max_samples=samples, min_time_ms=0,
                         max_time_ms=60_000)

@@ -131,7 +131,7 @@ def test_a_host_bound_call_is_not_unrolled_by_its_tiny_device_time(fast_rule):
     """A call that is mostly host work (its graph replays in microseconds) must not be
     captured thousands of times: the unroll stops at max_capture_ms of host time."""
     import time as clock
-    from harness.measure.timers import Budget
+    from harness.measure.stopping import Budget
 
     class SlowOnHost(Counter):
         def __call__(self):
