@@ -17,8 +17,7 @@ from backends import FATAL, POISONED
 from ..common import markers
 from ..common.errors import CaseFailure, DevicePoisonedError, one_line
 from .measurement import Measurement
-from .stopping import StoppingRule
-from .stopping import Budget
+from .stopping import Budget, StoppingRule
 from .timers import EVENT, GRAPH, GraphPhaseError, make_timer
 
 

@@ -22,8 +22,7 @@ from ..common import spelling
 from ..common.errors import UsageError
 from ..common.limits import MAX_PLACEMENTS, MAX_REPEAT, MAX_RETRY_THROTTLED
 from ..compile.ir.variants import IR_STAGES
-from ..measure.stopping import StoppingRule
-from ..measure.stopping import Budget
+from ..measure.stopping import Budget, StoppingRule
 from ..measure.timers import TIMER_NAMES
 from .placement import MEMORY_MODES as PLACEMENT_MEMORY, REUSED as PLACEMENT_REUSED
 
