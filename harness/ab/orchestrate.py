@@ -129,9 +129,14 @@ def run_rounds(plan: ABPlan, echo: Echo = print,
     return family.reports, code
 
 
-def together(runner):
-    """The runner's `run_together` (both sides of a round at once, in turns), or None."""
-    return getattr(runner, "run_together", None)
+def together(runner, op: str | None = None):
+    """The runner's `run_together` (both sides of a round at once, in turns), or None: it has
+    none, or its `in_turns(op)` says `op`'s sides run one after the other."""
+    both = getattr(runner, "run_together", None)
+    in_turns = getattr(runner, "in_turns", None)
+    if both is None or op is None or in_turns is None:
+        return both
+    return both if in_turns(op) else None
 
 
 def record_alone(runner) -> bool:
@@ -208,7 +213,7 @@ class OpAB:
         turns), replaying `record`; the first failed outcome, or None."""
         sides = tuple(self.plan.a if label == "A" else self.plan.b
                       for label in side_order(number))
-        both = together(self.plan.runner)
+        both = together(self.plan.runner, self.op)
         if both is None:
             for side in sides:
                 if not self._run(number, side, record):

@@ -98,7 +98,8 @@ def side_order(number: int) -> tuple[str, str]:
 class RoundRunner(Protocol):
     """Runs one side of one round of one op and returns its `runs.RunOutcome` (its run under
     ROOT/<op>/r<number>_<side>/, its row in status.tsv). Optional: `run_together(plan, op,
-    number, sides, replay_from)`, both sides of a round at once (turns); `record_alone`,
+    number, sides, replay_from)`, both sides of a round at once (turns), and `in_turns(op)`,
+    whether an op's rounds take it (default: every op's do); `record_alone`,
     whether each op's record is made alone first as round 0 (default: where it has
     `run_together`)."""
 

@@ -17,7 +17,6 @@ the report shows; a record that failed chooses nothing (the op has no rounds).
 """
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 
 from ..ab.rounds import CHOICE_FILE, CHOSEN, TURNS_FRESH, TWINS
@@ -27,7 +26,7 @@ from ..common.files import atomic_write_json
 from ..store.reader import load_run
 from ..store.rundir import safe_name
 from ..telemetry.throttle import held_by_power
-from .rounds import TurnsFreshRounds
+from .rounds import TurnsFreshRounds, TwinsRounds
 
 
 def choose_by_record(run_dir: Path | None) -> dict:
@@ -49,11 +48,12 @@ def choose_by_record(run_dir: Path | None) -> dict:
 class ChosenRounds(TurnsFreshRounds):
     """A `rounds.RoundRunner`: turns-fresh's processes and spares, each op's rounds run as
     twins or in turns as its record chose (`choose`: run directory -> choice; default
-    choose_by_record). Like turns-fresh the runs take no device lock (a round in turns times
+    choose_by_record): `in_turns` says which, and the A/B runs a twins round's sides one
+    after the other. Like turns-fresh the runs take no device lock (a round in turns times
     both sides at once)."""
 
     name = CHOSEN
-    activate_ahead = False        # as twins, until an op's record chose turns
+    activate_ahead = TwinsRounds.activate_ahead     # as twins, until a record chose turns
     default_settle_s = 0.0
 
     def __init__(self, *args, choose=choose_by_record, **kwargs):
@@ -63,6 +63,11 @@ class ChosenRounds(TurnsFreshRounds):
 
     def process_of(self, op: str) -> str:
         return (self.chosen.get(op) or {}).get("process", TWINS)
+
+    def in_turns(self, op: str) -> bool:
+        """Whether `op`'s rounds run both sides at once (`run_together`), or one side after
+        the other (twins)."""
+        return self.process_of(op) == TURNS_FRESH
 
     def run(self, plan: ABPlan, op: str, number: int, side: Side,
             replay_from: Path | None) -> RunOutcome:
@@ -75,23 +80,10 @@ class ChosenRounds(TurnsFreshRounds):
             self._use(choice["process"])
         return outcome
 
-    def run_together(self, plan: ABPlan, op: str, number: int, sides: tuple[Side, Side],
-                     replay_from: Path | None) -> list[RunOutcome]:
-        """Round `number`'s runs: at once in turns, or as twins one after the other (the
-        first failed run ends the round)."""
-        if self.process_of(op) == TURNS_FRESH:
-            return super().run_together(plan, op, number, sides, replay_from)
-        outcomes = []
-        for side in sides:
-            outcomes.append(self.run(plan, op, number, side, replay_from))
-            if outcomes[-1].problem() is not None:
-                break
-        return outcomes
-
     def _use(self, process: str) -> None:
-        """Spares as the process wants them: turns' make their device context ahead, twins'
-        start bare and cover a side's shortest time between two asks (TwinsRounds)."""
-        twins = process != TURNS_FRESH
-        self.activate_ahead = not twins
+        """Spares as that process's own runner keeps them (whether they make their device
+        context ahead, which time between two asks they cover)."""
+        policy = TurnsFreshRounds if process == TURNS_FRESH else TwinsRounds
+        self.activate_ahead = policy.activate_ahead
         if self.sizer is not None:
-            self.sizer.interval = min if twins else statistics.median
+            self.sizer.interval = policy.spare_interval

@@ -166,7 +166,8 @@ class Plant:
         return planted, line
 
     def case_fields(self) -> dict:
-        """What the last case wrapped was planted with, for its row's `extra.planted`."""
+        """What the last case given a lead was planted with, for its row's
+        `extra.planted`."""
         return {k: v for k, v in self.planted[-1].items() if k != "key"}
 
     def run_fields(self) -> dict:
