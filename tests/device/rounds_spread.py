@@ -24,8 +24,10 @@ fresh3 the root's report.json, calibration.json, status.tsv and plan.json in
 $OUT/<mode>_root/ (what `summarize` reads).
 
 plant / aa / fresh3 run one group of ops per call (ACCEPT_GROUPS below, e.g.
-`OPS="mm addmm" bash tests/device/rounds_spread.sh plant`); a box that ends mid-op still
-counts the ops report.json holds; `summarize ROOT…` adds groups up.
+`OPS="mm addmm" bash tests/device/rounds_spread.sh plant`); a box that ends mid-op stops
+the calibration with SIGTERM 30 s before its end and rescores the root (`zlh ab --rescore`),
+so the op cut short counts with the rounds it finished (`stopped_by: interrupted`);
+`summarize ROOT…` adds groups up.
 
 spread: one record run of OPS, then K rounds of each arm interleaved (fresh k, in-process k,
 fresh k+1, …) so that a drift of the card falls on both: an arm's round is every op once.
@@ -221,6 +223,7 @@ def summarize_root(root: Path, planted: bool, min_ms: float = MIN_MS,
         deltas = [abs(s["delta_pct"]) for s in big if s.get("delta_pct") is not None]
         out["abs_delta_median_20us"] = float(np.median(deltas)) if deltas else None
         out["abs_delta_max_20us"] = max(deltas) if deltas else None
+        out["abs_deltas_20us"] = deltas
     return out
 
 
@@ -362,6 +365,25 @@ def pace(work: Path, box: Box, out: Path) -> list[str]:
     return lines
 
 
+STOP_S = 30          # what a box keeps for stopping a calibration and rescoring its rounds
+
+
+def run_boxed(cmd, log, seconds: float) -> int:
+    """Run `cmd` for at most `seconds`, then stop it as a user would (SIGTERM: zlh ends its
+    runs and keeps the rounds that finished; SIGKILL 10 s later): 124 when it was stopped."""
+    child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    try:
+        return child.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        child.terminate()
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        return 124
+
+
 def calibrate(work: Path, box: Box, out: Path, mode: str) -> list[str]:
     ops = env("OPS", ACCEPT_OPS).split()
     budget = env("BUDGET", "--warmup-ms 30 --max-time-ms 250").split()
@@ -381,11 +403,12 @@ def calibrate(work: Path, box: Box, out: Path, mode: str) -> list[str]:
     with open(out / f"{mode}.log", "w") as log:
         log.write(" ".join(cmd) + "\n")
         log.flush()
-        try:
-            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-                                timeout=max(box.left() - 15, 1)).returncode
-        except subprocess.TimeoutExpired:
-            rc = 124
+        rc = run_boxed(cmd, log, max(box.left() - STOP_S, 1))
+        if rc == 124 and (root / "plan.json").is_file():
+            rescore = [sys.executable, "-m", "harness", "ab", "--rescore", str(root)]
+            log.write("box ended: " + " ".join(rescore[3:]) + "\n")
+            log.flush()
+            run_boxed(rescore, log, max(box.left() - 5, 1))
     wall = time.time() - started
     lines = [f"{mode}: rc={rc}, wall {wall:.0f} s: {' '.join(cmd[3:])}"]
     kept = out / f"{mode}_root"                 # what summarize reads, back with $OUT
@@ -565,9 +588,11 @@ def total_lines(parts: list[dict]) -> list[str]:
                            f"{wall:.0f} s")
         else:
             worst = max((p["abs_delta_max_20us"] or 0 for p in mine), default=0)
+            pooled = [d for p in mine for d in p.get("abs_deltas_20us") or []]
+            middle = f"median {np.median(pooled):.3f} % " if pooled else ""
             lines.append(f"all A/A roots: {sum(p['significant'] for p in mine)} significant of "
-                         f"{sum(p['shapes'] for p in mine)} shapes; |delta| max (>= 20 us) "
-                         f"{worst:.3f} %; runs' wall {wall:.0f} s")
+                         f"{sum(p['shapes'] for p in mine)} shapes; |delta| (>= 20 us) "
+                         f"{middle}max {worst:.3f} %; runs' wall {wall:.0f} s")
     return lines
 
 

@@ -2,6 +2,8 @@
 spreads, the variance ratio and its F interval, the per-op decision, the acceptance summary."""
 import importlib.util
 import json
+import signal
+import sys
 
 import numpy as np
 import pytest
@@ -110,12 +112,14 @@ def test_pacing_is_adopted_only_when_it_lowers_the_spread_without_moving_the_med
 def test_groups_add_up():
     parts = [{"found_20us": 9, "shapes_20us": 10, "wrong_sign": 0, "wall_s": 100.0},
              {"found_20us": 10, "shapes_20us": 10, "wrong_sign": 0, "wall_s": 50.0},
-             {"significant": 0, "shapes": 12, "shapes_20us": 8, "abs_delta_max_20us": 0.2,
-              "wall_s": 80.0}]
+             {"significant": 0, "shapes": 12, "shapes_20us": 3, "abs_delta_max_20us": 0.2,
+              "abs_deltas_20us": [0.2, 0.01, 0.03], "wall_s": 80.0},
+             {"significant": 1, "shapes": 5, "shapes_20us": 2, "abs_delta_max_20us": 0.5,
+              "abs_deltas_20us": [0.5, 0.02], "wall_s": 20.0}]
     assert rounds_spread.total_lines(parts) == [
         "all planted roots: found 19/20 shapes >= 20 us (95.0 %), wrong sign 0, runs' wall 150 s",
-        "all A/A roots: 0 significant of 12 shapes; |delta| max (>= 20 us) 0.200 %; runs' wall "
-        "80 s"]
+        "all A/A roots: 1 significant of 17 shapes; |delta| (>= 20 us) median 0.030 % max "
+        "0.500 %; runs' wall 100 s"]
 
 
 def test_round_lines_split_a_turns_fresh_round_into_its_waits(tmp_path):
@@ -189,3 +193,22 @@ def test_round_lines_say_when_a_rounds_second_side_followed_the_first(tmp_path):
             for n in (1, 2, 3)) + "\n")
     (line,) = rounds_spread.round_lines(tmp_path)
     assert "second side asked 0.30 s after the first stopped" in line
+
+
+def test_a_box_that_ends_stops_the_calibration_with_sigterm_so_it_keeps_its_rounds(tmp_path):
+    """rounds_spread stops a calibration at the end of its box as a user would (SIGTERM: zlh
+    closes its runs, then the root is rescored), not with SIGKILL, which would leave the op
+    cut short without a report."""
+    seen = tmp_path / "seen"
+    child = ("import signal, sys, time\n"
+             "def stop(signum, frame):\n"
+             f"    open({str(seen)!r}, 'w').write(str(signum)); sys.exit(143)\n"
+             "signal.signal(signal.SIGTERM, stop)\n"
+             "print('ready', flush=True)\n"
+             "time.sleep(60)\n")
+    log_path = tmp_path / "log"
+    with open(log_path, "w") as log:
+        assert rounds_spread.run_boxed([sys.executable, "-c", child], log, 3) == 124
+        assert rounds_spread.run_boxed([sys.executable, "-c", "pass"], log, 30) == 0
+    assert seen.read_text() == str(signal.SIGTERM)
+    assert log_path.read_text().startswith("ready")
