@@ -26,6 +26,7 @@ read from them planted 2.8–4.2 % where 0.3 % was asked.
 """
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Callable
 
@@ -41,7 +42,8 @@ def corrected_cycles(nominal: int, landed_pct: float, pct: float, base_ms: float
     missing part added in full (the part that did not land taken as fixed), kept within
     [LEAST, MOST] times the nominal cycles."""
     missing = (pct - landed_pct) / 100.0 * base_ms * cycles_per_ms
-    return int(round(min(max(nominal + missing, LEAST * nominal), MOST * nominal)))
+    return min(max(int(round(nominal + missing)), math.ceil(LEAST * nominal)),
+               math.floor(MOST * nominal))
 
 
 def landing(time_with_spin: Callable[[int], float], pct: float, base_ms: float,

@@ -68,6 +68,7 @@ def test_a_spin_that_lands_in_full_is_kept_and_the_correction_is_bounded():
     assert landing(Absorbing(absorbed=0), 0.3, 0.05, 1e6)["cycles"] == 150
     assert corrected_cycles(150, 0.0, 30.0, 0.05, 1e6) == int(MOST * 150)     # at most 10x
     assert corrected_cycles(150, 1.2, 0.3, 0.05, 1e6) == 38                  # at least 1/4
+    assert corrected_cycles(9, 50.0, 0.3, 0.003, 1e6) == 3     # 2.25 rounded up, not down
     assert landing(Absorbing(), 0.3, 0.0001, 1e6) is None     # under one cycle: no probe
 
 
