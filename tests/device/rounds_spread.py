@@ -17,7 +17,9 @@ BOX_S (the mode's time box, 450), TARGET_PCT / MIN_ROUNDS / MAX_ROUNDS (plant, a
 12), ROUND_PROCESS (plant, aa: `turns`, the two sides' samples in turns; or `persistent`,
 `turns-fresh`, `twins`, `auto`), SETTLE_MS (plant, aa: `--settle-ms`; default zlh's), PILOT (summarize: test
 every shape again on a two-stage pilot of that many rounds), BUDGET (bench budget
-options of every run), COMMON (the rest: bfloat16, core, an isolated
+options of every run, default `--warmup-ms 30 --max-time-ms 250`; fresh3 takes FRESH3_BUDGET
+instead, with the same default, so that a BUDGET exported for plant / aa leaves the three
+fresh rounds at the budget every set measured them with), COMMON (the rest: bfloat16, core, an isolated
 tuner DB), WORK (scratch, default a temp dir). Output:
 $OUT/rounds_spread.txt (the table), $OUT/<mode>.json (the numbers), and for plant / aa /
 fresh3 the root's report.json, calibration.json, status.tsv and plan.json in
@@ -386,7 +388,8 @@ def run_boxed(cmd, log, seconds: float) -> int:
 
 def calibrate(work: Path, box: Box, out: Path, mode: str) -> list[str]:
     ops = env("OPS", ACCEPT_OPS).split()
-    budget = env("BUDGET", "--warmup-ms 30 --max-time-ms 250").split()
+    today = "--warmup-ms 30 --max-time-ms 250"     # what every set's fresh3 ran at
+    budget = (env("FRESH3_BUDGET", today) if mode == "fresh3" else env("BUDGET", today)).split()
     root = work / mode
     if mode == "fresh3":
         rounds = ["--rounds", "3"]
