@@ -14,7 +14,10 @@ placements'), `within` the spread a round's delta would have from its own sample
 bootstrap of each side's samples, root mean square over the rounds), `excess` what the rounds
 add beyond that (sqrt(sd² − within²), 0 when none), `paired` the spread of the paired delta
 (the median of 100·ln(A_k / B_k) over neighbours), the samples per side and round, and the mean
-delta of each estimator, and `r` the correlation over rounds of the two sides' medians (near
+delta of each estimator, `agree` the share of a round's neighbour pairs that read the way its
+paired delta does (median over the rounds: about 0.5 where a round's delta is its samples'
+noise, near 1 where one run read slower than the other throughout, a level each run draws
+of its own — more samples cannot narrow that), and `r` the correlation over rounds of the two sides' medians (near
 1 where a round's two runs share what moves them — twins that land their data alike —, near 0
 where each draws its own), `first` how much slower a round's first run read than its second
 (ABBA cancels it in the mean, not in the spread). A `within` close to `sd` says more
@@ -78,6 +81,16 @@ def _log_ratio(a, b) -> float:
 def _paired(a, b) -> float:
     k = min(len(a), len(b))
     return 100.0 * float(np.median(np.log(np.asarray(a[:k]) / np.asarray(b[:k]))))
+
+
+def _agreeing(a, b) -> float:
+    """The share of neighbour pairs (A_k, B_k) that read the way the round's paired delta
+    does: about one half where a round's delta is its samples' noise, near one where one
+    side's run read slower than the other's throughout (a level of its own)."""
+    k = min(len(a), len(b))
+    logs = np.log(np.asarray(a[:k]) / np.asarray(b[:k]))
+    middle = float(np.median(logs))
+    return float(np.mean(np.sign(logs) == np.sign(middle))) if middle else 0.5
 
 
 def _boot_sd(a, b, rng) -> float:
@@ -148,6 +161,7 @@ def analyse(doc: dict) -> list[dict]:
         keys = sorted(set().union(*(set(r["shapes"]) for r in runs.values())))
         for key in keys:
             plain, paired, within, counts, ms, sides, firsts = [], [], [], [], [], [], []
+            agree = []
             for n in numbers:
                 a = (runs.get(f"r{n}_A") or {}).get("shapes", {}).get(key)
                 b = (runs.get(f"r{n}_B") or {}).get("shapes", {}).get(key)
@@ -159,6 +173,7 @@ def analyse(doc: dict) -> list[dict]:
                     sides.append(got)
                 firsts.append(1.0 if n % 2 else -1.0)     # ABBA: A first in odd rounds
                 paired.append(_paired(a, b))
+                agree.append(_agreeing(a, b))
                 within.append(_boot_sd(a, b, rng))
                 counts.append(min(len(a), len(b)))
                 ms.append(float(np.median(a)))
@@ -171,6 +186,7 @@ def analyse(doc: dict) -> list[dict]:
                          "sd": sd, "within": w, "excess": math.sqrt(max(sd * sd - w * w, 0.0)),
                          "paired_mean": float(np.mean(paired)),
                          "paired_sd": float(np.std(paired, ddof=1)),
+                         "agree": float(np.median(agree)),
                          "r": side_correlation(sides),
                          "first": first_effect(plain, firsts),
                          **placement_spread(runs, numbers, key)})
@@ -179,8 +195,8 @@ def analyse(doc: dict) -> list[dict]:
 
 def table(rows: list[dict]) -> list[str]:
     lines = [f"{'op':<14} {'shape':<40} {'us':>8} {'rounds':>6} {'n/side':>6} {'mean %':>7} "
-             f"{'sd %':>6} {'within':>6} {'excess':>6} {'p.mean':>7} {'p.sd':>6} {'r':>5} "
-             f"{'first':>6}"]
+             f"{'sd %':>6} {'within':>6} {'excess':>6} {'p.mean':>7} {'p.sd':>6} {'agree':>5} "
+             f"{'r':>5} {'first':>6}"]
     placed = any("pl_sd" in r for r in rows)
     if placed:
         lines[0] += f" {'pl.sd':>6} {'mean.sd':>7} {'trim.sd':>7} {'half.sd':>7}"
@@ -188,7 +204,7 @@ def table(rows: list[dict]) -> list[str]:
         lines.append(f"{r['op'][:14]:<14} {r['shape'][:40]:<40} {r['ms'] * 1e3:>8.1f} "
                      f"{r['rounds']:>6} {r['samples']:>6} {r['mean']:>+7.3f} {r['sd']:>6.3f} "
                      f"{r['within']:>6.3f} {r['excess']:>6.3f} {r['paired_mean']:>+7.3f} "
-                     f"{r['paired_sd']:>6.3f} "
+                     f"{r['paired_sd']:>6.3f} {r['agree']:>5.2f} "
                      + ("    -" if r.get("r") is None else f"{r['r']:>+5.2f}")
                      + ("      -" if r.get("first") is None else f" {r['first']:>+6.3f}")
                      + (f" {r['pl_sd']:>6.3f} {r['mean_sd']:>7.3f} {r['trim_sd']:>7.3f} "

@@ -109,3 +109,25 @@ def test_first_says_how_much_slower_a_rounds_first_run_read():
     assert rounds_within.first_effect(deltas, signs) == pytest.approx(0.2)
     assert rounds_within.first_effect([0.5] * 8, signs) == pytest.approx(0.0)
     assert rounds_within.first_effect([0.1, 0.2, 0.3], [1.0, -1.0, 1.0]) is None
+
+
+def test_agree_tells_a_level_each_run_draws_from_its_samples_noise():
+    """Neighbour pairs read the way their round's delta does about half the time where the
+    rounds' deltas are sampling noise, and nearly always where each run draws a level of its
+    own (a process whose data lie elsewhere): the `agree` column."""
+    rng = np.random.default_rng(7)
+
+    def doc(level_sd):
+        runs = {}
+        for n in range(1, 9):
+            for side in "AB":
+                level = rng.normal(0, level_sd)
+                samples = 0.2 * np.exp(level + rng.normal(0, 0.005, 40))
+                runs[f"r{n}_{side}"] = {"shapes": {"mm 4096": list(samples)}}
+        return {"mm": runs}
+    (noise,) = rounds_within.analyse(doc(0.0))
+    (levels,) = rounds_within.analyse(doc(0.02))
+    assert 0.4 <= noise["agree"] <= 0.7 and levels["agree"] >= 0.9, (noise, levels)
+    assert levels["sd"] > 5 * noise["sd"]
+    header, line = rounds_within.table([levels])[:2]
+    assert "agree" in header and f" {levels['agree']:>5.2f} " in line
