@@ -423,13 +423,22 @@ def calibrate(work: Path, box: Box, out: Path, mode: str) -> list[str]:
         lines += phase_lines(root)
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import rounds_within
-        (kept / "samples.json").write_text(json.dumps(rounds_within.export(root)))
+        samples = rounds_within.export(root)
+        (kept / "samples.json").write_text(json.dumps(samples))
+        lines += within_lines(rounds_within, samples)
     if (root / "report.json").is_file():
         numbers = summarize_root(root, planted=mode != "aa")
         numbers["command_wall_s"] = round(wall, 1)
         lines += summary_lines(numbers)
         (out / f"{mode}.json").write_text(json.dumps(numbers, indent=1))
     return lines
+
+
+def within_lines(rounds_within, samples: dict, min_ms: float = MIN_MS) -> list[str]:
+    """rounds_within.py's table for the shapes >= 20 us (where each round's spread comes
+    from: its samples, a level per run (`agree`), the placements), printed with the call."""
+    rows = [r for r in rounds_within.analyse(samples) if r["ms"] >= min_ms]
+    return rounds_within.table(rows) if rows else []
 
 
 def round_sd_lines(report: dict, min_ms: float = MIN_MS) -> list[str]:

@@ -212,3 +212,20 @@ def test_a_box_that_ends_stops_the_calibration_with_sigterm_so_it_keeps_its_roun
         assert rounds_spread.run_boxed([sys.executable, "-c", "pass"], log, 30) == 0
     assert seen.read_text() == str(signal.SIGTERM)
     assert log_path.read_text().startswith("ready")
+
+
+def test_a_plant_or_aa_call_prints_where_its_big_shapes_spread_from():
+    """rounds_within's table rides along with the call's output, for shapes >= 20 us only."""
+    spec_w = importlib.util.spec_from_file_location("rounds_within", TESTS / "device" /
+                                                    "rounds_within.py")
+    rounds_within = importlib.util.module_from_spec(spec_w)
+    spec_w.loader.exec_module(rounds_within)
+    rng = np.random.default_rng(4)
+    runs = {f"r{n}_{side}": {"shapes": {"mm 4096": list(0.2 * np.exp(rng.normal(0, 0.01, 20))),
+                                        "mm 384": list(0.003 * np.exp(rng.normal(0, 0.01, 20)))}}
+            for n in (1, 2, 3) for side in "AB"}
+    lines = rounds_spread.within_lines(rounds_within, {"mm": runs})
+    assert "agree" in lines[0] and any("mm 4096" in line for line in lines)
+    assert not any("mm 384" in line for line in lines)
+    assert lines[-1].startswith("shapes >= 20 us: 1;")
+    assert rounds_spread.within_lines(rounds_within, {}) == []
