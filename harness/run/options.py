@@ -15,8 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from ..common import spelling
 from ..common.errors import UsageError
-from ..measure.stopping import StoppingRule
-from ..measure.stopping import Budget
+from ..measure.stopping import Budget, StoppingRule
 from ..store.caliber import LEGACY_DEFAULTS
 from .placement import REUSED as PLACEMENT_REUSED
 from .option_table import (BY_FLAG, BY_NAME, DEFAULT_SEED, FLAT_NAMES, L2_POLICIES, LEVELS,

@@ -419,18 +419,20 @@ def calibrate(work: Path, box: Box, out: Path, mode: str) -> list[str]:
     for name in ("report.json", "calibration.json", "status.tsv", "plan.json"):
         if (root / name).is_file():
             shutil.copyfile(root / name, kept / name)
+    samples = None
     if root.is_dir():                           # every sample, for rounds_within.py
         lines += phase_lines(root)
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import rounds_within
         samples = rounds_within.export(root)
         (kept / "samples.json").write_text(json.dumps(samples))
-        lines += within_lines(rounds_within, samples)
     if (root / "report.json").is_file():
         numbers = summarize_root(root, planted=mode != "aa")
         numbers["command_wall_s"] = round(wall, 1)
         lines += summary_lines(numbers)
         (out / f"{mode}.json").write_text(json.dumps(numbers, indent=1))
+    if samples is not None:                     # last: its bootstraps take seconds
+        lines += within_lines(rounds_within, samples)
     return lines
 
 
