@@ -26,8 +26,7 @@ os.environ.setdefault("ZLH_DEVICE_COOL_S", "0")
 
 from backends.cuda import CUDA_FATAL, CUDA_POISONED  # noqa: E402
 from backends.base import Backend, DeviceIdentity  # noqa: E402
-from harness.measure.stopping import StoppingRule  # noqa: E402
-from harness.measure.stopping import Budget  # noqa: E402
+from harness.measure.stopping import Budget, StoppingRule  # noqa: E402
 
 # ir_kernels keeps triton.language as it is at import, before any test runs a kernel through
 # the interpreter (which patches it): imported here, first, so that the snapshot is pristine

@@ -10,8 +10,7 @@ import torch
 
 import backends
 from harness.measure.case_timer import CaseTimer
-from harness.measure.stopping import StoppingRule
-from harness.measure.stopping import Budget
+from harness.measure.stopping import Budget, StoppingRule
 
 
 def main():

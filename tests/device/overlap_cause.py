@@ -165,8 +165,7 @@ def _measure(timer, cases, cond: str = "idle") -> dict:
 
 def main(rounds: int, conds: tuple) -> None:
     from backends import get_backend
-    from harness.measure.stopping import StoppingRule
-    from harness.measure.stopping import Budget
+    from harness.measure.stopping import Budget, StoppingRule
     from harness.measure.timers import make_timer
 
     backend = get_backend("cuda")
