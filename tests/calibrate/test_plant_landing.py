@@ -8,8 +8,8 @@ from harness.common import markers
 from harness.common.errors import UsageError
 from harness.run.options import BenchOptions
 from harness.run.plant import LANDING_KEY, Plant, check_plant
-from harness.run.plant_landing import (LEAST, MOST, NOISE_SHARE, corrected_cycles,
-                                       landing)
+from harness.run.plant_landing import (CHECK_BAND, LEAST, MOST, NOISE_SHARE,
+                                       corrected_cycles, landing)
 from harness.store.results import row_key
 from spin_backend import SpinBackend
 
@@ -58,10 +58,43 @@ class Drifting(Absorbing):
 def test_a_probe_too_loose_for_the_asked_size_keeps_the_nominal_spin():
     loose = landing(Drifting(2.0), 0.3, 0.05, 1e6)          # timings moving by 2 %
     assert loose["trusted"] is False and loose["cycles"] == loose["nominal_cycles"] == 150
+    assert loose["untrusted_by"] == "noise"
     assert loose["noise_pct"] > NOISE_SHARE * 0.3
     tight = landing(Drifting(0.01), 0.3, 0.05, 1e6)         # by 0.01 %: sized as it lands
     assert tight["trusted"] is True and tight["cycles"] > 150
     assert tight["landed_pct"] == pytest.approx(0.3, abs=0.05)
+
+
+class Scripted:
+    """Timings read from a script in the probe's order (0 N 0 N 0, then C 0 C)."""
+
+    def __init__(self, *ms):
+        self.ms, self.asked = list(ms), []
+
+    def __call__(self, cycles: int) -> float:
+        self.asked.append(cycles)
+        return self.ms[len(self.asked) - 1]
+
+
+def test_a_correction_whose_check_lands_far_from_the_asked_size_keeps_the_nominal_spin():
+    # three spin-free timings that agree (noise 0) while the clock drifts: the nominal spin
+    # reads 1 % faster, the correction adds 1.3 %, and its own check reads 1.3 % for 0.3 %
+    drifting = Scripted(1.0, 0.99, 1.0, 0.99, 1.0, 1.013, 1.0, 1.013)
+    found = landing(drifting, 0.3, 1.0, 1e6)
+    assert found["noise_pct"] == 0 and found["check_landed_pct"] == pytest.approx(1.3)
+    assert found["check_cycles"] > found["nominal_cycles"] == 3000
+    assert (found["trusted"], found["untrusted_by"], found["cycles"]) == (False, "check", 3000)
+    assert found["landed_pct"] == pytest.approx(-1.0)       # what the nominal cycles read
+    # a check inside the band is taken as it reads
+    inside = landing(Scripted(1.0, 0.999, 1.0, 0.999, 1.0, 1.0035, 1.0, 1.0035), 0.3, 1.0, 1e6)
+    assert CHECK_BAND[0] * 0.3 <= inside["landed_pct"] <= CHECK_BAND[1] * 0.3
+    assert inside["trusted"] is True and inside["cycles"] == 3000 + 4000
+    assert "untrusted_by" not in inside
+    # and a plant replaying it spins the nominal cycles, its probe `loose`
+    backend = SpinBackend()
+    lead, line = Plant(0.3, backend, 0, {KEY: 1.0}, landings={KEY: found}).lead(KEY, {})
+    lead(1)
+    assert backend.spun == [3000] and "probe=loose" in line
 
 
 def test_a_spin_that_lands_in_full_is_kept_and_the_correction_is_bounded():
