@@ -69,6 +69,7 @@ from harness.measure import sequential  # noqa: E402
 from harness.corpus.rounds import RUN_LINE, SETTLE_S, SHIFT_MAX_BYTES  # noqa: E402
 from harness.corpus.supervisor import Lane, Worker  # noqa: E402
 from harness.run.options import BenchOptions  # noqa: E402
+from harness.run.plant_landing import CHECK_BAND  # noqa: E402
 from harness.store.reader import load_run  # noqa: E402
 from harness.store.results import SUCCESS  # noqa: E402
 
@@ -215,18 +216,37 @@ def summarize_root(root: Path, planted: bool, min_ms: float = MIN_MS,
            "rounds": sorted({s["rounds_run"] for s in shapes if s.get("rounds_run")}),
            "wall_s": status_wall(Path(root)), "round_sd": round_sd_lines(doc, min_ms)}
     cal = Path(root) / "calibration.json"
-    if cal.is_file():
-        out["wall_s"] = json.loads(cal.read_text()).get("wall_s") or out["wall_s"]
+    calibration = json.loads(cal.read_text()) if cal.is_file() else {}
+    out["wall_s"] = calibration.get("wall_s") or out["wall_s"]
     if planted:
-        out["found_20us"] = sum(1 for s in big if s.get("significant") and s.get("direction") == -1)
+        over = over_landed(calibration)
+        counted = [s for s in big if _case(s) not in over]
+        out["over_landed_20us"] = len(big) - len(counted)
+        out["shapes_20us"] = len(counted)
+        out["found_20us"] = sum(1 for s in counted
+                                if s.get("significant") and s.get("direction") == -1)
         out["wrong_sign"] = sum(1 for s in shapes if s.get("significant") and s.get("direction") == 1)
-        out["rate_20us"] = out["found_20us"] / len(big) if big else None
+        out["rate_20us"] = out["found_20us"] / len(counted) if counted else None
     else:
         deltas = [abs(s["delta_pct"]) for s in big if s.get("delta_pct") is not None]
         out["abs_delta_median_20us"] = float(np.median(deltas)) if deltas else None
         out["abs_delta_max_20us"] = max(deltas) if deltas else None
         out["abs_deltas_20us"] = deltas
     return out
+
+
+def _case(shape: dict) -> tuple:
+    return (shape.get("variant"), shape.get("dtype"), shape.get("shape_detail"),
+            shape.get("occurrence", 0))
+
+
+def over_landed(calibration: dict) -> set[tuple]:
+    """The cases whose plant the record's probe measured to land more than CHECK_BAND's upper
+    bound times the asked size (`sized_by: landing`): not a plant of that size, so neither found
+    nor missed at it (a probe made before its check was added could pass so)."""
+    return {_case(s) for op in calibration.get("ops") or [] for s in op.get("shapes") or []
+            if s.get("plant_sized_by") == "landing" and s.get("landed_pct") is not None
+            and s.get("planted_pct") and s["landed_pct"] > CHECK_BAND[1] * s["planted_pct"]}
 
 
 def status_wall(root: Path) -> float | None:
@@ -576,7 +596,9 @@ def summary_lines(n: dict) -> list[str]:
         lines.append(f"planted 0.3 % found with the right sign on {n['found_20us']}/"
                      f"{n['shapes_20us']} shapes >= 20 us"
                      + (f" ({100 * rate:.0f} %)" if rate is not None else "")
-                     + f"; wrong sign {n['wrong_sign']}")
+                     + f"; wrong sign {n['wrong_sign']}"
+                     + (f"; left out, their plant landed over {CHECK_BAND[1]:g} times its "
+                        f"size: {n['over_landed_20us']}" if n.get("over_landed_20us") else ""))
     else:
         med, top = n["abs_delta_median_20us"], n["abs_delta_max_20us"]
         lines.append(f"A/A: {n['significant']} shapes called significant; shapes >= 20 us "
@@ -599,7 +621,10 @@ def total_lines(parts: list[dict]) -> list[str]:
             lines.append(f"all planted roots: found {found}/{shapes} shapes >= 20 us"
                          + (f" ({100 * found / shapes:.1f} %)" if shapes else "")
                          + f", wrong sign {sum(p['wrong_sign'] for p in mine)}, runs' wall "
-                           f"{wall:.0f} s")
+                           f"{wall:.0f} s"
+                         + (f"; left out (plant landed over {CHECK_BAND[1]:g} times its size) "
+                            f"{over}" if (over := sum(p.get("over_landed_20us") or 0
+                                                      for p in mine)) else ""))
         else:
             worst = max((p["abs_delta_max_20us"] or 0 for p in mine), default=0)
             pooled = [d for p in mine for d in p.get("abs_deltas_20us") or []]

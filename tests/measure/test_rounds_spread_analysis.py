@@ -79,6 +79,30 @@ def test_acceptance_summary_of_a_calibrate_root(tmp_path):
     assert "significant 2 (as stored: 3)" in text
 
 
+def test_a_plant_that_landed_over_twice_its_size_is_neither_found_nor_missed(tmp_path):
+    rows = [_row("a", 0.05, -1.7, -2.1, -1.3, 0.001, True, -1),      # planted 1.3 %, found
+            _row("b", 0.05, -0.31, -0.4, -0.2, 0.001, True, -1),     # planted 0.3 %, found
+            _row("c", 0.05, -0.1, -0.3, 0.1, 0.5, False, 0)]         # missed
+    summary = {"n": 3, "faster": 2, "slower": 0, "unchanged": 1, "rounds": 9,
+               "per_round_median_delta_pct": [0.0] * 9, "sign_unstable": 0,
+               "side_spread_median_pct": {"A": 0.1, "B": 0.1}}
+    (tmp_path / "report.json").write_text(json.dumps(
+        {"ops": [{"op": "mm", "caliber": {}, "sides": {"A": {}, "B": {}}, "summary": summary,
+                  "rows": rows}]}))
+
+    def shape(name, landed, sized_by="landing"):
+        return {"variant": "v", "dtype": "bfloat16", "shape_detail": name, "occurrence": 0,
+                "planted_pct": 0.3, "landed_pct": landed, "plant_sized_by": sized_by}
+    (tmp_path / "calibration.json").write_text(json.dumps({"wall_s": 9.0, "ops": [{"shapes": [
+        shape("a", 1.29), shape("b", 0.31), shape("c", 1.5, sized_by="latency")]}]}))
+    n = rounds_spread.summarize_root(tmp_path, planted=True)
+    # "c"'s nominal plant is counted: its probe was too loose to say what it landed
+    assert (n["over_landed_20us"], n["shapes_20us"], n["found_20us"]) == (1, 2, 1)
+    assert "found with the right sign on 1/2" in "\n".join(rounds_spread.summary_lines(n))
+    (total,) = [t for t in rounds_spread.total_lines([n]) if "planted" in t]
+    assert total.endswith("left out (plant landed over 2 times its size) 1"), total
+
+
 def test_a_root_tested_again_on_a_longer_pilot(tmp_path):
     """PILOT=P: every shape's rounds tested again under the two-stage design on a pilot of P
     rounds. A shape whose first four rounds agreed closely, and whose later ones scatter, is
