@@ -51,6 +51,16 @@ def _row(shape, a_ms, delta, low, high, p, significant, direction):
             "direction": direction, "interval": "rounds"}
 
 
+def write_report(root, rows, faster=0, slower=0, unchanged=0, rounds=9):
+    """A calibrate root's report.json: one op, mm, with these rows."""
+    summary = {"n": len(rows), "faster": faster, "slower": slower, "unchanged": unchanged,
+               "rounds": rounds, "per_round_median_delta_pct": [0.0] * rounds,
+               "sign_unstable": 0, "side_spread_median_pct": {"A": 0.1, "B": 0.1}}
+    (root / "report.json").write_text(json.dumps(
+        {"ops": [{"op": "mm", "caliber": {}, "sides": {"A": {}, "B": {}}, "summary": summary,
+                  "rows": rows}]}))
+
+
 def test_acceptance_summary_of_a_calibrate_root(tmp_path):
     rows = [_row("a", 0.05, -0.31, -0.4, -0.2, 0.001, True, -1),
             _row("b", 0.03, -0.1, -0.3, 0.1, 0.5, False, 0),
@@ -58,12 +68,7 @@ def test_acceptance_summary_of_a_calibrate_root(tmp_path):
             # significant as the report had it (its op's family), withdrawn over the root's
             # four shapes: 0.04 > 0.05 / 2 once 0.001 and 0.01 passed
             _row("d", 0.04, 0.2, 0.01, 0.4, 0.04, True, 1)]
-    summary = {"n": 4, "faster": 2, "slower": 1, "unchanged": 1, "rounds": 9,
-               "per_round_median_delta_pct": [0.0] * 9, "sign_unstable": 0,
-               "side_spread_median_pct": {"A": 0.1, "B": 0.1}}
-    (tmp_path / "report.json").write_text(json.dumps(
-        {"ops": [{"op": "mm", "caliber": {}, "sides": {"A": {}, "B": {}}, "summary": summary,
-                  "rows": rows}]}))
+    write_report(tmp_path, rows, faster=2, slower=1, unchanged=1)
     (tmp_path / "status.tsv").write_text("round\top\tside\trc\telapsed_s\n1\tmm\tA\t0\t2.5\n"
                                          "1\tmm\tB\t0\t3.0\n")
     planted = rounds_spread.summarize_root(tmp_path, planted=True)
@@ -83,12 +88,7 @@ def test_a_plant_that_landed_over_twice_its_size_is_neither_found_nor_missed(tmp
     rows = [_row("a", 0.05, -1.7, -2.1, -1.3, 0.001, True, -1),      # planted 1.3 %, found
             _row("b", 0.05, -0.31, -0.4, -0.2, 0.001, True, -1),     # planted 0.3 %, found
             _row("c", 0.05, -0.1, -0.3, 0.1, 0.5, False, 0)]         # missed
-    summary = {"n": 3, "faster": 2, "slower": 0, "unchanged": 1, "rounds": 9,
-               "per_round_median_delta_pct": [0.0] * 9, "sign_unstable": 0,
-               "side_spread_median_pct": {"A": 0.1, "B": 0.1}}
-    (tmp_path / "report.json").write_text(json.dumps(
-        {"ops": [{"op": "mm", "caliber": {}, "sides": {"A": {}, "B": {}}, "summary": summary,
-                  "rows": rows}]}))
+    write_report(tmp_path, rows, faster=2, unchanged=1)
 
     def shape(name, landed, sized_by="landing"):
         return {"variant": "v", "dtype": "bfloat16", "shape_detail": name, "occurrence": 0,
@@ -110,12 +110,7 @@ def test_a_root_tested_again_on_a_longer_pilot(tmp_path):
     deltas = [-0.3, -0.31, -0.29, -0.3] + [-0.3 + 2.0 * (-1) ** k for k in range(20)]
     row = dict(_row("a", 0.05, -0.3, -0.4, -0.2, 0.001, True, -1),
                rounds={"deltas_pct": deltas})
-    summary = {"n": 1, "faster": 0, "slower": 1, "unchanged": 0, "rounds": 24,
-               "per_round_median_delta_pct": [0.0] * 24, "sign_unstable": 0,
-               "side_spread_median_pct": {"A": 0.1, "B": 0.1}}
-    (tmp_path / "report.json").write_text(json.dumps(
-        {"ops": [{"op": "mm", "caliber": {}, "sides": {"A": {}, "B": {}}, "summary": summary,
-                  "rows": [row]}]}))
+    write_report(tmp_path, [row], slower=1, rounds=24)
     short = rounds_spread.summarize_root(tmp_path, planted=True, pilot=4)
     long = rounds_spread.summarize_root(tmp_path, planted=True, pilot=16)
     assert short["found_20us"] == 1 and long["found_20us"] == 0
