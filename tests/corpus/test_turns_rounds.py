@@ -56,6 +56,16 @@ def test_rounds_run_both_sides_at_once_taking_turns(tmp_path, monkeypatch):
     assert again.exit_code == 0, again.output
 
 
+def built_slowed(op_root: Path, name: str) -> bool:
+    """Whether the run in op_root/name measured cases built slowed (ZLH_BUILTIN_SLOW): what
+    its side's switch, given to its process, asked. Twins time the sides one after the other,
+    so on a loaded two-CPU host a stretch of other processes can slow one side's whole run
+    past the switch's own cost; what each run built says the sides ran apart surely."""
+    rows = [json.loads(line) for line in
+            next((op_root / name).glob("*/results.jsonl")).read_text().splitlines()]
+    return all(row["extra"]["slow"] for row in rows)
+
+
 def two_rounds_alone_first(tmp_path, runner):
     """Two rounds of the slowed add by `runner`, whose record is made alone: (the reports,
     the op's folder, each run's run.json by its folder's name r0_A … r2_B)."""
@@ -138,7 +148,9 @@ def test_twins_run_a_rounds_sides_one_after_the_other_behind_one_spacer(tmp_path
     assert pools and not any(pool.warm["activate"] for pool in pools)   # spares start bare
     assert not runner.workers and all(pool.spare is None for pool in pools)
     report = reports[0].to_dict()
-    assert report["summary"]["rounds"] == 2 and report["rows"][0]["delta_pct"] < 0  # B slower
+    assert report["summary"]["rounds"] == 2
+    assert {name: built_slowed(root, name) for name in runs} == {
+        "r0_A": False, "r1_A": False, "r1_B": True, "r2_A": False, "r2_B": True}
     again = CliRunner().invoke(main, ["ab", "--rescore", str(tmp_path / "ab")])
     assert again.exit_code == 0, again.output
 
@@ -173,7 +185,9 @@ def test_auto_runs_each_ops_rounds_as_its_record_chose(tmp_path, monkeypatch):
         ("0", "A"), ("1", "A"), ("1", "B")]           # twins: one after the other, in order
     chosen = {r.op: r.summary["round_process"]["process"] for r in reports}
     assert chosen == {"add": "twins", "softmax": "turns-fresh"}
-    assert all(r.to_dict()["rows"][0]["delta_pct"] < 0 for r in reports)       # B slower
+    assert {(op, name): built_slowed(root / op, name) for op, name in runs} == {
+        (op, name): name == "r1_B" for op, name in runs}
+    assert reports[1].to_dict()["rows"][0]["delta_pct"] < 0     # B slower (softmax in turns)
     assert "the round ran as twins (chosen from the record)" in render_terminal(reports[0])
     again = CliRunner().invoke(main, ["ab", "--rescore", str(root)])
     assert again.exit_code == 0, again.output
