@@ -1,6 +1,7 @@
 """The `zlh` command line (click). Each command is a thin layer over the Python API.
 
-    group.py   the `zlh` group the commands register on; one-line usage errors
+    group.py   the `zlh` group the commands register on, each loaded when asked for;
+               one-line usage errors
     common.py  errors and exit codes, bench options shared by bench and ab
     bench.py   zlh bench
     ab.py      zlh ab
@@ -20,10 +21,6 @@ fish: fish_source).
 """
 from __future__ import annotations
 
-from . import (ab, batch, bench, calibrate, campaign, info, merge, output,  # noqa: F401
-               product, report, screen, shapes)  # (registers the commands)
-from .group import main
-
-output.install(main)    # --color, -v, -q and --format on the commands (output.py)
+from .group import main    # each command's module loads when it is asked for (group.py)
 
 __all__ = ["main"]

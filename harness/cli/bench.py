@@ -21,7 +21,7 @@ from .common import (bench_options, check_ir_options, default_ops, echo_err, ech
                      handles_errors, run_options)
 from .output import complete_ops
 from ..run.sweep import bench_with_sweep
-from .batch import check_devices, parse_devices, visible_devices
+from .devices import check_devices, parse_devices, visible_devices
 
 
 @main.command()

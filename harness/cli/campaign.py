@@ -24,8 +24,9 @@ from ..corpus.partition import partition, render, weights_from_screen
 from ..corpus.verdict import VERDICTS
 from .group import main
 from ..corpus.screen import read_plan as read_screen_plan
+from .devices import parse_devices
 from .batch import (corpus_lanes, executor_options, hold_root, interrupted_hint, new_root,
-                    parse_devices, resumed_executor)
+                    resumed_executor)
 from .common import echo_err, finite, handles_errors, not_empty, refuse_beside, split_csv
 
 

@@ -15,7 +15,6 @@ from click.core import ParameterSource
 
 from adapters.user import default_op
 
-from ..ab.gate import parse_gates
 from ..common import environ, errors, parent_pipe, spelling, style
 from ..store import rundir
 from ..common.files import NUL_IN_PATH, SYMLINK_LOOP
@@ -235,7 +234,9 @@ def finite(ctx, param, value):
 
 
 def gate_option(ctx, param, value):
-    """`--fail-on` values as regression gates (harness/ab/gate.py)."""
+    """`--fail-on` values as regression gates (harness/ab/gate.py, loaded here: a command
+    without the option does without its statistics)."""
+    from ..ab.gate import parse_gates
     try:
         return parse_gates(value)
     except errors.UsageError as exc:

@@ -1,9 +1,16 @@
 """The `zlh` click group: every command registers on `main` here, and click's own usage errors,
 a broken pipe and threads the code under test left running end as one line each. A module of
 its own so that the command modules import the group from below the package that imports
-them."""
+them.
+
+A command's module is imported when the command is first asked for (COMMAND_MODULES): a
+`zlh bench` process, which every run of a batch, a screen or an A/B is, then imports only
+what bench needs, not every other command's statistics and orchestration (about 0.2 s of
+CPU a process on a CPU host). `zlh --help`, completion and anything that reads
+`main.commands` load them all."""
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
@@ -18,9 +25,44 @@ from . import output
 from .common import EXIT_BROKEN_PIPE, echo_err, quiet_broken_pipe
 
 
+# Each command of `zlh` and the module of harness.cli that defines it.
+COMMAND_MODULES = {
+    "ab": "ab", "backends": "info", "batch": "batch", "bench": "bench",
+    "calibrate": "calibrate", "campaign": "campaign", "fingerprint": "info",
+    "history": "report", "merge": "merge", "ops": "info", "partition": "campaign",
+    "product": "product", "report": "report", "screen": "screen", "shapes": "shapes",
+    "show": "info"}
+
+
 class ZlhGroup(click.Group):
     """click's own usage errors (a bad option value, a missing argument) as one line on
-    stderr, `zlh: ...`, with click's exit code (2), like every other bad input."""
+    stderr, `zlh: ...`, with click's exit code (2), like every other bad input. Commands load
+    when asked for (COMMAND_MODULES) and get the shared output options when first handed out."""
+
+    @property
+    def commands(self) -> dict:
+        """Every command, each module loaded."""
+        for module in sorted(set(COMMAND_MODULES.values())):
+            importlib.import_module(f"{__package__}.{module}")
+        for command in self._commands.values():
+            _with_output_options(command)
+        return self._commands
+
+    @commands.setter
+    def commands(self, value: dict) -> None:
+        self._commands = value
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        self._commands[name or cmd.name] = cmd
+
+    def get_command(self, ctx, cmd_name: str):
+        if cmd_name not in self._commands and cmd_name in COMMAND_MODULES:
+            importlib.import_module(f"{__package__}.{COMMAND_MODULES[cmd_name]}")
+        command = self._commands.get(cmd_name)
+        return _with_output_options(command) if command is not None else None
+
+    def list_commands(self, ctx) -> list[str]:
+        return sorted(set(COMMAND_MODULES) | set(self._commands))
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
              **extra):
@@ -54,6 +96,16 @@ class ZlhGroup(click.Group):
             quiet_broken_pipe()
             sys.exit(EXIT_BROKEN_PIPE)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def _with_output_options(command: click.Command) -> click.Command:
+    """The command with the shared output options, added once, when it is first handed out:
+    its module has been imported whole by then (a group's sub-commands registered), however
+    it was imported."""
+    if not getattr(command, "_zlh_output_options", False):
+        output.install_command(command)
+        command._zlh_output_options = True
+    return command
 
 
 LEFT_THREAD_GRACE_S = 2.0

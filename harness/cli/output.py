@@ -1,6 +1,6 @@
 """What every command shares about its output, and shell completion.
 
-Once all commands are registered, `install(main)` gives every command `--color
+As each command loads, `install_command` (group.py calls it) gives it `--color
 auto|always|never` and `-v/--verbose`, and `-q/--quiet` where it has none of its own (an own
 `-q` keeps its meaning and also quiets the `zlh` logger); commands that print tables also get
 `--format text|markdown` (markdown: tabulate's `github` tables, to paste into a pull request).
@@ -80,16 +80,16 @@ def _options(command: click.Command) -> list[click.Option]:
     return extra
 
 
-def install(group: click.Group) -> None:
-    """Add the shared output options to every command of `group` (sub-groups included)."""
-    for command in group.commands.values():
-        if isinstance(command, click.Group):
-            install(command)
-            continue
-        for param in command.params:
-            if isinstance(param, click.Option) and "-q" in param.opts and param.callback is None:
-                param.callback = quiet           # the command's own -q quiets the logger too
-        command.params.extend(_options(command))
+def install_command(command: click.Command) -> None:
+    """Add the shared output options to `command` (a group: to each of its commands)."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            install_command(sub)
+        return
+    for param in command.params:
+        if isinstance(param, click.Option) and "-q" in param.opts and param.callback is None:
+            param.callback = quiet           # the command's own -q quiets the logger too
+    command.params.extend(_options(command))
 
 
 class AdapterName(click.ParamType):

@@ -29,8 +29,9 @@ from ..corpus.stall import DEFAULT_STALL_S
 from ..corpus.standby import record_overlap
 from ..run.options import refuse_unhooked
 from .group import main
+from .devices import parse_devices
 from .batch import (SHARD_HELP, corpus_inventory, corpus_lanes, default_root, executor_options, hold_root,
-                    interrupted_hint, new_root, parse_devices, resumed_executor, retry_statuses)
+                    interrupted_hint, new_root, resumed_executor, retry_statuses)
 from .overlap import overlap_options, overlap_width_for, resumed_overlap
 from .common import (bench_options, echo_err, finite, given_options, handles_errors,
                      not_empty, options_from, parse_bench_args, refuse_beside,

@@ -12,7 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.cli.batch import interrupted_hint, parse_devices
+from harness.cli.batch import interrupted_hint
+from harness.cli.devices import parse_devices
 from harness.common.errors import UsageError
 from harness.corpus.campaign import plan_campaign, write_plan
 from harness.corpus.selection import parse_dismiss, parse_ops_file, select

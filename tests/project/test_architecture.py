@@ -68,6 +68,8 @@ ALLOWED_INNER: dict[tuple[str, str], str] = {
     ("harness.corpus.worker", "backends"): WORKER,
     ("harness.corpus.worker", "harness.compile.reset"): WORKER,
     ("harness.corpus.worker", "harness.compile.warm"): WORKER,
+    ("harness.cli.common", "harness.ab.gate"):
+        "zlh ab's statistics load only where --fail-on is parsed, not in every zlh bench process",
 }
 ALLOWED_INNER_LIBRARIES: dict[str, str] = {
     "torch": HEAVY,
