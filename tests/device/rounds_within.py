@@ -78,17 +78,20 @@ def _log_ratio(a, b) -> float:
     return 100.0 * math.log(float(np.median(a)) / float(np.median(b)))
 
 
-def _paired(a, b) -> float:
+def _pair_logs(a, b) -> np.ndarray:
+    """ln(A_k / B_k) over the round's neighbour sample pairs."""
     k = min(len(a), len(b))
-    return 100.0 * float(np.median(np.log(np.asarray(a[:k]) / np.asarray(b[:k]))))
+    return np.log(np.asarray(a[:k]) / np.asarray(b[:k]))
 
 
-def _agreeing(a, b) -> float:
+def _paired(logs: np.ndarray) -> float:
+    return 100.0 * float(np.median(logs))
+
+
+def _agreeing(logs: np.ndarray) -> float:
     """The share of neighbour pairs (A_k, B_k) that read the way the round's paired delta
     does: about one half where a round's delta is its samples' noise, near one where one
     side's run read slower than the other's throughout (a level of its own)."""
-    k = min(len(a), len(b))
-    logs = np.log(np.asarray(a[:k]) / np.asarray(b[:k]))
     middle = float(np.median(logs))
     return float(np.mean(np.sign(logs) == np.sign(middle))) if middle else 0.5
 
@@ -172,8 +175,9 @@ def analyse(doc: dict) -> list[dict]:
                 if all(got):
                     sides.append(got)
                 firsts.append(1.0 if n % 2 else -1.0)     # ABBA: A first in odd rounds
-                paired.append(_paired(a, b))
-                agree.append(_agreeing(a, b))
+                logs = _pair_logs(a, b)
+                paired.append(_paired(logs))
+                agree.append(_agreeing(logs))
                 within.append(_boot_sd(a, b, rng))
                 counts.append(min(len(a), len(b)))
                 ms.append(float(np.median(a)))
