@@ -12,8 +12,6 @@ from ..common.files import check_output_dir
 from ..common.progress import Meter
 from ..corpus.batch import BatchPlan, run_batch
 from ..corpus.environment import check_resume_env, environment_switches, record_env_change
-from ..corpus.executor import EXECUTORS
-from ..corpus.ray_executor import cluster_lanes
 from ..corpus.check import (check_plan, check_replay_plan, check_replay_root, check_root,
                              corpus_adapter)
 from ..corpus.files import BATCH_JSON, check_tables, read_batch_json, update_batch_json
@@ -21,47 +19,19 @@ from ..common.lock import claim_root, forget_if_empty, only_lock, release_root
 from ..corpus.outcome import parse_retry
 from ..corpus.selection import dismiss_list, select
 from ..corpus.sharding import parse_shard, refuse_merged, ops_phrase
-from ..corpus.stall import DEFAULT_STALL_S
 from ..corpus.standby import record_overlap
 from ..run.options import UNHOOKED_REPLAY
-from .devices import check_devices, parse_devices
+from .devices import parse_devices
+from .lanes import corpus_lanes, executor_options, lane_options
 from .group import main
 from .overlap import overlap_options, overlap_width_for, resumed_overlap
-from .common import (bench_options, echo_err, finite, handles_errors, keeps_on_interrupt,
+from .common import (bench_options, echo_err, handles_errors, keeps_on_interrupt,
                      not_empty, options_from, refuse_beside, refuse_vllm_beside, split_csv)
 
 
 SHARD_HELP = ("Run only the K-th of N shards of the selection (K from 1 to N; auto/N: K from "
               "SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX) into its own root; zlh merge "
               "joins the shards' roots.")
-
-
-def executor_options(command):
-    """--executor and --ray-address, the options of every corpus command (batch, screen,
-    campaign) that say who runs its units; recorded in the root's plan."""
-    command = click.option(
-        "--ray-address", default=None, metavar="auto|HOST:PORT", callback=not_empty,
-        help="With --executor ray: the Ray cluster to join. Default: auto (the cluster this "
-             "host runs, or RAY_ADDRESS).")(command)
-    return click.option(
-        "--executor", default=None, type=click.Choice(list(EXECUTORS)),
-        help="Who runs the units: local (this host's devices; the default) or ray (one lane "
-             "per GPU of a Ray cluster, the root on a file system the nodes share; needs "
-             "pip install 'zlh[ray]'). --resume keeps the root's unless given.")(command)
-
-
-def corpus_lanes(executor: str, ray_address: str | None, backend: str | None,
-                 devices: list[int] | None, option: str = "--devices") -> list[int]:
-    """The lanes of a corpus command: this host's devices (check_devices), or with the ray
-    executor one per GPU of the cluster (`devices`: those of them)."""
-    if executor != "ray":
-        if ray_address is not None:
-            raise errors.UsageError("--ray-address applies to --executor ray only")
-        return check_devices(backend, devices, option)
-    if not backend:
-        raise errors.UsageError("--executor ray: name the backend of the cluster's GPUs "
-                                "(--backend cuda, ...); this host may have none")
-    return cluster_lanes(ray_address, devices, option)
 
 
 def resumed_executor(plan, executor: str | None, ray_address: str | None) -> bool:
@@ -100,25 +70,9 @@ def corpus_inventory(adapter) -> dict:
 @click.option("--vllm", "vllm_dir", default=None, metavar="DIR",
               type=click.Path(), envvar="FLAGGEMS_VLLM_DIR",
               help="Also the FlagGems-vllm checkout (vllm:NAME ops). Env: FLAGGEMS_VLLM_DIR.")
-@click.option("--devices", "--gpus", "devices", default=None, metavar="0,1,…",
-              callback=not_empty,
-              help="Devices to spread the ops over (one serial lane each). Default: the first. "
-                   "--gpus is the same option.")
-@click.option("--op-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
-              callback=finite,
-              help="Seconds an op may take before its worker is killed (status TIMEOUT); "
-                   "with --overlap, time it waited for a neighbour's device work does not "
-                   "count, up to --overlap-width times this.")
-@click.option("--stall-timeout", type=click.FloatRange(min=0), default=DEFAULT_STALL_S,
-              show_default=True, callback=finite,
-              help="Seconds an op may go without finishing a case or compiling a kernel before "
-                   "it is ended as TIMEOUT (a hang; what it measured is kept); 0: off. "
-                   "--op-timeout stays the hard cap (under --overlap, plus the time waited "
-                   "for the device, up to --overlap-width times --op-timeout).")
-@click.option("--retries", type=click.IntRange(min=0, max=5), default=2, show_default=True,
-              help="Retries of an op that FAILed or CRASHed, each in a fresh worker.")
-@click.option("--fresh-process", is_flag=True,
-              help="Run every op in its own zlh bench process instead of reused workers.")
+@lane_options(unit="an op", timeout_ends="status TIMEOUT, its worker killed",
+              fresh_help="Run every op in its own zlh bench process instead of "
+                         "reused workers.")
 @overlap_options
 @click.option("--out", default=None, metavar="DIR", type=click.Path(), callback=not_empty,
               help="Batch root. Default: runs/batch_<timestamp>.")

@@ -25,8 +25,8 @@ from ..corpus.verdict import VERDICTS
 from .group import main
 from ..corpus.screen import read_plan as read_screen_plan
 from .devices import parse_devices
-from .batch import (corpus_lanes, executor_options, hold_root, interrupted_hint, new_root,
-                    resumed_executor)
+from .batch import hold_root, interrupted_hint, new_root, resumed_executor
+from .lanes import corpus_lanes, executor_options
 from .common import echo_err, finite, handles_errors, not_empty, refuse_beside, split_csv
 
 

@@ -25,15 +25,15 @@ from ..corpus.screen import rescore as rescore_root
 from ..corpus.check import check_executable, check_plan, check_root, corpus_adapter
 from ..corpus.selection import dismiss_list, select
 from ..corpus.sharding import ops_phrase, parse_shard, refuse_merged
-from ..corpus.stall import DEFAULT_STALL_S
 from ..corpus.standby import record_overlap
 from ..run.options import refuse_unhooked
 from .group import main
 from .devices import parse_devices
-from .batch import (SHARD_HELP, corpus_inventory, corpus_lanes, default_root, executor_options, hold_root,
-                    interrupted_hint, new_root, resumed_executor, retry_statuses)
+from .batch import (SHARD_HELP, corpus_inventory, default_root, hold_root, interrupted_hint,
+                    new_root, resumed_executor, retry_statuses)
+from .lanes import corpus_lanes, executor_options, lane_options
 from .overlap import overlap_options, overlap_width_for, resumed_overlap
-from .common import (bench_options, echo_err, finite, given_options, handles_errors,
+from .common import (bench_options, echo_err, given_options, handles_errors,
                      not_empty, options_from, parse_bench_args, refuse_beside,
                      refuse_vllm_beside, split_csv)
 
@@ -116,29 +116,14 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 @click.option("--recipe", default=None, metavar="FILE", callback=not_empty,
               type=click.Path(), help="A/B recipe (YAML), see recipes/.")
 @click.option("--scrub", multiple=True, metavar="REGEX", help="Extra IR scrub pattern.")
-@click.option("--devices", "--gpus", "devices", default=None, metavar="0,1,…",
-              callback=not_empty,
-              help="Devices to spread the ops over.")
-@click.option("--op-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
-              callback=finite,
-              help="Seconds one side of an op may take (status TIMEOUT, verdict NO_ROWS); "
-                   "with --overlap, time it waited for a neighbour's device work does not "
-                   "count, up to --overlap-width times this.")
-@click.option("--stall-timeout", type=click.FloatRange(min=0), default=DEFAULT_STALL_S,
-              show_default=True, callback=finite,
-              help="Seconds an op may go without finishing a case or compiling a kernel before "
-                   "it is ended as TIMEOUT (a hang; what it measured is kept); 0: off. "
-                   "--op-timeout stays the hard cap (under --overlap, plus the time waited "
-                   "for the device, up to --overlap-width times --op-timeout).")
-@click.option("--retries", type=click.IntRange(min=0, max=5), default=2, show_default=True,
-              help="Retries of a side that FAILed or CRASHed, each in a fresh worker.")
 @click.option("--timing", "timing", type=click.Choice(TIMING_MODES), default=TIMING_ALL,
               show_default=True,
               help="all: both sides time every op (a delta, or a noise floor, on every row); "
                    "changed: both sides run each case once untimed, the code decides the "
                    "verdict, and only IR_CHANGED ops are timed (NO_IR_DIFF rows get no "
                    "noise floor); none: verdicts only, nothing timed.")
-@click.option("--fresh-process", is_flag=True, help="Every run in its own zlh bench process.")
+@lane_options(unit="one side of an op", timeout_ends="status TIMEOUT, verdict NO_ROWS",
+              fresh_help="Every run in its own zlh bench process.")
 @overlap_options
 @click.option("--root", default=None, metavar="DIR", callback=not_empty,
               type=click.Path(), help="Default: runs/screen_<timestamp>.")

@@ -1,0 +1,76 @@
+"""The options of the corpus commands that say who runs their ops and on what terms — the
+executor (batch, screen, campaign), and the lanes' devices, time limits, retries and process
+policy (batch, screen) — and the lanes a command's choice gives."""
+from __future__ import annotations
+
+import click
+
+from ..common import errors
+from ..corpus.executor import EXECUTORS
+from ..corpus.ray_executor import cluster_lanes
+from ..corpus.stall import DEFAULT_STALL_S
+from .common import finite, not_empty
+from .devices import check_devices
+
+
+def executor_options(command):
+    """--executor and --ray-address, the options of every corpus command (batch, screen,
+    campaign) that say who runs its units; recorded in the root's plan."""
+    command = click.option(
+        "--ray-address", default=None, metavar="auto|HOST:PORT", callback=not_empty,
+        help="With --executor ray: the Ray cluster to join. Default: auto (the cluster this "
+             "host runs, or RAY_ADDRESS).")(command)
+    return click.option(
+        "--executor", default=None, type=click.Choice(list(EXECUTORS)),
+        help="Who runs the units: local (this host's devices; the default) or ray (one lane "
+             "per GPU of a Ray cluster, the root on a file system the nodes share; needs "
+             "pip install 'zlh[ray]'). --resume keeps the root's unless given.")(command)
+
+
+def lane_options(*, unit: str, timeout_ends: str, fresh_help: str):
+    """--devices, --op-timeout, --stall-timeout, --retries and --fresh-process of a corpus
+    command whose lanes run ops (batch, screen). `unit` is what one time limit and one retry
+    apply to ("an op", "a side"), `timeout_ends` what a timeout makes of it, `fresh_help`
+    what --fresh-process runs in a process of its own."""
+    options = [
+        click.option("--devices", "--gpus", "devices", default=None, metavar="0,1,…",
+                     callback=not_empty,
+                     help="Devices to spread the ops over (one serial lane each). Default: "
+                          "the first. --gpus is the same option."),
+        click.option("--op-timeout", type=click.FloatRange(min=1), default=1800.0,
+                     show_default=True, callback=finite,
+                     help=f"Seconds {unit} may take ({timeout_ends}); with --overlap, time "
+                          f"it waited for a neighbour's device work does not count, up to "
+                          f"--overlap-width times this."),
+        click.option("--stall-timeout", type=click.FloatRange(min=0), default=DEFAULT_STALL_S,
+                     show_default=True, callback=finite,
+                     help=f"Seconds {unit} may go without finishing a case or compiling a "
+                          f"kernel before it is ended as TIMEOUT (a hang; what it measured "
+                          f"is kept); 0: off. --op-timeout stays the hard cap (under "
+                          f"--overlap, plus the time waited for the device, up to "
+                          f"--overlap-width times --op-timeout)."),
+        click.option("--retries", type=click.IntRange(min=0, max=5), default=2,
+                     show_default=True,
+                     help=f"Retries of {unit} that FAILed or CRASHed, each in a fresh "
+                          f"worker."),
+        click.option("--fresh-process", is_flag=True, help=fresh_help),
+    ]
+    def decorate(command):
+        for option in reversed(options):
+            command = option(command)
+        return command
+    return decorate
+
+
+def corpus_lanes(executor: str, ray_address: str | None, backend: str | None,
+                 devices: list[int] | None, option: str = "--devices") -> list[int]:
+    """The lanes of a corpus command: this host's devices (check_devices), or with the ray
+    executor one per GPU of the cluster (`devices`: those of them)."""
+    if executor != "ray":
+        if ray_address is not None:
+            raise errors.UsageError("--ray-address applies to --executor ray only")
+        return check_devices(backend, devices, option)
+    if not backend:
+        raise errors.UsageError("--executor ray: name the backend of the cluster's GPUs "
+                                "(--backend cuda, ...); this host may have none")
+    return cluster_lanes(ray_address, devices, option)
