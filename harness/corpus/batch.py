@@ -140,18 +140,13 @@ class Batch:
                                  timer=settled.timer, compile_cache=compile_cache)
         if settled.note():
             outcome.notes.append(settled.note())
-        if dtypes and dtype_problem(outcome):
+        again = dtypes and ("dtype_fallback" if dtype_problem(outcome) else
+                            "dtype_rescue" if dtype_rescue(outcome) else None)
+        if again:                    # the op's own dtypes, after the asked ones failed it
             dtypes = None
-            fallback = self._attempts(item.op, None, lane, runner, outcome.attempt + 1, replay,
-                                       compile_cache=compile_cache)
-            fallback.notes.append("dtype_fallback")
-            outcome = fallback
-        elif dtypes and dtype_rescue(outcome):
-            dtypes = None
-            rescue = self._attempts(item.op, None, lane, runner, outcome.attempt + 1, replay,
-                                    compile_cache=compile_cache)
-            rescue.notes.append("dtype_rescue")
-            outcome = rescue
+            outcome = self._attempts(item.op, None, lane, runner, outcome.attempt + 1, replay,
+                                     compile_cache=compile_cache)
+            outcome.notes.append(again)
         if outcome.status == CRASH and self.graph_timed and settled.timer is None:
             crashed = outcome
             outcome = self._attempts(item.op, dtypes, lane, runner, crashed.attempt + 1,
