@@ -22,11 +22,12 @@ from ..corpus.sharding import parse_shard, refuse_merged, ops_phrase
 from ..corpus.standby import record_overlap
 from ..run.options import UNHOOKED_REPLAY
 from .devices import parse_devices
-from .lanes import corpus_lanes, executor_options, lane_options
+from .corpus_options import (corpus_lanes, executor_options, lane_options,
+                             selection_options)
 from .group import main
 from .overlap import overlap_options, overlap_width_for, resumed_overlap
 from .common import (bench_options, echo_err, handles_errors, keeps_on_interrupt,
-                     not_empty, options_from, refuse_beside, refuse_vllm_beside, split_csv)
+                     not_empty, options_from, refuse_beside, refuse_vllm_beside)
 
 
 SHARD_HELP = ("Run only the K-th of N shards of the selection (K from 1 to N; auto/N: K from "
@@ -53,23 +54,7 @@ def corpus_inventory(adapter) -> dict:
 
 
 @main.command()
-@click.option("--all", "all_ops", is_flag=True, help="Every benchmark function of the corpus.")
-@click.option("--ops", multiple=True, callback=split_csv, metavar="A,B",
-              help="These ops (comma-separated, repeatable).")
-@click.option("--ops-file", default=None, metavar="FILE", type=click.Path(),
-              callback=not_empty,
-              help="Ops, one per line: [vllm:]op[:op_file[:dtypes]]; # comments.")
-@click.option("--include-skipped", is_flag=True,
-              help="With --all: also functions with an unconditional skip mark.")
-@click.option("--dismiss", default=None, metavar="FILE", type=click.Path(),
-              callback=not_empty,
-              help="Ops left out, one `[repo:]op  # reason; date; verified: how` per line. "
-                   "Default with --all: the curated list (recipes/dismiss.txt).")
-@click.option("--no-dismiss", is_flag=True,
-              help="Leave nothing out: not even the curated list's ops (to re-check them).")
-@click.option("--vllm", "vllm_dir", default=None, metavar="DIR",
-              type=click.Path(), envvar="FLAGGEMS_VLLM_DIR",
-              help="Also the FlagGems-vllm checkout (vllm:NAME ops). Env: FLAGGEMS_VLLM_DIR.")
+@selection_options
 @lane_options(unit="an op", timeout_ends="status TIMEOUT, its worker killed",
               fresh_help="Run every op in its own zlh bench process instead of "
                          "reused workers.")

@@ -26,7 +26,7 @@ from .group import main
 from ..corpus.screen import read_plan as read_screen_plan
 from .devices import parse_devices
 from .batch import hold_root, interrupted_hint, new_root, resumed_executor
-from .lanes import corpus_lanes, executor_options
+from .corpus_options import corpus_lanes, executor_options
 from .common import echo_err, finite, handles_errors, not_empty, refuse_beside, split_csv
 
 

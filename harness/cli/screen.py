@@ -31,11 +31,12 @@ from .group import main
 from .devices import parse_devices
 from .batch import (SHARD_HELP, corpus_inventory, default_root, hold_root, interrupted_hint,
                     new_root, resumed_executor, retry_statuses)
-from .lanes import corpus_lanes, executor_options, lane_options
+from .corpus_options import (corpus_lanes, executor_options, lane_options,
+                             selection_options)
 from .overlap import overlap_options, overlap_width_for, resumed_overlap
 from .common import (bench_options, echo_err, given_options, handles_errors,
                      not_empty, options_from, parse_bench_args, refuse_beside,
-                     refuse_vllm_beside, split_csv)
+                     refuse_vllm_beside)
 
 SIDE_KEYS = ("switch", "env_a", "env_b", "python_a", "python_b")
 # What --resume ROOT takes beside it (the rest comes from ROOT's plan).
@@ -90,21 +91,7 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
 
 
 @main.command()
-@click.option("--all", "all_ops", is_flag=True, help="Every benchmark function of the corpus.")
-@click.option("--ops", multiple=True, callback=split_csv, metavar="A,B", help="These ops.")
-@click.option("--ops-file", default=None, metavar="FILE", type=click.Path(),
-              callback=not_empty,
-              help="Ops, one per line: [vllm:]op[:op_file[:dtypes]]; # comments.")
-@click.option("--include-skipped", is_flag=True,
-              help="With --all: also functions with an unconditional skip mark.")
-@click.option("--dismiss", default=None, metavar="FILE", type=click.Path(),
-              callback=not_empty,
-              help="Ops left out. Default with --all: the curated list (recipes/dismiss.txt).")
-@click.option("--no-dismiss", is_flag=True,
-              help="Leave nothing out: not even the curated list's ops.")
-@click.option("--vllm", "vllm_dir", default=None, metavar="DIR",
-              type=click.Path(), envvar="FLAGGEMS_VLLM_DIR",
-              help="Also the FlagGems-vllm checkout. Env: FLAGGEMS_VLLM_DIR.")
+@selection_options
 @click.option("--switch", default=None, metavar="NAME=A,B", callback=not_empty,
               help="An environment switch: side A gets NAME=A, side B NAME=B.")
 @click.option("--env-a", multiple=True, metavar="K=V", help="Environment for side A.")

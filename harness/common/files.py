@@ -115,16 +115,23 @@ def atomic_write_json(path: str | os.PathLike, obj) -> Path:
     return atomic_write_text(path, to_json(obj) + "\n")
 
 
+def _named_path(path: str | os.PathLike, flag: str, kind: str) -> Path:
+    """`path` as a Path, refused with a one-line UsageError when it is empty, its text cannot
+    name a file here, or it is a link to nothing (`kind`: what an empty path is not)."""
+    if str(path) == "":
+        raise UsageError(f"{flag}: an empty path is not {kind}")
+    check_path_text(path, flag)
+    target = Path(path)
+    _refuse_broken_link(target, flag, path)
+    return target
+
+
 def check_output_dir(path: str | os.PathLike, flag: str, create: bool = False) -> Path:
     """A directory zlh is about to write under: refused with a one-line UsageError when it is
     a file (or a device such as /dev/null), cannot be created, or is not writable. With
     `create`, made (with its parents) now; otherwise only the nearest existing ancestor is
     checked, so a refusal leaves nothing behind."""
-    target = Path(path)
-    if str(path) == "":
-        raise UsageError(f"{flag}: an empty path is not a directory")
-    check_path_text(path, flag)
-    _refuse_broken_link(target, flag, path)
+    target = _named_path(path, flag, "a directory")
     if target.exists() and not target.is_dir():
         raise UsageError(f"{flag} {path}: exists and is not a directory")
     existing = target
@@ -154,11 +161,7 @@ def check_output_file(path: str | os.PathLike, flag: str) -> Path:
     """A file zlh is about to write (atomically, beside it): refused with a one-line
     UsageError when the path is empty, is a directory or a device (/dev/null), or its folder
     cannot take a new file. Nothing is created."""
-    target = Path(path)
-    if str(path) == "":
-        raise UsageError(f"{flag}: an empty path is not a file")
-    check_path_text(path, flag)
-    _refuse_broken_link(target, flag, path)
+    target = _named_path(path, flag, "a file")
     if target.exists() and not target.is_file():
         kind = "a directory" if target.is_dir() else "not a regular file"
         raise UsageError(f"{flag} {path}: exists and is {kind}")

@@ -1,6 +1,6 @@
-"""The options of the corpus commands that say who runs their ops and on what terms — the
-executor (batch, screen, campaign), and the lanes' devices, time limits, retries and process
-policy (batch, screen) — and the lanes a command's choice gives."""
+"""The options the corpus commands share: which ops (batch, screen), who runs them (the
+executor: batch, screen, campaign) and on what terms (the lanes' devices, time limits,
+retries and process policy: batch, screen); and the lanes a command's choice gives."""
 from __future__ import annotations
 
 import click
@@ -9,8 +9,35 @@ from ..common import errors
 from ..corpus.executor import EXECUTORS
 from ..corpus.ray_executor import cluster_lanes
 from ..corpus.stall import DEFAULT_STALL_S
-from .common import finite, not_empty
+from .common import finite, not_empty, split_csv
 from .devices import check_devices
+
+
+def selection_options(command):
+    """--all, --ops, --ops-file, --include-skipped, --dismiss, --no-dismiss and --vllm: the
+    ops of a corpus command that runs a selection of them (batch, screen)."""
+    return _apply(command, [
+        click.option("--all", "all_ops", is_flag=True,
+                     help="Every benchmark function of the corpus."),
+        click.option("--ops", multiple=True, callback=split_csv, metavar="A,B",
+                     help="These ops (comma-separated, repeatable)."),
+        click.option("--ops-file", default=None, metavar="FILE", type=click.Path(),
+                     callback=not_empty,
+                     help="Ops, one per line: [vllm:]op[:op_file[:dtypes]]; # comments."),
+        click.option("--include-skipped", is_flag=True,
+                     help="With --all: also functions with an unconditional skip mark."),
+        click.option("--dismiss", default=None, metavar="FILE", type=click.Path(),
+                     callback=not_empty,
+                     help="Ops left out, one `[repo:]op  # reason; date; verified: how` per "
+                          "line. Default with --all: the curated list (recipes/dismiss.txt)."),
+        click.option("--no-dismiss", is_flag=True,
+                     help="Leave nothing out: not even the curated list's ops (to re-check "
+                          "them)."),
+        click.option("--vllm", "vllm_dir", default=None, metavar="DIR",
+                     type=click.Path(), envvar="FLAGGEMS_VLLM_DIR",
+                     help="Also the FlagGems-vllm checkout (vllm:NAME ops). Env: "
+                          "FLAGGEMS_VLLM_DIR."),
+    ])
 
 
 def executor_options(command):
@@ -32,7 +59,7 @@ def lane_options(*, unit: str, timeout_ends: str, fresh_help: str):
     command whose lanes run ops (batch, screen). `unit` is what one time limit and one retry
     apply to ("an op", "a side"), `timeout_ends` what a timeout makes of it, `fresh_help`
     what --fresh-process runs in a process of its own."""
-    options = [
+    return lambda command: _apply(command, [
         click.option("--devices", "--gpus", "devices", default=None, metavar="0,1,…",
                      callback=not_empty,
                      help="Devices to spread the ops over (one serial lane each). Default: "
@@ -54,12 +81,14 @@ def lane_options(*, unit: str, timeout_ends: str, fresh_help: str):
                      help=f"Retries of {unit} that FAILed or CRASHed, each in a fresh "
                           f"worker."),
         click.option("--fresh-process", is_flag=True, help=fresh_help),
-    ]
-    def decorate(command):
-        for option in reversed(options):
-            command = option(command)
-        return command
-    return decorate
+    ])
+
+
+def _apply(command, options: list):
+    """`command` with `options`, listed in its help in their order."""
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
 def corpus_lanes(executor: str, ray_address: str | None, backend: str | None,
