@@ -35,8 +35,8 @@ def selection_options(command):
                           "them)."),
         click.option("--vllm", "vllm_dir", default=None, metavar="DIR",
                      type=click.Path(), envvar="FLAGGEMS_VLLM_DIR",
-                     help="Also the FlagGems-vllm checkout (vllm:NAME ops). Env: "
-                          "FLAGGEMS_VLLM_DIR."),
+                     help="Also the FlagGems-vllm checkout (vllm:NAME ops). "
+                          "Env: FLAGGEMS_VLLM_DIR."),
     ])
 
 
