@@ -22,17 +22,12 @@ from ..corpus.sharding import parse_shard, refuse_merged, ops_phrase
 from ..corpus.standby import record_overlap
 from ..run.options import UNHOOKED_REPLAY
 from .devices import parse_devices
-from .corpus_options import (corpus_lanes, executor_options, lane_options,
-                             selection_options)
+from .corpus_options import (corpus_lanes, env_change_option, executor_options,
+                             lane_options, selection_options, shard_option)
 from .group import main
 from .overlap import overlap_options, overlap_width_for, resumed_overlap
 from .common import (bench_options, echo_err, handles_errors, keeps_on_interrupt,
                      not_empty, options_from, refuse_beside, refuse_vllm_beside)
-
-
-SHARD_HELP = ("Run only the K-th of N shards of the selection (K from 1 to N; auto/N: K from "
-              "SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX) into its own root; zlh merge "
-              "joins the shards' roots.")
 
 
 def resumed_executor(plan, executor: str | None, ray_address: str | None) -> bool:
@@ -73,12 +68,8 @@ def corpus_inventory(adapter) -> dict:
               help="Pin every op's tuned configs to what the batch at BATCH_DIR recorded for "
                    "it (e.g. the same corpus under another compiler build). An op without a "
                    "record there is SKIP, note no_record.")
-@click.option("--allow-env-change", is_flag=True,
-              help="With --resume: go on although an environment switch (TRITON_*, ZLH_*, "
-                   "a visibility variable, ...) differs from what the batch started with; "
-                   "the change is recorded in batch.json.")
-@click.option("--shard", "shard_text", default=None, metavar="K/N", callback=not_empty,
-              help=SHARD_HELP)
+@env_change_option("batch")
+@shard_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @executor_options
 @bench_options

@@ -26,7 +26,7 @@ from .group import main
 from ..corpus.screen import read_plan as read_screen_plan
 from .devices import parse_devices
 from .batch import hold_root, interrupted_hint, new_root, resumed_executor
-from .corpus_options import corpus_lanes, executor_options
+from .corpus_options import corpus_lanes, env_change_option, executor_options
 from .common import echo_err, finite, handles_errors, not_empty, refuse_beside, split_csv
 
 
@@ -114,10 +114,7 @@ class RoundsCommand(click.Command):
 @click.option("--resume", default=None, metavar="ROOT", type=click.Path(), callback=not_empty,
               help="Continue a killed campaign: each card runs the ops its reports lack.")
 @click.option("--dry-run", is_flag=True, help="Print the plan; run and write nothing.")
-@click.option("--allow-env-change", is_flag=True,
-              help="With --resume: go on although an environment switch (TRITON_*, ZLH_*, "
-                   "a visibility variable, ...) differs from what the campaign started with; "
-                   "the change is recorded in campaign.json.")
+@env_change_option("campaign")
 @executor_options
 @click.pass_context
 @handles_errors

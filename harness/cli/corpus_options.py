@@ -40,6 +40,27 @@ def selection_options(command):
     ])
 
 
+SHARD_HELP = ("Run only the K-th of N shards of the selection (K from 1 to N; auto/N: K from "
+              "SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX) into its own root; zlh merge "
+              "joins the shards' roots.")
+
+
+def shard_option(command):
+    """--shard K/N of a corpus command that runs a selection of ops (batch, screen)."""
+    return click.option("--shard", "shard_text", default=None, metavar="K/N",
+                        callback=not_empty, help=SHARD_HELP)(command)
+
+
+def env_change_option(kind: str):
+    """--allow-env-change of the corpus command `kind` (batch, screen, campaign), whose root
+    records its environment switches in <kind>.json."""
+    return click.option(
+        "--allow-env-change", is_flag=True,
+        help=f"With --resume: go on although an environment switch (TRITON_*, ZLH_*, a "
+             f"visibility variable, ...) differs from what the {kind} started with; the "
+             f"change is recorded in {kind}.json.")
+
+
 def executor_options(command):
     """--executor and --ray-address, the options of every corpus command (batch, screen,
     campaign) that say who runs its units; recorded in the root's plan."""

@@ -29,10 +29,10 @@ from ..corpus.standby import record_overlap
 from ..run.options import refuse_unhooked
 from .group import main
 from .devices import parse_devices
-from .batch import (SHARD_HELP, corpus_inventory, default_root, hold_root, interrupted_hint,
-                    new_root, resumed_executor, retry_statuses)
-from .corpus_options import (corpus_lanes, executor_options, lane_options,
-                             selection_options)
+from .batch import (corpus_inventory, default_root, hold_root, interrupted_hint, new_root,
+                    resumed_executor, retry_statuses)
+from .corpus_options import (corpus_lanes, env_change_option, executor_options,
+                             lane_options, selection_options, shard_option)
 from .overlap import overlap_options, overlap_width_for, resumed_overlap
 from .common import (bench_options, echo_err, given_options, handles_errors,
                      not_empty, options_from, parse_bench_args, refuse_beside,
@@ -124,12 +124,8 @@ def rounds_command(plan: ScreenPlan, ir_changed: Path) -> str:
               help="Recompute every verdict of ROOT from its run directories (with --scrub "
                    "patterns added); keeps the table it replaced as screen.tsv.before-rescore "
                    "(once).")
-@click.option("--allow-env-change", is_flag=True,
-              help="With --resume: go on although an environment switch (TRITON_*, ZLH_*, "
-                   "a visibility variable, ...) differs from what the screen started with; "
-                   "the change is recorded in screen.json.")
-@click.option("--shard", "shard_text", default=None, metavar="K/N", callback=not_empty,
-              help=SHARD_HELP)
+@env_change_option("screen")
+@shard_option
 @executor_options
 @bench_options
 @click.pass_context
