@@ -78,8 +78,8 @@ def executor_options(command):
 def lane_options(*, unit: str, timeout_ends: str, fresh_help: str):
     """--devices, --op-timeout, --stall-timeout, --retries and --fresh-process of a corpus
     command whose lanes run ops (batch, screen). `unit` is what one time limit and one retry
-    apply to ("an op", "a side"), `timeout_ends` what a timeout makes of it, `fresh_help`
-    what --fresh-process runs in a process of its own."""
+    apply to ("an op", "one side of an op"), `timeout_ends` what a timeout makes of it,
+    `fresh_help` what --fresh-process runs in a process of its own."""
     return lambda command: _apply(command, [
         click.option("--devices", "--gpus", "devices", default=None, metavar="0,1,…",
                      callback=not_empty,
