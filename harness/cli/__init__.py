@@ -3,6 +3,11 @@
     group.py   the `zlh` group the commands register on, each loaded when asked for;
                one-line usage errors
     common.py  errors and exit codes, bench options shared by bench and ab
+    devices.py  --devices: the indices given, and those the backend sees
+    corpus_options.py  the options batch, screen and campaign share (selection, lanes,
+               executor, --allow-env-change, --shard); the lanes they give
+    overlap.py  --overlap and --overlap-width of batch and screen
+    rounds.py  --rounds N|auto and its options, of ab and calibrate
     bench.py   zlh bench
     ab.py      zlh ab
     report.py  zlh report (any root), zlh history (roots across builds)
@@ -15,6 +20,7 @@
     info.py    zlh ops, show, fingerprint, backends
     shapes.py  zlh shapes derive / check / model
     output.py  --color, -v, -q, --format on every command; shell completion helpers
+    reference.py  the generated docs/reference pages (python -m harness.cli.reference)
 
 Shell completion is click's: `eval "$(_ZLH_COMPLETE=bash_source zlh)"` (zsh: zsh_source,
 fish: fish_source).
