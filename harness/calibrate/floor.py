@@ -33,7 +33,8 @@ import numpy as np
 
 from ..common.limits import MAX_ROUNDS
 from ..measure.sequential import log_pct
-from ..measure.stats import clean, detectable_pct
+from ..measure.sample_stats import clean
+from ..measure.stats import detectable_pct
 
 ALPHA = 0.05
 POWER = 0.8

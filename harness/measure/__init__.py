@@ -1,5 +1,6 @@
 """The timing core: timers, the per-case graph fallback, the stopping rule, Measurement, and
-stats.py, every statistic computed from samples (error of a median, suspect samples, A/B).
+the statistics: sample_stats.py (what one sample set says: the error of its median, suspect
+samples), stats.py (comparing two sides: intervals, tests, Holm), student_t.py.
 
 Knows the backend interface only: never an adapter, a vendor or a run directory."""
 

@@ -15,7 +15,7 @@ from backends.telemetry import ClockReading
 
 from ..common.errors import InvalidValue, UsageError, quoted
 from ..common.fields import Fields, check_fields, is_finite_number
-from .stats import relative_median_error, suspect_flags
+from .sample_stats import relative_median_error, suspect_flags
 
 UNDERSAMPLED = "undersampled"
 

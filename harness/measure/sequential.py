@@ -42,8 +42,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .stats import (ShapeStat, clean, decided, detectable_pct, holm, t_critical,
-                    t_two_sided_p)
+from .sample_stats import clean
+from .stats import ShapeStat, decided, detectable_pct, holm
+from .student_t import t_critical, t_two_sided_p
 
 PILOT = 6                 # --min-rounds: the spread estimated on 5 degrees of freedom
 MAX_ROUNDS = 30           # --max-rounds

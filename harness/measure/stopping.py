@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 
 from ..common.errors import InvalidValue
 from ..common.fields import check_fields
-from .stats import relative_median_error
+from .sample_stats import relative_median_error
 
 
 @dataclass(frozen=True)

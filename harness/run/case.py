@@ -23,7 +23,7 @@ from ..common.errors import (AdapterFailure, CaseFailure, CaseSkipped, DevicePoi
                              failure_detail, one_line)
 from ..common.process import raised_by_code
 from ..compile.ir.capture import IRCapture
-from ..measure import stats
+from ..measure import sample_stats
 from ..measure.case_timer import CaseTimer
 from ..store.results import FAILED, SKIPPED, SUCCESS, Row, row_key
 from ..telemetry import throttle
@@ -250,7 +250,7 @@ def flag_markers(case, row: Row) -> list[str]:
         lines.append(markers.marker(
             markers.SAMPLES_FLAGGED, op=case.op, dtype=case.dtype, shape=case.shape_detail,
             side=side, flags="+".join(measured.flags), n=measured.n,
-            detail=f"max/median {stats.worst_ratio(measured.samples_ms):.3g}x, median "
+            detail=f"max/median {sample_stats.worst_ratio(measured.samples_ms):.3g}x, median "
                    f"rel err {100 * measured.rel_error:.2g}%"))
     return lines
 

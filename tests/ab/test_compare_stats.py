@@ -6,8 +6,8 @@ import pytest
 
 from harness.measure.stats import (ShapeStat, bootstrap_delta_ci, delta_pct, geomean, holm,
                                    direction, mann_whitney_p, round_stats, rounds_interval,
-                                   shape_stats, side_spread, summarize, t_critical,
-                                   t_two_sided_p)
+                                   shape_stats, side_spread, summarize)
+from harness.measure.student_t import t_critical, t_two_sided_p
 
 
 def _lognormal(rng, median, n, sigma=0.02):

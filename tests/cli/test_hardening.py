@@ -19,7 +19,7 @@ from harness.ab import orchestrate as abmod
 from harness.ab.sides import ABPlan, Side
 from harness.cli import main
 from harness.common.errors import UsageError
-from harness.measure import stats
+from harness.measure import sample_stats
 from harness.measure.measurement import Measurement
 from harness.run.options import BenchOptions
 from harness.store import rundir as rundir_module
@@ -317,27 +317,27 @@ def test_nothing_paired_is_not_a_success(tmp_path):
 def test_suspect_samples_rule_on_synthetic_data():
     rng = np.random.default_rng(3)
     tight = 0.0066 * (1 + 0.001 * rng.standard_normal(200))
-    assert stats.suspect_flags(tight) == ()
+    assert sample_stats.suspect_flags(tight) == ()
     stalled = tight.copy()
     stalled[17] = 16.0                                   # one 16 ms sample among 6.6 us ones
-    assert stats.suspect_flags(stalled) == ("outliers",)
+    assert sample_stats.suspect_flags(stalled) == ("outliers",)
     hiccup = tight.copy()
     hiccup[17] *= 1.01                                   # 1%: many spreads out, not 2x
-    assert stats.suspect_flags(hiccup) == ()
+    assert sample_stats.suspect_flags(hiccup) == ()
     two = np.concatenate([1.0 + 0.005 * rng.standard_normal(150),
                           1.3 + 0.005 * rng.standard_normal(50)])
-    assert stats.suspect_flags(two) == ("bimodal",)
+    assert sample_stats.suspect_flags(two) == ("bimodal",)
     few = np.concatenate([1.0 + 0.005 * rng.standard_normal(190),
                           1.3 + 0.005 * rng.standard_normal(10)])
-    assert "bimodal" not in stats.suspect_flags(few)           # 5% of samples: not a mode
+    assert "bimodal" not in sample_stats.suspect_flags(few)           # 5% of samples: not a mode
     close = np.concatenate([1.0 + 0.005 * rng.standard_normal(100),
                             1.03 + 0.005 * rng.standard_normal(100)])
-    assert stats.suspect_flags(close) == ()                    # a 3% gap is under the 5% floor
-    assert stats.suspect_flags([1.0, 100.0, 1.0]) == ()        # too few samples to say
+    assert sample_stats.suspect_flags(close) == ()                    # a 3% gap is under the 5% floor
+    assert sample_stats.suspect_flags([1.0, 100.0, 1.0]) == ()        # too few samples to say
     # heavy-tailed but unimodal timings (host clock): flagged rarely, if ever
-    wide = [stats.suspect_flags(rng.lognormal(0.0, 0.3, 100)) for _ in range(200)]
+    wide = [sample_stats.suspect_flags(rng.lognormal(0.0, 0.3, 100)) for _ in range(200)]
     assert sum(1 for f in wide if f) <= 4
-    uniform = [stats.suspect_flags(rng.uniform(1.0, 1.5, 100)) for _ in range(200)]
+    uniform = [sample_stats.suspect_flags(rng.uniform(1.0, 1.5, 100)) for _ in range(200)]
     assert sum(1 for f in uniform if f) == 0
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness.measure import stats  # noqa: E402
+from harness.measure import sample_stats  # noqa: E402
 from harness.store.reader import load_run  # noqa: E402
 
 
@@ -29,7 +29,7 @@ def main(roots: list[str]) -> None:
                     counts[key]["cases"] += 1
                     for flag in m.flags:
                         counts[key][flag] += 1
-                    worst[key] = max(worst[key], stats.worst_ratio(m.samples_ms))
+                    worst[key] = max(worst[key], sample_stats.worst_ratio(m.samples_ms))
         print(f"{root}:")
         for (op, side), c in sorted(counts.items()):
             print(f"  {op:8} {side:5} cases {c['cases']:3}  undersampled {c['undersampled']:3}  "

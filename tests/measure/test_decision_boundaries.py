@@ -10,7 +10,7 @@ import pytest
 
 from harness.ab import gate
 from harness.ab.report import ABReport, ABRow
-from harness.measure import stats
+from harness.measure import sample_stats, stats, student_t
 from harness.measure.stopping import StoppingRule
 
 
@@ -29,7 +29,7 @@ def test_the_sample_cap_is_5000_by_default():
     rule = StoppingRule()
     noisy = list(np.random.default_rng(0).lognormal(0.0, 0.5, 5000))
     # well inside the time budget and far from the error target: only the cap stops it
-    assert stats.relative_median_error(noisy[:4999]) > rule.target_rel_err
+    assert sample_stats.relative_median_error(noisy[:4999]) > rule.target_rel_err
     assert not rule.should_stop(noisy[:500], elapsed_ms=500.0)
     assert not rule.should_stop(noisy[:4999], elapsed_ms=500.0)
     assert rule.should_stop(noisy, elapsed_ms=500.0)
@@ -38,7 +38,7 @@ def test_the_sample_cap_is_5000_by_default():
 
 def test_the_error_target_stops_exactly_at_its_value():
     samples = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.03, 0.97, 1.0, 1.01]
-    err = stats.relative_median_error(samples)
+    err = sample_stats.relative_median_error(samples)
     at = StoppingRule(min_samples=2, min_time_ms=0.0, max_time_ms=1e9, target_rel_err=err)
     below = StoppingRule(min_samples=2, min_time_ms=0.0, max_time_ms=1e9,
                          target_rel_err=math.nextafter(err, 0.0))
@@ -93,7 +93,7 @@ def test_the_geomean_gate_trips_only_when_the_whole_interval_is_beyond_its_limit
 def test_the_geomean_interval_over_rounds_is_t_over_per_round_log_geomeans():
     per_shape = [[-10.0, 5.0, -20.0], [2.0, -4.0, 8.0]]          # [shape][round]
     logs = np.log1p(np.array(per_shape) / 100.0).mean(axis=0)
-    half = stats.t_critical(2) * logs.std(ddof=1) / math.sqrt(3)
+    half = student_t.t_critical(2) * logs.std(ddof=1) / math.sqrt(3)
     low, high = stats.geomean_rounds_interval(per_shape)
     assert (low, high) == pytest.approx((math.exp(logs.mean() - half),
                                          math.exp(logs.mean() + half)))

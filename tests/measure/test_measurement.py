@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from harness.measure.measurement import Measurement
-from harness.measure.stats import relative_median_error
+from harness.measure.sample_stats import relative_median_error
 from harness.measure.stopping import StoppingRule
 
 

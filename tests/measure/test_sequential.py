@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from harness.measure import sequential, stats
+from harness.measure import sequential, stats, student_t
 
 
 def test_rounds_needed_follows_the_pilot_t():
@@ -28,12 +28,12 @@ def test_two_stage_interval_uses_the_pilot_spread_and_its_degrees_of_freedom():
     logs = np.log1p(np.array(pilot + later) / 100)
     sd = np.log1p(np.array(pilot) / 100).std(ddof=1)
     se = sd / math.sqrt(10)
-    assert p == pytest.approx(stats.t_two_sided_p(logs.mean() / se, 5))
-    assert math.log1p(high / 100) - logs.mean() == pytest.approx(stats.t_critical(5) * se)
+    assert p == pytest.approx(student_t.t_two_sided_p(logs.mean() / se, 5))
+    assert math.log1p(high / 100) - logs.mean() == pytest.approx(student_t.t_critical(5) * se)
     assert low > 0                                  # a 1 % change, clearly seen
     out = sequential.shape_rounds(pilot + later, 6, 0.15)
     assert out["rounds"] == 10 and out["df"] == 5
-    assert out["half_width_pct"] == pytest.approx(100 * stats.t_critical(5) * se, rel=1e-3)
+    assert out["half_width_pct"] == pytest.approx(100 * student_t.t_critical(5) * se, rel=1e-3)
     assert out["detectable_pct"] > out["half_width_pct"]
     assert out["needed"] == sequential.rounds_needed(out["sd_pct"], 6, 0.15)
     fixed = sequential.shape_rounds(pilot, None, None)       # fixed rounds: N - 1 df
