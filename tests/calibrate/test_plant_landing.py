@@ -155,9 +155,14 @@ def test_a_record_measures_what_lands_and_the_planted_replay_spins_it(tmp_path):
     for row in b.rows:
         (line,) = [m for m in row.markers if markers.marker_name(m) == markers.PLANTED]
         fields = markers.parse_marker(line)[1]
-        assert fields["sized_by"] == "landing"
-        assert int(fields["cycles"]) == found[row_key(row)]["cycles"]
-        assert row.extra["planted"]["landed_pct"] == found[row_key(row)]["landed_pct"]
+        probe = found[row_key(row)]
+        if probe["trusted"]:
+            assert (fields["sized_by"], fields["probe"]) == ("landing", "landed")
+            assert int(fields["cycles"]) == probe["cycles"]
+            assert row.extra["planted"]["landed_pct"] == probe["landed_pct"]
+        else:   # the host's noise can fail the probe's gates (about 1 row in 6)
+            assert probe["untrusted_by"] in ("noise", "check")
+            assert (fields["sized_by"], fields["probe"]) == ("latency", "loose")
     replayed = harness.bench("add", replay=str(a.run_dir), plant_pct=0.0,
                              plant_landing_pct=200.0, **opts)      # a replay measures none
     assert not any(LANDING_KEY in r.extra for r in replayed.rows)
