@@ -74,7 +74,8 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-__all__ = ["__version__", "bench", "bench_many", "measure", "bench_cases", "compare", "compare_callables",
+__all__ = ["__version__", "bench", "bench_many", "measure", "bench_cases", "compare",
+           "compare_callables",
            "Case", "BenchOptions", "RunResult", "Row", "Measurement", "Caliber", "StoppingRule",
            "Budget", "ABReport", "ABRow", "CallableComparison", "ZlhError", "UsageError",
            "PreflightError", "CaliberError", "CallableError", "DevicePoisonedError",

@@ -5,8 +5,8 @@ so nothing is fetched: styles are inline and the chart is inline SVG. Every piec
 that came from a run (op names, shape labels, markers, run directories) is escaped, because
 shape labels are free-form strings written by benchmarks.
 
-Input: the report document as written to report.json (`report.report_document`). Missing numbers (None / NaN) render as a
-dash rather than failing; an op with no paired rows still gets its section.
+Input: the report document as written to report.json (`report.report_document`). Missing
+numbers (None / NaN) render as a dash rather than failing; an op with no paired rows still gets its section.
 """
 from __future__ import annotations
 
@@ -87,7 +87,8 @@ def _op_section(op: dict, telemetry: dict | None = None) -> str:
     rows = op.get("rows") or []
     parts = [
         "<section>",
-        f'<h2>{_text(op.get("op"))} <span class="verdict">{_text(op.get("verdict") or "no verdict")}'
+        f'<h2>{_text(op.get("op"))} <span class="verdict">'
+        f'{_text(op.get("verdict") or "no verdict")}'
         "</span></h2>",
         _sides_line(op.get("sides") or {}),
         f'<p class="summary">{_summary_line(op.get("summary") or {})}</p>',
@@ -292,7 +293,8 @@ def _caliber(caliber: dict, problems: list[str]) -> str:
         for field, value in caliber.items():
             flagged = any(str(field) in str(p) for p in problems)
             cls = ' class="problem"' if flagged else ""
-            rows.append(f'<tr{cls}><th>{_text(field)}</th><td class="text">{_text(value)}</td></tr>')
+            rows.append(f'<tr{cls}><th>{_text(field)}</th>'
+                        f'<td class="text">{_text(value)}</td></tr>')
         parts.append("<table>\n" + "\n".join(rows) + "\n</table>")
     else:
         parts.append('<p class="empty">no caliber recorded</p>')

@@ -41,7 +41,9 @@ def _table_entry(report: ABReport, r: ABRow, multi: bool, colour: bool,
              "noise" if r.within_noise else "yes" if r.significant else "no"]
     if multi:
         rd = r.rounds or {}
-        entry += [f"{_num(rd.get('min_delta_pct'), '+.2f')}~{_num(rd.get('max_delta_pct'), '+.2f')}",
+        spread = (f"{_num(rd.get('min_delta_pct'), '+.2f')}~"
+                  f"{_num(rd.get('max_delta_pct'), '+.2f')}")
+        entry += [spread,
                   "yes" if rd.get("sign_stable") else "NO", _num(rd.get("detectable_pct"), ".3f")]
         if auto:
             entry.append(_num(rd.get("needed"), "d"))

@@ -24,8 +24,9 @@ from .common import (bench_options, default_ops, echo_err, finite, given_options
 @rounds_options(2, 3, "A/A rounds (ABBA order); the floor and the detectable change are per "
                       "shape over these rounds. auto: as `zlh ab --rounds auto`.")
 @click.option("--plant-pct", type=click.FloatRange(min=0, min_open=True, max=1000), default=None,
-              callback=finite, metavar="X", help="Self-test: slow side B by a device spin of X% of side A's "
-                                "latency and report the shapes found with the right sign.")
+              callback=finite, metavar="X",
+              help="Self-test: slow side B by a device spin of X% of side A's latency and report "
+                   "the shapes found with the right sign.")
 @click.option("--detect-pct", type=click.FloatRange(min=0, min_open=True, max=1000),
               default=None, callback=finite, metavar="X",
               help="Print per shape the rounds a fixed --rounds N needs to detect a change of "

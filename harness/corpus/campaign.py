@@ -308,7 +308,8 @@ def read_campaign(root: Path) -> CampaignPlan:
     planned = {int(k): v for k, v in _seconds(f, "planned_s", map(str, assignment)).items()}
     options = options_field(f, "options")
     plan = CampaignPlan(Path(root), Path(f.str("screen", empty=False)), devices,
-                        f.int("rounds", low=1, high=MAX_ROUNDS), Partition(planned, assignment, weights),
+                        f.int("rounds", low=1, high=MAX_ROUNDS),
+                        Partition(planned, assignment, weights),
                         side_from(f, "A"), side_from(f, "B"), options, f.strs("scrub", []),
                         f.number("timeout_s", 3600.0, low=1))
     env = doc.get("env")

@@ -21,8 +21,8 @@ honest unit: on an H200, a 1.4 us kernel measured to 0.003% inside each process 
 by about 2% from one process to the next, which pooled samples would have called a
 significant change. An op's geometric-mean speedup gets an interval the same way
 (`geomean_rounds_interval`: Student's t over the per-round log geomean ratios;
-`geomean_samples_interval`: a bootstrap over the raw samples of one round). `detectable_pct` turns the same t around: the smallest change N rounds
-find with 80 % power (`zlh calibrate`). The two-stage design of `zlh ab --rounds auto` (how
+`geomean_samples_interval`: a bootstrap over the raw samples of one round).
+`detectable_pct` turns the same t around: the smallest change N rounds find with 80 % power (`zlh calibrate`). The two-stage design of `zlh ab --rounds auto` (how
 many rounds, and its test on the pilot rounds' spread) is the sibling module `sequential.py`.
 """
 from __future__ import annotations

@@ -134,7 +134,7 @@ class Protocol:
 class Manifest:
     campaign_id: str
     claim: str
-    sources: dict                      # "compiler" | "library" | "zlh" -> Source (library may be None)
+    sources: dict     # "compiler" | "library" | "zlh" -> Source (library may be None)
     device: Device
     protocol: Protocol
     workloads: tuple[Workload, ...]

@@ -203,8 +203,9 @@ def _device(backend, adapter, options: BenchOptions) -> int:
     if not visible:
         raise PreflightError("device", f"backend {backend.name} sees no device")
     if options.device is not None and options.device not in visible:
-        raise PreflightError("device", f"{spelling.option('device', options.device)}: backend {backend.name} "
-                                       f"sees devices {', '.join(map(str, visible))}")
+        raise PreflightError("device", f"{spelling.option('device', options.device)}: backend "
+                                       f"{backend.name} sees devices "
+                                       f"{', '.join(map(str, visible))}")
     return options.device if options.device is not None else visible[0]
 
 

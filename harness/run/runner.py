@@ -383,8 +383,8 @@ class OpRun:
             **self.inputs.totals(),
             **phases.phase_fields(self.case_timer, self.tuner_hook, self.device_lock,
                                  self.lock_mark)})
-        self.info["telemetry"].update(self.watcher.summary(),
-                                      after=telemetry_sample(self.plan.backend, self.plan.device_index))
+        after = telemetry_sample(self.plan.backend, self.plan.device_index)
+        self.info["telemetry"].update(self.watcher.summary(), after=after)
         self.info["throttled_cases"] = sum(1 for r in self.rows if r.throttled)
         if self.plant is not None:
             self.info["plant"] = self.plant.run_fields()

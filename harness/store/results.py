@@ -12,8 +12,8 @@ from ..measure.measurement import Measurement, check_measurement
 SUCCESS, FAILED, SKIPPED = "SUCCESS", "FAILED", "SKIPPED"
 STATUSES = (SUCCESS, FAILED, SKIPPED)
 
-CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "status", "reason", "torch_ms",
-               "gems_ms", "speedup", "torch_gbps", "gems_gbps", "tflops", "timer", "torch_n",
+CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "status", "reason",
+               "torch_ms", "gems_ms", "speedup", "torch_gbps", "gems_gbps", "tflops", "timer", "torch_n",
                "gems_n", "torch_rel_err", "gems_rel_err", "flags", "markers", "throttled")
 
 
