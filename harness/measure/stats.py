@@ -22,8 +22,9 @@ by about 2% from one process to the next, which pooled samples would have called
 significant change. An op's geometric-mean speedup gets an interval the same way
 (`geomean_rounds_interval`: Student's t over the per-round log geomean ratios;
 `geomean_samples_interval`: a bootstrap over the raw samples of one round).
-`detectable_pct` turns the same t around: the smallest change N rounds find with 80 % power (`zlh calibrate`). The two-stage design of `zlh ab --rounds auto` (how
-many rounds, and its test on the pilot rounds' spread) is the sibling module `sequential.py`.
+`detectable_pct` turns the same t around: the smallest change N rounds find with 80 % power
+(`zlh calibrate`). The two-stage design of `zlh ab --rounds auto` (how many rounds, and its
+test on the pilot rounds' spread) is the sibling module `sequential.py`.
 """
 from __future__ import annotations
 
