@@ -6,7 +6,8 @@ that came from a run (op names, shape labels, markers, run directories) is escap
 shape labels are free-form strings written by benchmarks.
 
 Input: the report document as written to report.json (`report.report_document`). Missing
-numbers (None / NaN) render as a dash rather than failing; an op with no paired rows still gets its section.
+numbers (None / NaN) render as a dash rather than failing; an op with no paired rows still
+gets its section.
 """
 from __future__ import annotations
 

@@ -13,8 +13,9 @@ SUCCESS, FAILED, SKIPPED = "SUCCESS", "FAILED", "SKIPPED"
 STATUSES = (SUCCESS, FAILED, SKIPPED)
 
 CSV_COLUMNS = ("op", "variant", "dtype", "shape_detail", "occurrence", "status", "reason",
-               "torch_ms", "gems_ms", "speedup", "torch_gbps", "gems_gbps", "tflops", "timer", "torch_n",
-               "gems_n", "torch_rel_err", "gems_rel_err", "flags", "markers", "throttled")
+               "torch_ms", "gems_ms", "speedup", "torch_gbps", "gems_gbps", "tflops", "timer",
+               "torch_n", "gems_n", "torch_rel_err", "gems_rel_err", "flags", "markers",
+               "throttled")
 
 
 @dataclass
