@@ -5,7 +5,8 @@
     common.py  errors and exit codes, bench options shared by bench and ab
     devices.py  --devices: the indices given, and those the backend sees
     corpus_options.py  the options batch, screen and campaign share (selection, lanes,
-               executor, --allow-env-change, --shard); the lanes they give
+               executor, --allow-env-change, --shard); the lanes they give, the executor
+               a resume keeps
     overlap.py  --overlap and --overlap-width of batch and screen
     rounds.py  --rounds N|auto and its options, of ab and calibrate
     bench.py   zlh bench

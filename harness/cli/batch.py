@@ -23,23 +23,11 @@ from ..corpus.standby import record_overlap
 from ..run.options import UNHOOKED_REPLAY
 from .devices import parse_devices
 from .corpus_options import (corpus_lanes, env_change_option, executor_options,
-                             lane_options, selection_options, shard_option)
+                             lane_options, resumed_executor, selection_options, shard_option)
 from .group import main
 from .overlap import overlap_options, overlap_width_for, resumed_overlap
 from .common import (bench_options, echo_err, handles_errors, keeps_on_interrupt,
                      not_empty, options_from, refuse_beside, refuse_vllm_beside)
-
-
-def resumed_executor(plan, executor: str | None, ray_address: str | None) -> bool:
-    """`plan` (a BatchPlan or CampaignPlan) with the executor a resume names (else the one its
-    root recorded); True when it changed (the root's plan is to record it)."""
-    before = (plan.executor, plan.ray_address)
-    if executor is not None:
-        plan.executor = executor
-        plan.ray_address = ray_address if executor == "ray" else None
-    elif ray_address is not None:
-        plan.ray_address = ray_address
-    return (plan.executor, plan.ray_address) != before
 
 
 def corpus_inventory(adapter) -> dict:

@@ -25,8 +25,9 @@ from ..corpus.verdict import VERDICTS
 from .group import main
 from ..corpus.screen import read_plan as read_screen_plan
 from .devices import parse_devices
-from .batch import hold_root, interrupted_hint, new_root, resumed_executor
-from .corpus_options import corpus_lanes, env_change_option, executor_options
+from .batch import hold_root, interrupted_hint, new_root
+from .corpus_options import (corpus_lanes, env_change_option, executor_options,
+                             resumed_executor)
 from .common import echo_err, finite, handles_errors, not_empty, refuse_beside, split_csv
 
 

@@ -1,6 +1,7 @@
 """The options the corpus commands share: which ops (batch, screen), who runs them (the
 executor: batch, screen, campaign) and on what terms (the lanes' devices, time limits,
-retries and process policy: batch, screen); and the lanes a command's choice gives."""
+retries and process policy: batch, screen); the lanes a command's choice gives, and the
+executor a resume keeps or switches to."""
 from __future__ import annotations
 
 import click
@@ -73,6 +74,18 @@ def executor_options(command):
         help="Who runs the units: local (this host's devices; the default) or ray (one lane "
              "per GPU of a Ray cluster, the root on a file system the nodes share; needs "
              "pip install 'zlh[ray]'). --resume keeps the root's unless given.")(command)
+
+
+def resumed_executor(plan, executor: str | None, ray_address: str | None) -> bool:
+    """`plan` (a BatchPlan or CampaignPlan) with the executor a resume names (else the one its
+    root recorded); True when it changed (the root's plan is to record it)."""
+    before = (plan.executor, plan.ray_address)
+    if executor is not None:
+        plan.executor = executor
+        plan.ray_address = ray_address if executor == "ray" else None
+    elif ray_address is not None:
+        plan.ray_address = ray_address
+    return (plan.executor, plan.ray_address) != before
 
 
 def lane_options(*, unit: str, timeout_ends: str, fresh_help: str):

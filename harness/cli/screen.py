@@ -30,9 +30,9 @@ from ..run.options import refuse_unhooked
 from .group import main
 from .devices import parse_devices
 from .batch import (corpus_inventory, default_root, hold_root, interrupted_hint, new_root,
-                    resumed_executor, retry_statuses)
+                    retry_statuses)
 from .corpus_options import (corpus_lanes, env_change_option, executor_options,
-                             lane_options, selection_options, shard_option)
+                             lane_options, resumed_executor, selection_options, shard_option)
 from .overlap import overlap_options, overlap_width_for, resumed_overlap
 from .common import (bench_options, echo_err, given_options, handles_errors,
                      not_empty, options_from, parse_bench_args, refuse_beside,

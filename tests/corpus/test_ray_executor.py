@@ -281,7 +281,7 @@ def test_a_screen_and_its_campaign_run_in_lane_actors(tmp_path, cluster):
 
 
 def test_a_resume_keeps_the_recorded_executor_unless_told(tmp_path):
-    from harness.cli.batch import resumed_executor
+    from harness.cli.corpus_options import resumed_executor
     from harness.corpus.batch import BatchPlan
     from harness.run.options import BenchOptions
     plan = BatchPlan(root=tmp_path, items=[], devices=[0], options=BenchOptions(),
