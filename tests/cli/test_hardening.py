@@ -329,11 +329,11 @@ def test_suspect_samples_rule_on_synthetic_data():
     assert sample_stats.suspect_flags(two) == ("bimodal",)
     few = np.concatenate([1.0 + 0.005 * rng.standard_normal(190),
                           1.3 + 0.005 * rng.standard_normal(10)])
-    assert "bimodal" not in sample_stats.suspect_flags(few)           # 5% of samples: not a mode
+    assert "bimodal" not in sample_stats.suspect_flags(few)     # 5% of samples: not a mode
     close = np.concatenate([1.0 + 0.005 * rng.standard_normal(100),
                             1.03 + 0.005 * rng.standard_normal(100)])
-    assert sample_stats.suspect_flags(close) == ()                    # a 3% gap is under the 5% floor
-    assert sample_stats.suspect_flags([1.0, 100.0, 1.0]) == ()        # too few samples to say
+    assert sample_stats.suspect_flags(close) == ()              # a 3% gap is under the 5% floor
+    assert sample_stats.suspect_flags([1.0, 100.0, 1.0]) == ()  # too few samples to say
     # heavy-tailed but unimodal timings (host clock): flagged rarely, if ever
     wide = [sample_stats.suspect_flags(rng.lognormal(0.0, 0.3, 100)) for _ in range(200)]
     assert sum(1 for f in wide if f) <= 4
