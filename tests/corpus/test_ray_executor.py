@@ -152,8 +152,11 @@ def test_an_actor_killed_mid_op_is_a_crash_retried_in_a_new_actor(tmp_path, clus
     killer = threading.Thread(target=kill_when_the_op_runs, daemon=True)
     killer.start()
     result = CliRunner().invoke(main, batch_args(
-        tmp_path, root, "--ops", "fault_hang", "--devices", "0", "--op-timeout", "5",
-        "--executor", "ray", "--ray-address", cluster))
+        tmp_path, root, "--ops", "fault_hang", "--devices", "0", "--op-timeout", "60",
+        "--stall-timeout", "5", "--executor", "ray", "--ray-address", cluster))
+    # the stall rule, not the op timeout, ends attempt 2's hang: its 5 s count from the run's
+    # first heartbeat, not from a worker starting cold, so the kill of attempt 1 cannot lose
+    # its race to a timeout on a slow host
     killer.join(timeout=5)
     assert len(killed) == 1, result.output
     row = rows(root)["fault_hang"]

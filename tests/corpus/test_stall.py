@@ -61,25 +61,30 @@ def job(tmp_path: Path, op: str, **fields):
     return {"op": op, "args": [], "log": str(log), "out": str(out), **fields}, log, out
 
 
+# The stall timeout of these stand-ins is STALL_S against beats 0.2-0.3 s apart: a loaded host
+# may pause a process for a good part of a second, which must not read as a stall.
+STALL_S = 2.0
+
+
 def test_a_slow_op_that_keeps_beating_is_not_stalled_and_a_silent_one_is(tmp_path):
     worker = stand_in(tmp_path)
     try:
-        slow, log, out = job(tmp_path, "slow", beats=8, every=0.3)      # 2.4 s, never 1 s idle
-        attempt = worker.run(slow, 60, log, out, stall_s=1.0)
-        assert attempt.rc == 0 and attempt.stalled_s is None and attempt.elapsed_s > 2
+        slow, log, out = job(tmp_path, "slow", beats=10, every=0.3)     # 3 s, never 2 s idle
+        attempt = worker.run(slow, 60, log, out, stall_s=STALL_S)
+        assert attempt.rc == 0 and attempt.stalled_s is None and attempt.elapsed_s > STALL_S
         hang, log, out = job(tmp_path, "hang", beats=2, every=0.2, hang=True)
         started = time.time()
-        attempt = worker.run(hang, 60, log, out, stall_s=1.0)
+        attempt = worker.run(hang, 60, log, out, stall_s=STALL_S)
         assert time.time() - started < 20 and attempt.rc == TIMEOUT_RC
-        assert attempt.stalled_s == 1.0 and not worker.alive
+        assert attempt.stalled_s == STALL_S and not worker.alive
     finally:
         worker.stop()
     info = json.loads((out / "hang_1/run.json").read_text())
-    assert info["reason"] == "stalled: no case finished and no compile for 1 s"
-    assert info["stalled_s"] == 1.0
+    assert info["reason"] == "stalled: no case finished and no compile for 2 s"
+    assert info["stalled_s"] == STALL_S
     outcome = judge(attempt, 60)
     assert outcome.status == TIMEOUT
-    assert outcome.reason.startswith("stalled: no case finished and no compile for 1 s "
+    assert outcome.reason.startswith("stalled: no case finished and no compile for 2 s "
                                      "(the op timeout is 60 s)")
 
 
@@ -87,7 +92,7 @@ def test_the_op_timeout_stays_the_cap_and_no_stall_timeout_means_none(tmp_path):
     worker = stand_in(tmp_path)
     try:
         beating, log, out = job(tmp_path, "beating", beats=100, every=0.2)
-        attempt = worker.run(beating, 1.5, log, out, stall_s=1.0)
+        attempt = worker.run(beating, 1.5, log, out, stall_s=STALL_S)
         assert attempt.rc == TIMEOUT_RC and attempt.stalled_s is None
         assert "op timeout" in judge(attempt, 1.5).reason
         quiet, log, out = job(tmp_path, "quiet", beats=1, every=2.0)
@@ -127,12 +132,12 @@ def test_time_spent_waiting_for_the_device_does_not_count_against_the_op_timeout
 def test_a_fresh_process_is_held_to_the_same_rule(tmp_path):
     out = tmp_path / "op"
     out.mkdir()
-    beat = (f"mkdir -p {out}/r; i=0; while [ $i -lt 8 ]; do touch {out}/r/{HEARTBEAT}; "
-            f"sleep 0.3; i=$((i+1)); done")
-    watch = StallWatch(out, set(), 1.0)
+    beat = (f"mkdir -p {out}/r; i=0; while [ $i -lt 10 ]; do touch {out}/r/{HEARTBEAT}; "
+            f"sleep 0.3; i=$((i+1)); done")                         # 3 s, never 2 s idle
+    watch = StallWatch(out, set(), STALL_S)
     ended = run_watched(["sh", "-c", beat], dict(os.environ), tmp_path / "a.log", 60, watch)
     assert ended.rc == 0 and not watch.fired
-    watch = StallWatch(out, {out / "r"}, 1.0)
+    watch = StallWatch(out, {out / "r"}, STALL_S)
     ended = run_watched(["sh", "-c", f"mkdir -p {out}/s; touch {out}/s/{HEARTBEAT}; sleep 60"],
                         dict(os.environ), tmp_path / "b.log", 60, watch)
     assert ended.rc == TIMEOUT_RC and watch.fired and ended.elapsed_s < 20
