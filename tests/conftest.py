@@ -141,6 +141,15 @@ FAST = budget_args()
 CPU = ["--adapter", "builtin", "--backend", "cpu"]     # the builtin kernels, interpreted
 CPU_FAST = [*CPU, *FAST]
 
+# The --op-timeout of the corpus tests that run fault_hang beside ops which must PASS: one the
+# passing ops cannot reach on a slow host, kept as short as that allows because fault_hang
+# waits it out. It bounds the whole op after the worker is ready: the first op of a fresh worker
+# imports Triton and interprets its first kernel, about 3 s on an idle two-core CI host (seen
+# 3.9 s under load), and add's 8 cases and softmax's 6 (the overlap tests' shapes) took 3 s of
+# CPU; a shared host may run a process at half speed and pause it for a second. At 4 s a busy
+# host timed out add or softmax; 10 s left the overlap tests' ops a margin of about 3x.
+FAULT_OP_TIMEOUT = "15"
+
 
 class FakeEvent:
     def __init__(self):

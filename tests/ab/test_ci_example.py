@@ -10,8 +10,8 @@ The op is mm. Its planted regression is the larger of the two (B 2.85x A's laten
 little. On this kind of 2-core host, with six busy processes switched on and off beside the
 job (every 0.7 s, or at random every 0.5-3 s), mm's per-round regression deltas spread by at
 most 1.1 points in 8 runs (-65 % each); softmax's, in 3 runs at 0.7 s, by up to 22 points
-(-49 % to -71 %). A loaded CI host once read
-softmax's regression as B 1.46x A over 4 rounds, its interval across zero (exit 0)"""
+(-49 % to -71 %). A loaded CI host once read softmax's regression as B 1.46x A over 4 rounds,
+its interval across zero (exit 0)."""
 from __future__ import annotations
 
 import os

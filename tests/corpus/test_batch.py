@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import FAKE_FLAGGEMS, FAST, ROOT
+from conftest import FAKE_FLAGGEMS, FAST, FAULT_OP_TIMEOUT, ROOT
 from harness.run.options import BenchOptions
 from harness.cli import main
 from harness.common.errors import UsageError
@@ -140,12 +140,7 @@ def test_sharding_is_stable_under_reordering_and_spreads_ops():
 
 
 # ---- statuses, retries, reuse ----------------------------------------------------------
-# An op timeout that the ops which must PASS cannot reach on a slow host, kept as short as that
-# allows because fault_hang waits it out. It bounds the whole op after the worker is ready: the
-# first op of a fresh worker imports Triton and interprets its first kernel, about 3 s on an
-# idle two-core CI host (seen 3.9 s under load); a shared host may run a process twice as
-# slowly and pause it for a second. At 4 s a busy host timed out add or softmax.
-OP_TIMEOUT = "15"
+OP_TIMEOUT = FAULT_OP_TIMEOUT             # conftest says why 15 s
 
 
 @pytest.mark.e2e

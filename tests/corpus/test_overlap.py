@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import FAST, ROOT
+from conftest import FAST, FAULT_OP_TIMEOUT, ROOT
 from harness.cli import main
 from harness.common.errors import EXIT_OK, EXIT_POISONED
 from harness.corpus import standby
@@ -24,11 +24,6 @@ from harness.corpus.outcome import CRASH, FAIL, PASS, TIMEOUT, TIMEOUT_RC, Attem
 from harness.corpus.supervisor import Lane
 from harness.measure.device_lock import LOCK_DIR_ENV
 from harness.run.options import BenchOptions
-
-# fault_hang waits the op timeout out, so it is short, but add's 8 cases and softmax's 6 took
-# 3 s of CPU on an idle two-core host (a worker importing beside them), and a loaded host runs a
-# process at half speed or less: 10 s left them a margin of about 3x, 15 s leaves 5x.
-OP_TIMEOUT = "15"
 
 # Enough cases per op that two ops whose workers became ready a second apart still overlap.
 SHAPES = ("add: [[64], [128], [256], [512], [1024], [2048], [4096], [8192]]\n"
@@ -148,7 +143,8 @@ def test_the_fault_ops_keep_their_statuses_with_overlap(tmp_path):
     result = CliRunner().invoke(main, ["batch", "--adapter", "builtin", "--backend", "cpu",
                                        "--shapes", str(shapes(tmp_path)), *FAST, "--overlap",
                                        "--ops", "add,fault_raise,fault_abort,fault_hang,softmax",
-                                       "--op-timeout", OP_TIMEOUT, "--out", str(tmp_path / "b")])
+                                       "--op-timeout", FAULT_OP_TIMEOUT,
+                                       "--out", str(tmp_path / "b")])
     assert result.exit_code == 1, result.output
     with open(tmp_path / "b/ops_status.csv", newline="") as handle:
         rows = {r["op"]: r for r in csv.DictReader(handle)}

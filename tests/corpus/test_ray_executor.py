@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.corpus.outcome import CRASH, FAIL, PASS, TIMEOUT
 from harness.corpus.ray_executor import NAMESPACE
-from conftest import FAST, ROOT
+from conftest import FAST, FAULT_OP_TIMEOUT, ROOT
 from procs import alive, signal_when
 
 try:
@@ -32,9 +32,7 @@ except ImportError:       # the ray extra is optional: CI installs it (.[test,tr
 
 needs_ray = pytest.mark.skipif(ray is None, reason="Ray is not installed (pip install -e "
                                                    "'.[ray]'): the ray executor is not tested")
-# As in test_batch: an op timeout that add and softmax, the first ops of a fresh worker, meet
-# on a slow shared host; fault_hang waits it out.
-OP_TIMEOUT = "15"
+OP_TIMEOUT = FAULT_OP_TIMEOUT             # as in test_batch (conftest says why 15 s)
 
 
 @pytest.fixture(scope="module")
@@ -151,12 +149,12 @@ def test_an_actor_killed_mid_op_is_a_crash_retried_in_a_new_actor(tmp_path, clus
                 killed.append(actor["name"])
     killer = threading.Thread(target=kill_when_the_op_runs, daemon=True)
     killer.start()
-    result = CliRunner().invoke(main, batch_args(
-        tmp_path, root, "--ops", "fault_hang", "--devices", "0", "--op-timeout", "60",
-        "--stall-timeout", "5", "--executor", "ray", "--ray-address", cluster))
     # the stall rule, not the op timeout, ends attempt 2's hang: its 5 s count from the run's
     # first heartbeat, not from a worker starting cold, so the kill of attempt 1 cannot lose
     # its race to a timeout on a slow host
+    result = CliRunner().invoke(main, batch_args(
+        tmp_path, root, "--ops", "fault_hang", "--devices", "0", "--op-timeout", "60",
+        "--stall-timeout", "5", "--executor", "ray", "--ray-address", cluster))
     killer.join(timeout=5)
     assert len(killed) == 1, result.output
     row = rows(root)["fault_hang"]
