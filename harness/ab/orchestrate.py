@@ -51,7 +51,7 @@ def run_side(plan: ABPlan, op: str, number: int, side: Side,
     """One `zlh bench` in a fresh process group; a timeout kills the whole group (rc 124)."""
     out = plan.root / safe_name(op) / f"r{number}_{side.label}"
     out.mkdir(parents=True, exist_ok=True)
-    options = plan.round_options(op, out, replay_from, side)
+    options = plan.round_options(op, number, out, replay_from, side)
     cmd = [side.python, "-m", "harness", "bench", op, *options.to_argv()]
     started = time.time()
     with open(out / "bench.log", "w", encoding="utf-8") as log:

@@ -22,6 +22,7 @@ launched ahead, both behind the round's spacer (`record_alone`: the runner makes
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol, Sequence
@@ -34,6 +35,12 @@ FRESH, PERSISTENT, TURNS, TURNS_FRESH, TWINS, CHOSEN = (
 ROUND_PROCESSES = (FRESH, PERSISTENT, TURNS, TURNS_FRESH, TWINS, CHOSEN)
 DESIGN = "two-stage"
 CHOICE_FILE = "round_process.json"    # <root>/<op>/: the process `auto` chose for the op
+
+
+def round_seed(op: str, number: int) -> int:
+    """Round `number`'s seed for `op`, both sides': the sizes of the round's spacers (a
+    worker's allocation ahead of the inputs, and every later placement's)."""
+    return zlib.crc32(f"{op}/{number}".encode())
 
 
 @dataclass(frozen=True)

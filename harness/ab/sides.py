@@ -10,6 +10,7 @@ from ..run.child_env import child_environment
 from ..common.errors import UsageError
 from ..run.options import BenchOptions
 from .compile_reuse import SideCaches
+from .rounds import round_seed
 from .runs import STOP_RC
 
 
@@ -55,11 +56,16 @@ class ABPlan:
                                     telemetry_interval=0.0, baseline_timing=False,
                                     **side.options)
 
-    def round_options(self, op: str, out: Path, replay_from: Path | None,
+    def round_options(self, op: str, number: int, out: Path, replay_from: Path | None,
                       side: Side) -> BenchOptions:
-        """A round's run options: as `run_options`, loading the side's kept compile cache of
-        the op (or keeping this run's: compile_reuse.py); `ran` after the run."""
-        return self.caches.options(op, side.label, self.run_options(out, replay_from, side))
+        """Round `number`'s run options: as `run_options`, loading the side's kept compile
+        cache of the op (or keeping this run's: compile_reuse.py; `ran` after the run), the
+        later placements' spacers drawn from the round's seed — the same on both sides, each
+        round others, so that where a placement's data lands varies over the rounds (and
+        widens their interval) instead of repeating in every round."""
+        options = self.run_options(out, replay_from, side).replace(
+            placement_seed=round_seed(op, number))
+        return self.caches.options(op, side.label, options)
 
     def ran(self, op: str, side: Side, out: Path) -> None:
         self.caches.ran(op, side.label, out)

@@ -32,11 +32,10 @@ import statistics
 import threading
 import time
 import uuid
-import zlib
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
-from ..ab.rounds import PERSISTENT, TURNS, TURNS_FRESH, TWINS
+from ..ab.rounds import PERSISTENT, TURNS, TURNS_FRESH, TWINS, round_seed
 from ..ab.runs import (NO_RESULT_RC, RunOutcome, append_status, ended_by, outcome_of,
                        recorded_rc)
 from ..ab.sides import ABPlan, Side, env_for
@@ -52,11 +51,6 @@ SHIFT_MAX_BYTES = placement.SHIFT_MAX_BYTES   # the random allocation before a r
 FRESH_SPARES = 3              # turns-fresh: warm spares per side at first (then as measured)
 MAX_FRESH_SPARES = 8          # … and at most
 RUN_LINE = "zlh {} run:"      # the side's worker log: where each run's wall went (runner's name)
-
-
-def round_seed(op: str, number: int) -> int:
-    """Round `number`'s seed for `op`, both sides'."""
-    return zlib.crc32(f"{op}/{number}".encode())
 
 
 class PersistentRounds:
@@ -102,7 +96,7 @@ class PersistentRounds:
             raise RoundsStopped(f"{op} round {number} side {side.label}: the A/B was stopped")
         out = Path(plan.root) / safe_name(op) / f"r{number}_{side.label}"
         out.mkdir(parents=True, exist_ok=True)
-        options = plan.round_options(op, out, replay_from, side)
+        options = plan.round_options(op, number, out, replay_from, side)
         args = options.to_argv()
         log = out / "bench.log"
         with open(log, "w", encoding="utf-8") as handle:
@@ -297,7 +291,8 @@ class TwinsRounds(FreshAhead, PersistentRounds):
     data lies cancels in the round's delta; each round draws another size, so the rounds
     still cover it. A side that allocates otherwise lands elsewhere each round: that spreads
     its rounds (a wider interval) rather than biasing them, as far as the spacer's sizes span
-    what a placement's latency varies over."""
+    what a placement's latency varies over; later placements' spacers are the round's draw
+    too (ABPlan.round_options)."""
 
     name = TWINS
     activate_ahead = False

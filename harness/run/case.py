@@ -263,8 +263,9 @@ def _measure_placements(case, case_timer: CaseTimer, backend, options, row: Row,
     baseline = ((lambda: case.baseline(*fed[0].args, **fed[0].kwargs))
                 if options.baseline_timing else None)
     measured = []
+    spacers = options.seed if options.placement_seed is None else options.placement_seed
     mover = placement.Mover(backend, case_timer.device_index, options.placement_memory,
-                            lambda number: f"{options.seed}:{number}:{row.shape_detail}:"
+                            lambda number: f"{spacers}:{number}:{row.shape_detail}:"
                                            f"{row.occurrence}")
 
     def build():

@@ -241,6 +241,11 @@ OPTIONS = (
                 "its inputs and a 64 MiB spacer (or the free memory is unknown), what was "
                 "kept is let go and the case's later placements reuse memory (results: "
                 "placements_new_memory). Part of the caliber."),
+    # Not the caliber: where a placement lands is what rounds draw anew (ab/sides.py).
+    Option("placement_seed", "--placement-seed", int, low=0, high=SEED_LIMIT - 1,
+           location=True, shared=False, hidden=True, group="timing", metavar="N",
+           help="Seed of the later placements' spacers (their sizes); default: --seed. Each "
+                "round of `zlh ab` and `zlh calibrate` gives its own, the same on both sides."),
     Option("seed", "--seed", int, DEFAULT_SEED, low=0, high=SEED_LIMIT - 1, caliber="seed",
            manifest=True, above="option {name}: {value} is out of range (0 .. {high})",
            help="Seed for random, numpy and torch before each case's inputs are built "

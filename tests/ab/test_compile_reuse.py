@@ -72,3 +72,18 @@ def test_rounds_of_fresh_processes_load_their_sides_first_compile_cache(tmp_path
         (row,) = [json.loads(line) for line in
                   (run.parent / "results.jsonl").read_text().splitlines()]
         assert row["extra"]["slow"] is (side == "B")          # B's cases built slowed
+
+
+def test_a_rounds_placement_spacers_are_one_draw_for_both_sides_and_another_each_round(
+        tmp_path):
+    from harness.ab.rounds import round_seed
+    from harness.ab.sides import ABPlan, Side
+    plan = ABPlan(ops=["add"], a=Side("A"), b=Side("B"), options=BenchOptions(),
+                  root=tmp_path)
+    seeds = {(number, side.label): plan.round_options("add", number, tmp_path, None,
+                                                      side).placement_seed
+             for number in (1, 2, 3) for side in (plan.a, plan.b)}
+    for number in (1, 2, 3):
+        assert seeds[number, "A"] == seeds[number, "B"] == round_seed("add", number)
+    assert len({seeds[n, "A"] for n in (1, 2, 3)}) == 3
+    assert plan.round_options("mul", 1, tmp_path, None, plan.a).placement_seed != seeds[1, "A"]

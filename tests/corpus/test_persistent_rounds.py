@@ -37,6 +37,7 @@ def test_rounds_run_in_one_worker_per_side_in_abba_order(tmp_path):
         assert info["autotune_mode"] == ("record" if (number, side) == (1, "A") else "replay")
         log = (run.parent.parent / "bench.log").read_text()
         assert f"round re-randomised: seed {round_seed('add', number)}" in log
+        assert info["options"]["placement_seed"] == round_seed("add", number)  # placements too
         seeds.setdefault(number, set()).add(re.search(r"seed (\d+)", log).group(1))
         assert (info.get("env") or {}).get("ZLH_BUILTIN_SLOW") == ("1" if side == "B" else None)
     assert all(len(p) == 1 for p in pids.values()) and pids["A"] != pids["B"]

@@ -30,7 +30,7 @@ OTHER = {"adapter": "builtin", "cases": "pkg.mod:cases", "backend": "cpu", "devi
          "replay": "/r", "keep_cache": True, "autotune_hooks": False, "plant_pct": 1.5,
          "plant_landing_pct": 0.3,
          "kernel_split": True, "case_shard": "1/3", "pace_us": 250.0, "timing": False,
-         "baseline_timing": False, "placements": 4, "placement_memory": "new",
+         "baseline_timing": False, "placements": 4, "placement_memory": "new", "placement_seed": 9,
          "keep_compile_cache": True, "compile_cache": "/c", "sweep_ms": 40.0}
 
 

@@ -404,3 +404,31 @@ def test_made_once_inputs_stay_where_they_are_when_a_copy_would_not_fit(
 def test_inputs_built_anew_are_not_copied(tmp_path, sure_rule, fast_budget):
     _, row, _ = run_placements(tmp_path, sure_rule, fast_budget, "reused")
     assert "placements_copied" not in row.extra
+
+
+def test_the_later_placements_spacers_follow_the_placement_seed(tmp_path, sure_rule,
+                                                                 fast_budget, monkeypatch):
+    """A bench run draws its spacers from --seed; a round of an A/B gives its own seed (the same
+    on both sides, each round another: ab/sides.py), so where its placements land is drawn
+    anew every round instead of repeating — only the spacers, never the inputs' values."""
+    seeds = []
+    real = placement.elsewhere
+    monkeypatch.setattr(placement, "elsewhere",
+                        lambda backend, index, seed, *rest: seeds.append(seed) or real(
+                            backend, index, seed, *rest))
+    drawn = {}
+    for name, seed in (("default", None), ("round7", 7), ("round7again", 7), ("round8", 8)):
+        adapter = Remembering(["ok"])
+        plan = plan_for([], tmp_path / name, sure_rule, fast_budget)
+        plan = dataclasses.replace(plan, adapter=adapter, options=plan.options.replace(
+            placements=3, placement_seed=seed))
+        seeds.clear()
+        result = run_op(plan, "op", echo=lambda _: None)
+        (row,) = read_rows(result.run_dir / "results.jsonl")
+        assert row.status == SUCCESS and len(row.gems.repeats) == 3
+        drawn[name] = list(seeds)
+    assert len(drawn["default"]) == 2 and all(s.startswith("0:") for s in drawn["default"])
+    assert drawn["round7"] == drawn["round7again"] != drawn["round8"]
+    assert all(s.startswith("7:") for s in drawn["round7"])
+    assert {s.split(":", 1)[1] for s in drawn["round7"]} == {
+        s.split(":", 1)[1] for s in drawn["default"]}        # placement number, shape: kept
