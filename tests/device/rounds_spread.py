@@ -194,14 +194,36 @@ def repilot(reports, pilot: int) -> None:
             row.p_value, row.significant = stat.p_value, stat.significant
 
 
+def counted_elsewhere(roots: list[Path]) -> dict[str, dict[str, str]]:
+    """Ops that ran in more than one of `roots` (a box that cut an op, the op run again in a
+    later call): each counts once, from the root where it ran the most rounds (the later root
+    on a tie). {root: {op: the root that counts it}} for the roots that leave an op out."""
+    best: dict[str, tuple[int, int, str]] = {}
+    for order, root in enumerate(roots):
+        for report in load_report(root)[1]:
+            ran = (int(report.summary.get("rounds") or 0), order, str(root))
+            best[report.op] = max(best.get(report.op, ran), ran)
+    out: dict[str, dict[str, str]] = {}
+    for root in roots:
+        for report in load_report(root)[1]:
+            keeper = best[report.op][2]
+            if keeper != str(root):
+                out.setdefault(str(root), {})[report.op] = keeper
+    return out
+
+
 def summarize_root(root: Path, planted: bool, min_ms: float = MIN_MS,
-                   pilot: int | None = None) -> dict:
+                   pilot: int | None = None, elsewhere: dict[str, str] | None = None) -> dict:
     """The acceptance numbers of a `zlh calibrate` root (from report.json, rewritten after every
     op, so a root whose box ended still counts the ops it finished), its verdicts decided as
     zlh decides them now (Holm over every shape of the root; `significant_stored`: as the
     report had them; with `pilot`, tested again on that pilot: repilot), and each shape's sd
-    over its rounds (`round_sd`: round_sd_lines)."""
+    over its rounds (`round_sd`: round_sd_lines). `elsewhere`: {op: root} of ops another root
+    counts (counted_elsewhere), left out here."""
+    elsewhere = elsewhere or {}
     doc, reports = load_report(root)
+    reports = [r for r in reports if r.op not in elsewhere]
+    doc = dict(doc, ops=[op for op in doc.get("ops", []) if op.get("op") not in elsewhere])
     stored = sum(1 for op in doc.get("ops", []) for row in op.get("rows", [])
                  if row.get("significant"))
     if pilot:
@@ -214,10 +236,12 @@ def summarize_root(root: Path, planted: bool, min_ms: float = MIN_MS,
            "shapes_20us": len(big), "significant_stored": stored,
            "significant": sum(1 for s in shapes if s.get("significant")),
            "rounds": sorted({s["rounds_run"] for s in shapes if s.get("rounds_run")}),
-           "wall_s": status_wall(Path(root)), "round_sd": round_sd_lines(doc, min_ms)}
+           "wall_s": status_wall(Path(root), skip=set(elsewhere)),
+           "round_sd": round_sd_lines(doc, min_ms), "counted_elsewhere": elsewhere}
     cal = Path(root) / "calibration.json"
     calibration = json.loads(cal.read_text()) if cal.is_file() else {}
-    out["wall_s"] = calibration.get("wall_s") or out["wall_s"]
+    if not elsewhere:            # calibrate's own wall counts every op of the root
+        out["wall_s"] = calibration.get("wall_s") or out["wall_s"]
     if planted:
         over = over_landed(calibration)
         counted = [s for s in big if _case(s) not in over]
@@ -249,14 +273,17 @@ def over_landed(calibration: dict) -> set[tuple]:
             and s.get("planted_pct") and s["landed_pct"] > CHECK_BAND[1] * s["planted_pct"]}
 
 
-def status_wall(root: Path) -> float | None:
-    """The sum of the runs' elapsed_s in status.tsv (what the rounds themselves took)."""
+def status_wall(root: Path, skip: set[str] = frozenset()) -> float | None:
+    """The sum of the runs' elapsed_s in status.tsv (what the rounds themselves took), the
+    ops in `skip` left out."""
     path = root / "status.tsv"
     if not path.is_file():
         return None
     lines = path.read_text().splitlines()
-    col = lines[0].split("\t").index("elapsed_s")
-    return round(sum(float(ln.split("\t")[col]) for ln in lines[1:]), 1)
+    head = lines[0].split("\t")
+    col, op = head.index("elapsed_s"), head.index("op")
+    rows = [ln.split("\t") for ln in lines[1:]]
+    return round(sum(float(r[col]) for r in rows if r[op] not in skip), 1)
 
 
 # ---- running ----------------------------------------------------------------------------------
@@ -591,6 +618,8 @@ def summary_lines(n: dict) -> list[str]:
              f"rounds {n['rounds']}, runs' wall {n['wall_s']} s, significant {n['significant']}"
              + (f" (as stored: {n['significant_stored']})"
                 if n.get("significant_stored", n["significant"]) != n["significant"] else "")]
+    lines += [f"{op}: counted from {keeper} (more rounds there), not here"
+              for op, keeper in sorted((n.get("counted_elsewhere") or {}).items())]
     if "found_20us" in n:
         rate = n["rate_20us"]
         lines.append(f"planted 0.3 % found with the right sign on {n['found_20us']}/"
@@ -641,6 +670,8 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if mode == "summarize":
         lines, parts = [], []
+        dirs = [Path(r) for r in argv[1:] if not Path(r).is_file()]
+        elsewhere = counted_elsewhere(dirs)
         for root in argv[1:]:
             if Path(root).is_file():         # a call's $OUT/<mode>.json
                 parts.append(json.loads(Path(root).read_text()))
@@ -648,7 +679,8 @@ def main(argv: list[str]) -> int:
                 plan = json.loads((Path(root) / "plan.json").read_text())
                 planted = bool(((plan.get("B") or {}).get("options") or {}).get("plant_pct"))
                 pilot = int(os.environ.get("PILOT") or 0) or None
-                parts.append(summarize_root(Path(root), planted, pilot=pilot))
+                parts.append(summarize_root(Path(root), planted, pilot=pilot,
+                                            elsewhere=elsewhere.get(str(Path(root)))))
             lines += summary_lines(parts[-1])
         print("\n".join(lines + total_lines(parts)))
         return 0

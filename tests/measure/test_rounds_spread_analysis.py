@@ -248,3 +248,22 @@ def test_a_plant_or_aa_call_prints_where_its_big_shapes_spread_from():
     assert not any("mm 384" in line for line in lines)
     assert lines[-1].startswith("shapes >= 20 us: 1;")
     assert rounds_spread.within_lines(rounds_within, {}) == []
+
+
+def test_an_op_run_in_two_roots_counts_once_from_the_one_with_more_rounds(tmp_path):
+    """A box that cut an op after two rounds, the op run again in a later call: adding the
+    calls up counts its shapes once, from the root that ran it to more rounds."""
+    cut, again = tmp_path / "cut", tmp_path / "again"
+    for root, rounds, p in ((cut, 2, 0.5), (again, 16, 0.001)):
+        root.mkdir()
+        write_report(root, [_row("a", 0.05, -0.31, -0.4, -0.2, p, p < 0.05, -1)],
+                     slower=int(p < 0.05), unchanged=int(p >= 0.05), rounds=rounds)
+        (root / "status.tsv").write_text("round\top\tside\trc\telapsed_s\n1\tmm\tA\t0\t2.5\n")
+    elsewhere = rounds_spread.counted_elsewhere([cut, again])
+    assert elsewhere == {str(cut): {"mm": str(again)}}
+    parts = [rounds_spread.summarize_root(root, planted=True, elsewhere=elsewhere.get(str(root)))
+             for root in (cut, again)]
+    assert [p["shapes_20us"] for p in parts] == [0, 1] and parts[0]["wall_s"] == 0
+    assert f"mm: counted from {again}" in "\n".join(rounds_spread.summary_lines(parts[0]))
+    (total,) = rounds_spread.total_lines(parts)
+    assert total.startswith("all planted roots: found 1/1 shapes"), total
