@@ -367,9 +367,12 @@ def replay_against(run_a, given: dict, root: Path, timeout_s: float, echo: Echo,
     if not isinstance(op, str):
         raise UsageError(f"{run_a}: run.json names no op")
     partial = {REPLAY_PARTIAL_ENV: "1"} if allow_partial else {}   # side B's bench allows it
+    # side B's later placements behind the spacers A's were behind (from_run leaves them out)
+    options = options.replace(placement_seed=(stored.info.get("options") or {}).get(
+        "placement_seed"))
     plan = ABPlan(ops=[op], a=Side("A", description=str(run_a)),
-                  b=Side("B", description="now", env=partial),
-                  options=options, root=root, timeout_s=timeout_s, noise_floor=noise_floor)
+                  b=Side("B", description="now", env=partial), options=options, root=root,
+                  timeout_s=timeout_s, noise_floor=noise_floor, draw_placements=False)
     check_replay(stored, options, root, allow_partial, plan.b)
     if not allow_caliber_mismatch:
         check_replay_shapes(run_a, options)

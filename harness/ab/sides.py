@@ -42,6 +42,7 @@ class ABPlan:
     auto: object = None                # rounds.AutoRounds: --rounds auto (rounds = its cap)
     runner: object = None              # rounds.RoundRunner; None: a fresh process per run
     caches: SideCaches = field(default_factory=SideCaches)   # each side compiles an op once
+    draw_placements: bool = True       # False: runs keep options.placement_seed (a replay)
 
     @property
     def switch(self) -> str:
@@ -62,9 +63,11 @@ class ABPlan:
         cache of the op (or keeping this run's: compile_reuse.py; `ran` after the run), the
         later placements' spacers drawn from the round's seed — the same on both sides, each
         round others, so that where a placement's data lands varies over the rounds (and
-        widens their interval) instead of repeating in every round."""
-        options = self.run_options(out, replay_from, side).replace(
-            placement_seed=round_seed(op, number))
+        widens their interval) instead of repeating in every round. Not with
+        `draw_placements` off: `zlh ab --replay RUN_A` gives side B the spacers A had."""
+        options = self.run_options(out, replay_from, side)
+        if self.draw_placements:
+            options = options.replace(placement_seed=round_seed(op, number))
         return self.caches.options(op, side.label, options)
 
     def ran(self, op: str, side: Side, out: Path) -> None:

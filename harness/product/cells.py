@@ -38,6 +38,7 @@ from ..common.files import read_text
 from ..compile.ir.dump import DUMPED, MEASURED, MISSING, SETUP
 from ..compile.ir.fingerprint import (convert_layout_count, fingerprint, ir_files, ir_root,
                                        read_index)
+from ..ab.rounds import round_seed
 from ..corpus.outcome import judge
 from ..corpus.supervisor import Lane, run_fresh
 from ..run.options import BenchOptions
@@ -48,6 +49,7 @@ from .manifest import Cell, Manifest
 from .receipts import ZLH_ROOT, relative, sha256_or_none, write_receipt
 
 CELL_RECEIPT = "cell-receipt.json"
+ROUNDS = ("a", "b")          # a task's rounds: every cell, then the timed cells again
 NOT_RUN = "NOT_RUN"
 
 
@@ -112,8 +114,10 @@ def run_cell(ctx: CampaignContext, task: dict, cell: Cell, rnd: str,
     out = ctx.cell_dir(task["task_id"], rnd, cell.name)
     out.mkdir(parents=True, exist_ok=True)
     lane = cell_lane(ctx.manifest, cell, ctx.python)
+    # every cell of a round behind the same later-placement spacers, round b behind others
     options = ctx.options.replace(dtypes=tuple(task["dtypes"]), out=str(out),
-                                  replay=str(replay) if replay else None)
+                                  replay=str(replay) if replay else None,
+                                  placement_seed=round_seed(task["task_id"], ROUNDS.index(rnd)))
     log = out / "cell.log"
     timeout = float(task["timeout_s"])
     attempt = run_fresh(lane, task["op_name"], options.to_argv(), timeout, log, out)

@@ -245,7 +245,8 @@ OPTIONS = (
     Option("placement_seed", "--placement-seed", int, low=0, high=SEED_LIMIT - 1,
            location=True, shared=False, hidden=True, group="timing", metavar="N",
            help="Seed of the later placements' spacers (their sizes); default: --seed. Each "
-                "round of `zlh ab` and `zlh calibrate` gives its own, the same on both sides."),
+                "round of `zlh ab`, `zlh calibrate` and a product campaign gives its own, the "
+                "same on both sides (every cell)."),
     Option("seed", "--seed", int, DEFAULT_SEED, low=0, high=SEED_LIMIT - 1, caliber="seed",
            manifest=True, above="option {name}: {value} is out of range (0 .. {high})",
            help="Seed for random, numpy and torch before each case's inputs are built "

@@ -358,6 +358,8 @@ def test_replay_mode_runs_side_b_with_side_a_caliber(tmp_path):
     info_b = json.loads((run_b / "run.json").read_text())
     info_a = json.loads((run_a / "run.json").read_text())
     assert info_b["autotune_mode"] == "replay"
+    # B's later placements behind A's spacers: none drawn for the round
+    assert info_b["options"]["placement_seed"] == info_a["options"]["placement_seed"] is None
     assert {k: v for k, v in info_b["caliber"].items() if k != "autotune_mode"} == \
         {k: v for k, v in info_a["caliber"].items() if k != "autotune_mode"}
     assert "summary: 1 shapes" in result.output

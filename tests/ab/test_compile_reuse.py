@@ -87,3 +87,6 @@ def test_a_rounds_placement_spacers_are_one_draw_for_both_sides_and_another_each
         assert seeds[number, "A"] == seeds[number, "B"] == round_seed("add", number)
     assert len({seeds[n, "A"] for n in (1, 2, 3)}) == 3
     assert plan.round_options("mul", 1, tmp_path, None, plan.a).placement_seed != seeds[1, "A"]
+    kept = ABPlan(ops=["add"], a=Side("A"), b=Side("B"), draw_placements=False, root=tmp_path,
+                  options=BenchOptions.from_flat(placement_seed=11))     # a replay: A's
+    assert kept.round_options("add", 1, tmp_path, None, kept.b).placement_seed == 11

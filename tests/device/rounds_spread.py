@@ -194,19 +194,27 @@ def repilot(reports, pilot: int) -> None:
             row.p_value, row.significant = stat.p_value, stat.significant
 
 
+def is_planted(root: Path) -> bool:
+    """Whether a calibrate root planted a change on side B (its plan.json)."""
+    plan = json.loads((Path(root) / "plan.json").read_text())
+    return bool(((plan.get("B") or {}).get("options") or {}).get("plant_pct"))
+
+
 def counted_elsewhere(roots: list[Path]) -> dict[str, dict[str, str]]:
-    """Ops that ran in more than one of `roots` (a box that cut an op, the op run again in a
-    later call): each counts once, from the root where it ran the most rounds (the later root
-    on a tie). {root: {op: the root that counts it}} for the roots that leave an op out."""
-    best: dict[str, tuple[int, int, str]] = {}
+    """Ops that ran in more than one of `roots` of one kind, planted or A/A (a box that cut an
+    op, the op run again in a later call): each counts once, from the root where it ran the
+    most rounds (the later root on a tie). {root: {op: the root that counts it}} for the
+    roots that leave an op out."""
+    best: dict[tuple[bool, str], tuple[int, int, str]] = {}
     for order, root in enumerate(roots):
         for report in load_report(root)[1]:
             ran = (int(report.summary.get("rounds") or 0), order, str(root))
-            best[report.op] = max(best.get(report.op, ran), ran)
+            key = (is_planted(root), report.op)
+            best[key] = max(best.get(key, ran), ran)
     out: dict[str, dict[str, str]] = {}
     for root in roots:
         for report in load_report(root)[1]:
-            keeper = best[report.op][2]
+            keeper = best[is_planted(root), report.op][2]
             if keeper != str(root):
                 out.setdefault(str(root), {})[report.op] = keeper
     return out
@@ -219,16 +227,17 @@ def summarize_root(root: Path, planted: bool, min_ms: float = MIN_MS,
     zlh decides them now (Holm over every shape of the root; `significant_stored`: as the
     report had them; with `pilot`, tested again on that pilot: repilot), and each shape's sd
     over its rounds (`round_sd`: round_sd_lines). `elsewhere`: {op: root} of ops another root
-    counts (counted_elsewhere), left out here."""
+    counts (counted_elsewhere), decided with the root's shapes and then left out here; the
+    root's wall then loses their runs' time (status.tsv)."""
     elsewhere = elsewhere or {}
     doc, reports = load_report(root)
+    if pilot:
+        repilot(reports, pilot)
+    decide(reports)                  # the root's family, as `zlh ab --rescore` would
     reports = [r for r in reports if r.op not in elsewhere]
     doc = dict(doc, ops=[op for op in doc.get("ops", []) if op.get("op") not in elsewhere])
     stored = sum(1 for op in doc.get("ops", []) for row in op.get("rows", [])
                  if row.get("significant"))
-    if pilot:
-        repilot(reports, pilot)
-    decide(reports)
     shapes = [dict(vars(row), op=report.op, rounds_run=report.summary.get("rounds"))
               for report in reports for row in report.rows]
     big = [s for s in shapes if (s.get("a_ms") or 0) >= min_ms]
@@ -236,12 +245,14 @@ def summarize_root(root: Path, planted: bool, min_ms: float = MIN_MS,
            "shapes_20us": len(big), "significant_stored": stored,
            "significant": sum(1 for s in shapes if s.get("significant")),
            "rounds": sorted({s["rounds_run"] for s in shapes if s.get("rounds_run")}),
-           "wall_s": status_wall(Path(root), skip=set(elsewhere)),
+           "wall_s": status_wall(Path(root)),
            "round_sd": round_sd_lines(doc, min_ms), "counted_elsewhere": elsewhere}
     cal = Path(root) / "calibration.json"
     calibration = json.loads(cal.read_text()) if cal.is_file() else {}
-    if not elsewhere:            # calibrate's own wall counts every op of the root
-        out["wall_s"] = calibration.get("wall_s") or out["wall_s"]
+    out["wall_s"] = calibration.get("wall_s") or out["wall_s"]
+    if elsewhere and out["wall_s"] is not None:
+        left_out = (status_wall(Path(root)) or 0) - (status_wall(Path(root), set(elsewhere)) or 0)
+        out["wall_s"] = round(out["wall_s"] - left_out, 1)
     if planted:
         over = over_landed(calibration)
         counted = [s for s in big if _case(s) not in over]
@@ -676,8 +687,7 @@ def main(argv: list[str]) -> int:
             if Path(root).is_file():         # a call's $OUT/<mode>.json
                 parts.append(json.loads(Path(root).read_text()))
             else:                            # a root, or a call's $OUT/<mode>_root
-                plan = json.loads((Path(root) / "plan.json").read_text())
-                planted = bool(((plan.get("B") or {}).get("options") or {}).get("plant_pct"))
+                planted = is_planted(Path(root))
                 pilot = int(os.environ.get("PILOT") or 0) or None
                 parts.append(summarize_root(Path(root), planted, pilot=pilot,
                                             elsewhere=elsewhere.get(str(Path(root)))))

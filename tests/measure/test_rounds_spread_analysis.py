@@ -252,18 +252,23 @@ def test_a_plant_or_aa_call_prints_where_its_big_shapes_spread_from():
 
 def test_an_op_run_in_two_roots_counts_once_from_the_one_with_more_rounds(tmp_path):
     """A box that cut an op after two rounds, the op run again in a later call: adding the
-    calls up counts its shapes once, from the root that ran it to more rounds."""
-    cut, again = tmp_path / "cut", tmp_path / "again"
-    for root, rounds, p in ((cut, 2, 0.5), (again, 16, 0.001)):
+    calls up counts its shapes once, from the root that ran it to more rounds — among roots
+    of its kind: an A/A of the same op, with more rounds still, takes nothing from the plant."""
+    cut, again, aa = tmp_path / "cut", tmp_path / "again", tmp_path / "aa"
+    for root, rounds, p, plant in ((cut, 2, 0.5, 0.3), (again, 16, 0.001, 0.3),
+                                   (aa, 24, 0.5, None)):
         root.mkdir()
         write_report(root, [_row("a", 0.05, -0.31, -0.4, -0.2, p, p < 0.05, -1)],
                      slower=int(p < 0.05), unchanged=int(p >= 0.05), rounds=rounds)
         (root / "status.tsv").write_text("round\top\tside\trc\telapsed_s\n1\tmm\tA\t0\t2.5\n")
-    elsewhere = rounds_spread.counted_elsewhere([cut, again])
+        (root / "plan.json").write_text(json.dumps({"B": {"options": {"plant_pct": plant}}}))
+    elsewhere = rounds_spread.counted_elsewhere([cut, again, aa])
     assert elsewhere == {str(cut): {"mm": str(again)}}
-    parts = [rounds_spread.summarize_root(root, planted=True, elsewhere=elsewhere.get(str(root)))
-             for root in (cut, again)]
-    assert [p["shapes_20us"] for p in parts] == [0, 1] and parts[0]["wall_s"] == 0
+    parts = [rounds_spread.summarize_root(root, planted=root != aa,
+                                          elsewhere=elsewhere.get(str(root)))
+             for root in (cut, again, aa)]
+    assert [p["shapes_20us"] for p in parts] == [0, 1, 1] and parts[0]["wall_s"] == 0
     assert f"mm: counted from {again}" in "\n".join(rounds_spread.summary_lines(parts[0]))
-    (total,) = rounds_spread.total_lines(parts)
-    assert total.startswith("all planted roots: found 1/1 shapes"), total
+    planted, aa_total = rounds_spread.total_lines(parts)
+    assert planted.startswith("all planted roots: found 1/1 shapes"), planted
+    assert aa_total.startswith("all A/A roots: 0 significant of 1 shapes"), aa_total

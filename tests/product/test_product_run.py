@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -108,6 +109,11 @@ def test_every_class_path_through_real_tasks_and_receipts(tmp_path, fake):
     for cell in ("a/mask0", "a/candidate", "b/candidate", "b/off"):
         receipt = json.loads((root / f"tasks/mm/{cell}/cell-receipt.json").read_text())
         assert receipt["replay_from"] == record and receipt["status"] == "PASS"
+    seeds = {cell: re.search(r"--placement-seed (\d+)", (root / f"tasks/mm/{cell}/cell.log")
+                             .read_text()).group(1)
+             for cell in ("a/off", "a/mask0", "a/candidate", "b/candidate", "b/off")}
+    assert len({seeds["a/off"], seeds["a/mask0"], seeds["a/candidate"]}) == 1   # one a round
+    assert seeds["b/candidate"] == seeds["b/off"] != seeds["a/off"]
     assert not (root / "tasks/softmax/b").exists()              # no code change: no round b
     raise_ = json.loads((root / "tasks/raise/a/candidate/cell-receipt.json").read_text())
     assert raise_["status"] == "NOT_RUN" and "left nothing to replay" in raise_["reason"]
