@@ -10,7 +10,8 @@
 # found no more, thirty-fifth set). GEMM_BUDGET / REST_BUDGET replace them.
 # Runs tests/device/rounds_spread.sh and packs what it wrote, with the card's name and limits,
 # into $OUT/call.tgz (a device call brings back few files); add groups up with
-# `python3 tests/device/rounds_spread.py summarize ROOT…` (an op in two roots of one kind counts once).
+# `python3 tests/device/rounds_spread.py summarize ROOT…` (an op in two roots of one kind
+# counts once).
 set -u
 FINAL=${OUT:-device-out}
 WORK_OUT=$(mktemp -d)/o

@@ -205,18 +205,17 @@ def counted_elsewhere(roots: list[Path]) -> dict[str, dict[str, str]]:
     op, the op run again in a later call): each counts once, from the root where it ran the
     most rounds (the later root on a tie). {root: {op: the root that counts it}} for the
     roots that leave an op out."""
-    best: dict[tuple[bool, str], tuple[int, int, str]] = {}
-    for order, root in enumerate(roots):
-        for report in load_report(root)[1]:
-            ran = (int(report.summary.get("rounds") or 0), order, str(root))
-            key = (is_planted(root), report.op)
-            best[key] = max(best.get(key, ran), ran)
+    ran = [(str(root), is_planted(root), report.op, int(report.summary.get("rounds") or 0),
+            order) for order, root in enumerate(roots) for report in load_report(root)[1]]
+    best = {}                        # (planted, op) -> (rounds, order, root) of the keeper
+    for root, planted, op, rounds, order in ran:
+        entry = (rounds, order, root)
+        best[planted, op] = max(best.get((planted, op), entry), entry)
     out: dict[str, dict[str, str]] = {}
-    for root in roots:
-        for report in load_report(root)[1]:
-            keeper = best[is_planted(root), report.op][2]
-            if keeper != str(root):
-                out.setdefault(str(root), {})[report.op] = keeper
+    for root, planted, op, _, _ in ran:
+        keeper = best[planted, op][2]
+        if keeper != root:
+            out.setdefault(root, {})[op] = keeper
     return out
 
 
@@ -251,8 +250,7 @@ def summarize_root(root: Path, planted: bool, min_ms: float = MIN_MS,
     calibration = json.loads(cal.read_text()) if cal.is_file() else {}
     out["wall_s"] = calibration.get("wall_s") or out["wall_s"]
     if elsewhere and out["wall_s"] is not None:
-        left_out = (status_wall(Path(root)) or 0) - (status_wall(Path(root), set(elsewhere)) or 0)
-        out["wall_s"] = round(out["wall_s"] - left_out, 1)
+        out["wall_s"] = round(out["wall_s"] - (status_wall(Path(root), set(elsewhere)) or 0), 1)
     if planted:
         over = over_landed(calibration)
         counted = [s for s in big if _case(s) not in over]
@@ -284,9 +282,9 @@ def over_landed(calibration: dict) -> set[tuple]:
             and s.get("planted_pct") and s["landed_pct"] > CHECK_BAND[1] * s["planted_pct"]}
 
 
-def status_wall(root: Path, skip: set[str] = frozenset()) -> float | None:
-    """The sum of the runs' elapsed_s in status.tsv (what the rounds themselves took), the
-    ops in `skip` left out."""
+def status_wall(root: Path, only: set[str] | None = None) -> float | None:
+    """The sum of the runs' elapsed_s in status.tsv (what the rounds themselves took); with
+    `only`, of those ops' runs alone."""
     path = root / "status.tsv"
     if not path.is_file():
         return None
@@ -294,7 +292,7 @@ def status_wall(root: Path, skip: set[str] = frozenset()) -> float | None:
     head = lines[0].split("\t")
     col, op = head.index("elapsed_s"), head.index("op")
     rows = [ln.split("\t") for ln in lines[1:]]
-    return round(sum(float(r[col]) for r in rows if r[op] not in skip), 1)
+    return round(sum(float(r[col]) for r in rows if only is None or r[op] in only), 1)
 
 
 # ---- running ----------------------------------------------------------------------------------
