@@ -168,4 +168,5 @@ def _design_line(s: dict) -> str:
                 "cut short (later rounds left out)"
                 if design.get("stopped_by") in ("interrupted", "short")
                 else f"stopped by the {design.get('stopped_by', '?')}")
-            + f"; the interval uses the pilot's spread; {what}")
+            + f"; the interval uses the pilot's spread, never narrower than all the rounds'; "
+              f"{what}")

@@ -3,7 +3,8 @@
 `--rounds N`: N rounds. `--rounds auto` (`AutoRounds`): the two-stage design of
 `measure.sequential` — `min_rounds` pilot rounds, then as many as the widest shape needs for
 an interval half-width ≤ `target_pct`, at most `max_rounds`; the report tests every shape with
-the pilot's spread (exactly level alpha whatever N the pilot chose).
+the pilot's spread (exactly level alpha whatever N the pilot chose), guarded by the t of all its
+rounds (at most alpha; never narrower than the rounds show).
 
 Every round runs A and B in ABBA order (round 1 A then B, round 2 B then A, …) so that a drift
 over the rounds (the card warming, a clock settling) falls on both sides alike. How a run

@@ -21,6 +21,18 @@ variance sigma^2 / N, and s_pilot is a chi variable with pilot - 1 degrees of fr
 independent of it. That holds for all shapes of an op at once (N is the maximum over shapes),
 and Holm across the shapes keeps the family-wise rate.
 
+**The guard: never narrower than all the rounds show.** The design is exact only while the
+rounds are alike; a card's rounds need not be (an A/A's later rounds can spread more than
+its first). When the pilot happened to be quieter than the rounds after it,
+its spread makes the interval too narrow: on an H200 an A/A called mm 2048² significant at
+-0.055 % with a pilot spread of 0.047 % and 0.169 % over all 16 rounds. So a shape's interval
+is the wider of two around the same mean — the two-stage one, and the ordinary t interval of
+all N rounds (their spread, N - 1 degrees of freedom) — and its p the larger of the two tests'
+(an intersection-union test). It rejects only where the exact two-stage test rejects, so for
+alike rounds its rate stays at most alpha: nominal where the pilot alone sets N, simulated
+2.5-4 % where the cap cuts the rounds short of what the pilot asked (`false_positive_rate`
+simulates this rule). Where N is the pilot the two intervals are one.
+
 **Why not "stop when the usual t interval is narrow enough".** That rule tests with the
 spread of all rounds, and it stops more often when that spread happens to be low, which makes
 the t statistic too large: simulated (200,000 A/As per row, `false_positive_rate(...,
@@ -43,7 +55,7 @@ from typing import Sequence
 import numpy as np
 
 from .sample_stats import clean
-from .stats import ShapeStat, decided, detectable_pct, holm
+from .stats import ShapeStat, decided, detectable_pct, holm, rounds_interval
 from .student_t import t_critical, t_two_sided_p
 
 PILOT = 6                 # --min-rounds: the spread estimated on 5 degrees of freedom
@@ -58,9 +70,13 @@ MANY_ROUNDS = 10 ** 9    # the most rounds_needed says: far beyond any cap (MAX_
 def log_pct(deltas) -> np.ndarray:
     """Per-round deltas (%) as 100 · log of each round's ratio A/B (≈ the delta for small
     deltas); non-finite and ≤ -100 % values dropped."""
+    return 100.0 * np.log1p(_kept(deltas) / 100.0)
+
+
+def _kept(deltas) -> np.ndarray:
+    """The deltas a ratio exists for: finite and above -100 %."""
     d = clean(deltas)
-    d = d[d > -100.0]
-    return 100.0 * np.log1p(d / 100.0)
+    return d[d > -100.0]
 
 
 def pilot_sd_pct(deltas, pilot: int) -> float | None:
@@ -99,11 +115,9 @@ def half_width_pct(sd_pct: float | None, rounds: int, df: int,
     return t_critical(df, alpha) * sd_pct / math.sqrt(rounds)
 
 
-def two_stage_interval(deltas, pilot: int,
-                       alpha: float = 0.05) -> tuple[float, float, float]:
-    """(low, high, p) of one shape: the mean of all its rounds' log ratios, the spread of its
-    first `pilot` rounds, Student's t on pilot - 1 degrees of freedom; bounds as deltas.
-    Fewer than two pilot rounds: (nan, nan, nan)."""
+def _pilot_interval(deltas, pilot: int, alpha: float) -> tuple[float, float, float]:
+    """(low, high, p) of the two-stage design alone: the mean of all rounds' log ratios, the
+    spread of the first `pilot`, Student's t on pilot - 1 degrees of freedom."""
     logs = log_pct(deltas) / 100.0
     sd = pilot_sd_pct(deltas, pilot)
     if sd is None or logs.size < 2:
@@ -116,6 +130,19 @@ def two_stage_interval(deltas, pilot: int,
     half = t_critical(df, alpha) * se
     return (float(np.expm1(mean - half) * 100.0), float(np.expm1(mean + half) * 100.0),
             t_two_sided_p(mean / se, df))
+
+
+def two_stage_interval(deltas, pilot: int,
+                       alpha: float = 0.05) -> tuple[float, float, float]:
+    """(low, high, p) of one shape, bounds as deltas: the wider of the two-stage interval
+    (the pilot's spread, pilot - 1 degrees of freedom) and the ordinary t interval of all its
+    rounds, both around the mean of all rounds' log ratios, and the larger of the two p (the
+    guard in the module's docstring). Fewer than two pilot rounds: (nan, nan, nan)."""
+    staged = _pilot_interval(deltas, pilot, alpha)
+    every = rounds_interval(_kept(deltas), alpha)
+    if math.isnan(staged[2]) or math.isnan(every[2]):
+        return staged
+    return (min(staged[0], every[0]), max(staged[1], every[1]), max(staged[2], every[2]))
 
 
 def two_stage_stats(per_shape_deltas: Sequence[Sequence[float]], pilot: int,
@@ -136,20 +163,25 @@ def two_stage_stats(per_shape_deltas: Sequence[Sequence[float]], pilot: int,
 
 def shape_rounds(deltas, pilot: int | None, target_pct: float | None,
                  alpha: float = 0.05, power: float = POWER) -> dict:
-    """What a shape's rounds could see: rounds run, the spread used, the interval's half-width
-    and the smallest detectable change (both in %, log scale), and with a pilot the rounds this
-    shape alone needed for the target."""
+    """What a shape's rounds could see: rounds run, the spread of all of them (`sd_all_pct`)
+    and, under the two-stage design, the pilot's (`sd_pct`, on `df` degrees of freedom), the
+    interval's half-width and the smallest detectable change (both in %, log scale; under the
+    design the wider of what either spread gives, as its test decides), and with a pilot the
+    rounds this shape alone needed for the target."""
     logs = log_pct(deltas)
     n = int(logs.size)
-    if pilot:
-        sd, df = pilot_sd_pct(deltas, pilot), min(pilot, n) - 1
-    else:
-        sd, df = (float(logs.std(ddof=1)) if n >= 2 else None), n - 1
-    out = {"rounds": n, "sd_pct": sd, "df": df,
+    every = float(logs.std(ddof=1)) if n >= 2 else None
+    sd, df = (pilot_sd_pct(deltas, pilot), min(pilot, n) - 1) if pilot else (every, n - 1)
+    out = {"rounds": n, "sd_pct": sd, "sd_all_pct": every, "df": df,
            "half_width_pct": half_width_pct(sd, n, df, alpha),
            "detectable_pct": detectable_pct(sd, n, alpha, power, df=df)}
-    if pilot and target_pct:
-        out["needed"] = rounds_needed(sd, pilot, target_pct, alpha)
+    if pilot:
+        for key, value in (("half_width_pct", half_width_pct(every, n, n - 1, alpha)),
+                           ("detectable_pct", detectable_pct(every, n, alpha, power))):
+            if value is not None and (out[key] is None or value > out[key]):
+                out[key] = value
+        if target_pct:
+            out["needed"] = rounds_needed(sd, pilot, target_pct, alpha)
     return out
 
 
@@ -164,29 +196,37 @@ def _t_table(max_df: int, alpha: float) -> np.ndarray:
 def false_positive_rate(sims: int, pilot: int, max_rounds: int, target_pct: float,
                         sd_pct, alpha: float = 0.05, seed: int = 0, shapes: int = 1,
                         rule: str = "two-stage", change_pct: float = 0.0,
-                        family: bool = False) -> dict:
+                        family: bool = False, later_scale: float = 1.0) -> dict:
     """Simulated A/As (normal per-round log deltas of spread sd_pct — one spread for every
     shape, or one per shape —, `shapes` independent shapes per op; `change_pct` shifts them
-    all, for power): the share of shape tests called significant (before Holm; with `family`,
-    two-stage only, by Holm across each op's shapes as zlh decides), the mean rounds run, and
-    the number of tests. `rule`: "two-stage" (this module's design) or "naive" (stop at the
-    first round ≥ pilot whose ordinary t half-width is ≤ target on every shape, test with the
-    t of all rounds run). Vectorised: 10,000 A/As take milliseconds."""
+    all, for power; `later_scale` widens the rounds after the pilot, rounds that are not
+    alike): the share of shape tests called significant (before Holm; with `family`, by Holm
+    across each op's shapes as zlh decides), the mean rounds run, and the number of tests.
+    `rule`: "two-stage" (this module's design with its guard, as zlh decides), "pilot-only"
+    (the design without the guard) or "naive" (stop at the first round ≥ pilot whose
+    ordinary t half-width is ≤ target on every shape, test with the t of all rounds run).
+    Vectorised: 10,000 A/As take a fraction of a second."""
     rng = np.random.default_rng(seed)
     spread = np.broadcast_to(np.asarray(sd_pct, dtype=float), (shapes,))
-    x = rng.standard_normal((sims, max_rounds, shapes)) * spread + change_pct
+    x = rng.standard_normal((sims, max_rounds, shapes)) * spread
+    x[:, pilot:, :] *= later_scale
+    x += change_pct
     k = np.arange(1, max_rounds + 1, dtype=float)[None, :, None]
     mean = np.cumsum(x, axis=1) / k
     t_table = _t_table(max_rounds, alpha)
     rows = np.arange(sims)
-    if rule == "two-stage":
+    if rule in ("two-stage", "pilot-only"):
         sd = x[:, :pilot, :].std(axis=1, ddof=1)                          # (sims, shapes)
         need = np.ceil((t_table[pilot - 1] * sd / target_pct) ** 2 - 1e-9).max(axis=1)
         stop = np.clip(need, pilot, max_rounds).astype(int)               # rounds run
         m = mean[rows, stop - 1, :]
-        t_stat = np.abs(m) * np.sqrt(stop)[:, None] / sd
-        reject = (_holm_reject(t_stat, pilot - 1, alpha) if family
-                  else t_stat > t_table[pilot - 1])
+        t_all = None
+        if rule == "two-stage":
+            ran = (np.arange(max_rounds)[None, :] < stop[:, None])[:, :, None]
+            var = (((x - m[:, None, :]) ** 2) * ran).sum(axis=1) / (stop - 1)[:, None]
+            t_all = np.abs(m) * np.sqrt(stop)[:, None] / np.sqrt(var)
+        t_pilot = np.abs(m) * np.sqrt(stop)[:, None] / sd
+        reject = _reject(t_pilot, t_all, stop, pilot, alpha, family)
     elif rule == "naive" and not family:
         sq = np.cumsum(x * x, axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -200,20 +240,31 @@ def false_positive_rate(sims: int, pilot: int, max_rounds: int, target_pct: floa
         m, s = mean[rows, stop - 1, :], sd_k[rows, stop - 1, :]
         reject = np.abs(m) * np.sqrt(stop)[:, None] / s > t_table[stop - 1][:, None]
     else:
-        raise ValueError(f"rule {rule!r}: two-stage or naive (naive without family)")
+        raise ValueError(f"rule {rule!r}: two-stage, pilot-only or naive (naive without "
+                         "family)")
     return {"rate": float(reject.mean()), "tests": int(reject.size),
             "mean_rounds": float(stop.mean()), "rule": rule}
 
 
-def _holm_reject(t_stat, df: int, alpha: float):
-    """Holm's step-down on |T| (sims, shapes), every test on `df` degrees of freedom: the
-    i-th largest |T| is compared with t(1 - alpha / (2 (m - i))), and the rejections stop at
-    the first that falls short."""
-    m = t_stat.shape[1]
-    levels = np.array([t_critical(df, alpha / (m - i)) for i in range(m)])
-    order = np.argsort(-t_stat, axis=1)
-    ranked = np.take_along_axis(t_stat, order, axis=1)
-    passed = np.cumprod(ranked > levels[None, :], axis=1).astype(bool)
+def _reject(t_pilot, t_all, stop, pilot: int, alpha: float, family: bool):
+    """Which of the (sims, shapes) tests reject: each shape at alpha alone, or with `family`
+    Holm's step-down across each op's shapes (the j-th smallest p against alpha / (m - j)).
+    A test passes a level when its pilot |T| clears t(pilot - 1) at that level and, with the
+    guard (`t_all` given), its all-rounds |T| clears t(N - 1) at that level too; the larger
+    p of the two is the test's p."""
+    m = t_pilot.shape[1] if family else 1
+    levels = [alpha / (m - j) for j in range(m)]
+    passes = t_pilot[..., None] > np.array([t_critical(pilot - 1, a) for a in levels])
+    if t_all is not None:
+        table = np.array([[t_critical(max(n - 1, 1), a) for a in levels]
+                          for n in range(int(stop.max()) + 1)])
+        passes &= t_all[..., None] > table[stop][:, None, :]
+    fails = m - passes.sum(axis=2)            # a test passes level j exactly when j >= fails
+    if not family:
+        return fails == 0
+    order = np.argsort(fails, axis=1, kind="stable")
+    ranked = np.take_along_axis(fails, order, axis=1)
+    passed = np.cumprod(ranked <= np.arange(m)[None, :], axis=1).astype(bool)
     reject = np.zeros_like(passed)
     np.put_along_axis(reject, order, passed, axis=1)
     return reject

@@ -245,7 +245,7 @@ def summarize_root(root: Path, planted: bool, min_ms: float = MIN_MS,
            "significant": sum(1 for s in shapes if s.get("significant")),
            "rounds": sorted({s["rounds_run"] for s in shapes if s.get("rounds_run")}),
            "wall_s": status_wall(Path(root)),
-           "round_sd": round_sd_lines(doc, min_ms), "counted_elsewhere": elsewhere}
+           "round_sd": round_sd_lines(shapes, min_ms), "counted_elsewhere": elsewhere}
     cal = Path(root) / "calibration.json"
     calibration = json.loads(cal.read_text()) if cal.is_file() else {}
     out["wall_s"] = calibration.get("wall_s") or out["wall_s"]
@@ -499,20 +499,20 @@ def within_lines(rounds_within, samples: dict, min_ms: float = MIN_MS) -> list[s
     return rounds_within.table(rows) if rows else []
 
 
-def round_sd_lines(report: dict, min_ms: float = MIN_MS) -> list[str]:
-    """Per shape >= min_ms of a report.json: the sd of its per-round deltas over all its rounds
-    (`rounds.deltas_pct`; `rounds.sd_pct` is a pilot's), and whether it was called."""
+def round_sd_lines(shapes: list[dict], min_ms: float = MIN_MS) -> list[str]:
+    """Per shape >= min_ms (rows as summarize_root decided them, each with its `op`): the sd
+    of its per-round deltas over all its rounds (`rounds.deltas_pct`; `rounds.sd_pct` is a
+    pilot's), and whether it was called."""
     lines = []
-    for op in report.get("ops", []):
-        for row in op.get("rows", []):
-            deltas = (row.get("rounds") or {}).get("deltas_pct") or []
-            if (row.get("a_ms") or 0) < min_ms or len(deltas) < 2:
-                continue
-            delta = row.get("delta_pct")
-            lines.append(f"{op['op']} {row.get('shape_detail')}: {1000 * row['a_ms']:.1f} us, "
-                         f"{len(deltas)} rounds, sd {np.std(deltas, ddof=1):.3f} %, delta "
-                         + ("-" if delta is None else f"{delta:+.3f} %")
-                         + (", significant" if row.get("significant") else ""))
+    for row in shapes:
+        deltas = (row.get("rounds") or {}).get("deltas_pct") or []
+        if (row.get("a_ms") or 0) < min_ms or len(deltas) < 2:
+            continue
+        delta = row.get("delta_pct")
+        lines.append(f"{row['op']} {row.get('shape_detail')}: {1000 * row['a_ms']:.1f} us, "
+                     f"{len(deltas)} rounds, sd {np.std(deltas, ddof=1):.3f} %, delta "
+                     + ("-" if delta is None else f"{delta:+.3f} %")
+                     + (", significant" if row.get("significant") else ""))
     return lines
 
 

@@ -105,15 +105,16 @@ def test_a_plant_that_landed_over_twice_its_size_is_neither_found_nor_missed(tmp
 
 def test_a_root_tested_again_on_a_longer_pilot(tmp_path):
     """PILOT=P: every shape's rounds tested again under the two-stage design on a pilot of P
-    rounds. A shape whose first four rounds agreed closely, and whose later ones scatter, is
-    significant on a 4-round pilot and not on a 16-round one (which sees the scatter)."""
-    deltas = [-0.3, -0.31, -0.29, -0.3] + [-0.3 + 2.0 * (-1) ** k for k in range(20)]
+    rounds. A shape whose first four rounds scatter, and whose later ones agree closely, is
+    not significant on a 4-round pilot and is on a 16-round one (whose spread and degrees of
+    freedom take in the quiet rounds)."""
+    deltas = [-0.3 + (-1) ** k for k in range(4)] + [-0.3 + 0.05 * (-1) ** k for k in range(20)]
     row = dict(_row("a", 0.05, -0.3, -0.4, -0.2, 0.001, True, -1),
                rounds={"deltas_pct": deltas})
     write_report(tmp_path, [row], slower=1, rounds=24)
     short = rounds_spread.summarize_root(tmp_path, planted=True, pilot=4)
     long = rounds_spread.summarize_root(tmp_path, planted=True, pilot=16)
-    assert short["found_20us"] == 1 and long["found_20us"] == 0
+    assert short["found_20us"] == 0 and long["found_20us"] == 1
 
 
 def test_pacing_is_adopted_only_when_it_lowers_the_spread_without_moving_the_median():
@@ -179,10 +180,23 @@ def test_round_sd_lines_take_every_round_of_the_shapes_at_or_above_20_us():
     unknown = dict(_row("2048", 0.04, None, None, None, None, False, 0),
                    rounds={"deltas_pct": [0.1, 0.3]})
     lines = rounds_spread.round_sd_lines(
-        {"ops": [{"op": "softmax", "rows": [big, tiny, once, unknown]}]})
+        [dict(row, op="softmax") for row in (big, tiny, once, unknown)])
     assert lines == ["softmax 4096x4096: 35.7 us, 3 rounds, sd 0.200 %, delta -0.310 %, "
                      "significant",
                      "softmax 2048: 40.0 us, 2 rounds, sd 0.141 %, delta -"]
+
+
+def test_the_listed_shapes_carry_the_verdicts_decided_again(tmp_path):
+    """With PILOT the per-shape lines say what the shapes were decided now, not what the
+    report had stored: a shape tested again on a longer pilot loses its `significant`."""
+    deltas = [-0.3, -0.31, -0.29, -0.3] + [-0.3 + 2.0 * (-1) ** k for k in range(20)]
+    row = dict(_row("a", 0.05, -0.3, -0.4, -0.2, 0.001, True, -1),
+               rounds={"deltas_pct": deltas})
+    write_report(tmp_path, [row], slower=1, rounds=24)
+    n = rounds_spread.summarize_root(tmp_path, planted=True, pilot=16)
+    assert n["significant"] == 0 and n["significant_stored"] == 1
+    (line,) = n["round_sd"]
+    assert "significant" not in line
 
 
 def test_new_memory_lines_count_the_later_placements_that_took_new_memory(tmp_path):
