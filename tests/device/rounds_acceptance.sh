@@ -3,11 +3,13 @@
 #   source .fg/env.sh && bash tests/device/rounds_acceptance.sh [GROUP] [MODES] [BOX_S]
 # GROUP: gemm (mm addmm bmm), rest1 (softmax fused_add_rms_norm sum cumsum) or rest2 (gelu add
 # einsum layer_norm); default gemm on an H200 (the card the acceptance asks for), rest1 on any
-# other card. MODES: plant, aa or plant+aa (the default). BOX_S: the call's time box in seconds
-# (default 500). Each group at the budget that served it best (tests/device/README.md): the
-# GEMMs four placements of 10/20 ms windows (thirty-fourth set), the others one placement of
-# 40/80 ms windows (thirty-second set; four placements cost them 1.1-1.7 times the wall and
-# found no more, thirty-fifth set). GEMM_BUDGET / REST_BUDGET replace them.
+# other card. MODES: plant, aa, fresh3 (three fresh rounds at zlh's default budget, for the
+# wall) or several joined by + (default plant+aa). BOX_S: the call's time box in seconds
+# (default 500). ONLY="OP …" runs those of the group's ops alone. Each group at the budget that
+# served it best (tests/device/README.md): the GEMMs four placements of 10/20 ms windows
+# (thirty-fourth set), the others one placement of 40/80 ms windows (thirty-second set; four
+# placements cost them 1.1-1.7 times the wall and found no more, thirty-fifth set).
+# GEMM_BUDGET / REST_BUDGET replace them.
 # Runs tests/device/rounds_spread.sh and packs what it wrote, with the card's name and limits,
 # into $OUT/call.tgz (a device call brings back few files); add groups up with
 # `python3 tests/device/rounds_spread.py summarize ROOT…` (an op in two roots of one kind
@@ -29,6 +31,13 @@ case $GROUP in
   rest2) OPS="gelu add einsum_bmm:einsum layer_norm"; BUDGET=$REST_BUDGET ;;
   *) echo "rounds_acceptance: GROUP is gemm, rest1 or rest2, not '$GROUP'" >&2; exit 2 ;;
 esac
+if [ -n "${ONLY:-}" ]; then            # ONLY="bmm": some of the group's ops, at its budget
+  for op in $ONLY; do
+    case " $OPS " in *" $op "*) ;; *) echo "rounds_acceptance: '$op' is not in group $GROUP" \
+      "($OPS)" >&2; exit 2 ;; esac
+  done
+  OPS=$ONLY
+fi
 MODES=${2:-plant+aa}
 export OPS BUDGET BOX_S=${3:-500} OUT=$WORK_OUT ROUND_PROCESS=auto MIN_ROUNDS=8 MAX_ROUNDS=16 \
   TARGET_PCT=0.1
