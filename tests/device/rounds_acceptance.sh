@@ -11,7 +11,8 @@
 # placements cost them 1.1-1.7 times the wall and found no more, thirty-fifth set).
 # GEMM_BUDGET / REST_BUDGET replace them.
 # Runs tests/device/rounds_spread.sh and packs what it wrote, with the card's name and limits,
-# into $OUT/call.tgz (a device call brings back few files); add groups up with
+# into $OUT/call-GROUP-MODES.tgz (a device call brings back few files; several invocations in
+# one call pack apart); add groups up with
 # `python3 tests/device/rounds_spread.py summarize ROOT…` (an op in two roots of one kind
 # counts once).
 set -u
@@ -46,6 +47,7 @@ bash tests/device/rounds_spread.sh "$MODES" 2>&1 \
   | grep -v "WARNING\|FutureWarning\|isinstance(o, Autotuner\|registered at\|dispatch key" \
   | grep -v "previous kernel\|new kernel\|self.m.impl"
 rc=${PIPESTATUS[0]}
-tar czf "$FINAL/call.tgz" -C "$(dirname "$WORK_OUT")" o
-echo "rounds_acceptance rc=$rc (packed: $FINAL/call.tgz)"
+PACKED="$FINAL/call-$GROUP-${MODES//+/-}.tgz"
+tar czf "$PACKED" -C "$(dirname "$WORK_OUT")" o
+echo "rounds_acceptance rc=$rc (packed: $PACKED)"
 exit "$rc"
