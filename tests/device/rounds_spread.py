@@ -245,7 +245,9 @@ def summarize_root(root: Path, planted: bool, min_ms: float = MIN_MS,
            "significant": sum(1 for s in shapes if s.get("significant")),
            "rounds": sorted({s["rounds_run"] for s in shapes if s.get("rounds_run")}),
            "wall_s": status_wall(Path(root)),
-           "round_sd": round_sd_lines(shapes, min_ms), "counted_elsewhere": elsewhere}
+           "round_sd": round_sd_lines(shapes, min_ms), "counted_elsewhere": elsewhere,
+           "op_spans": {op: span for op, span in op_spans(Path(root)).items()
+                        if op not in elsewhere}}
     cal = Path(root) / "calibration.json"
     calibration = json.loads(cal.read_text()) if cal.is_file() else {}
     out["wall_s"] = calibration.get("wall_s") or out["wall_s"]
@@ -293,6 +295,30 @@ def status_wall(root: Path, only: set[str] | None = None) -> float | None:
     col, op = head.index("elapsed_s"), head.index("op")
     rows = [ln.split("\t") for ln in lines[1:]]
     return round(sum(float(r[col]) for r in rows if only is None or r[op] in only), 1)
+
+
+def op_spans(root: Path) -> dict[str, float]:
+    """Per op of status.tsv, the wall from its first run's start to its last run's end: a
+    run's start is the timestamp its run directory is named by (`<op>_YYYYmmdd-HHMMSS`, to
+    the second), its end that start plus its elapsed_s. Runs of both sides at once (twins,
+    turns) count once, unlike status_wall's sum. Ops with no named run are left out."""
+    path = root / "status.tsv"
+    if not path.is_file():
+        return {}
+    lines = path.read_text().splitlines()
+    head = lines[0].split("\t")
+    if "run_dir" not in head:
+        return {}
+    col, op_col, dir_col = head.index("elapsed_s"), head.index("op"), head.index("run_dir")
+    bounds: dict[str, list[float]] = {}
+    for cells in (ln.split("\t") for ln in lines[1:]):
+        stamp = re.search(r"_(\d{8}-\d{6})(?:-\d+)?$", cells[dir_col])
+        if not stamp:
+            continue
+        start = time.mktime(time.strptime(stamp.group(1), "%Y%m%d-%H%M%S"))
+        low, high = bounds.setdefault(cells[op_col], [math.inf, -math.inf])
+        bounds[cells[op_col]] = [min(low, start), max(high, start + float(cells[col]))]
+    return {op: round(high - low, 1) for op, (low, high) in bounds.items()}
 
 
 # ---- running ----------------------------------------------------------------------------------
@@ -642,6 +668,9 @@ def summary_lines(n: dict) -> list[str]:
         lines.append(f"A/A: {n['significant']} shapes called significant; shapes >= 20 us "
                      f"|delta| median {'-' if med is None else format(med, '.3f')} % max "
                      f"{'-' if top is None else format(top, '.3f')} %")
+    if n.get("op_spans"):
+        lines.append("wall an op, first run's start to last run's end (to the second): "
+                     + ", ".join(f"{op} {span:.1f} s" for op, span in n["op_spans"].items()))
     return lines + n.get("round_sd", [])      # (a <mode>.json of older calls has none)
 
 

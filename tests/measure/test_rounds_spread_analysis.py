@@ -199,6 +199,27 @@ def test_the_listed_shapes_carry_the_verdicts_decided_again(tmp_path):
     assert "significant" not in line
 
 
+def test_an_ops_span_runs_from_its_first_start_to_its_last_end(tmp_path):
+    """Two sides that ran at once count once: softmax's record at 10:00:00 (7.5 s), then a
+    round whose A and B started together at 10:00:08 and took 1.5 and 2.0 s: 10.0 s, where
+    the runs' elapsed add up to 11 s. A run without a named directory is left out."""
+    rows = [("0", "softmax", "A", "7.5", "/r/softmax/r0_A/softmax_20261206-100000"),
+            ("1", "softmax", "A", "1.5", "/r/softmax/r1_A/softmax_20261206-100008"),
+            ("1", "softmax", "B", "2.0", "/r/softmax/r1_B/softmax_20261206-100008-1"),
+            ("0", "mm", "A", "3.0", "-")]
+    (tmp_path / "status.tsv").write_text(
+        "round\top\tside\trc\telapsed_s\trun_dir\n"
+        + "".join(f"{r}\t{op}\t{side}\t0\t{e}\t{d}\n" for r, op, side, e, d in rows))
+    assert rounds_spread.op_spans(tmp_path) == {"softmax": 10.0}
+    assert rounds_spread.status_wall(tmp_path, {"softmax"}) == 11.0
+    line = [ln for ln in rounds_spread.summary_lines(
+        {"root": "r", "ops": 1, "shapes": 0, "shapes_20us": 0, "significant": 0, "rounds": [],
+         "wall_s": 11.0, "abs_delta_median_20us": None, "abs_delta_max_20us": None,
+         "op_spans": rounds_spread.op_spans(tmp_path)}) if ln.startswith("wall an op")]
+    assert line == ["wall an op, first run's start to last run's end (to the second): "
+                    "softmax 10.0 s"]
+
+
 def test_new_memory_lines_count_the_later_placements_that_took_new_memory(tmp_path):
     def write(run, took):
         run.mkdir(parents=True)
