@@ -29,9 +29,11 @@ its spread makes the interval too narrow: on an H200 an A/A called mm 2048² sig
 is the wider of two around the same mean — the two-stage one, and the ordinary t interval of
 all N rounds (their spread, N - 1 degrees of freedom) — and its p the larger of the two tests'
 (an intersection-union test). It rejects only where the exact two-stage test rejects, so for
-alike rounds its rate stays at most alpha: nominal where the pilot alone sets N, simulated
-2.5-4 % where the cap cuts the rounds short of what the pilot asked (`false_positive_rate`
-simulates this rule). Where N is the pilot the two intervals are one.
+alike rounds its rate stays at most alpha: nominal where N is the pilot (the two intervals
+are then one), simulated 2.5-5 % wherever N exceeds it (`false_positive_rate` simulates this
+rule). A shape's `needed` and the op's `stopped_by` still come from the pilot, as the design
+chose N; a shape whose later rounds spread more than its pilot can end with a half-width over
+the target, and its `half_width_pct` says so.
 
 **Why not "stop when the usual t interval is narrow enough".** That rule tests with the
 spread of all rounds, and it stops more often when that spread happens to be low, which makes
@@ -43,7 +45,9 @@ instead of 1.96, (2.571 / 1.96)^2 = 1.7x the rounds a known spread would need.
 
 **The smallest change N rounds can see** (`stats.detectable_pct`): (t(1 - alpha/2, df)
 + t(power, df)) · s / sqrt(N), the change found significant with probability `power` (before
-Holm); df is pilot - 1 for the two-stage design and N - 1 for a fixed number of rounds.
+Holm); df is N - 1 for a fixed number of rounds; for the two-stage design the larger of what
+the pilot's spread on pilot - 1 df and all the rounds' spread on N - 1 df give (the guard
+tests with both, so this is a lower bound of what it can see).
 
 Pure numbers (numpy and `measure.stats`).
 """
@@ -175,13 +179,13 @@ def shape_rounds(deltas, pilot: int | None, target_pct: float | None,
     out = {"rounds": n, "sd_pct": sd, "sd_all_pct": every, "df": df,
            "half_width_pct": half_width_pct(sd, n, df, alpha),
            "detectable_pct": detectable_pct(sd, n, alpha, power, df=df)}
-    if pilot:
+    if pilot and sd is not None:       # (no pilot spread: not tested, nothing to widen)
         for key, value in (("half_width_pct", half_width_pct(every, n, n - 1, alpha)),
                            ("detectable_pct", detectable_pct(every, n, alpha, power))):
             if value is not None and (out[key] is None or value > out[key]):
                 out[key] = value
-        if target_pct:
-            out["needed"] = rounds_needed(sd, pilot, target_pct, alpha)
+    if pilot and target_pct:
+        out["needed"] = rounds_needed(sd, pilot, target_pct, alpha)
     return out
 
 

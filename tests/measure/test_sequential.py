@@ -64,6 +64,16 @@ def test_rounds_wider_than_their_pilot_widen_the_interval():
     assert out["detectable_pct"] > out["half_width_pct"]
 
 
+def test_a_shape_without_a_pilot_spread_is_neither_tested_nor_widened():
+    """Fewer than two usable pilot rounds: the shape is not tested, and what its rounds could
+    see stays unknown rather than taken from the later rounds alone."""
+    deltas = [math.nan] * 5 + [0.1, 0.2, 0.3]
+    assert all(math.isnan(v) for v in sequential.two_stage_interval(deltas, 6))
+    out = sequential.shape_rounds(deltas, 6, 0.15)
+    assert out["sd_pct"] is None and out["sd_all_pct"] == pytest.approx(0.1, rel=1e-2)
+    assert out["half_width_pct"] is None and out["detectable_pct"] is None
+
+
 @pytest.mark.parametrize("sd_pct", [0.05, 0.2, 0.6])      # stops at the pilot, midway, at the cap
 @pytest.mark.parametrize("shapes", [1, 4])
 def test_two_stage_false_positive_rate_is_nominal(sd_pct, shapes):
@@ -78,9 +88,10 @@ def test_two_stage_false_positive_rate_is_nominal(sd_pct, shapes):
                                          sd_pct=sd_pct, shapes=shapes, seed=11)
     low, high = sequential.binomial_interval(0.05, out["tests"])
     assert low <= bare["rate"] <= high, bare
-    assert out["rate"] <= bare["rate"] and out["rate"] <= high, out
-    if bare["mean_rounds"] == 6:
+    if bare["mean_rounds"] == 6:                 # no round past the pilot: one interval
         assert out["rate"] == bare["rate"]
+    else:                                        # more rounds: at most alpha, not far below
+        assert 0.02 <= out["rate"] <= high, out
     assert time.perf_counter() - started < 3.0
     assert 6 <= out["mean_rounds"] <= 30
 
@@ -97,6 +108,32 @@ def test_the_guard_keeps_the_rate_when_later_rounds_spread_more():
     assert bare["mean_rounds"] == out["mean_rounds"] == 16
     assert bare["rate"] > 3 * high, bare
     assert out["rate"] <= high, out
+
+
+def test_the_simulated_decisions_are_holm_on_the_larger_p():
+    """The vectorised rejections (`_reject`: the guard's two conditions per Holm level) are
+    the decisions zlh makes: Holm (stats.holm) over each op's shapes on p = max(two-stage p,
+    all-rounds p), and each shape at alpha alone without the family."""
+    rng = np.random.default_rng(8)
+    sims, shapes, pilot, cap = 300, 5, 6, 12
+    x = rng.standard_normal((sims, cap, shapes)) * [0.05, 0.1, 0.2, 0.4, 0.8]
+    x[:, pilot:, :] *= 2.0
+    x += 0.15
+    stop = rng.integers(pilot, cap + 1, size=sims)
+    t_pilot, t_all, p = np.empty((sims, shapes)), np.empty((sims, shapes)), []
+    for i in range(sims):
+        n = int(stop[i])
+        ran = x[i, :n, :]
+        m, sp, sa = ran.mean(axis=0), x[i, :pilot, :].std(axis=0, ddof=1), ran.std(axis=0,
+                                                                                   ddof=1)
+        t_pilot[i], t_all[i] = np.abs(m) * np.sqrt(n) / sp, np.abs(m) * np.sqrt(n) / sa
+        p.append([max(student_t.t_two_sided_p(a, pilot - 1), student_t.t_two_sided_p(b, n - 1))
+                  for a, b in zip(t_pilot[i], t_all[i])])
+    family = sequential._reject(t_pilot, t_all, stop, pilot, 0.05, family=True)
+    alone = sequential._reject(t_pilot, t_all, stop, pilot, 0.05, family=False)
+    assert family.tolist() == [stats.holm(row) for row in p]
+    assert alone.tolist() == [[q <= 0.05 for q in row] for row in p]
+    assert 0 < family.sum() < alone.sum() < family.size      # both kinds of decision met
 
 
 def test_stopping_on_the_usual_t_interval_inflates_the_rate():
@@ -130,8 +167,9 @@ def test_a_shapes_delta_lies_inside_its_own_interval_after_an_outlying_round():
     assert stat.delta_pct == pytest.approx(geomean)
     assert abs(stat.delta_pct - float(np.median(deltas))) > 1.0
     assert stat.ci_low_pct <= stat.delta_pct <= stat.ci_high_pct, stat
-    (staged,) = sequential.two_stage_stats([deltas[:6]], pilot=6)   # the pilot's interval
-    assert not staged.ci_low_pct <= stat.delta_pct <= staged.ci_high_pct
+    low, high, _ = sequential._pilot_interval(deltas, 6, 0.05)   # the design's own interval
+    assert low <= stat.delta_pct <= high
+    assert not low <= float(np.median(deltas)) <= high           # what the median showed
 
 
 def test_holm_over_an_ops_shapes_keeps_the_family_rate():
