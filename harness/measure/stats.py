@@ -112,8 +112,8 @@ def detectable_pct(sd: float | None, rounds: int, alpha: float = 0.05,
     `sd` of the deltas: (t(1 - alpha/2, df) + t(power, df)) * sd / sqrt(N), df = N - 1 by
     default, the same Student's t that `rounds_interval` tests with (calibrate/floor.py says
     more); the two-stage design (measure/sequential.py) passes df = pilot - 1 for its pilot's
-spread and takes the larger of that and the all-rounds value. None for no
-    degrees of freedom (fewer than two rounds) or no spread."""
+    spread and takes the larger of that and the all-rounds value. None for no degrees of
+    freedom (fewer than two rounds) or no spread."""
     df = rounds - 1 if df is None else df
     if sd is None or not math.isfinite(sd) or df < 1 or rounds < 1:
         return None

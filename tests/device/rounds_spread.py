@@ -284,16 +284,22 @@ def over_landed(calibration: dict) -> set[tuple]:
             and s.get("planted_pct") and s["landed_pct"] > CHECK_BAND[1] * s["planted_pct"]}
 
 
+def status_rows(root: Path) -> tuple[list[str], list[list[str]]]:
+    """status.tsv's header and rows, each split into its cells; ([], []) without the file."""
+    path = root / "status.tsv"
+    if not path.is_file():
+        return [], []
+    lines = path.read_text().splitlines()
+    return lines[0].split("\t"), [ln.split("\t") for ln in lines[1:]]
+
+
 def status_wall(root: Path, only: set[str] | None = None) -> float | None:
     """The sum of the runs' elapsed_s in status.tsv (what the rounds themselves took); with
     `only`, of those ops' runs alone."""
-    path = root / "status.tsv"
-    if not path.is_file():
+    head, rows = status_rows(root)
+    if not head:
         return None
-    lines = path.read_text().splitlines()
-    head = lines[0].split("\t")
     col, op = head.index("elapsed_s"), head.index("op")
-    rows = [ln.split("\t") for ln in lines[1:]]
     return round(sum(float(r[col]) for r in rows if only is None or r[op] in only), 1)
 
 
@@ -302,16 +308,12 @@ def op_spans(root: Path) -> dict[str, float]:
     run's start is the timestamp its run directory is named by (`<op>_YYYYmmdd-HHMMSS`, to
     the second), its end that start plus its elapsed_s. Runs of both sides at once (twins,
     turns) count once, unlike status_wall's sum. Ops with no named run are left out."""
-    path = root / "status.tsv"
-    if not path.is_file():
-        return {}
-    lines = path.read_text().splitlines()
-    head = lines[0].split("\t")
+    head, rows = status_rows(root)
     if "run_dir" not in head:
         return {}
     col, op_col, dir_col = head.index("elapsed_s"), head.index("op"), head.index("run_dir")
     bounds: dict[str, list[float]] = {}
-    for cells in (ln.split("\t") for ln in lines[1:]):
+    for cells in rows:
         stamp = re.search(r"_(\d{8}-\d{6})(?:-\d+)?$", cells[dir_col])
         if not stamp:
             continue
