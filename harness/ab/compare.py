@@ -5,6 +5,7 @@ Data only: statistics live in `measure.stats`, presentation in `render` / `html`
 from __future__ import annotations
 
 from ..measure import sequential, stats
+from ..measure.paired import paired_delta_pct
 from ..store.reader import StoredRun
 from .pairing import annotations, output_mismatches, pair_rows, row_key
 from .report import ABReport, ABRow
@@ -19,7 +20,9 @@ def compare_runs(rounds: list[tuple[StoredRun, StoredRun]], alpha: float = 0.05,
     delta as one observation (Student's t; see stats) — under `auto` (rounds.AutoRounds, the
     rounds `--rounds auto` chose) the two-stage test, with the pilot rounds' spread (see
     measure.sequential). One round: bootstrap and rank test over the raw samples of the two
-    processes."""
+    processes. A round whose two sides took turns throughout (run.json `turns`, none lost)
+    gives each shape the delta of its neighbour samples (measure.paired); any other round the
+    ratio of the two sides' medians."""
     first_a, first_b = rounds[0]
     per_round = [pair_rows(a.rows, b.rows) for a, b in rounds]
     keys = [set(row_key(ra) for ra, _ in pairs) for pairs, _ in per_round]
@@ -30,8 +33,7 @@ def compare_runs(rounds: list[tuple[StoredRun, StoredRun]], alpha: float = 0.05,
     multi = len(rounds) > 1
     rows = [_row(key, pairs_of[key]) for key in ordered]
     if multi:
-        deltas = [[stats.delta_pct(ra.gems_ms, rb.gems_ms) for ra, rb in pairs_of[k]]
-                  for k in ordered]
+        deltas, paired, turned = _deltas_by_shape(rounds, [pairs_of[k] for k in ordered])
         shape_stats = (sequential.two_stage_stats(deltas, auto.min_rounds, alpha)
                        if auto is not None else stats.rounds_stats(deltas, alpha))
     else:
@@ -51,6 +53,9 @@ def compare_runs(rounds: list[tuple[StoredRun, StoredRun]], alpha: float = 0.05,
                    geomean_interval="rounds" if multi else "samples")
     if multi and rows:
         _add_rounds(rows, summary, deltas, [pairs_of[k] for k in ordered], len(rounds))
+        for row, count in zip(rows, paired):
+            row.rounds["paired_rounds"] = count
+        summary["rounds_in_turns"] = turned
         _add_design(rows, summary, deltas, auto, alpha, len(rounds))
     summary["rounds"] = len(rounds)
     mismatches = output_mismatches(rounds)
@@ -66,6 +71,34 @@ def compare_runs(rounds: list[tuple[StoredRun, StoredRun]], alpha: float = 0.05,
         output_mismatches=mismatches,
         summary=summary,
         markers=_marker_lines(rounds, mismatches))
+
+
+def took_turns(turns) -> bool:
+    """Whether a run's samples were taken in turns with the other side's throughout, from
+    its run.json's `turns`: there, and with no `lost`."""
+    return isinstance(turns, dict) and not turns.get("lost")
+
+
+def _deltas_by_shape(rounds, pairs_per_shape) -> tuple[list[list[float]], list[int], int]:
+    """Each shape's per-round deltas (_round_deltas), how many of them were paired, and how
+    many rounds took turns throughout on both sides."""
+    in_turns = [took_turns(a.info.get("turns")) and took_turns(b.info.get("turns"))
+                for a, b in rounds]
+    per_shape = [_round_deltas(pairs, in_turns) for pairs in pairs_per_shape]
+    return [own for own, _ in per_shape], [count for _, count in per_shape], sum(in_turns)
+
+
+def _round_deltas(pairs, in_turns: list[bool]) -> tuple[list[float], int]:
+    """One shape's delta in each round — from its neighbour samples where the round took
+    turns and they pair (measure.paired), else the ratio of the medians — and how many rounds
+    were paired."""
+    deltas, paired = [], 0
+    for (ra, rb), turned in zip(pairs, in_turns):
+        delta = (paired_delta_pct(getattr(ra.gems, "samples_ms", None),
+                                  getattr(rb.gems, "samples_ms", None)) if turned else None)
+        paired += delta is not None
+        deltas.append(stats.delta_pct(ra.gems_ms, rb.gems_ms) if delta is None else delta)
+    return deltas, paired
 
 
 def _row(key: tuple, pairs) -> ABRow:

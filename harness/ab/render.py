@@ -142,9 +142,19 @@ def _summary_lines(s: dict) -> list[str]:
         spread = spread if isinstance(spread, dict) else {}
         lines.append(f"rounds: {s['rounds']}; per-round median delta {per_round}; sign-unstable "
                      f"shapes {s['sign_unstable']}; side spread (median over shapes) "
-                     f"A {_num(spread.get('A'), '.2f')}% B {_num(spread.get('B'), '.2f')}%")
+                     f"A {_num(spread.get('A'), '.2f')}% B {_num(spread.get('B'), '.2f')}%"
+                     + _turns_note(s))
         lines.append(_design_line(s))
     return lines
+
+
+def _turns_note(s: dict) -> str:
+    """Where rounds took turns: their deltas came from neighbour samples (compare)."""
+    turned = s.get("rounds_in_turns")
+    if not isinstance(turned, int) or isinstance(turned, bool) or turned <= 0:
+        return ""
+    return (f"; {turned} of {s['rounds']} rounds in turns, each shape's delta there the median "
+            f"of its neighbour sample pairs")
 
 
 def _chosen(s: dict, lead: str = "") -> str:

@@ -52,8 +52,12 @@ def test_rounds_run_both_sides_at_once_taking_turns(tmp_path, monkeypatch):
     report = reports[0].to_dict()
     assert report["summary"]["rounds"] == 3
     assert all(r["interval"] == "rounds" and r["delta_pct"] < 0 for r in report["rows"])  # B slower
+    # every round took turns throughout: each shape's delta there from its neighbour pairs
+    assert report["summary"]["rounds_in_turns"] == 3
+    assert [r["rounds"]["paired_rounds"] for r in report["rows"]] == [3, 3]
     again = CliRunner().invoke(main, ["ab", "--rescore", str(tmp_path / "ab")])
     assert again.exit_code == 0, again.output
+    assert "3 of 3 rounds in turns" in again.output
 
 
 def built_slowed(op_root: Path, name: str) -> bool:
@@ -149,6 +153,8 @@ def test_twins_run_a_rounds_sides_one_after_the_other_behind_one_spacer(tmp_path
     assert not runner.workers and all(pool.spare is None for pool in pools)
     report = reports[0].to_dict()
     assert report["summary"]["rounds"] == 2
+    assert report["summary"]["rounds_in_turns"] == 0          # twins: the ratio of medians
+    assert report["rows"][0]["rounds"]["paired_rounds"] == 0
     assert {name: built_slowed(root, name) for name in runs} == {
         "r0_A": False, "r1_A": False, "r1_B": True, "r2_A": False, "r2_B": True}
     again = CliRunner().invoke(main, ["ab", "--rescore", str(tmp_path / "ab")])
