@@ -16,7 +16,9 @@ Environment: OPS (the ops; defaults below), K (rounds per arm, spread/pace: 5), 
 BOX_S (the mode's time box, 450), TARGET_PCT / MIN_ROUNDS / MAX_ROUNDS (plant, aa: 0.15, 6,
 12), ROUND_PROCESS (plant, aa: `turns`, the two sides' samples in turns; or `persistent`,
 `turns-fresh`, `twins`, `auto`), SETTLE_MS (plant, aa: `--settle-ms`; default zlh's), PILOT (summarize: test
-every shape again on a two-stage pilot of that many rounds), BUDGET (bench budget
+every shape again on a two-stage pilot of that many rounds), PAIRS (summarize: 0 keeps the
+deltas report.json holds; by default a root with samples.json has each round in turns
+given its neighbour-pair delta again, as zlh now derives it: pair_again), BUDGET (bench budget
 options of every run, default `--warmup-ms 30 --max-time-ms 250`; fresh3 takes FRESH3_BUDGET
 instead, with the same default, so that a BUDGET exported for plant / aa leaves the three
 fresh rounds at the budget every set measured them with), COMMON (the rest: bfloat16, core, an isolated
@@ -63,9 +65,12 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from harness.ab.compare import took_turns  # noqa: E402
 from harness.ab.family import decide  # noqa: E402
 from harness.ab.report import load_report  # noqa: E402
-from harness.measure import sequential  # noqa: E402
+from harness.measure import sequential, stats  # noqa: E402
+from harness.measure.paired import paired_delta_pct  # noqa: E402
+from harness.store.rundir import safe_name  # noqa: E402
 from harness.corpus.rounds import RUN_LINE, SETTLE_S, SHIFT_MAX_BYTES  # noqa: E402
 from harness.corpus.supervisor import Lane, Worker  # noqa: E402
 from harness.run.options import BenchOptions  # noqa: E402
@@ -194,6 +199,42 @@ def repilot(reports, pilot: int) -> None:
             row.p_value, row.significant = stat.p_value, stat.significant
 
 
+def pair_again(reports, samples: dict) -> int:
+    """Each row's per-round deltas derived again from the root's samples.json as zlh derives
+    them now (ab.compare): a round whose two sides took turns throughout gets the median of
+    its neighbour pairs (measure.paired), any other keeps the delta report.json holds (the
+    ratio of medians); then every row is tested again under its op's design (two-stage on
+    the op's pilot, else the fixed rounds' t test). Returns the rounds paired anew."""
+    paired_now = 0
+    for report in reports:
+        runs = samples.get(safe_name(report.op)) or {}
+        design = report.summary.get("rounds_design") or {}
+        rows = [row for row in report.rows if (row.rounds or {}).get("deltas_pct")]
+        for row in rows:
+            key = "|".join([row.variant or report.op, row.dtype or "", row.shape_detail or "",
+                            str(row.occurrence)])
+            deltas = list(row.rounds["deltas_pct"])
+            for n in range(1, len(deltas) + 1):
+                a, b = runs.get(f"r{n}_A") or {}, runs.get(f"r{n}_B") or {}
+                if not (took_turns(a.get("turns")) and took_turns(b.get("turns"))):
+                    continue
+                got = paired_delta_pct((a.get("shapes") or {}).get(key),
+                                       (b.get("shapes") or {}).get(key))
+                if got is not None:
+                    deltas[n - 1], paired_now = got, paired_now + 1
+            row.rounds["deltas_pct"] = deltas
+        if design.get("design") == "two-stage":
+            tests = sequential.two_stage_stats([r.rounds["deltas_pct"] for r in rows],
+                                               int(design.get("min_rounds") or 2))
+        else:
+            tests = stats.rounds_stats([r.rounds["deltas_pct"] for r in rows])
+        for row, stat in zip(rows, tests):
+            row.delta_pct, row.ci_low_pct, row.ci_high_pct = (stat.delta_pct, stat.ci_low_pct,
+                                                              stat.ci_high_pct)
+            row.p_value, row.significant = stat.p_value, stat.significant
+    return paired_now
+
+
 def is_planted(root: Path) -> bool:
     """Whether a calibrate root planted a change on side B (its plan.json)."""
     plan = json.loads((Path(root) / "plan.json").read_text())
@@ -230,6 +271,9 @@ def summarize_root(root: Path, planted: bool, min_ms: float = MIN_MS,
     root's wall then loses their runs' time (status.tsv)."""
     elsewhere = elsewhere or {}
     doc, reports = load_report(root)
+    kept = Path(root) / "samples.json"
+    paired = (pair_again(reports, json.loads(kept.read_text()))
+              if kept.is_file() and os.environ.get("PAIRS", "1") != "0" else None)
     if pilot:
         repilot(reports, pilot)
     decide(reports)                  # the root's family, as `zlh ab --rescore` would
@@ -246,6 +290,7 @@ def summarize_root(root: Path, planted: bool, min_ms: float = MIN_MS,
            "rounds": sorted({s["rounds_run"] for s in shapes if s.get("rounds_run")}),
            "wall_s": status_wall(Path(root)),
            "round_sd": round_sd_lines(shapes, min_ms), "counted_elsewhere": elsewhere,
+           "rounds_paired_again": paired,
            "op_spans": {op: span for op, span in op_spans(Path(root)).items()
                         if op not in elsewhere}}
     cal = Path(root) / "calibration.json"
@@ -655,6 +700,9 @@ def summary_lines(n: dict) -> list[str]:
              f"rounds {n['rounds']}, runs' wall {n['wall_s']} s, significant {n['significant']}"
              + (f" (as stored: {n['significant_stored']})"
                 if n.get("significant_stored", n["significant"]) != n["significant"] else "")]
+    if n.get("rounds_paired_again"):
+        lines.append(f"{n['rounds_paired_again']} shape-rounds in turns given their "
+                     f"neighbour-pair delta again (samples.json; PAIRS=0: as stored)")
     lines += [f"{op}: counted from {keeper} (more rounds there), not here"
               for op, keeper in sorted((n.get("counted_elsewhere") or {}).items())]
     if "found_20us" in n:

@@ -307,3 +307,33 @@ def test_an_op_run_in_two_roots_counts_once_from_the_one_with_more_rounds(tmp_pa
     planted, aa_total = rounds_spread.total_lines(parts)
     assert planted.startswith("all planted roots: found 1/1 shapes"), planted
     assert aa_total.startswith("all A/A roots: 0 significant of 1 shapes"), aa_total
+
+
+def test_a_root_with_its_samples_has_its_turns_rounds_paired_again(tmp_path, monkeypatch):
+    """summarize derives each round in turns again as zlh now does (the median of its
+    neighbour pairs); report.json's deltas (ratios of medians, scattered here) stay for a
+    round whose turns broke, and for every round with PAIRS=0."""
+    rng = np.random.default_rng(3)
+    stored = [-0.3 + (-1) ** k for k in range(8)]          # the medians' deltas: noise
+    row = dict(_row("a", 0.05, -0.3, -0.9, 0.4, 0.4, False, 0),
+               rounds={"deltas_pct": stored})
+    write_report(tmp_path, [row], unchanged=1, rounds=8)
+    doc = json.loads((tmp_path / "report.json").read_text())
+    doc["ops"][0]["summary"]["rounds_design"] = {"design": "two-stage", "min_rounds": 4,
+                                                 "target_pct": 0.1, "max_rounds": 8}
+    (tmp_path / "report.json").write_text(json.dumps(doc))
+    turns, broken = {"first": True, "cases": 1, "lost": None}, {"lost": "the peer ended"}
+    runs = {}
+    for n in range(1, 9):
+        drift = np.exp(0.02 * rng.standard_normal(20))
+        runs[f"r{n}_A"] = {"turns": turns, "shapes": {"v|bfloat16|a|0": list(drift)}}
+        runs[f"r{n}_B"] = {"turns": broken if n == 8 else turns,
+                           "shapes": {"v|bfloat16|a|0": list(
+                               drift * 1.003 * np.exp(0.0005 * rng.standard_normal(20)))}}
+    (tmp_path / "samples.json").write_text(json.dumps({"mm": runs}))
+    paired = rounds_spread.summarize_root(tmp_path, planted=True)
+    assert paired["rounds_paired_again"] == 7
+    assert paired["found_20us"] == 1
+    monkeypatch.setenv("PAIRS", "0")
+    kept = rounds_spread.summarize_root(tmp_path, planted=True)
+    assert kept["rounds_paired_again"] is None and kept["found_20us"] == 0
