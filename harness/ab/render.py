@@ -153,8 +153,8 @@ def _turns_note(s: dict) -> str:
     turned = s.get("rounds_in_turns")
     if not isinstance(turned, int) or isinstance(turned, bool) or turned <= 0:
         return ""
-    return (f"; {turned} of {s['rounds']} rounds in turns, each shape's delta there the median "
-            f"of its neighbour sample pairs")
+    return (f"; {turned} of {s['rounds']} rounds in turns, a shape's delta there the median of "
+            f"its neighbour sample pairs where they pair (rounds.paired_rounds)")
 
 
 def _chosen(s: dict, lead: str = "") -> str:

@@ -91,3 +91,21 @@ def test_a_round_whose_turns_broke_keeps_the_ratio_of_its_medians():
     assert got["deltas_pct"][0] == pytest.approx(paired_delta_pct(*pairs[0]))
     assert got["paired_rounds"] == 2 and report.summary["rounds_in_turns"] == 2
     assert "2 of 3 rounds in turns" in render_terminal(report)
+
+
+def test_the_pairs_are_the_neighbours_not_the_sorted_samples():
+    """Sample k of A against sample k of B: sorting either side would pair other samples."""
+    a, b = [1.0, 3.0, 2.0], [2.0, 1.0, 3.0]          # neighbour ratios 1/2, 3, 2/3
+    assert paired_delta_pct(a, b) == pytest.approx((2.0 / 3.0 - 1.0) * 100.0)
+
+
+def test_a_shape_whose_samples_do_not_pair_keeps_the_ratio_of_its_medians_in_turns():
+    rng = np.random.default_rng(9)
+    pairs = [drifting_pair(rng, 0.0) for _ in range(3)]
+    pairs[2] = (pairs[2][0], pairs[2][1][:-1])          # B ended one sample short
+    report = compare_runs(rounds_of(pairs))
+    got = report.rows[0].rounds
+    a, b = pairs[2]
+    assert report.summary["rounds_in_turns"] == 3 and got["paired_rounds"] == 2
+    assert got["deltas_pct"][2] == pytest.approx(delta_pct(float(np.median(a)),
+                                                           float(np.median(b))))

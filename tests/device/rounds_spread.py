@@ -18,7 +18,8 @@ BOX_S (the mode's time box, 450), TARGET_PCT / MIN_ROUNDS / MAX_ROUNDS (plant, a
 `turns-fresh`, `twins`, `auto`), SETTLE_MS (plant, aa: `--settle-ms`; default zlh's), PILOT (summarize: test
 every shape again on a two-stage pilot of that many rounds), PAIRS (summarize: 0 keeps the
 deltas report.json holds; by default a root with samples.json has each round in turns
-given its neighbour-pair delta again, as zlh now derives it: pair_again), BUDGET (bench budget
+given its neighbour-pair delta again, as zlh now derives it, and the ops where a round was
+paired tested again: pair_again), BUDGET (bench budget
 options of every run, default `--warmup-ms 30 --max-time-ms 250`; fresh3 takes FRESH3_BUDGET
 instead, with the same default, so that a BUDGET exported for plant / aa leaves the three
 fresh rounds at the budget every set measured them with), COMMON (the rest: bfloat16, core, an isolated
@@ -203,10 +204,12 @@ def pair_again(reports, samples: dict) -> int:
     """Each row's per-round deltas derived again from the root's samples.json as zlh derives
     them now (ab.compare): a round whose two sides took turns throughout gets the median of
     its neighbour pairs (measure.paired), any other keeps the delta report.json holds (the
-    ratio of medians); then every row is tested again under its op's design (two-stage on
-    the op's pilot, else the fixed rounds' t test). Returns the rounds paired anew."""
+    ratio of medians); then, in an op where some round was paired, every row is tested again
+    under its op's design (two-stage on the op's pilot, else the fixed rounds' t test); an op
+    with none keeps its stored verdicts. Returns the rounds paired anew."""
     paired_now = 0
     for report in reports:
+        before = paired_now
         runs = samples.get(safe_name(report.op)) or {}
         design = report.summary.get("rounds_design") or {}
         rows = [row for row in report.rows if (row.rounds or {}).get("deltas_pct")]
@@ -223,6 +226,8 @@ def pair_again(reports, samples: dict) -> int:
                 if got is not None:
                     deltas[n - 1], paired_now = got, paired_now + 1
             row.rounds["deltas_pct"] = deltas
+        if paired_now == before:
+            continue
         if design.get("design") == "two-stage":
             tests = sequential.two_stage_stats([r.rounds["deltas_pct"] for r in rows],
                                                int(design.get("min_rounds") or 2))
