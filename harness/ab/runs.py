@@ -4,7 +4,6 @@ started (a fresh `zlh bench` process, or a round in a side's persistent worker);
 progress line per finished run (`RunCounter`)."""
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 from ..common import markers
 from ..common.errors import (EXIT_FAILED_CASES, EXIT_OK, EXIT_PREFLIGHT, EXIT_USAGE, Terminated,
                              UsageError)
-from ..common.files import tsv_line
+from ..common.tsv import append_tsv_row
 from ..common.log import Echo
 from ..launch.launcher import CRASH_RC, TIMEOUT_RC
 from ..store.reader import COMPLETE, RESULTS_LOST, load_run, read_info, status_detail
@@ -123,26 +122,9 @@ def append_status(root: Path, op: str, outcome: RunOutcome) -> None:
         counts["replay_fallbacks"] = names.count(markers.REPLAY_FALLBACK)
         counts["graph_fallbacks"] = names.count(markers.NO_GRAPH)
         counts["poisoned"] = int(run.info.get("status") == "poisoned")
-    path = root / "status.tsv"
-    new = not path.exists()
-    cut = not new and not _ends_a_line(path)    # an earlier append cut short stays alone
-    with open(path, "a", encoding="utf-8") as handle:
-        if new:
-            handle.write(tsv_line(STATUS_COLUMNS))
-        elif cut:
-            handle.write("\n")
-        values = {"round": outcome.round, "op": op, "side": outcome.side, "rc": outcome.rc,
-                  "elapsed_s": outcome.elapsed_s, "run_dir": outcome.run_dir or "-", **counts}
-        handle.write(tsv_line(values[c] for c in STATUS_COLUMNS))
-
-
-def _ends_a_line(path: Path) -> bool:
-    """Whether the file is empty or its last byte ends a line."""
-    with open(path, "rb") as handle:
-        if handle.seek(0, os.SEEK_END) == 0:
-            return True
-        handle.seek(-1, os.SEEK_END)
-        return handle.read(1) == b"\n"
+    values = {"round": outcome.round, "op": op, "side": outcome.side, "rc": outcome.rc,
+              "elapsed_s": outcome.elapsed_s, "run_dir": outcome.run_dir or "-", **counts}
+    append_tsv_row(root / "status.tsv", STATUS_COLUMNS, (values[c] for c in STATUS_COLUMNS))
 
 
 class RunCounter:

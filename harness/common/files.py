@@ -13,7 +13,6 @@ import io
 import json
 import math
 import os
-import re
 import stat
 import tempfile
 from pathlib import Path
@@ -365,26 +364,6 @@ def csv_lines(columns, rows, header: bool = False) -> str:
 
 
 # A tab and every character str.splitlines() breaks a line at: made spaces in a cell.
-_CELL_BREAKS = re.compile("[\t\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-
-
-def tsv_cell(value, none: str = "") -> str:
-    """One cell of a tab-separated table: `none` for None, tabs and line breaks (every one
-    the readers' splitlines() knows) made spaces: a value never splits its row."""
-    return _CELL_BREAKS.sub(" ", none if value is None else str(value))
-
-
-def tsv_line(values, none: str = "") -> str:
-    return "\t".join(tsv_cell(v, none) for v in values) + "\n"
-
-
-def tsv_text(columns, rows, none: str = "") -> str:
-    """A tab-separated table with a header: one line per row (a mapping), the given columns
-    in order; a missing or None value is `none`, keys outside the columns are left out."""
-    return tsv_line(columns) + "".join(tsv_line((r.get(c) for c in columns), none)
-                                       for r in rows)
-
-
 def read_tsv_rows(path: str | os.PathLike) -> list[dict[str, str]]:
     """The rows of a tab-separated table with a header line, as dicts keyed by the header's
     names; [] when the file is missing, unreadable or not text, and a row of another width

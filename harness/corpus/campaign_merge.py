@@ -7,7 +7,8 @@ from ..ab.family import decide
 from ..ab.html import render_html
 from ..ab.report import report_document, write_reports
 from ..ab.runs import STATUS_COLUMNS
-from ..common.files import atomic_write_json, atomic_write_text, tsv_text
+from ..common.files import atomic_write_json, atomic_write_text
+from ..common.tsv import tsv_text
 from ..common.log import Echo
 from .campaign import CampaignPlan, card_files, card_roots
 

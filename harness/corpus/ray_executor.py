@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Sequence
 
 from ..common.errors import PreflightError, UsageError, one_line
-from ..common.files import atomic_write_text, tsv_line
+from ..common.files import atomic_write_text
+from ..common.tsv import append_tsv_row
 from ..run.child_env import ZLH_ROOT
 from .outcome import CRASH_RC, TIMEOUT_RC, Attempt
 from .ray_actor import PROBE_PREFIX, LaneActor
@@ -329,13 +330,11 @@ class RayLane(LaneRunner):
         if record is None:
             return
         record.parent.mkdir(parents=True, exist_ok=True)
-        new = not record.exists()
-        cells = (op, log.name, self.holder.info.get("node", "-"),
-                 ",".join(self.holder.info.get("gpus", [])) or "-", info.get("pid", "-"),
-                 f"{info['started']:.6f}", f"{info['ended']:.6f}", f"{info['ray_s']:.4f}",
-                 attempt.rc)
-        with open(record, "a", encoding="utf-8") as handle:
-            handle.write((tsv_line(RECORD_COLUMNS) if new else "") + tsv_line(cells))
+        append_tsv_row(record, RECORD_COLUMNS, (
+            op, log.name, self.holder.info.get("node", "-"),
+            ",".join(self.holder.info.get("gpus", [])) or "-", info.get("pid", "-"),
+            f"{info['started']:.6f}", f"{info['ended']:.6f}", f"{info['ray_s']:.4f}",
+            attempt.rc))
 
     def renew(self) -> None:
         self._quietly("renew", self.slot)

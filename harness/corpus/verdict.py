@@ -29,7 +29,8 @@ from pathlib import Path
 from ..ab.compare import compare_runs
 from ..ab.pairing import broken_by_b
 from ..common.errors import UsageError
-from ..common.files import read_text, tsv_text as table_text
+from ..common.files import read_text
+from ..common.tsv import tsv_text as table_text
 from ..compile.ir.fingerprint import (SETUP, convert_layout_total, fingerprint,
                                       missing_ir_files)
 from ..compile.ir.kernel_meta import changes_note

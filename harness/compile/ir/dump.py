@@ -15,7 +15,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...common.files import atomic_write_text, tsv_cell, tsv_text
+from ...common.files import atomic_write_text
+from ...common.tsv import tsv_cell, tsv_text
 from .fingerprint import convert_layout_count
 from .naming import legend, name_variants, safe_component
 from .variants import Variant
