@@ -52,10 +52,8 @@ def compare_runs(rounds: list[tuple[StoredRun, StoredRun]], alpha: float = 0.05,
     summary.update(geomean_ci_low=low, geomean_ci_high=high,
                    geomean_interval="rounds" if multi else "samples")
     if multi and rows:
-        _add_rounds(rows, summary, deltas, [pairs_of[k] for k in ordered], len(rounds))
-        for row, count in zip(rows, paired):
-            row.rounds["paired_rounds"] = count
-        summary["rounds_in_turns"] = turned
+        _add_rounds(rows, summary, deltas, [pairs_of[k] for k in ordered], len(rounds),
+                    paired, turned)
         _add_design(rows, summary, deltas, auto, alpha, len(rounds))
     summary["rounds"] = len(rounds)
     mismatches = output_mismatches(rounds)
@@ -116,16 +114,21 @@ def _apply(row: ABRow, stat: stats.ShapeStat, interval: str) -> None:
     row.direction = stats.direction(stat) if stat.significant else 0
 
 
-def _add_rounds(rows: list[ABRow], summary: dict, deltas, pairs_per_row, n_rounds: int) -> None:
-    """Per shape: spread across rounds and per side; per op: per-round median deltas, the
-    sign-unstable count and the median side spread."""
-    for row, agg, pairs, own in zip(rows, stats.round_stats([list(d) for d in zip(*deltas)]),
-                                    pairs_per_row, deltas):
-        row.rounds = dict(agg, deltas_pct=list(own))      # each round's delta, in order
+def _add_rounds(rows: list[ABRow], summary: dict, deltas, pairs_per_row, n_rounds: int,
+                paired: list[int], turned: int) -> None:
+    """Per shape: spread across rounds and per side, and how many of its rounds' deltas were
+    paired; per op: per-round median deltas, the sign-unstable count, the median side spread
+    and the rounds in turns (_deltas_by_shape)."""
+    for row, agg, pairs, own, count in zip(
+            rows, stats.round_stats([list(d) for d in zip(*deltas)]), pairs_per_row, deltas,
+            paired):
+        row.rounds = dict(agg, deltas_pct=list(own),      # each round's delta, in order
+                          paired_rounds=count)
         row.spread_a_pct = stats.side_spread([ra.gems_ms for ra, _ in pairs])
         row.spread_b_pct = stats.side_spread([rb.gems_ms for _, rb in pairs])
     summary["per_round_median_delta_pct"] = [_median([d[i] for d in deltas])
                                              for i in range(n_rounds)]
+    summary["rounds_in_turns"] = turned
     summary["sign_unstable"] = sum(1 for r in rows if not r.rounds["sign_stable"])
     summary["side_spread_median_pct"] = {"A": _median([r.spread_a_pct for r in rows]),
                                          "B": _median([r.spread_b_pct for r in rows])}

@@ -193,11 +193,17 @@ def repilot(reports, pilot: int) -> None:
     cap, a longer pilot would have chosen the same."""
     for report in reports:
         rows = [row for row in report.rows if (row.rounds or {}).get("deltas_pct")]
-        tests = sequential.two_stage_stats([row.rounds["deltas_pct"] for row in rows], pilot)
-        for row, stat in zip(rows, tests):
-            row.delta_pct, row.ci_low_pct, row.ci_high_pct = (stat.delta_pct, stat.ci_low_pct,
-                                                              stat.ci_high_pct)
-            row.p_value, row.significant = stat.p_value, stat.significant
+        retest(rows, sequential.two_stage_stats([row.rounds["deltas_pct"] for row in rows],
+                                                pilot))
+
+
+def retest(rows, tests) -> None:
+    """Each row's interval, p-value and verdict from its test again (decide() then applies
+    Holm over the root and sets the direction)."""
+    for row, stat in zip(rows, tests):
+        row.delta_pct, row.ci_low_pct, row.ci_high_pct = (stat.delta_pct, stat.ci_low_pct,
+                                                          stat.ci_high_pct)
+        row.p_value, row.significant = stat.p_value, stat.significant
 
 
 def pair_again(reports, samples: dict) -> int:
@@ -207,6 +213,7 @@ def pair_again(reports, samples: dict) -> int:
     ratio of medians); then, in an op where some round was paired, every row is tested again
     under its op's design (two-stage on the op's pilot, else the fixed rounds' t test); an op
     with none keeps its stored verdicts. Returns the rounds paired anew."""
+    key_of = within_module()._key             # samples.json's key of a shape
     paired_now = 0
     for report in reports:
         before = paired_now
@@ -214,8 +221,7 @@ def pair_again(reports, samples: dict) -> int:
         design = report.summary.get("rounds_design") or {}
         rows = [row for row in report.rows if (row.rounds or {}).get("deltas_pct")]
         for row in rows:
-            key = "|".join([row.variant or report.op, row.dtype or "", row.shape_detail or "",
-                            str(row.occurrence)])
+            key = key_of({**vars(row), "op": report.op})
             deltas = list(row.rounds["deltas_pct"])
             for n in range(1, len(deltas) + 1):
                 a, b = runs.get(f"r{n}_A") or {}, runs.get(f"r{n}_B") or {}
@@ -228,16 +234,17 @@ def pair_again(reports, samples: dict) -> int:
             row.rounds["deltas_pct"] = deltas
         if paired_now == before:
             continue
-        if design.get("design") == "two-stage":
-            tests = sequential.two_stage_stats([r.rounds["deltas_pct"] for r in rows],
-                                               int(design.get("min_rounds") or 2))
-        else:
-            tests = stats.rounds_stats([r.rounds["deltas_pct"] for r in rows])
-        for row, stat in zip(rows, tests):
-            row.delta_pct, row.ci_low_pct, row.ci_high_pct = (stat.delta_pct, stat.ci_low_pct,
-                                                              stat.ci_high_pct)
-            row.p_value, row.significant = stat.p_value, stat.significant
+        deltas = [r.rounds["deltas_pct"] for r in rows]
+        retest(rows, sequential.two_stage_stats(deltas, int(design.get("min_rounds") or 2))
+               if design.get("design") == "two-stage" else stats.rounds_stats(deltas))
     return paired_now
+
+
+def within_module():
+    """tests/device/rounds_within.py, imported from beside this script."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import rounds_within
+    return rounds_within
 
 
 def is_planted(root: Path) -> bool:
@@ -556,8 +563,7 @@ def calibrate(work: Path, box: Box, out: Path, mode: str) -> list[str]:
     samples = None
     if root.is_dir():                           # every sample, for rounds_within.py
         lines += phase_lines(root)
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import rounds_within
+        rounds_within = within_module()
         samples = rounds_within.export(root)
         (kept / "samples.json").write_text(json.dumps(samples))
     if (root / "report.json").is_file():
