@@ -34,7 +34,7 @@ from .preflight import (ROOT_IN_USE, check_new_root, check_plan, check_replay,
                         check_replay_caliber, check_replay_shapes)
 from .render import render_terminal
 from .report import ABReport, write_reports
-from .rounds import read_choice, side_order
+from .rounds import choice_line, read_choice, side_order
 from .runs import (RunCounter, RunOutcome, append_status, ended_by, outcome_of,
                    recorded_rc)
 from .sides import ABPlan, Side, env_for
@@ -178,12 +178,15 @@ class OpAB:
         record = self.outcomes[(record_round, "A")].run_dir
         choice = read_choice(plan.root / safe_name(op))     # (--round-process auto)
         if choice is not None:
-            self.echo(f"{op}: rounds as {choice['process']}: {choice.get('why', '')}")
+            self.echo(choice_line(op, choice))
         failed = self._round(1, record) if alone else (
             None if self._run(1, plan.b, record) else self.outcomes[(1, "B")])
         if failed is not None:
             return None, failed.exit_code()
-        run_a, run_b = load_run(record), load_run(self.outcomes[(1, "B")].run_dir)
+        # the caliber's reference: round 1's A where the rounds have a budget of their own
+        held_to_record = alone and not (choice or {}).get("budget")
+        reference = record if held_to_record else self.outcomes[(1, "A")].run_dir
+        run_a, run_b = load_run(reference), load_run(self.outcomes[(1, "B")].run_dir)
         check = check_caliber(run_a, run_b, op)
         if not guard(check, op, plan.allow_caliber_mismatch, self.echo):
             return None, EXIT_CALIBER
@@ -199,7 +202,7 @@ class OpAB:
         pairs = [(load_run(self.outcomes[(n, "A")].run_dir),
                   load_run(self.outcomes[(n, "B")].run_dir)) for n in range(1, rounds + 1)]
         if not later_rounds_pass(run_a, pairs, op, plan.allow_caliber_mismatch, self.echo,
-                                 from_round=1 if alone else 2):
+                                 from_round=1 if held_to_record else 2):
             return None, EXIT_CALIBER
         report, code = build_report(pairs, plan.alpha, verdict, check,
                                     (plan.a.description, plan.b.description),

@@ -158,9 +158,14 @@ def _turns_note(s: dict) -> str:
 
 
 def _chosen(s: dict, lead: str = "") -> str:
-    """`<lead><process> (chosen from the record)` where --round-process auto chose one."""
+    """`<lead><process> (chosen from the record[, at its budget])` where --round-process auto
+    chose one (with --round-budget auto, the budget the rounds ran at)."""
     chosen = s.get("round_process") if isinstance(s.get("round_process"), dict) else {}
-    return f"{lead}{chosen['process']} (chosen from the record)" if chosen.get("process") else ""
+    if not chosen.get("process"):
+        return ""
+    budget = chosen.get("budget")
+    at = f", at {' '.join(map(str, budget))}" if isinstance(budget, list) and budget else ""
+    return f"{lead}{chosen['process']} (chosen from the record{at})"
 
 
 def _design_line(s: dict) -> str:

@@ -82,12 +82,26 @@ class AutoRounds:
 
 def read_choice(op_dir: Path) -> dict | None:
     """The round process `auto` chose for an op (its folder's CHOICE_FILE: `process`, `why`,
-    `held_by_power`), or None: none was chosen there, or the file is unreadable."""
+    `held_by_power`, with --round-budget auto `budget`: the rounds' budget flags), or None:
+    none was chosen there, or the file is unreadable (a `budget` that is not a list of
+    strings is left out)."""
     try:
         choice = json.loads((Path(op_dir) / CHOICE_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return choice if isinstance(choice, dict) and isinstance(choice.get("process"), str) else None
+    if not (isinstance(choice, dict) and isinstance(choice.get("process"), str)):
+        return None
+    budget = choice.get("budget")
+    if budget is not None and not (isinstance(budget, list)
+                                   and all(isinstance(flag, str) for flag in budget)):
+        choice.pop("budget")
+    return choice
+
+
+def choice_line(op: str, choice: dict) -> str:
+    """What `auto` chose for `op`, as said after its record."""
+    budget = " at " + " ".join(choice["budget"]) if choice.get("budget") else ""
+    return f"{op}: rounds as {choice['process']}{budget}: {choice.get('why', '')}"
 
 
 def note_choice(report, op_dir: Path) -> None:

@@ -10,6 +10,7 @@ from ..run.child_env import child_environment
 from ..common.errors import UsageError
 from ..run.options import BenchOptions
 from .compile_reuse import SideCaches
+from .round_budget import AS_GIVEN, AUTO as AUTO_BUDGET
 from .rounds import round_seed
 from .runs import STOP_RC
 
@@ -43,6 +44,8 @@ class ABPlan:
     runner: object = None              # rounds.RoundRunner; None: a fresh process per run
     caches: SideCaches = field(default_factory=SideCaches)   # each side compiles an op once
     draw_placements: bool = True       # False: runs keep options.placement_seed (a replay)
+    op_budgets: dict = field(default_factory=dict)   # op -> the budget its rounds run at
+                                                     # (--round-budget auto: round_budget.py)
 
     @property
     def switch(self) -> str:
@@ -64,8 +67,11 @@ class ABPlan:
         later placements' spacers drawn from the round's seed — the same on both sides, each
         round others, so that where a placement's data lands varies over the rounds (and
         widens their interval) instead of repeating in every round. Not with
-        `draw_placements` off: `zlh ab --replay RUN_A` gives side B the spacers A had."""
+        `draw_placements` off: `zlh ab --replay RUN_A` gives side B the spacers A had. An
+        op given a budget of its own (`op_budgets`, set once its record chose) runs at it."""
         options = self.run_options(out, replay_from, side)
+        if op in self.op_budgets:
+            options = options.with_flat(**self.op_budgets[op])
         if self.draw_placements:
             options = options.replace(placement_seed=round_seed(op, number))
         return self.caches.options(op, side.label, options)
@@ -83,10 +89,12 @@ class ABPlan:
 
 def runner_fields(runner) -> dict:
     """How a plan's rounds ran, as plan.json and calibration.json record it: the round
-    process, and where a worker ran them its settle gap and round spacer (None for fresh)."""
+    process, where a worker ran them its settle gap and round spacer (None for fresh), and
+    whether each op's budget followed its chosen process (`round_budget`: as-given, auto)."""
     return {"round_process": getattr(runner, "name", "fresh"),
             "settle_s": getattr(runner, "settle_s", None),
-            "round_spacer_bytes": getattr(runner, "shift_max_bytes", None)}
+            "round_spacer_bytes": getattr(runner, "shift_max_bytes", None),
+            "round_budget": AUTO_BUDGET if getattr(runner, "budgets", None) else AS_GIVEN}
 
 
 def parse_assignments(items, what: str) -> dict:

@@ -139,6 +139,7 @@ def _op_entry(report, plant_pct: float | None, detect: float = 0.3) -> dict:
     chosen = report.summary.get("round_process")       # --round-process auto: its choice
     return {"op": report.op, "verdict": report.verdict, "shapes": shapes,
             "round_process": chosen.get("process") if isinstance(chosen, dict) else None,
+            "round_budget": chosen.get("budget") if isinstance(chosen, dict) else None,
             "summary": floor.op_summary(shapes)}
 
 
@@ -219,7 +220,8 @@ def summary_lines(doc: dict) -> list[str]:
                 f"{_num(s['noise_median_pct'], '.3f')}% max {_num(s['noise_max_pct'], '.3f')}%, "
                 f"detectable (median) {_num(s['detectable_median_pct'], '.3f')}%, "
                 f"significant {s['significant']}"
-                + (f", rounds as {op['round_process']}" if op.get("round_process") else ""))
+                + (f", rounds as {op['round_process']}" if op.get("round_process") else "")
+                + (f" at {' '.join(op['round_budget'])}" if op.get("round_budget") else ""))
         if "plant" in s:
             text += (f"; planted {doc['plant_pct']:g}%: detected {_rate(s['plant'])}, "
                      f"shapes >= 20 us {_rate(s['plant_target'])}")

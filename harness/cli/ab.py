@@ -13,6 +13,7 @@ from click.core import ParameterSource
 from ..ab import gate, orchestrate
 from ..ab.preflight import check_new_root, check_scrub, refuse_run_dirs_as_ops
 from ..ab.recipe import load_recipe
+from ..ab.round_budget import AS_GIVEN
 from ..ab.render import render_terminal
 from ..ab.report import reports_so_far, to_json, write_reports
 from ..ab.rescore import BEFORE, REPORT_FILES, rescore as rescore_root
@@ -29,8 +30,8 @@ from ..run.options import refuse_unhooked
 from ..store.rundir import RUN_JSON
 from .group import main
 from .output import complete_ops_or_runs
-from .rounds import (AUTO_NAMES, NAMES as ROUNDS_NAMES, WORKER_NAMES, rounds_options,
-                     rounds_plan)
+from .rounds import (AUTO_NAMES, NAMES as ROUNDS_NAMES, WORKER_NAMES, budget_given,
+                     rounds_options, rounds_plan)
 from .common import (BENCH_NAMES, bench_options, default_ops, echo_err, echo_out, echo_routed,
                      finite, gate_option, given_options, handles_errors, keeps_on_interrupt,
                      not_empty, options_from, parse_bench_args, refuse_beside)
@@ -173,6 +174,7 @@ def _refuse_rounds_with_replay(params: dict) -> None:
     given = [name for name in ("rounds", *AUTO_NAMES, *WORKER_NAMES)
              if params[name] is not None]
     given += ["round_process"] if params["round_process"] != "fresh" else []
+    given += ["round_budget"] if params["round_budget"] != AS_GIVEN else []
     if given:
         flag = "--" + given[0].replace("_", "-")
         raise errors.UsageError(
@@ -277,9 +279,9 @@ def _run_both(args, params: dict, given: dict, root: Path, echo, progress, floor
         if python:
             side.python = python
             side.description = (side.description + f" python={python}").strip()
-    options = options_from(given)
-    refuse_unhooked(options, "zlh ab")
     rounds, auto, runner = rounds_plan(params)
+    options = options_from(budget_given(params, given))
+    refuse_unhooked(options, "zlh ab")
     plan = ABPlan(
         ops=list(dict.fromkeys(args)), a=side_a, b=side_b, options=options,
         root=root, rounds=rounds, auto=auto, runner=runner, timeout_s=params["timeout_s"],

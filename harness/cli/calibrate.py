@@ -14,7 +14,7 @@ from ..calibrate.run import CalibratePlan, calibrate as run_calibration
 from ..corpus.files import refuse_corpus_root
 from .group import main
 from .output import complete_ops
-from .rounds import rounds_options, rounds_plan
+from .rounds import budget_given, rounds_options, rounds_plan
 from .common import (bench_options, default_ops, echo_err, finite, given_options,
                      handles_errors, keeps_on_interrupt, not_empty, options_from)
 
@@ -52,7 +52,7 @@ def calibrate(ctx, ops, plant_pct, detect_pct, timeout_s, root, quiet, **params)
     """
     refuse_corpus_root(root, "the calibration's")
     rounds, auto, runner = rounds_plan(params, fixed_default=3)
-    options = options_from(given_options(ctx))
+    options = options_from(budget_given(params, given_options(ctx)))
     ops = list(dict.fromkeys(ops)) or default_ops(options)   # named twice: runs once
     if not ops:
         raise UsageError("name at least one op to calibrate (or --cases MODULE:ATTR, whose "

@@ -1,11 +1,14 @@
 """The rounds options of `zlh ab` and `zlh calibrate`: `--rounds N|auto`, `--target-pct`,
 `--min-rounds`, `--max-rounds` (the two-stage design, harness/measure/sequential.py) and
-`--round-process fresh|persistent|turns|turns-fresh|twins|auto` with its `--settle-ms` and
-`--round-spacer-mb` (harness/ab/rounds.py, harness/corpus/rounds.py)."""
+`--round-process fresh|persistent|turns|turns-fresh|twins|auto` with its `--settle-ms`,
+`--round-spacer-mb` and `--round-budget` (harness/ab/rounds.py, harness/corpus/rounds.py,
+harness/ab/round_budget.py)."""
 from __future__ import annotations
 
 import click
 
+from ..ab.round_budget import (AS_GIVEN, AUTO as AUTO_BUDGET, BUDGETS, RECORD_BUDGET,
+                               ROUND_BUDGETS, budget_flags, refuse_given_budget)
 from ..ab.rounds import (CHOSEN, FRESH, PERSISTENT, ROUND_PROCESSES, TURNS, TURNS_FRESH,
                          TWINS, AutoRounds)
 from ..common import errors
@@ -19,7 +22,7 @@ from .common import finite
 AUTO = "auto"
 AUTO_NAMES = ("target_pct", "min_rounds", "max_rounds")
 WORKER_NAMES = ("settle_ms", "round_spacer_mb")   # only where a worker runs the rounds
-NAMES = ("rounds", *AUTO_NAMES, "round_process", *WORKER_NAMES)
+NAMES = ("rounds", *AUTO_NAMES, "round_process", *WORKER_NAMES, "round_budget")
 MAX_SPACER_MB = 4096
 BY_WORKERS = "persistent, turns, turns-fresh, twins or auto"   # the round processes of workers
 MAX_SETTLE_MS = 600_000      # ten minutes of idle before a round: more is a mistyped value
@@ -49,8 +52,18 @@ class Rounds(click.ParamType):
         return number
 
 
+ROUND_BUDGET_OPTION = click.option(
+    "--round-budget", type=click.Choice(ROUND_BUDGETS), default=AS_GIVEN, show_default=True,
+    help=f"With --round-process auto: as-given: every run at the budget options given (or "
+         f"their defaults); auto: each op's record at {' '.join(budget_flags(RECORD_BUDGET))}, "
+         f"and its rounds at the budget of the process chosen for it — twins as the record, "
+         f"turns-fresh (GEMMs at the power limit) at "
+         f"{' '.join(budget_flags(BUDGETS[TURNS_FRESH]))}, four placements that average "
+         f"where a run's data lie. The budget options are then refused.")
+
+
 def rounds_options(low: int, default, help_text: str):
-    """The five options, `--rounds` taking N ≥ low or auto (default `default`)."""
+    """The rounds options, `--rounds` taking N ≥ low or auto (default `default`)."""
     options = [
         click.option("--rounds", type=Rounds(low), default=default, metavar="N|auto",
                      show_default=default is not None, help=help_text),
@@ -98,6 +111,7 @@ def rounds_options(low: int, default, help_text: str):
                           f"a side that allocates otherwise (a new workspace, another "
                           f"order) moves its data, which then reads as a change. Default "
                           f"{SHIFT_MAX_BYTES >> 20}."),
+        ROUND_BUDGET_OPTION,
     ]
 
     def decorate(fn):
@@ -121,9 +135,15 @@ def rounds_plan(params: dict, fixed_default: int = 1):
                                     f"runs N rounds)")
         auto, rounds = None, params.get("rounds") or fixed_default
     settle_ms, spacer_mb = params.get("settle_ms"), params.get("round_spacer_mb")
+    process = params.get("round_process")
+    budgeted = params.get("round_budget", AS_GIVEN) == AUTO_BUDGET
+    if budgeted and process != CHOSEN:
+        raise errors.UsageError(f"--round-budget auto only with --round-process auto (the "
+                                f"budget follows the process chosen per op), not "
+                                f"{process or FRESH}")
     runner_class = {PERSISTENT: PersistentRounds, TURNS: TurnsRounds,
                     TURNS_FRESH: TurnsFreshRounds,
-                    TWINS: TwinsRounds, CHOSEN: ChosenRounds}.get(params.get("round_process"))
+                    TWINS: TwinsRounds, CHOSEN: ChosenRounds}.get(process)
     if runner_class is None:
         given = [name for name in WORKER_NAMES if params.get(name) is not None]
         if given:
@@ -133,4 +153,14 @@ def rounds_plan(params: dict, fixed_default: int = 1):
         return rounds, auto, None
     return rounds, auto, runner_class(
         settle_s=None if settle_ms is None else settle_ms / 1000,
-        shift_max_bytes=SHIFT_MAX_BYTES if spacer_mb is None else int(spacer_mb * (1 << 20)))
+        shift_max_bytes=SHIFT_MAX_BYTES if spacer_mb is None else int(spacer_mb * (1 << 20)),
+        **({"budgets": BUDGETS} if budgeted else {}))
+
+
+def budget_given(params: dict, given: dict) -> dict:
+    """The bench options as given, with `--round-budget auto` the record's budget set (its
+    rounds' budgets follow per op); a budget option named beside auto is one line, exit 2."""
+    if params.get("round_budget", AS_GIVEN) != AUTO_BUDGET:
+        return given
+    refuse_given_budget(given)
+    return {**given, **RECORD_BUDGET}

@@ -13,12 +13,15 @@ puts the op's rounds in turns; none, twins. The record is compared in no round, 
 policy alone keeps the rounds' interval honest, so choosing from it biases no test.
 
 What was chosen and why goes to `<op>/round_process.json` (`ab.rounds.CHOICE_FILE`), which
-the report shows; a record that failed chooses nothing (the op has no rounds).
+the report shows; a record that failed chooses nothing (the op has no rounds). With
+`--round-budget auto` (`budgets`: process -> budget, ab/round_budget.py) the op's rounds also
+run at the chosen process's budget, which the choice names (`budget`: its flags).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+from ..ab.round_budget import budget_flags
 from ..ab.rounds import CHOICE_FILE, CHOSEN, TURNS_FRESH, TWINS
 from ..ab.runs import RunOutcome
 from ..ab.sides import ABPlan, Side
@@ -50,15 +53,18 @@ class ChosenRounds(TurnsFreshRounds):
     twins or in turns as its record chose (`choose`: run directory -> choice; default
     choose_by_record): `in_turns` says which, and the A/B runs a twins round's sides one
     after the other. Like turns-fresh the runs take no device lock (a round in turns times
-    both sides at once)."""
+    both sides at once). `budgets` (process -> budget; None: the options as given): each op's
+    rounds at its process's budget (`plan.op_budgets`)."""
 
     name = CHOSEN
     activate_ahead = TwinsRounds.activate_ahead     # as twins, until a record chose turns
     default_settle_s = 0.0
 
-    def __init__(self, *args, choose=choose_by_record, **kwargs):
+    def __init__(self, *args, choose=choose_by_record, budgets: dict | None = None,
+                 **kwargs):
         super().__init__(*args, **kwargs)
         self.choose = choose
+        self.budgets = budgets
         self.chosen: dict[str, dict] = {}
 
     def process_of(self, op: str) -> str:
@@ -76,6 +82,9 @@ class ChosenRounds(TurnsFreshRounds):
         outcome = super().run(plan, op, number, side, replay_from)
         if number == 0 and outcome.problem() is None:
             choice = self.chosen[op] = self.choose(outcome.run_dir)
+            if self.budgets is not None:
+                plan.op_budgets[op] = self.budgets[choice["process"]]
+                choice["budget"] = budget_flags(plan.op_budgets[op])
             atomic_write_json(Path(plan.root) / safe_name(op) / CHOICE_FILE, choice)
             self._use(choice["process"])
         return outcome

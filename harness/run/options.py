@@ -235,6 +235,11 @@ class BenchOptions:
     def replace(self, **changes) -> "BenchOptions":
         return replace(self, **changes)
 
+    def with_flat(self, **changes) -> "BenchOptions":
+        """These options with `changes` given by flat name (those living in `rule` and
+        `budget` too), each checked as `from_flat` checks it."""
+        return BenchOptions.from_flat(**{**self.to_flat(), **changes})
+
     def absolute(self) -> "BenchOptions":
         """These options with every path (out, replay, shapes, checkouts) made absolute now:
         a run keeps no relative path past its start, so an op that changes the working

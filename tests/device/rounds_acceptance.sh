@@ -9,7 +9,9 @@
 # served it best (tests/device/README.md): the GEMMs four placements of 10/20 ms windows
 # (thirty-fourth set), the others one placement of 40/80 ms windows (thirty-second set; four
 # placements cost them 1.1-1.7 times the wall and found no more, thirty-fifth set).
-# GEMM_BUDGET / REST_BUDGET replace them.
+# GEMM_BUDGET / REST_BUDGET replace them. ROUND_BUDGET=auto gives every group
+# `--round-budget auto` instead: zlh sets each op's budget from the round process its record
+# chose (the same two budgets: harness/ab/round_budget.py), so one policy serves every op.
 # Runs tests/device/rounds_spread.sh and packs what it wrote, with the card's name and limits,
 # into $OUT/call-GROUP-MODES.tgz (a device call brings back few files; several invocations in
 # one call pack apart); add groups up with
@@ -26,6 +28,8 @@ GROUP=${1:-$default_group}
 GEMM_BUDGET=${GEMM_BUDGET:-"--warmup-ms 10 --min-samples 10 --min-time-ms 10 --max-time-ms 20 \
 --placements 4"}
 REST_BUDGET=${REST_BUDGET:-"--warmup-ms 20 --min-time-ms 40 --max-time-ms 80"}
+if [ "${ROUND_BUDGET:-}" = auto ]; then GEMM_BUDGET="--round-budget auto"; \
+  REST_BUDGET="--round-budget auto"; fi
 case $GROUP in
   gemm) OPS="mm addmm bmm"; BUDGET=$GEMM_BUDGET ;;
   rest1) OPS="softmax fused_add_rms_norm sum cumsum"; BUDGET=$REST_BUDGET ;;

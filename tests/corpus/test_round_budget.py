@@ -1,0 +1,103 @@
+"""`--round-budget auto`: each op's record at the twins budget, its rounds at the budget of the
+round process its record chose (GEMMs at the power limit: four placements of short windows),
+the caliber guard holding the rounds to each other rather than to the record."""
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.ab import orchestrate as abmod
+from harness.ab.render import render_terminal
+from harness.ab.round_budget import (BUDGETS, RECORD_BUDGET, TURNS_BUDGET, TWINS_BUDGET,
+                                     budget_flags)
+from harness.ab.rounds import CHOICE_FILE
+from harness.cli import main
+from harness.cli.rounds import budget_given, rounds_plan
+from harness.common.errors import UsageError
+from harness.corpus.chosen_rounds import ChosenRounds, choose_by_record
+from harness.measure.device_lock import LOCK_DIR_ENV
+from slow_add import slow_add_plan
+
+
+def _budget_of(run_json: Path) -> dict:
+    caliber = json.loads(run_json.read_text())["caliber"]
+    stopping = caliber["stopping"]
+    return {"placements": caliber["placements"], "warmup_ms": caliber["warmup_ms"],
+            "min_samples": stopping["min_samples"], "min_time_ms": stopping["min_time_ms"],
+            "max_time_ms": stopping["max_time_ms"]}
+
+
+@pytest.mark.e2e
+def test_each_op_rounds_at_the_budget_of_the_process_its_record_chose(tmp_path, monkeypatch):
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
+
+    def choose(run_dir):          # no CPU case runs at a power limit: softmax's record says so
+        if Path(run_dir).parent.parent.name == "softmax":
+            return {"process": "turns-fresh", "held_by_power": ["float32 4x64"],
+                    "why": "said so for the test"}
+        return choose_by_record(run_dir)
+    runner = ChosenRounds(shift_max_bytes=1 << 16, choose=choose, budgets=BUDGETS)
+    plan = slow_add_plan(tmp_path, runner, rounds=1,
+                         shapes="add: [[4096]]\nsoftmax: [[4, 64]]\n")
+    plan.ops = ["add", "softmax"]
+    plan.options = plan.options.with_flat(**RECORD_BUDGET)      # as the command line sets it
+    lines: list[str] = []
+    reports, code = abmod.run_ab(plan, echo=lines.append)
+    # the rounds of softmax ran at another budget than its record: the guard held them to
+    # each other, not to the record, and both ops were reported
+    assert code == 0 and [r.op for r in reports] == ["add", "softmax"], lines
+    root = tmp_path / "ab"
+    runs = {(op, name): next((root / op / name).glob("*/run.json"))
+            for op in ("add", "softmax") for name in ("r0_A", "r1_A", "r1_B")}
+    assert {key: _budget_of(path) for key, path in runs.items()} == {
+        (op, name): TURNS_BUDGET if (op, name[:2]) == ("softmax", "r1") else TWINS_BUDGET
+        for op, name in runs}
+    choices = {op: json.loads((root / op / CHOICE_FILE).read_text()) for op in ("add", "softmax")}
+    assert choices["add"]["budget"] == budget_flags(TWINS_BUDGET)
+    assert choices["softmax"]["budget"] == budget_flags(TURNS_BUDGET)
+    assert (f"softmax: rounds as turns-fresh at {' '.join(budget_flags(TURNS_BUDGET))}: said "
+            f"so for the test") in lines
+    assert "--placements 4" in render_terminal(reports[1])
+    plan_json = json.loads((root / "plan.json").read_text())
+    assert plan_json["round_budget"] == "auto"
+    again = CliRunner().invoke(main, ["ab", "--rescore", str(root)])
+    assert again.exit_code == 0, again.output
+    rescored = json.loads((root / "report.json").read_text())["ops"]
+    assert [op["summary"]["round_process"]["budget"] for op in rescored] == [
+        budget_flags(TWINS_BUDGET), budget_flags(TURNS_BUDGET)]
+
+
+def test_the_round_budget_follows_only_the_chosen_process_and_no_budget_given():
+    base = {"rounds": "auto", "target_pct": None, "min_rounds": None, "max_rounds": None,
+            "settle_ms": None, "round_spacer_mb": None}
+    _, _, runner = rounds_plan({**base, "round_process": "auto", "round_budget": "auto"})
+    assert isinstance(runner, ChosenRounds) and runner.budgets == BUDGETS
+    _, _, runner = rounds_plan({**base, "round_process": "auto", "round_budget": "as-given"})
+    assert runner.budgets is None
+    for process in ("fresh", "turns-fresh", "twins"):
+        with pytest.raises(UsageError, match="--round-budget auto only with --round-process "
+                                             f"auto .*not {process}"):
+            rounds_plan({**base, "round_process": process, "round_budget": "auto"})
+    given = {"adapter": "builtin"}
+    assert budget_given({"round_budget": "as-given"}, given) is given
+    assert budget_given({"round_budget": "auto"}, given) == {**given, **RECORD_BUDGET}
+    with pytest.raises(UsageError, match="--placements, --max-time-ms with --round-budget "
+                                         "auto"):
+        budget_given({"round_budget": "auto"}, {"placements": 2, "max_time_ms": 5.0})
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["ab", "add", "--env-b", "X=1", "--round-budget", "auto"],
+     "--round-budget auto only with --round-process auto"),
+    (["ab", "add", "--env-b", "X=1", "--round-process", "auto", "--round-budget", "auto",
+      "--warmup-ms", "5"], "--warmup-ms with --round-budget auto"),
+    (["calibrate", "add", "--round-process", "auto", "--round-budget", "auto",
+      "--min-samples", "3"], "--min-samples with --round-budget auto"),
+    (["ab", "--replay", "runA", "--round-budget", "auto"], "--round-budget does not apply"),
+])
+def test_a_round_budget_that_cannot_apply_is_one_line_and_exit_2(tmp_path, argv, says):
+    result = CliRunner().invoke(main, [*argv, "--root", str(tmp_path / "root")])
+    assert result.exit_code == 2, result.output
+    assert says in result.output
+    assert not (tmp_path / "root").exists()
