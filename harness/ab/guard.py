@@ -7,7 +7,9 @@ runs of one interpreter (store/compiler.py). A side that recorded on a shared tu
 gets a warning, and so do different interpreters running one compiler build. A run that did
 not complete (running, abandoned, interrupted, crashed, failed, poisoned) is listed under
 `partial`: refused unless --allow-partial. `guard` prints a check's findings and says whether
-the report may go on; `later_rounds_pass` checks every later round against the record.
+the report may go on; `later_rounds_pass` checks every later round against the run the
+rounds are held to (`reference_run`: the record, or round 1's A where the rounds run at a
+budget of their own, the record then held to it in all but the budget).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from ..common.log import Echo
 from ..compile.autotune import records_digest
 from ..store.compiler import compiler_findings
 from ..store.reader import COMPLETE, StoredRun, status_detail
+from .round_budget import BUDGET_CALIBER
 
 
 @dataclass
@@ -33,10 +36,11 @@ class CaliberCheck:
 
 
 def check_caliber(a: StoredRun, b: StoredRun, label: str | None = None,
-                  names: tuple[str, str] = ("side A", "side B")) -> CaliberCheck:
+                  names: tuple[str, str] = ("side A", "side B"),
+                  ignore: tuple[str, ...] = ()) -> CaliberCheck:
     """What refuses, warns about or marks partial a comparison of `a` with `b`; `names`: how
     the two runs are called in its lines (a later round checks a run of either side against
-    the record)."""
+    the record); `ignore`: caliber fields not compared (besides autotune_mode)."""
     label = label or a.op
     check = CaliberCheck()
     for side, run in zip(names, (a, b)):
@@ -51,7 +55,7 @@ def check_caliber(a: StoredRun, b: StoredRun, label: str | None = None,
                                   f"({run.path}/run.json has no caliber)")
     if check.problems:
         return check
-    for difference in cal_a.differences(cal_b, ignore=("autotune_mode",)):
+    for difference in cal_a.differences(cal_b, ignore=("autotune_mode", *ignore)):
         hint = (" (the library's tuning-space switches: the sides tuned over different "
                 "config spaces)" if difference.field == "tuning_space" else "")
         check.problems.append(f"!!! [caliber] {label}: {difference.describe()}{hint}")
@@ -102,15 +106,29 @@ def _describe(source: tuple[str | None, str]) -> str:
     return f"{run_id} (records {digest[:12]})" if digest else run_id
 
 
+def reference_run(record: StoredRun, first_a: StoredRun, own_budget: bool, op: str,
+                  allow: bool, echo: Echo) -> StoredRun | None:
+    """The run every round is held to: the record; where the op's rounds run at a budget of
+    their own (--round-budget auto), round 1's A, the record held to it in everything but
+    the budget (BUDGET_CALIBER). None where the guard refuses."""
+    if not own_budget:
+        return record
+    check = check_caliber(record, first_a, op, names=("the record", "round 1's A"),
+                          ignore=BUDGET_CALIBER)
+    return first_a if guard(check, op, allow, echo) else None
+
+
 def later_rounds_pass(run_a: StoredRun, pairs: list[tuple[StoredRun, StoredRun]], op: str,
-                      allow: bool, echo: Echo, from_round: int = 2) -> bool:
-    """Every run of rounds `from_round`, … checked against the record `run_a` (round 1's A,
-    or round 0's where the rounds ran in turns; also `zlh ab --rescore`); False at the first
-    one the guard refuses."""
+                      allow: bool, echo: Echo, from_round: int = 2,
+                      reference: str = "the record") -> bool:
+    """Every run of rounds `from_round`, … checked against `run_a` (the record: round 1's A,
+    or round 0's where it was made alone; round 1's A where the rounds run at a budget of
+    their own, and in `zlh ab --rescore`), called `reference` in its lines; False at the
+    first one the guard refuses."""
     for number, (later_a, later_b) in enumerate(pairs[from_round - 1:], start=from_round):
         for side, later in (("A", later_a), ("B", later_b)):
             late = check_caliber(run_a, later, f"{op} round {number} side {side}",
-                                 names=("the record", "this run"))
+                                 names=(reference, "this run"))
             late.warnings = []          # round 1 already said them
             if not guard(late, op, allow, echo):
                 return False

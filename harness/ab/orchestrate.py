@@ -1,11 +1,10 @@
 """`zlh ab`: paired runs with pinned configs, the caliber guard, rounds, and the report.
 
-Every run is a fresh `zlh bench` process (its own Triton cache, its own imports) or a job in
-its side's persistent worker (a `rounds.RoundRunner`), so the two sides share nothing but the
-record: round 1's A records (round 0's, made alone, where the runner says so: turns, which
-runs a round's two sides at once, and twins), every other run replays that record. Rounds
-alternate which side runs first. The verdicts are decided over every shape of the A/B
-(family.py)."""
+Every run is a fresh `zlh bench` process (its own Triton cache, its own imports) or a job in its
+side's persistent worker (a `rounds.RoundRunner`), so the two sides share nothing but the record:
+round 1's A records (round 0's, made alone, where the runner says so: turns, which runs a round's
+two sides at once, and twins), every other run replays that record. Rounds alternate which side
+runs first. The verdicts are decided over every shape of the A/B (family.py)."""
 from __future__ import annotations
 
 import collections
@@ -28,7 +27,7 @@ from ..store.reader import REPLAY_PARTIAL_ENV, StoredRun, load_run
 from ..store.rundir import safe_name
 from .compare import compare_runs
 from .family import Family
-from .guard import CaliberCheck, check_caliber, guard, later_rounds_pass
+from .guard import CaliberCheck, check_caliber, guard, later_rounds_pass, reference_run
 from .pairing import broken_by_b
 from .preflight import (ROOT_IN_USE, check_new_root, check_plan, check_replay,
                         check_replay_caliber, check_replay_shapes)
@@ -183,12 +182,12 @@ class OpAB:
             None if self._run(1, plan.b, record) else self.outcomes[(1, "B")])
         if failed is not None:
             return None, failed.exit_code()
-        # the caliber's reference: round 1's A where the rounds have a budget of their own
-        held_to_record = alone and not (choice or {}).get("budget")
-        reference = record if held_to_record else self.outcomes[(1, "A")].run_dir
-        run_a, run_b = load_run(reference), load_run(self.outcomes[(1, "B")].run_dir)
-        check = check_caliber(run_a, run_b, op)
-        if not guard(check, op, plan.allow_caliber_mismatch, self.echo):
+        own_budget = alone and op in plan.op_budgets       # (--round-budget auto)
+        run_a = reference_run(load_run(record), load_run(self.outcomes[(1, "A")].run_dir),
+                              own_budget, op, plan.allow_caliber_mismatch, self.echo)
+        run_b = load_run(self.outcomes[(1, "B")].run_dir)
+        check = check_caliber(run_a, run_b, op) if run_a is not None else None
+        if check is None or not guard(check, op, plan.allow_caliber_mismatch, self.echo):
             return None, EXIT_CALIBER
         verdict = ir_verdict(self.outcomes[(1, "A")].run_dir, run_b.path, plan.scrub)
         rounds, number = self._rounds_after(verdict), 2
@@ -202,7 +201,8 @@ class OpAB:
         pairs = [(load_run(self.outcomes[(n, "A")].run_dir),
                   load_run(self.outcomes[(n, "B")].run_dir)) for n in range(1, rounds + 1)]
         if not later_rounds_pass(run_a, pairs, op, plan.allow_caliber_mismatch, self.echo,
-                                 from_round=1 if held_to_record else 2):
+                                 2 if own_budget or not alone else 1,
+                                 "round 1's A" if own_budget else "the record"):
             return None, EXIT_CALIBER
         report, code = build_report(pairs, plan.alpha, verdict, check,
                                     (plan.a.description, plan.b.description),

@@ -14,9 +14,10 @@ thirty-eighth sets):
 
 With `auto`, the record of every op is made at the twins budget (it pins configs and chooses
 the process; it is compared in no round), and each op's rounds take the budget of the process
-chosen for it. Both sides of an op's rounds run at one budget, so the caliber guard still holds
-them to each other; the record is held to the rounds in everything but the budget. Budget
-options given with `auto` are refused: the choice would overrule them.
+chosen for it. Both sides of an op's rounds run at one budget, and the caliber guard holds
+every round to round 1's A, and the record to round 1's A in everything but the budget
+(`BUDGET_CALIBER`; ab/guard.py `reference_run`). Budget options given with `auto` are refused:
+the choice would overrule them.
 """
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ TURNS_BUDGET = {"placements": 4, "warmup_ms": 10.0, "min_samples": 10,
 BUDGETS = {TWINS: TWINS_BUDGET, TURNS_FRESH: TURNS_BUDGET}
 RECORD_BUDGET = TWINS_BUDGET
 BUDGET_NAMES = tuple(TWINS_BUDGET)
+# the caliber fields a budget moves: the record is held to its op's rounds in all but these
+BUDGET_CALIBER = ("warmup_ms", "stopping", "placements", "placement_memory")
 
 
 def budget_flags(budget: dict) -> list[str]:
@@ -55,5 +58,6 @@ def refuse_given_budget(given: dict) -> None:
     if named:
         flags = ", ".join(BY_NAME[name].flag for name in named)
         raise UsageError(f"{flags} with --round-budget auto: auto sets each op's budget from "
-                         f"its round process; drop {flags}, or drop --round-budget auto to "
-                         f"give the budget yourself")
+                         f"its round process; drop {flags} (from the command line or a "
+                         f"recipe's bench_args), or drop --round-budget auto to give the "
+                         f"budget yourself")

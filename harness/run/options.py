@@ -237,8 +237,10 @@ class BenchOptions:
 
     def with_flat(self, **changes) -> "BenchOptions":
         """These options with `changes` given by flat name (those living in `rule` and
-        `budget` too), each checked as `from_flat` checks it."""
-        return BenchOptions.from_flat(**{**self.to_flat(), **changes})
+        `budget` too), each checked as `from_flat` checks it; the rule's and budget's fields
+        that are no option are kept."""
+        return BenchOptions.from_flat(**{**self.to_flat(), "rule": self.rule,
+                                         "budget": self.budget, **changes})
 
     def absolute(self) -> "BenchOptions":
         """These options with every path (out, replay, shapes, checkouts) made absolute now:

@@ -11,12 +11,15 @@ from harness.ab import orchestrate as abmod
 from harness.ab.render import render_terminal
 from harness.ab.round_budget import (BUDGETS, RECORD_BUDGET, TURNS_BUDGET, TWINS_BUDGET,
                                      budget_flags)
+from harness.ab.guard import reference_run
 from harness.ab.rounds import CHOICE_FILE
 from harness.cli import main
 from harness.cli.rounds import budget_given, rounds_plan
 from harness.common.errors import UsageError
 from harness.corpus.chosen_rounds import ChosenRounds, choose_by_record
 from harness.measure.device_lock import LOCK_DIR_ENV
+from harness.run.options import BenchOptions
+from harness.store.reader import load_run
 from slow_add import slow_add_plan
 
 
@@ -38,7 +41,7 @@ def test_each_op_rounds_at_the_budget_of_the_process_its_record_chose(tmp_path, 
                     "why": "said so for the test"}
         return choose_by_record(run_dir)
     runner = ChosenRounds(shift_max_bytes=1 << 16, choose=choose, budgets=BUDGETS)
-    plan = slow_add_plan(tmp_path, runner, rounds=1,
+    plan = slow_add_plan(tmp_path, runner, rounds=2,
                          shapes="add: [[4096]]\nsoftmax: [[4, 64]]\n")
     plan.ops = ["add", "softmax"]
     plan.options = plan.options.with_flat(**RECORD_BUDGET)      # as the command line sets it
@@ -49,9 +52,9 @@ def test_each_op_rounds_at_the_budget_of_the_process_its_record_chose(tmp_path, 
     assert code == 0 and [r.op for r in reports] == ["add", "softmax"], lines
     root = tmp_path / "ab"
     runs = {(op, name): next((root / op / name).glob("*/run.json"))
-            for op in ("add", "softmax") for name in ("r0_A", "r1_A", "r1_B")}
+            for op in ("add", "softmax") for name in ("r0_A", "r1_A", "r1_B", "r2_A", "r2_B")}
     assert {key: _budget_of(path) for key, path in runs.items()} == {
-        (op, name): TURNS_BUDGET if (op, name[:2]) == ("softmax", "r1") else TWINS_BUDGET
+        (op, name): TURNS_BUDGET if op == "softmax" and name != "r0_A" else TWINS_BUDGET
         for op, name in runs}
     choices = {op: json.loads((root / op / CHOICE_FILE).read_text()) for op in ("add", "softmax")}
     assert choices["add"]["budget"] == budget_flags(TWINS_BUDGET)
@@ -101,3 +104,50 @@ def test_a_round_budget_that_cannot_apply_is_one_line_and_exit_2(tmp_path, argv,
     assert result.exit_code == 2, result.output
     assert says in result.output
     assert not (tmp_path / "root").exists()
+
+
+@pytest.mark.e2e
+def test_the_record_is_still_held_to_the_rounds_in_all_but_the_budget(tmp_path, monkeypatch):
+    """Round 1's A differs from the record in its budget (let through) or in anything else
+    (refused): the record is held to the rounds in all but the budget."""
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
+    runner = ChosenRounds(shift_max_bytes=1 << 16, budgets=BUDGETS)
+    plan = slow_add_plan(tmp_path, runner, rounds=1)
+    plan.options = plan.options.with_flat(**RECORD_BUDGET)
+    reports, code = abmod.run_ab(plan, echo=lambda line: None)
+    assert code == 0 and len(reports) == 1
+    add = tmp_path / "ab" / "add"
+    record, first_a = (load_run(next((add / name).glob("*/run.json")).parent)
+                       for name in ("r0_A", "r1_A"))
+    lines: list[str] = []
+    assert reference_run(record, first_a, True, "add", False, lines.append) is first_a
+    assert reference_run(record, first_a, False, "add", False, lines.append) is record
+    moved = json.loads((first_a.path / "run.json").read_text())
+    moved["caliber"]["placements"] = 4                                 # a budget: let through
+    moved["caliber"]["stopping"]["max_time_ms"] = 20.0
+    (first_a.path / "run.json").write_text(json.dumps(moved))
+    assert reference_run(record, load_run(first_a.path), True, "add", False,
+                         lines.append) is not None
+    moved["caliber"]["seed"] += 1                                      # not a budget: refused
+    (first_a.path / "run.json").write_text(json.dumps(moved))
+    assert reference_run(record, load_run(first_a.path), True, "add", False,
+                         lines.append) is None
+    assert any("[caliber] add: seed differs" in line for line in lines), lines
+    assert not any("placements" in line for line in lines), lines
+
+
+def test_with_flat_changes_the_options_named_and_keeps_the_rest():
+    from harness.measure.stopping import StoppingRule
+    base = BenchOptions.from_flat(adapter="builtin", backend="cpu", dtypes=["float32"],
+                                  shapes="s.yaml", placement_seed=7, min_samples=5)
+    base = base.replace(rule=StoppingRule(min_samples=5, max_samples=77))
+    changed = base.with_flat(placements=4, max_time_ms=200.0, warmup_ms=10.0)
+    assert (changed.placements, changed.rule.max_time_ms, changed.budget.warmup_ms) == (
+        4, 200.0, 10.0)
+    assert changed.rule.max_samples == 77 and changed.rule.min_samples == 5
+    assert {k: v for k, v in changed.to_flat().items()
+            if k not in ("placements", "max_time_ms", "warmup_ms")} == {
+        k: v for k, v in base.to_flat().items()
+        if k not in ("placements", "max_time_ms", "warmup_ms")}
+    with pytest.raises(UsageError, match="placements"):
+        base.with_flat(placements=0)
