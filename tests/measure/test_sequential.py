@@ -1,7 +1,6 @@
 """The two-stage rounds design (`zlh ab --rounds auto`): rounds needed, its interval on the
 pilot's spread, what a shape's rounds could see, and its false-positive rate by simulation."""
 import math
-import time
 
 import numpy as np
 import pytest
@@ -80,7 +79,6 @@ def test_two_stage_false_positive_rate_is_nominal(sd_pct, shapes):
     """10,000 simulated A/As per case: the design alone calls significant a share in the
     binomial 99 % interval around alpha = 0.05; with the guard, as zlh decides, the share is
     no higher, and the same where the pilot alone stops the rounds."""
-    started = time.perf_counter()
     bare = sequential.false_positive_rate(10_000, pilot=6, max_rounds=30, target_pct=0.15,
                                           sd_pct=sd_pct, shapes=shapes, seed=11,
                                           rule="pilot-only")
@@ -92,7 +90,6 @@ def test_two_stage_false_positive_rate_is_nominal(sd_pct, shapes):
         assert out["rate"] == bare["rate"]
     else:                                        # more rounds: at most alpha, not far below
         assert 0.02 <= out["rate"] <= high, out
-    assert time.perf_counter() - started < 3.0
     assert 6 <= out["mean_rounds"] <= 30
 
 
