@@ -20,7 +20,7 @@ from pathlib import Path
 from ..common.log import Echo
 from ..compile.autotune import records_digest
 from ..store.compiler import compiler_findings
-from ..store.reader import COMPLETE, StoredRun, status_detail
+from ..store.reader import COMPLETE, StoredRun, load_run, status_detail
 from .round_budget import BUDGET_CALIBER
 
 
@@ -106,16 +106,17 @@ def _describe(source: tuple[str | None, str]) -> str:
     return f"{run_id} (records {digest[:12]})" if digest else run_id
 
 
-def reference_run(record: StoredRun, first_a: StoredRun, own_budget: bool, op: str,
-                  allow: bool, echo: Echo) -> StoredRun | None:
-    """The run every round is held to: the record; where the op's rounds run at a budget of
-    their own (--round-budget auto), round 1's A, the record held to it in everything but
-    the budget (BUDGET_CALIBER). None where the guard refuses."""
+def reference_run(record: Path, first_a: Path, own_budget: bool, op: str, allow: bool,
+                  echo: Echo) -> StoredRun | None:
+    """The run every round is held to, loaded: the record; where the op's rounds run at a
+    budget of their own (--round-budget auto), round 1's A, the record held to it in
+    everything but the budget (BUDGET_CALIBER). None where the guard refuses."""
     if not own_budget:
-        return record
-    check = check_caliber(record, first_a, op, names=("the record", "round 1's A"),
+        return load_run(record)
+    first = load_run(first_a)
+    check = check_caliber(load_run(record), first, op, names=("the record", "round 1's A"),
                           ignore=BUDGET_CALIBER)
-    return first_a if guard(check, op, allow, echo) else None
+    return first if guard(check, op, allow, echo) else None
 
 
 def later_rounds_pass(run_a: StoredRun, pairs: list[tuple[StoredRun, StoredRun]], op: str,

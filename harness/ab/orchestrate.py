@@ -183,8 +183,8 @@ class OpAB:
         if failed is not None:
             return None, failed.exit_code()
         own_budget = alone and op in plan.op_budgets       # (--round-budget auto)
-        run_a = reference_run(load_run(record), load_run(self.outcomes[(1, "A")].run_dir),
-                              own_budget, op, plan.allow_caliber_mismatch, self.echo)
+        run_a = reference_run(record, self.outcomes[(1, "A")].run_dir, own_budget, op,
+                              plan.allow_caliber_mismatch, self.echo)
         run_b = load_run(self.outcomes[(1, "B")].run_dir)
         check = check_caliber(run_a, run_b, op) if run_a is not None else None
         if check is None or not guard(check, op, plan.allow_caliber_mismatch, self.echo):

@@ -17,9 +17,9 @@ from typing import NamedTuple
 
 from ..common.errors import EXIT_CALIBER, EXIT_FAILED_CASES, UsageError
 from ..common.fields import Fields
-from ..common.files import (atomic_write_text, keep_first, not_a_folder, read_json_object,
-                            read_tsv_rows)
+from ..common.files import atomic_write_text, keep_first, not_a_folder, read_json_object
 from ..common.lock import holding
+from ..common.tsv import read_tsv_rows
 from ..common.log import Echo
 from ..store.reader import ABANDONED, COMPLETE, RUNNING, load_run, status_detail
 from ..store.rundir import op_folder

@@ -137,9 +137,9 @@ def _op_entry(report, plant_pct: float | None, detect: float = 0.3) -> dict:
                                                 "direction": row.direction}))
         shapes.append(entry)
     chosen = report.summary.get("round_process")       # --round-process auto: its choice
+    chosen = chosen if isinstance(chosen, dict) else {}
     return {"op": report.op, "verdict": report.verdict, "shapes": shapes,
-            "round_process": chosen.get("process") if isinstance(chosen, dict) else None,
-            "round_budget": chosen.get("budget") if isinstance(chosen, dict) else None,
+            "round_process": chosen.get("process"), "round_budget": chosen.get("budget"),
             "summary": floor.op_summary(shapes)}
 
 

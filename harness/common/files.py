@@ -361,19 +361,3 @@ def csv_lines(columns, rows, header: bool = False) -> str:
     for row in rows:
         writer.writerow(row)
     return buf.getvalue()
-
-
-# A tab and every character str.splitlines() breaks a line at: made spaces in a cell.
-def read_tsv_rows(path: str | os.PathLike) -> list[dict[str, str]]:
-    """The rows of a tab-separated table with a header line, as dicts keyed by the header's
-    names; [] when the file is missing, unreadable or not text, and a row of another width
-    than the header is left out (a damaged table: readers go on without it)."""
-    try:
-        lines = read_text(path).splitlines()
-    except (OSError, UnicodeDecodeError):
-        return []
-    if not lines:
-        return []
-    header = lines[0].split("\t")
-    return [dict(zip(header, line.split("\t"))) for line in lines[1:]
-            if len(line.split("\t")) == len(header)]

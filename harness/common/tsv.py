@@ -1,11 +1,15 @@
-"""Tab-separated tables as zlh writes them: a cell never splits its row, a table's text with
-its header, and a row appended to a table a killed process may have left half-written."""
+"""Tab-separated tables as zlh writes and reads them: a cell never splits its row, a table's
+text with its header, a row appended to a table a killed process may have left half-written,
+and the rows of a table read back, a damaged row left out."""
 from __future__ import annotations
 
 import os
 import re
 from pathlib import Path
 
+from .files import read_text
+
+# A tab and every character str.splitlines() breaks a line at: made spaces in a cell.
 _CELL_BREAKS = re.compile("[\t\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
@@ -40,3 +44,18 @@ def append_tsv_row(path: str | os.PathLike, columns, values, none: str = "") -> 
             handle.seek(end - 1)
             lead = "" if handle.read(1) == b"\n" else "\n"
         handle.write((lead + tsv_line(values, none)).encode("utf-8"))
+
+
+def read_tsv_rows(path: str | os.PathLike) -> list[dict[str, str]]:
+    """The rows of a tab-separated table with a header line, as dicts keyed by the header's
+    names; [] when the file is missing, unreadable or not text, and a row of another width
+    than the header is left out (a damaged table: readers go on without it)."""
+    try:
+        lines = read_text(path).splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    if not lines:
+        return []
+    header = lines[0].split("\t")
+    return [dict(zip(header, line.split("\t"))) for line in lines[1:]
+            if len(line.split("\t")) == len(header)]

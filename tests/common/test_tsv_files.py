@@ -2,7 +2,7 @@
 appended to a table a killed process left half-written stays whole and under its header."""
 from __future__ import annotations
 
-from harness.common.files import read_tsv_rows
+from harness.common.tsv import read_tsv_rows
 from harness.common.tsv import append_tsv_row, tsv_text
 
 

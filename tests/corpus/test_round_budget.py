@@ -19,7 +19,6 @@ from harness.common.errors import UsageError
 from harness.corpus.chosen_rounds import ChosenRounds, choose_by_record
 from harness.measure.device_lock import LOCK_DIR_ENV
 from harness.run.options import BenchOptions
-from harness.store.reader import load_run
 from slow_add import slow_add_plan
 
 
@@ -117,21 +116,19 @@ def test_the_record_is_still_held_to_the_rounds_in_all_but_the_budget(tmp_path, 
     reports, code = abmod.run_ab(plan, echo=lambda line: None)
     assert code == 0 and len(reports) == 1
     add = tmp_path / "ab" / "add"
-    record, first_a = (load_run(next((add / name).glob("*/run.json")).parent)
+    record, first_a = (next((add / name).glob("*/run.json")).parent
                        for name in ("r0_A", "r1_A"))
     lines: list[str] = []
-    assert reference_run(record, first_a, True, "add", False, lines.append) is first_a
-    assert reference_run(record, first_a, False, "add", False, lines.append) is record
-    moved = json.loads((first_a.path / "run.json").read_text())
+    assert reference_run(record, first_a, True, "add", False, lines.append).path == first_a
+    assert reference_run(record, first_a, False, "add", False, lines.append).path == record
+    moved = json.loads((first_a / "run.json").read_text())
     moved["caliber"]["placements"] = 4                                 # a budget: let through
     moved["caliber"]["stopping"]["max_time_ms"] = 20.0
-    (first_a.path / "run.json").write_text(json.dumps(moved))
-    assert reference_run(record, load_run(first_a.path), True, "add", False,
-                         lines.append) is not None
+    (first_a / "run.json").write_text(json.dumps(moved))
+    assert reference_run(record, first_a, True, "add", False, lines.append) is not None
     moved["caliber"]["seed"] += 1                                      # not a budget: refused
-    (first_a.path / "run.json").write_text(json.dumps(moved))
-    assert reference_run(record, load_run(first_a.path), True, "add", False,
-                         lines.append) is None
+    (first_a / "run.json").write_text(json.dumps(moved))
+    assert reference_run(record, first_a, True, "add", False, lines.append) is None
     assert any("[caliber] add: seed differs" in line for line in lines), lines
     assert not any("placements" in line for line in lines), lines
 

@@ -35,7 +35,8 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from ...common.files import read_text, read_tsv_rows
+from ...common.files import read_text
+from ...common.tsv import read_tsv_rows
 
 # What a generated kernel's file name carries that is not code: a hex digest of 16 or more
 # digits, a process id. Each stage's patterns below take these where it names its file.
