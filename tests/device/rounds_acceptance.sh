@@ -5,13 +5,14 @@
 # einsum layer_norm); default gemm on an H200 (the card the acceptance asks for), rest1 on any
 # other card. MODES: plant, aa, fresh3 (three fresh rounds at zlh's default budget, for the
 # wall) or several joined by + (default plant+aa). BOX_S: the call's time box in seconds
-# (default 500). ONLY="OP …" runs those of the group's ops alone. Each group at the budget that
-# served it best (tests/device/README.md): the GEMMs four placements of 10/20 ms windows
-# (thirty-fourth set), the others one placement of 40/80 ms windows (thirty-second set; four
-# placements cost them 1.1-1.7 times the wall and found no more, thirty-fifth set).
-# GEMM_BUDGET / REST_BUDGET replace them. ROUND_BUDGET=auto gives every group
-# `--round-budget auto` instead: zlh sets each op's budget from the round process its record
-# chose (the same two budgets: harness/ab/round_budget.py), so one policy serves every op.
+# (default 500). ONLY="OP …" runs those of the group's ops alone. Every op at the budget zlh
+# chooses (`--round-budget auto`, harness/ab/round_budget.py): the round process its record
+# chose sets it, turns-fresh four placements of 10/20 ms windows (the GEMMs near the power cap,
+# thirty-fourth set), twins one placement of 40/80 ms windows (the others, thirty-second set;
+# four placements cost them 1.1-1.7 times the wall and found no more, thirty-fifth set).
+# ROUND_BUDGET=group gives each group one fixed budget instead (GEMM_BUDGET / REST_BUDGET, the
+# same two by default; setting either implies group): one budget for a whole group, as the
+# thirty-second to thirty-eighth sets ran.
 # Runs tests/device/rounds_spread.sh and packs what it wrote, with the card's name and limits,
 # into $OUT/call-GROUP-MODES.tgz (a device call brings back few files; several invocations in
 # one call pack apart); add groups up with
@@ -25,13 +26,17 @@ nvidia-smi --query-gpu=name,power.limit,clocks.max.sm --format=csv > "$WORK_OUT/
 cat "$WORK_OUT/gpu.txt"
 if grep -q H200 "$WORK_OUT/gpu.txt"; then default_group=gemm; else default_group=rest1; fi
 GROUP=${1:-$default_group}
+if [ -n "${GEMM_BUDGET:-}${REST_BUDGET:-}" ]; then ROUND_BUDGET=${ROUND_BUDGET:-group}; fi
+ROUND_BUDGET=${ROUND_BUDGET:-auto}
 GEMM_BUDGET=${GEMM_BUDGET:-"--warmup-ms 10 --min-samples 10 --min-time-ms 10 --max-time-ms 20 \
 --placements 4"}
 REST_BUDGET=${REST_BUDGET:-"--warmup-ms 20 --min-time-ms 40 --max-time-ms 80"}
-if [ "${ROUND_BUDGET:-}" = auto ]; then      # GEMM_BUDGET / REST_BUDGET do not apply
-  echo "rounds_acceptance: ROUND_BUDGET=auto: each op's budget as zlh chooses it"
-  GEMM_BUDGET="--round-budget auto"; REST_BUDGET="--round-budget auto"
-fi
+case $ROUND_BUDGET in
+  auto) echo "rounds_acceptance: each op's budget as zlh chooses it (--round-budget auto)"
+        GEMM_BUDGET="--round-budget auto"; REST_BUDGET="--round-budget auto" ;;
+  group) ;;
+  *) echo "rounds_acceptance: ROUND_BUDGET is auto or group, not '$ROUND_BUDGET'" >&2; exit 2 ;;
+esac
 case $GROUP in
   gemm) OPS="mm addmm bmm"; BUDGET=$GEMM_BUDGET ;;
   rest1) OPS="softmax fused_add_rms_norm sum cumsum"; BUDGET=$REST_BUDGET ;;
