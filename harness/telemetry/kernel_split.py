@@ -27,8 +27,7 @@ from typing import Any, Callable, Iterable
 from ..common.errors import one_line
 from ..common.fields import finite
 from ..common.files import atomic_write_text
-from ..common.tsv import read_tsv_rows
-from ..common.tsv import tsv_text
+from ..common.tsv import read_tsv_rows, tsv_text
 
 FILE_NAME = "kernel_split.tsv"
 COLUMNS = ("variant", "dtype", "shape", "occurrence", "kernel", "calls", "time_us", "share",

@@ -242,7 +242,9 @@ def pair_again(reports, samples: dict) -> int:
 
 def within_module():
     """tests/device/rounds_within.py, imported from beside this script."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
     import rounds_within
     return rounds_within
 
