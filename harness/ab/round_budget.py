@@ -7,10 +7,14 @@ thirty-eighth sets):
 
 - ops whose rounds run as twins — memory-bound, reduction, pointwise, small BLAS — at one
   placement of 40/80 ms windows (`TWINS_BUDGET`): on an H100 four placements cost them 1.1 to
-  1.7 times the wall and found no more;
+  1.7 times the wall and found no more; a case of theirs whose level is drawn per placement
+  (run/level.py; layer_norm 20×6×65536 on both cards) on up to LEVEL_MOST short level
+  placements (`--level-placements`), which one placement cannot average;
 - GEMMs at the power cap, in turns, at four placements of 10/20 ms windows (`TURNS_BUDGET`),
   which average where a run's data lie inside each run at about one placement's cost; on an
-  H100 this narrowed mm's, addmm's and bmm's rounds 1.1 to 3.2 times.
+  H100 this narrowed mm's, addmm's and bmm's rounds 1.1 to 3.2 times. No level placements:
+  their four placements already average where the data lie, and a short window under the
+  power cap would time where the clock dithers.
 
 With `auto`, the record of every op is made at the twins budget (it pins configs and chooses
 the process; it is compared in no round), and each op's rounds take the budget of the process
@@ -27,19 +31,20 @@ from ..run.option_table import BY_NAME
 from .rounds import TURNS_FRESH, TWINS
 
 AS_GIVEN, AUTO = "as-given", "auto"
+LEVEL_MOST = 128     # twins: a case whose level is drawn per placement, on up to 128 of them
 ROUND_BUDGETS = (AS_GIVEN, AUTO)
 
-# The five options a budget sets, each given outright so that one budget never inherits
+# The six options a budget sets, each given outright so that one budget never inherits
 # another's value.
 TWINS_BUDGET = {"placements": 1, "warmup_ms": 20.0, "min_samples": StoppingRule.min_samples,
-                "min_time_ms": 40.0, "max_time_ms": 80.0}
+                "min_time_ms": 40.0, "max_time_ms": 80.0, "level_placements": LEVEL_MOST}
 TURNS_BUDGET = {"placements": 4, "warmup_ms": 10.0, "min_samples": 10,
-                "min_time_ms": 10.0, "max_time_ms": 20.0}
+                "min_time_ms": 10.0, "max_time_ms": 20.0, "level_placements": 0}
 BUDGETS = {TWINS: TWINS_BUDGET, TURNS_FRESH: TURNS_BUDGET}
 RECORD_BUDGET = TWINS_BUDGET
 BUDGET_NAMES = tuple(TWINS_BUDGET)
 # the caliber fields a budget moves: the record is held to its op's rounds in all but these
-BUDGET_CALIBER = ("warmup_ms", "stopping", "placements", "placement_memory")
+BUDGET_CALIBER = ("warmup_ms", "stopping", "placements", "placement_memory", "level_placements")
 
 
 def budget_flags(budget: dict) -> list[str]:

@@ -44,10 +44,29 @@ class CaseTimer:
         self.first_call_s = 0.0        # the functions under test's first calls (`first_call`)
         self.device_index = device_index
         self.timer_name = timer
-        self.primary = make_timer(timer, backend, device_index, rule, budget, repeat, flush_l2,
-                                  turns)
-        self.fallback = (make_timer(EVENT, backend, device_index, rule, budget, repeat, flush_l2,
-                                    turns) if timer == GRAPH else None)
+        self.rule, self.budget = rule, budget
+        self._made_with = (repeat, flush_l2, turns)
+        self.primary, self.fallback = self._timers(rule, budget)
+
+    def _timers(self, rule: StoppingRule, budget: Budget) -> tuple:
+        """(the requested timer, the event timer it falls back to or None) at these budgets."""
+        repeat, flush_l2, turns = self._made_with
+        made = [make_timer(name, self.backend, self.device_index, rule, budget, repeat,
+                           flush_l2, turns)
+                for name in (self.timer_name, EVENT if self.timer_name == GRAPH else None)
+                if name is not None]
+        return made[0], (made[1] if len(made) > 1 else None)
+
+    @contextlib.contextmanager
+    def timing(self, rule: StoppingRule, budget: Budget):
+        """For the block, measurements at this stopping rule and budget (a level placement's
+        short ones, run/level.py); the sections, the lock and the turns stay as they are."""
+        saved = self.primary, self.fallback
+        self.primary, self.fallback = self._timers(rule, budget)
+        try:
+            yield self
+        finally:
+            self.primary, self.fallback = saved
 
     def agree(self, flag: bool) -> bool:
         """`flag`, or the peer's where samples are taken in turns (a decision both sides

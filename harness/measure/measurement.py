@@ -15,9 +15,13 @@ from backends.telemetry import ClockReading
 
 from ..common.errors import InvalidValue, UsageError, quoted
 from ..common.fields import Fields, check_fields, is_finite_number
-from .sample_stats import relative_median_error, suspect_flags
+from .sample_stats import interquartile_mean, relative_median_error, suspect_flags
 
 UNDERSAMPLED = "undersampled"
+# How a measurement of several repeats (placements) gives its one number: the median of their
+# medians, or their interquartile mean (`--level-placements`, run/level.py).
+MEDIAN, IQM = "median", "interquartile-mean"
+CENTERS = (MEDIAN, IQM)
 
 # A stored latency at or above this is no measurement (a damaged or edited row): refused, so
 # statistics over it cannot overflow.
@@ -34,6 +38,7 @@ class Measurement:
     fallback: str | None = None      # why this was not the requested timer (a marker line)
     clocks: tuple[ClockReading, ...] = ()  # device clock when sampling started and ended
     undersampled: bool = False       # a cap stopped sampling before the sample minimum
+    center: str = MEDIAN             # how the repeats' medians give the one number (CENTERS)
 
     def __post_init__(self):
         """InvalidValue (a UsageError and a ValueError) `Measurement: <field> must be ...`
@@ -53,7 +58,8 @@ class Measurement:
                 ("clocks", isinstance(self.clocks, (tuple, list)) and
                  all(isinstance(c, ClockReading) for c in self.clocks),
                  "a sequence of ClockReading"),
-                ("undersampled", isinstance(self.undersampled, bool), "True or False")):
+                ("undersampled", isinstance(self.undersampled, bool), "True or False"),
+                ("center", self.center in CENTERS, " or ".join(CENTERS))):
             if not ok:
                 raise InvalidValue(f"Measurement: {name} must be {what}, "
                                    f"got {quoted(getattr(self, name), 60)}")
@@ -73,7 +79,11 @@ class Measurement:
 
     @property
     def median(self) -> float:
+        """The one number: the samples' median; with repeats (placements), the median of
+        their medians, or their interquartile mean where `center` says so."""
         if self.repeats:
+            if self.center == IQM:
+                return interquartile_mean(self.repeats)
             return float(np.median(self.repeats))
         return float(np.median(self.samples_ms))
 
@@ -121,6 +131,8 @@ class Measurement:
         }
         if self.repeats:
             out["repeat_medians_ms"] = [_compact(v) for v in self.repeats]
+            if self.center != MEDIAN:
+                out["repeats_center"] = self.center
         if self.fallback:
             out["fallback"] = self.fallback
         if self.clocks:
@@ -148,7 +160,8 @@ class Measurement:
                    repeats=tuple(data.get("repeat_medians_ms", ())),
                    fallback=data.get("fallback"),
                    clocks=tuple(ClockReading.from_dict(c) for c in data.get("clocks") or ()),
-                   undersampled=bool(data.get("undersampled", False)))
+                   undersampled=bool(data.get("undersampled", False)),
+                   center=data.get("repeats_center", MEDIAN))
 
 
 def check_measurement(f: Fields, prefix: str = "") -> None:
@@ -165,9 +178,13 @@ def check_measurement(f: Fields, prefix: str = "") -> None:
     f.str(prefix + "timer", empty=False)
     f.int(prefix + "calls_per_sample", 1, low=1)
     f.int(prefix + "warmup_calls", 0, low=0)
-    for name, read in (("fallback", f.str), ("undersampled", f.bool), ("clocks", f.objects)):
+    for name, read in (("fallback", f.str), ("undersampled", f.bool), ("clocks", f.objects),
+                       ("repeats_center", f.str)):
         if f.get(prefix + name, None) is not None:
             read(prefix + name)
+    if f.get(prefix + "repeats_center", MEDIAN) not in CENTERS:
+        raise f.error(prefix + "repeats_center", " or ".join(CENTERS),
+                      f.get(prefix + "repeats_center"))
     for clock in f.get(prefix + "clocks", None) or ():
         throttle = clock.get("throttle")
         if not all(v is None or is_finite_number(v)

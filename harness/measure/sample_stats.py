@@ -37,6 +37,16 @@ import numpy as np
 MAD_TO_SD = 1.4826            # median absolute deviation -> standard deviation (normal)
 
 
+def interquartile_mean(values) -> float:
+    """The mean of the middle half: a quarter (rounded down) of the values dropped at each
+    end. Four values or fewer: their median (for four, the same thing)."""
+    ordered = np.sort(np.asarray(values, dtype=float))
+    if ordered.size <= 4:
+        return float(np.median(ordered))
+    cut = ordered.size // 4
+    return float(np.mean(ordered[cut:ordered.size - cut]))
+
+
 def clean(samples) -> np.ndarray:
     """Samples as a float array with non-finite values dropped (a lost sample, not a time)."""
     if samples is None:

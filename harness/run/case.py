@@ -26,9 +26,9 @@ from ..compile.ir.capture import IRCapture
 from ..measure import sample_stats
 from ..measure.case_timer import CaseTimer
 from ..store.results import FAILED, SKIPPED, SUCCESS, Row, row_key
-from ..telemetry import throttle
 from ..telemetry.kernel_split import KernelSplit
-from . import outputs, placement
+from . import outputs
+from .case_timing import PlacedTiming, op_names
 from .input_copy import pristine_copy
 
 
@@ -118,7 +118,9 @@ def measure_case(case, case_timer: CaseTimer, backend, options, occurrence: int 
     `baseline_timing` (False: the baseline is not timed, row.torch stays None). `plant`: a
     run.plant.Plant adding a known device delay to the function under test; `split`: a
     profiler pass over the function under test once the case is timed (--kernel-split);
-    `pins`: the calls per sample a replay takes from its record (pinned_calls)."""
+    `pins`: what a replay takes from its record, case by case (pinned_calls: calls per
+    sample, level placements); None where no record is replayed (a run that records, whose
+    cases' levels `--level-placements` probes)."""
     row = Row(op=case.op, dtype=case.dtype, shape=case.shape, shape_detail=case.shape_detail,
               status=SUCCESS, occurrence=occurrence, extra=dict(case.info),
               variant=case.variant or "")
@@ -196,9 +198,11 @@ def _time_case(case, case_timer: CaseTimer, backend, options, row: Row, ir, plan
             raise CaseFailure("mismatch", one_line(exc)) from None
     del out, inputs                    # the timed calls go through fed[0]
     if timing:
-        pin = (pins or {}).get(row_key(row), {})
-        _measure_placements(case, case_timer, backend, options, row, fed, under_test, scope, pin,
-                            lead)
+        def build():
+            seed_everything(options.seed)
+            return case.build()
+        PlacedTiming(case, case_timer, backend, options, row, fed, under_test, scope,
+                     (pins or {}).get(row_key(row), {}), lead, build).run(pins is not None)
     if plant is not None and plant.landing_pct and timing:    # after the timing, as the split
         plant.land(row, _spin_timer(case, case_timer, backend, under_test, scope, row))
     if split is not None and timing:   # after the timing: never in it
@@ -224,7 +228,7 @@ def _spin_timer(case, case_timer: CaseTimer, backend, under_test, scope, row: Ro
     probe times."""
     measured = row.gems
     pin = (measured.timer, measured.calls_per_sample) if measured is not None else None
-    names = _op_names(case)
+    names = op_names(case)
 
     def timed(cycles: int) -> float:
         with case_timer.section():
@@ -233,12 +237,6 @@ def _spin_timer(case, case_timer: CaseTimer, backend, under_test, scope, row: Ro
                                       dtype=case.dtype, shape=case.shape_detail
                                       ).measurement.median
     return timed
-
-
-def _op_names(case) -> set[str]:
-    """The names the case's op goes by (its own, a benchmark's op name): the timer's deny
-    list is matched against them."""
-    return {n for n in (case.op.split(":")[0], case.info.get("op_name")) if n}
 
 
 def flag_markers(case, row: Row) -> list[str]:
@@ -253,71 +251,6 @@ def flag_markers(case, row: Row) -> list[str]:
             detail=f"max/median {sample_stats.worst_ratio(measured.samples_ms):.3g}x, median "
                    f"rel err {100 * measured.rel_error:.2g}%"))
     return lines
-
-
-def _measure_placements(case, case_timer: CaseTimer, backend, options, row: Row, fed: list,
-                        under_test, scope, pin: dict, lead=None) -> None:
-    """Both functions timed on `options.placements` placements of the inputs (fed[0]): the
-    first as built, each other one built again elsewhere (placement.elsewhere); the row gets
-    the placements combined (placement.combined), every placement's markers and throttle."""
-    baseline = ((lambda: case.baseline(*fed[0].args, **fed[0].kwargs))
-                if options.baseline_timing else None)
-    measured = []
-    spacers = options.seed if options.placement_seed is None else options.placement_seed
-    mover = placement.Mover(backend, case_timer.device_index, options.placement_memory,
-                            lambda number: f"{spacers}:{number}:{row.shape_detail}:"
-                                           f"{row.occurrence}")
-
-    def build():
-        seed_everything(options.seed)
-        return case.build()
-    try:
-        for number in range(options.placements):
-            if number:
-                fed[0] = mover.move(number, fed, build)
-            with case_timer.section():   # the device alone (its lock) for the timed calls
-                measured.append(_measure_both(case, case_timer, baseline, under_test, scope,
-                                              options.retry_throttled, pin, lead))
-    finally:
-        mover.close()
-    if options.placement_memory == placement.NEW and options.placements > 1:
-        row.extra["placements_new_memory"] = mover.in_new_memory
-    for name, count in (("placements_copied", mover.copied),
-                        ("placements_not_moved", mover.not_moved)):
-        if count:
-            row.extra[name] = count
-    row.torch = placement.combined([m[0] for m in measured])
-    row.gems = placement.combined([m[1] for m in measured])
-    flags = [m[2] for m in measured if m[2] is not None]
-    row.throttled = any(flags) if flags else None
-    row.markers = [line for m in measured for line in m[3]]
-
-
-def _measure_both(case, case_timer: CaseTimer, baseline, under_test, scope,
-                  retries: int, pin: dict, lead=None) -> tuple:
-    """Time the baseline (None: not timed), then the function under test; while either ran
-    throttled (see telemetry.throttle), time both again, up to `retries` more times. The last
-    attempt is kept; every throttled attempt leaves a BENCHMARK_CASE_THROTTLED line. `pin`:
-    {"torch" | "gems": (timer, calls per sample)} from a replayed record; `lead`: a plant's
-    spin, at the start of each of the function under test's samples. Returns
-    (the baseline's measurement or None, the function under test's, throttled, markers)."""
-    where = {"dtype": case.dtype, "shape": case.shape_detail}
-    names = _op_names(case)
-    notes: list[str] = []
-    for attempt in range(1, retries + 2):
-        timed_torch = (case_timer.measure(baseline, case.op, names, pin=pin.get("torch"), **where)
-                       if baseline is not None else None)
-        timed_gems = case_timer.measure(under_test, case.op, names, scope=scope,
-                                        pin=pin.get("gems"), lead=lead, **where)
-        verdicts = throttle.judge({"torch": timed_torch and timed_torch.measurement,
-                                   "gems": timed_gems.measurement})
-        left = retries + 1 - attempt
-        notes += throttle.marker_lines(verdicts, {"op": case.op, **where}, attempt, left)
-        if not case_timer.agree(throttle.row_flag(verdicts)) or left == 0:
-            break                   # (with turns, a retry when either side's was throttled)
-    return (timed_torch and timed_torch.measurement, timed_gems.measurement,
-            throttle.row_flag(verdicts),
-            (timed_torch.markers if timed_torch else []) + timed_gems.markers + notes)
 
 
 def _fail(row: Row, case, reason: str, detail: str) -> None:

@@ -241,6 +241,15 @@ OPTIONS = (
                 "its inputs and a 64 MiB spacer (or the free memory is unknown), what was "
                 "kept is let go and the case's later placements reuse memory (results: "
                 "placements_new_memory). Part of the caliber."),
+    Option("level_placements", "--level-placements", int, 0, low=0, high=MAX_PLACEMENTS,
+           group="timing", caliber="level_placements", manifest=True, metavar="MAX",
+           help="Time a case whose level is drawn per placement on up to MAX short "
+                "placements. A run that records probes each case on 8 short placements "
+                "after timing it; where their medians spread 1 % or more, the case is timed "
+                "again on 2*(spread/0.25 %)^2 of them (at most MAX) and its latency is "
+                "their interquartile mean (results: level_spread_pct, level_placements). A "
+                "replay times such a case on as many as its record did (at most MAX), and "
+                "probes nothing. Default 0: off. Part of the caliber."),
     # Not the caliber: where a placement lands is what rounds draw anew (ab/sides.py).
     Option("placement_seed", "--placement-seed", int, low=0, high=SEED_LIMIT - 1,
            location=True, shared=False, hidden=True, group="timing", metavar="N",

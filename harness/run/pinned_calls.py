@@ -8,7 +8,8 @@ calls, and on an H200 a 25-60 µs kernel timed with graphs of K/2 to 2K calls re
 README.md, twenty-fourth set). Two sides that size their samples apart compare their sizing as
 well as their kernels; a replay therefore takes the record's calls per sample, case by case,
 for the timer the record used (a case the record did not time, or timed with another timer,
-is sized as usual).
+is sized as usual). A case its record timed on level placements (`--level-placements`,
+level.py) is pinned to that many as well (`"level"`).
 """
 from __future__ import annotations
 
@@ -22,19 +23,25 @@ Key = tuple        # store.results.row_key
 Pin = tuple        # (timer name, calls per sample)
 
 
-def calls_from_record(run_dir: Path | None) -> dict[Key, dict[str, Pin]]:
-    """{case key: {"torch" | "gems": (timer, calls per sample)}} of a stored run; {} for
-    None and for a record that holds no measurements (a parallel sweep's merged records:
-    its replay sizes its samples as usual). A measurement that fell back to another timer is
-    pinned under that timer."""
-    if run_dir is None or not (Path(run_dir) / RESULTS_JSONL).is_file():
+def calls_from_record(run_dir: Path | None) -> dict[Key, dict[str, Pin]] | None:
+    """{case key: {"torch" | "gems": (timer, calls per sample), "level": placements}} of a
+    stored run (`level` where the record timed the case on level placements); {} for a
+    record that holds no measurements (a parallel sweep's merged records: its replay sizes
+    its samples as usual); None for None (no record: a run that records). A measurement that
+    fell back to another timer is pinned under that timer."""
+    if run_dir is None:
+        return None
+    if not (Path(run_dir) / RESULTS_JSONL).is_file():
         return {}
     pins: dict[Key, dict[str, Pin]] = {}
     for row in load_run(run_dir).rows:
         if row.status != SUCCESS:
             continue
-        sides = {side: (m.timer, m.calls_per_sample) for side, m in
-                 (("torch", row.torch), ("gems", row.gems)) if m is not None}
+        sides: dict = {side: (m.timer, m.calls_per_sample) for side, m in
+                       (("torch", row.torch), ("gems", row.gems)) if m is not None}
+        count = row.extra.get("level_placements")
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+            sides["level"] = count
         if sides:
             pins[row_key(row)] = sides
     return pins

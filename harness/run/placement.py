@@ -28,7 +28,7 @@ import contextlib
 import random
 from typing import Sequence
 
-from ..measure.measurement import Measurement
+from ..measure.measurement import MEDIAN, Measurement
 from .input_copy import handed_back, pristine_copy, storage_refs, storages
 
 SHIFT_MAX_BYTES = 64 << 20    # the random allocation ahead of new inputs: up to 64 MiB
@@ -63,10 +63,12 @@ def elsewhere(backend, device_index: int, seed, max_bytes: int = SHIFT_MAX_BYTES
         del held
 
 
-def combined(measurements: Sequence[Measurement | None]) -> Measurement | None:
+def combined(measurements: Sequence[Measurement | None],
+             center: str = MEDIAN) -> Measurement | None:
     """One measurement of several placements: every sample, the placements' medians as its
-    repeats (so its median is the median of theirs), every clock reading; undersampled when
-    any was. None when none was measured; one placement is returned as it is."""
+    repeats (so its number is the median of theirs, or their interquartile mean with
+    `center` IQM), every clock reading; undersampled when any was. None when none was
+    measured; one placement is returned as it is."""
     taken = [m for m in measurements if m is not None]
     if len(taken) <= 1:
         return taken[0] if taken else None
@@ -76,7 +78,7 @@ def combined(measurements: Sequence[Measurement | None]) -> Measurement | None:
                        repeats=tuple(m.median for m in taken),
                        fallback=next((m.fallback for m in taken if m.fallback), None),
                        clocks=tuple(c for m in taken for c in m.clocks),
-                       undersampled=any(m.undersampled for m in taken))
+                       undersampled=any(m.undersampled for m in taken), center=center)
 
 
 def input_bytes(inputs) -> int:

@@ -266,9 +266,10 @@ class OpRun:
         seen: dict = collections.defaultdict(itertools.count)   # occurrences (all shards')
         shard, shards = options.shard()
         self.plant = Plant.for_run(options.plant_pct, plan.backend, plan.device_index,
-                                   plan.replay_dirs.get(self.op), options.plant_landing_pct)
+                                   replayed := plan.replay_dirs.get(self.op),
+                                   options.plant_landing_pct)
         split = KernelSplit.for_run(options.kernel_split, plan.backend, self.dir.path, self.say)
-        self.info["pinned_calls"] = len(pins := calls_from_record(plan.replay_dirs.get(self.op)))
+        self.info["pinned_calls"] = len((pins := calls_from_record(replayed)) or {})
         with contextlib.closing(iter(cases)) as cases:   # closes the adapter's contexts
             for index in itertools.count():
                 seed_everything(options.seed)   # adapters that build inputs while yielding
@@ -301,8 +302,7 @@ class OpRun:
         for line in row.markers:
             self.say(line)
         if self.progress is not None:
-            now = time.time()
-            took, self.case_clock = now - self.case_clock, now
+            took, self.case_clock = (now := time.time()) - self.case_clock, now
             self.progress(case_line(self.op, row, len(self.rows), case_count(
                 self.plan.adapter, self.op, self.plan.options), took, now - self.started))
 

@@ -27,7 +27,8 @@ def _budget_of(run_json: Path) -> dict:
     stopping = caliber["stopping"]
     return {"placements": caliber["placements"], "warmup_ms": caliber["warmup_ms"],
             "min_samples": stopping["min_samples"], "min_time_ms": stopping["min_time_ms"],
-            "max_time_ms": stopping["max_time_ms"]}
+            "max_time_ms": stopping["max_time_ms"],
+            "level_placements": caliber["level_placements"]}
 
 
 @pytest.mark.e2e

@@ -1,0 +1,68 @@
+"""Cases whose level is drawn per placement (`--level-placements MAX`).
+
+Most kernels read alike wherever their inputs lie: a run's placements agree to a few tenths
+of a percent, and rounds average what is left. A few do not. On an H200 and an H100,
+layer_norm 20×6×65536 (bf16, about 50 µs) lands on one of several levels each time its inputs
+move: a run's sixteen placements spread over 47.96–53.34 µs (sd 2.3 %) while each
+placement's own samples agree to 0.05 % (tests/device/README.md, thirty-ninth set). A round
+at one placement then differs by two draws (sd 2.3–4.4 %), which no affordable number of
+rounds narrows to a few tenths. Such a case needs many placements in every run, and each can
+be short: its level is what varies, not its samples.
+
+So, with `--level-placements MAX`:
+
+- a run that records (no `--replay`) times each case as usual, then probes its level: the
+  function under test on PROBE more placements at a short budget (`short_timing`).
+  The sd of their medians (100·ln) is the row's `level_spread_pct`. Where it reaches
+  SPREAD_MIN_PCT, the case is timed again on `placements_for(spread, MAX)` placements at
+  that budget (the probe's among them), which replace its first timing; the row says how
+  many (`level_placements`) and its latency is their interquartile mean (IQM), not their
+  median: a case's levels come in clusters, and a median jumps from one to the next where a
+  mean of the middle half moves smoothly (on the H100's saved runs a round's sd was 0.64 %
+  with the median of sixteen placements, 0.38 % with their mean);
+- a replay never probes: a case its record timed on N level placements is timed on
+  min(N, MAX) of them, every other case as usual. Both sides of an A/B replaying one record
+  (or a record and its replay) so time every case alike.
+
+The count aims a run's level at TARGET_PCT: N = 2·(spread / TARGET_PCT)², so that the two
+sides' IQMs differ by about TARGET_PCT from the level alone (the IQM is taken as efficient
+as the mean; both sides' draws count).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Sequence
+
+import numpy as np
+
+from ..measure.stopping import Budget, StoppingRule
+
+PROBE = 8                  # placements a record's probe times
+SPREAD_MIN_PCT = 1.0       # a probe spread from here on: the case's level is drawn per placement
+TARGET_PCT = 0.25          # what the level alone may leave between two sides' runs
+# A level placement's short budget: a few samples (a graph replay is about a millisecond)
+# after a short warm-up; the run's other settings (its error target, its pacing) kept.
+SHORT = {"min_samples": 3, "min_time_ms": 2.0, "max_time_ms": 5.0}
+SHORT_WARMUP_MS = 1.0
+
+
+def short_timing(rule: StoppingRule, budget: Budget) -> tuple[StoppingRule, Budget]:
+    """The run's stopping rule and budget shortened for one level placement."""
+    return replace(rule, **SHORT), replace(budget, warmup_ms=SHORT_WARMUP_MS)
+
+
+def spread_pct(medians: Sequence[float]) -> float:
+    """The sd (ddof 1) of 100·ln of placements' medians: their spread in percent; 0 for
+    fewer than two."""
+    if len(medians) < 2:
+        return 0.0
+    return float(np.std(100.0 * np.log(np.asarray(medians, dtype=float)), ddof=1))
+
+
+def placements_for(spread: float, most: int) -> int:
+    """Level placements for a case whose probe spread `spread` %: 0 (time it as usual) below
+    SPREAD_MIN_PCT, else 2·(spread / TARGET_PCT)², at least PROBE, at most `most`."""
+    if spread < SPREAD_MIN_PCT or most < 1:
+        return 0
+    return int(min(most, max(PROBE, math.ceil(2.0 * (spread / TARGET_PCT) ** 2))))

@@ -1,0 +1,153 @@
+"""--level-placements: a record probes each case's level on short placements; a case whose
+level is drawn per placement is timed on many of them (their interquartile mean), and its
+replays on as many as the record."""
+import dataclasses
+import json
+import math
+
+import pytest
+
+from conftest import FakeBackend
+from harness.common.errors import UsageError
+from harness.measure.measurement import IQM, MEDIAN, Measurement
+from harness.measure.sample_stats import interquartile_mean
+from harness.measure.timers import GRAPH
+from harness.run import level
+from harness.run.runner import run_op
+from harness.store.reader import read_rows
+from harness.store.results import SUCCESS
+from scripted import plan_for
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+
+class LevelEvent:
+    def __init__(self, clock):
+        self.clock, self.t = clock, None
+
+    def record(self):
+        self.t = self.clock.now
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, other) -> float:
+        return other.t - self.t
+
+
+class LevelGraph:
+    def __init__(self, backend):
+        self.backend = backend
+
+    def replay(self):
+        self.backend.clock.now += self.backend.level
+
+
+class LevelBackend(FakeBackend):
+    """A device whose graph replays take the current placement's level (ms, on a virtual
+    clock the events read): each new placement (its emptied allocator cache) draws the next
+    of `levels`, round and round. `placements` counts them."""
+
+    def __init__(self, levels):
+        super().__init__()
+        self.levels, self.placements = list(levels), 0
+        self.level, self.clock = self.levels[0], Clock()
+
+    def empty_cache(self):
+        self.placements += 1
+        self.level = self.levels[self.placements % len(self.levels)]
+
+    def event(self):
+        return LevelEvent(self.clock)
+
+    def new_graph(self):
+        return LevelGraph(self)
+
+
+WIDE = [1.0, 1.06, 0.97, 1.03, 1.0, 0.95, 1.04, 1.01]     # a level drawn per placement
+FLAT = [1.0, 1.0005, 0.9995, 1.0]                         # a level that stays
+
+
+def run(tmp_path, rule, budget, levels, most, record=None, name="runs"):
+    backend = LevelBackend(levels)
+    plan = plan_for(["ok"], tmp_path / name, rule, budget, backend=backend)
+    plan = dataclasses.replace(plan, timer=GRAPH, options=plan.options.replace(
+        level_placements=most), replay_dirs={"op": record} if record else {})
+    run_dir = run_op(plan, "op", echo=lambda _: None).run_dir
+    (row,) = read_rows(run_dir / "results.jsonl")
+    assert row.status == SUCCESS
+    return backend, row, run_dir
+
+
+def test_a_record_times_a_case_whose_level_moves_on_many_placements_and_its_replay_as_many(
+        tmp_path, sure_rule, fast_budget):
+    backend, row, record = run(tmp_path, sure_rule, fast_budget, WIDE, 64)
+    spread = row.extra["level_spread_pct"]
+    want = level.placements_for(spread, 64)
+    assert spread >= level.SPREAD_MIN_PCT and level.PROBE < want <= 64
+    assert row.extra["level_placements"] == want == len(row.gems.repeats)
+    assert row.gems.center == IQM and len(row.torch.repeats) == want
+    assert row.gems.median == pytest.approx(interquartile_mean(row.gems.repeats))
+    # the first timing, the probe and the rest of the level placements, each moved once
+    assert backend.placements == level.PROBE + (want - level.PROBE)
+    caliber = json.loads((record / "run.json").read_text())["caliber"]
+    assert caliber["level_placements"] == 64
+    stored = json.loads((record / "results.jsonl").read_text().splitlines()[0])
+    assert stored["gems"]["repeats_center"] == IQM
+
+    replayed, again, _ = run(tmp_path, sure_rule, fast_budget, WIDE, 64, record, "replay")
+    assert again.extra["level_placements"] == want and "level_spread_pct" not in again.extra
+    assert replayed.placements == want            # no first timing, no probe: the record's count
+    capped, fewer, _ = run(tmp_path, sure_rule, fast_budget, WIDE, 16, record, "capped")
+    assert fewer.extra["level_placements"] == 16 == capped.placements
+    assert fewer.gems.median == pytest.approx(interquartile_mean(fewer.gems.repeats))
+
+
+def test_a_case_whose_level_stays_is_timed_as_usual_after_its_probe(tmp_path, sure_rule,
+                                                                   fast_budget):
+    backend, row, record = run(tmp_path, sure_rule, fast_budget, FLAT, 64)
+    assert row.extra["level_spread_pct"] < level.SPREAD_MIN_PCT
+    assert "level_placements" not in row.extra and row.gems.center == MEDIAN
+    assert not row.gems.repeats and backend.placements == level.PROBE
+    # its replay probes nothing and times it on its one placement
+    replayed, again, _ = run(tmp_path, sure_rule, fast_budget, WIDE, 64, record, "replay")
+    assert replayed.placements == 0 and "level_spread_pct" not in again.extra
+
+
+def test_off_by_default_nothing_is_probed(tmp_path, sure_rule, fast_budget):
+    backend, row, _ = run(tmp_path, sure_rule, fast_budget, WIDE, 0)
+    assert backend.placements == 0 and "level_spread_pct" not in row.extra
+
+
+def test_the_count_aims_at_the_target_and_stays_in_bounds():
+    assert level.placements_for(level.SPREAD_MIN_PCT - 0.01, 128) == 0
+    assert level.placements_for(2.0, 128) == math.ceil(2 * (2.0 / level.TARGET_PCT) ** 2) == 128
+    assert level.placements_for(1.0, 128) == 32
+    assert level.placements_for(3.0, 128) == 128 and level.placements_for(1.0, 20) == 20
+    assert level.placements_for(5.0, 0) == 0
+    assert level.spread_pct([2.0]) == 0.0
+    assert level.spread_pct([1.0, math.e ** 0.01]) == pytest.approx(math.sqrt(0.5))
+
+
+def test_the_interquartile_mean_drops_a_quarter_at_each_end():
+    assert interquartile_mean([1, 2, 3, 100]) == 2.5                 # four: the median
+    assert interquartile_mean([5, 1, 3]) == 3.0
+    assert interquartile_mean([1, 2, 3, 4, 5, 6, 7, 1000]) == 4.5   # 3 4 5 6
+    assert interquartile_mean([0, 10, 11, 12, 1000]) == 11.0         # 10 11 12
+
+
+def test_a_measurement_keeps_how_its_repeats_give_its_number():
+    m = Measurement((1.0,) * 8, GRAPH, repeats=(1.0, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 9.0),
+                    center=IQM)
+    assert m.median == pytest.approx(1.25)
+    back = Measurement.from_dict(m.to_dict())
+    assert back.center == IQM and back.median == pytest.approx(1.25)
+    plain = Measurement((1.0, 2.0), GRAPH, repeats=(1.0, 3.0, 9.0))
+    assert "repeats_center" not in plain.to_dict() and plain.median == 3.0
+    with pytest.raises(UsageError, match="repeats_center"):
+        Measurement.from_dict({**m.to_dict(), "repeats_center": "mode"})
+    with pytest.raises(UsageError, match="center"):
+        Measurement((1.0,), GRAPH, center="mode")
