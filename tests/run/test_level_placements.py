@@ -151,3 +151,18 @@ def test_a_measurement_keeps_how_its_repeats_give_its_number():
         Measurement.from_dict({**m.to_dict(), "repeats_center": "mode"})
     with pytest.raises(UsageError, match="center"):
         Measurement((1.0,), GRAPH, center="mode")
+
+
+def test_what_the_first_timing_saw_stays_on_a_row_timed_again_on_level_placements(
+        tmp_path, sure_rule, fast_budget, monkeypatch):
+    from harness.run.case_timing import PlacedTiming
+    real, calls = PlacedTiming._both, []
+
+    def first_held(self):          # the first timing (long windows) ran held by the power cap
+        torch_m, gems_m, _, lines = real(self)
+        calls.append(True)
+        return (torch_m, gems_m, len(calls) == 1, lines + ["SEEN-FIRST"] * (len(calls) == 1))
+    monkeypatch.setattr(PlacedTiming, "_both", first_held)
+    _, row, _ = run(tmp_path, sure_rule, fast_budget, WIDE, 64)
+    assert row.extra["level_placements"] > level.PROBE
+    assert row.markers[0] == "SEEN-FIRST" and row.throttled is True
