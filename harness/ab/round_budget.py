@@ -31,7 +31,7 @@ from ..run.option_table import BY_NAME
 from .rounds import TURNS_FRESH, TWINS
 
 AS_GIVEN, AUTO = "as-given", "auto"
-LEVEL_MOST = 128     # twins: a case whose level is drawn per placement, on up to 128 of them
+LEVEL_MOST = 64      # twins: a case whose level is drawn per placement, on up to 64 of them
 ROUND_BUDGETS = (AS_GIVEN, AUTO)
 
 # The six options a budget sets, each given outright so that one budget never inherits

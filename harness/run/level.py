@@ -27,6 +27,13 @@ So, with `--level-placements MAX`:
 The count aims a run's level at TARGET_PCT: N = 2·(spread / TARGET_PCT)², so that the two
 sides' IQMs differ by about TARGET_PCT from the level alone (the IQM is taken as efficient
 as the mean; both sides' draws count).
+
+PROBE and SPREAD_MIN_PCT, from that layer_norm shape on an H100 (fortieth set): a run's 64
+placements spread 1.5–2.6 % (19 runs); drawing 8 of them fell under 1 % in 3.6 % of draws
+(one real probe of 8 read 0.92 % and missed it), 12 under 0.75 % in 0.4 %. The twins ops'
+other cases probed 0.07–0.53 % (the largest on 1–3 µs kernels), so a case flagged by
+mistake is a small one timed on a few more short placements (both sides alike), while a
+case missed keeps its rounds' spread of several percent.
 """
 from __future__ import annotations
 
@@ -38,8 +45,8 @@ import numpy as np
 
 from ..measure.stopping import Budget, StoppingRule
 
-PROBE = 8                  # placements a record's probe times
-SPREAD_MIN_PCT = 1.0       # a probe spread from here on: the case's level is drawn per placement
+PROBE = 12                 # placements a record's probe times
+SPREAD_MIN_PCT = 0.75      # a probe spread from here on: the case's level is drawn per placement
 TARGET_PCT = 0.25          # what the level alone may leave between two sides' runs
 # A level placement's short budget: a few samples (a graph replay is about a millisecond)
 # after a short warm-up; the run's other settings (its error target, its pacing) kept.

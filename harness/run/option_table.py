@@ -244,8 +244,8 @@ OPTIONS = (
     Option("level_placements", "--level-placements", int, 0, low=0, high=MAX_PLACEMENTS,
            group="timing", caliber="level_placements", manifest=True, metavar="MAX",
            help="Time a case whose level is drawn per placement on up to MAX short "
-                "placements. A run that records probes each case on 8 short placements "
-                "after timing it; where their medians spread 1 % or more, the case is timed "
+                "placements. A run that records probes each case on 12 short placements "
+                "after timing it; where their medians spread 0.75 % or more, it is timed "
                 "again on 2*(spread/0.25 %)^2 of them (at most MAX) and its latency is "
                 "their interquartile mean (results: level_spread_pct, level_placements). A "
                 "replay times such a case on as many as its record did (at most MAX), and "

@@ -9,7 +9,8 @@
 # chooses (`--round-budget auto`, harness/ab/round_budget.py): the round process its record
 # chose sets it, turns-fresh four placements of 10/20 ms windows (the GEMMs near the power cap,
 # thirty-fourth set), twins one placement of 40/80 ms windows (the others, thirty-second set;
-# four placements cost them 1.1-1.7 times the wall and found no more, thirty-fifth set).
+# four placements cost them 1.1-1.7 times the wall and found no more, thirty-fifth set) and up
+# to 64 short level placements for a case whose level is drawn per placement (fortieth set).
 # ROUND_BUDGET=group gives each group one fixed budget instead (GEMM_BUDGET / REST_BUDGET, the
 # same two by default; setting either implies group): one budget for a whole group, as the
 # thirty-second to thirty-eighth sets ran.
