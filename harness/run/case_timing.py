@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 
+from ..common.errors import CaseFailure, DevicePoisonedError, one_line
 from ..measure.case_timer import CaseTimer
 from ..measure.measurement import IQM, MEDIAN
 from ..store.results import Row
@@ -47,7 +48,12 @@ class PlacedTiming:
             measured = [measure(number) for number in range(self.options.placements)]
         self._fill(measured, MEDIAN)
         if most and not replaying:      # a run that records: its level probed
-            self._probe(most)
+            try:
+                self._probe(most)
+            except (CaseFailure, DevicePoisonedError):
+                raise                   # the device's trouble, not the probe's
+            except Exception as exc:  # noqa: BLE001 - the case keeps its first timing
+                self.row.extra["level_error"] = one_line(exc)
 
     def _probe(self, most: int) -> None:
         """PROBE short placements (at most `most`); where their spread says the level is

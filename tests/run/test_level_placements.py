@@ -166,3 +166,16 @@ def test_what_the_first_timing_saw_stays_on_a_row_timed_again_on_level_placement
     _, row, _ = run(tmp_path, sure_rule, fast_budget, WIDE, 64)
     assert row.extra["level_placements"] > level.PROBE
     assert row.markers[0] == "SEEN-FIRST" and row.throttled is True
+
+
+def test_a_probe_that_fails_leaves_the_case_its_first_timing(tmp_path, sure_rule, fast_budget,
+                                                              monkeypatch):
+    from harness.run.case_timing import PlacedTiming
+
+    def short_of_memory(self):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 64.00 MiB")
+    monkeypatch.setattr(PlacedTiming, "_short", short_of_memory)
+    _, row, record = run(tmp_path, sure_rule, fast_budget, WIDE, 64)
+    assert row.gems is not None and not row.gems.repeats
+    assert row.extra["level_error"].startswith("CUDA out of memory")
+    assert "level_placements" not in row.extra
