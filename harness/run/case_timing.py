@@ -14,6 +14,9 @@ from ..telemetry import throttle
 from . import level, placement
 
 
+COUNTS = ("placements_new_memory", "placements_copied", "placements_not_moved")
+
+
 def op_names(case) -> set[str]:
     """The names the case's op goes by (its own, a benchmark's op name): the timer's deny
     list is matched against them."""
@@ -32,6 +35,7 @@ class PlacedTiming:
         self.case, self.case_timer, self.backend, self.options = case, case_timer, backend, options
         self.row, self.fed, self.under_test, self.scope = row, fed, under_test, scope
         self.pin, self.lead, self.build = pin, lead, build or case.build
+        self.counts: dict = {}          # the last series' placement counts (`_series`)
         self.baseline = ((lambda: case.baseline(*fed[0].args, **fed[0].kwargs))
                          if options.baseline_timing else None)
 
@@ -94,13 +98,12 @@ class PlacedTiming:
     def _series(self, spacers: str):
         """Yields measure(number): the case's calls timed on placement `number` (0: the
         inputs where they are; later ones built again elsewhere, behind a spacer seeded by
-        `spacers` and the number). The placements' counts go to the row at the end."""
+        `spacers` and the number). The placements' counts are kept for the row (`_fill`)."""
         options, row = self.options, self.row
         mover = placement.Mover(self.backend, self.case_timer.device_index,
                                 options.placement_memory,
                                 lambda number: f"{spacers}:{number}:{row.shape_detail}:"
                                                f"{row.occurrence}")
-
         taken = []
 
         def measure(number: int) -> tuple:
@@ -113,16 +116,19 @@ class PlacedTiming:
             yield measure
         finally:
             mover.close()
+        counts = {"placements_copied": mover.copied, "placements_not_moved": mover.not_moved}
+        self.counts = {name: count for name, count in counts.items() if count}
         if options.placement_memory == placement.NEW and len(taken) > 1:
-            row.extra["placements_new_memory"] = mover.in_new_memory
-        for name, count in (("placements_copied", mover.copied),
-                            ("placements_not_moved", mover.not_moved)):
-            if count:
-                row.extra[name] = count
+            self.counts["placements_new_memory"] = mover.in_new_memory
 
     def _fill(self, measured: list, center: str) -> None:
-        """The row from its placements' measurements, combined by `center`."""
+        """The row from its placements' measurements, combined by `center`, and the counts
+        of the series they were taken in (a probe that times the case again replaces
+        them)."""
         row = self.row
+        for name in COUNTS:
+            row.extra.pop(name, None)
+        row.extra.update(self.counts)
         row.torch = placement.combined([m[0] for m in measured], center)
         row.gems = placement.combined([m[1] for m in measured], center)
         flags = [m[2] for m in measured if m[2] is not None]

@@ -71,11 +71,11 @@ WIDE = [1.0, 1.06, 0.97, 1.03, 1.0, 0.95, 1.04, 1.01]     # a level drawn per pl
 FLAT = [1.0, 1.0005, 0.9995, 1.0]                         # a level that stays
 
 
-def run(tmp_path, rule, budget, levels, most, record=None, name="runs"):
+def run(tmp_path, rule, budget, levels, most, record=None, name="runs", **options):
     backend = LevelBackend(levels)
     plan = plan_for(["ok"], tmp_path / name, rule, budget, backend=backend)
     plan = dataclasses.replace(plan, timer=GRAPH, options=plan.options.replace(
-        level_placements=most), replay_dirs={"op": record} if record else {})
+        level_placements=most, **options), replay_dirs={"op": record} if record else {})
     run_dir = run_op(plan, "op", echo=lambda _: None).run_dir
     (row,) = read_rows(run_dir / "results.jsonl")
     assert row.status == SUCCESS
@@ -179,3 +179,13 @@ def test_a_probe_that_fails_leaves_the_case_its_first_timing(tmp_path, sure_rule
     assert row.gems is not None and not row.gems.repeats
     assert row.extra["level_error"].startswith("CUDA out of memory")
     assert "level_placements" not in row.extra
+
+
+def test_the_row_counts_the_placements_its_latency_comes_from(tmp_path, sure_rule, fast_budget,
+                                                              monkeypatch):
+    monkeypatch.setattr(LevelBackend, "memory_free", lambda self, index: 1 << 40)
+    _, flat, _ = run(tmp_path, sure_rule, fast_budget, FLAT, 64, placement_memory="new")
+    assert "placements_new_memory" not in flat.extra      # one placement; the probe's not its
+    _, wide, _ = run(tmp_path, sure_rule, fast_budget, WIDE, 64, name="wide",
+                     placement_memory="new")
+    assert wide.extra["placements_new_memory"] == wide.extra["level_placements"]
