@@ -72,8 +72,7 @@ class PlacedTiming:
                 return
             measured += [measure(number) for number in range(len(measured) + 1, count + 1)]
         first = self.row.markers, self.row.throttled
-        self._fill(measured, IQM)
-        self.row.extra["level_placements"] = len(measured)
+        self._fill_level(measured)
         # what the first timing saw stays said (a power limit shows in its long windows, which
         # the round process is chosen by: corpus/chosen_rounds.py)
         self.row.markers = first[0] + self.row.markers
@@ -83,8 +82,12 @@ class PlacedTiming:
     def _level_series(self, count: int) -> None:
         with self._short() as measure:
             measured = [measure(number) for number in range(1, count + 1)]
+        self._fill_level(measured)           # after the series: its counts are known
+
+    def _fill_level(self, measured: list) -> None:
+        """The row from level placements: their interquartile mean, and how many."""
         self._fill(measured, IQM)
-        self.row.extra["level_placements"] = count
+        self.row.extra["level_placements"] = len(measured)
 
     @contextlib.contextmanager
     def _short(self):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..common.fields import is_int
 from ..store.reader import load_run
 from ..store.results import SUCCESS, row_key
 from ..store.rundir import RESULTS_JSONL
@@ -40,7 +41,7 @@ def calls_from_record(run_dir: Path | None) -> dict[Key, dict[str, Pin]] | None:
         sides: dict = {side: (m.timer, m.calls_per_sample) for side, m in
                        (("torch", row.torch), ("gems", row.gems)) if m is not None}
         count = row.extra.get("level_placements")
-        if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+        if is_int(count) and count > 0:
             sides["level"] = count
         if sides:
             pins[row_key(row)] = sides
