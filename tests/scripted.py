@@ -1,7 +1,10 @@
-"""An adapter whose cases a test scripts (ok, raise, wrong result, skip, poisoned), and the
-plan that runs it: the runner's tests and those of what the runner drives (input time,
-telemetry watch, damaged state) share them."""
+"""An adapter whose cases a test scripts (ok, raise, wrong result, skip, poisoned, a signal the
+op's code wraps), and the plan that runs it: the runner's tests and those of what the runner
+drives (input time, telemetry watch, damaged state) share them."""
 from __future__ import annotations
+
+import os
+import signal
 
 import torch
 
@@ -9,6 +12,17 @@ import backends
 from adapters.base import Adapter, Case, CaseInputs
 from harness.run.options import BenchOptions
 from harness.run.plan import BenchPlan
+
+
+def sigterm_wrapped(whose: str):
+    """A SIGTERM to this process, then whatever its handler raised turned into `whose` own
+    error, as a library that catches everything does."""
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(10_000_000):     # the handler runs between two of these
+            pass
+    except BaseException as exc:
+        raise RuntimeError(f"{whose} own error") from exc
 
 
 class ScriptedAdapter(Adapter):
@@ -30,6 +44,8 @@ class ScriptedAdapter(Adapter):
 
     def cases(self, op, dtypes, shapes, level, backend, device):
         for i, kind in enumerate(self.kinds):
+            if kind == "adapter_signal_wrapped":
+                sigterm_wrapped("the adapter's")
             def build():
                 return CaseInputs((torch.randn(8),))
 
@@ -37,6 +53,8 @@ class ScriptedAdapter(Adapter):
                 return x * 2
 
             def under_test(x, kind=kind):
+                if kind == "signal_wrapped":
+                    sigterm_wrapped("the library's")
                 if kind == "raise":
                     raise ValueError("kernel launch failed: bad grid")
                 if kind == "poison":

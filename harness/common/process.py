@@ -15,7 +15,7 @@ import signal
 import threading
 from pathlib import Path
 
-from .errors import UsageError, ZlhError
+from .errors import Terminated, UsageError, ZlhError
 
 PARENT_ENV = "ZLH_PARENT_PID"
 
@@ -87,6 +87,7 @@ def terminate_handler(raise_in_owner):
     def handler(signum, frame):
         if os.getpid() != owner:
             os._exit(128 + signum)
+        _CAUGHT.append(signum)
         raise_in_owner(signum)
     return handler
 
@@ -112,12 +113,31 @@ def install_terminate_handlers(raise_in_owner) -> dict:
     return saved
 
 
-_SIGINTS: list[int] = []        # the SIGINTs _noted_sigint has seen
+# The signals zlh's handlers have raised an exception for (SIGTERM, SIGHUP, SIGINT), in order.
+_CAUGHT: list[int] = []
 
 
 def _noted_sigint(signum, frame):
-    _SIGINTS.append(signum)
+    _CAUGHT.append(signum)
     raise KeyboardInterrupt
+
+
+def signals_caught() -> int:
+    """How many signals zlh's handlers have raised an exception for so far (a mark for
+    swallowed_signal)."""
+    return len(_CAUGHT)
+
+
+def swallowed_signal(since: int) -> BaseException | None:
+    """The exception the first signal caught after the mark `since` raised, made again —
+    KeyboardInterrupt for SIGINT, Terminated for the others —, or None where none came. An
+    op's code may turn that exception into its own (Triton's interpreter raises
+    InterpreterError for whatever a kernel raised; a library may catch everything): the
+    caller raises this one so that the signal still ends the command."""
+    if len(_CAUGHT) <= since:
+        return None
+    signum = _CAUGHT[since]
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
 
 
 def raised_by_code(exc: BaseException) -> bool:
@@ -126,7 +146,7 @@ def raised_by_code(exc: BaseException) -> bool:
     (the process was started so, as a background job or under `nohup`: no SIGINT can
     raise it). Where another handler is in place (an embedding program's, Python's own),
     every KeyboardInterrupt is taken for a SIGINT."""
-    if not isinstance(exc, KeyboardInterrupt) or _SIGINTS:
+    if not isinstance(exc, KeyboardInterrupt) or signal.SIGINT in _CAUGHT:
         return False
     return signal.getsignal(signal.SIGINT) in (_noted_sigint, signal.SIG_IGN)
 

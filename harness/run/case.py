@@ -21,7 +21,7 @@ import backends
 from ..common import markers
 from ..common.errors import (AdapterFailure, CaseFailure, CaseSkipped, DevicePoisonedError,
                              failure_detail, one_line)
-from ..common.process import raised_by_code
+from ..common.process import raised_by_code, signals_caught, swallowed_signal
 from ..compile.ir.capture import IRCapture
 from ..measure import sample_stats
 from ..measure.case_timer import CaseTimer
@@ -84,6 +84,7 @@ def next_case(cases, op: str, done: int, run_dir):
     """The adapter's next case, None at the end; AdapterFailure (one line) when the adapter
     raises midway or gives something that is not an `adapters.Case`."""
     kept = f"; the run is marked crashed; its cases so far are in {run_dir}"
+    since = signals_caught()
     try:
         case = next(cases, None)
     except (KeyboardInterrupt, SystemExit, DevicePoisonedError) as exc:
@@ -92,6 +93,9 @@ def next_case(cases, op: str, done: int, run_dir):
         reason = f"the adapter raised KeyboardInterrupt (no SIGINT came) after {done} case(s)"
         raise AdapterFailure(f"{op}: {reason}{kept}", reason) from None
     except BaseException as exc:  # noqa: BLE001 - the adapter's code: one line, run kept
+        lost = swallowed_signal(since)
+        if lost is not None:          # the adapter turned a signal's exception into its own
+            raise lost from None
         reason = f"the adapter raised {type(exc).__name__} after {done} case(s)"
         raise AdapterFailure(f"{op}: {reason}: {failure_detail(exc)}{kept}", reason) from None
     if case is not None and not isinstance(case, adapters.Case):
@@ -127,6 +131,7 @@ def measure_case(case, case_timer: CaseTimer, backend, options, occurrence: int 
     if case.skip_reason:
         row.status, row.reason = SKIPPED, case.skip_reason
         return row
+    since = signals_caught()
     try:
         if ir is not None:
             ir.begin_case(case.shape_detail, case.dtype)
@@ -157,6 +162,9 @@ def measure_case(case, case_timer: CaseTimer, backend, options, occurrence: int 
         _fail(row, case, "KeyboardInterrupt", "raised by the op's code; no SIGINT came")
     except BaseException as exc:  # noqa: BLE001 - GeneratorExit, CancelledError, the op's own
         _fail(row, case, type(exc).__name__, failure_detail(exc))
+    lost = swallowed_signal(since)
+    if lost is not None:        # the op's code turned a signal's exception into its own
+        raise lost from None
     return row
 
 

@@ -4,6 +4,7 @@ with SIGINT ignored every one is. Where another handler is in place (an embeddin
 every one is taken for Ctrl-C."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 
@@ -14,7 +15,7 @@ from harness.common import process
 
 @pytest.fixture
 def handlers(monkeypatch):
-    monkeypatch.setattr(process, "_SIGINTS", [])
+    monkeypatch.setattr(process, "_CAUGHT", [])
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, *process.TERMINATING)}
     signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
@@ -65,3 +66,32 @@ def test_with_sigint_ignored_every_interrupt_is_the_codes_own(handlers):
     saved = process.install_terminate_handlers(lambda signum: None)
     assert signal.SIGINT not in saved and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     assert process.raised_by_code(caught(raise_it))
+
+
+@pytest.mark.parametrize("wrapped", ["signal_wrapped", "adapter_signal_wrapped"])
+def test_a_sigterm_the_ops_code_wraps_in_its_own_error_still_ends_the_run(
+        handlers, tmp_path, fast_rule, fast_budget, wrapped):
+    """Triton's interpreter raises InterpreterError for whatever a kernel raised, and a library
+    may catch everything: the SIGTERM that came mid-case (or while the adapter made the next
+    case) still ends the run (interrupted, the cases before it kept), not a failed case
+    followed by the rest of the op, nor an adapter failure."""
+    from harness.common.errors import Terminated
+    from harness.run.runner import run_op
+    from harness.store.reader import read_rows
+    from scripted import plan_for
+
+    def raise_terminated(signum):
+        raise Terminated(signum)
+    saved = process.install_terminate_handlers(raise_terminated)
+    try:
+        plan = plan_for(["ok", wrapped, "ok"], tmp_path, fast_rule, fast_budget)
+        with pytest.raises(Terminated) as ended:
+            run_op(plan, "op", echo=lambda _: None)
+    finally:
+        process.restore_handlers(saved)
+    assert ended.value.signum == signal.SIGTERM and ended.value.code == 128 + signal.SIGTERM
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["status"] == "interrupted" and info["reason"] == "SIGTERM"
+    assert [row.shape_detail for row in read_rows(run_dir / "results.jsonl")] == ["8x0"]
+    assert process.swallowed_signal(process.signals_caught()) is None
