@@ -62,7 +62,8 @@ CALIBER = {"backend": "cuda", "device": "NVIDIA H200", "timer": "graph", "bench_
            "shape_mode": "upstream", "tuner_cache": "isolated", "repeat": 1, "l2_policy": "warm",
            "warmup_ms": 100.0, "stopping": {"min_samples": 20}, "autotune_mode": "record",
            "ir_capture": True, "ir_stage": "ttgir", "seed": 0, "inputs": "device",
-           "placements": 1, "placement_memory": "reused", "level_placements": 0}
+           "placements": 1, "placement_memory": "reused", "level_placements": 0,
+           "level_min_us": 0.0}
 
 
 def make_run(root, name, latencies, caliber=None, mode="record", statuses=None, outputs=None,

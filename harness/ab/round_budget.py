@@ -7,9 +7,10 @@ thirty-eighth sets):
 
 - ops whose rounds run as twins — memory-bound, reduction, pointwise, small BLAS — at one
   placement of 40/80 ms windows (`TWINS_BUDGET`): on an H100 four placements cost them 1.1 to
-  1.7 times the wall and found no more; a case of theirs whose level is drawn per placement
-  (run/level.py; layer_norm 20×6×65536 on both cards) on up to LEVEL_MOST short level
-  placements (`--level-placements`), which one placement cannot average;
+  1.7 times the wall and found no more; a case of theirs of at least 20 µs
+  (`--level-min-us`) whose level is drawn per placement (run/level.py; layer_norm
+  20×6×65536 on both cards) on up to LEVEL_MOST short level placements
+  (`--level-placements`), which one placement cannot average;
 - GEMMs at the power cap, in turns, at four placements of 10/20 ms windows (`TURNS_BUDGET`),
   which average where a run's data lie inside each run at about one placement's cost; on an
   H100 this narrowed mm's, addmm's and bmm's rounds 1.1 to 3.2 times. No level placements:
@@ -44,7 +45,8 @@ BUDGETS = {TWINS: TWINS_BUDGET, TURNS_FRESH: TURNS_BUDGET}
 RECORD_BUDGET = TWINS_BUDGET
 BUDGET_NAMES = tuple(TWINS_BUDGET)
 # the caliber fields a budget moves: the record is held to its op's rounds in all but these
-BUDGET_CALIBER = ("warmup_ms", "stopping", "placements", "placement_memory", "level_placements")
+BUDGET_CALIBER = ("warmup_ms", "stopping", "placements", "placement_memory", "level_placements",
+                  "level_min_us")      # (the floor reads 0 where level placements are off)
 
 
 def budget_flags(budget: dict) -> list[str]:

@@ -51,7 +51,9 @@ class PlacedTiming:
         with self._series(f"{spacers}") as measure:
             measured = [measure(number) for number in range(self.options.placements)]
         self._fill(measured, MEDIAN)
-        if most and not replaying:      # a run that records: its level probed
+        if most and not replaying and level.probed(self.row.gems.median,
+                                                   self.options.level_min_us):
+            # a run that records: the level of a case long enough to be worth it probed
             try:
                 self._probe(most)
             except (CaseFailure, DevicePoisonedError):

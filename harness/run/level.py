@@ -28,6 +28,18 @@ The count aims a run's level at TARGET_PCT: N = 2·(spread / TARGET_PCT)², so t
 sides' IQMs differ by about TARGET_PCT from the level alone (the IQM is taken as efficient
 as the mean; both sides' draws count).
 
+Only a case whose first timing reads at least `--level-min-us` (MIN_US, 20 µs, by default) is
+probed. A level placement's set-up — the allocator's cache emptied, a spacer, the inputs
+moved, a new graph captured — costs 30–47 ms whatever the kernel, against its 2–5 ms of
+samples. On an H100 (forty-first set) the probe flagged one of sum's cases in a planted
+record and three in an A/A's, all of 1.4–8.9 µs (sum's case ≥ 20 µs, 0.7 ms, was not): a
+round's period went from about 3 s to 7.5 and 14.8 s, and sum's rounds took 120–152 s
+against 43–46 s at one placement and 58.7 s for three fresh rounds. The flagged shapes'
+smallest detectable change moved both ways (1048576: 0.36 → 0.21 % and 0.25 → 0.13 %; 64×64
+0.52 → 0.29 %; 4096² 0.07 → 0.49 %). So by default a case under 20 µs — where zlh's
+planted-change target starts counting — keeps its usual timing; `--level-min-us 0` probes
+every case.
+
 PROBE and SPREAD_MIN_PCT, from that layer_norm shape on an H100 (fortieth set): a run's 64
 placements spread 1.5–2.6 % (19 runs); drawing 8 of them fell under 1 % in 3.6 % of draws
 (one real probe of 8 read 0.92 % and missed it), 12 under 0.75 % in 0.4 %. The twins ops'
@@ -48,6 +60,7 @@ from ..measure.stopping import Budget, StoppingRule
 PROBE = 12                 # placements a record's probe times
 SPREAD_MIN_PCT = 0.75      # a probe spread from here on: the case's level is drawn per placement
 TARGET_PCT = 0.25          # what the level alone may leave between two sides' runs
+MIN_US = 20.0              # --level-min-us's default: a shorter case is not probed
 # A level placement's short budget: a few samples (a graph replay is about a millisecond)
 # after a short warm-up; the run's other settings (its error target, its pacing) kept.
 SHORT = {"min_samples": 3, "min_time_ms": 2.0, "max_time_ms": 5.0}
@@ -65,6 +78,12 @@ def spread_pct(medians: Sequence[float]) -> float:
     if len(medians) < 2:
         return 0.0
     return float(np.std(100.0 * np.log(np.asarray(medians, dtype=float)), ddof=1))
+
+
+def probed(latency_ms: float | None, min_us: float) -> bool:
+    """Whether a record probes a case whose first timing read `latency_ms` (the function
+    under test's; None: not timed): from `min_us` on."""
+    return latency_ms is not None and 1000.0 * latency_ms >= min_us
 
 
 def placements_for(spread: float, most: int) -> int:

@@ -24,6 +24,7 @@ from ..common.limits import MAX_PLACEMENTS, MAX_REPEAT, MAX_RETRY_THROTTLED
 from ..compile.ir.variants import IR_STAGES
 from ..measure.stopping import Budget, StoppingRule
 from ..measure.timers import TIMER_NAMES
+from .level import MIN_US as LEVEL_MIN_US
 from .placement import MEMORY_MODES as PLACEMENT_MEMORY, REUSED as PLACEMENT_REUSED
 
 LEVELS = ("core", "comprehensive")
@@ -244,12 +245,18 @@ OPTIONS = (
     Option("level_placements", "--level-placements", int, 0, low=0, high=MAX_PLACEMENTS,
            group="timing", caliber="level_placements", manifest=True, metavar="MAX",
            help="Time a case whose level is drawn per placement on up to MAX short "
-                "placements. A run that records probes each case on 12 short placements "
-                "after timing it; where their medians spread 0.75 % or more, it is timed "
+                "placements. A run that records probes each case (of at least --level-min-us) "
+                "on 12 short placements after timing it; where their medians spread 0.75 % or more, it is timed "
                 "again on 2*(spread/0.25 %)^2 of them (at most MAX) and its latency is "
                 "their interquartile mean (results: level_spread_pct, level_placements). A "
                 "replay times such a case on as many as its record did (at most MAX), and "
                 "probes nothing. Default 0: off. Part of the caliber."),
+    Option("level_min_us", "--level-min-us", float, LEVEL_MIN_US, low=0, group="timing",
+           caliber="level_min_us", manifest=True, metavar="US",
+           help="Under --level-placements, probe only a case whose first timing reads at "
+                "least US microseconds; a shorter one keeps its usual timing (a level "
+                "placement's set-up costs tens of milliseconds whatever the kernel). 0: "
+                "probe every case. Part of the caliber while --level-placements is on."),
     # Not the caliber: where a placement lands is what rounds draw anew (ab/sides.py).
     Option("placement_seed", "--placement-seed", int, low=0, high=SEED_LIMIT - 1,
            location=True, shared=False, hidden=True, group="timing", metavar="N",

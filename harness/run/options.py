@@ -162,9 +162,12 @@ class BenchOptions:
 
     def caliber_value(self, name: str) -> Any:
         """An option's value as the caliber records it: with one placement nothing is moved,
-        so the placement memory reads `reused` whatever was asked."""
+        so the placement memory reads `reused` whatever was asked; with level placements
+        off no case is probed, so their floor reads 0."""
         if name == "placement_memory" and self.placements == 1:
             return PLACEMENT_REUSED
+        if name == "level_min_us" and not self.level_placements:
+            return 0.0
         return self.value(name)
 
     # ---- arguments for a child `zlh bench` (or a corpus worker) -----------------------------

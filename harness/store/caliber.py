@@ -18,7 +18,8 @@ MISSING = "<missing>"
 # Fields added later, with the value every run written before them had.
 # (Runs before `inputs` built every input as the library's code does: "upstream".)
 LEGACY_DEFAULTS = {"ir_stage": "ttgir", "tuning_space": {}, "card": "", "inputs": "upstream",
-                   "placements": 1, "placement_memory": "reused", "level_placements": 0}
+                   "placements": 1, "placement_memory": "reused", "level_placements": 0,
+                   "level_min_us": 0.0}
 # The caliber's timer of a run that timed nothing (`--no-timing`): its rows carry no latency,
 # and it never compares with a timed run.
 UNTIMED = "none"
@@ -50,6 +51,7 @@ class Caliber:
     placements: int = 1              # placements of the inputs per case (--placements)
     placement_memory: str = "reused"  # where a new placement's inputs may lie
     level_placements: int = 0        # --level-placements: at most this many, where drawn
+    level_min_us: float = 0.0        # --level-min-us: cases probed from here on (0: off)
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -97,6 +99,7 @@ def check_caliber(f: Fields) -> None:
     kinds = {"repeat": lambda name: f.int(name, low=1), "seed": f.int,
              "placements": lambda name: f.int(name, low=1),
              "level_placements": lambda name: f.int(name, low=0),
+             "level_min_us": lambda name: f.number(name, low=0),
              "warmup_ms": lambda name: f.number(name, low=0), "stopping": f.object,
              "ir_capture": f.bool, "tuning_space": f.object}
     for name in Caliber.field_names():

@@ -27,7 +27,7 @@ def test_every_caliber_field_is_guarded_on_its_own(tmp_path, field):
     the refusal (a check masked by another would go unnoticed otherwise)."""
     other = {"stopping": {"min_samples": 5}, "repeat": 3, "warmup_ms": 1.0,
              "ir_capture": False, "seed": 7, "placements": 4, "inputs": "upstream",
-             "placement_memory": "new", "level_placements": 64,
+             "placement_memory": "new", "level_placements": 64, "level_min_us": 5.0,
              "tuning_space": {"USE_FLAGTUNE": "1"}}.get(field, "something-else")
     a = make_run(tmp_path, "a", {"64x64": 1.0})
     b = make_run(tmp_path, "b", {"64x64": 1.0}, caliber={field: other}, mode="replay",

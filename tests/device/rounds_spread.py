@@ -639,7 +639,36 @@ def phase_lines(root: Path) -> list[str]:
         if infos:
             lines.append(f"{op_dir.name}: {len(infos)} replayed runs, median " + ", ".join(
                 f"{n} {np.median([float(i.get(n) or 0) for i in infos]):.2f}" for n in names))
-    return lines + job_lines(root) + round_lines(root) + new_memory_lines(root)
+    return (lines + job_lines(root) + round_lines(root) + new_memory_lines(root)
+            + level_lines(root))
+
+
+def level_lines(root: Path) -> list[str]:
+    """Per op, its record's level probe (round 0's results, `--level-placements`): each case
+    flagged (latency, the probe's spread, its level placements), how many stayed under the
+    spread and their largest, and how many the floor left unprobed (`--level-min-us`)."""
+    lines = []
+    for op_dir in sorted(p for p in Path(root).iterdir() if p.is_dir()):
+        flagged, calm, unprobed = [], [], 0
+        for results in sorted(op_dir.glob("r0_*/*/results.jsonl")):
+            for line in results.read_text().splitlines():
+                row = json.loads(line)
+                extra, gems = row.get("extra") or {}, row.get("gems") or {}
+                spread = extra.get("level_spread_pct")
+                if spread is None:
+                    unprobed += 1
+                elif extra.get("level_placements"):
+                    us = 1000 * (gems.get("median_ms") or 0)
+                    flagged.append(f"{row.get('shape_detail')} {us:.1f} us {spread:.2f} % "
+                                   f"({extra['level_placements']} placements)")
+                else:
+                    calm.append(spread)
+        if flagged or calm:
+            lines.append(f"{op_dir.name}: record's level probe: flagged "
+                         + ("; ".join(flagged) or "none") + f"; {len(calm)} under the spread"
+                         + (f" (at most {max(calm):.2f} %)" if calm else "")
+                         + f"; {unprobed} not probed")
+    return lines
 
 
 RUN_TAG = re.compile("^" + re.escape(RUN_LINE).replace(re.escape("{}"), r"\S+"))

@@ -337,3 +337,21 @@ def test_a_root_with_its_samples_has_its_turns_rounds_paired_again(tmp_path, mon
     monkeypatch.setenv("PAIRS", "0")
     kept = rounds_spread.summarize_root(tmp_path, planted=True)
     assert kept["rounds_paired_again"] is None and kept["found_20us"] == 0
+
+
+def test_level_lines_say_what_each_records_probe_flagged(tmp_path):
+    def row(shape, ms, **extra):
+        return json.dumps({"shape_detail": shape, "gems": {"median_ms": ms}, "extra": extra})
+    record = tmp_path / "layer_norm" / "r0_A" / "layer_norm_1"
+    record.mkdir(parents=True)
+    (record / "results.jsonl").write_text("\n".join([
+        row("20x6x65536", 0.0503, level_spread_pct=1.92, level_placements=64),
+        row("4096x4096", 0.031, level_spread_pct=0.31), row("64x64", 0.0014)]) + "\n")
+    replay = tmp_path / "layer_norm" / "r1_A" / "layer_norm_2"     # a replay: not the record
+    replay.mkdir(parents=True)
+    (replay / "results.jsonl").write_text(row("8x8", 0.05, level_spread_pct=9.0) + "\n")
+    (tmp_path / "add" / "r0_A" / "add_1").mkdir(parents=True)      # no probe: no line
+    (tmp_path / "add" / "r0_A" / "add_1" / "results.jsonl").write_text(row("8", 0.1) + "\n")
+    assert rounds_spread.level_lines(tmp_path) == [
+        "layer_norm: record's level probe: flagged 20x6x65536 50.3 us 1.92 % (64 placements); "
+        "1 under the spread (at most 0.31 %); 1 not probed"]

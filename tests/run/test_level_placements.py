@@ -118,8 +118,24 @@ def test_a_case_whose_level_stays_is_timed_as_usual_after_its_probe(tmp_path, su
 
 
 def test_off_by_default_nothing_is_probed(tmp_path, sure_rule, fast_budget):
-    backend, row, _ = run(tmp_path, sure_rule, fast_budget, WIDE, 0)
+    backend, row, run_dir = run(tmp_path, sure_rule, fast_budget, WIDE, 0)
     assert backend.placements == 0 and "level_spread_pct" not in row.extra
+    caliber = json.loads((run_dir / "run.json").read_text())["caliber"]
+    assert caliber["level_placements"] == 0 and caliber["level_min_us"] == 0   # no floor in force
+
+
+def test_a_case_under_the_floor_keeps_its_usual_timing(tmp_path, sure_rule, fast_budget):
+    # its level moves, but it reads 1 ms: under a 2 ms floor it is neither probed nor moved
+    backend, row, run_dir = run(tmp_path, sure_rule, fast_budget, WIDE, 64, level_min_us=2000.0)
+    assert backend.placements == 0 and row.gems.center == MEDIAN
+    assert "level_spread_pct" not in row.extra and "level_placements" not in row.extra
+    assert json.loads((run_dir / "run.json").read_text())["caliber"]["level_min_us"] == 2000
+    # at the default floor (20 µs) the same case is probed and flagged
+    backend, row, run_dir = run(tmp_path, sure_rule, fast_budget, WIDE, 64, name="default")
+    assert row.extra["level_placements"] == backend.placements > level.PROBE
+    assert json.loads((run_dir / "run.json").read_text())["caliber"]["level_min_us"] == \
+        level.MIN_US == 20
+    assert not level.probed(None, 0) and level.probed(0.02, 20) and not level.probed(0.0199, 20)
 
 
 def test_the_count_aims_at_the_target_and_stays_in_bounds():

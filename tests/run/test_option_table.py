@@ -30,7 +30,7 @@ OTHER = {"adapter": "builtin", "cases": "pkg.mod:cases", "backend": "cpu", "devi
          "replay": "/r", "keep_cache": True, "autotune_hooks": False, "plant_pct": 1.5,
          "plant_landing_pct": 0.3,
          "kernel_split": True, "case_shard": "1/3", "pace_us": 250.0, "timing": False,
-         "baseline_timing": False, "placements": 4, "level_placements": 64,
+         "baseline_timing": False, "placements": 4, "level_placements": 64, "level_min_us": 5.0,
          "placement_memory": "new", "placement_seed": 9,
          "keep_compile_cache": True, "compile_cache": "/c", "sweep_ms": 40.0}
 
@@ -92,8 +92,8 @@ def test_api_keywords_and_the_manifest_vocabulary_come_from_the_table():
     assert signature.parameters["timer"].default == "auto"
     assert BENCH_KEYS == manifest_option_names() == (
         "level", "repeat", "l2", "warmup_ms", "min_samples", "min_time_ms", "max_time_ms",
-        "target_rel_err", "placements", "placement_memory", "level_placements", "seed",
-        "ir_stage")
+        "target_rel_err", "placements", "placement_memory", "level_placements", "level_min_us",
+        "seed", "ir_stage")
     with pytest.raises(UsageError, match="unknown bench option nope"):
         harness.bench("add", nope=1)
 
