@@ -122,22 +122,21 @@ def _noted_sigint(signum, frame):
     raise KeyboardInterrupt
 
 
-def signals_caught() -> int:
-    """How many signals zlh's handlers have raised an exception for so far (a mark for
-    swallowed_signal)."""
-    return len(_CAUGHT)
-
-
-def swallowed_signal(since: int) -> BaseException | None:
-    """The exception the first signal caught after the mark `since` raised, made again —
-    KeyboardInterrupt for SIGINT, Terminated for the others —, or None where none came. An
-    op's code may turn that exception into its own (Triton's interpreter raises
-    InterpreterError for whatever a kernel raised; a library may catch everything): the
-    caller raises this one so that the signal still ends the command."""
-    if len(_CAUGHT) <= since:
-        return None
-    signum = _CAUGHT[since]
-    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+@contextlib.contextmanager
+def signals_kept():
+    """For a block of an op's or adapter's code: where zlh's handlers caught a signal in it,
+    the block ends with that signal's exception made again (KeyboardInterrupt for SIGINT,
+    Terminated for the others), whatever the code made of it — Triton's interpreter raises
+    InterpreterError for whatever a kernel raised, and a library may catch everything — so
+    that the signal still ends the command."""
+    since = len(_CAUGHT)
+    try:
+        yield
+    finally:
+        if len(_CAUGHT) > since:
+            signum = _CAUGHT[since]
+            raise (KeyboardInterrupt() if signum == signal.SIGINT
+                   else Terminated(signum)) from None
 
 
 def raised_by_code(exc: BaseException) -> bool:

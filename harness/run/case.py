@@ -21,7 +21,7 @@ import backends
 from ..common import markers
 from ..common.errors import (AdapterFailure, CaseFailure, CaseSkipped, DevicePoisonedError,
                              failure_detail, one_line)
-from ..common.process import raised_by_code, signals_caught, swallowed_signal
+from ..common.process import raised_by_code, signals_kept
 from ..compile.ir.capture import IRCapture
 from ..measure import sample_stats
 from ..measure.case_timer import CaseTimer
@@ -84,18 +84,15 @@ def next_case(cases, op: str, done: int, run_dir):
     """The adapter's next case, None at the end; AdapterFailure (one line) when the adapter
     raises midway or gives something that is not an `adapters.Case`."""
     kept = f"; the run is marked crashed; its cases so far are in {run_dir}"
-    since = signals_caught()
     try:
-        case = next(cases, None)
+        with signals_kept():            # a signal the adapter's code made its own error
+            case = next(cases, None)
     except (KeyboardInterrupt, SystemExit, DevicePoisonedError) as exc:
         if not raised_by_code(exc):           # Ctrl-C, SIGTERM, sys.exit: the runner's
             raise
         reason = f"the adapter raised KeyboardInterrupt (no SIGINT came) after {done} case(s)"
         raise AdapterFailure(f"{op}: {reason}{kept}", reason) from None
     except BaseException as exc:  # noqa: BLE001 - the adapter's code: one line, run kept
-        lost = swallowed_signal(since)
-        if lost is not None:          # the adapter turned a signal's exception into its own
-            raise lost from None
         reason = f"the adapter raised {type(exc).__name__} after {done} case(s)"
         raise AdapterFailure(f"{op}: {reason}: {failure_detail(exc)}{kept}", reason) from None
     if case is not None and not isinstance(case, adapters.Case):
@@ -131,12 +128,12 @@ def measure_case(case, case_timer: CaseTimer, backend, options, occurrence: int 
     if case.skip_reason:
         row.status, row.reason = SKIPPED, case.skip_reason
         return row
-    since = signals_caught()
     try:
         if ir is not None:
             ir.begin_case(case.shape_detail, case.dtype)
         try:
-            _time_case(case, case_timer, backend, options, row, ir, plant, split, pins)
+            with signals_kept():        # a signal the op's code made its own error
+                _time_case(case, case_timer, backend, options, row, ir, plant, split, pins)
         finally:
             if ir is not None:
                 ir.end_case()
@@ -162,9 +159,6 @@ def measure_case(case, case_timer: CaseTimer, backend, options, occurrence: int 
         _fail(row, case, "KeyboardInterrupt", "raised by the op's code; no SIGINT came")
     except BaseException as exc:  # noqa: BLE001 - GeneratorExit, CancelledError, the op's own
         _fail(row, case, type(exc).__name__, failure_detail(exc))
-    lost = swallowed_signal(since)
-    if lost is not None:        # the op's code turned a signal's exception into its own
-        raise lost from None
     return row
 
 
