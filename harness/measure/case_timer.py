@@ -50,12 +50,10 @@ class CaseTimer:
 
     def _timers(self, rule: StoppingRule, budget: Budget) -> tuple:
         """(the requested timer, the event timer it falls back to or None) at these budgets."""
-        repeat, flush_l2, turns = self._made_with
-        made = [make_timer(name, self.backend, self.device_index, rule, budget, repeat,
-                           flush_l2, turns)
-                for name in (self.timer_name, EVENT if self.timer_name == GRAPH else None)
-                if name is not None]
-        return made[0], (made[1] if len(made) > 1 else None)
+        def made(name: str):
+            return make_timer(name, self.backend, self.device_index, rule, budget,
+                              *self._made_with)
+        return made(self.timer_name), (made(EVENT) if self.timer_name == GRAPH else None)
 
     @contextlib.contextmanager
     def timing(self, rule: StoppingRule, budget: Budget):

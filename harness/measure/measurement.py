@@ -178,8 +178,7 @@ def check_measurement(f: Fields, prefix: str = "") -> None:
     f.str(prefix + "timer", empty=False)
     f.int(prefix + "calls_per_sample", 1, low=1)
     f.int(prefix + "warmup_calls", 0, low=0)
-    for name, read in (("fallback", f.str), ("undersampled", f.bool), ("clocks", f.objects),
-                       ("repeats_center", f.str)):
+    for name, read in (("fallback", f.str), ("undersampled", f.bool), ("clocks", f.objects)):
         if f.get(prefix + name, None) is not None:
             read(prefix + name)
     if f.get(prefix + "repeats_center", MEDIAN) not in CENTERS:
