@@ -562,6 +562,7 @@ def calibrate(work: Path, box: Box, out: Path, mode: str) -> list[str]:
     for name in ("report.json", "calibration.json", "status.tsv", "plan.json"):
         if (root / name).is_file():
             shutil.copyfile(root / name, kept / name)
+    keep_records(root, kept)
     samples = None
     if root.is_dir():                           # every sample, for rounds_within.py
         lines += phase_lines(root)
@@ -576,6 +577,21 @@ def calibrate(work: Path, box: Box, out: Path, mode: str) -> list[str]:
     if samples is not None:                     # last: its bootstraps take seconds
         lines += within_lines(rounds_within, samples)
     return lines
+
+
+RECORD_FILES = ("results.jsonl", "autotune/records.json", "ttgir/index.tsv")
+
+
+def keep_records(root: Path, kept: Path) -> None:
+    """Each op's record (round 0, the run every replay pins to): its rows, the configs it
+    tuned and its kernels' index, under kept/records/OP/SIDE/, so that two records of one op
+    (a plant's and an A/A's) can be compared after the call."""
+    for run in sorted(root.glob("*/r0_*/*/")):
+        for name in RECORD_FILES:
+            if (run / name).is_file():
+                target = kept / "records" / run.parent.parent.name / run.parent.name / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(run / name, target)
 
 
 def within_lines(rounds_within, samples: dict, min_ms: float = MIN_MS) -> list[str]:

@@ -355,3 +355,18 @@ def test_level_lines_say_what_each_records_probe_flagged(tmp_path):
     assert rounds_spread.level_lines(tmp_path) == [
         "layer_norm: record's level probe: flagged 20x6x65536 50.3 us 1.92 % (64 placements); "
         "1 under the spread (at most 0.31 %); 1 not probed"]
+
+
+def test_keep_records_brings_back_each_ops_record_and_no_replay(tmp_path):
+    root, kept = tmp_path / "root", tmp_path / "kept"
+    record = root / "einsum" / "r0_A" / "einsum_1"
+    (record / "autotune").mkdir(parents=True)
+    (record / "results.jsonl").write_text('{"shape_detail": "16x512x512"}\n')
+    (record / "autotune" / "records.json").write_text('{"kernels": {"bmm": {}}}')
+    replay = root / "einsum" / "r1_A" / "einsum_2"
+    replay.mkdir(parents=True)
+    (replay / "results.jsonl").write_text("{}\n")
+    rounds_spread.keep_records(root, kept)
+    got = sorted(str(p.relative_to(kept)) for p in kept.rglob("*") if p.is_file())
+    assert got == ["records/einsum/r0_A/autotune/records.json",
+                   "records/einsum/r0_A/results.jsonl"]
