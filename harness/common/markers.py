@@ -13,6 +13,7 @@ DEVICE_POISONED = "BENCHMARK_DEVICE_POISONED"
 ALL_EVENT_TIMED = "BENCHMARK_RUN_EVENT_TIMED"
 CASE_FAILED = "BENCHMARK_CASE_FAILED"
 REPLAY_FALLBACK = "AUTOTUNE_REPLAY_FALLBACK"
+KEY_SHARED = "AUTOTUNE_KEY_SHARED"          # a case ran a config another case's sweep chose
 THROTTLED = "BENCHMARK_CASE_THROTTLED"      # a timed function ran on a held-back device
 PLANTED = "CALIBRATION_PLANT"               # a known device delay added (zlh calibrate)
 SAMPLES_FLAGGED = "BENCHMARK_SAMPLES_FLAGGED"     # undersampled / outliers / bimodal

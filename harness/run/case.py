@@ -136,7 +136,7 @@ def measure_case(case, case_timer: CaseTimer, backend, options, occurrence: int 
                 _time_case(case, case_timer, backend, options, row, ir, plant, split, pins)
         finally:
             if ir is not None:
-                ir.end_case()
+                row.markers.extend(ir.end_case())
     except CaseSkipped as exc:
         row.status, row.reason = SKIPPED, exc.reason
     except CaseFailure as exc:

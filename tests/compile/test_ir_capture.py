@@ -22,7 +22,10 @@ from triton.runtime.autotuner import Autotuner
 import ir_kernels as K  # noqa: E402
 from harness.compile.ir import triton_hooks, variants
 from harness.compile.ir.fingerprint import convert_layout_count, fingerprint, read_index
+from harness.common import markers
+from harness.common.markers import parse_marker
 from harness.compile.ir.capture import IRCapture
+from harness.compile.ir.tuned_on import TuneOrigins
 from harness.compile.ir.naming import (VariantParams, abbreviate, labels, legend,
                                        name_variants, shape_key)
 from conftest import ROOT, TESTS
@@ -541,3 +544,48 @@ def test_ttgir_kept_once_its_case_ended(tmp_path, triton_cache):
     [row] = read_index(cap.out_dir)
     assert row["status"] == "dumped" and "HAS_BIAS=True" in row["constexprs"]
     assert "tt.func public @add_kernel" in (cap.out_dir / row["file"]).read_text()
+
+
+# --------------------------------------------------------------------------- tuned on
+def test_a_case_that_ran_another_cases_sweep_choice_is_marked(capture):
+    """bmm's key leaves out the batch: 1x512 sweeps and measures BLOCK 64; 16x512 launches
+    the same config without a sweep; 1x1024 sweeps its own; a fp32 case of the same config
+    is another variant."""
+    capture.begin_case("1x512", "bfloat16")
+    sweep(K.ADD, lambda: K.launch(K.compile_add(128), 2))
+    K.measured(K.compile_add(64), 3)
+    assert capture.end_case() == []
+
+    capture.begin_case("16x512", "bfloat16")
+    K.measured(K.compile_add(64, em_div16=False), 3)    # another specialisation, one config
+    [line] = capture.end_case()
+    name, fields = parse_marker(line)
+    assert name == markers.KEY_SHARED and fields["kernel"] == "add_kernel"
+    assert "sweep of bfloat16 1x512 chose (BLOCK_SIZE_M=64, HAS_BIAS=False" in fields["detail"]
+
+    capture.begin_case("1x1024", "bfloat16")            # its own sweep: its own choice
+    sweep(K.ADD, lambda: K.launch(K.compile_add(128), 2))
+    K.measured(K.compile_add(64), 3)
+    assert capture.end_case() == []
+
+    capture.begin_case("1x512", "bfloat16")             # the same case again (occurrence 1)
+    K.measured(K.compile_add(64), 3)
+    assert capture.end_case() == []
+
+    capture.begin_case("8x512", "bfloat16")             # another config, or only set-up
+    K.measured(K.compile_add(128), 3)
+    K.launch(K.compile_add(64))
+    assert capture.end_case() == []
+
+
+def test_tune_origins_take_the_first_sweep_and_one_marker_per_kernel():
+    def variant(kernel="k", dtype="fp16", block=64, warps=4):
+        return SimpleNamespace(kernel=kernel, dtype=dtype, constexprs={"BLOCK": block},
+                               num_warps=warps, num_stages=3, num_ctas=1)
+    origins = TuneOrigins()
+    assert origins.case_ended("fp16 a", {"k"}, [variant()]) == []
+    assert origins.case_ended("fp16 b", {"k"}, [variant()]) == []     # swept: its own
+    lines = origins.case_ended("fp16 c", set(), [variant(), variant(warps=4)])
+    assert len(lines) == 1 and "sweep of fp16 a chose" in lines[0]
+    assert origins.case_ended("fp32 d", set(), [variant(dtype="fp32")]) == []
+    assert origins.case_ended("fp16 e", set(), [variant(warps=8)]) == []

@@ -33,6 +33,7 @@ from .dump import (NO_CASE, OTHER, SETUP_DIR, SETUP_LAUNCH, SWEEP, TIMED, Observ
                    naming_md, plan_dump, write_tree)
 from .naming import shape_key
 from .triton_hooks import observer, timed_call, warn_once
+from .tuned_on import TuneOrigins
 from .variants import IR_STAGES, Variant
 
 DEFAULT_STAGE = "ttgir"
@@ -53,6 +54,8 @@ class IRCapture:
         self._texts: dict[tuple[str, str], str] = {}   # (hash, stage) -> text, read at case end
         self._case: tuple[str, str] | None = None
         self._case_hashes: set[str] = set()
+        self._case_swept: set[str] = set()             # kernels the case's sweeps launched
+        self.origins = TuneOrigins()
         self._case_dtypes: dict[tuple[str, str], set[str]] = {}
         self._shapes: dict[str, str] = {}              # shape key -> shape as given
         self._shape_keys: dict[str, str] = {}          # shape as given -> shape key
@@ -110,11 +113,20 @@ class IRCapture:
                     key = f"{key}~{hashlib.sha1(shape.encode()).hexdigest()[:8]}"
                 self._shapes[key], self._shape_keys[shape] = shape, key
             self._case = (key, str(dtype))
+            self._case_swept = set()
 
-    def end_case(self) -> None:
+    def end_case(self) -> list[str]:
         """Close the case and keep the IR of what it launched, so the dump no longer depends
-        on the Triton cache directory still being there."""
+        on the Triton cache directory still being there. Returns the case's marker lines:
+        a config it ran that another case's sweep chose (tuned_on.py)."""
         with observer.lock:
+            if self._case is None:
+                return []
+            shape, dtype = self._case
+            measured = [observer.variants[h] for h in sorted(self._case_hashes)
+                        if h in observer.variants and self.launches[(h, shape)][TIMED] > 0]
+            lines = self.origins.case_ended(f"{dtype} {self._shapes[shape]}",
+                                            self._case_swept, measured)
             self._case = None
             # A kernel compiled before any capture listened has no description: skip it.
             fresh = [(h, s) for h in self._case_hashes for s in self.stages
@@ -125,6 +137,7 @@ class IRCapture:
             text = _read(path)
             if text is not None:
                 self._texts[key] = text
+        return lines
 
     # ------------------------------------------------------------------ observer calls
     def _compiled(self, key: str, swept: bool, seconds: float | None = None) -> None:
@@ -156,6 +169,9 @@ class IRCapture:
         counts = self.launches.setdefault((key, shape), [0, 0, 0, 0])
         if swept:
             counts[SWEEP] += 1
+            if case is not None:
+                known = observer.variants.get(key)
+                self._case_swept.add(known.kernel if known is not None else name)
         elif case is None:
             counts[OTHER] += 1
         else:
