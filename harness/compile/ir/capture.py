@@ -170,8 +170,7 @@ class IRCapture:
         if swept:
             counts[SWEEP] += 1
             if case is not None:
-                known = observer.variants.get(key)
-                self._case_swept.add(known.kernel if known is not None else name)
+                self._case_swept.add(name)          # a launch's name is its variant's kernel
         elif case is None:
             counts[OTHER] += 1
         else:
