@@ -1,15 +1,9 @@
 """Each side of an A/B compiles an op's kernels once: its first run keeps its Triton cache and
-its later runs load from it, never from the other side's; the kept caches go with the op."""
-import json
-from pathlib import Path
-
-import pytest
-
-from harness.ab import orchestrate as abmod
+its later runs load from it, never from the other side's; the kept caches go with the op.
+(End to end, on three rounds of fresh processes: test_ab_fresh_rounds.py.)"""
 from harness.ab.compile_reuse import SideCaches
 from harness.compile.caches import KEPT_PREFIX
 from harness.run.options import BenchOptions
-from slow_add import slow_add_plan
 
 
 def test_the_first_run_keeps_the_later_ones_load_each_side_its_own(tmp_path):
@@ -43,35 +37,6 @@ def test_a_run_stopped_before_it_was_known_still_has_its_cache_dropped(tmp_path)
     assert (tmp_path / "mul" / "r1_B" / f"{KEPT_PREFIX}7").is_dir()
     caches.drop("mul")
     assert not (tmp_path / "mul" / "r1_B" / f"{KEPT_PREFIX}7").exists()
-
-
-def cache_dir(run_dir: Path) -> Path:
-    info = json.loads((run_dir / "run.json").read_text())
-    return Path(info["caches"]["env"]["TRITON_CACHE_DIR"])
-
-
-@pytest.mark.e2e
-def test_rounds_of_fresh_processes_load_their_sides_first_compile_cache(tmp_path):
-    plan = slow_add_plan(tmp_path, None, rounds=3)
-    lines: list[str] = []
-    reports, code = abmod.run_ab(plan, echo=lines.append)
-    assert code == 0 and len(reports) == 1, lines
-    root = tmp_path / "ab" / "add"
-    used = {(n, s): cache_dir(next((root / f"r{n}_{s}").glob("*/run.json")).parent)
-            for n in (1, 2, 3) for s in "AB"}
-    for side in "AB":
-        first = used[(1, side)]
-        assert first.parent == root / f"r1_{side}" and first.name.startswith(KEPT_PREFIX)
-        assert used[(2, side)] == first and used[(3, side)] == first
-    assert used[(1, "A")] != used[(1, "B")]
-    assert not list(root.rglob(KEPT_PREFIX + "*"))          # gone with the op's rounds
-    for (number, side), _ in used.items():     # each side its own switch, and its kernels
-        (run,) = (root / f"r{number}_{side}").glob("*/run.json")
-        env = json.loads(run.read_text()).get("env") or {}
-        assert env.get("ZLH_BUILTIN_SLOW") == ("1" if side == "B" else None)
-        (row,) = [json.loads(line) for line in
-                  (run.parent / "results.jsonl").read_text().splitlines()]
-        assert row["extra"]["slow"] is (side == "B")          # B's cases built slowed
 
 
 def test_a_rounds_placement_spacers_are_one_draw_for_both_sides_and_another_each_round(
