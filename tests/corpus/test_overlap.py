@@ -1,6 +1,6 @@
-"""Overlap on a device lane (--overlap): a warm spare worker makes a replacement free, two ops
-(or --overlap-width of them) run at once with their timed sections kept apart, units start in order, an attempt that ran
-beside another and failed runs again alone, and the fault ops keep their statuses."""
+"""Overlap on a device lane (--overlap): a warm spare makes a replacement free, two ops (or
+--overlap-width) run at once, timed sections kept apart, units start in order, an attempt that
+ran beside another and failed runs again alone, and the fault ops keep their statuses."""
 from __future__ import annotations
 
 import csv
@@ -29,6 +29,7 @@ from harness.run.options import BenchOptions
 SHAPES = ("add: [[64], [128], [256], [512], [1024], [2048], [4096], [8192]]\n"
           "softmax: [[4, 64], [8, 64], [16, 64], [32, 64], [64, 64], [128, 64]]\n"
           "mm: [[16, 16, 16], [32, 32, 32]]\n")
+ONE_CASE = "add: [[64]]\nsoftmax: [[4, 64]]\nmm: [[16, 16, 16]]\n"   # runs timed one at a time
 
 
 @pytest.fixture(autouse=True)
@@ -37,10 +38,9 @@ def private_locks(tmp_path, monkeypatch):
     monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
 
 
-def shapes(tmp_path: Path) -> Path:
-    path = tmp_path / "shapes.yaml"
-    path.write_text(SHAPES)
-    return path
+def shapes(tmp_path: Path, text: str = SHAPES) -> Path:
+    (tmp_path / "shapes.yaml").write_text(text)
+    return tmp_path / "shapes.yaml"
 
 
 def work(tmp_path: Path, op: str, name: str) -> OpWork:
@@ -141,9 +141,9 @@ def wait_for(condition, seconds: float = 30.0) -> None:
 @pytest.mark.e2e
 def test_the_fault_ops_keep_their_statuses_with_overlap(tmp_path):
     result = CliRunner().invoke(main, ["batch", "--adapter", "builtin", "--backend", "cpu",
-                                       "--shapes", str(shapes(tmp_path)), *FAST, "--overlap",
-                                       "--ops", "add,fault_raise,fault_abort,fault_hang,softmax",
-                                       "--op-timeout", FAULT_OP_TIMEOUT,
+                                       "--shapes", str(shapes(tmp_path, ONE_CASE)), *FAST,
+                                       "--overlap", "--ops", "add,fault_raise,fault_abort,"
+                                       "fault_hang,softmax", "--op-timeout", FAULT_OP_TIMEOUT,
                                        "--out", str(tmp_path / "b")])
     assert result.exit_code == 1, result.output
     with open(tmp_path / "b/ops_status.csv", newline="") as handle:
@@ -287,7 +287,7 @@ def test_alone_waits_for_what_runs_and_holds_back_new_starts():
 
 def test_a_screen_overlaps_its_pairs_and_a_resume_switches_it_off(tmp_path):
     cli = ["screen", "--adapter", "builtin", "--backend", "cpu", "--shapes",
-           str(shapes(tmp_path)), *FAST]
+           str(shapes(tmp_path, ONE_CASE)), *FAST]
     result = CliRunner().invoke(main, [*cli, "--ops", "add,softmax", "--switch", "X=0,1",
                                        "--overlap", "--root", str(tmp_path / "s")])
     assert result.exit_code == 0, result.output
