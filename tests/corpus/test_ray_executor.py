@@ -235,9 +235,11 @@ def test_a_screen_and_its_campaign_run_in_lane_actors(tmp_path, cluster):
     """A screen's two sides of one lane share its actor; the campaign (--devices left out: the
     cluster's GPUs) runs one `zlh ab` per op (rounds, ABBA order, pinned record as ever) in
     the actor of a lane that is free, every op once."""
-    screen = tmp_path / "screen"
+    screen, shapes = tmp_path / "screen", tmp_path / "shapes.yaml"
+    shapes.write_text("add: [[64]]\nmm: [[16, 16, 16]]\n")     # one small case each
     result = CliRunner().invoke(main, [
         "screen", "--adapter", "builtin", "--backend", "cpu", *FAST, "--ops", "add,mm",
+        "--shapes", str(shapes),
         "--switch", "ZLH_BUILTIN_SLOW=0,1", "--root", str(screen), "--executor", "ray",
         "--ray-address", cluster, "--devices", "0"])
     assert result.exit_code == 0, result.output
