@@ -2,6 +2,7 @@
 root holds the timed pairs (A.timed/, B.timed/) and reads, rescores and reports as the
 unsharded screen does; shards of another timing mode are refused; shards that differ only in
 how their ops ran (overlap, the stall timeout) merge, the merged plan naming the difference.
+The report of the unsharded screen takes its IR_CHANGED rows from the timed pair.
 
 Two user ops compiled for a GPU target (tests/ir_kernels.py, the cases of
 test_screen_timing.py): `changed` (IR_CHANGED, timed) falls in shard 1/2, `same` (NO_IR_DIFF,
@@ -11,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -100,6 +102,29 @@ def test_a_timing_changed_screen_merges_as_the_unsharded_one(roots, tmp_path):
     # the report reads IR_CHANGED's shapes and range from the merged timed pair
     entries = {e.op: e for e in corpus_report.screen(out, tmp_path).ops}
     assert entries["changed"].shapes and entries["changed"].low is not None
+
+
+@pytest.mark.e2e
+def test_the_report_of_a_timing_changed_screen_shows_the_timed_pair(roots, tmp_path):
+    root = roots / "whole"
+    report = corpus_report.screen(root, tmp_path)
+    assert "timer=none" not in report.headline.caliber      # the timed pair's caliber
+    assert "inputs=device" in report.headline.caliber
+    entries = {e.op: e for e in report.ops}
+    changed, same = entries["changed"], entries["same"]
+    # IR_CHANGED: its shapes and range come from the timed pair (A/ and B/ timed nothing)
+    assert changed.shapes and changed.shapes[0].delta is not None
+    assert changed.low is not None and changed.high is not None
+    assert any("A.timed" in target for _, target in changed.links)
+    # NO_IR_DIFF, untimed: no delta at all (not a 0 % noise floor), and no noise floor
+    assert not same.noise and same.delta is None and same.low is None
+    assert not any(s.delta for s in same.shapes)
+    text = zlh("report", root)
+    assert text.exit_code == 0, text.output
+    line = next(x for x in text.output.splitlines() if x.startswith("changed "))
+    assert re.search(r"[+-]\d+\.\d+ ~ [+-]\d+\.\d+", line), line
+    page = zlh("report", root, "--html", tmp_path / "p.html")
+    assert page.exit_code == 0, page.output
 
 
 @pytest.mark.e2e

@@ -1,12 +1,11 @@
 """Features that landed apart, used together: a replay of an untimed, paced, upstream-input or
 kernel-split run (`zlh ab --replay`), the caliber guard over inputs and pacing, a screen's
-inputs and pacing in its table and in the `zlh ab` commands of a campaign on it, and the report
-of a `--timing changed` screen (its IR_CHANGED rows from the timed pair; the same of merged
-shards of one is test_shard_merge_modes', on the screens that module makes once)."""
+inputs and pacing in its table and in the `zlh ab` commands of a campaign on it. (The report
+of a `--timing changed` screen, its IR_CHANGED rows from the timed pair, and of merged shards
+of one: test_shard_merge_modes, on the screens that module makes once.)"""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -17,10 +16,8 @@ from harness.ab.guard import check_caliber
 from harness.cli import main
 from harness.corpus.campaign import card_command, plan_campaign
 from harness.corpus.verdict import NO_TRITON, read_tsv
-from harness.report import corpus as corpus_report
 from harness.store.reader import load_run
-from conftest import FAST, FAST_API, importable_cases
-from switch_cases import CASES as IR_CASES
+from conftest import FAST, FAST_API
 
 SHAPES = "add: [[64]]\n"
 
@@ -98,33 +95,6 @@ def test_a_screen_records_inputs_and_pacing_and_its_campaign_passes_them_on(made
     assert "--no-timing" not in text        # the screen's untimed pass is no option of zlh ab
     assert command[3] == "ab"
     main.commands["ab"].make_context("ab", command[4:])     # zlh ab takes every argument
-
-
-@pytest.mark.e2e
-def test_the_report_of_a_timing_changed_screen_shows_the_timed_pair(tmp_path, monkeypatch):
-    importable_cases(monkeypatch, tmp_path, "ir_cases", IR_CASES)
-    root = tmp_path / "s"
-    result = CliRunner().invoke(main, [
-        "screen", "--cases", "ir_cases:cases", "--ops", "changed,same", "--backend", "cpu",
-        *FAST, "--switch", "ZLH_TEST_SWITCH=0,1", "--timing", "changed", "--root", str(root)])
-    assert result.exit_code == 0, result.output
-    report = corpus_report.screen(root, tmp_path)
-    assert "timer=none" not in report.headline.caliber      # the timed pair's caliber
-    assert "inputs=device" in report.headline.caliber
-    entries = {e.op: e for e in report.ops}
-    changed, same = entries["changed"], entries["same"]
-    # IR_CHANGED: its shapes and range come from the timed pair (A/ and B/ timed nothing)
-    assert changed.shapes and changed.shapes[0].delta is not None
-    assert changed.low is not None and changed.high is not None
-    assert any("A.timed" in target for _, target in changed.links)
-    # NO_IR_DIFF, untimed: no delta at all (not a 0 % noise floor), and no noise floor
-    assert not same.noise and same.delta is None and same.low is None and not any(s.delta for s in same.shapes)
-    text = CliRunner().invoke(main, ["report", str(root)])
-    assert text.exit_code == 0, text.output
-    line = next(x for x in text.output.splitlines() if x.startswith("changed "))
-    assert re.search(r"[+-]\d+\.\d+ ~ [+-]\d+\.\d+", line), line
-    page = CliRunner().invoke(main, ["report", str(root), "--html", str(tmp_path / "p.html")])
-    assert page.exit_code == 0, page.output
 
 
 def test_a_persistent_round_gets_the_options_a_fresh_round_gets(tmp_path, monkeypatch):
