@@ -13,7 +13,6 @@ from harness.corpus.campaign import plan_campaign, read_campaign, run_cards, wri
 from harness.corpus.campaign_merge import merge
 from harness.corpus.partition import partition, weights_from_screen
 from harness.corpus.verdict import TSV_COLUMNS
-from conftest import FAST
 
 
 def screen_tsv(path: Path, rows: list[tuple[str, str, str, str]]) -> Path:
@@ -68,20 +67,11 @@ def test_missing_weights_take_the_median_and_filters_list_the_rest(tmp_path):
     assert "filtered out: add (NO_IR_DIFF)" in text and "imbalance" in text
 
 
-SHAPES = "add: [[64]]\n"
-
-
-@pytest.fixture(scope="module")
-def screened(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("screen")
-    shapes = tmp / "shapes.yaml"
-    shapes.write_text(SHAPES)
-    root = tmp / "s"
-    result = CliRunner().invoke(main, ["screen", "--adapter", "builtin", "--backend", "cpu",
-                                       "--shapes", str(shapes), *FAST, "--ops", "add",
-                                       "--switch", "ZLH_BUILTIN_SLOW=0,1", "--root", str(root)])
-    assert result.exit_code == 0, result.output
-    return root
+@pytest.fixture
+def screened(corpus_roots):
+    """`zlh screen --ops add --switch ZLH_BUILTIN_SLOW=0,1` (conftest's, made once for every
+    module that reads it; campaigns only read it)."""
+    return corpus_roots / "screen"
 
 
 @pytest.mark.e2e
@@ -114,7 +104,8 @@ def test_cards_run_side_by_side_a_failing_card_does_not_stop_the_other(screened,
     assert [op["op"] for op in report["ops"]] == ["add"]
     assert (tmp_path / "c/report.html").exists() and (tmp_path / "c/plan.tsv").exists()
     for device in (0, 1):        # isolated tuner cache forced on every card
-        infos = [json.loads(p.read_text()) for p in (tmp_path / f"c/card{device}").rglob("run.json")]
+        infos = [json.loads(p.read_text())
+                 for p in (tmp_path / f"c/card{device}").rglob("run.json")]
         assert infos and all(i["options"]["isolate_tuner_cache"] for i in infos)
     # resume: every reported op is kept, the failing card's op runs again (and fails again)
     again = read_campaign(tmp_path / "c")

@@ -187,14 +187,12 @@ def screen_cli(tmp_path, *args):
                                      "--shapes", str(shapes), *FAST, *args])
 
 
-@pytest.fixture(scope="module")
-def add_screen(tmp_path_factory):
-    """`zlh screen --ops add --switch X=0,1`, run once: the tests that rescore, resume or
-    damage a screen work on copies (`copy_screen`)."""
-    tmp = tmp_path_factory.mktemp("add_screen")
-    result = screen_cli(tmp, "--ops", "add", "--switch", "X=0,1", "--root", str(tmp / "s"))
-    assert result.exit_code == 0, result.output
-    return tmp / "s"
+@pytest.fixture
+def add_screen(corpus_roots):
+    """`zlh screen --ops add --switch ZLH_BUILTIN_SLOW=0,1` (conftest's, made once for every
+    module that reads it): the tests that rescore, resume or damage a screen work on copies
+    (`copy_screen`)."""
+    return corpus_roots / "screen"
 
 
 def copy_screen(add_screen: Path, root: Path) -> Path:
