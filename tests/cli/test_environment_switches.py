@@ -3,6 +3,7 @@ op, not --python-a), zlh's output survives a narrow stream encoding, a side vari
 backend replaces is refused, and a corpus root is resumed only under its own switches."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -98,15 +99,12 @@ def test_a_batch_resumed_under_another_switch_is_refused_unless_allowed(tmp_path
     assert result.exit_code == 2 and "applies to --resume only" in result.output
 
 
-def test_a_screen_resumed_under_another_switch_is_refused(tmp_path, monkeypatch):
+def test_a_screen_resumed_under_another_switch_is_refused(tmp_path, monkeypatch, corpus_roots):
+    """(A copy of conftest's screen: `--ops add --switch ZLH_BUILTIN_SLOW=0,1`, made without
+    ZLH_SCREEN_PROBE.)"""
     monkeypatch.delenv("ZLH_SCREEN_PROBE", raising=False)
-    root = tmp_path / "s"
-    shapes = tmp_path / "shapes.yaml"
-    shapes.write_text("add: [[64]]\n")
-    result = CliRunner().invoke(main, ["screen", "--adapter", "builtin", "--backend", "cpu",
-                                       "--shapes", str(shapes), *FAST, "--ops", "add",
-                                       "--switch", "ZLH_BUILTIN_SLOW=0,1", "--root", str(root)])
-    assert result.exit_code == 0, result.output
+    root = shutil.copytree(corpus_roots / "screen", tmp_path / "s", symlinks=True)
+    assert "ZLH_SCREEN_PROBE" not in json.loads((root / "A/batch.json").read_text())["env"]
     monkeypatch.setenv("ZLH_BUILTIN_SLOW", "1")       # both sides set it: not a change
     monkeypatch.setenv("ZLH_SCREEN_PROBE", "x")
     result = CliRunner().invoke(main, ["screen", "--resume", str(root)])
