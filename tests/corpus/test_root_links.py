@@ -1,30 +1,26 @@
 """A resumed batch or screen never follows a link out of its root: a `.abandoned`, an op's
 folder or a side's folder that is a symbolic link is refused, and nothing outside moves."""
 import json
+import shutil
 
 from click.testing import CliRunner
 
 from harness.cli import main
-from conftest import FAST
 
 
-
-def _batch(tmp_path, root):
-    shapes = tmp_path / "shapes.yaml"
-    shapes.write_text("add: [[64]]\nsoftmax: [[4, 64]]\n")
-    result = CliRunner().invoke(main, ["batch", "--adapter", "builtin", "--backend", "cpu",
-                                       "--ops", "add,softmax", "--shapes", str(shapes), *FAST,
-                                       "--out", str(root)])
-    assert result.exit_code == 0, result.output
+def _batch(corpus_batch, root):
+    """A copy at `root` of conftest's finished batch of add and softmax (FAST, on the CPU)."""
+    shutil.copytree(corpus_batch, root, symlinks=True)
 
 
 def _unfinish(root, op):
     (root / op / ".complete").unlink()          # as if the batch had been killed in it
 
 
-def test_a_resume_refuses_an_abandoned_folder_that_is_a_link_out_of_the_root(tmp_path):
+def test_a_resume_refuses_an_abandoned_folder_that_is_a_link_out_of_the_root(tmp_path,
+                                                                              corpus_batch):
     root, outside = tmp_path / "b", tmp_path / "elsewhere"
-    _batch(tmp_path, root)
+    _batch(corpus_batch, root)
     _unfinish(root, "add")
     outside.mkdir()
     (root / ".abandoned").symlink_to(outside)
@@ -36,9 +32,9 @@ def test_a_resume_refuses_an_abandoned_folder_that_is_a_link_out_of_the_root(tmp
         == before
 
 
-def test_a_resume_refuses_an_op_folder_that_is_a_link(tmp_path):
+def test_a_resume_refuses_an_op_folder_that_is_a_link(tmp_path, corpus_batch):
     root, outside = tmp_path / "b", tmp_path / "elsewhere"
-    _batch(tmp_path, root)
+    _batch(corpus_batch, root)
     (root / "softmax").rename(outside)
     (root / "softmax").symlink_to(outside)
     _unfinish(outside, "")                      # the linked op is unfinished
