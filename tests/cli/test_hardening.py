@@ -181,25 +181,27 @@ def test_a_real_full_disk_and_a_read_only_file_system(tmp_path):
 
 # ---- signals --------------------------------------------------------------------------------
 def _interrupt_after_first_case(tmp_path, sig):
-    """`zlh bench softmax mm` stopped with `sig` once softmax's first case is written: its
-    two other cases still take 5 s, room for a slow host to deliver the signal before mm."""
+    """`zlh bench mm softmax` stopped with `sig` once mm's first case is written: its two
+    other cases still take 5 s, room for a slow host to deliver the signal before softmax.
+    (mm: its kernel is autotuned, so the run has a record of tuned configs to keep.)"""
     out = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "bench", "softmax", "mm",
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "bench", "mm", "softmax",
                              "--adapter", "builtin", "--backend", "cpu", "--shapes",
-                             shapes(tmp_path, "softmax: [[4, 64], [8, 64], [16, 64]]\n"
-                                              "mm: [[16, 16, 16]]\n"),
+                             shapes(tmp_path, "mm: [[16, 16, 16], [16, 32, 16], [32, 16, 16]]"
+                                              "\nsoftmax: [[4, 64]]\n"),
                              "--out", str(out), "--min-time-ms", "2500", "--max-time-ms",
                              "2500", "--warmup-ms", "1"], env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 180
     while time.time() < deadline and proc.poll() is None:
-        found = list(out.glob("softmax_*/results.jsonl"))
+        found = list(out.glob("mm_*/results.jsonl"))
         if found and found[0].read_text().strip():
             break
         time.sleep(0.1)
+    assert proc.poll() is None, f"ended (exit {proc.returncode}) before the signal was sent"
     proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=120)
-    (run_dir,) = out.glob("softmax_*")
+    (run_dir,) = out.glob("mm_*")
     return proc.returncode, stdout, stderr, run_dir
 
 
@@ -215,12 +217,14 @@ def test_a_signal_leaves_a_complete_run_log(tmp_path, sig, word):
     info = json.loads((run_dir / "run.json").read_text())
     name = "SIGINT" if sig == signal.SIGINT else "SIGTERM"
     assert (info["status"], info["reason"]) == ("interrupted", name)
+    assert info["counts"]["SUCCESS"] >= 1                           # the cases measured, kept
+    assert (run_dir / "autotune" / "records.json").exists()          # and the tuned configs
     log = (run_dir / "run.log").read_text()
-    assert log.startswith("zlh bench softmax")                     # the header
-    assert "4x64" in log and " ok, " in log                           # table and summary
+    assert log.startswith("zlh bench mm")                            # the header
+    assert "16x16x16" in log and " ok, " in log                       # table and summary
     assert log.rstrip().endswith(f"status: interrupted ({name})")
-    assert "4x64" in stdout                                           # what the console showed
-    assert not list((tmp_path / "runs").glob("mm_*"))                 # mm never started
+    assert "16x16x16" in stdout                                       # what the console showed
+    assert not list((tmp_path / "runs").glob("softmax_*"))            # softmax never started
     assert leftovers(tmp_path) == []
 
 
