@@ -579,9 +579,9 @@ def test_a_case_that_ran_another_cases_sweep_choice_is_marked(capture):
 
 
 def test_tune_origins_take_the_first_sweep_and_one_marker_per_kernel():
-    def variant(kernel="k", dtype="fp16", block=64, warps=4):
+    def variant(kernel="k", dtype="fp16", block=64, warps=4, maxnreg=None):
         return SimpleNamespace(kernel=kernel, dtype=dtype, constexprs={"BLOCK": block},
-                               num_warps=warps, num_stages=3, num_ctas=1)
+                               num_warps=warps, num_stages=3, num_ctas=1, maxnreg=maxnreg)
     origins = TuneOrigins()
     assert origins.case_ended("fp16 a", {"k"}, [variant()]) == []
     assert origins.case_ended("fp16 b", {"k"}, [variant()]) == []     # swept: its own
@@ -589,3 +589,4 @@ def test_tune_origins_take_the_first_sweep_and_one_marker_per_kernel():
     assert len(lines) == 1 and "sweep of fp16 a chose" in lines[0]
     assert origins.case_ended("fp32 d", set(), [variant(dtype="fp32")]) == []
     assert origins.case_ended("fp16 e", set(), [variant(warps=8)]) == []
+    assert origins.case_ended("fp16 f", set(), [variant(maxnreg=128)]) == []   # another config

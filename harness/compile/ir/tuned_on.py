@@ -1,14 +1,14 @@
 """Which case's autotune sweep chose the config a case ran.
 
-A tuner's key may leave out what tells two cases apart: a batch size that is no argument of
-the kernel, sizes a library puts in one bucket, a dimension the key does not name. The later
-case then runs, without tuning, the config the earlier case's sweep chose, and its latency
-depends on which case reached the key first (another shape list or order can pick another
-config for it). Read from launches alone, so it holds for every tuner and autotune mode: a
-case that launched no sweep of a kernel, and measured a variant of it whose config (kernel,
-dtype, constexprs, warps, stages, CTAs) an earlier case measured right after sweeping that
-kernel, ran that case's choice. A variant whose constexprs differ (a heuristic that reads the
-shape) is not matched: the marker is only ever raised on that evidence.
+A tuner's key may leave out what tells two cases apart: a batch size that is no argument of the
+kernel, sizes a library puts in one bucket, a dimension the key does not name. The later case
+then runs, without tuning, the config the earlier case's sweep chose, and its latency depends on
+which case reached the key first (another shape list or order can pick another config for it).
+Read from launches alone, so it holds for every tuner and autotune mode: a case that launched no
+sweep of a kernel, and measured a variant of it whose config (kernel, dtype, constexprs, warps,
+stages, CTAs, register cap) an earlier case measured right after sweeping that kernel, ran that
+case's choice. A variant whose constexprs differ (a heuristic that reads the shape) is not
+matched: the marker is only ever raised on that evidence.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from .variants import Variant
 def config_identity(variant: Variant) -> tuple:
     constexprs = tuple(sorted((str(k), repr(v)) for k, v in variant.constexprs.items()))
     return (variant.kernel, variant.dtype, constexprs, variant.num_warps, variant.num_stages,
-            variant.num_ctas)
+            variant.num_ctas, variant.maxnreg)
 
 
 def describe(variant: Variant) -> str:
