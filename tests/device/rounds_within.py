@@ -3,32 +3,37 @@
 
     python3 tests/device/rounds_within.py export ROOT OUT.json   # a calibrate/ab root's samples
     python3 tests/device/rounds_within.py show OUT.json|ROOT     # the table
+    python3 tests/device/rounds_within.py show OUT.json LEVELS MATCH   # an older export's
+        # cases matching MATCH split into LEVELS level placements (split_levels)
 
 `export` keeps, per op, round and side, every shape's function-under-test samples in the order
 they were taken (rounds in turns: sample k of A and sample k of B were neighbours on the
 device) and the run's `turns` (rounds_spread.py writes it beside a plant/aa root).
 
 `show`, per shape over rounds 1…: `sd` the spread of the rounds' deltas (100·ln(median A /
-median B), the medians the runs reported: with --placements, the median of the
-placements'), `within` the spread a round's delta would have from its own samples alone (a
-bootstrap of each side's samples, root mean square over the rounds), `excess` what the rounds
-add beyond that (sqrt(sd² − within²), 0 when none), `paired` the spread of the paired delta
-(the median of 100·ln(A_k / B_k) over neighbours), the samples per side and round, and the mean
-delta of each estimator, `agree` the share of a round's neighbour pairs that read the way its
-paired delta does (median over the rounds: about 0.5 where a round's delta is its samples'
-noise, near 1 where one run read slower than the other throughout, a level each run draws
-of its own — more samples cannot narrow that), and `r` the correlation over rounds of the two sides' medians (near
-1 where a round's two runs share what moves them — twins that land their data alike —, near 0
-where each draws its own), `first` how much slower a round's first run read than its second
-(ABBA cancels it in the mean, not in the spread). A `within` close to `sd` says more
-samples per round would narrow the rounds; a large `excess` says only more rounds will. With --placements (each row's
-`repeat_medians_ms`), two more: `pl.sd` the spread of a run's placements about their own
-mean (100·ln, pooled over runs and sides) — placements that differ as runs do show `pl.sd`
-near `sd`/√2 of the same shape's rounds without placements — and `mean.sd` the rounds'
-spread had each run taken the mean of its placements instead of their median, `trim.sd` the
-same for their mean without the lowest and highest (five placements and more), and `half.sd`
-for the mean of the first half of its placements only (placements that sample independent
-draws read `half.sd` about √2 times `mean.sd`).
+median B), the medians the runs reported: with --placements, the median of the placements'),
+`within` the spread a round's delta would have from its own samples alone (a bootstrap of each
+side's samples, root mean square over the rounds), `excess` what the rounds add beyond that
+(sqrt(sd² − within²), 0 when none), `paired` the spread of the paired delta (the median of
+100·ln(A_k / B_k) over neighbours), the samples per side and round, and the mean delta of each
+estimator, `agree` the share of a round's neighbour pairs that read the way its paired delta
+does (median over the rounds: about 0.5 where a round's delta is its samples' noise, near 1
+where one run read slower than the other throughout, a level each run draws of its own — more
+samples cannot narrow that), and `r` the correlation over rounds of the two sides' medians
+(near 1 where a round's two runs share what moves them — twins that land their data alike —,
+near 0 where each draws its own), `first` how much slower a round's first run read than its
+second (ABBA cancels it in the mean, not in the spread). A `within` close to `sd` says more
+samples per round would narrow the rounds; a large `excess` says only more rounds will. With
+--placements (each row's `repeat_medians_ms`), two more: `pl.sd` the spread of a run's
+placements about their own mean (100·ln, pooled over runs and sides) — placements that differ
+as runs do show `pl.sd` near `sd`/√2 of the same shape's rounds without placements — and
+`mean.sd` the rounds' spread had each run taken the mean of its placements instead of their
+median, `trim.sd` the same for their mean without the lowest and highest (five placements and
+more), and `half.sd` for the mean of the first half of its placements only (placements that
+sample independent draws read `half.sd` about √2 times `mean.sd`). With level placements (a
+case's `level_placements`, harness/run/level.py), `lv.mean` and `lv.sd`: the rounds' deltas
+taken from the level placements in pairs, placement j of A against placement j of B, the median
+over j of 100·ln(A_j / B_j) (`level_paired`).
 """
 from __future__ import annotations
 
@@ -56,7 +61,7 @@ def export(root: Path) -> dict:
         run_dir, round_dir = results.parent, results.parent.parent
         info = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").is_file() \
             else {}
-        shapes, medians, placements = {}, {}, {}
+        shapes, medians, placements, levels = {}, {}, {}, {}
         placed = (info.get("caliber") or {}).get("placements") or 1
         for line in results.read_text().splitlines():
             if not line.strip():
@@ -68,9 +73,28 @@ def export(root: Path) -> dict:
                 medians[_key(row)] = row.get("gems_ms")
                 if placed > 1:            # (with --repeat alone they are the repeats')
                     placements[_key(row)] = (row.get("gems") or {}).get("repeat_medians_ms")
+                elif (row.get("extra") or {}).get("level_placements"):
+                    levels[_key(row)] = (row.get("gems") or {}).get("repeat_medians_ms")
         doc.setdefault(round_dir.parent.name, {})[round_dir.name] = {
             "turns": info.get("turns"), "shapes": shapes, "medians": medians,
-            "placements": placements}
+            "placements": placements, "levels": levels}
+    return doc
+
+
+def split_levels(doc: dict, count: int, match: str) -> dict:
+    """An export made before `levels` was kept, given them: a run's samples of each case whose
+    key contains `match`, timed on `count` level placements, split into `count` equal parts in
+    the order taken, each part's median a placement's (every level placement took as many
+    samples in the runs this was checked on; a case whose samples do not split evenly is left
+    without). Returns `doc`."""
+    for runs in doc.values():
+        for run in runs.values():
+            levels = run.setdefault("levels", {})
+            for key, samples in run["shapes"].items():
+                if match in key and key not in levels and len(samples) >= 2 * count \
+                        and len(samples) % count == 0:
+                    parts = np.asarray(samples, dtype=float).reshape(count, -1)
+                    levels[key] = [float(v) for v in np.median(parts, axis=1)]
     return doc
 
 
@@ -120,6 +144,23 @@ def placement_spread(runs: dict, numbers, key: str) -> dict:
         return {}
     return {"pl_sd": float(np.sqrt(np.mean(spread))), "mean_sd": float(np.std(deltas, ddof=1)),
             "trim_sd": float(np.std(trimmed, ddof=1)), "half_sd": float(np.std(halves, ddof=1))}
+
+
+def level_paired(runs: dict, numbers, key: str) -> dict:
+    """`lv_mean` and `lv_sd`: the mean and spread over rounds of a round's delta taken from its
+    level placements in pairs — the median over j of 100·ln(A_j / B_j), placement j of A
+    against placement j of B (a placement's spacer is seeded by its number, so twins that
+    allocate alike may land placement j alike) — or {} where fewer than two rounds timed the
+    case on as many level placements on both sides."""
+    deltas = []
+    for n in numbers:
+        got = [(runs.get(f"r{n}_{s}") or {}).get("levels", {}).get(key) for s in "AB"]
+        if all(got) and len(got[0]) == len(got[1]) > 1:
+            logs = np.log(np.asarray(got[0], dtype=float) / np.asarray(got[1], dtype=float))
+            deltas.append(100.0 * float(np.median(logs)))
+    if len(deltas) < 2:
+        return {}
+    return {"lv_mean": float(np.mean(deltas)), "lv_sd": float(np.std(deltas, ddof=1))}
 
 
 def _trimmed_mean(values) -> float:
@@ -193,7 +234,8 @@ def analyse(doc: dict) -> list[dict]:
                          "agree": float(np.median(agree)),
                          "r": side_correlation(sides),
                          "first": first_effect(plain, firsts),
-                         **placement_spread(runs, numbers, key)})
+                         **placement_spread(runs, numbers, key),
+                         **level_paired(runs, numbers, key)})
     return rows
 
 
@@ -204,6 +246,9 @@ def table(rows: list[dict]) -> list[str]:
     placed = any("pl_sd" in r for r in rows)
     if placed:
         lines[0] += f" {'pl.sd':>6} {'mean.sd':>7} {'trim.sd':>7} {'half.sd':>7}"
+    leveled = any("lv_sd" in r for r in rows)
+    if leveled:
+        lines[0] += f" {'lv.mean':>7} {'lv.sd':>6}"
     for r in rows:
         lines.append(f"{r['op'][:14]:<14} {r['shape'][:40]:<40} {r['ms'] * 1e3:>8.1f} "
                      f"{r['rounds']:>6} {r['samples']:>6} {r['mean']:>+7.3f} {r['sd']:>6.3f} "
@@ -212,7 +257,9 @@ def table(rows: list[dict]) -> list[str]:
                      + ("    -" if r.get("r") is None else f"{r['r']:>+5.2f}")
                      + ("      -" if r.get("first") is None else f" {r['first']:>+6.3f}")
                      + (f" {r['pl_sd']:>6.3f} {r['mean_sd']:>7.3f} {r['trim_sd']:>7.3f} "
-                        f"{r['half_sd']:>7.3f}" if "pl_sd" in r else " " * 31 * placed))
+                        f"{r['half_sd']:>7.3f}" if "pl_sd" in r else " " * 31 * placed)
+                     + (f" {r['lv_mean']:>+7.3f} {r['lv_sd']:>6.3f}" if "lv_sd" in r
+                        else " " * 15 * leveled))
     big = [r for r in rows if r["ms"] >= MIN_MS]
     if big:
         med = {name: np.median([r[name] for r in big])
@@ -227,12 +274,15 @@ def main(argv: list[str]) -> int:
     if len(argv) == 3 and argv[0] == "export":
         Path(argv[2]).write_text(json.dumps(export(Path(argv[1]))))
         return 0
-    if len(argv) == 2 and argv[0] == "show":
+    if len(argv) in (2, 4) and argv[0] == "show":
         src = Path(argv[1])
         doc = json.loads(src.read_text()) if src.is_file() else export(src)
+        if len(argv) == 4:                  # show OUT.json LEVELS MATCH (split_levels)
+            split_levels(doc, int(argv[2]), argv[3])
         print("\n".join(table(analyse(doc))))
         return 0
-    print(__doc__.strip().splitlines()[2], file=sys.stderr)
+    usage = __doc__.split("\n\n")[1]           # the module's usage lines
+    print("usage:\n" + usage, file=sys.stderr)
     return 2
 
 

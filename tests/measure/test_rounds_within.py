@@ -131,3 +131,64 @@ def test_agree_tells_a_level_each_run_draws_from_its_samples_noise():
     assert levels["sd"] > 5 * noise["sd"]
     header, line = rounds_within.table([levels])[:2]
     assert "agree" in header and f" {levels['agree']:>5.2f} " in line
+
+
+def write_level_run(root, op, name, levels, per=4):
+    """A run whose one case was timed on level placements (`levels`: their medians, each
+    placement `per` samples alike), without --placements."""
+    run = root / op / name / "run_1"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"caliber": {"placements": 1}}))
+    row = {"op": op, "dtype": "bfloat16", "shape_detail": "20x6x65536", "status": "SUCCESS",
+           "gems_ms": float(np.mean(levels)), "extra": {"level_placements": len(levels)},
+           "gems": {"samples_ms": [v for v in levels for _ in range(per)],
+                    "repeat_medians_ms": list(levels)}}
+    (run / "results.jsonl").write_text(json.dumps(row) + "\n")
+
+
+def test_level_placements_in_pairs_cancel_a_level_both_sides_land_on(tmp_path):
+    """Placement j of A and B landing on one level (drawn per placement, 2 % apart): the
+    paired delta reads B's planted 0.3 % with little spread, where the ratio of the two
+    sides' means spreads with the levels."""
+    rng = np.random.default_rng(11)
+    for n in range(1, 9):
+        shared = 0.048 * np.exp(rng.choice([0.0, 0.02, 0.04], size=32, p=[0.5, 0.3, 0.2]))
+        own = 0.048 * np.exp(rng.choice([0.0, 0.02, 0.04], size=32, p=[0.5, 0.3, 0.2]))
+        landed = np.where(rng.random(32) < 0.6, shared, own)     # most placements alike
+        write_level_run(tmp_path, "layer_norm", f"r{n}_A", list(landed))
+        other = np.where(rng.random(32) < 0.6, landed, own[::-1])
+        write_level_run(tmp_path, "layer_norm", f"r{n}_B", list(other * 1.003))
+    doc = rounds_within.export(tmp_path)
+    assert len(doc["layer_norm"]["r1_A"]["levels"]) == 1 and not doc["layer_norm"]["r1_A"][
+        "placements"]
+    (row,) = rounds_within.analyse(doc)
+    assert row["lv_mean"] == pytest.approx(-0.2996, abs=0.01)   # 100·ln(1/1.003)
+    assert row["lv_sd"] < 0.05 < row["sd"]
+    header, line = rounds_within.table([row])[:2]
+    assert header.endswith("lv.mean  lv.sd") and line.endswith(
+        f" {row['lv_mean']:>+7.3f} {row['lv_sd']:>6.3f}")
+
+
+def test_an_older_export_is_split_into_its_level_placements_where_they_divide_evenly(tmp_path):
+    for n in (1, 2):
+        for side in "AB":
+            write_level_run(tmp_path, "layer_norm", f"r{n}_{side}", [0.05, 0.051, 0.049])
+    doc = rounds_within.export(tmp_path)
+    key = next(iter(doc["layer_norm"]["r1_A"]["shapes"]))
+    for run in doc["layer_norm"].values():
+        del run["levels"]                                        # as exported before
+    run = doc["layer_norm"]["r1_A"]
+    run["shapes"]["other|bfloat16|64|0"] = [0.01] * 12           # matches no MATCH
+    rounds_within.split_levels(doc, 3, "20x6x65536")
+    assert run["levels"] == {key: pytest.approx([0.05, 0.051, 0.049])}
+    doc["layer_norm"]["r2_B"]["levels"].clear()
+    doc["layer_norm"]["r2_B"]["shapes"][key] = [0.05] * 10      # 10 samples: not 3 parts
+    rounds_within.split_levels(doc, 3, "20x6x65536")
+    assert doc["layer_norm"]["r2_B"]["levels"] == {}
+    assert rounds_within.level_paired(doc["layer_norm"], [1, 2], key) == {}   # one round
+
+
+def test_a_wrong_command_line_prints_the_usage_and_exits_2(capsys):
+    assert rounds_within.main(["show"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage:") and "show OUT.json LEVELS MATCH" in err
