@@ -15,7 +15,8 @@ thirty-eighth sets):
   which average where a run's data lie inside each run at about one placement's cost; on an
   H100 this narrowed mm's, addmm's and bmm's rounds 1.1 to 3.2 times. No level placements:
   their four placements already average where the data lie, and a short window under the
-  power cap would time where the clock dithers.
+  power cap would time where the clock dithers (on an H200 an addmm record at this budget
+  with level placements on flagged no case, forty-fourth set).
 
 With `auto`, the record of every op is made at the twins budget (it pins configs and chooses
 the process; it is compared in no round), and each op's rounds take the budget of the process
