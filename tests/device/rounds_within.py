@@ -98,12 +98,19 @@ def split_levels(doc: dict, count: int, match: str) -> dict:
     return doc
 
 
+def _sides(runs: dict, number: int, field: str, key: str) -> list:
+    """[A's, B's] `field` (shapes, medians, placements, levels) of shape `key` in round
+    `number`, None for a side without it."""
+    return [(runs.get(f"r{number}_{side}") or {}).get(field, {}).get(key) for side in "AB"]
+
+
 def _log_ratio(a, b) -> float:
     return 100.0 * math.log(float(np.median(a)) / float(np.median(b)))
 
 
 def _pair_logs(a, b) -> np.ndarray:
-    """ln(A_k / B_k) over the round's neighbour sample pairs."""
+    """ln(A_k / B_k) over pairs taken k with k: a round's neighbour samples, or its level
+    placements."""
     k = min(len(a), len(b))
     return np.log(np.asarray(a[:k]) / np.asarray(b[:k]))
 
@@ -131,7 +138,7 @@ def placement_spread(runs: dict, numbers, key: str) -> dict:
     without placements."""
     spread, deltas, trimmed, halves = [], [], [], []
     for n in numbers:
-        got = [(runs.get(f"r{n}_{s}") or {}).get("placements", {}).get(key) for s in "AB"]
+        got = _sides(runs, n, "placements", key)
         if not all(medians and len(medians) > 1 for medians in got):
             continue
         for medians in got:
@@ -154,10 +161,9 @@ def level_paired(runs: dict, numbers, key: str) -> dict:
     case on as many level placements on both sides."""
     deltas = []
     for n in numbers:
-        got = [(runs.get(f"r{n}_{s}") or {}).get("levels", {}).get(key) for s in "AB"]
+        got = _sides(runs, n, "levels", key)
         if all(got) and len(got[0]) == len(got[1]) > 1:
-            logs = np.log(np.asarray(got[0], dtype=float) / np.asarray(got[1], dtype=float))
-            deltas.append(100.0 * float(np.median(logs)))
+            deltas.append(_paired(_pair_logs(got[0], got[1])))
     if len(deltas) < 2:
         return {}
     return {"lv_mean": float(np.mean(deltas)), "lv_sd": float(np.std(deltas, ddof=1))}
@@ -207,11 +213,10 @@ def analyse(doc: dict) -> list[dict]:
             plain, paired, within, counts, ms, sides, firsts = [], [], [], [], [], [], []
             agree = []
             for n in numbers:
-                a = (runs.get(f"r{n}_A") or {}).get("shapes", {}).get(key)
-                b = (runs.get(f"r{n}_B") or {}).get("shapes", {}).get(key)
+                a, b = _sides(runs, n, "shapes", key)
                 if not a or not b or len(a) < 3 or len(b) < 3:
                     continue
-                got = [(runs.get(f"r{n}_{s}") or {}).get("medians", {}).get(key) for s in "AB"]
+                got = _sides(runs, n, "medians", key)
                 plain.append(100.0 * math.log(got[0] / got[1]) if all(got) else _log_ratio(a, b))
                 if all(got):
                     sides.append(got)
