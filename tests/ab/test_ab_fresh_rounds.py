@@ -76,7 +76,7 @@ def test_rounds_of_fresh_processes_load_their_sides_first_compile_cache(slow_mm)
         assert used[(2, side)] == first and used[(3, side)] == first
     assert used[(1, "A")] != used[(1, "B")]
     assert not list(root.rglob(KEPT_PREFIX + "*"))          # gone with the op's rounds
-    for (number, side), _ in used.items():     # each side its own switch, and its kernels
+    for number, side in used:                  # each side its own switch, and its kernels
         (run,) = (root / f"r{number}_{side}").glob("*/run.json")
         env = json.loads(run.read_text()).get("env") or {}
         assert env.get("ZLH_BUILTIN_SLOW") == ("1" if side == "B" else None)
