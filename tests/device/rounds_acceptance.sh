@@ -11,6 +11,9 @@
 # thirty-fourth set), twins one placement of 40/80 ms windows (the others, thirty-second set;
 # four placements cost them 1.1-1.7 times the wall and found no more, thirty-fifth set) and up
 # to 64 short level placements for a case whose level is drawn per placement (fortieth set).
+# CALL_END (epoch seconds, e.g. `export CALL_END=$(( $(date +%s) + 540 ))` once at the start of a
+# device call) caps BOX_S so that several invocations chained in one call end by then; an
+# invocation left under 60 s is skipped (exit 3).
 # ROUND_BUDGET=group gives each group one fixed budget instead (GEMM_BUDGET / REST_BUDGET, the
 # same two by default; setting either implies group): one budget for a whole group, as the
 # thirty-second to thirty-eighth sets ran.
@@ -52,7 +55,16 @@ if [ -n "${ONLY:-}" ]; then            # ONLY="bmm": some of the group's ops, at
   OPS=$ONLY
 fi
 MODES=${2:-plant+aa}
-export OPS BUDGET BOX_S=${3:-500} OUT=$WORK_OUT ROUND_PROCESS=auto MIN_ROUNDS=8 MAX_ROUNDS=16 \
+BOX_S=${3:-500}
+if [ -n "${CALL_END:-}" ]; then        # the call's deadline, less the 20 s rounds_spread keeps
+  LEFT=$(( CALL_END - $(date +%s) - 20 ))
+  if [ "$LEFT" -lt 60 ]; then
+    echo "rounds_acceptance: skipped $GROUP $MODES ($OPS): ${LEFT} s left before CALL_END" >&2
+    exit 3
+  fi
+  if [ "$LEFT" -lt "$BOX_S" ]; then BOX_S=$LEFT; fi
+fi
+export OPS BUDGET BOX_S OUT=$WORK_OUT ROUND_PROCESS=auto MIN_ROUNDS=8 MAX_ROUNDS=16 \
   TARGET_PCT=0.1
 echo "rounds_acceptance: group $GROUP ($OPS), modes $MODES, box ${BOX_S} s, budget $BUDGET"
 bash tests/device/rounds_spread.sh "$MODES" 2>&1 \
