@@ -136,6 +136,9 @@ def test_no_folder_no_lock(monkeypatch):
     assert lock_file_name("cuda-GPU-1234/5 x") == "device-cuda-GPU-1234_5_x.lock"
 
 
+HELD_AFTER_BLOCK_S = 0.05
+
+
 def test_a_run_waits_for_the_device_and_records_the_wait(tmp_path):
     """`zlh bench` under ZLH_DEVICE_LOCK_DIR, its device's lock held by another process
     (here the test) until the run waits for it: run.json says how long it waited, and its
@@ -150,6 +153,9 @@ def test_a_run_waits_for_the_device_and_records_the_wait(tmp_path):
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         blocked_on_flock(child.pid, 120)
+        # held a known stretch more once the child waits (seen at once, its wait so far may
+        # be under the record's millisecond): the wait recorded must cover it
+        time.sleep(HELD_AFTER_BLOCK_S)
         released = time.time()
         held.release()
         assert child.wait(120) == 0, child.stderr.read()
@@ -157,7 +163,8 @@ def test_a_run_waits_for_the_device_and_records_the_wait(tmp_path):
         if child.poll() is None:
             child.kill()
     info = json.loads(next((tmp_path / "out").glob("add_*/run.json")).read_text())
-    assert info["lock_wait_s"] > 0 and info["device_lock"]["contended"] == 1
+    assert info["lock_wait_s"] >= HELD_AFTER_BLOCK_S - 0.001
+    assert info["device_lock"]["contended"] == 1
     assert info["device_lock"]["key"] == "cpu-index 0"
     sections = info["device_lock"]["sections"]
     assert sections and all(enter >= released - 0.01 for enter, _ in sections)
