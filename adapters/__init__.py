@@ -94,5 +94,6 @@ def default_adapter_name(flaggems_dir: str | None = None) -> str:
     return "flaggems" if found else "builtin"
 
 
-__all__ = ["Adapter", "Case", "CaseInputs", "TunerSupport", "TunerCache", "UnknownOp", "UnsupportedDtype", "MissingShapes", "Unsupported",
-           "UnknownAdapter", "adapter_names", "registry", "get_adapter", "default_adapter_name", "suggest"]
+__all__ = ["Adapter", "Case", "CaseInputs", "TunerSupport", "TunerCache", "UnknownOp",
+           "UnsupportedDtype", "MissingShapes", "Unsupported", "UnknownAdapter",
+           "adapter_names", "registry", "get_adapter", "default_adapter_name", "suggest"]

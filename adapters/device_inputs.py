@@ -21,10 +21,11 @@ distribution — with `device` set to the run's device and a generator seeded fr
 seed and the call's position among the case's replaced calls. `numpy.random.choice` over a
 population of at least `THRESHOLD` (index sets: `np.random.choice(np.arange(2**28), 65536,
 replace=False)` permutes 2**28 numbers on the host) is drawn on the device the same way and
-handed back as the numpy array it would be: its result stays on the host, so it needs no move. The run's seed is torch's
-initial seed when the scope opens (the runner seeds torch with it before each case is built),
-so both sides of an A/B comparison and every round draw the same values, and another seed
-draws others. Every other call runs exactly as written. `mode="upstream"` replaces nothing.
+handed back as the numpy array it would be: its result stays on the host, so it needs no move.
+The run's seed is torch's initial seed when the scope opens (the runner seeds torch with it
+before each case is built), so both sides of an A/B comparison and every round draw the same
+values, and another seed draws others. Every other call runs exactly as written.
+`mode="upstream"` replaces nothing.
 Nothing here times anything, and nothing names a device vendor.
 """
 from __future__ import annotations

@@ -27,7 +27,8 @@ TELEMETRY_FIELDS = ("index", "sm_clock_mhz", "mem_clock_mhz", "temp_c", "power_w
 # Newer torch appends this footer to *every* device error; it says nothing about the cause
 # and must never drive classification.
 _GENERIC_FOOTERS = (
-    re.compile(r"compile with [`']?TORCH_USE_\w+_DSA[`']? to enable device-side assertions\.?", re.I),
+    re.compile(r"compile with [`']?TORCH_USE_\w+_DSA[`']? to enable device-side assertions\.?",
+               re.I),
     re.compile(r"for debugging consider passing \w+_LAUNCH_BLOCKING=1\.?", re.I),
     re.compile(r"device-side assertions? (?:are|is) (?:not )?enabled[^\n]*", re.I),
     re.compile(r"[^\n]*might be asynchronously reported at some other API call[^\n]*", re.I),
@@ -160,7 +161,7 @@ class Backend:
 
     def child_env(self, base: Mapping[str, str], devices: Sequence[str] | None = None,
                   all_backends: Sequence["Backend"] = ()) -> dict[str, str]:
-        """Environment for a child process: this backend's keys only, every other vendor's cleared."""
+        """Environment for a child process: this backend's keys only, other vendors' cleared."""
         env = dict(base)
         for other in all_backends:
             if other.name != self.name:

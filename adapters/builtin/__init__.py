@@ -1,8 +1,9 @@
 """The builtin adapter: three Triton kernels written here, each against its torch reference.
 
 It lets zlh run and be tested without FlagGems, on a GPU or on the CPU through Triton's
-interpreter. It needs a Triton: the installed compiler build, or `pip install 'zlh[triton]'`. `ZLH_BUILTIN_SLOW=1` (read when cases are built) makes every kernel do more
-work for the same result, for demonstrating A/B comparisons.
+interpreter. It needs a Triton: the installed compiler build, or `pip install 'zlh[triton]'`.
+`ZLH_BUILTIN_SLOW=1` (read when cases are built) makes every kernel do more work for the same
+result, for demonstrating A/B comparisons.
 """
 from __future__ import annotations
 
@@ -184,8 +185,9 @@ class BuiltinAdapter(Adapter):
         if shapes is not None:
             entry = shapes.doc.get(spec.name)
             if entry is None:
+                keys = ", ".join(map(str, shapes.doc)) or "none"
                 raise MissingShapes(f"shape file has no entry for op {spec.name!r} "
-                                    f"(top-level keys: {', '.join(map(str, shapes.doc)) or 'none'})")
+                                    f"(top-level keys: {keys})")
             return [s if isinstance(s, list) else [s] for s in entry["shapes"]]
         table = spec.interpreter_shapes if _interpreted() else spec.shapes
         out = list(table["core"])

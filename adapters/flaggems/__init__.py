@@ -342,14 +342,16 @@ class FlagGemsAdapter(Adapter):
                 item["collect"], item["collect_detail"] = (
                     inventory.verify(item["_node"], backend, base.Benchmark)
                     if item["repo"] == first else
-                    ("not_verified", f"one checkout per process: run again with only {item['repo']}"))
+                    ("not_verified",
+                     f"one checkout per process: run again with only {item['repo']}"))
                 _empty_cache()
         return columns, [{k: v for k, v in item.items() if k != "_node"} for item in items]
 
     def derive_shape_set(self, kind: str, command: str):
         root = self.root("flaggems")
         commit = _commit(root)
-        derived = shapesets.derive(root, kind, f"FlagGems {commit[:8] if commit else '(no commit)'}")
+        label = f"FlagGems {commit[:8] if commit else '(no commit)'}"
+        derived = shapesets.derive(root, kind, label)
         return shapesets.render(derived, command), derived.dropped
 
     def model_shape_set(self, config: dict, tokens, tp: int, lm_head: bool, header) -> str:

@@ -22,7 +22,8 @@ class MethodView:
     reads_shapes: bool = False      # refers to self.shapes or defers to super()
     ignores_file: bool = False      # set_shapes / init_user_config that never reach the file
     shapes_expr: ast.expr | None = None   # where its own shapes come from, when visible
-    input_fn_loop: bool = False     # `for s in <shapes>: yield from self.input_fn(s, dtype, self.device)`
+    # `for s in <shapes>: yield from self.input_fn(s, dtype, self.device)`
+    input_fn_loop: bool = False
     local: dict = field(default_factory=dict)   # literal local assignments (name -> expr)
 
 

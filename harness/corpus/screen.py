@@ -375,7 +375,7 @@ def rescore(root: Path, extra_scrub: list[str], echo: Echo,
                      f"without it (zlh screen --resume {root} runs it again)")
         verdicts[item.op] = decide(item.op, a[0], b[0] if b else None, plan.scrub,
                                    plan.base.options.ir_stage, timed)
-    again = (f"resume the shard that ran them, then zlh merge again" if plan.base.merged
+    again = ("resume the shard that ran them, then zlh merge again" if plan.base.merged
              else f"zlh screen --resume {root} runs them")
     if unfinished:
         warn(f"WARNING: {len(unfinished)} op(s) not finished (side A, or side B after it) "

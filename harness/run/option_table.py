@@ -246,11 +246,11 @@ OPTIONS = (
            group="timing", caliber="level_placements", manifest=True, metavar="MAX",
            help="Time a case whose level is drawn per placement on up to MAX short "
                 "placements. A run that records probes each case (of at least --level-min-us) "
-                "on 12 short placements after timing it; where their medians spread 0.75 % or more, it is timed "
-                "again on 2*(spread/0.25 %)^2 of them (at most MAX) and its latency is "
-                "their interquartile mean (results: level_spread_pct, level_placements). A "
-                "replay times such a case on as many as its record did (at most MAX), and "
-                "probes nothing. Default 0: off. Part of the caliber."),
+                "on 12 short placements after timing it; where their medians spread 0.75 % "
+                "or more, it is timed again on 2*(spread/0.25 %)^2 of them (at most MAX) and "
+                "its latency is their interquartile mean (results: level_spread_pct, "
+                "level_placements). A replay times such a case on as many as its record did "
+                "(at most MAX), and probes nothing. Default 0: off. Part of the caliber."),
     Option("level_min_us", "--level-min-us", float, LEVEL_MIN_US, low=0, group="timing",
            caliber="level_min_us", manifest=True, metavar="US",
            help="Under --level-placements, probe only a case whose first timing reads at "
