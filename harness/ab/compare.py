@@ -5,6 +5,7 @@ Data only: statistics live in `measure.stats`, presentation in `render` / `html`
 from __future__ import annotations
 
 from ..measure import sequential, stats
+from ..measure.measurement import IQM
 from ..measure.paired import paired_delta_pct
 from ..store.reader import StoredRun
 from .pairing import annotations, output_mismatches, pair_rows, row_key
@@ -21,8 +22,9 @@ def compare_runs(rounds: list[tuple[StoredRun, StoredRun]], alpha: float = 0.05,
     rounds `--rounds auto` chose) the two-stage test, with the pilot rounds' spread (see
     measure.sequential). One round: bootstrap and rank test over the raw samples of the two
     processes. A round whose two sides took turns throughout (run.json `turns`, none lost)
-    gives each shape the delta of its neighbour samples (measure.paired); any other round the
-    ratio of the two sides' medians."""
+    gives each shape the delta of its neighbour samples (measure.paired); a shape timed on
+    level placements on both sides, the delta of its placement pairs; any other the ratio of
+    the two sides' medians."""
     first_a, first_b = rounds[0]
     per_round = [pair_rows(a.rows, b.rows) for a, b in rounds]
     keys = [set(row_key(ra) for ra, _ in pairs) for pairs, _ in per_round]
@@ -77,26 +79,44 @@ def took_turns(turns) -> bool:
     return isinstance(turns, dict) and not turns.get("lost")
 
 
-def _deltas_by_shape(rounds, pairs_per_shape) -> tuple[list[list[float]], list[int], int]:
-    """Each shape's per-round deltas (_round_deltas), how many of them were paired, and how
-    many rounds took turns throughout on both sides."""
+def _deltas_by_shape(rounds, pairs_per_shape) -> tuple[list[list[float]], list[tuple], int]:
+    """Each shape's per-round deltas (_round_deltas), how many of them were paired (all, and
+    of those by level placements), and how many rounds took turns throughout on both sides."""
     in_turns = [took_turns(a.info.get("turns")) and took_turns(b.info.get("turns"))
                 for a, b in rounds]
     per_shape = [_round_deltas(pairs, in_turns) for pairs in pairs_per_shape]
-    return [own for own, _ in per_shape], [count for _, count in per_shape], sum(in_turns)
+    return [own for own, _ in per_shape], [counts for _, counts in per_shape], sum(in_turns)
 
 
-def _round_deltas(pairs, in_turns: list[bool]) -> tuple[list[float], int]:
-    """One shape's delta in each round — from its neighbour samples where the round took
-    turns and they pair (measure.paired), else the ratio of the medians — and how many rounds
-    were paired."""
-    deltas, paired = [], 0
+def _round_deltas(pairs, in_turns: list[bool]) -> tuple[list[float], tuple[int, int]]:
+    """One shape's delta in each round — from pairs where they exist (_paired_delta), else the
+    ratio of the medians — and how many rounds were paired: all, and by level placements."""
+    deltas, paired, levelled = [], 0, 0
     for (ra, rb), turned in zip(pairs, in_turns):
-        delta = (paired_delta_pct(getattr(ra.gems, "samples_ms", None),
-                                  getattr(rb.gems, "samples_ms", None)) if turned else None)
+        delta, by_level = _paired_delta(ra.gems, rb.gems, turned)
         paired += delta is not None
+        levelled += by_level
         deltas.append(stats.delta_pct(ra.gems_ms, rb.gems_ms) if delta is None else delta)
-    return deltas, paired
+    return deltas, (paired, levelled)
+
+
+def _paired_delta(gems_a, gems_b, turned: bool) -> tuple[float | None, bool]:
+    """A round's delta from pairs (measure.paired), or None, and whether level placements gave
+    it: the neighbour samples where the round took turns; else, where both sides' latency is
+    the interquartile mean of level placements (run/level.py), placement j of A against
+    placement j of B — the two lie behind spacers of one size, so the level a placement draws
+    cancels in its pair."""
+    delta = (paired_delta_pct(getattr(gems_a, "samples_ms", None),
+                              getattr(gems_b, "samples_ms", None)) if turned else None)
+    if delta is None and _levelled(gems_a) and _levelled(gems_b):
+        delta = paired_delta_pct(gems_a.repeats, gems_b.repeats)
+        return delta, delta is not None
+    return delta, False
+
+
+def _levelled(gems) -> bool:
+    """Whether a side's latency is the interquartile mean of its level placements."""
+    return getattr(gems, "center", None) == IQM and bool(getattr(gems, "repeats", ()))
 
 
 def _row(key: tuple, pairs) -> ABRow:
@@ -115,20 +135,22 @@ def _apply(row: ABRow, stat: stats.ShapeStat, interval: str) -> None:
 
 
 def _add_rounds(rows: list[ABRow], summary: dict, deltas, pairs_per_row, n_rounds: int,
-                paired: list[int], turned: int) -> None:
+                paired: list[tuple], turned: int) -> None:
     """Per shape: spread across rounds and per side, and how many of its rounds' deltas were
-    paired; per op: per-round median deltas, the sign-unstable count, the median side spread
-    and the rounds in turns (_deltas_by_shape)."""
-    for row, agg, pairs, own, count in zip(
+    paired (all, and by level placements); per op: per-round median deltas, the sign-unstable
+    count, the median side spread, the rounds in turns and the shapes paired by level
+    placements (_deltas_by_shape)."""
+    for row, agg, pairs, own, (count, levelled) in zip(
             rows, stats.round_stats([list(d) for d in zip(*deltas)]), pairs_per_row, deltas,
             paired):
         row.rounds = dict(agg, deltas_pct=list(own),      # each round's delta, in order
-                          paired_rounds=count)
+                          paired_rounds=count, level_paired_rounds=levelled)
         row.spread_a_pct = stats.side_spread([ra.gems_ms for ra, _ in pairs])
         row.spread_b_pct = stats.side_spread([rb.gems_ms for _, rb in pairs])
     summary["per_round_median_delta_pct"] = [_median([d[i] for d in deltas])
                                              for i in range(n_rounds)]
     summary["rounds_in_turns"] = turned
+    summary["level_paired_shapes"] = sum(1 for _, levelled in paired if levelled)
     summary["sign_unstable"] = sum(1 for r in rows if not r.rounds["sign_stable"])
     summary["side_spread_median_pct"] = {"A": _median([r.spread_a_pct for r in rows]),
                                          "B": _median([r.spread_b_pct for r in rows])}

@@ -143,18 +143,25 @@ def _summary_lines(s: dict) -> list[str]:
         lines.append(f"rounds: {s['rounds']}; per-round median delta {per_round}; sign-unstable "
                      f"shapes {s['sign_unstable']}; side spread (median over shapes) "
                      f"A {_num(spread.get('A'), '.2f')}% B {_num(spread.get('B'), '.2f')}%"
-                     + _turns_note(s))
+                     + _pairs_note(s))
         lines.append(_design_line(s))
     return lines
 
 
-def _turns_note(s: dict) -> str:
-    """Where rounds took turns: their deltas came from neighbour samples (compare)."""
-    turned = s.get("rounds_in_turns")
-    if not isinstance(turned, int) or isinstance(turned, bool) or turned <= 0:
-        return ""
-    return (f"; {turned} of {s['rounds']} rounds in turns, a shape's delta there the median of "
-            f"its neighbour sample pairs where they pair (rounds.paired_rounds)")
+def _pairs_note(s: dict) -> str:
+    """Where a round's delta came from pairs (compare): rounds in turns, from neighbour
+    samples; shapes on level placements, from placement pairs."""
+    turned, levelled = (_count(s.get(key)) for key in ("rounds_in_turns", "level_paired_shapes"))
+    return ((f"; {turned} of {s['rounds']} rounds in turns, a shape's delta there the median "
+             f"of its neighbour sample pairs where they pair (rounds.paired_rounds)"
+             if turned else "")
+            + (f"; {levelled} shape(s) on level placements, a round's delta there the median "
+               f"of its placement pairs (rounds.level_paired_rounds)" if levelled else ""))
+
+
+def _count(value) -> int:
+    """A summary's count, or 0 where it is missing or not a positive integer."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _chosen(s: dict, lead: str = "") -> str:

@@ -14,12 +14,15 @@ thirty-seventh set). Rounds that did not take turns have no neighbours to pair.
 
 It stays one number per round, so the rounds' test (measure.sequential, stats.rounds_stats)
 is as honest as before: whatever the process or the round adds still shows in the spread of
-these per-round deltas. Inside a round the order within a pair alternates (blocks of A B B
-A), so an effect of going first within a pair cancels; an effect of being the round's first
-side does not, for this delta as for the ratio of medians, and cancels across rounds as the
-first side alternates (ABBA rounds). Where a round's pair ratios scatter widely (a long GEMM
-whose samples move by tens of percent), the median of the pairs is also the more robust of
-the two.
+these per-round deltas. Inside a round in turns the order within a pair alternates (blocks of
+A B B A), so an effect of going first within a pair cancels; an effect of being the round's
+first side does not, for this delta as for the ratio of medians, and cancels across rounds as
+the first side alternates (ABBA rounds). Where a round's pair ratios scatter widely (a long
+GEMM whose samples move by tens of percent), the median of the pairs is also the more robust
+of the two.
+
+The same median of pairs reads a round of a case timed on level placements (run/level.py):
+placement j of A against placement j of B, which lie behind spacers of one size (ab.compare).
 """
 from __future__ import annotations
 

@@ -46,6 +46,13 @@ placements spread 1.5–2.6 % (19 runs); drawing 8 of them fell under 1 % in 3.6
 other cases probed 0.07–0.53 % (the largest on 1–3 µs kernels), so a case flagged by
 mistake is a small one timed on a few more short placements (both sides alike), while a
 case missed keeps its rounds' spread of several percent.
+
+An A/B of several rounds reads such a case's round from its placements in pairs
+(ab/compare.py): placement j of A against placement j of B, which lie behind spacers of one
+size. The IQM averages the levels each side drew; the pairs cancel the level the two
+placements share. On an H200 (forty-fifth set) a fresh plant of 0.3 % read −0.299 % in
+pairs over 8 rounds, sd 0.051 % (+0.007 %, sd 0.451 %, from the two IQMs), and an A/A
+−0.008 %, sd 0.054 % (+0.027 %, sd 0.327 %).
 """
 from __future__ import annotations
 

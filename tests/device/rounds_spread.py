@@ -18,8 +18,9 @@ BOX_S (the mode's time box, 450), TARGET_PCT / MIN_ROUNDS / MAX_ROUNDS (plant, a
 `turns-fresh`, `twins`, `auto`), SETTLE_MS (plant, aa: `--settle-ms`; default zlh's), PILOT (summarize: test
 every shape again on a two-stage pilot of that many rounds), PAIRS (summarize: 0 keeps the
 deltas report.json holds; by default a root with samples.json has each round in turns
-given its neighbour-pair delta again, as zlh now derives it, and the ops where a round was
-paired tested again: pair_again), BUDGET (bench budget
+given its neighbour-pair delta again, and each level-placement shape its placement-pair
+delta, as zlh now derives them, and the ops where a round was paired tested again:
+pair_again), BUDGET (bench budget
 options of every run, default `--warmup-ms 30 --max-time-ms 250`; fresh3 takes FRESH3_BUDGET
 instead, with the same default, so that a BUDGET exported for plant / aa leaves the three
 fresh rounds at the budget every set measured them with), COMMON (the rest: bfloat16, core, an isolated
@@ -209,10 +210,12 @@ def retest(rows, tests) -> None:
 def pair_again(reports, samples: dict) -> int:
     """Each row's per-round deltas derived again from the root's samples.json as zlh derives
     them now (ab.compare): a round whose two sides took turns throughout gets the median of
-    its neighbour pairs (measure.paired), any other keeps the delta report.json holds (the
-    ratio of medians); then, in an op where some round was paired, every row is tested again
-    under its op's design (two-stage on the op's pilot, else the fixed rounds' t test); an op
-    with none keeps its stored verdicts. Returns the rounds paired anew."""
+    its neighbour pairs (measure.paired); a shape both sides timed on as many level
+    placements (samples.json's `levels`), where no neighbour pair gave one, the median of its
+    placement pairs; any other keeps the delta report.json holds (the ratio of medians); then,
+    in an op where some round was paired, every row is tested again under its op's design
+    (two-stage on the op's pilot, else the fixed rounds' t test); an op with none keeps its
+    stored verdicts. Returns the rounds paired anew."""
     key_of = within_module()._key             # samples.json's key of a shape
     paired_now = 0
     for report in reports:
@@ -225,10 +228,7 @@ def pair_again(reports, samples: dict) -> int:
             deltas = list(row.rounds["deltas_pct"])
             for n in range(1, len(deltas) + 1):
                 a, b = runs.get(f"r{n}_A") or {}, runs.get(f"r{n}_B") or {}
-                if not (took_turns(a.get("turns")) and took_turns(b.get("turns"))):
-                    continue
-                got = paired_delta_pct((a.get("shapes") or {}).get(key),
-                                       (b.get("shapes") or {}).get(key))
+                got = _round_pairs(a, b, key)
                 if got is not None:
                     deltas[n - 1], paired_now = got, paired_now + 1
             row.rounds["deltas_pct"] = deltas
@@ -238,6 +238,18 @@ def pair_again(reports, samples: dict) -> int:
         retest(rows, sequential.two_stage_stats(deltas, int(design.get("min_rounds") or 2))
                if design.get("design") == "two-stage" else stats.rounds_stats(deltas))
     return paired_now
+
+
+def _round_pairs(a: dict, b: dict, key: str) -> float | None:
+    """One round's delta of shape `key` from pairs (ab.compare._paired_delta), from the two
+    sides' samples.json entries: neighbour samples where both took turns, else level
+    placements where both sides have as many; None where neither pairs."""
+    got = (paired_delta_pct((a.get("shapes") or {}).get(key), (b.get("shapes") or {}).get(key))
+           if took_turns(a.get("turns")) and took_turns(b.get("turns")) else None)
+    if got is None:
+        levels = [(side.get("levels") or {}).get(key) for side in (a, b)]
+        got = paired_delta_pct(*levels) if all(levels) else None
+    return got
 
 
 def within_module():
@@ -759,8 +771,9 @@ def summary_lines(n: dict) -> list[str]:
              + (f" (as stored: {n['significant_stored']})"
                 if n.get("significant_stored", n["significant"]) != n["significant"] else "")]
     if n.get("rounds_paired_again"):
-        lines.append(f"{n['rounds_paired_again']} shape-rounds in turns given their "
-                     f"neighbour-pair delta again (samples.json; PAIRS=0: as stored)")
+        lines.append(f"{n['rounds_paired_again']} shape-rounds given their paired delta "
+                     f"again (neighbour samples in turns, else level placements; "
+                     f"samples.json; PAIRS=0: as stored)")
     lines += [f"{op}: counted from {keeper} (more rounds there), not here"
               for op, keeper in sorted((n.get("counted_elsewhere") or {}).items())]
     if "found_20us" in n:

@@ -339,6 +339,27 @@ def test_a_root_with_its_samples_has_its_turns_rounds_paired_again(tmp_path, mon
     assert kept["rounds_paired_again"] is None and kept["found_20us"] == 0
 
 
+def test_a_root_with_level_placements_has_their_rounds_paired_again(tmp_path):
+    """A shape both sides timed on level placements, in rounds without turns: summarize reads
+    each round from its placement pairs, as zlh now does, where the stored ratios of the
+    interquartile means scatter with the levels drawn."""
+    rng = np.random.default_rng(5)
+    stored = [-0.3 + (-1) ** k for k in range(8)]
+    row = dict(_row("a", 0.05, -0.3, -0.9, 0.4, 0.4, False, 0),
+               rounds={"deltas_pct": stored})
+    write_report(tmp_path, [row], unchanged=1, rounds=8)
+    runs = {}
+    for n in range(1, 9):
+        levels = rng.choice([0.0474, 0.048, 0.0486], 16)      # placement j alike on both
+        runs[f"r{n}_A"] = {"turns": None, "levels": {"v|bfloat16|a|0": list(levels)}}
+        runs[f"r{n}_B"] = {"turns": None, "levels": {"v|bfloat16|a|0": list(
+            levels * 1.003 * np.exp(0.0002 * rng.standard_normal(16)))}}
+    (tmp_path / "samples.json").write_text(json.dumps({"mm": runs}))
+    got = rounds_spread.summarize_root(tmp_path, planted=True)
+    assert got["rounds_paired_again"] == 8 and got["found_20us"] == 1
+    assert "given their paired delta again" in "\n".join(rounds_spread.summary_lines(got))
+
+
 def test_level_lines_say_what_each_records_probe_flagged(tmp_path):
     def row(shape, ms, **extra):
         return json.dumps({"shape_detail": shape, "gems": {"median_ms": ms}, "extra": extra})

@@ -8,13 +8,15 @@ import math
 import pytest
 
 from conftest import FakeBackend
+from harness.ab.compare import compare_runs
 from harness.common.errors import UsageError
 from harness.measure.measurement import IQM, MEDIAN, Measurement
 from harness.measure.sample_stats import interquartile_mean
+from harness.measure.stats import delta_pct
 from harness.measure.timers import GRAPH
 from harness.run import level
 from harness.run.runner import run_op
-from harness.store.reader import read_rows
+from harness.store.reader import load_run, read_rows
 from harness.store.results import SUCCESS
 from scripted import plan_for
 
@@ -205,3 +207,24 @@ def test_the_row_counts_the_placements_its_latency_comes_from(tmp_path, sure_rul
     _, wide, _ = run(tmp_path, sure_rule, fast_budget, WIDE, 64, name="wide",
                      placement_memory="new")
     assert wide.extra["placements_new_memory"] == wide.extra["level_placements"]
+
+
+def test_an_ab_over_level_placements_reads_each_round_from_its_placement_pairs(
+        tmp_path, sure_rule, fast_budget):
+    """Record, then three rounds of replays: placement j of a round lands on one level on both
+    sides (one spacer size), but for one placement in eight of B's, which draws a higher one;
+    B is 0.3 % slower. The pairs read the plant; the ratio of the interquartile means reads
+    the odd placements too."""
+    _, _, record = run(tmp_path, sure_rule, fast_budget, WIDE, 64)
+    rounds = []
+    for number in range(3):
+        levels_a = WIDE[number:] + WIDE[:number]      # each round draws other spacers
+        levels_b = [1.003 * (1.06 if k == 3 else v) for k, v in enumerate(levels_a)]
+        sides = [run(tmp_path, sure_rule, fast_budget, levels, 64, record, f"{side}{number}")
+                 for side, levels in (("a", levels_a), ("b", levels_b))]
+        rounds.append(tuple(load_run(run_dir) for _, _, run_dir in sides))
+    row = compare_runs(rounds).rows[0]
+    assert row.rounds["paired_rounds"] == 3
+    assert row.rounds["deltas_pct"] == pytest.approx([100 * (1 / 1.003 - 1)] * 3, abs=1e-6)
+    by_latency = [delta_pct(a.rows[0].gems_ms, b.rows[0].gems_ms) for a, b in rounds]
+    assert min(abs(d - row.rounds["deltas_pct"][0]) for d in by_latency) > 0.1
