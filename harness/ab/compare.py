@@ -89,29 +89,33 @@ def _deltas_by_shape(rounds, pairs_per_shape) -> tuple[list[list[float]], list[t
 
 
 def _round_deltas(pairs, in_turns: list[bool]) -> tuple[list[float], tuple[int, int]]:
-    """One shape's delta in each round — from pairs where they exist (_paired_delta), else the
-    ratio of the medians — and how many rounds were paired: all, and by level placements."""
+    """One shape's delta in each round — from pairs where they exist (paired_round_delta), else
+    the ratio of the medians — and how many rounds were paired: all, and by level placements."""
     deltas, paired, levelled = [], 0, 0
     for (ra, rb), turned in zip(pairs, in_turns):
-        delta, by_level = _paired_delta(ra.gems, rb.gems, turned)
+        delta, by_level = paired_round_delta(ra.gems, rb.gems, turned)
         paired += delta is not None
         levelled += by_level
         deltas.append(stats.delta_pct(ra.gems_ms, rb.gems_ms) if delta is None else delta)
     return deltas, (paired, levelled)
 
 
-def _paired_delta(gems_a, gems_b, turned: bool) -> tuple[float | None, bool]:
-    """A round's delta from pairs (measure.paired), or None, and whether level placements gave
-    it: the neighbour samples where the round took turns; else, where both sides' latency is
-    the interquartile mean of level placements (run/level.py), placement j of A against
-    placement j of B — the two lie behind spacers of one size, so the level a placement draws
-    cancels in its pair."""
-    delta = (paired_delta_pct(getattr(gems_a, "samples_ms", None),
-                              getattr(gems_b, "samples_ms", None)) if turned else None)
-    if delta is None and _levelled(gems_a) and _levelled(gems_b):
+def paired_round_delta(gems_a, gems_b, turned: bool) -> tuple[float | None, bool]:
+    """A round's delta of one shape from pairs (measure.paired), or None, and whether level
+    placements gave it: the neighbour samples where the round took turns and they pair; else,
+    where both sides' latency is the interquartile mean of level placements (run/level.py),
+    placement j of A against placement j of B — the two lie behind spacers of one size, so the
+    level a placement draws cancels in its pair. `gems_*`: a side's measurement, or anything
+    with its `samples_ms`, `repeats` and `center`."""
+    if turned:
+        delta = paired_delta_pct(getattr(gems_a, "samples_ms", None),
+                                 getattr(gems_b, "samples_ms", None))
+        if delta is not None:
+            return delta, False
+    if _levelled(gems_a) and _levelled(gems_b):
         delta = paired_delta_pct(gems_a.repeats, gems_b.repeats)
         return delta, delta is not None
-    return delta, False
+    return None, False
 
 
 def _levelled(gems) -> bool:

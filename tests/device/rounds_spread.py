@@ -60,6 +60,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -67,11 +68,11 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from harness.ab.compare import took_turns  # noqa: E402
+from harness.ab.compare import paired_round_delta, took_turns  # noqa: E402
 from harness.ab.family import decide  # noqa: E402
 from harness.ab.report import load_report  # noqa: E402
 from harness.measure import sequential, stats  # noqa: E402
-from harness.measure.paired import paired_delta_pct  # noqa: E402
+from harness.measure.measurement import IQM, MEDIAN  # noqa: E402
 from harness.store.rundir import safe_name  # noqa: E402
 from harness.corpus.rounds import RUN_LINE, SETTLE_S, SHIFT_MAX_BYTES  # noqa: E402
 from harness.corpus.supervisor import Lane, Worker  # noqa: E402
@@ -241,15 +242,19 @@ def pair_again(reports, samples: dict) -> int:
 
 
 def _round_pairs(a: dict, b: dict, key: str) -> float | None:
-    """One round's delta of shape `key` from pairs (ab.compare._paired_delta), from the two
-    sides' samples.json entries: neighbour samples where both took turns, else level
-    placements where both sides have as many; None where neither pairs."""
-    got = (paired_delta_pct((a.get("shapes") or {}).get(key), (b.get("shapes") or {}).get(key))
-           if took_turns(a.get("turns")) and took_turns(b.get("turns")) else None)
-    if got is None:
-        levels = [(side.get("levels") or {}).get(key) for side in (a, b)]
-        got = paired_delta_pct(*levels) if all(levels) else None
-    return got
+    """One round's delta of shape `key` from pairs as zlh derives it
+    (ab.compare.paired_round_delta), from the two sides' samples.json entries; None where
+    nothing pairs."""
+    turned = took_turns(a.get("turns")) and took_turns(b.get("turns"))
+    return paired_round_delta(_as_measured(a, key), _as_measured(b, key), turned)[0]
+
+
+def _as_measured(run: dict, key: str) -> SimpleNamespace:
+    """A side's samples.json entry for shape `key` as paired_round_delta reads a measurement:
+    its samples, and its level placements' medians where it was timed on them."""
+    levels = (run.get("levels") or {}).get(key)
+    return SimpleNamespace(samples_ms=(run.get("shapes") or {}).get(key),
+                           repeats=tuple(levels or ()), center=IQM if levels else MEDIAN)
 
 
 def within_module():
