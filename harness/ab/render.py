@@ -11,7 +11,7 @@ import click
 from tabulate import tabulate
 
 from ..common import style
-from ..common.fields import is_number
+from ..common.fields import is_int, is_number
 from ..store.compiler import short as short_compiler
 from .report import ABReport, ABRow, family_note
 
@@ -161,7 +161,7 @@ def _pairs_note(s: dict) -> str:
 
 def _count(value) -> int:
     """A summary's count, or 0 where it is missing or not a positive integer."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return value if is_int(value) and value > 0 else 0
 
 
 def _chosen(s: dict, lead: str = "") -> str:

@@ -21,6 +21,7 @@ import backends
 from ..common import markers
 from ..common.errors import (AdapterFailure, CaseFailure, CaseSkipped, DevicePoisonedError,
                              failure_detail, one_line)
+from ..common.fields import is_int
 from ..common.process import raised_by_code, signals_kept
 from ..compile.ir.capture import IRCapture
 from ..measure import sample_stats
@@ -277,7 +278,7 @@ def case_count(adapter, op: str, options) -> int | None:
     None otherwise (a plug-in's count never ends a run)."""
     with contextlib.suppress(Exception):
         total = adapter.case_count(op)
-        if isinstance(total, int) and not isinstance(total, bool) and total >= 0:
+        if is_int(total) and total >= 0:
             shard, shards = options.shard()
             return len(range(shard, total, shards))
     return None

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..common.documents import loads_json
 from ..common.errors import CaliberError, UsageError
-from ..common.fields import Fields
+from ..common.fields import Fields, is_int
 from ..common.files import (SYMLINK_LOOP, check_path_text, link_loop, read_json_object,
                             read_text)
 from ..common.schema import check_readable
@@ -52,8 +52,7 @@ class StoredRun:
         if not self.rows_read or not isinstance(counts, dict):
             return None
         held = collections.Counter(row.status for row in self.rows)
-        counted = {s: n for s in COUNTED if isinstance(n := counts.get(s), int)
-                   and not isinstance(n, bool) and n > 0}
+        counted = {s: n for s in COUNTED if is_int(n := counts.get(s)) and n > 0}
         if not any(n > held[s] for s, n in counted.items()):
             return None
         file = self.path / RESULTS_JSONL
